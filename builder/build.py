@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 from builder import __version__
 from builder.context import BuildContext
+from builder.counting import ExactCounter, PieceCounter
 from builder.errors import RulerError, TooShortError
 from builder.fitting import fit_sample
 from builder.manifest import data_path, read_manifest, write_manifest
@@ -49,6 +50,7 @@ class BuildConfig:
     sources_dir: str | None = None
     tokenizers_dir: str | None = None
     progress: bool = True
+    exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
 
     def __post_init__(self) -> None:
         for t in self.tasks:
@@ -80,6 +82,7 @@ class FileResult:
     fill_min: float = 0.0
     probes: int = 0
     bytes: int = 0
+    exact_rows: int = 0  # rows counted by whole-prompt tokenization (piece counts not proven)
 
 
 @dataclass
@@ -102,20 +105,60 @@ def _generator(task: str, L: int) -> TaskGenerator:
     return cache[(task, L)]
 
 
-def prompt_counter(tok: Tokenizer, mode: str):
-    return lambda draft: tok.prompt_length(draft.input, draft.answer_prefix, mode)
+#: Besides each worker's first sample of a file, every n-th sample is also counted exactly.
+SPOT_CHECK_EVERY = 100
 
 
-def make_row(job: tuple[str, int, int]) -> tuple[dict[str, Any], int]:
-    """Fit sample `index` of (task, L) and return its row and the number of probes spent."""
+def _fit(gen: TaskGenerator, index: int, counter: ExactCounter):
+    ctx: BuildContext = _STATE["ctx"]
+    task, L = gen.spec.name, gen.max_seq_length
+    fitted = fit_sample(gen, index, lambda: sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index),
+                        counter.prompt_length, L)
+    d = fitted.draft
+    return fitted, counter.token_positions(d, [a for a, _ in d.gold_spans] + list(d.context_span))
+
+
+def _certified_fit(gen: TaskGenerator, index: int):
+    """Fit with piece counts, checked against whole-prompt tokenization where it matters.
+
+    A worker's first sample of each (task, L) is checked: if the tokenizer is not additive at
+    the piece junctions, that worker counts the file exactly from then on. A later spot check
+    that disagrees means earlier rows may be wrong, which is an error, never a silent fix.
+    """
+    exact: ExactCounter = _STATE["exact"]
+    fast: ExactCounter = _STATE["fast"]
+    unit = (gen.spec.name, gen.max_seq_length)
+    verdicts: dict = _STATE.setdefault("certified", {})
+    if verdicts.get(unit) is False:
+        return _fit(gen, index, exact), True
+    fitted, marks = _fit(gen, index, fast)
+    first = unit not in verdicts
+    if first or index % SPOT_CHECK_EVERY == 0:
+        d = fitted.draft
+        agrees = (exact.prompt_length(d) + gen.spec.tokens_to_generate == fitted.length
+                  and exact.token_positions(d, [a for a, _ in d.gold_spans]
+                                            + list(d.context_span)) == marks)
+        if not agrees and not first:
+            raise RulerError(
+                f"task {unit[0]}, L={unit[1]}, sample {index}: piece token counts disagree with "
+                f"whole-prompt tokenization for tokenizer {_STATE['ctx'].tokenizer_name!r}; "
+                f"rebuild this file with --exact-counts")
+        verdicts[unit] = agrees
+        if not agrees:
+            return _fit(gen, index, exact), True
+    return (fitted, marks), False
+
+
+def make_row(job: tuple[str, int, int]) -> tuple[dict[str, Any], int, bool]:
+    """Fit sample `index` of (task, L): its row, the probes spent, and if counted exactly."""
     task, L, index = job
     ctx: BuildContext = _STATE["ctx"]
-    tok, mode = ctx.tokenizer, _STATE["mode"]
     gen = _generator(task, L)
-    fitted = fit_sample(gen, index, lambda: sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index),
-                        prompt_counter(tok, mode), L)
+    if _STATE["fast"] is _STATE["exact"]:
+        (fitted, marks), counted_exactly = _fit(gen, index, _STATE["exact"]), True
+    else:
+        (fitted, marks), counted_exactly = _certified_fit(gen, index)
     d = fitted.draft
-    marks = tok.token_index_at(d.input, [a for a, _ in d.gold_spans] + list(d.context_span))
     gold, (c0, c1) = marks[:-2], marks[-2:]
     spec = gen.spec
     row = {
@@ -125,7 +168,7 @@ def make_row(job: tuple[str, int, int]) -> tuple[dict[str, Any], int]:
         "metric": spec.metric, "gold_token_positions": gold,
         "gold_depths": [(p - c0) / max(1, c1 - c0) for p in gold], "haystack_size": d.size,
     }
-    return row, fitted.probes
+    return row, fitted.probes, counted_exactly
 
 
 # --- planning -------------------------------------------------------------------------------
@@ -163,7 +206,7 @@ def _preflight(ctx: BuildContext, units, cfg: BuildConfig, mode: str) -> None:
     length near a task's minimum, where samples differ in whether they fit), every sample's
     smallest draft is checked, so a too-short length never fails in the middle of a build.
     """
-    count = prompt_counter(ctx.tokenizer, mode)
+    count = _STATE["exact"].prompt_length  # small drafts: whole-prompt counts are cheap
     for task, L in units:
         gen = _generator(task, L)
         gen.check_samples(cfg.samples)
@@ -201,7 +244,9 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     mode = tok.default_mode()
     ctx = BuildContext(tok, config, cfg.seed, cfg.sources_dir)
     _STATE.clear()
-    _STATE.update(ctx=ctx, mode=mode)
+    exact = ExactCounter(tok, mode)
+    _STATE.update(ctx=ctx, mode=mode, exact=exact,
+                  fast=exact if cfg.exact_counts else PieceCounter(tok, mode))
     units = plan_units(cfg)
     _resolve_sources(ctx, units)
 
@@ -260,12 +305,13 @@ def _write_file(out, rel, task, L, key, cfg, pool, bar, manifest, config) -> Fil
     started = time.perf_counter()
     jobs = [(task, L, i) for i in range(cfg.samples)]
     rows = pool.imap(make_row, jobs, chunksize=1) if pool is not None else map(make_row, jobs)
-    fills, probes = [], 0
+    fills, probes, exact_rows = [], 0, 0
     with SplitWriter(out / rel, L) as writer:
-        for row, spent in rows:
+        for row, spent, counted_exactly in rows:
             writer.write(row)
             fills.append(row["length"] / L)
             probes += spent
+            exact_rows += counted_exactly
             if bar is not None:
                 bar.update(1)
     path = out / rel
@@ -276,7 +322,8 @@ def _write_file(out, rel, task, L, key, cfg, pool, bar, manifest, config) -> Fil
     manifest["files"] = dict(sorted(manifest["files"].items()))
     return FileResult(rel, task, L, writer.rows, skipped=False,
                       seconds=time.perf_counter() - started, fill_mean=sum(fills) / len(fills),
-                      fill_min=min(fills), probes=probes, bytes=entry["bytes"])
+                      fill_min=min(fills), probes=probes, bytes=entry["bytes"],
+                      exact_rows=exact_rows)
 
 
 def _drop_config(out: Path, manifest: dict, config: str) -> None:

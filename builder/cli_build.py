@@ -76,6 +76,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizers-dir", default=None,
                    help=f"folder with pinned tokenizer files (else ${TOKENIZERS_ENV})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--exact-counts", action="store_true",
+                   help="count every length probe by tokenizing the whole prompt (slow; the "
+                        "default sums cached token counts of the prompt's pieces, checked "
+                        "against whole-prompt counts, and gives the same rows)")
     p.set_defaults(func=run)
 
 
@@ -87,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
         shard=parse_shard(args.shard), sources_dir=args.sources_dir,
         tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
+        exact_counts=args.exact_counts,
     )
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]
@@ -95,4 +100,9 @@ def run(args: argparse.Namespace) -> int:
     for f in sorted(built, key=lambda f: (f.max_seq_length, f.task)):
         print(f"  {f.path}: {f.rows} rows, fill mean {f.fill_mean:.4f} min {f.fill_min:.4f}, "
               f"{f.seconds:.1f}s, {f.bytes / 1e6:.2f} MB")
+    fallback = [f for f in built if f.exact_rows and not args.exact_counts]
+    if fallback:
+        print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "
+              f"this tokenizer's counts do not add up across the prompt's piece junctions "
+              f"(slower, same exactness): {', '.join(f.path for f in fallback)}")
     return 0

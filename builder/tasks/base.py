@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Sequence
 
 from builder.tasks.catalog import TaskSpec
 
@@ -30,6 +30,54 @@ class Draft:
     gold_spans: tuple[tuple[int, int], ...]  # character spans in `input` of the gold items
     context_span: tuple[int, int]  # character span in `input` of the haystack / context
     size: int
+    # `input` cut at clean junctions ("".join(pieces) == input), for builder.counting; empty
+    # when a draft is only ever counted whole.
+    pieces: tuple[str, ...] = ()
+
+
+def template_ends(template: str, **fields: object) -> tuple[str, str]:
+    """The text before and after a template's {context}, with the other fields filled in."""
+    head, tail = template.split("{context}")
+    return head.format(**fields), tail.format(**fields)
+
+
+def joined(head: str, units: Sequence[str], sep: str, tail: str,
+           clean: bool = False) -> tuple[str, tuple[str, ...]]:
+    """`head + sep.join(units) + tail`, and the same text cut into pieces at the joins.
+
+    A space separator opens the next piece (" word"); a newline separator closes the previous
+    one ("line\\n" | "next"). A join is cut only where it is a clean junction (see
+    builder.counting): the units on both sides of a space are non-empty and do not touch it
+    with whitespace, the unit after a newline starts with a non-space character; elsewhere the
+    unit is glued to the piece before it. `clean=True` promises every unit is non-empty and
+    starts and ends with a non-space character (word lists), skipping the per-unit checks.
+    """
+    if sep.startswith(" "):
+        opens = True
+    elif sep.endswith("\n"):
+        opens = False
+    else:
+        raise ValueError(f"no clean junction for separator {sep!r}")
+    if len(units) < 2:
+        text = head + sep.join(units) + tail
+        return text, (text,)
+    if clean and opens:
+        pieces = [head + units[0], *[sep + u for u in units[1:-1]], sep + units[-1] + tail]
+    elif clean:
+        pieces = [head + units[0] + sep, *[u + sep for u in units[1:-1]], units[-1] + tail]
+    else:
+        pieces = [head + units[0]]
+        for prev, u in zip(units, units[1:]):
+            starts_clean = bool(u) and not u[0].isspace()
+            if opens and starts_clean and prev and not prev[-1].isspace():
+                pieces.append(sep + u)
+            elif not opens and starts_clean:
+                pieces[-1] += sep
+                pieces.append(u)
+            else:
+                pieces[-1] += sep + u
+        pieces[-1] += tail
+    return "".join(pieces), tuple(pieces)
 
 
 class TaskGenerator(ABC):

@@ -21,7 +21,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from builder.tasks.base import Draft, TaskGenerator
+from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from builder.tasks.sampling import strictly_most_frequent
 from builder.words import wonderwords_list
 
@@ -106,6 +106,12 @@ class CommonWordsGenerator(TaskGenerator):
         start = self.family.template.index("{context}")
         return text, start, start + len(context)
 
+    def _labels(self, n: int) -> list[str]:
+        """"1.", "2.", ...: cached, so the pieces of every draft share these strings."""
+        labels = self.__dict__.setdefault("_label_cache", [])
+        labels.extend(f"{i + 1}." for i in range(len(labels), n))
+        return labels[:n]
+
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         # The solved example first: it does not depend on the size.
         shots = []
@@ -119,11 +125,15 @@ class CommonWordsGenerator(TaskGenerator):
         few_shots = "\n".join(shots) + "\n"
         words = self._words(rng, size)
         items = self._list(rng, words, *self.main_repeats)
-        task, start, end = self._task_text(items)
-        offset = len(few_shots)
-        return Draft(input=few_shots + task, answer_prefix=self.family.answer_prefix,
+        # numbered(items) is " ".join of "1.", item 1, "2.", item 2, ...: cut at every space.
+        units: list[str] = [""] * (2 * len(items))
+        units[0::2], units[1::2] = self._labels(len(items)), items
+        head, tail = template_ends(self.family.template)
+        text, pieces = joined(few_shots + head, units, " ", tail, clean=True)
+        return Draft(input=text, answer_prefix=self.family.answer_prefix,
                      outputs=tuple(words[:self.num_cw]), gold_spans=(),
-                     context_span=(offset + start, offset + end), size=size)
+                     context_span=(len(few_shots) + len(head), len(text) - len(tail)),
+                     size=size, pieces=pieces)
 
 
 # --- answer check ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import Mapping
 import numpy as np
 from scipy.special import zeta
 
-from builder.tasks.base import Draft, TaskGenerator
+from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from builder.tasks.sampling import strictly_most_frequent
 
 # Upstream's code sets vocab[0] = '...' (three dots) while the question says "Please ignore
@@ -85,13 +85,13 @@ class FreqWordsGenerator(TaskGenerator):
         # of the prompt (~0.5 words per token), and the draft runs once per length probe.
         ids = np.repeat(np.arange(len(vocab)), counts)
         np.random.default_rng(rng.getrandbits(64)).shuffle(ids)
-        context = " ".join(np.asarray(vocab, dtype=object)[ids].tolist())
-        template = self.family.template
-        start = template.index("{context}")
-        return Draft(input=template.format(context=context),
-                     answer_prefix=self.family.answer_prefix,
+        head, tail = template_ends(self.family.template)
+        text, pieces = joined(head, np.asarray(vocab, dtype=object)[ids].tolist(), " ", tail,
+                              clean=True)
+        return Draft(input=text, answer_prefix=self.family.answer_prefix,
                      outputs=tuple(vocab[1:1 + NUM_ANSWERS]), gold_spans=(),
-                     context_span=(start, start + len(context)), size=size)
+                     context_span=(len(head), len(text) - len(tail)), size=size,
+                     pieces=pieces)
 
 
 def check_row(row: Mapping) -> str | None:

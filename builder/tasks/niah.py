@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping
 
 from builder.essays import EssayCorpus, build_corpus
-from builder.tasks.base import Draft, TaskGenerator
+from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from builder.tasks.noise import NOISE_SENTENCE
 from builder.words import AdjectiveNounKeys
 
@@ -98,17 +98,16 @@ class NiahGenerator(TaskGenerator):
         needles, owners = [needles[i] for i in order], [owners[i] for i in order]
 
         if self.haystack == "essay":
-            context, starts = self._essay_context(rng, size, needles)
+            units, sep, starts = self._essay_units(rng, size, needles)
         else:
-            context, starts = self._line_context(rng, size, needles, taken)
+            units, sep, starts = self._line_units(rng, size, needles, taken)
 
         template, prefix, type_v = self.spec.family.template, self.spec.family.answer_prefix, self.type_v
         if self.num_q * self.num_v == 1:
             template, prefix, type_v = singular(template), singular(prefix), type_v[:-1]
         query = join_query([keys[i] for i in queried])
-        head, tail = template.split("{context}")
-        head = head.format(type_needle_v=type_v, query=query)
-        text = head + context + tail.format(type_needle_v=type_v, query=query)
+        head, tail = template_ends(template, type_needle_v=type_v, query=query)
+        text, pieces = joined(head, units, sep, tail)
         offset = len(head)
         gold = tuple((offset + s, offset + s + len(needles[j]))
                      for j, s in enumerate(starts) if owners[j] in queried)
@@ -117,26 +116,33 @@ class NiahGenerator(TaskGenerator):
             answer_prefix=prefix.format(type_needle_v=type_v, query=query),
             outputs=tuple(v for i in queried for v in values[i]),
             gold_spans=gold,
-            context_span=(offset, offset + len(context)),
+            context_span=(offset, len(text) - len(tail)),
             size=size,
+            pieces=pieces,
         )
 
-    def _essay_context(self, rng, size, needles) -> tuple[str, list[int]]:
+    def _essay_units(self, rng, size, needles) -> tuple[list[str], str, list[int]]:
+        """Sentences with the needles between them (space-joined), and the needles' offsets.
+
+        A needle at depth 0 (or two at one depth) leaves an empty run of sentences, which
+        upstream's join keeps as a doubled space; the empty unit keeps it here too.
+        """
         sents = self.corpus.prefix_sentences(size)
         cuts = sorted(int(len(sents) * (d / 100)) for d in rng.sample(DEPTHS, len(needles)))
         bounds = [0, *cuts, len(sents)]
-        parts, starts, pos = [], [], 0
+        units: list[str] = []
+        starts, pos = [], 0
         for i in range(1, len(bounds)):
-            chunk = " ".join(sents[bounds[i - 1]:bounds[i]])
-            parts.append(chunk)
-            pos += len(chunk) + 1
+            run = sents[bounds[i - 1]:bounds[i]]
+            units.extend(run if run else [""])
+            pos += sum(map(len, run)) + max(len(run), 1)  # the run and the space after it
             if i - 1 < len(needles):
-                parts.append(needles[i - 1])
+                units.append(needles[i - 1])
                 starts.append(pos)
                 pos += len(needles[i - 1]) + 1
-        return " ".join(parts), starts
+        return units, " ", starts
 
-    def _line_context(self, rng, size, needles, taken) -> tuple[str, list[int]]:
+    def _line_units(self, rng, size, needles, taken) -> tuple[list[str], str, list[int]]:
         if self.haystack == "noise":
             lines = [NOISE_SENTENCE] * size
         else:  # distractor needles with fresh keys, never equal to a real key
@@ -151,7 +157,7 @@ class NiahGenerator(TaskGenerator):
             if j >= 0:
                 starts[j] = pos
             pos += len(line) + 1
-        return "\n".join(line for line, _ in tagged), starts
+        return [line for line, _ in tagged], "\n", starts
 
 
 def check_row(row: Mapping) -> str | None:

@@ -19,12 +19,12 @@ import json
 import random
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
 from builder.errors import RulerError
-from builder.tasks.base import Draft, TaskGenerator
+from builder.tasks.base import Draft, TaskGenerator, template_ends
 from builder.tasks.sampling import permutation_prefix
 
 DOCUMENT = "Document {i}:\n{document}"
@@ -47,6 +47,11 @@ class QASet:
     dataset: str
     questions: tuple[Question, ...]
     docs: tuple[str, ...]
+
+    @cached_property
+    def clean_start(self) -> tuple[bool, ...]:
+        """Per document: it starts with a non-space (a clean junction after its header)."""
+        return tuple(bool(d) and not d[0].isspace() for d in self.docs)
 
 
 def _bad(path: Path, dataset: str, why: str) -> RulerError:
@@ -175,25 +180,45 @@ class QAGenerator(TaskGenerator):
         rest = permutation_prefix(rng, n_docs, need - len(q.more), exclude=taken)
         return [*q.docs, *q.more, *rest]
 
+    def _headers(self, n: int) -> list[str]:
+        """"Document 1:\n", ...: cached, so the pieces of every draft share these strings."""
+        headers = self.__dict__.setdefault("_header_cache", [])
+        headers.extend(DOCUMENT.format(i=i + 1, document="")
+                       for i in range(len(headers), n))
+        return headers
+
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         q = self.data.questions[index]
         chosen = self._documents(q, rng, size)
         perm = fixed_permutation(self.ctx.seed, len(chosen))
         ordered = [chosen[p] for p in perm]
-        template = self.family.template
-        start = template.index("{context}")
-        parts, gold, pos = [], [], start
+        head, tail = template_ends(self.family.template, query=q.query)
+        docs, cut_before = self.data.docs, self.data.clean_start
+        headers = self._headers(len(ordered))
+        # The text is head + "\n\n".join("Document i:\n" + doc) + tail, cut into pieces after
+        # each separator and, where the document starts with a non-space, after its header.
+        pieces, gold, pos = [head], [], len(head)
         for i, doc_id in enumerate(ordered):
-            block = DOCUMENT.format(i=i + 1, document=self.data.docs[doc_id])
+            if i:
+                pieces[-1] += DOC_SEPARATOR
+                pieces.append(headers[i])
+                pos += len(DOC_SEPARATOR)
+            else:
+                pieces[-1] += headers[i]
+            doc = docs[doc_id]
+            if cut_before[doc_id]:
+                pieces.append(doc)
+            else:
+                pieces[-1] += doc
+            end = pos + len(headers[i]) + len(doc)
             if doc_id in q.gold:
-                gold.append((pos, pos + len(block)))
-            parts.append(block)
-            pos += len(block) + len(DOC_SEPARATOR)
-        context = DOC_SEPARATOR.join(parts)
-        text = template.format(context=context, query=q.query)
+                gold.append((pos, end))
+            pos = end
+        pieces[-1] += tail
+        text = "".join(pieces)
         return Draft(input=text, answer_prefix=self.family.answer_prefix, outputs=q.outputs,
-                     gold_spans=tuple(gold), context_span=(start, start + len(context)),
-                     size=size)
+                     gold_spans=tuple(gold), context_span=(len(head), len(text) - len(tail)),
+                     size=size, pieces=tuple(pieces))
 
 
 # --- answer check ---------------------------------------------------------------------------

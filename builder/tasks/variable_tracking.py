@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 from builder.rng import derive_seed
-from builder.tasks.base import Draft, TaskGenerator
+from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from builder.tasks.noise import NOISE_SENTENCE
 from builder.tasks.sampling import draw_unique
 
@@ -192,12 +192,14 @@ class VariableTrackingGenerator(TaskGenerator):
         # Then the size-dependent layout.
         positions = self._positions(rng, size, hops)
         main_lines = [chain_lines(c, v) for c, v in zip(chains, values)]
-        context = render_context(insert_chains(size, main_lines, positions))
+        lines = insert_chains(size, main_lines, positions)
 
         icl = self._icl_text(icl_chains, icl_values, self.icl)
-        task = self._task_text(context, value, hops)
-        text = icl + "\n" + task
-        start = len(icl) + 1 + self.family.template.index("{context}")
+        head, tail = template_ends(self.family.template, query=value, num_v=hops)
+        text, pieces = joined(icl + "\n" + head, lines, "\n", tail)
+        if ". \n" in text:  # render_context's replace would change the text: count it whole
+            text, pieces = icl + "\n" + self._task_text(render_context(lines), value, hops), ()
+        start = len(icl) + 1 + len(head)
         gold = []
         pos = start
         for line in main_lines[0]:
@@ -206,7 +208,7 @@ class VariableTrackingGenerator(TaskGenerator):
             pos = at + len(line)
         return Draft(input=text, answer_prefix=self._prefix(value, hops),
                      outputs=tuple(chains[0]), gold_spans=tuple(gold),
-                     context_span=(start, start + len(context)), size=size)
+                     context_span=(start, len(text) - len(tail)), size=size, pieces=pieces)
 
 
 # --- answer check ---------------------------------------------------------------------------

@@ -1,0 +1,115 @@
+"""Exact prompt lengths without re-tokenizing whole prompts: token counts of pieces, summed.
+
+The fitter measures several drafts per sample, and a 128K draft takes about a quarter of a
+second to tokenize. Most of a draft is made of units that recur across probes and samples
+(essay sentences, noise lines, words, documents), so a draft also carries its text cut into
+`pieces` at clean junctions: a piece starts with a space before a non-space character
+(" word") or right after a newline ("The grass...\\n" | "The grass..."). At such a junction
+every tokenizer in the registry splits its pre-tokens, so the tokens of the whole are the
+tokens of the parts, and
+
+    prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:-1])
+
+with frame = pieces[0] + pieces[1] + pieces[-1] tokenized exactly, chat template, answer
+prefix and special tokens included (the frame keeps the text's own ends, so a template that
+trims the user turn trims the same characters). A middle piece is counted in context, after
+an anchor ending like its real predecessor ("x." or "x.\\n"), because SentencePiece adds a
+dummy prefix to a text's first word that it does not add mid-text.
+
+Whether a tokenizer really is additive at these junctions is a property of the tokenizer, not
+something to assume: tests/test_counting.py proves it for every registry tokenizer on every
+task, and the build certifies each (task, length) file on its first sample before trusting it
+(builder.build), counting exactly wherever the shortcut does not hold.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Sequence
+
+from builder.tasks.base import Draft
+from builder.tokenizer import Tokenizer
+
+# A piece that starts with a space follows a non-space character; one that does not start
+# with a space follows a newline.
+_ANCHOR_BEFORE_SPACE = "x."
+_ANCHOR_AFTER_NEWLINE = "x.\n"
+MAX_CACHED_PIECES = 400_000  # bounds memory (a long essay sentence is ~1 KB with its entry)
+
+
+class ExactCounter:
+    """Counts by tokenizing the whole prompt (the reference; used where pieces are not proven)."""
+
+    def __init__(self, tok: Tokenizer, mode: str):
+        self.tok, self.mode = tok, mode
+
+    def prompt_length(self, draft: Draft) -> int:
+        return self.tok.prompt_length(draft.input, draft.answer_prefix, self.mode)
+
+    def token_positions(self, draft: Draft, char_offsets: Sequence[int]) -> list[int]:
+        """Index, in `encode(draft.input)`, of the token holding each character offset."""
+        return self.tok.token_index_at(draft.input, char_offsets)
+
+
+class PieceCounter(ExactCounter):
+    """Counts a draft from its frame plus cached in-context counts of its middle pieces."""
+
+    def __init__(self, tok: Tokenizer, mode: str):
+        super().__init__(tok, mode)
+        self._cache: dict[str, int] = {}
+        self._anchor_len = {a: tok.count(a) for a in (_ANCHOR_BEFORE_SPACE, _ANCHOR_AFTER_NEWLINE)}
+
+    @staticmethod
+    def _anchor(piece: str) -> str:
+        return _ANCHOR_BEFORE_SPACE if piece[:1] == " " else _ANCHOR_AFTER_NEWLINE
+
+    def piece_counts(self, pieces: Sequence[str]) -> list[int]:
+        """In-context token counts of middle pieces (cached; misses counted in one batch)."""
+        cache = self._cache
+        missing = list({p: None for p in pieces if p not in cache})
+        if missing:
+            if len(cache) + len(missing) > MAX_CACHED_PIECES:
+                cache.clear()
+            anchored = [self._anchor(p) + p for p in missing]
+            for p, n in zip(missing, self.tok.count_batch(anchored)):
+                cache[p] = n - self._anchor_len[self._anchor(p)]
+        return [cache[p] for p in pieces]
+
+    def prompt_length(self, draft: Draft) -> int:
+        pieces = draft.pieces
+        if len(pieces) < 4:
+            return super().prompt_length(draft)
+        frame = pieces[0] + pieces[1] + pieces[-1]
+        return (self.tok.prompt_length(frame, draft.answer_prefix, self.mode)
+                + sum(self.piece_counts(pieces[2:-1])))
+
+    def token_positions(self, draft: Draft, char_offsets: Sequence[int]) -> list[int]:
+        pieces = draft.pieces
+        if len(pieces) < 4:
+            return super().token_positions(draft, char_offsets)
+        tok = self.tok
+        starts, pos = [], 0
+        for p in pieces:
+            starts.append(pos)
+            pos += len(p)
+        head = pieces[0] + pieces[1]
+        n_head = tok.count(head)
+        middle = self.piece_counts(pieces[2:-1])
+        before = [n_head]  # tokens before middle piece k (k = 2 .. len - 2), then the last
+        for n in middle:
+            before.append(before[-1] + n)
+        out = []
+        for c in char_offsets:
+            k = bisect.bisect_right(starts, c) - 1
+            if k <= 1:
+                out.append(tok.token_index_at(head, [c])[0])
+            elif k == len(pieces) - 1:  # the last piece, measured in the frame
+                frame = head + pieces[-1]
+                local = tok.token_index_at(frame, [len(head) + c - starts[k]])[0] - n_head
+                out.append(before[-1] + local)
+            else:
+                piece, anchor = pieces[k], self._anchor(pieces[k])
+                local = (tok.token_index_at(anchor + piece, [len(anchor) + c - starts[k]])[0]
+                         - self._anchor_len[anchor])
+                out.append(before[k - 2] + local)
+        return out

@@ -1,0 +1,120 @@
+"""Piece counting (builder.counting) equals whole-prompt tokenization, or is not used.
+
+The proof the builder relies on: for every registry tokenizer and every task, the token count
+of a draft summed from its pieces, and the token positions of its gold spans, equal those of
+tokenizing the whole prompt (chat template, answer prefix, special tokens). The guard for
+other tokenizers: a tokenizer that merges across the junctions is detected, and its files are
+counted whole, giving the same rows as `--exact-counts`.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from builder.counting import ExactCounter, PieceCounter
+from builder.rng import sample_rng
+from builder.tasks import TASKS
+from builder.tasks.base import joined
+from builder.tasks.common_words import CommonWordsGenerator
+from builder.tokenizer_registry import registry
+
+from build_helpers import build
+from task_helpers import SEED, generator, tokenizer
+
+
+def _offsets(d):
+    return [a for a, _ in d.gold_spans] + list(d.context_span)
+
+
+def _assert_counts_agree(gen, index: int, size: int) -> int:
+    tok = gen.ctx.tokenizer
+    fast, exact = PieceCounter(tok, tok.default_mode()), ExactCounter(tok, tok.default_mode())
+    rng = sample_rng(SEED, gen.ctx.tokenizer_name, gen.spec.name, gen.max_seq_length, index)
+    d = gen.draft(index, rng, size)
+    assert "".join(d.pieces) == d.input
+    assert fast.prompt_length(d) == exact.prompt_length(d), (gen.spec.name, index, size)
+    assert fast.token_positions(d, _offsets(d)) == exact.token_positions(d, _offsets(d))
+    return len(d.pieces)
+
+
+@pytest.mark.parametrize("tok_name", list(registry()))
+@pytest.mark.parametrize("task", list(TASKS))
+def test_piece_counts_equal_whole_prompt_counts(tok_name, task):
+    gen = generator(task, tok_name, 4096)
+    for index in range(3):
+        for size in (gen.min_size, gen.min_size + 7 * gen.calibration_step):
+            pieces = _assert_counts_agree(gen, index, size)
+        assert pieces >= 4, "the draft is not cut into pieces, so nothing is proven"
+
+
+@pytest.mark.parametrize("tok_name", list(registry()))
+def test_piece_counts_hold_for_the_long_context_word_list(tok_name):
+    """cwe beyond the wonderwords pool draws from the English word list (128K and up)."""
+    gen = generator("cwe", tok_name, 131072)
+    assert isinstance(gen, CommonWordsGenerator)
+    assert _assert_counts_agree(gen, 0, len(gen.pool) + 50) > 40_000
+
+
+def test_pieces_are_cut_only_at_clean_junctions():
+    text, pieces = joined("Head:\n", ["a b", "", "c", " d", "e"], " ", "\nTail")
+    assert text == "Head:\na b  c  d e\nTail" == "".join(pieces)
+    # the empty unit and the unit starting with a space are glued, never cut at whitespace
+    assert pieces == ("Head:\na b  c  d", " e\nTail")
+    text, pieces = joined("H\n", ["one", "two", " three", "four"], "\n", "\nT")
+    assert pieces == ("H\none\n", "two\n three\n", "four\nT")
+
+
+def _non_additive_tokenizer(folder):
+    """A real BPE trained without pre-tokenization: its merges cross spaces and newlines."""
+    from tokenizers import Tokenizer, models, trainers
+
+    from builder.tasks.noise import NOISE_SENTENCE
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    corpus = [(NOISE_SENTENCE + "\n") * 5] * 50 + [
+        "Some special magic numbers are hidden within the following text. One of the special "
+        "magic numbers for the key is: 1234567.\nWhat are all the special magic numbers?"] * 50
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400,
+                                                        special_tokens=["[UNK]"]))
+    folder.mkdir()
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]"}))
+    return folder
+
+
+def test_a_tokenizer_that_merges_across_junctions_is_counted_whole(tmp_path):
+    from builder.tokenizer_registry import load_tokenizer
+    from builder.context import BuildContext
+    from builder.tasks import get_task, make_generator
+
+    folder = _non_additive_tokenizer(tmp_path / "merging-bpe")
+    tok = load_tokenizer(str(folder))
+    gen = make_generator(get_task("niah_single_1"), BuildContext(tok, "merging-bpe", SEED), 1024)
+    d = gen.draft(0, sample_rng(SEED, "merging-bpe", "niah_single_1", 1024, 0), 20)
+    fast, exact = PieceCounter(tok, "base"), ExactCounter(tok, "base")
+    assert fast.prompt_length(d) != exact.prompt_length(d)  # the shortcut would be wrong here
+
+    kw = dict(tasks=["niah_single_1", "niah_multikey_2"], lengths=[1024], samples=3,
+              workers=1)
+    fast_report = build(tmp_path / "fast", str(folder), **kw)
+    exact_report = build(tmp_path / "exact", str(folder), exact_counts=True, **kw)
+    by_task = {f.task: f for f in fast_report.files}
+    assert by_task["niah_single_1"].exact_rows == 3  # every row of the file counted whole
+    manifests = [json.loads((tmp_path / o / "manifest.json").read_text())["files"]
+                 for o in ("fast", "exact")]
+    assert {k: v["content_sha256"] for k, v in manifests[0].items()} == \
+        {k: v["content_sha256"] for k, v in manifests[1].items()}
+
+
+def test_fast_and_exact_builds_write_the_same_rows(tmp_path):
+    kw = dict(tasks=list(TASKS), lengths=[4096], samples=2)
+    fast = build(tmp_path / "fast", "llama-2", **kw)
+    build(tmp_path / "exact", "llama-2", exact_counts=True, **kw)
+    assert all(f.exact_rows == 0 for f in fast.files)
+    hashes = [{k: v["content_sha256"] for k, v in
+               json.loads((tmp_path / o / "manifest.json").read_text())["files"].items()}
+              for o in ("fast", "exact")]
+    assert len(hashes[0]) == len(TASKS) and hashes[0] == hashes[1]
