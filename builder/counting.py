@@ -25,6 +25,7 @@ task, and the build certifies each (task, length) file on its first sample befor
 from __future__ import annotations
 
 import bisect
+import itertools
 from typing import Sequence
 
 from builder.tasks.base import Draft
@@ -66,13 +67,17 @@ class PieceCounter(ExactCounter):
     def piece_counts(self, pieces: Sequence[str]) -> list[int]:
         """In-context token counts of middle pieces (cached; misses counted in one batch)."""
         cache = self._cache
-        missing = list({p: None for p in pieces if p not in cache})
-        if missing:
-            if len(cache) + len(missing) > MAX_CACHED_PIECES:
-                cache.clear()
-            anchored = [self._anchor(p) + p for p in missing]
-            for p, n in zip(missing, self.tok.count_batch(anchored)):
-                cache[p] = n - self._anchor_len[self._anchor(p)]
+        try:
+            return [cache[p] for p in pieces]
+        except KeyError:
+            pass
+        missing = [p for p in dict.fromkeys(pieces) if p not in cache]
+        if len(cache) + len(missing) > MAX_CACHED_PIECES:
+            cache.clear()  # then it holds this draft's pieces (one draft may exceed the bound)
+            missing = list(dict.fromkeys(pieces))
+        anchored = [self._anchor(p) + p for p in missing]
+        for p, n in zip(missing, self.tok.count_batch(anchored)):
+            cache[p] = n - self._anchor_len[self._anchor(p)]
         return [cache[p] for p in pieces]
 
     def prompt_length(self, draft: Draft) -> int:
@@ -88,16 +93,11 @@ class PieceCounter(ExactCounter):
         if len(pieces) < 4:
             return super().token_positions(draft, char_offsets)
         tok = self.tok
-        starts, pos = [], 0
-        for p in pieces:
-            starts.append(pos)
-            pos += len(p)
+        starts = list(itertools.accumulate(map(len, pieces[:-1]), initial=0))
         head = pieces[0] + pieces[1]
         n_head = tok.count(head)
-        middle = self.piece_counts(pieces[2:-1])
-        before = [n_head]  # tokens before middle piece k (k = 2 .. len - 2), then the last
-        for n in middle:
-            before.append(before[-1] + n)
+        # tokens before middle piece k (k = 2 .. len - 2), then before the last piece
+        before = list(itertools.accumulate(self.piece_counts(pieces[2:-1]), initial=n_head))
         out = []
         for c in char_offsets:
             k = bisect.bisect_right(starts, c) - 1

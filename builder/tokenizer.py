@@ -147,6 +147,9 @@ class HFTokenizer(Tokenizer):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
 
+    def count_batch(self, texts: Sequence[str]) -> list[int]:
+        return [len(e) for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+
     def token_starts(self, text: str) -> list[int]:
         return [start for start, _ in self.backend.encode(text, add_special_tokens=False).offsets]
 

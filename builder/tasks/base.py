@@ -41,8 +41,8 @@ def template_ends(template: str, **fields: object) -> tuple[str, str]:
     return head.format(**fields), tail.format(**fields)
 
 
-def joined(head: str, units: Sequence[str], sep: str, tail: str,
-           clean: bool = False) -> tuple[str, tuple[str, ...]]:
+def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = False,
+           opened: Sequence[str] | None = None) -> tuple[str, tuple[str, ...]]:
     """`head + sep.join(units) + tail`, and the same text cut into pieces at the joins.
 
     A space separator opens the next piece (" word"); a newline separator closes the previous
@@ -50,7 +50,8 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str,
     builder.counting): the units on both sides of a space are non-empty and do not touch it
     with whitespace, the unit after a newline starts with a non-space character; elsewhere the
     unit is glued to the piece before it. `clean=True` promises every unit is non-empty and
-    starts and ends with a non-space character (word lists), skipping the per-unit checks.
+    starts and ends with a non-space character (word lists), skipping the per-unit checks;
+    with it, `opened` may give `sep + unit` for units[1:] ready-made (shared strings hash once).
     """
     if sep.startswith(" "):
         opens = True
@@ -62,9 +63,10 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str,
         text = head + sep.join(units) + tail
         return text, (text,)
     if clean and opens:
-        pieces = [head + units[0], *[sep + u for u in units[1:-1]], sep + units[-1] + tail]
+        rest = list(opened) if opened is not None else [sep + u for u in units[1:]]
+        pieces = [head + units[0], *rest]
     elif clean:
-        pieces = [head + units[0] + sep, *[u + sep for u in units[1:-1]], units[-1] + tail]
+        pieces = [head + units[0] + sep, *[u + sep for u in units[1:-1]], units[-1]]
     else:
         pieces = [head + units[0]]
         for prev, u in zip(units, units[1:]):
@@ -76,7 +78,7 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str,
                 pieces.append(u)
             else:
                 pieces[-1] += sep + u
-        pieces[-1] += tail
+    pieces[-1] += tail
     return "".join(pieces), tuple(pieces)
 
 

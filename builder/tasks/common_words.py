@@ -82,22 +82,38 @@ class CommonWordsGenerator(TaskGenerator):
     def _fallback(self) -> tuple[str, ...]:
         return self.ctx.resource("cwe-pool:english-words-web2", fallback_pool)
 
-    def _words(self, rng: random.Random, num_words: int) -> list[str]:
+    def _word_ids(self, rng: random.Random, num_words: int) -> tuple[tuple[str, ...], np.ndarray]:
         # Upstream: random.sample(words, n) if n <= len(words), else the whole sample from the
         # larger list. A prefix of one seeded permutation has the same distribution and keeps
         # the words of a smaller draft when the fitter tries a larger one.
         pool = self.pool if num_words <= len(self.pool) else self._fallback()
         order = np.random.default_rng(rng.getrandbits(64)).permutation(len(pool))
-        return [pool[i] for i in order[:num_words].tolist()]
+        return pool, order[:num_words]
 
-    def _list(self, rng: random.Random, words: list[str], common_repeats: int,
-              uncommon_repeats: int) -> list[str]:
-        """The repeated words in a uniformly random order (upstream: a shuffled list)."""
-        n = len(words)
+    def _words(self, rng: random.Random, num_words: int) -> list[str]:
+        pool, ids = self._word_ids(rng, num_words)
+        return [pool[i] for i in ids.tolist()]
+
+    def _arrays(self, pool: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The pool and " " + each word as arrays, built once per pool (the pieces of every
+        draft share these strings)."""
+        name = "wonderwords-2.2.0" if pool is self.pool else "english-words-web2"
+        return self.ctx.resource(f"cwe-arrays:{name}", lambda: (
+            np.asarray(pool, dtype=object), np.asarray([" " + w for w in pool], dtype=object)))
+
+    def _order(self, rng: random.Random, n: int, common_repeats: int,
+               uncommon_repeats: int) -> np.ndarray:
+        """Indices into the n words of the repeated list, in a uniformly random order
+        (upstream: a shuffled list)."""
         ids = np.concatenate([np.tile(np.arange(min(n, self.num_cw)), common_repeats),
                               np.tile(np.arange(self.num_cw, n), uncommon_repeats)])
         # numpy (seeded from the sample's rng) because the list is most of a long prompt.
         np.random.default_rng(rng.getrandbits(64)).shuffle(ids)
+        return ids
+
+    def _list(self, rng: random.Random, words: list[str], common_repeats: int,
+              uncommon_repeats: int) -> list[str]:
+        ids = self._order(rng, len(words), common_repeats, uncommon_repeats)
         return np.asarray(words, dtype=object)[ids].tolist()
 
     def _task_text(self, items: Sequence[str]) -> tuple[str, int, int]:
@@ -106,11 +122,13 @@ class CommonWordsGenerator(TaskGenerator):
         start = self.family.template.index("{context}")
         return text, start, start + len(context)
 
-    def _labels(self, n: int) -> list[str]:
-        """"1.", "2.", ...: cached, so the pieces of every draft share these strings."""
+    def _labels(self, n: int) -> tuple[list[str], list[str]]:
+        """"1.", "2.", ... and " 1.", " 2.", ...: cached, so every draft shares these strings."""
         labels = self.__dict__.setdefault("_label_cache", [])
+        spaced = self.__dict__.setdefault("_spaced_label_cache", [])
         labels.extend(f"{i + 1}." for i in range(len(labels), n))
-        return labels[:n]
+        spaced.extend(" " + label for label in labels[len(spaced):])
+        return labels[:n], spaced[:n]
 
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         # The solved example first: it does not depend on the size.
@@ -123,13 +141,19 @@ class CommonWordsGenerator(TaskGenerator):
             shots.append(ex_text + self.family.answer_prefix + " "
                          + numbered(ex_words[:self.num_cw]))
         few_shots = "\n".join(shots) + "\n"
-        words = self._words(rng, size)
-        items = self._list(rng, words, *self.main_repeats)
+        pool, word_ids = self._word_ids(rng, size)
+        words = [pool[i] for i in word_ids.tolist()]
+        picks = word_ids[self._order(rng, size, *self.main_repeats)]
+        plain, spaced = self._arrays(pool)
+        items = plain[picks].tolist()
         # numbered(items) is " ".join of "1.", item 1, "2.", item 2, ...: cut at every space.
+        labels, spaced_labels = self._labels(len(items))
         units: list[str] = [""] * (2 * len(items))
-        units[0::2], units[1::2] = self._labels(len(items)), items
+        units[0::2], units[1::2] = labels, items
+        opened: list[str] = [""] * (2 * len(items) - 1)
+        opened[0::2], opened[1::2] = spaced[picks].tolist(), spaced_labels[1:]
         head, tail = template_ends(self.family.template)
-        text, pieces = joined(few_shots + head, units, " ", tail, clean=True)
+        text, pieces = joined(few_shots + head, units, " ", tail, clean=True, opened=opened)
         return Draft(input=text, answer_prefix=self.family.answer_prefix,
                      outputs=tuple(words[:self.num_cw]), gold_spans=(),
                      context_span=(len(few_shots) + len(head), len(text) - len(tail)),

@@ -86,8 +86,10 @@ class FreqWordsGenerator(TaskGenerator):
         ids = np.repeat(np.arange(len(vocab)), counts)
         np.random.default_rng(rng.getrandbits(64)).shuffle(ids)
         head, tail = template_ends(self.family.template)
-        text, pieces = joined(head, np.asarray(vocab, dtype=object)[ids].tolist(), " ", tail,
-                              clean=True)
+        words = np.asarray(vocab, dtype=object)[ids]
+        spaced = np.asarray([" " + v for v in vocab], dtype=object)[ids[1:]]
+        text, pieces = joined(head, words.tolist(), " ", tail, clean=True,
+                              opened=spaced.tolist())
         return Draft(input=text, answer_prefix=self.family.answer_prefix,
                      outputs=tuple(vocab[1:1 + NUM_ANSWERS]), gold_spans=(),
                      context_span=(len(head), len(text) - len(tail)), size=size,

@@ -7,6 +7,7 @@ depths drawn from a 40-point grid), `noise` (copies of the noise block) and `nee
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 import uuid
@@ -24,6 +25,18 @@ DEPTHS = (0, 3, 5, 8, 10, 13, 15, 18, 21, 23, 26, 28, 31, 33, 36, 38, 41, 44, 46
 
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
 _NEEDLE_RE = re.compile(r"One of the special magic (\w+) for (.+?) is: (.+?)\.(?=\n| |$)")
+
+
+_NEEDLE_HEAD_WORDS = NEEDLE.split(" ").index("{key}")  # "One of the special magic X for"
+
+
+def _split_needle(line: str) -> list[str]:
+    """A needle line cut before its key, "is:" and value: the fixed words are counted once,
+    only the random key and value are new text. Cut only at single spaces between words."""
+    words = line.split(" ")
+    if "" in words:
+        return [line]
+    return [" ".join(words[:_NEEDLE_HEAD_WORDS]), *(" " + w for w in words[_NEEDLE_HEAD_WORDS:])]
 
 
 def singular(text: str) -> str:
@@ -108,6 +121,9 @@ class NiahGenerator(TaskGenerator):
         query = join_query([keys[i] for i in queried])
         head, tail = template_ends(template, type_needle_v=type_v, query=query)
         text, pieces = joined(head, units, sep, tail)
+        if self.haystack == "needle":  # a line per needle: cut it at its spaces too
+            pieces = (pieces[0], *itertools.chain.from_iterable(map(_split_needle, pieces[1:-1])),
+                      pieces[-1])
         offset = len(head)
         gold = tuple((offset + s, offset + s + len(needles[j]))
                      for j, s in enumerate(starts) if owners[j] in queried)
