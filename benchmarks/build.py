@@ -7,12 +7,15 @@ Prints figures; asserts nothing (speed targets belong here, not in unit tests).
 
 `--tokenize-pass` also times one batch tokenization of every output prompt (chat template
 included) on all workers, and prints the builder/tokenization ratio (issue T2).
+`--profile` builds in one process under cProfile and prints where the time goes.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import multiprocessing
+import pstats
 import resource
 import shutil
 import tempfile
@@ -36,20 +39,58 @@ def _peak_rss_mb() -> tuple[float, float]:
 
 def _count_file(args: tuple[str, str]) -> int:
     path, mode = args
-    table = pq.read_table(path, columns=["input", "answer_prefix"])
-    return sum(len(_TOK.prompt_ids(i, p, mode)) for i, p in
-               zip(table.column("input").to_pylist(), table.column("answer_prefix").to_pylist()))
+    total = 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=64,
+                                                   columns=["input", "answer_prefix"]):
+        total += sum(len(_TOK.prompt_ids(i, p, mode)) for i, p in
+                     zip(batch.column("input").to_pylist(),
+                         batch.column("answer_prefix").to_pylist()))
+    return total
 
 
 def tokenize_pass(out: Path, tokenizer: str, mode: str, workers: int) -> tuple[float, int]:
     """Seconds to tokenize every stored prompt once (batch, all workers), and the token total."""
     global _TOK
     _TOK = load_tokenizer(tokenizer)
-    files = [(str(p), mode) for p in sorted(out.glob("data/*/*/*.parquet"))]
+    # Largest first, so both workers stay busy to the end (a fair, not a padded, baseline).
+    paths = sorted(out.glob("data/*/*/*.parquet"), key=lambda p: -p.stat().st_size)
+    files = [(str(p), mode) for p in paths]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         total = sum(pool.imap_unordered(_count_file, files))
     return time.perf_counter() - started, total
+
+
+#: (label, how to find it in the profile): cumulative time of the matching functions.
+PHASES = (
+    ("load tokenizer", "tokenizer_registry.py", "load_tokenizer"),
+    ("check inputs (preflight, corpora)", "builder/build.py", "_preflight"),
+    ("fit samples (total)", "builder/fitting.py", "fit_sample"),
+    ("  draft text", "builder/tasks/", "draft"),
+    ("  count pieces", "builder/counting.py", "piece_counts"),
+    ("  count frames / whole prompts", "builder/tokenizer.py", "prompt_length"),
+    ("gold token positions", "builder/counting.py", "token_positions"),
+    ("write Parquet", "builder/writer.py", "write"),
+    ("close Parquet files", "builder/writer.py", "__exit__"),
+)
+
+
+def print_profile(stats: pstats.Stats, wall: float) -> None:
+    """Cumulative seconds per phase (phases nest; a function counted once per phase)."""
+    print("where the time goes (one process, cProfile overhead included):")
+    for label, file_part, func in PHASES:
+        seconds = sum(ct for (file, _, name), (_, _, _, ct, _) in stats.stats.items()
+                      if file_part in file and name == func)
+        print(f"  {label:36} {seconds:8.1f} s  {seconds / wall:6.1%}")
+    tokenizing = sum(tt for (file, _, name), (_, _, tt, _, _) in stats.stats.items()
+                     if "encode" in name and "builder" not in file)
+    print(f"  {'tokenizer library calls (any phase)':36} {tokenizing:8.1f} s  "
+          f"{tokenizing / wall:6.1%}")
+    print("top functions by own time:")
+    top = sorted(stats.stats.items(), key=lambda kv: -kv[1][2])[:12]
+    for (file, line, name), (_, calls, tt, _, _) in top:
+        where = f"{Path(file).name}:{line}" if file != "~" else ""
+        print(f"  {tt:8.1f} s  {calls:>9}  {where} {name}"[:110])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,15 +104,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="13 tasks x 4K,32K x 50 samples")
     p.add_argument("--tokenize-pass", action="store_true",
                    help="also time one tokenization pass over the output (T2 ratio)")
+    p.add_argument("--exact-counts", action="store_true",
+                   help="count every probe by whole-prompt tokenization (the reference path)")
+    p.add_argument("--profile", action="store_true",
+                   help="build in one process under cProfile and print where the time goes")
     args = p.parse_args(argv)
     if args.quick:
         args.tasks, args.lengths, args.samples = "all", "4096,32768", 50
     out = args.out or Path(tempfile.mkdtemp(prefix="ruler-bench-"))
     cfg = BuildConfig(tokenizer=args.tokenizer, tasks=parse_tasks(args.tasks),
                       lengths=parse_lengths(args.lengths), samples=args.samples, out=out,
-                      workers=args.workers, progress=False)
+                      workers=1 if args.profile else args.workers, progress=False,
+                      exact_counts=args.exact_counts)
+    profiler = cProfile.Profile() if args.profile else None
     started = time.perf_counter()
+    if profiler is not None:
+        profiler.enable()
     report = run_build(cfg)
+    if profiler is not None:
+        profiler.disable()
     wall = time.perf_counter() - started
 
     print(f"{'task':18} {'L':>7} {'samples/s':>10} {'tokens/s':>11} {'fill mean':>9} "
@@ -91,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total: {len(report.files)} files, {tokens / 1e6:.1f} M tokens, wall {wall:.1f} s "
           f"({tokens / wall:.0f} tokens/s end to end), {size / 1e6:.1f} MB on disk")
     print(f"peak RSS: main {own:.0f} MB, largest worker {children:.0f} MB")
+    if profiler is not None:
+        print_profile(pstats.Stats(profiler), wall)
     if args.tokenize_pass:
         mode = load_tokenizer(args.tokenizer).default_mode()
         seconds, counted = tokenize_pass(out, args.tokenizer, mode, args.workers)

@@ -11,7 +11,9 @@ kept, never rebuilt, while a changed key never reuses it.
 
 from __future__ import annotations
 
+import collections
 import hashlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -26,7 +28,7 @@ from builder.context import BuildContext
 from builder.counting import ExactCounter, PieceCounter
 from builder.errors import RulerError, TooShortError
 from builder.fitting import fit_sample
-from builder.manifest import data_path, read_manifest, write_manifest
+from builder.manifest import canonical_row, data_path, read_manifest, write_manifest
 from builder.rng import sample_rng
 from builder.sources import file_sha256
 from builder.tasks import TASKS, TaskGenerator, get_task, make_generator
@@ -106,7 +108,7 @@ def _generator(task: str, L: int) -> TaskGenerator:
 
 
 #: Besides each worker's first sample of a file, every n-th sample is also counted exactly.
-SPOT_CHECK_EVERY = 100
+SPOT_CHECK_EVERY = 250
 
 
 def _fit(gen: TaskGenerator, index: int, counter: ExactCounter):
@@ -149,8 +151,9 @@ def _certified_fit(gen: TaskGenerator, index: int):
     return (fitted, marks), False
 
 
-def make_row(job: tuple[str, int, int]) -> tuple[dict[str, Any], int, bool]:
-    """Fit sample `index` of (task, L): its row, the probes spent, and if counted exactly."""
+def make_row(job: tuple[str, int, int]) -> tuple[dict[str, Any], bytes, int, bool]:
+    """Fit sample `index` of (task, L): its row, the row's canonical bytes (for the content
+    hash), the probes spent, and whether it was counted exactly."""
     task, L, index = job
     ctx: BuildContext = _STATE["ctx"]
     gen = _generator(task, L)
@@ -168,7 +171,7 @@ def make_row(job: tuple[str, int, int]) -> tuple[dict[str, Any], int, bool]:
         "metric": spec.metric, "gold_token_positions": gold,
         "gold_depths": [(p - c0) / max(1, c1 - c0) for p in gold], "haystack_size": d.size,
     }
-    return row, fitted.probes, counted_exactly
+    return row, canonical_row(row).encode("utf-8"), fitted.probes, counted_exactly
 
 
 # --- planning -------------------------------------------------------------------------------
@@ -304,11 +307,12 @@ def _commit(out: Path, manifest: dict) -> None:
 def _write_file(out, rel, task, L, key, cfg, pool, bar, manifest, config) -> FileResult:
     started = time.perf_counter()
     jobs = [(task, L, i) for i in range(cfg.samples)]
-    rows = pool.imap(make_row, jobs, chunksize=1) if pool is not None else map(make_row, jobs)
+    rows = (_bounded_imap(pool, make_row, jobs, window=4 * cfg.workers)
+            if pool is not None else map(make_row, jobs))
     fills, probes, exact_rows = [], 0, 0
     with SplitWriter(out / rel, L) as writer:
-        for row, spent, counted_exactly in rows:
-            writer.write(row)
+        for row, canonical, spent, counted_exactly in rows:
+            writer.write(row, canonical)
             fills.append(row["length"] / L)
             probes += spent
             exact_rows += counted_exactly
@@ -324,6 +328,20 @@ def _write_file(out, rel, task, L, key, cfg, pool, bar, manifest, config) -> Fil
                       seconds=time.perf_counter() - started, fill_mean=sum(fills) / len(fills),
                       fill_min=min(fills), probes=probes, bytes=entry["bytes"],
                       exact_rows=exact_rows)
+
+
+def _bounded_imap(pool, fn, jobs, window: int):
+    """`pool.imap(fn, jobs)` with at most `window` results in flight or waiting: at 1M tokens
+    a row is megabytes, and workers must not run ahead of the writer without bound."""
+    pending: collections.deque = collections.deque()
+    jobs = iter(jobs)
+    for job in itertools.islice(jobs, window):
+        pending.append(pool.apply_async(fn, (job,)))
+    while pending:
+        result = pending.popleft().get()
+        for job in itertools.islice(jobs, 1):
+            pending.append(pool.apply_async(fn, (job,)))
+        yield result
 
 
 def _drop_config(out: Path, manifest: dict, config: str) -> None:

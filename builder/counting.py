@@ -58,6 +58,7 @@ class PieceCounter(ExactCounter):
     def __init__(self, tok: Tokenizer, mode: str):
         super().__init__(tok, mode)
         self._cache: dict[str, int] = {}
+        self._middle_memo: dict[int, tuple[Draft, list[int]]] = {}
         self._anchor_len = {a: tok.count(a) for a in (_ANCHOR_BEFORE_SPACE, _ANCHOR_AFTER_NEWLINE)}
 
     @staticmethod
@@ -80,13 +81,22 @@ class PieceCounter(ExactCounter):
             cache[p] = n - self._anchor_len[self._anchor(p)]
         return [cache[p] for p in pieces]
 
+    def _middle_counts(self, draft: Draft) -> list[int]:
+        # The fitter measures a draft, then asks for the positions of the one it keeps.
+        memo = self._middle_memo
+        if id(draft) not in memo:
+            if len(memo) >= 8:
+                memo.clear()
+            memo[id(draft)] = (draft, self.piece_counts(draft.pieces[2:-1]))  # keeps id alive
+        return memo[id(draft)][1]
+
     def prompt_length(self, draft: Draft) -> int:
         pieces = draft.pieces
         if len(pieces) < 4:
             return super().prompt_length(draft)
         frame = pieces[0] + pieces[1] + pieces[-1]
         return (self.tok.prompt_length(frame, draft.answer_prefix, self.mode)
-                + sum(self.piece_counts(pieces[2:-1])))
+                + sum(self._middle_counts(draft)))
 
     def token_positions(self, draft: Draft, char_offsets: Sequence[int]) -> list[int]:
         pieces = draft.pieces
@@ -97,7 +107,7 @@ class PieceCounter(ExactCounter):
         head = pieces[0] + pieces[1]
         n_head = tok.count(head)
         # tokens before middle piece k (k = 2 .. len - 2), then before the last piece
-        before = list(itertools.accumulate(self.piece_counts(pieces[2:-1]), initial=n_head))
+        before = list(itertools.accumulate(self._middle_counts(draft), initial=n_head))
         out = []
         for c in char_offsets:
             k = bisect.bisect_right(starts, c) - 1

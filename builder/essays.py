@@ -12,7 +12,8 @@ from __future__ import annotations
 import bisect
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from builder.errors import RulerError
@@ -83,17 +84,47 @@ class EssayCorpus:
 
     def prefix_sentences(self, num_words: int) -> list[str]:
         """`sent_tokenize(" ".join(first num_words words).strip())`, from the precomputed split."""
+        return self.prefix_sentences_spaced(num_words)[0]
+
+    def prefix_sentences_spaced(self, num_words: int) -> tuple[list[str], list[str]]:
+        """`prefix_sentences(num_words)`, and " " + each of them.
+
+        The complete sentences are shared string objects from a cache that grows with the
+        longest prefix asked for, so the pieces of every draft hash once (builder.counting);
+        only the truncated last sentence is new.
+        """
         end = self.char_end(num_words)
-        sentences, prev = [], 0
-        for b in self._boundaries(end):
-            s = self._slice(prev, b).strip()
-            if s:
-                sentences.append(s)
-            prev = b
-        tail = self._slice(prev, end).strip()
+        cache = self._sentence_cache
+        while cache.covered < end:
+            self._extend(cache)
+        k = bisect.bisect_right(cache.bounds, end)
+        n = cache.nonempty_before[k]
+        sentences, spaced = cache.sentences[:n], cache.spaced[:n]
+        tail = self._slice(cache.bounds[k - 1] if k else 0, end).strip()
         if tail:
             sentences.append(tail)
-        return sentences
+            spaced.append(" " + tail)
+        return sentences, spaced
+
+    @cached_property
+    def _sentence_cache(self) -> "_SentenceCache":
+        return _SentenceCache()
+
+    def _extend(self, cache: "_SentenceCache") -> None:
+        """Add the sentences of the next corpus copy to the cache."""
+        start = cache.covered
+        prev = cache.bounds[-1] if cache.bounds else 0
+        for b in self._boundaries(start + self.period):
+            if b <= start and cache.bounds:
+                continue
+            s = self._slice(prev, b).strip()
+            cache.bounds.append(b)
+            if s:
+                cache.sentences.append(s)
+                cache.spaced.append(" " + s)
+            cache.nonempty_before.append(len(cache.sentences))
+            prev = b
+        cache.covered = start + self.period
 
     def prefix_text(self, num_words: int) -> str:
         """`" ".join(first num_words words)` (for tests and checks)."""
@@ -103,6 +134,18 @@ class EssayCorpus:
             out.append(" ".join(self.words[:take]))
             remaining -= take
         return " ".join(out)
+
+
+@dataclass
+class _SentenceCache:
+    """Sentences of the word stream up to `covered` characters: `bounds[i]` is where sentence
+    boundary i is, `nonempty_before[i]` how many non-empty sentences end at or before it."""
+
+    covered: int = 0
+    bounds: list[int] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)
+    spaced: list[str] = field(default_factory=list)
+    nonempty_before: list[int] = field(default_factory=lambda: [0])
 
 
 def load_essay_words(path: Path) -> list[str]:

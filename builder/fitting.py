@@ -41,19 +41,25 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
     budget = max_seq_length - gen.spec.tokens_to_generate
     lo_n = gen.min_size
     hi_bound = gen.max_size
-    measured: dict[int, tuple[Draft, int]] = {}
+    measured: dict[int, int] = {}
+    # Only the largest draft that fits is kept: at 1M tokens a draft and its pieces are tens
+    # of MB, and the sizes probed only ever replace the best fit with a larger one.
+    best: dict[int, Draft] = {}
 
     def measure(n: int) -> int:
         if n not in measured:
             d = gen.draft(index, make_rng(), n)
-            measured[n] = (d, count(d))
-        return measured[n][1]
+            measured[n] = count(d)
+            if measured[n] <= budget and all(n > m for m in best):
+                best.clear()
+                best[n] = d
+        return measured[n]
 
     t_min = measure(lo_n)
     if t_min > budget:
         raise TooShortError(gen.spec.name, max_seq_length, t_min + gen.spec.tokens_to_generate)
     if hi_bound is not None and hi_bound <= lo_n:
-        return _result(measured, lo_n, gen, len(measured))
+        return _result(best, measured, lo_n, gen)
 
     # Tokens per unit from a second probe one calibration step up, then secant steps.
     fit_n, fit_t = lo_n, t_min          # largest size known to fit
@@ -80,7 +86,7 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
     else:
         raise RulerError(f"task {gen.spec.name}: length search for sample {index} at "
                          f"L={max_seq_length} did not converge in {MAX_PROBES} probes")
-    return _result(measured, fit_n, gen, len(measured))
+    return _result(best, measured, fit_n, gen)
 
 
 def _next_size(fit_n: int, fit_t: int, over_n: int | None, budget: int,
@@ -97,6 +103,6 @@ def _next_size(fit_n: int, fit_t: int, over_n: int | None, budget: int,
     return max(guess, fit_n + 1)
 
 
-def _result(measured, n, gen, probes) -> FittedSample:
-    draft, t = measured[n]
-    return FittedSample(draft=draft, length=t + gen.spec.tokens_to_generate, probes=probes)
+def _result(best: dict[int, Draft], measured: dict[int, int], n: int, gen) -> FittedSample:
+    return FittedSample(draft=best[n], length=measured[n] + gen.spec.tokens_to_generate,
+                        probes=len(measured))

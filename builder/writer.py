@@ -21,6 +21,9 @@ from builder.manifest import canonical_row
 from builder.schema import ROW_SCHEMA
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
+# Level 3 writes a 128K row in ~4 ms against ~10 ms at level 9, for files ~8% larger (32K x 13
+# tasks x 500 rows: ~115 MB); the writing process is on the build's critical path.
+ZSTD_LEVEL = 3
 
 
 def rows_per_group(max_seq_length: int) -> int:
@@ -43,13 +46,16 @@ class SplitWriter:
                                          suffix=".tmp")
         os.close(fd)
         self._writer = pq.ParquetWriter(
-            self._tmp, ROW_SCHEMA, compression="zstd", compression_level=9,
+            self._tmp, ROW_SCHEMA, compression="zstd", compression_level=ZSTD_LEVEL,
             use_content_defined_chunking=True, write_page_index=True,
         )
 
-    def write(self, row: dict[str, Any]) -> None:
+    def write(self, row: dict[str, Any], canonical: bytes | None = None) -> None:
+        """Add a row; `canonical` is its `canonical_row` UTF-8 bytes when already encoded
+        (workers encode them, so the writing process only hashes)."""
         self._buffer.append(row)
-        self._content.update(canonical_row(row).encode("utf-8"))
+        self._content.update(canonical if canonical is not None
+                             else canonical_row(row).encode("utf-8"))
         self._content.update(b"\n")
         self.rows += 1
         if len(self._buffer) >= self.group_size:

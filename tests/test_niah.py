@@ -116,3 +116,22 @@ def test_essay_needles_sit_between_sentences_at_grid_depths(niah_build):
         assert r["haystack_size"] > 3000  # essay words
         for pos in r["gold_token_positions"]:
             assert 0 < pos < r["length"]
+
+
+@pytest.mark.parametrize("task", ["niah_multikey_2", "niah_multikey_3"])
+def test_distractor_lines_do_not_depend_on_the_sizes_probed_before(task):
+    """The distractor memo (RNG checkpoints) gives the draft a fresh generator would."""
+    from builder.tasks import get_task, make_generator
+    from builder.context import BuildContext
+    from builder.rng import sample_rng
+
+    ctx = BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42)
+
+    def draft(gen, size):
+        d = gen.draft(0, sample_rng(42, "gpt-4", task, 8192, 0), size)
+        return d.input, d.gold_spans, d.outputs
+
+    probed = make_generator(get_task(task), ctx, 8192)
+    for size in (700, 40, 256, 513, 255, 1000, 512):
+        fresh = make_generator(get_task(task), ctx, 8192)
+        assert draft(probed, size) == draft(fresh, size), size

@@ -11,6 +11,8 @@ import itertools
 import random
 import re
 import uuid
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
@@ -30,13 +32,14 @@ _NEEDLE_RE = re.compile(r"One of the special magic (\w+) for (.+?) is: (.+?)\.(?
 _NEEDLE_HEAD_WORDS = NEEDLE.split(" ").index("{key}")  # "One of the special magic X for"
 
 
-def _split_needle(line: str) -> list[str]:
+@lru_cache(maxsize=1 << 16)  # a sample's lines recur in every probe
+def _split_needle(line: str) -> tuple[str, ...]:
     """A needle line cut before its key, "is:" and value: the fixed words are counted once,
     only the random key and value are new text. Cut only at single spaces between words."""
     words = line.split(" ")
     if "" in words:
-        return [line]
-    return [" ".join(words[:_NEEDLE_HEAD_WORDS]), *(" " + w for w in words[_NEEDLE_HEAD_WORDS:])]
+        return (line,)
+    return (" ".join(words[:_NEEDLE_HEAD_WORDS]), *(" " + w for w in words[_NEEDLE_HEAD_WORDS:]))
 
 
 def singular(text: str) -> str:
@@ -110,8 +113,10 @@ class NiahGenerator(TaskGenerator):
         order = self.needle_order
         needles, owners = [needles[i] for i in order], [owners[i] for i in order]
 
+        opened = None
         if self.haystack == "essay":
-            units, sep, starts = self._essay_units(rng, size, needles)
+            units, opened, starts = self._essay_units(rng, size, needles)
+            sep = " "
         else:
             units, sep, starts = self._line_units(rng, size, needles, taken)
 
@@ -120,7 +125,7 @@ class NiahGenerator(TaskGenerator):
             template, prefix, type_v = singular(template), singular(prefix), type_v[:-1]
         query = join_query([keys[i] for i in queried])
         head, tail = template_ends(template, type_needle_v=type_v, query=query)
-        text, pieces = joined(head, units, sep, tail)
+        text, pieces = joined(head, units, sep, tail, clean=opened is not None, opened=opened)
         if self.haystack == "needle":  # a line per needle: cut it at its spaces too
             pieces = (pieces[0], *itertools.chain.from_iterable(map(_split_needle, pieces[1:-1])),
                       pieces[-1])
@@ -137,43 +142,94 @@ class NiahGenerator(TaskGenerator):
             pieces=pieces,
         )
 
-    def _essay_units(self, rng, size, needles) -> tuple[list[str], str, list[int]]:
-        """Sentences with the needles between them (space-joined), and the needles' offsets.
+    def _essay_units(self, rng, size, needles) -> tuple[list[str], list[str] | None, list[int]]:
+        """Sentences with the needles between them (space-joined), " " + each unit but the
+        first (None when a unit is empty), and the needles' offsets.
 
         A needle at depth 0 (or two at one depth) leaves an empty run of sentences, which
         upstream's join keeps as a doubled space; the empty unit keeps it here too.
         """
-        sents = self.corpus.prefix_sentences(size)
+        sents, spaced = self.corpus.prefix_sentences_spaced(size)
         cuts = sorted(int(len(sents) * (d / 100)) for d in rng.sample(DEPTHS, len(needles)))
         bounds = [0, *cuts, len(sents)]
         units: list[str] = []
+        opened: list[str] = []
         starts, pos = [], 0
         for i in range(1, len(bounds)):
-            run = sents[bounds[i - 1]:bounds[i]]
-            units.extend(run if run else [""])
-            pos += sum(map(len, run)) + max(len(run), 1)  # the run and the space after it
+            a, b = bounds[i - 1], bounds[i]
+            units.extend(sents[a:b] if b > a else [""])
+            opened.extend(spaced[a:b] if b > a else [" "])
+            pos += sum(map(len, sents[a:b])) + max(b - a, 1)  # the run and the space after it
             if i - 1 < len(needles):
                 units.append(needles[i - 1])
+                opened.append(" " + needles[i - 1])
                 starts.append(pos)
                 pos += len(needles[i - 1]) + 1
-        return units, " ", starts
+        return units, (None if "" in units else opened[1:]), starts
 
     def _line_units(self, rng, size, needles, taken) -> tuple[list[str], str, list[int]]:
         if self.haystack == "noise":
             lines = [NOISE_SENTENCE] * size
         else:  # distractor needles with fresh keys, never equal to a real key
-            lines = [NEEDLE.format(type_needle_v=self.type_v, key=self._unique_key(rng, taken),
-                                   value=self._random(rng, self.type_v)) for _ in range(size)]
+            lines = self._distractors(rng, size, taken)
         slots = sorted(rng.sample(range(size), len(needles)), reverse=True)
-        tagged: list[tuple[str, int]] = [(line, -1) for line in lines]
         for slot, j in zip(slots, range(len(needles))):
-            tagged.insert(slot, (needles[j], j))
-        starts, pos = [0] * len(needles), 0
-        for line, j in tagged:
-            if j >= 0:
-                starts[j] = pos
-            pos += len(line) + 1
-        return [line for line, _ in tagged], "\n", starts
+            lines.insert(slot, needles[j])
+        # Needle j went in at slots[j]; each later insert (at a smaller slot) shifted it by one.
+        at = [slot + len(needles) - 1 - j for j, slot in enumerate(slots)]
+        ends = list(itertools.accumulate(len(line) + 1 for line in lines))
+        starts = [ends[i - 1] if i else 0 for i in at]
+        return lines, "\n", starts
+
+    def _distractors(self, rng: random.Random, size: int, taken: set[str]) -> list[str]:
+        """`size` distractor lines drawn from `rng` (which is left just after them).
+
+        The fitter drafts a sample at several sizes from identically seeded RNGs, and the
+        lines are drawn one after another, so the lines of a smaller draft are a prefix of a
+        larger one. They are kept for the last sample with RNG checkpoints every
+        `_CHECKPOINT` lines: a later probe replays at most that many draws instead of all.
+        """
+        entry = (rng.getstate(), frozenset(taken))
+        memo = self.__dict__.get("_distractor_memo")
+        if memo is None or memo.entry != entry:
+            memo = self.__dict__["_distractor_memo"] = _DistractorMemo(entry, entry[0],
+                                                                      set(taken))
+        if size > len(memo.lines):  # draw the missing lines, checkpointing on the way
+            rng.setstate(memo.end_state)
+            for k in range(len(memo.lines), size):
+                if k % _CHECKPOINT == 0:
+                    memo.checkpoints.append(rng.getstate())
+                key = self._unique_key(rng, memo.end_taken)
+                memo.keys.append(key)
+                memo.lines.append(NEEDLE.format(type_needle_v=self.type_v, key=key,
+                                                value=self._random(rng, self.type_v)))
+            memo.end_state = rng.getstate()
+        if size == len(memo.lines):
+            rng.setstate(memo.end_state)
+            taken.update(memo.end_taken)
+        else:  # replay from the checkpoint at or before line `size`
+            c = size // _CHECKPOINT
+            rng.setstate(memo.checkpoints[c])
+            taken.update(memo.keys[:c * _CHECKPOINT])
+            for _ in range(c * _CHECKPOINT, size):
+                self._unique_key(rng, taken)
+                self._random(rng, self.type_v)
+        return memo.lines[:size]
+
+
+_CHECKPOINT = 256
+
+
+@dataclass
+class _DistractorMemo:
+    """One sample's distractor lines drawn so far (see NiahGenerator._distractors)."""
+
+    entry: tuple  # (rng state, taken keys) where the sample's distractors start
+    end_state: tuple  # rng state after the last line drawn
+    end_taken: set[str]  # taken keys after the last line drawn
+    lines: list[str] = field(default_factory=list)
+    keys: list[str] = field(default_factory=list)
+    checkpoints: list[tuple] = field(default_factory=list)  # state before line _CHECKPOINT * i
 
 
 def check_row(row: Mapping) -> str | None:
