@@ -279,8 +279,14 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     pool = _make_pool(cfg.workers) if todo and cfg.workers > 1 else None
     try:
         bar = _progress(cfg, len(todo) * cfg.samples)
+        # One stream of samples across all files, so workers start the next file while the
+        # last rows of the current one are still being fitted and written.
+        jobs = ((task, L, i) for task, L, _, _ in todo for i in range(cfg.samples))
+        stream = (_bounded_imap(pool, make_row, jobs, window=4 * cfg.workers)
+                  if pool is not None else map(make_row, jobs))
         for task, L, rel, key in todo:
-            results.append(_write_file(out, rel, task, L, key, cfg, pool, bar, manifest, config))
+            rows = itertools.islice(stream, cfg.samples)
+            results.append(_write_file(out, rel, task, L, key, rows, bar, manifest, config))
             manifest["builds"][config] = _build_entry(tok, mode, ctx, cfg, identity, previous,
                                                       config, manifest)
             _commit(out, manifest)
@@ -304,11 +310,8 @@ def _commit(out: Path, manifest: dict) -> None:
     write_card(out)
 
 
-def _write_file(out, rel, task, L, key, cfg, pool, bar, manifest, config) -> FileResult:
+def _write_file(out, rel, task, L, key, rows, bar, manifest, config) -> FileResult:
     started = time.perf_counter()
-    jobs = [(task, L, i) for i in range(cfg.samples)]
-    rows = (_bounded_imap(pool, make_row, jobs, window=4 * cfg.workers)
-            if pool is not None else map(make_row, jobs))
     fills, probes, exact_rows = [], 0, 0
     with SplitWriter(out / rel, L) as writer:
         for row, canonical, spent, counted_exactly in rows:

@@ -21,6 +21,8 @@ all of them; a folder that cannot be verified at all (no manifest) raises RulerE
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -372,9 +374,21 @@ def check_loading(out: Path, manifest: Mapping[str, Any]) -> list[LoadResult]:
 
 # --- the command ----------------------------------------------------------------------------
 
+_POOL_STATE: dict[str, Any] = {}
+
+
+def _verify_job(job: tuple[str, Mapping[str, Any]]) -> FileResult:
+    rel, entry = job
+    s = _POOL_STATE
+    build = s["manifest"]["builds"].get(entry.get("config"), {})
+    return verify_file(s["out"], rel, entry, s["toks"].get(entry.get("config")),
+                       build.get("prompt_mode"), s["full"], s["sample"])
+
+
 def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
            tokenizers: Mapping[str, str] | None = None, tokenizers_dir: str | None = None,
-           load: bool = True, progress: Callable[[str], None] | None = None) -> VerifyReport:
+           load: bool = True, progress: Callable[[str], None] | None = None,
+           workers: int = 1) -> VerifyReport:
     out = Path(out)
     manifest = load_manifest(out)
     report = VerifyReport(out)
@@ -385,12 +399,23 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
         toks[config], problems = _tokenizer_for(config, manifest["builds"][config],
                                                 tokenizers or {}, tokenizers_dir)
         report.problems += problems
-    for rel, entry in sorted(manifest["files"].items()):
-        if progress:
-            progress(rel)
-        build = manifest["builds"].get(entry.get("config"), {})
-        report.files.append(verify_file(out, rel, entry, toks.get(entry.get("config")),
-                                        build.get("prompt_mode"), full, sample))
+    _POOL_STATE.update(out=out, manifest=manifest, toks=toks, full=full, sample=sample)
+    # Largest files first, so the workers finish together; results are reported in path order.
+    jobs = sorted(manifest["files"].items(), key=lambda kv: -int(kv[1].get("bytes") or 0))
+    pool = (multiprocessing.get_context("fork").Pool(workers)  # workers share the tokenizers
+            if workers > 1 and len(jobs) > 1 else None)
+    try:
+        results = pool.imap_unordered(_verify_job, jobs) if pool else map(_verify_job, jobs)
+        for res in results:
+            if progress:
+                progress(res.path)
+            report.files.append(res)
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        _POOL_STATE.clear()
+    report.files.sort(key=lambda r: r.path)
     if load:
         report.loads = check_loading(out, manifest)
     return report
@@ -449,14 +474,20 @@ def register_cli(subparsers) -> None:
     p.add_argument("--tokenizers-dir", default=None,
                    help="folder of tokenizer folders (default: $RULER_TOKENIZERS)")
     p.add_argument("--no-load", action="store_true", help="skip the load_dataset check")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="processes checking files in parallel (default: all cores)")
     p.set_defaults(func=run_cli)
 
 
 def run_cli(args) -> int:
     if args.sample < 1:
         raise RulerError(f"--sample must be >= 1, got {args.sample}")
+    if args.workers < 1:
+        raise RulerError(f"--workers must be >= 1, got {args.workers}")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we parallelise by process
     report = verify(args.out, full=args.full, sample=args.sample,
                     tokenizers=parse_overrides(args.tokenizer),
-                    tokenizers_dir=args.tokenizers_dir, load=not args.no_load)
+                    tokenizers_dir=args.tokenizers_dir, load=not args.no_load,
+                    workers=args.workers)
     print(format_report(report))
     return 0 if report.ok else 1

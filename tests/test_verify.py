@@ -75,6 +75,18 @@ def test_full_retokenizes_every_row(out):
     assert all(f.retokenized == 2 for f in sampled.files)
 
 
+def test_parallel_verify_reports_what_one_process_reports(out):
+    rows = pq.read_table(out / VICTIM).to_pylist()
+    rows[2]["length"] -= 1  # a wrong stored length, with a manifest that agrees
+    rewrite(out, VICTIM, rows, update_manifest=True)
+    one = verify(out, full=True, load=False, workers=1)
+    two = verify(out, full=True, load=False, workers=2)
+    assert not one.ok and [f.path for f in one.files] == sorted(f.path for f in one.files)
+    assert [(f.path, f.rows, f.retokenized, [str(p) for p in f.problems]) for f in one.files] \
+        == [(f.path, f.rows, f.retokenized, [str(p) for p in f.problems]) for f in two.files]
+    assert any("re-tokenized" in str(p) and p.row == 2 for p in two.all_problems())
+
+
 def test_flipped_byte_fails_naming_the_file(out, capsys):
     path = out / VICTIM
     data = bytearray(path.read_bytes())

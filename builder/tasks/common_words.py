@@ -116,12 +116,6 @@ class CommonWordsGenerator(TaskGenerator):
         ids = self._order(rng, len(words), common_repeats, uncommon_repeats)
         return np.asarray(words, dtype=object)[ids].tolist()
 
-    def _task_text(self, items: Sequence[str]) -> tuple[str, int, int]:
-        context = numbered(items)
-        text = self.family.template.format(context=context)
-        start = self.family.template.index("{context}")
-        return text, start, start + len(context)
-
     def _labels(self, n: int) -> tuple[list[str], list[str]]:
         """"1.", "2.", ... and " 1.", " 2.", ...: cached, so every draft shares these strings."""
         labels = self.__dict__.setdefault("_label_cache", [])
@@ -130,34 +124,47 @@ class CommonWordsGenerator(TaskGenerator):
         spaced.extend(" " + label for label in labels[len(spaced):])
         return labels[:n], spaced[:n]
 
-    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
-        # The solved example first: it does not depend on the size.
-        shots = []
-        for _ in range(NUM_FEWSHOT):
-            ex = self.example
-            ex_words = self._words(rng, ex.num_words)
-            ex_items = self._list(rng, ex_words, ex.common_repeats, ex.uncommon_repeats)
-            ex_text, _, _ = self._task_text(ex_items)
-            shots.append(ex_text + self.family.answer_prefix + " "
-                         + numbered(ex_words[:self.num_cw]))
-        few_shots = "\n".join(shots) + "\n"
-        pool, word_ids = self._word_ids(rng, size)
-        words = [pool[i] for i in word_ids.tolist()]
-        picks = word_ids[self._order(rng, size, *self.main_repeats)]
-        plain, spaced = self._arrays(pool)
-        items = plain[picks].tolist()
-        # numbered(items) is " ".join of "1.", item 1, "2.", item 2, ...: cut at every space.
+    def _numbered(self, head: str, items: Sequence[str], tail: str,
+                  opened_items: Sequence[str] | None = None) -> tuple[str, tuple[str, ...]]:
+        """head + numbered(items) + tail, cut at every space of the list: "1.", " w1", " 2.", ...
+
+        `opened_items` gives " " + each item ready-made (shared strings of the word pool)."""
         labels, spaced_labels = self._labels(len(items))
         units: list[str] = [""] * (2 * len(items))
         units[0::2], units[1::2] = labels, items
         opened: list[str] = [""] * (2 * len(items) - 1)
-        opened[0::2], opened[1::2] = spaced[picks].tolist(), spaced_labels[1:]
+        opened[0::2] = (opened_items if opened_items is not None
+                        else [" " + w for w in items])
+        opened[1::2] = spaced_labels[1:]
+        return joined(head, units, " ", tail, clean=True, opened=opened)
+
+    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         head, tail = template_ends(self.family.template)
-        text, pieces = joined(few_shots + head, units, " ", tail, clean=True, opened=opened)
+        # The solved examples first: they do not depend on the size. Each is the task text,
+        # the answer prefix, " " + the numbered answers, then "\n"; cut like the task itself,
+        # so the tokenized frame of every probe (builder.counting) stays small.
+        text_parts: list[str] = []
+        pieces: list[str] = []
+        for _ in range(NUM_FEWSHOT):
+            ex = self.example
+            ex_words = self._words(rng, ex.num_words)
+            ex_items = self._list(rng, ex_words, ex.common_repeats, ex.uncommon_repeats)
+            for part in (self._numbered(head, ex_items, tail + self.family.answer_prefix),
+                         self._numbered(" ", ex_words[:self.num_cw], "\n")):
+                text_parts.append(part[0])
+                pieces.extend(part[1])
+        offset = sum(map(len, text_parts))
+        pool, word_ids = self._word_ids(rng, size)
+        words = [pool[i] for i in word_ids.tolist()]
+        picks = word_ids[self._order(rng, size, *self.main_repeats)]
+        plain, spaced = self._arrays(pool)
+        task, task_pieces = self._numbered(head, plain[picks].tolist(), tail,
+                                           spaced[picks].tolist())
+        text = "".join(text_parts) + task
         return Draft(input=text, answer_prefix=self.family.answer_prefix,
                      outputs=tuple(words[:self.num_cw]), gold_spans=(),
-                     context_span=(len(few_shots) + len(head), len(text) - len(tail)),
-                     size=size, pieces=pieces)
+                     context_span=(offset + len(head), len(text) - len(tail)),
+                     size=size, pieces=(*pieces, *task_pieces))
 
 
 # --- answer check ---------------------------------------------------------------------------

@@ -109,17 +109,27 @@ class VariableTrackingGenerator(TaskGenerator):
 
     def _icl_text(self, chains: Sequence[Sequence[str]], values: Sequence[int],
                   layout: IclLayout, with_answer: bool = True) -> str:
-        """The solved example; chain 0 (value values[0]) is the one asked about."""
+        return self._icl(chains, values, layout, with_answer)[0]
+
+    def _icl(self, chains: Sequence[Sequence[str]], values: Sequence[int], layout: IclLayout,
+             with_answer: bool = True) -> tuple[str, tuple[str, ...]]:
+        """The solved example; chain 0 (value values[0]) is the one asked about. Its text,
+        and the text cut into pieces at its lines (builder.counting)."""
         lines = insert_chains(layout.num_noise,
                               [chain_lines(c, v) for c, v in zip(chains, values)],
                               layout.positions)
         value, num_v = values[0], self.icl_hops + 1
-        text = self._task_text(render_context(lines), value, num_v) + self._prefix(value, num_v)
+        head, tail = template_ends(self.family.template, query=value, num_v=num_v)
+        end = tail + self._prefix(value, num_v)
         if with_answer:
             # Upstream: icl['input'] (which still ends with the prefix's "they are: ") + " " +
             # the names + "\n", hence the double space before the names.
-            text += " " + " ".join(chains[0]) + "\n"
-        return text
+            end += " " + " ".join(chains[0]) + "\n"
+        text, pieces = joined(head, lines, "\n", end)
+        if ". \n" in text:  # render_context's replace would change the text: keep it whole
+            text = head + render_context(lines) + end
+            pieces = (text,)
+        return text, pieces
 
     def _icl_draw(self) -> tuple[list[list[str]], int]:
         """The build-level draw of the example used for sizing: its chains and layout seed.
@@ -194,11 +204,15 @@ class VariableTrackingGenerator(TaskGenerator):
         main_lines = [chain_lines(c, v) for c, v in zip(chains, values)]
         lines = insert_chains(size, main_lines, positions)
 
-        icl = self._icl_text(icl_chains, icl_values, self.icl)
+        icl, icl_pieces = self._icl(icl_chains, icl_values, self.icl)
         head, tail = template_ends(self.family.template, query=value, num_v=hops)
-        text, pieces = joined(icl + "\n" + head, lines, "\n", tail)
-        if ". \n" in text:  # render_context's replace would change the text: count it whole
-            text, pieces = icl + "\n" + self._task_text(render_context(lines), value, hops), ()
+        task, task_pieces = joined(head, lines, "\n", tail)
+        if ". \n" in task:  # render_context's replace would change the text: count it whole
+            task, task_pieces = self._task_text(render_context(lines), value, hops), ()
+        text = icl + "\n" + task
+        # "\n" + "\n" is no clean junction: the example's last piece and the task's first join.
+        pieces = ((*icl_pieces[:-1], icl_pieces[-1] + "\n" + task_pieces[0], *task_pieces[1:])
+                  if task_pieces else ())
         start = len(icl) + 1 + len(head)
         gold = []
         pos = start
