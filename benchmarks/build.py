@@ -52,8 +52,10 @@ def tokenize_pass(out: Path, tokenizer: str, mode: str, workers: int) -> tuple[f
     """Seconds to tokenize every stored prompt once (batch, all workers), and the token total."""
     global _TOK
     _TOK = load_tokenizer(tokenizer)
-    # Largest first, so both workers stay busy to the end (a fair, not a padded, baseline).
-    paths = sorted(out.glob("data/*/*/*.parquet"), key=lambda p: -p.stat().st_size)
+    # Most tokens first (L x rows; bytes mislead: a noise haystack compresses to nothing), so
+    # both workers stay busy to the end: a fair, not a padded, baseline.
+    paths = sorted(out.glob("data/*/*/*.parquet"),
+                   key=lambda p: -int(p.stem) * pq.ParquetFile(p).metadata.num_rows)
     files = [(str(p), mode) for p in paths]
     started = time.perf_counter()
     with multiprocessing.get_context("fork").Pool(workers) as pool:

@@ -282,7 +282,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
         # One stream of samples across all files, so workers start the next file while the
         # last rows of the current one are still being fitted and written.
         jobs = ((task, L, i) for task, L, _, _ in todo for i in range(cfg.samples))
-        stream = (_bounded_imap(pool, make_row, jobs, window=4 * cfg.workers)
+        stream = (_bounded_imap(pool, make_row, jobs, _window(cfg.workers, max(cfg.lengths)))
                   if pool is not None else map(make_row, jobs))
         for task, L, rel, key in todo:
             rows = itertools.islice(stream, cfg.samples)
@@ -331,6 +331,13 @@ def _write_file(out, rel, task, L, key, rows, bar, manifest, config) -> FileResu
                       seconds=time.perf_counter() - started, fill_mean=sum(fills) / len(fills),
                       fill_min=min(fills), probes=probes, bytes=entry["bytes"],
                       exact_rows=exact_rows)
+
+
+def _window(workers: int, max_seq_length: int) -> int:
+    """Samples in flight: enough that workers keep fitting while the writer compresses a
+    row group, few enough that waiting rows (~8 bytes per token with their canonical
+    encoding) stay under ~256 MB at any length."""
+    return max(2 * workers, min(64, (256 << 20) // (8 * max_seq_length)))
 
 
 def _bounded_imap(pool, fn, jobs, window: int):

@@ -400,8 +400,9 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
                                                 tokenizers or {}, tokenizers_dir)
         report.problems += problems
     _POOL_STATE.update(out=out, manifest=manifest, toks=toks, full=full, sample=sample)
-    # Largest files first, so the workers finish together; results are reported in path order.
-    jobs = sorted(manifest["files"].items(), key=lambda kv: -int(kv[1].get("bytes") or 0))
+    # Most tokens first, so the workers finish together; results are reported in path order.
+    jobs = sorted(manifest["files"].items(),
+                  key=lambda kv: -int(kv[1].get("max_seq_length") or 0) * int(kv[1].get("rows") or 0))
     pool = (multiprocessing.get_context("fork").Pool(workers)  # workers share the tokenizers
             if workers > 1 and len(jobs) > 1 else None)
     try:
