@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import weakref
 from typing import Sequence
 
 from builder.tasks.base import Draft
@@ -58,7 +59,7 @@ class PieceCounter(ExactCounter):
     def __init__(self, tok: Tokenizer, mode: str):
         super().__init__(tok, mode)
         self._cache: dict[str, int] = {}
-        self._middle_memo: dict[int, tuple[Draft, list[int]]] = {}
+        self._middle_memo: dict[int, tuple[weakref.ref, list[int]]] = {}
         self._anchor_len = {a: tok.count(a) for a in (_ANCHOR_BEFORE_SPACE, _ANCHOR_AFTER_NEWLINE)}
 
     @staticmethod
@@ -82,13 +83,16 @@ class PieceCounter(ExactCounter):
         return [cache[p] for p in pieces]
 
     def _middle_counts(self, draft: Draft) -> list[int]:
-        # The fitter measures a draft, then asks for the positions of the one it keeps.
-        memo = self._middle_memo
-        if id(draft) not in memo:
-            if len(memo) >= 8:
-                memo.clear()
-            memo[id(draft)] = (draft, self.piece_counts(draft.pieces[2:-1]))  # keeps id alive
-        return memo[id(draft)][1]
+        # The fitter measures a draft, then asks for the positions of the one it keeps. The
+        # memo holds drafts weakly: at 1M tokens a draft with its pieces is tens of MB.
+        entry = self._middle_memo.get(id(draft))
+        if entry is not None and entry[0]() is draft:
+            return entry[1]
+        if len(self._middle_memo) >= 16:
+            self._middle_memo.clear()
+        counts = self.piece_counts(draft.pieces[2:-1])
+        self._middle_memo[id(draft)] = (weakref.ref(draft), counts)
+        return counts
 
     def prompt_length(self, draft: Draft) -> int:
         pieces = draft.pieces
