@@ -129,6 +129,7 @@ def _certified_fit(gen: TaskGenerator, index: int):
     """
     exact: ExactCounter = _STATE["exact"]
     fast: ExactCounter = _STATE["fast"]
+    fast.scope(gen.spec.name)
     unit = (gen.spec.name, gen.max_seq_length)
     verdicts: dict = _STATE.setdefault("certified", {})
     if verdicts.get(unit) is False:

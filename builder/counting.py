@@ -4,8 +4,10 @@ The fitter measures several drafts per sample, and a 128K draft takes about a qu
 second to tokenize. Most of a draft is made of units that recur across probes and samples
 (essay sentences, noise lines, words, documents), so a draft also carries its text cut into
 `pieces` at clean junctions: a piece starts with a space before a non-space character
-(" word") or right after a newline ("The grass...\\n" | "The grass..."). At such a junction
-every tokenizer in the registry splits its pre-tokens, so the tokens of the whole are the
+(" word"), right after a newline ("The grass...\\n" | "The grass...") or, inside an
+adjective-noun key, with the hyphen after a letter (" bright" | "-lantern"). At such a junction
+no token of any registry tokenizer spans the two sides (the first two are pre-token
+boundaries; no vocabulary holds a letter followed by "-"), so the tokens of the whole are the
 tokens of the parts, and
 
     prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:-1])
@@ -13,7 +15,7 @@ tokens of the parts, and
 with frame = pieces[0] + pieces[1] + pieces[-1] tokenized exactly, chat template, answer
 prefix and special tokens included (the frame keeps the text's own ends, so a template that
 trims the user turn trims the same characters). A middle piece is counted in context, after
-an anchor ending like its real predecessor ("x." or "x.\\n"), because SentencePiece adds a
+an anchor ending like its real predecessor ("x.", "x.\\n" or "x"), because SentencePiece adds a
 dummy prefix to a text's first word that it does not add mid-text.
 
 Whether a tokenizer really is additive at these junctions is a property of the tokenizer, not
@@ -32,11 +34,15 @@ from typing import Sequence
 from builder.tasks.base import Draft
 from builder.tokenizer import Tokenizer
 
-# A piece that starts with a space follows a non-space character; one that does not start
-# with a space follows a newline.
-_ANCHOR_BEFORE_SPACE = "x."
-_ANCHOR_AFTER_NEWLINE = "x.\n"
-MAX_CACHED_PIECES = 400_000  # bounds memory (a long essay sentence is ~1 KB with its entry)
+# A piece that starts with a space follows a non-space character, one that starts with a
+# hyphen follows a letter, any other follows a newline.
+_ANCHOR_BEFORE_SPACE = "."
+_ANCHOR_BEFORE_HYPHEN = "x"
+_ANCHOR_AFTER_NEWLINE = ".\n"
+_ANCHORS = (_ANCHOR_BEFORE_SPACE, _ANCHOR_BEFORE_HYPHEN, _ANCHOR_AFTER_NEWLINE)
+# Bounds on memory (an entry is ~100 B besides its key; most keys are shared corpus strings).
+MAX_CACHED_PIECES = 400_000  # per scope
+MAX_TOTAL_PIECES = 1_200_000  # over all scopes
 
 
 class ExactCounter:
@@ -44,6 +50,9 @@ class ExactCounter:
 
     def __init__(self, tok: Tokenizer, mode: str):
         self.tok, self.mode = tok, mode
+
+    def scope(self, name: str) -> None:
+        """Count the next drafts for `name` (a task); see PieceCounter.scope."""
 
     def prompt_length(self, draft: Draft) -> int:
         return self.tok.prompt_length(draft.input, draft.answer_prefix, self.mode)
@@ -58,13 +67,36 @@ class PieceCounter(ExactCounter):
 
     def __init__(self, tok: Tokenizer, mode: str):
         super().__init__(tok, mode)
-        self._cache: dict[str, int] = {}
+        self._scopes: dict[str, dict[str, int]] = {}
+        self._cache = self._scopes.setdefault("", {})
         self._middle_memo: dict[int, tuple[weakref.ref, list[int]]] = {}
-        self._anchor_len = {a: tok.count(a) for a in (_ANCHOR_BEFORE_SPACE, _ANCHOR_AFTER_NEWLINE)}
+        self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
 
     @staticmethod
     def _anchor(piece: str) -> str:
-        return _ANCHOR_BEFORE_SPACE if piece[:1] == " " else _ANCHOR_AFTER_NEWLINE
+        first = piece[:1]
+        if first == " ":
+            return _ANCHOR_BEFORE_SPACE
+        return _ANCHOR_BEFORE_HYPHEN if first == "-" else _ANCHOR_AFTER_NEWLINE
+
+    def scope(self, name: str) -> None:
+        """Cache the pieces of the next drafts apart, under `name` (a task). Some tasks bring
+        one-off pieces in every sample (random numbers, UUIDs) and would otherwise fill the
+        cache and evict the words and sentences the other tasks draw again and again."""
+        self._cache = self._scopes.setdefault(name, {})
+
+    def _make_room(self, n_new: int) -> bool:
+        """Evict to keep the bounds; True if the current scope was emptied."""
+        cache, emptied = self._cache, False
+        if len(cache) + n_new > MAX_CACHED_PIECES:
+            cache.clear()  # then it holds this draft's pieces (one draft may exceed the bound)
+            emptied = True
+        while sum(map(len, self._scopes.values())) + n_new > MAX_TOTAL_PIECES:
+            others = [c for c in self._scopes.values() if c and c is not cache]
+            if not others:
+                break
+            max(others, key=len).clear()
+        return emptied
 
     def piece_counts(self, pieces: Sequence[str]) -> list[int]:
         """In-context token counts of middle pieces (cached; misses counted in one batch)."""
@@ -74,8 +106,7 @@ class PieceCounter(ExactCounter):
         except KeyError:
             pass
         missing = [p for p in dict.fromkeys(pieces) if p not in cache]
-        if len(cache) + len(missing) > MAX_CACHED_PIECES:
-            cache.clear()  # then it holds this draft's pieces (one draft may exceed the bound)
+        if self._make_room(len(missing)):
             missing = list(dict.fromkeys(pieces))
         anchored = [self._anchor(p) + p for p in missing]
         for p, n in zip(missing, self.tok.count_batch(anchored)):

@@ -10,6 +10,7 @@ counted whole, giving the same rows as `--exact-counts`.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -55,6 +56,74 @@ def test_piece_counts_hold_for_the_long_context_word_list(tok_name):
     gen = generator("cwe", tok_name, 131072)
     assert isinstance(gen, CommonWordsGenerator)
     assert _assert_counts_agree(gen, 0, len(gen.pool) + 50) > 40_000
+
+
+def _vocabulary(tok) -> list[str]:
+    from builder.tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
+
+    if isinstance(tok, HFTokenizer):
+        return [tok.backend.decode([i]) for i in range(tok.backend.get_vocab_size())]
+    if isinstance(tok, TiktokenTokenizer):
+        return [b.decode("utf-8", "replace") for b in tok.enc.token_byte_values()]
+    assert isinstance(tok, SentencePieceTokenizer)
+    return [tok.sp.id_to_piece(i) for i in range(tok.sp.get_piece_size())]
+
+
+@pytest.mark.parametrize("tok_name", list(registry()))
+def test_no_token_spans_the_hyphen_of_an_adjective_noun_key(tok_name):
+    """Why " bright" | "-lantern" is a clean junction for every key, not only those sampled:
+    a BPE merge (or unigram piece) across it would be a token holding a letter then "-"."""
+    vocab = _vocabulary(tokenizer(tok_name))
+    assert len(vocab) > 30_000
+    assert [t for t in vocab if re.search(r"[A-Za-z]-", t)] == []
+
+
+def test_needle_lines_are_cut_before_key_value_and_at_an_adjective_noun_hyphen():
+    from builder.tasks.niah import _split_needle
+
+    line = "One of the special magic numbers for bright-lantern is: 1234567.\n"
+    assert _split_needle(line) == ("One of the special magic numbers for", " bright",
+                                   "-lantern", " is:", " 1234567.\n")
+    uuid_line = ("One of the special magic uuids for 3f2a9c1e-bd4f-4a1b-9c2d-aabbccddeeff is: "
+                 "0e6a1b6e-3c6f-4f0e-9d43-5b7c2b1a8d11.")
+    assert _split_needle(uuid_line)[1] == " 3f2a9c1e-bd4f-4a1b-9c2d-aabbccddeeff"
+
+
+def test_one_tasks_one_off_pieces_do_not_evict_another_tasks_cache(monkeypatch):
+    """Random numbers fill their task's scope; the words cached for cwe stay cached."""
+    import builder.counting as counting
+
+    monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 300)
+    monkeypatch.setattr(counting, "MAX_TOTAL_PIECES", 500)
+    tok = tokenizer("llama-3.1")
+    counter = PieceCounter(tok, tok.default_mode())
+    words = [" lantern", " bright", " river", " meadow"] * 10
+    counter.scope("cwe")
+    counter.piece_counts(words)
+    counter.scope("niah_multikey_2")
+    for start in range(0, 1000, 100):  # 1,000 one-off numbers, 100 per draft
+        counter.piece_counts([f" {n}." for n in range(10**6 + start, 10**6 + start + 100)])
+    tokenized: list[str] = []
+    real = tok.count_batch
+    monkeypatch.setattr(tok, "count_batch", lambda texts: tokenized.extend(texts) or real(texts))
+    counter.scope("cwe")
+    assert counter.piece_counts(words) == [tok.count("." + w) - tok.count(".") for w in words]
+    assert tokenized == []  # answered from the cache
+    # the numbers' own scope was emptied when it reached its bound, never grew past it
+    assert 0 < len(counter._scopes["niah_multikey_2"]) <= 300
+
+
+def test_the_total_bound_evicts_the_largest_other_scope(monkeypatch):
+    import builder.counting as counting
+
+    monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 300)
+    monkeypatch.setattr(counting, "MAX_TOTAL_PIECES", 400)
+    tok = tokenizer("llama-3.1")
+    counter = PieceCounter(tok, tok.default_mode())
+    for name, n in (("a", 250), ("b", 100), ("c", 100)):
+        counter.scope(name)
+        counter.piece_counts([f" {name}{i}" for i in range(n)])
+    assert {k: len(v) for k, v in counter._scopes.items() if v} == {"b": 100, "c": 100}
 
 
 def test_pieces_are_cut_only_at_clean_junctions():
