@@ -15,7 +15,7 @@ tokens of the parts, and
 with frame = pieces[0] + pieces[1] + pieces[-1] tokenized exactly, chat template, answer
 prefix and special tokens included (the frame keeps the text's own ends, so a template that
 trims the user turn trims the same characters). A middle piece is counted in context, after
-an anchor ending like its real predecessor ("x.", "x.\\n" or "x"), because SentencePiece adds a
+an anchor ending like its real predecessor (".", ".\\n" or "x"), because SentencePiece adds a
 dummy prefix to a text's first word that it does not add mid-text.
 
 Whether a tokenizer really is additive at these junctions is a property of the tokenizer, not
