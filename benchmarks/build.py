@@ -31,6 +31,13 @@ from builder.tokenizer_registry import load_tokenizer
 _TOK = None
 
 
+def _cpu_seconds() -> tuple[float, float]:
+    """User + system CPU seconds of this process and of its finished children (the workers)."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                         resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
 def _peak_rss_mb() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -119,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                       workers=1 if args.profile else args.workers, progress=False,
                       exact_counts=args.exact_counts)
     profiler = cProfile.Profile() if args.profile else None
-    started = time.perf_counter()
+    started, cpu_before = time.perf_counter(), _cpu_seconds()
     if profiler is not None:
         profiler.enable()
     report = run_build(cfg)
@@ -144,6 +151,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total: {len(report.files)} files, {tokens / 1e6:.1f} M tokens, wall {wall:.1f} s "
           f"({tokens / wall:.0f} tokens/s end to end), {size / 1e6:.1f} MB on disk")
     print(f"peak RSS: main {own:.0f} MB, largest worker {children:.0f} MB")
+    cpu_main, cpu_workers = (b - a for a, b in zip(cpu_before, _cpu_seconds()))
+    print(f"CPU: main {cpu_main:.1f} s (loading, writing Parquet), workers {cpu_workers:.1f} s "
+          f"(fitting samples)")
     if profiler is not None:
         print_profile(pstats.Stats(profiler), wall)
     if args.tokenize_pass:

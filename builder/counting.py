@@ -20,8 +20,8 @@ dummy prefix to a text's first word that it does not add mid-text.
 
 Whether a tokenizer really is additive at these junctions is a property of the tokenizer, not
 something to assume: tests/test_counting.py proves it for every registry tokenizer on every
-task, and the build certifies each (task, length) file on its first sample before trusting it
-(builder.build), counting exactly wherever the shortcut does not hold.
+task, and the build certifies each task on its first sample before trusting it and spot-checks
+every file (builder.build), counting exactly wherever the shortcut does not hold.
 """
 
 from __future__ import annotations

@@ -32,21 +32,23 @@ _NEEDLE_RE = re.compile(r"One of the special magic (\w+) for (.+?) is: (.+?)\.(?
 _NEEDLE_HEAD_WORDS = NEEDLE.split(" ").index("{key}")  # "One of the special magic X for"
 
 
-_ADJECTIVE_NOUN = re.compile(r" ([A-Za-z]+)(-[A-Za-z][A-Za-z-]*)")  # never a UUID (it has digits)
+_ADJECTIVE_NOUN = re.compile(r"( [A-Za-z]+)(-[A-Za-z][A-Za-z-]*)")  # never a UUID (it has digits)
+_NUMBER = re.compile(r"( [0-9]{3})([0-9]+\.?\n?)")
 
 
 @lru_cache(maxsize=1 << 16)  # a sample's lines recur in every probe
 def _split_needle(line: str) -> tuple[str, ...]:
-    """A needle line cut before its key, "is:" and value, and an adjective-noun key at its
-    hyphen: the fixed words, adjectives and nouns are counted once each, leaving only random
-    numbers and UUIDs as new text. Cut only at single spaces between words."""
+    """A needle line cut before its key, "is:" and value, an adjective-noun key at its
+    hyphen and a number after its first three digits (" 123" | "4567.\n"): the fixed words,
+    adjectives, nouns and digit groups are counted once each, leaving only UUIDs as new text.
+    Cut only at single spaces between words."""
     words = line.split(" ")
     if "" in words:
         return (line,)
     pieces = [" ".join(words[:_NEEDLE_HEAD_WORDS])]
     for w in words[_NEEDLE_HEAD_WORDS:]:
-        key = _ADJECTIVE_NOUN.fullmatch(" " + w)
-        pieces.extend((" " + key[1], key[2]) if key else (" " + w,))
+        cut = _ADJECTIVE_NOUN.fullmatch(" " + w) or _NUMBER.fullmatch(" " + w)
+        pieces.extend((cut[1], cut[2]) if cut else (" " + w,))
     return tuple(pieces)
 
 
