@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 import weakref
-from typing import Sequence
+from typing import Callable, Sequence
 
 from builder.tasks.base import Draft
 from builder.tokenizer import Tokenizer
@@ -98,19 +99,33 @@ class PieceCounter(ExactCounter):
             max(others, key=len).clear()
         return emptied
 
-    def piece_counts(self, pieces: Sequence[str]) -> list[int]:
-        """In-context token counts of middle pieces (cached; misses counted in one batch)."""
+    def piece_counts(self, pieces: Sequence[str],
+                     refine: Callable[[str], tuple[str, ...]] | None = None) -> list[int]:
+        """In-context token counts of middle pieces (cached; misses counted in one batch, or
+        from their sub-pieces when `refine` cuts them further)."""
         cache = self._cache
         counts = list(map(cache.get, pieces))  # map: a 128K draft has ~50K pieces
         if None not in counts:
             return counts
-        missing = list(dict.fromkeys(p for p, n in zip(pieces, counts) if n is None))
+        missing = list(dict.fromkeys(itertools.compress(
+            pieces, map(operator.is_, counts, itertools.repeat(None)))))
         if self._make_room(len(missing)):
             missing = list(dict.fromkeys(pieces))
-        anchored = [self._anchor(p) + p for p in missing]
-        for p, n in zip(missing, self.tok.count_batch(anchored)):
-            cache[p] = n - self._anchor_len[self._anchor(p)]
-        return list(map(cache.__getitem__, pieces))
+        new = dict(zip(missing, self._count_new(missing, refine)))
+        self._cache.update(new)  # the current scope, even if refining emptied it meanwhile
+        try:
+            return list(map(self._cache.__getitem__, pieces))
+        except KeyError:  # refining emptied the scope after `counts` were read
+            return [new[p] if n is None else n for p, n in zip(pieces, counts)]
+
+    def _count_new(self, pieces: list[str], refine) -> list[int]:
+        if refine is not None:
+            parts = list(map(refine, pieces))
+            sub = iter(self.piece_counts(list(itertools.chain.from_iterable(parts))))
+            return [sum(itertools.islice(sub, len(ps))) for ps in parts]
+        anchored = [self._anchor(p) + p for p in pieces]
+        return [n - self._anchor_len[self._anchor(p)]
+                for p, n in zip(pieces, self.tok.count_batch(anchored))]
 
     def _middle_counts(self, draft: Draft) -> list[int]:
         # The fitter measures a draft, then asks for the positions of the one it keeps. The
@@ -120,7 +135,7 @@ class PieceCounter(ExactCounter):
             return entry[1]
         if len(self._middle_memo) >= 16:
             self._middle_memo.clear()
-        counts = self.piece_counts(draft.pieces[2:-1])
+        counts = self.piece_counts(draft.pieces[2:-1], draft.refine)
         self._middle_memo[id(draft)] = (weakref.ref(draft), counts)
         return counts
 

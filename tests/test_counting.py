@@ -70,13 +70,22 @@ def _vocabulary(tok) -> list[str]:
     return [tok.sp.id_to_piece(i) for i in range(tok.sp.get_piece_size())]
 
 
+def _needle_text_tokens(vocab: list[str]) -> list[str]:
+    """The tokens that could lie inside a needle's key or value: made of letters, digits,
+    "-", "." and spaces (not special tokens such as "<unused1>" or byte tokens "<0x0A>")."""
+    return [t for t in vocab if re.fullmatch(r"[ \u2581A-Za-z0-9.\n-]+", t)]
+
+
 @pytest.mark.parametrize("tok_name", list(registry()))
-def test_no_token_spans_the_hyphen_of_an_adjective_noun_key(tok_name):
-    """Why " bright" | "-lantern" is a clean junction for every key, not only those sampled:
-    a BPE merge (or unigram piece) across it would be a token holding a letter then "-"."""
+def test_no_token_spans_a_cut_inside_a_key_or_value(tok_name):
+    """Why " bright" | "-lantern" and a UUID's " 3" | "f" | "2" | ... | "-bd" are clean
+    junctions for every key, not only those sampled: a BPE merge (or unigram piece) across
+    one would be a token holding a letter or digit then "-", a digit then a letter, or a
+    letter then a digit."""
     vocab = _vocabulary(tokenizer(tok_name))
     assert len(vocab) > 30_000
-    assert [t for t in vocab if re.search(r"[A-Za-z]-", t)] == []
+    spanning = re.compile(r"[A-Za-z0-9]-|[0-9][A-Za-z]|[A-Za-z][0-9]")
+    assert [t for t in _needle_text_tokens(vocab) if spanning.search(t)] == []
 
 
 def _pre_tokenizer_patterns(tok) -> str:
@@ -99,8 +108,7 @@ def test_a_number_after_its_first_three_digits_is_a_clean_junction(tok_name):
     after the cut group as they do after a newline, the anchor of a piece starting with a
     digit. Then the counts of sampled lines, edge numbers included, add up."""
     tok = tokenizer(tok_name)
-    digit_pairs = [t for t in _vocabulary(tok)
-                   if re.search(r"[0-9][0-9]", t) and not re.fullmatch(r"<[^<>]*>", t)]
+    digit_pairs = [t for t in _needle_text_tokens(_vocabulary(tok)) if re.search(r"[0-9][0-9]", t)]
     assert digit_pairs == [] or r"\p{N}{1,3}" in _pre_tokenizer_patterns(tok), tok_name
     counter = PieceCounter(tok, "base")
     for number in (1000000, 1000001, 1999999, 4567890, 9999999, 9000000, 1234567):
@@ -116,8 +124,12 @@ def test_needle_lines_are_cut_before_key_value_and_at_an_adjective_noun_hyphen()
     assert _split_needle(line) == ("One of the special magic numbers for", " bright",
                                    "-lantern", " is:", " 123", "4567.\n")
     uuid_line = ("One of the special magic uuids for 3f2a9c1e-bd4f-4a1b-9c2d-aabbccddeeff is: "
-                 "0e6a1b6e-3c6f-4f0e-9d43-5b7c2b1a8d11.")
-    assert _split_needle(uuid_line)[1] == " 3f2a9c1e-bd4f-4a1b-9c2d-aabbccddeeff"
+                 "12345678-3c6f-4f0e-9d43-5b7c2b1a8d11.\n")
+    pieces = _split_needle(uuid_line)
+    assert "".join(pieces) == uuid_line
+    assert pieces[1:11] == (" 3", "f", "2", "a", "9", "c", "1", "e", "-bd", "4")
+    assert pieces[pieces.index(" is:") + 1:][:4] == (" 123", "456", "78", "-3")
+    assert pieces[-1] == "11.\n"
 
 
 def test_one_tasks_one_off_pieces_do_not_evict_another_tasks_cache(monkeypatch):
@@ -142,6 +154,25 @@ def test_one_tasks_one_off_pieces_do_not_evict_another_tasks_cache(monkeypatch):
     assert tokenized == []  # answered from the cache
     # the numbers' own scope was emptied when it reached its bound, never grew past it
     assert 0 < len(counter._scopes["niah_multikey_2"]) <= 300
+
+
+def test_refined_counts_equal_counts_of_whole_pieces_even_when_refining_evicts(monkeypatch):
+    """A new line counted from cached parts (Draft.refine) gets the count of the line itself;
+    parts that overflow the scope empty it midway without losing the counts asked for."""
+    import builder.counting as counting
+
+    tok = tokenizer("llama-3.1")
+    lines = [f"One of the special magic uuids for {k:08x}-bd4f-4a1b-9c2d-{k:012x} is: "
+             f"{k * 7919:08x}-3c6f-4f0e-9d43-{k * 104729:012x}.\n" for k in range(60)]
+    plain = PieceCounter(tok, "base").piece_counts(lines)
+    assert plain == [tok.count(".\n" + line) - tok.count(".\n") for line in lines]
+    monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 200)
+    refined = PieceCounter(tok, "base")
+    assert refined.piece_counts(lines[:5], _split_needle) == plain[:5]
+    # 254 distinct parts overflow the scope: refining empties it, evicting the 5 lines
+    # already counted, whose counts are still returned
+    assert refined.piece_counts(lines, _split_needle) == plain
+    assert lines[0] not in refined._cache
 
 
 def test_the_total_bound_evicts_the_largest_other_scope(monkeypatch):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Sequence
+from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
 from builder.tasks.catalog import TaskSpec
 
@@ -33,6 +33,10 @@ class Draft:
     # `input` cut at clean junctions ("".join(pieces) == input), for builder.counting; empty
     # when a draft is only ever counted whole.
     pieces: tuple[str, ...] = ()
+    # Cuts a piece further at clean junctions, for counting a piece not seen before from
+    # sub-pieces that recur (a needle line from its key's words and its value's digit
+    # groups); None when pieces are counted as they are.
+    refine: Callable[[str], tuple[str, ...]] | None = None
 
 
 def template_ends(template: str, **fields: object) -> tuple[str, str]:

@@ -12,7 +12,6 @@ import random
 import re
 import uuid
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
@@ -34,21 +33,34 @@ _NEEDLE_HEAD_WORDS = NEEDLE.split(" ").index("{key}")  # "One of the special mag
 
 _ADJECTIVE_NOUN = re.compile(r"( [A-Za-z]+)(-[A-Za-z][A-Za-z-]*)")  # never a UUID (it has digits)
 _NUMBER = re.compile(r"( [0-9]{3})([0-9]+\.?\n?)")
+_UUID = re.compile(r" [0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\.?\n?")
+# A run of letters, or of up to three digits (digits group by three from the left of a run)
+_HEX_RUN = re.compile(r"-?(?:[0-9]{1,3}|[a-f]+)\.?\n?")
 
 
-@lru_cache(maxsize=1 << 16)  # a sample's lines recur in every probe
 def _split_needle(line: str) -> tuple[str, ...]:
-    """A needle line cut before its key, "is:" and value, an adjective-noun key at its
-    hyphen and a number after its first three digits (" 123" | "4567.\n"): the fixed words,
-    adjectives, nouns and digit groups are counted once each, leaving only UUIDs as new text.
-    Cut only at single spaces between words."""
+    """A needle line cut before its key, "is:" and value, and inside them where no token of
+    a registry tokenizer spans the cut (tests/test_counting.py scans the vocabularies): an
+    adjective-noun key at its hyphen, a number after its first three digits (" 123" |
+    "4567.\n"), a UUID between its runs of letters and of digits, and after every third
+    digit of a run, each hyphen kept with the run after it (" 3" | "f" | "2" | "a" ... |
+    "-bd" | "4" ...). The fixed words and these
+    parts recur, so a new line is counted from cached parts. Cut only at single spaces
+    between words."""
     words = line.split(" ")
     if "" in words:
         return (line,)
     pieces = [" ".join(words[:_NEEDLE_HEAD_WORDS])]
     for w in words[_NEEDLE_HEAD_WORDS:]:
-        cut = _ADJECTIVE_NOUN.fullmatch(" " + w) or _NUMBER.fullmatch(" " + w)
-        pieces.extend((cut[1], cut[2]) if cut else (" " + w,))
+        w = " " + w
+        cut = _ADJECTIVE_NOUN.fullmatch(w) or _NUMBER.fullmatch(w)
+        if cut:
+            pieces += cut.groups()
+        elif _UUID.fullmatch(w):
+            runs = _HEX_RUN.findall(w, 1)
+            pieces += (" " + runs[0], *runs[1:])
+        else:
+            pieces.append(w)
     return tuple(pieces)
 
 
@@ -136,9 +148,6 @@ class NiahGenerator(TaskGenerator):
         query = join_query([keys[i] for i in queried])
         head, tail = template_ends(template, type_needle_v=type_v, query=query)
         text, pieces = joined(head, units, sep, tail, clean=opened is not None, opened=opened)
-        if self.haystack == "needle":  # a line per needle: cut it at its spaces too
-            pieces = (pieces[0], *itertools.chain.from_iterable(map(_split_needle, pieces[1:-1])),
-                      pieces[-1])
         offset = len(head)
         gold = tuple((offset + s, offset + s + len(needles[j]))
                      for j, s in enumerate(starts) if owners[j] in queried)
@@ -150,6 +159,7 @@ class NiahGenerator(TaskGenerator):
             context_span=(offset, len(text) - len(tail)),
             size=size,
             pieces=pieces,
+            refine=_split_needle if self.haystack == "needle" else None,
         )
 
     def _essay_units(self, rng, size, needles) -> tuple[list[str], list[str] | None, list[int]]:
