@@ -5,6 +5,8 @@ Prints figures; asserts nothing (speed targets belong here, not in unit tests).
     python -m benchmarks.build --quick                      # 13 tasks x 4K,32K x 50 samples
     python -m benchmarks.build --tokenizer llama-3.1 --lengths paper --samples 500 --tokenize-pass
 
+`seconds` is the time spent on a file: by one worker, as workers write whole files (so the
+per-file figures add up to the workers' CPU time, not to the wall time).
 `--tokenize-pass` also times one batch tokenization of every output prompt (chat template
 included) on all workers, and prints the builder/tokenization ratio (issue T2).
 `--profile` builds in one process under cProfile and prints where the time goes.

@@ -6,7 +6,8 @@ input is validated (tasks, lengths, tokenizer, sources, sample counts, and that 
 sample of each task fits each length), so bad input leaves OUT untouched. Files are written
 atomically and recorded in the manifest one by one: an interrupted build resumes, and a file
 whose build key (seed, tokenizer, sources, generator version, sample count) is unchanged is
-kept, never rebuilt, while a changed key never reuses it.
+kept, never rebuilt, while a changed key never reuses it. Workers fit and write whole files,
+longest first; the parent process publishes each finished file and records it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from builder.sources import file_sha256
 from builder.tasks import TASKS, TaskGenerator, get_task, make_generator
 from builder.tokenizer import Tokenizer
 from builder.tokenizer_registry import config_name, load_tokenizer
-from builder.writer import SplitWriter
+from builder.writer import SplitWriter, temp_prefix
 
 
 @dataclass(frozen=True)
@@ -280,26 +281,35 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     if changed:  # only after every check passed: a folder holds one build identity per config
         _drop_config(out, manifest, config)
         previous = None
+    bar = _progress(cfg, len(todo) * cfg.samples)
+    if bar is not None and cfg.workers > 1:  # before the fork: workers report progress here
+        _STATE["ticks"] = multiprocessing.get_context("fork").SimpleQueue()
     pool = _make_pool(cfg.workers) if todo and cfg.workers > 1 else None
+
+    def record(result: FileResult, entry: dict, written: Path) -> None:
+        os.replace(written, out / result.path)  # published here only, then recorded
+        results.append(result)
+        manifest["files"][result.path] = entry
+        manifest["files"] = dict(sorted(manifest["files"].items()))
+        manifest["builds"][config] = _build_entry(tok, mode, ctx, cfg, identity, previous,
+                                                  config, manifest)
+        _commit(out, manifest)
+
     try:
-        bar = _progress(cfg, len(todo) * cfg.samples)
-        # One stream of samples across all files, so workers start the next file while the
-        # last rows of the current one are still being fitted and written.
-        jobs = ((task, L, i) for task, L, _, _ in todo for i in range(cfg.samples))
-        stream = (_bounded_imap(pool, make_row, jobs, _window(cfg.workers, max(cfg.lengths)))
-                  if pool is not None else map(make_row, jobs))
-        for task, L, rel, key in todo:
-            rows = itertools.islice(stream, cfg.samples)
-            results.append(_write_file(out, rel, task, L, key, rows, bar, manifest, config))
-            manifest["builds"][config] = _build_entry(tok, mode, ctx, cfg, identity, previous,
-                                                      config, manifest)
-            _commit(out, manifest)
+        if pool is not None and len(todo) >= cfg.workers:
+            _build_files_in_workers(pool, out, config, todo, cfg.samples, bar, record)
+        else:
+            _build_files_here(pool, out, config, todo, cfg.samples, bar, record, cfg.workers)
         if bar is not None:
             bar.close()
     finally:
         if pool is not None:
             pool.terminate()
             pool.join()
+        for _, _, rel, _ in todo:  # what a stopped worker or a failure left unpublished
+            for tmp in (out / rel).parent.glob(temp_prefix(out / rel) + "*.tmp"):
+                tmp.unlink(missing_ok=True)
+    results.sort(key=lambda r: units.index((r.task, r.max_seq_length)))
     manifest["builds"][config] = _build_entry(tok, mode, ctx, cfg, identity, previous, config,
                                               manifest)
     _commit(out, manifest)
@@ -314,27 +324,82 @@ def _commit(out: Path, manifest: dict) -> None:
     write_card(out)
 
 
-def _write_file(out, rel, task, L, key, rows, bar, manifest, config) -> FileResult:
+# --- writing files --------------------------------------------------------------------------
+
+def _build_files_in_workers(pool, out: Path, config: str, todo, samples: int, bar, record):
+    """Each worker fits and writes whole files, longest first: no rows cross processes,
+    each worker's piece cache serves every sample of its file, and the last files to
+    finish are the short ones, so both workers stay busy to the end."""
+    ticks = _STATE["ticks"] if bar is not None else None
+    jobs = sorted(todo, key=lambda job: -job[1])
+    pending = [pool.apply_async(build_file, ((out, config, *job, samples),)) for job in jobs]
+    while pending:
+        for done in [r for r in pending if r.ready()]:
+            pending.remove(done)
+            record(*done.get())  # re-raises a worker's error
+        while ticks is not None and not ticks.empty():
+            bar.update(ticks.get())
+        if pending:
+            pending[0].wait(0.2)
+
+
+def _build_files_here(pool, out: Path, config: str, todo, samples: int, bar, record,
+                      workers: int):
+    """Files one after another, written here. With a pool (fewer files than workers), the
+    workers fit the samples of one stream across all files, so they start the next file
+    while the last rows of the current one are still being fitted and written."""
+    jobs = ((task, L, i) for task, L, _, _ in todo for i in range(samples))
+    stream = (_bounded_imap(pool, make_row, jobs, _window(workers, max(L for _, L, _, _ in todo)))
+              if pool is not None else map(make_row, jobs))
+    tick = bar.update if bar is not None else None
+    for task, L, rel, key in todo:
+        record(*_write_file(out, config, rel, task, L, key,
+                            itertools.islice(stream, samples), tick))
+
+
+def build_file(job: tuple) -> tuple[FileResult, dict[str, Any], Path]:
+    """In a worker: fit and write every sample of one (task, L) file."""
+    out, config, task, L, rel, key, samples = job
+    ticks = _STATE.get("ticks")
+    pending, last = 0, time.monotonic()
+
+    def tick(n: int) -> None:  # progress for the parent's bar, sent at most twice a second
+        nonlocal pending, last
+        pending += n
+        if ticks is not None and time.monotonic() - last > 0.5:
+            ticks.put(pending)
+            pending, last = 0, time.monotonic()
+
+    rows = (make_row((task, L, i)) for i in range(samples))
+    done = _write_file(out, config, rel, task, L, key, rows, tick)
+    if ticks is not None and pending:
+        ticks.put(pending)
+    return done
+
+
+def _write_file(out: Path, config: str, rel: str, task: str, L: int, key: str, rows,
+                tick) -> tuple[FileResult, dict[str, Any], Path]:
+    """Write one file's rows to a temporary file beside it; its result, manifest entry and
+    the temporary path (the caller publishes it)."""
     started = time.perf_counter()
     fills, probes, exact_rows = [], 0, 0
-    with SplitWriter(out / rel, L) as writer:
+    with SplitWriter(out / rel, L, publish=False) as writer:
         for row, canonical, spent, counted_exactly in rows:
             writer.write(row, canonical)
             fills.append(row["length"] / L)
             probes += spent
             exact_rows += counted_exactly
-            if bar is not None:
-                bar.update(1)
-    path = out / rel
+            if tick is not None:
+                tick(1)
+    path = writer.temp_path
     entry = {"config": config, "task": task, "max_seq_length": L, "rows": writer.rows,
              "bytes": path.stat().st_size, "sha256": file_sha256(path),
              "content_sha256": writer.content_sha256, "build_key": key}
-    manifest["files"][rel] = entry
-    manifest["files"] = dict(sorted(manifest["files"].items()))
-    return FileResult(rel, task, L, writer.rows, skipped=False,
-                      seconds=time.perf_counter() - started, fill_mean=sum(fills) / len(fills),
-                      fill_min=min(fills), probes=probes, bytes=entry["bytes"],
-                      exact_rows=exact_rows)
+    result = FileResult(rel, task, L, writer.rows, skipped=False,
+                        seconds=time.perf_counter() - started,
+                        fill_mean=sum(fills) / len(fills), fill_min=min(fills), probes=probes,
+                        bytes=entry["bytes"], exact_rows=exact_rows)
+    return result, entry, path
 
 
 def _window(workers: int, max_seq_length: int) -> int:

@@ -69,7 +69,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
     p.add_argument("--out", type=Path, default=Path("ruler"), help="output folder (./ruler)")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="worker processes (default: all cores)")
+                   help="worker processes (default: all cores); each fits and writes whole "
+                        "files, longest first (with fewer files than workers, they share the "
+                        "samples of each file)")
     p.add_argument("--shard", default="0/1", help="build only shard i of n of the files (i/n)")
     p.add_argument("--sources", dest="sources_dir", default=None,
                    help=f"folder with the pinned sources (else ${SOURCES_ENV}, then the cache)")

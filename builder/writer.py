@@ -3,7 +3,9 @@
 Rows arrive one at a time and are flushed in row groups small enough for the Hub's dataset
 viewer (which rejects row groups above ~286 MiB uncompressed); content-defined chunking keeps
 re-uploads of a changed build deduplicable. The file appears under its final name only when
-complete, so an interrupted build never leaves a truncated split behind.
+complete, so an interrupted build never leaves a truncated split behind. A build whose
+workers write files lets the parent process publish them (`publish=False`): a worker stopped
+at any point then leaves only a temporary file, which the parent removes.
 """
 
 from __future__ import annotations
@@ -32,17 +34,23 @@ def rows_per_group(max_seq_length: int) -> int:
     return max(1, min(1000, ROW_GROUP_TARGET_BYTES // approx_row_bytes))
 
 
+def temp_prefix(path: Path) -> str:
+    """Temporary files of `path` are named `<prefix>*.tmp` beside it."""
+    return f".{Path(path).name}."
+
+
 class SplitWriter:
     """Write one `data/<config>/<task>/<L>.parquet` file; use as a context manager."""
 
-    def __init__(self, path: Path, max_seq_length: int):
+    def __init__(self, path: Path, max_seq_length: int, publish: bool = True):
         self.path = Path(path)
+        self.publish = publish
         self.group_size = rows_per_group(max_seq_length)
         self._buffer: list[dict[str, Any]] = []
         self._content = hashlib.sha256()
         self.rows = 0
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.",
+        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=temp_prefix(self.path),
                                          suffix=".tmp")
         os.close(fd)
         self._writer = pq.ParquetWriter(
@@ -67,6 +75,11 @@ class SplitWriter:
             self._buffer = []
 
     @property
+    def temp_path(self) -> Path:
+        """Where the file is written (and stays, complete, when `publish=False`)."""
+        return Path(self._tmp)
+
+    @property
     def content_sha256(self) -> str:
         return self._content.hexdigest()
 
@@ -78,7 +91,8 @@ class SplitWriter:
             self._flush()
             self._writer.close()
             os.chmod(self._tmp, 0o644)  # mkstemp makes 0600; a dataset folder is for sharing
-            os.replace(self._tmp, self.path)
+            if self.publish:
+                os.replace(self._tmp, self.path)
         else:
             self._writer.close()
             Path(self._tmp).unlink(missing_ok=True)

@@ -152,6 +152,28 @@ def test_interrupted_build_keeps_finished_files_and_resumes(tmp_path, monkeypatc
     assert [f.skipped for f in report.files] == [True, False]
 
 
+def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_path,
+                                                                           monkeypatch):
+    """Workers write whole files: one failing stops the build, the files finished before
+    stay recorded, and neither its file nor the one the other worker was writing remains."""
+    import builder.build as b
+
+    real = b.make_row
+
+    def fail_in_the_last_file(job):
+        if job[1] == 1024 and job[2] == 2:
+            raise RuntimeError("boom")
+        return real(job)
+
+    monkeypatch.setattr(b, "make_row", fail_in_the_last_file)  # before the workers fork
+    with pytest.raises(RuntimeError, match="boom"):
+        build(tmp_path, "gpt-4", ["niah_single_1", "vt"], [1024, 2048], 3, workers=2)
+    recorded = set(read_manifest(tmp_path)["files"])
+    assert recorded <= {f"data/gpt-4/{t}/2048.parquet" for t in ("niah_single_1", "vt")}
+    on_disk = {str(p.relative_to(tmp_path)) for p in tmp_path.glob("data/**/*") if p.is_file()}
+    assert on_disk == recorded  # no temporary or unrecorded file
+
+
 def test_a_length_only_some_samples_fit_fails_before_writing(tmp_path):
     from builder.context import BuildContext
     from builder.rng import sample_rng

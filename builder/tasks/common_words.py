@@ -155,14 +155,14 @@ class CommonWordsGenerator(TaskGenerator):
                 pieces.extend(part[1])
         offset = sum(map(len, text_parts))
         pool, word_ids = self._word_ids(rng, size)
-        words = [pool[i] for i in word_ids.tolist()]
+        common = [pool[i] for i in word_ids[:self.num_cw].tolist()]
         picks = word_ids[self._order(rng, size, *self.main_repeats)]
         plain, spaced = self._arrays(pool)
         task, task_pieces = self._numbered(head, plain[picks].tolist(), tail,
                                            spaced[picks].tolist())
         text = "".join(text_parts) + task
         return Draft(input=text, answer_prefix=self.family.answer_prefix,
-                     outputs=tuple(words[:self.num_cw]), gold_spans=(),
+                     outputs=tuple(common), gold_spans=(),
                      context_span=(offset + len(head), len(text) - len(tail)),
                      size=size, pieces=(*pieces, *task_pieces))
 
