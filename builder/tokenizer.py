@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,14 +121,31 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: tokenizer_config.json classes that AutoTokenizer resolves to PreTrainedTokenizerFast itself.
+_GENERIC_FAST_CLASSES = ("PreTrainedTokenizerFast", "TokenizersBackend")
+
+
+def _load_hf(folder: Path):
+    """AutoTokenizer's tokenizer for `folder`. When the folder names the generic fast class,
+    that class is loaded directly: the same object, without importing AutoTokenizer's model
+    registry (about 3 s of start-up)."""
+    config = folder / "tokenizer_config.json"
+    name = json.loads(config.read_text()).get("tokenizer_class") if config.is_file() else None
+    if name in _GENERIC_FAST_CLASSES:
+        from transformers import PreTrainedTokenizerFast
+
+        return PreTrainedTokenizerFast.from_pretrained(str(folder))
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(folder))
+
+
 class HFTokenizer(Tokenizer):
     """A Hugging Face tokenizer folder (`tokenizer.json` + `tokenizer_config.json`)."""
 
     def __init__(self, folder: Path, identity: TokenizerIdentity):
-        from transformers import AutoTokenizer
-
         self.folder = Path(folder)
-        self.hf = AutoTokenizer.from_pretrained(str(folder))
+        self.hf = _load_hf(self.folder)
         self.backend = self.hf.backend_tokenizer
         template = getattr(self.hf, "chat_template", None)
         self._template = template if isinstance(template, str) else None

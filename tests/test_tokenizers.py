@@ -63,6 +63,23 @@ def test_llama3_chat_prompt_is_rulers_meta_llama3_template():
     assert ids.count(ids[0]) == 1  # no double BOS
 
 
+@pytest.mark.parametrize("name", ["llama-3.1", "mistral-nemo", "qwen2.5"])
+def test_loading_without_autotokenizer_gives_autotokenizers_tokenizer(name):
+    """The generic fast class is loaded directly (faster start-up); others through
+    AutoTokenizer. Either way: AutoTokenizer's class, template, special tokens and ids."""
+    from transformers import AutoTokenizer
+
+    tok = load_tokenizer(name)
+    auto = AutoTokenizer.from_pretrained(str(tok.folder))
+    assert type(tok.hf) is type(auto)
+    assert tok.hf.chat_template == auto.chat_template
+    assert tok.hf.special_tokens_map == auto.special_tokens_map
+    assert tok.render_chat(TEXT, "Answer:") == auto.apply_chat_template(
+        [{"role": "user", "content": TEXT}, {"role": "assistant", "content": "Answer:"}],
+        tokenize=False, add_generation_prompt=False, continue_final_message=True)
+    assert tok.prompt_ids(TEXT, "Answer:", "base") == auto(TEXT + "Answer:")["input_ids"]
+
+
 def test_llama2_base_prompt_starts_with_bos():
     tok = load_tokenizer("llama-2")
     ids = tok.prompt_ids("Hello", " Answer:")
