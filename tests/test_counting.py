@@ -188,6 +188,20 @@ def test_the_total_bound_evicts_the_largest_other_scope(monkeypatch):
     assert {k: len(v) for k, v in counter._scopes.items() if v} == {"b": 100, "c": 100}
 
 
+def test_clean_units_with_empty_runs_are_cut_as_the_per_unit_path_cuts_them():
+    import random
+
+    rng = random.Random(0)
+    for _ in range(300):
+        units: list[str] = []
+        for _ in range(rng.randint(2, 9)):  # empty runs, never two next to each other
+            empty = rng.random() < 0.3 and (not units or units[-1] != "")
+            units.append("" if empty else rng.choice(["Aa b.", "Needle c.", "D."]))
+        opened = [" " + u for u in units[1:]]
+        fast = joined("Head:\n", units, " ", "\nTail", clean=True, opened=opened)
+        assert fast == joined("Head:\n", units, " ", "\nTail"), units
+
+
 def test_pieces_are_cut_only_at_clean_junctions():
     text, pieces = joined("Head:\n", ["a b", "", "c", " d", "e"], " ", "\nTail")
     assert text == "Head:\na b  c  d e\nTail" == "".join(pieces)

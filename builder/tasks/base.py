@@ -53,9 +53,11 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = F
     one ("line\\n" | "next"). A join is cut only where it is a clean junction (see
     builder.counting): the units on both sides of a space are non-empty and do not touch it
     with whitespace, the unit after a newline starts with a non-space character; elsewhere the
-    unit is glued to the piece before it. `clean=True` promises every unit is non-empty and
-    starts and ends with a non-space character (word lists), skipping the per-unit checks;
-    with it, `opened` may give `sep + unit` for units[1:] ready-made (shared strings hash once).
+    unit is glued to the piece before it. `clean=True` promises every unit starts and ends
+    with a non-space character, or, with a space separator, is empty and not next to another
+    empty unit (a needle at depth 0 leaves an empty run of sentences), skipping the per-unit
+    checks; with it, `opened` may give `sep + unit` for units[1:] ready-made (shared strings
+    hash once).
     """
     if sep.startswith(" "):
         opens = True
@@ -69,6 +71,8 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = F
     if clean and opens:
         rest = list(opened) if opened is not None else [sep + u for u in units[1:]]
         pieces = [head + units[0], *rest]
+        if "" in units:
+            _glue_empty_units(pieces, units)
     elif clean:
         pieces = [head + units[0] + sep, *[u + sep for u in units[1:-1]], units[-1]]
     else:
@@ -84,6 +88,23 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = F
                 pieces[-1] += sep + u
     pieces[-1] += tail
     return "".join(pieces), tuple(pieces)
+
+
+def _glue_empty_units(pieces: list[str], units: Sequence[str]) -> None:
+    """Merge, in place, the pieces around each empty unit of a space-joined list (piece k
+    holds unit k): the spaces on both sides of an empty unit are not clean junctions, so
+    the unit before, the empty unit and the unit after form one piece, as the per-unit path
+    of `joined` cuts them. From the end, so earlier indices stay valid."""
+    empty, i = [], -1
+    while True:
+        try:
+            i = units.index("", i + 1)
+        except ValueError:
+            break
+        empty.append(i)
+    for i in reversed(empty):
+        first = max(i - 1, 0)
+        pieces[first:i + 2] = ["".join(pieces[first:i + 2])]
 
 
 class TaskGenerator(ABC):

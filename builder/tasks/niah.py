@@ -147,7 +147,8 @@ class NiahGenerator(TaskGenerator):
             template, prefix, type_v = singular(template), singular(prefix), type_v[:-1]
         query = join_query([keys[i] for i in queried])
         head, tail = template_ends(template, type_needle_v=type_v, query=query)
-        text, pieces = joined(head, units, sep, tail, clean=opened is not None, opened=opened)
+        # sentences, needles and lines are non-empty and trimmed; runs of sentences may be empty
+        text, pieces = joined(head, units, sep, tail, clean=True, opened=opened)
         offset = len(head)
         gold = tuple((offset + s, offset + s + len(needles[j]))
                      for j, s in enumerate(starts) if owners[j] in queried)
@@ -162,9 +163,9 @@ class NiahGenerator(TaskGenerator):
             refine=_split_needle if self.haystack == "needle" else None,
         )
 
-    def _essay_units(self, rng, size, needles) -> tuple[list[str], list[str] | None, list[int]]:
+    def _essay_units(self, rng, size, needles) -> tuple[list[str], list[str], list[int]]:
         """Sentences with the needles between them (space-joined), " " + each unit but the
-        first (None when a unit is empty), and the needles' offsets.
+        first, and the needles' offsets.
 
         A needle at depth 0 (or two at one depth) leaves an empty run of sentences, which
         upstream's join keeps as a doubled space; the empty unit keeps it here too.
@@ -185,7 +186,7 @@ class NiahGenerator(TaskGenerator):
                 opened.append(" " + needles[i - 1])
                 starts.append(pos)
                 pos += len(needles[i - 1]) + 1
-        return units, (None if "" in units else opened[1:]), starts
+        return units, opened[1:], starts
 
     def _line_units(self, rng, size, needles, taken) -> tuple[list[str], str, list[int]]:
         if self.haystack == "noise":
