@@ -21,3 +21,14 @@ def sample_rng(seed: int, tokenizer: str, task: str, max_seq_length: int, index:
                stream: str = "") -> random.Random:
     """A fresh `random.Random` for one sample (optionally one named sub-stream of it)."""
     return random.Random(derive_seed(seed, tokenizer, task, max_seq_length, index, stream))
+
+
+def below(rng: random.Random, n: int) -> int:
+    """`rng.randrange(n)` for n >= 1, the same draw (CPython's rejection sampling on
+    `getrandbits`) without its three Python-level calls: needle haystacks draw two values
+    per line, tens of thousands per sample. tests/test_rng.py checks it against randrange."""
+    k = n.bit_length()
+    r = rng.getrandbits(k)
+    while r >= n:
+        r = rng.getrandbits(k)
+    return r

@@ -13,6 +13,7 @@ import random
 from functools import lru_cache
 
 from builder.errors import RulerError
+from builder.rng import below
 
 WONDERWORDS_VERSION = "2.2.0"
 
@@ -42,6 +43,6 @@ class AdjectiveNounKeys:
         self.nouns = wonderwords_list("nounlist.txt")
 
     def draw(self, rng: random.Random) -> str:
-        i = rng.randrange(len(self.adjectives) * len(self.nouns))
+        i = below(rng, len(self.adjectives) * len(self.nouns))  # rng.randrange(...)
         adj, noun = divmod(i, len(self.nouns))
         return f"{self.adjectives[adj]}-{self.nouns[noun]}"

@@ -119,6 +119,19 @@ def test_a_number_after_its_first_three_digits_is_a_clean_junction(tok_name):
         assert sum(counter.piece_counts(list(pieces))) == whole, (tok_name, number)
 
 
+def test_a_needle_line_is_cut_the_same_by_the_one_match_path_and_word_by_word():
+    import builder.tasks.niah as niah
+
+    lines = [f"One of the special magic {kind} for {key} is: {value}.{end}"
+             for kind in ("numbers", "uuids") for end in ("", "\n")
+             for key in ("bright-lantern", "a-b-c", "x", "3f2a9c1e-bd4f-4a1b-9c2d-aabbccddeeff")
+             for value in ("1234567", "123", "12345678-3c6f-4f0e-9d43-5b7c2b1a8d11")]
+    assert sum(bool(niah._WORD_KEY_NUMBER_LINE.fullmatch(line)) for line in lines) == 8
+    fast = [_split_needle(line) for line in lines]
+    with_words = [niah._split_needle_by_words(line) for line in lines]
+    assert fast == with_words and all("".join(p) == line for p, line in zip(fast, lines))
+
+
 def test_needle_lines_are_cut_before_key_value_and_at_an_adjective_noun_hyphen():
     line = "One of the special magic numbers for bright-lantern is: 1234567.\n"
     assert _split_needle(line) == ("One of the special magic numbers for", " bright",

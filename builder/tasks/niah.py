@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Mapping
 
 from builder.essays import EssayCorpus, build_corpus
+from builder.rng import below
 from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from builder.tasks.noise import NOISE_SENTENCE
 from builder.words import AdjectiveNounKeys
@@ -38,6 +39,12 @@ _UUID = re.compile(r" [0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\.?\n?")
 _HEX_RUN = re.compile(r"-?(?:[0-9]{1,3}|[a-f]+)\.?\n?")
 
 
+# The common line of niah_multikey_2 (word key, number value) cut by one match, as below.
+_WORD_KEY_NUMBER_LINE = re.compile(
+    r"(One of the special magic \w+ for)( [A-Za-z]+)(-[A-Za-z][A-Za-z-]*)( is:)"
+    r"( [0-9]{3})([0-9]+\.?\n?)")
+
+
 def _split_needle(line: str) -> tuple[str, ...]:
     """A needle line cut before its key, "is:" and value, and inside them where no token of
     a registry tokenizer spans the cut (tests/test_counting.py scans the vocabularies): an
@@ -47,6 +54,11 @@ def _split_needle(line: str) -> tuple[str, ...]:
     "-bd" | "4" ...). The fixed words and these
     parts recur, so a new line is counted from cached parts. Cut only at single spaces
     between words."""
+    common = _WORD_KEY_NUMBER_LINE.fullmatch(line)
+    return common.groups() if common else _split_needle_by_words(line)
+
+
+def _split_needle_by_words(line: str) -> tuple[str, ...]:
     words = line.split(" ")
     if "" in words:
         return (line,)
@@ -108,7 +120,7 @@ class NiahGenerator(TaskGenerator):
 
     def _random(self, rng: random.Random, kind: str) -> str:
         if kind == "numbers":
-            return str(rng.randint(10**6, 10**7 - 1))
+            return str(10**6 + below(rng, 9 * 10**6))  # rng.randint(10**6, 10**7 - 1)
         if kind == "uuids":
             return str(uuid.UUID(int=rng.getrandbits(128), version=4))
         if kind == "words":
