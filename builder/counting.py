@@ -71,6 +71,7 @@ class PieceCounter(ExactCounter):
         self._scopes: dict[str, dict[str, int]] = {}
         self._cache = self._scopes.setdefault("", {})
         self._middle_memo: dict[int, tuple[weakref.ref, list[int]]] = {}
+        self._frames: dict[tuple[str, str], int] = {}
         self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
 
     @staticmethod
@@ -127,6 +128,19 @@ class PieceCounter(ExactCounter):
         return [n - self._anchor_len[self._anchor(p)]
                 for p, n in zip(pieces, self.tok.count_batch(anchored))]
 
+    @staticmethod
+    def _frame_end(pieces: Sequence[str]) -> int:
+        """Where the frame's end starts: the last piece that may follow pieces[1] directly
+        through a junction of its own kind (the template's tail after a line, else the last
+        unit and the tail), so the frame tokenizes as the text does around it."""
+        end = pieces[1][-1:]
+        for j in range(len(pieces) - 1, 2, -1):
+            first = pieces[j][:1]
+            if (end == "\n" if first not in " -" else
+                    (end.isalpha() if first == "-" else end != "" and not end.isspace())):
+                return j
+        return 2
+
     def _middle_counts(self, draft: Draft) -> list[int]:
         # The fitter measures a draft, then asks for the positions of the one it keeps. The
         # memo holds drafts weakly: at 1M tokens a draft with its pieces is tens of MB.
@@ -135,7 +149,8 @@ class PieceCounter(ExactCounter):
             return entry[1]
         if len(self._middle_memo) >= 16:
             self._middle_memo.clear()
-        counts = self.piece_counts(draft.pieces[2:-1], draft.refine)
+        pieces = draft.pieces
+        counts = self.piece_counts(pieces[2:self._frame_end(pieces)], draft.refine)
         self._middle_memo[id(draft)] = (weakref.ref(draft), counts)
         return counts
 
@@ -143,9 +158,14 @@ class PieceCounter(ExactCounter):
         pieces = draft.pieces
         if len(pieces) < 4:
             return super().prompt_length(draft)
-        frame = pieces[0] + pieces[1] + pieces[-1]
-        return (self.tok.prompt_length(frame, draft.answer_prefix, self.mode)
-                + sum(self._middle_counts(draft)))
+        frame = ("".join((pieces[0], pieces[1], *pieces[self._frame_end(pieces):])),
+                 draft.answer_prefix)
+        n_frame = self._frames.get(frame)
+        if n_frame is None:  # the probes of a sample mostly share their frame
+            if len(self._frames) >= 64:
+                self._frames.clear()
+            n_frame = self._frames[frame] = self.tok.prompt_length(*frame, self.mode)
+        return n_frame + sum(self._middle_counts(draft))
 
     def token_positions(self, draft: Draft, char_offsets: Sequence[int]) -> list[int]:
         pieces = draft.pieces
@@ -155,16 +175,17 @@ class PieceCounter(ExactCounter):
         starts = list(itertools.accumulate(map(len, pieces[:-1]), initial=0))
         head = pieces[0] + pieces[1]
         n_head = tok.count(head)
-        # tokens before middle piece k (k = 2 .. len - 2), then before the last piece
+        j = self._frame_end(pieces)
+        # tokens before middle piece k (k = 2 .. j - 1), then before the frame's end
         before = list(itertools.accumulate(self._middle_counts(draft), initial=n_head))
         out = []
         for c in char_offsets:
             k = bisect.bisect_right(starts, c) - 1
             if k <= 1:
                 out.append(tok.token_index_at(head, [c])[0])
-            elif k == len(pieces) - 1:  # the last piece, measured in the frame
-                frame = head + pieces[-1]
-                local = tok.token_index_at(frame, [len(head) + c - starts[k]])[0] - n_head
+            elif k >= j:  # in the frame's end, measured in the frame
+                frame = head + "".join(pieces[j:])
+                local = tok.token_index_at(frame, [len(head) + c - starts[j]])[0] - n_head
                 out.append(before[-1] + local)
             else:
                 piece, anchor = pieces[k], self._anchor(pieces[k])

@@ -219,9 +219,19 @@ def test_pieces_are_cut_only_at_clean_junctions():
     text, pieces = joined("Head:\n", ["a b", "", "c", " d", "e"], " ", "\nTail")
     assert text == "Head:\na b  c  d e\nTail" == "".join(pieces)
     # the empty unit and the unit starting with a space are glued, never cut at whitespace
-    assert pieces == ("Head:\na b  c  d", " e\nTail")
+    assert pieces == ("Head:\na b  c  d", " e\n", "Tail")  # the tail after its newline
     text, pieces = joined("H\n", ["one", "two", " three", "four"], "\n", "\nT")
-    assert pieces == ("H\none\n", "two\n three\n", "four\nT")
+    assert pieces == ("H\none\n", "two\n three\n", "four\n", "T")
+    _, pieces = joined("H\n", ["one", "two"], "\n", " \nT")  # no newline first: glued
+    assert pieces == ("H\none\n", "two \nT")
+
+
+def test_the_frame_ends_with_the_tail_alone_after_a_line_else_with_the_last_unit():
+    """The frame joins pieces[1] to its end through a junction of the end's own kind."""
+    lines = ("H\none\n", "two\n", "three\n", "four\n", "T?")
+    words = ("H\n1.", " w1", " 2.", " w2\n", "T?")
+    assert PieceCounter._frame_end(lines) == 4 and PieceCounter._frame_end(words) == 3
+    assert PieceCounter._frame_end(("H\na", "-b", " c", "-d", " e\n", "T?")) == 4
 
 
 def _non_additive_tokenizer(folder):

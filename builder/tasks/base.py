@@ -86,8 +86,21 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = F
                 pieces.append(u)
             else:
                 pieces[-1] += sep + u
-    pieces[-1] += tail
+    end_with_tail(pieces, tail)
     return "".join(pieces), tuple(pieces)
+
+
+def end_with_tail(pieces: list[str], tail: str) -> None:
+    """Append the template's tail: its leading newlines close the last piece and the rest is
+    a piece of its own ("...again.\\n" | "What is ..."), a clean junction. The frame a
+    counter tokenizes (the first and last pieces) then stays the same for every size of a
+    sample, and the last unit is counted (and cached) like the others."""
+    rest = tail.lstrip("\n")
+    if rest != tail and rest and not rest[0].isspace():
+        pieces[-1] += tail[:len(tail) - len(rest)]
+        pieces.append(rest)
+    else:
+        pieces[-1] += tail
 
 
 def _glue_empty_units(pieces: list[str], units: Sequence[str]) -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from builder.errors import RulerError
-from builder.tasks.base import Draft, TaskGenerator, template_ends
+from builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
 from builder.tasks.sampling import permutation_prefix
 
 DOCUMENT = "Document {i}:\n{document}"
@@ -214,7 +214,7 @@ class QAGenerator(TaskGenerator):
             if doc_id in q.gold:
                 gold.append((pos, end))
             pos = end
-        pieces[-1] += tail
+        end_with_tail(pieces, tail)
         text = "".join(pieces)
         return Draft(input=text, answer_prefix=self.family.answer_prefix, outputs=q.outputs,
                      gold_spans=tuple(gold), context_span=(len(head), len(text) - len(tail)),
