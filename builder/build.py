@@ -29,7 +29,7 @@ from builder.context import BuildContext
 from builder.counting import ExactCounter, PieceCounter
 from builder.errors import RulerError, TooShortError
 from builder.fitting import fit_sample
-from builder.manifest import canonical_row, data_path, read_manifest, write_manifest
+from builder.manifest import canonical_row_bytes, data_path, read_manifest, write_manifest
 from builder.rng import sample_rng
 from builder.sources import file_sha256
 from builder.tasks import TASKS, TaskGenerator, get_task, make_generator
@@ -176,7 +176,7 @@ def make_row(job: tuple[str, int, int]) -> tuple[dict[str, Any], bytes, int, boo
         "metric": spec.metric, "gold_token_positions": gold,
         "gold_depths": [(p - c0) / max(1, c1 - c0) for p in gold], "haystack_size": d.size,
     }
-    return row, canonical_row(row).encode("utf-8"), fitted.probes, counted_exactly
+    return row, canonical_row_bytes(row), fitted.probes, counted_exactly
 
 
 # --- planning -------------------------------------------------------------------------------

@@ -80,10 +80,30 @@ def canonical_row(row: dict[str, Any]) -> str:
     return json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
+# Control characters JSON escapes other than "\n" (which the fast path replaces itself).
+_OTHER_CONTROLS = bytes(c for c in range(32) if c != 10)
+_INPUT_SLOT = '"input":""'
+
+
+def canonical_row_bytes(row: dict[str, Any]) -> bytes:
+    """`canonical_row(row).encode("utf-8")`, faster for long inputs: json escapes a 128K
+    prompt character by character (~4 ms), while an input holding no control character but
+    newlines is escaped by three byte replacements (tests/test_manifest.py compares both)."""
+    text = row["input"]
+    data = text.encode("utf-8") if isinstance(text, str) else b""
+    # The slot occurs once: a key is unique, and a quote inside a JSON string is escaped.
+    parts = canonical_row({**row, "input": ""}).split(_INPUT_SLOT)
+    if not data or len(parts) != 2 or len(data.translate(None, _OTHER_CONTROLS)) != len(data):
+        return canonical_row(row).encode("utf-8")
+    before, after = parts
+    escaped = data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+    return b"".join((before.encode("utf-8"), b'"input":"', escaped, b'"', after.encode("utf-8")))
+
+
 def content_sha256_rows(rows: Iterable[dict[str, Any]]) -> str:
     h = hashlib.sha256()
     for row in rows:
-        h.update(canonical_row(row).encode("utf-8"))
+        h.update(canonical_row_bytes(row))
         h.update(b"\n")
     return h.hexdigest()
 

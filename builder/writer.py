@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builder.manifest import canonical_row
+from builder.manifest import canonical_row_bytes
 from builder.schema import ROW_SCHEMA
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
@@ -63,7 +63,7 @@ class SplitWriter:
         (workers encode them, so the writing process only hashes)."""
         self._buffer.append(row)
         self._content.update(canonical if canonical is not None
-                             else canonical_row(row).encode("utf-8"))
+                             else canonical_row_bytes(row))
         self._content.update(b"\n")
         self.rows += 1
         if len(self._buffer) >= self.group_size:
