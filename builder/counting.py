@@ -4,19 +4,24 @@ The fitter measures several drafts per sample, and a 128K draft takes about a qu
 second to tokenize. Most of a draft is made of units that recur across probes and samples
 (essay sentences, noise lines, words, documents), so a draft also carries its text cut into
 `pieces` at clean junctions: a piece starts with a space before a non-space character
-(" word"), right after a newline ("The grass...\\n" | "The grass...") or, inside an
-adjective-noun key, with the hyphen after a letter (" bright" | "-lantern"). At such a junction
-no token of any registry tokenizer spans the two sides (the first two are pre-token
-boundaries; no vocabulary holds a letter followed by "-"), so the tokens of the whole are the
-tokens of the parts, and
+(" word"), right after a newline ("The grass...\\n" | "The grass..."), or inside a needle's key
+or value: at an adjective-noun key's hyphen (" bright" | "-lantern"), after a number's first
+three digits (" 123" | "4567."), between a UUID's runs of letters and digits. At such a
+junction no token of any registry tokenizer spans the two sides (the first two are pre-token
+boundaries; the others are scanned for in every vocabulary by tests/test_counting.py), so the
+tokens of the whole are the tokens of the parts, and
 
-    prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:-1])
+    prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:j])
 
-with frame = pieces[0] + pieces[1] + pieces[-1] tokenized exactly, chat template, answer
+with frame = pieces[0] + pieces[1] + pieces[j:] tokenized exactly, chat template, answer
 prefix and special tokens included (the frame keeps the text's own ends, so a template that
-trims the user turn trims the same characters). A middle piece is counted in context, after
-an anchor ending like its real predecessor (".", ".\\n" or "x"), because SentencePiece adds a
-dummy prefix to a text's first word that it does not add mid-text.
+trims the user turn trims the same characters). pieces[j:] is the template's tail where it
+joins pieces[1] cleanly (after a line: the probes of a sample then share one frame, counted
+once), else the last unit and the tail. A middle piece is counted in context, after an
+anchor ending like its real predecessor (".", ".\\n" or "x"; digits group after a newline as
+after three digits), because SentencePiece adds a dummy prefix to a text's first word that it
+does not add mid-text. A piece seen for the first time may be counted from finer, recurring
+parts (Draft.refine: a needle line from its key's and value's parts).
 
 Whether a tokenizer really is additive at these junctions is a property of the tokenizer, not
 something to assume: tests/test_counting.py proves it for every registry tokenizer on every
