@@ -118,9 +118,9 @@ class PieceCounter(ExactCounter):
         if self._make_room(len(missing)):
             missing = list(dict.fromkeys(pieces))
         new = dict(zip(missing, self._count_new(missing, refine)))
-        self._cache.update(new)  # the current scope, even if refining emptied it meanwhile
+        cache.update(new)
         try:
-            return list(map(self._cache.__getitem__, pieces))
+            return list(map(cache.__getitem__, pieces))
         except KeyError:  # refining emptied the scope after `counts` were read
             return [new[p] if n is None else n for p, n in zip(pieces, counts)]
 

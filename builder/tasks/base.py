@@ -92,9 +92,9 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = F
 
 def end_with_tail(pieces: list[str], tail: str) -> None:
     """Append the template's tail: its leading newlines close the last piece and the rest is
-    a piece of its own ("...again.\\n" | "What is ..."), a clean junction. The frame a
-    counter tokenizes (the first and last pieces) then stays the same for every size of a
-    sample, and the last unit is counted (and cached) like the others."""
+    a piece of its own ("...again.\\n" | "What is ..."), a clean junction. The last unit is
+    then counted (and cached) like the others, and where the frame a counter tokenizes can
+    end with the tail alone (builder.counting), it is the same for every size of a sample."""
     rest = tail.lstrip("\n")
     if rest != tail and rest and not rest[0].isspace():
         pieces[-1] += tail[:len(tail) - len(rest)]

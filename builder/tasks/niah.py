@@ -51,9 +51,8 @@ def _split_needle(line: str) -> tuple[str, ...]:
     adjective-noun key at its hyphen, a number after its first three digits (" 123" |
     "4567.\n"), a UUID between its runs of letters and of digits, and after every third
     digit of a run, each hyphen kept with the run after it (" 3" | "f" | "2" | "a" ... |
-    "-bd" | "4" ...). The fixed words and these
-    parts recur, so a new line is counted from cached parts. Cut only at single spaces
-    between words."""
+    "-bd" | "4" ...). The fixed words and these parts recur, so a new line is counted from
+    cached parts. Cut only at single spaces between words."""
     common = _WORD_KEY_NUMBER_LINE.fullmatch(line)
     return common.groups() if common else _split_needle_by_words(line)
 
