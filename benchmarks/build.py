@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({tokens / wall:.0f} tokens/s end to end), {size / 1e6:.1f} MB on disk")
     print(f"peak RSS: main {own:.0f} MB, largest worker {children:.0f} MB")
     cpu_main, cpu_workers = (b - a for a, b in zip(cpu_before, _cpu_seconds()))
-    print(f"CPU: main {cpu_main:.1f} s (loading, writing Parquet), workers {cpu_workers:.1f} s "
-          f"(fitting samples)")
+    print(f"CPU: main {cpu_main:.1f} s (start-up, publishing files), workers "
+          f"{cpu_workers:.1f} s (fitting samples, writing Parquet)")
     if profiler is not None:
         print_profile(pstats.Stats(profiler), wall)
     if args.tokenize_pass:
