@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from builder.errors import RulerError
+from ruler.builder.errors import RulerError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 REPO_TYPE = "dataset"
@@ -107,7 +107,7 @@ def check_official(manifest: Mapping[str, Any], allow_unofficial: bool) -> None:
 def source_files(manifest: Mapping[str, Any], sources_dir: str | None) -> list[PlannedFile]:
     """The pinned inputs the builds read, under `sources/<registry relpath>`, each checked to
     be the very bytes the manifest recorded."""
-    from builder.sources import SOURCES, resolve
+    from ruler.builder.sources import SOURCES, resolve
 
     recorded: dict[str, str] = {}
     for build in manifest["builds"].values():
@@ -140,8 +140,8 @@ def source_files(manifest: Mapping[str, Any], sources_dir: str | None) -> list[P
 def make_plan(out: Path, manifest: Mapping[str, Any], repo_id: str, tag: str, endpoint: str,
               private: bool, with_sources: bool = False,
               sources_dir: str | None = None) -> ReleasePlan:
-    from builder.manifest import MANIFEST_NAME
-    from cards.render import render_card
+    from ruler.builder.manifest import MANIFEST_NAME
+    from ruler.cards.render import render_card
 
     card = render_card(manifest, repo_id=repo_id, revision=tag).encode("utf-8")
     files = [PlannedFile("README.md", len(card), content=card),
@@ -244,7 +244,9 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
             private: bool = False, allow_unofficial: bool = False, with_sources: bool = False,
             sources_dir: str | None = None, endpoint: str | None = None, api=None,
             verify_kwargs: Mapping[str, Any] | None = None, echo=print) -> ReleaseResult | None:
-    from builder.verify import format_report, load_manifest, verify
+    from ruler.builder.verify.folder import load_manifest
+    from ruler.builder.verify.report import format_report
+    from ruler.builder.verify.run import verify
 
     validate_repo_id(repo_id)  # before anything touches disk or network
     if tag is not None:
@@ -317,7 +319,7 @@ def register_cli(subparsers) -> None:
 
 
 def run_cli(args) -> int:
-    from builder.verify import parse_overrides
+    from ruler.builder.verify.cli import parse_overrides
 
     release(args.out, args.repo, tag=args.tag, dry_run=args.dry_run, private=args.private,
             allow_unofficial=args.allow_unofficial, with_sources=args.with_sources,
@@ -327,7 +329,7 @@ def run_cli(args) -> int:
     return 0
 
 
-if __name__ == "__main__":  # `python release.py ...` behaves like `ruler release ...`
-    from builder.cli import main
+if __name__ == "__main__":  # `python -m ruler.release ...` behaves like `ruler release ...`
+    from ruler.cli import main
 
     sys.exit(main(["release", *sys.argv[1:]]))

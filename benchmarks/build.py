@@ -26,12 +26,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from builder.build import BuildConfig, run_build
-from builder.cli_build import parse_lengths, parse_tasks
-from builder.tokenizer_registry import load_tokenizer
-
-_TOK = None
-
+from ruler.builder.build import BuildConfig, run_build
+from ruler.builder.build.config import default_start_method
+from ruler.builder.cli_build import parse_lengths, parse_tasks
+from ruler.builder.tokenizer_registry import load_tokenizer
 
 def _cpu_seconds() -> tuple[float, float]:
     """User + system CPU seconds of this process and of its finished children (the workers)."""
@@ -44,6 +42,14 @@ def _peak_rss_mb() -> tuple[float, float]:
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     return own, children
+
+
+_TOK = None  # the tokenizer of a tokenize-pass pool process, set by its initializer
+
+
+def _init_counter(tok) -> None:
+    global _TOK
+    _TOK = tok
 
 
 def _count_file(args: tuple[str, str]) -> int:
@@ -59,15 +65,15 @@ def _count_file(args: tuple[str, str]) -> int:
 
 def tokenize_pass(out: Path, tokenizer: str, mode: str, workers: int) -> tuple[float, int]:
     """Seconds to tokenize every stored prompt once (batch, all workers), and the token total."""
-    global _TOK
-    _TOK = load_tokenizer(tokenizer)
+    tok = load_tokenizer(tokenizer)
     # Most tokens first (L x rows; bytes mislead: a noise haystack compresses to nothing), so
     # both workers stay busy to the end: a fair, not a padded, baseline.
     paths = sorted(out.glob("data/*/*/*.parquet"),
                    key=lambda p: -int(p.stem) * pq.ParquetFile(p).metadata.num_rows)
     files = [(str(p), mode) for p in paths]
     started = time.perf_counter()
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
+    with multiprocessing.get_context(default_start_method()).Pool(
+            workers, initializer=_init_counter, initargs=(tok,)) as pool:
         total = sum(pool.imap_unordered(_count_file, files))
     return time.perf_counter() - started, total
 
@@ -75,7 +81,7 @@ def tokenize_pass(out: Path, tokenizer: str, mode: str, workers: int) -> tuple[f
 #: (label, how to find it in the profile): cumulative time of the matching functions.
 PHASES = (
     ("load tokenizer", "tokenizer_registry.py", "load_tokenizer"),
-    ("check inputs (preflight, corpora)", "builder/build.py", "_preflight"),
+    ("check inputs (preflight, corpora)", "builder/build/plan.py", "preflight"),
     ("fit samples (total)", "builder/fitting.py", "fit_sample"),
     ("  draft text", "builder/tasks/", "draft"),
     ("  count pieces", "builder/counting.py", "piece_counts"),

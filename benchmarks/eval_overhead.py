@@ -30,8 +30,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))  # tiny_model
 
 CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
            "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_CI_ENV": "1", "HF_HUB_OFFLINE": "1"}
@@ -62,23 +60,23 @@ def main() -> int:
     os.environ.setdefault("VLLM_CACHE_ROOT", str(work / "vllm-cache"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "inductor-cache"))
 
-    from builder.cli_build import parse_lengths, parse_tasks
-    from builder.tokenizer_registry import load_tokenizer
-    from eval.backends import BackendOptions, VLLMBackend
-    from eval.data import open_dataset
-    from eval.runner import EvalConfig, run_eval
+    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.builder.tokenizer_registry import load_tokenizer
+    from ruler.eval.backends import BackendOptions, VLLMBackend
+    from ruler.eval.data import open_dataset
+    from ruler.eval.runner import EvalConfig, run_eval
 
     tasks, lengths = parse_tasks(args.tasks), parse_lengths(args.lengths)
     model = args.model
     if not model:
-        from tiny_model import build_tiny_llama
+        from ruler.eval.tiny_model import build_tiny_llama
 
         tok_dir = Path(os.environ.get("RULER_TOKENIZERS", ROOT.parent / "shared" / "tokenizers"))
         model = str(build_tiny_llama(tok_dir / args.tokenizer_config, work / "model",
                                      max_position_embeddings=max(lengths) + 256))
     data = args.data
     if not data:
-        from builder.build import BuildConfig, run_build
+        from ruler.builder.build import BuildConfig, run_build
 
         data = str(work / "data")
         run_build(BuildConfig(tokenizer=args.tokenizer_config, tasks=tasks, lengths=lengths,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 from pathlib import Path
 
-from builder.errors import RulerError
-from builder.sources import SOURCES_ENV
-from builder.tasks.catalog import PAPER_LENGTHS, TASKS
-from builder.tokenizer_registry import TOKENIZERS_ENV, registry
+from ruler.builder.build.config import default_start_method
+from ruler.builder.errors import RulerError
+from ruler.builder.sources import SOURCES_ENV
+from ruler.builder.tasks.catalog import PAPER_LENGTHS, TASKS
+from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
@@ -78,6 +80,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizers-dir", default=None,
                    help=f"folder with pinned tokenizer files (else ${TOKENIZERS_ENV})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--start-method", choices=multiprocessing.get_all_start_methods(),
+                   default=default_start_method(),
+                   help="how worker processes start (default here: %(default)s; fork shares "
+                        "the loaded tokenizer and corpora, spawn loads them in each worker; "
+                        "the rows are the same)")
     p.add_argument("--exact-counts", action="store_true",
                    help="count every length probe by tokenizing the whole prompt (slow; the "
                         "default sums cached token counts of the prompt's pieces, checked "
@@ -86,14 +93,14 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from builder.build import BuildConfig, run_build
+    from ruler.builder.build import BuildConfig, run_build
 
     cfg = BuildConfig(
         tokenizer=args.tokenizer, tasks=parse_tasks(args.tasks), lengths=parse_lengths(args.lengths),
         samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
         shard=parse_shard(args.shard), sources_dir=args.sources_dir,
         tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
-        exact_counts=args.exact_counts,
+        exact_counts=args.exact_counts, start_method=args.start_method,
     )
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from builder import sources
-from builder.errors import RulerError
+from ruler.builder import sources
+from ruler.builder.errors import RulerError
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:

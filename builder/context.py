@@ -1,7 +1,8 @@
 """Everything a generator may read: the tokenizer, resolved sources, and loaded resources.
 
 Resources (essay corpus, word lists, QA files) load lazily once per process and are shared
-by all generators; worker processes inherit them from the parent by fork.
+by all generators. A forked worker inherits the loaded resources; a spawned one is sent the
+context without them (pickling drops them) and loads each again on first use.
 """
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from builder.sources import ResolvedSource, resolve
-from builder.tokenizer import Tokenizer
+from ruler.builder.sources import ResolvedSource, resolve
+from ruler.builder.tokenizer import Tokenizer
 
 
 @dataclass
@@ -36,3 +37,7 @@ class BuildContext:
 
     def used_sources(self) -> dict[str, ResolvedSource]:
         return dict(self._sources)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Resources are rebuilt from the (hash-checked) sources; some are hundreds of MB.
+        return {**self.__dict__, "_resources": {}}

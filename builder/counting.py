@@ -37,8 +37,8 @@ import operator
 import weakref
 from typing import Callable, Sequence
 
-from builder.tasks.base import Draft
-from builder.tokenizer import Tokenizer
+from ruler.builder.tasks.base import Draft
+from ruler.builder.tokenizer import Tokenizer
 
 # A piece that starts with a space follows a non-space character, one that starts with a
 # hyphen follows a letter, any other follows a newline.

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from builder.errors import RulerError
+from ruler.builder.errors import RulerError
 
 
 def punkt_tokenizer(english_dir: Path):

@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from builder.errors import RulerError, TooShortError
-from builder.tasks.base import Draft, TaskGenerator
+from ruler.builder.errors import RulerError, TooShortError
+from ruler.builder.tasks.base import Draft, TaskGenerator
 
 MAX_PROBES = 64
 

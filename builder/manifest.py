@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from builder import __version__
+from ruler.builder import __version__
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1

@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from builder.errors import RulerError
+from ruler.builder.errors import RulerError
+from ruler.builder.hashing import file_sha256
+from ruler.builder.user_cache import user_cache_root
 
 SOURCES_ENV = "RULER_SOURCES"
 
@@ -141,8 +143,7 @@ class ResolvedSource:
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "ruler" / "sources"
+    return user_cache_root() / "sources"
 
 
 def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
@@ -154,14 +155,6 @@ def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
         dirs.append(Path(os.environ[SOURCES_ENV]))
     dirs.append(default_cache_dir())
     return dirs
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _directory_digest(hashes: Mapping[str, str]) -> str:

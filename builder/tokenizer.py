@@ -14,7 +14,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 PROMPT_MODES = ("chat", "base")
 
@@ -50,6 +50,16 @@ class Tokenizer(ABC):
     """A tokenizer as the builder and the evaluator use it."""
 
     identity: TokenizerIdentity
+    #: How to load this tokenizer again in another process, `(function, args)`, set by
+    #: `load_tokenizer`. A spawned worker is sent this recipe, never the loaded objects (which
+    #: do not all pickle); a forked one inherits the loaded tokenizer and sends nothing.
+    reload: tuple[Callable[..., "Tokenizer"], tuple] | None = None
+
+    def __reduce__(self):
+        if self.reload is None:
+            raise TypeError(f"tokenizer {self.name!r} was not made by load_tokenizer and "
+                            f"cannot be sent to another process")
+        return self.reload
 
     @property
     def name(self) -> str:
@@ -115,10 +125,6 @@ class Tokenizer(ABC):
     @abstractmethod
     def _base_ids(self, text: str) -> list[int]:
         ...
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 #: tokenizer_config.json classes that AutoTokenizer resolves to PreTrainedTokenizerFast itself.

@@ -2,7 +2,7 @@
 
 Resolution of a registry name, first hit wins:
 1. `$RULER_TOKENIZERS/<dir>` (offline machines and CI point this at pinned copies),
-2. this package's cache `tokenizers_cache/<name>/` (filled by earlier downloads),
+2. the user cache `<cache>/tokenizers/<name>/` (filled by earlier downloads; `cache_dir()`),
 3. an installed package that ships the tokenizer (e.g. mistral-common's Tekken file),
 4. the Hugging Face Hub at the registry's pinned revision (or the tiktoken URL).
 Every file is checked against the registry's sha256; a mismatch is an error, never a silent
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.resources
 import json
 import os
 import re
@@ -22,25 +23,31 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from builder.errors import RulerError
-from builder.sources import file_sha256
-from builder.tokenizer import (HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer, Tokenizer,
-                               TokenizerIdentity, sha256_text)
+from ruler.builder.errors import RulerError
+from ruler.builder.hashing import file_sha256, sha256_text
+from ruler.builder.tokenizer import (HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer,
+                                     Tokenizer, TokenizerIdentity)
+from ruler.builder.user_cache import user_cache_root
 
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
 CACHE_ENV = "RULER_TOKENIZER_CACHE"
-REGISTRY_DIR = Path(__file__).resolve().parent.parent / "tokenizers_cache"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 @lru_cache(maxsize=1)
 def registry() -> Mapping[str, Mapping[str, Any]]:
-    data = json.loads((REGISTRY_DIR / "registry.json").read_text())
-    return {k: v for k, v in data.items() if not k.startswith("_")}
+    """The committed registry (`ruler.tokenizers_cache/registry.json`, package data)."""
+    text = importlib.resources.files("ruler.tokenizers_cache").joinpath("registry.json") \
+        .read_text(encoding="utf-8")
+    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get(CACHE_ENV) or REGISTRY_DIR)
+    """Downloaded tokenizer files: `$RULER_TOKENIZER_CACHE`, else the user cache's
+    `tokenizers/` (the installed package may be read-only)."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV]).expanduser()
+    return user_cache_root() / "tokenizers"
 
 
 def config_name(name: str) -> str:
@@ -52,7 +59,27 @@ def config_name(name: str) -> str:
 
 
 def load_tokenizer(spec: str, tokenizers_dir: str | os.PathLike | None = None) -> Tokenizer:
-    """Load a tokenizer from a registry name, a local folder or `org/name@revision`."""
+    """Load a tokenizer from a registry name, a local folder or `org/name@revision`.
+
+    The tokenizer remembers how it was loaded: sent to a spawned process, it is loaded there
+    again from the same spec and checked to be the same (its identity fingerprint).
+    """
+    tok = _load(spec, tokenizers_dir)
+    tok.reload = (reload_tokenizer, (spec, None if tokenizers_dir is None else str(tokenizers_dir),
+                                     tok.identity.fingerprint()))
+    return tok
+
+
+def reload_tokenizer(spec: str, tokenizers_dir: str | None, fingerprint: str) -> Tokenizer:
+    """`load_tokenizer` in another process, refusing a tokenizer that is not the same one."""
+    tok = load_tokenizer(spec, tokenizers_dir)
+    if tok.identity.fingerprint() != fingerprint:
+        raise RulerError(f"tokenizer {spec!r} resolved to other files in a worker process "
+                         f"(fingerprint {tok.identity.fingerprint()}, expected {fingerprint})")
+    return tok
+
+
+def _load(spec: str, tokenizers_dir: str | os.PathLike | None) -> Tokenizer:
     if spec in registry():
         return _load_registered(spec, registry()[spec], tokenizers_dir)
     path = Path(spec).expanduser()
@@ -165,7 +192,7 @@ def _from_package(name: str, entry: Mapping[str, Any]) -> Tokenizer | None:
     if not path.is_file():
         return None
     if pkg["kind"] == "tekken":
-        from builder.tokenizer_tekken import TekkenTokenizer
+        from ruler.builder.tokenizer_tekken import TekkenTokenizer
 
         identity = TokenizerIdentity(
             name=name, kind="tekken", origin=f"package:{pkg['distribution']}=={dist.version}",

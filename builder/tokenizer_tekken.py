@@ -8,9 +8,9 @@ assistant prefix exactly like the Hugging Face folder's template (tested to equa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
 
-from builder.tokenizer import Tokenizer, TokenizerIdentity, sha256_text
+from ruler.builder.hashing import sha256_text
+from ruler.builder.tokenizer import Tokenizer, TokenizerIdentity
 
 
 class TekkenTokenizer(Tokenizer):

@@ -12,8 +12,8 @@ import importlib.resources
 import random
 from functools import lru_cache
 
-from builder.errors import RulerError
-from builder.rng import below
+from ruler.builder.errors import RulerError
+from ruler.builder.rng import below
 
 WONDERWORDS_VERSION = "2.2.0"
 

@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from builder.manifest import canonical_row_bytes
-from builder.schema import ROW_SCHEMA
+from ruler.builder.manifest import canonical_row_bytes
+from ruler.builder.schema import ROW_SCHEMA
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
 # Level 3 writes a 128K row in ~4 ms against ~10 ms at level 9, for files ~8% larger (32K x 13

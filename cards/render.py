@@ -16,12 +16,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import yaml
 
-from builder.differences import DIFFERENCES
-from builder.errors import RulerError
-from builder.manifest import read_manifest
-from builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
-from builder.sources import SOURCES
-from builder.tasks.catalog import TASKS
+from ruler.builder.differences import DIFFERENCES
+from ruler.builder.errors import RulerError
+from ruler.builder.manifest import read_manifest
+from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
+from ruler.builder.sources import SOURCES
+from ruler.builder.tasks.catalog import TASKS
 
 CARD_NAME = "README.md"
 TEMPLATE_PATH = Path(__file__).resolve().parent / "template.md"

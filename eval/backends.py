@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Protocol, Sequence
 
-from builder.errors import RulerError
+from ruler.builder.errors import RulerError
 
 BACKENDS = ("vllm", "openai", "hf")
 

@@ -11,7 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-from builder.errors import RulerError
+from ruler.builder.errors import RulerError
 
 _SHOWN = 10
 
@@ -105,9 +105,9 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
 # --- handlers -------------------------------------------------------------------------------
 
 def run_eval_cmd(args: argparse.Namespace) -> int:
-    from builder.cli_build import parse_lengths, parse_tasks
-    from eval.backends import BackendOptions
-    from eval.runner import EvalConfig, run_eval
+    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.eval.backends import BackendOptions
+    from ruler.eval.runner import EvalConfig, run_eval
 
     if args.backend == "openai" and not args.model_tokenizer and not Path(args.model).exists():
         raise RulerError("--backend openai renders prompts locally: pass --model-tokenizer "
@@ -139,8 +139,9 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
 
 
 def run_score_cmd(args: argparse.Namespace) -> int:
-    from eval.data import open_dataset
-    from eval.score import SCORES_NAME, score_file, write_scores
+    from ruler.eval.data import open_dataset
+    from ruler.eval.results_folder import SCORES_NAME
+    from ruler.eval.score import score_file, write_scores
 
     ds = open_dataset(args.data, args.revision, args.tokenizer_config)
     report = score_file(args.predictions, ds, args.tokenizer_config)
@@ -165,8 +166,8 @@ def run_score_cmd(args: argparse.Namespace) -> int:
 def run_report_cmd(args: argparse.Namespace) -> int:
     files = None
     if args.data:
-        from eval.data import open_dataset
-        from eval.report import load_scores
+        from ruler.eval.data import open_dataset
+        from ruler.eval.report import load_scores
 
         scores = load_scores(args.results)
         ds = open_dataset(args.data, args.revision, scores["config"])
@@ -177,7 +178,7 @@ def run_report_cmd(args: argparse.Namespace) -> int:
 
 def _print_report(results: Path, out: Path | None, threshold: float = 85.6,
                   dataset_files: dict | None = None, plots: bool = True) -> None:
-    from eval.report import to_markdown, write_report
+    from ruler.eval.report import to_markdown, write_report
 
     r = write_report(results, out, threshold, dataset_files, plots)
     print(to_markdown(r))

@@ -17,10 +17,10 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow.parquet as pq
 
-from builder.errors import RulerError
-from builder.manifest import MANIFEST_NAME, data_path, read_manifest
-from builder.sources import file_sha256
-from builder.tasks.catalog import TASKS
+from ruler.builder.errors import RulerError
+from ruler.builder.manifest import MANIFEST_NAME, data_path, read_manifest
+from ruler.builder.hashing import file_sha256
+from ruler.builder.tasks.catalog import TASKS
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator
 
 import pyarrow.parquet as pq
 
-from builder.errors import RulerError
+from ruler.builder.errors import RulerError
 
 KEY_COLUMNS = ("tokenizer", "task", "max_seq_length", "index")
 REQUIRED_COLUMNS = (*KEY_COLUMNS, "prediction")

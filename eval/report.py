@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.errors import RulerError
-from builder.manifest import write_json_atomic
-from builder.tasks.catalog import TASKS
-from eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
-from eval.score import SCORES_FORMAT, SCORES_NAME
+from ruler.builder.errors import RulerError
+from ruler.builder.manifest import write_json_atomic
+from ruler.builder.tasks.catalog import TASKS
+from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
+from ruler.eval.results_folder import SCORES_NAME
+from ruler.eval.score import SCORES_FORMAT
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
                 "scores_overall.png")

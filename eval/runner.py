@@ -20,16 +20,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.errors import RulerError
-from builder.manifest import write_json_atomic
-from builder.tokenizer import PROMPT_MODES, Tokenizer
-from eval.backends import Backend, BackendOptions, GenRequest, make_backend
-from eval.data import Dataset, SplitFile, open_dataset
-from eval.predictions import (Key, Prediction, PredictionWriter, format_key, index_records,
-                              read_records)
-
-PREDICTIONS_NAME = "predictions.jsonl"
-RUN_NAME = "run.json"
+from ruler.builder.errors import RulerError
+from ruler.builder.manifest import write_json_atomic
+from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
+from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend
+from ruler.eval.data import Dataset, SplitFile, open_dataset
+from ruler.eval.predictions import (Key, Prediction, PredictionWriter, format_key, index_records,
+                                    read_records)
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
+from ruler.eval.score import score_folder
 
 
 @dataclass(frozen=True)
@@ -100,13 +99,12 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     run_info["last_run"] = asdict(outcome) | {"out": str(out)}
     write_json_atomic(out / RUN_NAME, run_info)
 
-    from eval.score import score_folder
     score_folder(out, ds)
     return outcome
 
 
 def _model_tokenizer(cfg: EvalConfig) -> Tokenizer:
-    from builder.tokenizer_registry import load_tokenizer
+    from ruler.builder.tokenizer_registry import load_tokenizer
 
     spec = cfg.model_tokenizer or cfg.model
     try:

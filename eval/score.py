@@ -10,19 +10,20 @@ it was made from another revision of the dataset.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.errors import RulerError
-from builder.manifest import write_json_atomic
-from eval.data import Dataset, SplitFile
-from eval.metrics import postprocess_pred, task_score
-from eval.predictions import Key, format_key, index_records, read_records
+from ruler.builder.errors import RulerError
+from ruler.builder.manifest import write_json_atomic
+from ruler.eval.data import Dataset, SplitFile
+from ruler.eval.metrics import postprocess_pred, task_score
+from ruler.eval.predictions import Key, format_key, index_records, read_records
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 
-SCORES_NAME = "scores.json"
 SCORES_FORMAT = "ruler-scores/1"
 
 
@@ -156,10 +157,6 @@ def score_file(predictions: str | os.PathLike, ds: Dataset,
 
 def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     """Score a `ruler eval` results folder and write its scores.json."""
-    import json
-
-    from eval.runner import PREDICTIONS_NAME, RUN_NAME
-
     run = json.loads((out / RUN_NAME).read_text(encoding="utf-8"))
     records = index_records(read_records(out / PREDICTIONS_NAME, tolerate_torn_tail=True),
                             str(out / PREDICTIONS_NAME))

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from builder.context import BuildContext
-from builder.fitting import FittedSample, fit_sample
-from builder.rng import sample_rng
-from builder.tasks import get_task, make_generator
-from builder.tasks.base import TaskGenerator
-from builder.tokenizer import Tokenizer
-from builder.tokenizer_registry import load_tokenizer
+from ruler.builder.context import BuildContext
+from ruler.builder.fitting import FittedSample, fit_sample
+from ruler.builder.rng import sample_rng
+from ruler.builder.tasks import get_task, make_generator
+from ruler.builder.tasks.base import TaskGenerator
+from ruler.builder.tokenizer import Tokenizer
+from ruler.builder.tokenizer_registry import load_tokenizer
 
 from conftest import SOURCES  # pinned inputs beside the checkout
 

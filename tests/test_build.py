@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
-from builder.cli import main
-from builder.errors import RulerError, TooShortError
-from builder.manifest import content_sha256, read_manifest
-from builder.tokenizer_registry import load_tokenizer
+from ruler.cli import main
+from ruler.builder.errors import RulerError, TooShortError
+from ruler.builder.manifest import content_sha256, read_manifest
+from ruler.builder.tokenizer_registry import load_tokenizer
 from build_helpers import all_rows, build, rows
 
 import pyarrow.parquet as pq
@@ -123,7 +122,7 @@ def test_too_short_length_names_task_length_and_minimum(tmp_path):
 
 
 def test_lengths_accept_k_suffix_and_paper(tmp_path):
-    from builder.cli_build import parse_lengths
+    from ruler.builder.cli_build import parse_lengths
 
     assert parse_lengths("4k,8192") == (4096, 8192)
     assert parse_lengths("paper") == (4096, 8192, 16384, 32768, 65536, 131072)
@@ -132,22 +131,22 @@ def test_lengths_accept_k_suffix_and_paper(tmp_path):
 
 
 def test_interrupted_build_keeps_finished_files_and_resumes(tmp_path, monkeypatch):
-    import builder.build as b
+    from ruler.builder.build.worker import Worker
 
-    real = b.make_row
+    real = Worker.make_row
 
-    def crash_on_second_file(job):
-        if job[1] == 2048:
+    def crash_on_second_file(self, task, L, index):
+        if L == 2048:
             raise KeyboardInterrupt
-        return real(job)
+        return real(self, task, L, index)
 
-    monkeypatch.setattr(b, "make_row", crash_on_second_file)
+    monkeypatch.setattr(Worker, "make_row", crash_on_second_file)
     with pytest.raises(KeyboardInterrupt):
         build(tmp_path, "gpt-4", ["niah_single_1"], [1024, 2048], 3, workers=1)
     assert list(read_manifest(tmp_path)["files"]) == ["data/gpt-4/niah_single_1/1024.parquet"]
     assert not list(tmp_path.glob("data/gpt-4/niah_single_1/*2048*"))  # no partial file
     assert (tmp_path / "README.md").is_file()
-    monkeypatch.setattr(b, "make_row", real)
+    monkeypatch.setattr(Worker, "make_row", real)
     report = build(tmp_path, "gpt-4", ["niah_single_1"], [1024, 2048], 3, workers=1)
     assert [f.skipped for f in report.files] == [True, False]
 
@@ -156,16 +155,16 @@ def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_
                                                                            monkeypatch):
     """Workers write whole files: one failing stops the build, the files finished before
     stay recorded, and neither its file nor the one the other worker was writing remains."""
-    import builder.build as b
+    from ruler.builder.build.worker import Worker
 
-    real = b.make_row
+    real = Worker.make_row
 
-    def fail_in_the_last_file(job):
-        if job[1] == 1024 and job[2] == 2:
+    def fail_in_the_last_file(self, task, L, index):
+        if L == 1024 and index == 2:
             raise RuntimeError("boom")
-        return real(job)
+        return real(self, task, L, index)
 
-    monkeypatch.setattr(b, "make_row", fail_in_the_last_file)  # before the workers fork
+    monkeypatch.setattr(Worker, "make_row", fail_in_the_last_file)  # before the workers fork
     with pytest.raises(RuntimeError, match="boom"):
         build(tmp_path, "gpt-4", ["niah_single_1", "vt"], [1024, 2048], 3, workers=2)
     recorded = set(read_manifest(tmp_path)["files"])
@@ -175,9 +174,9 @@ def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_
 
 
 def test_a_length_only_some_samples_fit_fails_before_writing(tmp_path):
-    from builder.context import BuildContext
-    from builder.rng import sample_rng
-    from builder.tasks import TASKS, make_generator
+    from ruler.builder.context import BuildContext
+    from ruler.builder.rng import sample_rng
+    from ruler.builder.tasks import TASKS, make_generator
 
     tok = load_tokenizer("gpt-4")
     ctx = BuildContext(tok, "gpt-4", 42)

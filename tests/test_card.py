@@ -14,10 +14,10 @@ import yaml
 from datasets import load_dataset
 
 from build_helpers import build
-from builder.differences import DIFFERENCES
-from builder.schema import ROW_SCHEMA
-from builder.tasks.catalog import TASKS
-from cards.render import GENERATOR_LICENSE, render_card, write_card
+from ruler.builder.differences import DIFFERENCES
+from ruler.builder.schema import ROW_SCHEMA
+from ruler.builder.tasks.catalog import TASKS
+from ruler.cards.render import GENERATOR_LICENSE, render_card, write_card
 
 TASKS_BUILT = ("niah_single_1", "niah_multikey_2")
 LENGTHS = (1024, 2048)

@@ -14,13 +14,13 @@ import re
 
 import pytest
 
-from builder.counting import ExactCounter, PieceCounter
-from builder.rng import sample_rng
-from builder.tasks import TASKS
-from builder.tasks.base import joined
-from builder.tasks.common_words import CommonWordsGenerator
-from builder.tasks.niah import _split_needle
-from builder.tokenizer_registry import registry
+from ruler.builder.counting import ExactCounter, PieceCounter
+from ruler.builder.rng import sample_rng
+from ruler.builder.tasks import TASKS
+from ruler.builder.tasks.base import joined
+from ruler.builder.tasks.common_words import CommonWordsGenerator
+from ruler.builder.tasks.niah import _split_needle
+from ruler.builder.tokenizer_registry import registry
 
 from build_helpers import build
 from task_helpers import SEED, generator, tokenizer
@@ -60,7 +60,7 @@ def test_piece_counts_hold_for_the_long_context_word_list(tok_name):
 
 
 def _vocabulary(tok) -> list[str]:
-    from builder.tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
+    from ruler.builder.tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
 
     if isinstance(tok, HFTokenizer):
         return [tok.backend.decode([i]) for i in range(tok.backend.get_vocab_size())]
@@ -90,7 +90,7 @@ def test_no_token_spans_a_cut_inside_a_key_or_value(tok_name):
 
 def _pre_tokenizer_patterns(tok) -> str:
     """The regular expressions a tokenizer splits pre-tokens with, as one string."""
-    from builder.tokenizer import HFTokenizer, TiktokenTokenizer
+    from ruler.builder.tokenizer import HFTokenizer, TiktokenTokenizer
 
     if isinstance(tok, TiktokenTokenizer):
         return tok.enc._pat_str
@@ -120,7 +120,7 @@ def test_a_number_after_its_first_three_digits_is_a_clean_junction(tok_name):
 
 
 def test_a_needle_line_is_cut_the_same_by_the_one_match_path_and_word_by_word():
-    import builder.tasks.niah as niah
+    import ruler.builder.tasks.niah as niah
 
     lines = [f"One of the special magic {kind} for {key} is: {value}.{end}"
              for kind in ("numbers", "uuids") for end in ("", "\n")
@@ -147,7 +147,7 @@ def test_needle_lines_are_cut_before_key_value_and_at_an_adjective_noun_hyphen()
 
 def test_one_tasks_one_off_pieces_do_not_evict_another_tasks_cache(monkeypatch):
     """Random numbers fill their task's scope; the words cached for cwe stay cached."""
-    import builder.counting as counting
+    import ruler.builder.counting as counting
 
     monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 300)
     monkeypatch.setattr(counting, "MAX_TOTAL_PIECES", 500)
@@ -172,7 +172,7 @@ def test_one_tasks_one_off_pieces_do_not_evict_another_tasks_cache(monkeypatch):
 def test_refined_counts_equal_counts_of_whole_pieces_even_when_refining_evicts(monkeypatch):
     """A new line counted from cached parts (Draft.refine) gets the count of the line itself;
     parts that overflow the scope empty it midway without losing the counts asked for."""
-    import builder.counting as counting
+    import ruler.builder.counting as counting
 
     tok = tokenizer("llama-3.1")
     lines = [f"One of the special magic uuids for {k:08x}-bd4f-4a1b-9c2d-{k:012x} is: "
@@ -189,7 +189,7 @@ def test_refined_counts_equal_counts_of_whole_pieces_even_when_refining_evicts(m
 
 
 def test_the_total_bound_evicts_the_largest_other_scope(monkeypatch):
-    import builder.counting as counting
+    import ruler.builder.counting as counting
 
     monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 300)
     monkeypatch.setattr(counting, "MAX_TOTAL_PIECES", 400)
@@ -238,7 +238,7 @@ def _non_additive_tokenizer(folder):
     """A real BPE trained without pre-tokenization: its merges cross spaces and newlines."""
     from tokenizers import Tokenizer, models, trainers
 
-    from builder.tasks.noise import NOISE_SENTENCE
+    from ruler.builder.tasks.noise import NOISE_SENTENCE
 
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     corpus = [(NOISE_SENTENCE + "\n") * 5] * 50 + [
@@ -254,9 +254,9 @@ def _non_additive_tokenizer(folder):
 
 
 def test_a_tokenizer_that_merges_across_junctions_is_counted_whole(tmp_path):
-    from builder.tokenizer_registry import load_tokenizer
-    from builder.context import BuildContext
-    from builder.tasks import get_task, make_generator
+    from ruler.builder.tokenizer_registry import load_tokenizer
+    from ruler.builder.context import BuildContext
+    from ruler.builder.tasks import get_task, make_generator
 
     folder = _non_additive_tokenizer(tmp_path / "merging-bpe")
     tok = load_tokenizer(str(folder))

@@ -6,7 +6,7 @@ from functools import lru_cache
 
 import pytest
 
-from builder.essays import build_corpus, punkt_tokenizer, _sentence_ends
+from ruler.builder.essays import build_corpus, punkt_tokenizer, _sentence_ends
 
 from conftest import SOURCES
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from build_helpers import build, rows
-from builder.cli import main
-from tiny_model import build_tiny_llama
+from ruler.cli import main
+from ruler.eval.tiny_model import build_tiny_llama
 
 # vLLM reads these at import: set them before any test imports it (values and reasons in
 # .ci/vllm-env.sh). Caches go to a temporary folder, never $HOME.

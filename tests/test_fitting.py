@@ -6,13 +6,13 @@ import random
 
 import pytest
 
-from builder.context import BuildContext
-from builder.errors import TooShortError
-from builder.fitting import fit_sample
-from builder.rng import sample_rng
-from builder.tasks import TASKS, make_generator
-from builder.tasks.base import Draft, TaskGenerator
-from builder.tokenizer_registry import load_tokenizer
+from ruler.builder.context import BuildContext
+from ruler.builder.errors import TooShortError
+from ruler.builder.fitting import fit_sample
+from ruler.builder.rng import sample_rng
+from ruler.builder.tasks import TASKS, make_generator
+from ruler.builder.tasks.base import Draft, TaskGenerator
+from ruler.builder.tokenizer_registry import load_tokenizer
 
 
 @pytest.fixture(scope="module", params=["llama-3.1", "gpt-4", "llama-2"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from builder.manifest import canonical_row, canonical_row_bytes
+from ruler.builder.manifest import canonical_row, canonical_row_bytes
 
 ROW = {"tokenizer": "llama-3.1", "task": "qa_1", "max_seq_length": 4096, "index": 3,
        "answer_prefix": "Answer:", "outputs": ['a "quoted" \\ answer', "日本"], "length": 4000,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from builder.tasks.catalog import FAMILIES, TASKS
-from eval.metrics import (METRICS, ROW_METRICS, postprocess_pred, row_match_all, row_match_part,
+from ruler.builder.tasks.catalog import FAMILIES, TASKS
+from ruler.eval.metrics import (METRICS, ROW_METRICS, postprocess_pred, row_match_all, row_match_part,
                           string_match_all, string_match_part, task_score)
 
 

@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from builder.tasks.catalog import NIAH, TASKS
-from builder.tasks.checks import check_row
-from builder.tasks.niah import DEPTHS, NEEDLE
-from builder.tokenizer_registry import load_tokenizer
+from ruler.builder.tasks.catalog import NIAH, TASKS
+from ruler.builder.tasks.checks import check_row
+from ruler.builder.tasks.niah import DEPTHS, NEEDLE
+from ruler.builder.tokenizer_registry import load_tokenizer
 from build_helpers import NIAH_TASKS, build, rows
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py), the oracle.
@@ -121,9 +121,9 @@ def test_essay_needles_sit_between_sentences_at_grid_depths(niah_build):
 @pytest.mark.parametrize("task", ["niah_multikey_2", "niah_multikey_3"])
 def test_distractor_lines_do_not_depend_on_the_sizes_probed_before(task):
     """The distractor memo (RNG checkpoints) gives the draft a fresh generator would."""
-    from builder.tasks import get_task, make_generator
-    from builder.context import BuildContext
-    from builder.rng import sample_rng
+    from ruler.builder.tasks import get_task, make_generator
+    from ruler.builder.context import BuildContext
+    from ruler.builder.rng import sample_rng
 
     ctx = BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from datasets import load_dataset
 
-from builder.cli import main
+from ruler.cli import main
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -11,10 +11,10 @@ import pytest
 from datasets import load_dataset
 from huggingface_hub import HfApi, constants
 
-import release
+from ruler import release
 from build_helpers import build
-from builder.cli import main
-from cards.render import write_card
+from ruler.cli import main
+from ruler.cards.render import write_card
 from fake_hub import FakeHub
 
 TOKEN = "hf_loopbackSecretToken123"
@@ -221,7 +221,7 @@ def test_dry_run_prints_the_plan_and_uploads_nothing(out, capsys, monkeypatch):
 
 
 def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hub, capsys):
-    from builder.sources import resolve
+    from ruler.builder.sources import resolve
 
     recorded = {sid: resolve(sid, SOURCES) for sid in ("essays", "squad", "punkt_tab")}
     m = json.loads((out / "manifest.json").read_text())

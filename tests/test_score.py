@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from build_helpers import build, rows
-from builder.cli import main
-from builder.errors import RulerError
-from eval.backends import GenResult
-from eval.data import open_dataset
-from eval.runner import EvalConfig, run_eval
-from eval.score import score_file
+from ruler.cli import main
+from ruler.builder.errors import RulerError
+from ruler.eval.backends import GenResult
+from ruler.eval.data import open_dataset
+from ruler.eval.runner import EvalConfig, run_eval
+from ruler.eval.score import score_file
 
 TASKS = ("niah_single_1", "niah_multikey_2")
 CONFIG = "qwen2.5"
@@ -205,7 +205,7 @@ def test_hub_dataset_is_fetched_at_one_pinned_commit_with_only_the_selected_file
 
     import huggingface_hub
 
-    from eval.data import open_dataset as open_ds
+    from ruler.eval.data import open_dataset as open_ds
 
     calls = []
 

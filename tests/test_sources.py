@@ -7,13 +7,12 @@ import http.server
 import io
 import threading
 import zipfile
-from pathlib import Path
 
 import pytest
 
-from builder import sources
-from builder.cli import main
-from builder.errors import RulerError
+from ruler.builder import sources
+from ruler.cli import main
+from ruler.builder.errors import RulerError
 from conftest import SOURCES
 
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from builder.errors import RulerError, TooShortError
-from builder.fitting import fit_sample
-from builder.tasks.catalog import QA, TASKS
-from builder.tasks.checks import check_row
-from builder.tasks.qa import fixed_permutation
+from ruler.builder.errors import RulerError, TooShortError
+from ruler.builder.fitting import fit_sample
+from ruler.builder.tasks.catalog import QA, TASKS
+from ruler.builder.tasks.checks import check_row
+from ruler.builder.tasks.qa import fixed_permutation
 from task_helpers import (SEED, SOURCES, assert_lengths_and_fill, fit, fit_many, generator,
                           tokenizer)
 
@@ -228,7 +228,7 @@ def test_build_stops_before_writing_on_bad_qa_input(tmp_path):
 
 
 def test_differences_cover_these_tasks():
-    from builder.differences import DIFFERENCES
+    from ruler.builder.differences import DIFFERENCES
 
     scopes = " ".join(scope for scope, _, _ in DIFFERENCES)
     for task in ("vt", "cwe", "fwe", "qa_1", "qa_2"):

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from builder.errors import TooShortError
-from builder.fitting import fit_sample
-from builder.tasks.catalog import TASKS, VARIABLE_TRACKING
-from builder.tasks.checks import check_row
-from builder.tasks.noise import NOISE_SENTENCE
+from ruler.builder.errors import TooShortError
+from ruler.builder.fitting import fit_sample
+from ruler.builder.tasks.catalog import TASKS, VARIABLE_TRACKING
+from ruler.builder.tasks.checks import check_row
+from ruler.builder.tasks.noise import NOISE_SENTENCE
 from task_helpers import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py, variable_tracking.py).

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 import http.server
 import threading
+from pathlib import Path
 
 import pytest
 
-from builder.errors import RulerError
-from builder.tokenizer_registry import load_tokenizer, registry
+from ruler.builder.errors import RulerError
+from ruler.builder.tokenizer_registry import load_tokenizer, registry
 from conftest import TOKENIZERS
 
 COMMIT = "a09a35458c702b33eeacc393d103063234e8bc28"
@@ -73,14 +74,23 @@ def _serve_pinned(served, name: str, revision: str, tamper: str | None = None) -
 
 
 def test_download_at_pinned_revision_then_offline_from_cache(hub, tmp_path, monkeypatch):
+    """With no override, downloads land in the user cache, never in the installed package
+    (which may be read-only)."""
+    import ruler.tokenizers_cache
+
     served, requests = hub
-    monkeypatch.setenv("RULER_TOKENIZER_CACHE", str(tmp_path))
+    for var in ("RULER_TOKENIZER_CACHE", "RULER_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    package = Path(ruler.tokenizers_cache.__file__).parent
+    before = sorted(package.iterdir())
     _serve_pinned(served, "qwen2.5", registry()["qwen2.5"]["revision"])
     tok = load_tokenizer("qwen2.5")
     assert tok.identity.origin == "hub" and tok.identity.pinned
     assert all(registry()["qwen2.5"]["revision"] in r for r in requests)
-    assert sorted(p.name for p in (tmp_path / "qwen2.5").iterdir()) == [
-        "tokenizer.json", "tokenizer_config.json"]
+    cached = tmp_path / "ruler" / "tokenizers" / "qwen2.5"
+    assert sorted(p.name for p in cached.iterdir()) == ["tokenizer.json", "tokenizer_config.json"]
+    assert sorted(package.iterdir()) == before
     served.clear()  # the server forgets everything: the cache alone must do
     again = load_tokenizer("qwen2.5")
     assert again.identity.origin == "cache"

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from builder.errors import RulerError
-from builder.tokenizer_registry import REGISTRY_DIR, load_tokenizer, registry
+from ruler.builder.errors import RulerError
+from ruler.builder.tokenizer_registry import cache_dir, load_tokenizer, registry
 from conftest import TOKENIZERS
 
 TEXT = ("July 2010What hard liquor, cigarettes, heroin, and crack have in common is\n"
@@ -132,5 +132,16 @@ def test_offline_hub_download_is_a_clear_error(monkeypatch, tmp_path):
     assert not any(tmp_path.rglob("*.json"))  # nothing half-downloaded left behind
 
 
-def test_registry_file_is_in_the_package():
-    assert (REGISTRY_DIR / "registry.json").is_file()
+def test_registry_is_package_data_and_the_cache_is_the_users(monkeypatch, tmp_path):
+    import importlib.resources
+
+    assert importlib.resources.files("ruler.tokenizers_cache").joinpath("registry.json").is_file()
+    assert "llama-3.1" in registry()
+    for var in ("RULER_TOKENIZER_CACHE", "RULER_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "ruler" / "tokenizers"
+    monkeypatch.setenv("RULER_CACHE", str(tmp_path / "mine"))
+    assert cache_dir() == tmp_path / "mine" / "tokenizers"
+    monkeypatch.setenv("RULER_TOKENIZER_CACHE", str(tmp_path / "toks"))
+    assert cache_dir() == tmp_path / "toks"

@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from build_helpers import build
-from builder.cli import main
-from builder.manifest import content_sha256
-from builder.schema import ROW_SCHEMA
-from builder.sources import file_sha256
-from builder.verify import verify
+from ruler.cli import main
+from ruler.builder.manifest import content_sha256
+from ruler.builder.schema import ROW_SCHEMA
+from ruler.builder.hashing import file_sha256
+from ruler.builder.verify.run import verify
 
 TASKS = ("niah_single_1", "niah_multikey_2")
 LENGTHS = (1024, 2048)
@@ -199,7 +199,7 @@ def test_missing_file_and_stray_file(out, capsys):
 
 
 def test_card_that_does_not_match_the_manifest(out, capsys):
-    from cards.render import write_card
+    from ruler.cards.render import write_card
 
     full = manifest(out)
     smaller = json.loads(json.dumps(full))

@@ -5,19 +5,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from builder.tasks.base import Draft, TaskGenerator
-from builder.tasks.catalog import TASKS, TaskSpec, get_task
+from ruler.builder.tasks.base import Draft, TaskGenerator
+from ruler.builder.tasks.catalog import TASKS, TaskSpec, get_task
 
 if TYPE_CHECKING:
-    from builder.context import BuildContext
+    from ruler.builder.context import BuildContext
 
 # family name -> "module:Class"; imported lazily so one family's deps never load for another.
 GENERATORS = {
-    "niah": "builder.tasks.niah:NiahGenerator",
-    "variable_tracking": "builder.tasks.variable_tracking:VariableTrackingGenerator",
-    "common_words_extraction": "builder.tasks.common_words:CommonWordsGenerator",
-    "freq_words_extraction": "builder.tasks.freq_words:FreqWordsGenerator",
-    "qa": "builder.tasks.qa:QAGenerator",
+    "niah": "ruler.builder.tasks.niah:NiahGenerator",
+    "variable_tracking": "ruler.builder.tasks.variable_tracking:VariableTrackingGenerator",
+    "common_words_extraction": "ruler.builder.tasks.common_words:CommonWordsGenerator",
+    "freq_words_extraction": "ruler.builder.tasks.freq_words:FreqWordsGenerator",
+    "qa": "ruler.builder.tasks.qa:QAGenerator",
 }
 
 

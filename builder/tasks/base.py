@@ -14,10 +14,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
-from builder.tasks.catalog import TaskSpec
+from ruler.builder.tasks.catalog import TaskSpec
 
 if TYPE_CHECKING:
-    from builder.context import BuildContext
+    from ruler.builder.context import BuildContext
 
 
 @dataclass(frozen=True)

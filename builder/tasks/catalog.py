@@ -155,7 +155,7 @@ def get_task(name: str) -> TaskSpec:
     try:
         return TASKS[name]
     except KeyError:
-        from builder.errors import RulerError
+        from ruler.builder.errors import RulerError
 
         raise RulerError(
             f"unknown task {name!r}; known tasks: {', '.join(TASKS)}"

@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Mapping
 
-from builder.tasks import GENERATORS
-from builder.tasks.catalog import get_task
+from ruler.builder.tasks import GENERATORS
+from ruler.builder.tasks.catalog import get_task
 
 
 def check_row(row: Mapping) -> str | None:

@@ -21,9 +21,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from builder.tasks.sampling import strictly_most_frequent
-from builder.words import wonderwords_list
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.sampling import strictly_most_frequent
+from ruler.builder.words import wonderwords_list
 
 SHORT_CONTEXT = 4096  # upstream switches parameters at max_seq_length < 4096
 NUM_FEWSHOT = 1       # upstream's --num_fewshot default
@@ -186,7 +186,7 @@ def parse_numbered(text: str) -> list[str] | None:
 
 def check_row(row: Mapping) -> str | None:
     """Count the items of the task's list (the last one in the input) and compare."""
-    from builder.tasks.catalog import COMMON_WORDS as fam
+    from ruler.builder.tasks.catalog import COMMON_WORDS as fam
 
     text: str = row["input"]
     head = fam.template[:fam.template.index("{context}")]

@@ -18,8 +18,8 @@ from typing import Mapping
 import numpy as np
 from scipy.special import zeta
 
-from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from builder.tasks.sampling import strictly_most_frequent
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.sampling import strictly_most_frequent
 
 # Upstream's code sets vocab[0] = '...' (three dots) while the question says "Please ignore
 # the dots '....'" (four). The generated text is kept as upstream produced it.
@@ -98,7 +98,7 @@ class FreqWordsGenerator(TaskGenerator):
 
 def check_row(row: Mapping) -> str | None:
     """Count the coded words (ignoring the dots) and compare with the outputs."""
-    from builder.tasks.catalog import FREQ_WORDS as fam
+    from ruler.builder.tasks.catalog import FREQ_WORDS as fam
 
     text: str = row["input"]
     head = fam.template[:fam.template.index("{context}")]

@@ -12,14 +12,13 @@ import random
 import re
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Mapping
 
-from builder.essays import EssayCorpus, build_corpus
-from builder.rng import below
-from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from builder.tasks.noise import NOISE_SENTENCE
-from builder.words import AdjectiveNounKeys
+from ruler.builder.essays import EssayCorpus, build_corpus
+from ruler.builder.rng import below
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.noise import NOISE_SENTENCE
+from ruler.builder.words import AdjectiveNounKeys
 
 #: np.round(np.linspace(0, 100, num=40)).astype(int): upstream's needle depths (in percent).
 DEPTHS = (0, 3, 5, 8, 10, 13, 15, 18, 21, 23, 26, 28, 31, 33, 36, 38, 41, 44, 46, 49, 51, 54,

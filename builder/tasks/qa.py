@@ -23,9 +23,9 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from builder.errors import RulerError
-from builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
-from builder.tasks.sampling import permutation_prefix
+from ruler.builder.errors import RulerError
+from ruler.builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
+from ruler.builder.tasks.sampling import permutation_prefix
 
 DOCUMENT = "Document {i}:\n{document}"
 DOC_SEPARATOR = "\n\n"
@@ -232,7 +232,7 @@ def check_row(row: Mapping) -> str | None:
     HotpotQA comparison questions answered "yes"/"no" cannot be read off verbatim; for those
     only the document structure is checked.
     """
-    from builder.tasks.catalog import QA as fam
+    from ruler.builder.tasks.catalog import QA as fam
 
     text: str = row["input"]
     head = fam.template[:fam.template.index("{context}")]

@@ -20,10 +20,10 @@ import string
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from builder.rng import derive_seed
-from builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from builder.tasks.noise import NOISE_SENTENCE
-from builder.tasks.sampling import draw_unique
+from ruler.builder.rng import derive_seed
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.noise import NOISE_SENTENCE
+from ruler.builder.tasks.sampling import draw_unique
 
 NAME_LEN = 5          # upstream: k=5 letters for the real chains
 ICL_NAME_LEN = 3      # upstream: k=3 for the one-shot example
@@ -234,7 +234,7 @@ _QUESTION = re.compile(r"Question: Find all variables that are assigned the valu
 
 def check_row(row: Mapping) -> str | None:
     """Follow the chain from the queried value through the task's context (not the example)."""
-    from builder.tasks.catalog import VARIABLE_TRACKING as fam
+    from ruler.builder.tasks.catalog import VARIABLE_TRACKING as fam
 
     text: str = row["input"]
     head = fam.template[:fam.template.index("{context}")]

@@ -1,6 +1,12 @@
-"""A tiny random Llama for real-engine tests, saved with a real tokenizer folder.
+"""A tiny random Llama saved with a real tokenizer folder: a smoke test of an eval setup.
 
-Why this shape (see ../shared/notes/vllm-on-cpu.md): head_dim must be >= 32 for vLLM's CPU
+The tests and benchmarks run real engines (vLLM on CPU, transformers, lm-eval) on it, and a
+user can check an installation the same way without downloading a model:
+
+    python -m ruler.eval.tiny_model TOKENIZER_DIR OUT_DIR    # needs torch and transformers
+
+Its predictions are noise; what it shows is that prompts render, fit and generate. Why this
+shape (vLLM's CPU notes): head_dim must be >= 32 for vLLM's CPU
 attention kernel (128 / 4 heads = 32); float32 so vLLM and transformers pick the same argmax
 (bfloat16 logits of a random model tie); `vocab_size = len(tokenizer)` so every id the real
 tokenizer produces is valid; tied embeddings keep the folder small. The chat template and the
@@ -50,3 +56,23 @@ def build_tiny_llama(tokenizer_dir: Path, out: Path, max_position_embeddings: in
             shutil.copyfile(Path(tokenizer_dir) / name, out / name)
     (out / "TINY_MODEL.json").write_text(json.dumps({"seed": seed, "from": str(tokenizer_dir)}))
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m ruler.eval.tiny_model",
+                                description="Write a tiny random Llama (float32) with a real "
+                                            "tokenizer folder's files, for smoke tests.")
+    p.add_argument("tokenizer_dir", type=Path, help="a Hugging Face tokenizer folder")
+    p.add_argument("out", type=Path, help="where to write the model folder")
+    p.add_argument("--max-position-embeddings", type=int, default=4096)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    print(build_tiny_llama(args.tokenizer_dir, args.out, args.max_position_embeddings,
+                           args.seed))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

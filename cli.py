@@ -11,15 +11,15 @@ import argparse
 import importlib
 import sys
 
-from builder.errors import RulerError
+from ruler.builder.errors import RulerError
 
 #: Modules that contribute sub-commands, in the order `--help` lists them.
 COMMAND_MODULES = (
-    "builder.cli_build",
-    "builder.cli_sources",
-    "builder.verify",
-    "release",
-    "eval.cli",
+    "ruler.builder.cli_build",
+    "ruler.builder.cli_sources",
+    "ruler.builder.verify.cli",
+    "ruler.release",
+    "ruler.eval.cli",
 )
 
 

@@ -1,0 +1,89 @@
+"""What a build is asked to do and what it reports: the types at the build's boundary."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ruler.builder.errors import RulerError
+from ruler.builder.tasks import TASKS, get_task
+
+
+def default_start_method() -> str:
+    """`fork` where the platform has it (workers inherit the loaded tokenizer and corpora for
+    free), else `spawn` (macOS and Windows defaults), which sends workers a recipe instead."""
+    return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """What to build. Mirrors the `ruler build` flags one to one."""
+
+    tokenizer: str
+    tasks: tuple[str, ...] = tuple(TASKS)
+    lengths: tuple[int, ...] = (4096,)
+    samples: int = 500
+    seed: int = 42
+    out: Path = Path("ruler")
+    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    shard: tuple[int, int] = (0, 1)
+    sources_dir: str | None = None
+    tokenizers_dir: str | None = None
+    progress: bool = True
+    exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
+    start_method: str = field(default_factory=default_start_method)
+
+    def __post_init__(self) -> None:
+        for t in self.tasks:
+            get_task(t)
+        if not self.tasks:
+            raise RulerError("no tasks selected")
+        if len(set(self.tasks)) != len(self.tasks) or len(set(self.lengths)) != len(self.lengths):
+            raise RulerError("tasks and lengths must not repeat")
+        if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):
+            raise RulerError(f"lengths must be positive integers, got {self.lengths}")
+        if self.samples < 1:
+            raise RulerError(f"--samples must be >= 1, got {self.samples}")
+        i, n = self.shard
+        if n < 1 or not 0 <= i < n:
+            raise RulerError(f"--shard must be i/n with 0 <= i < n, got {i}/{n}")
+        if self.workers < 1:
+            raise RulerError(f"--workers must be >= 1, got {self.workers}")
+        methods = multiprocessing.get_all_start_methods()
+        if self.start_method not in methods:
+            raise RulerError(f"--start-method {self.start_method!r} is not available here; "
+                             f"choose one of {', '.join(methods)}")
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """One split file to build: pure data, the same wherever it runs."""
+
+    task: str
+    max_seq_length: int
+    path: str  # relative to OUT: data/<config>/<task>/<L>.parquet
+    build_key: str  # changes whenever anything that shapes the file's rows changes
+
+
+@dataclass
+class FileResult:
+    path: str
+    task: str
+    max_seq_length: int
+    rows: int
+    skipped: bool
+    seconds: float = 0.0
+    fill_mean: float = 0.0
+    fill_min: float = 0.0
+    probes: int = 0
+    bytes: int = 0
+    exact_rows: int = 0  # rows counted by whole-prompt tokenization (piece counts not proven)
+
+
+@dataclass
+class BuildReport:
+    out: Path
+    config: str
+    files: list[FileResult]

@@ -1,0 +1,73 @@
+"""Planning a build: which files, under which identity, and whether they can be built at all.
+
+The plan is (task, length) files for one tokenizer; `--shard i/n` keeps every n-th file, so
+shards are disjoint and their union is the full build. A file's build key hashes everything
+that shapes its rows, so a kept file is never stale and a stale one is never kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Sequence
+
+from ruler.builder import __version__
+from ruler.builder.build.config import BuildConfig
+from ruler.builder.build.worker import Worker
+from ruler.builder.context import BuildContext
+from ruler.builder.errors import TooShortError
+from ruler.builder.rng import sample_rng
+from ruler.builder.tasks import get_task
+from ruler.builder.tokenizer import Tokenizer
+
+
+def build_identity(cfg: BuildConfig, tok: Tokenizer, mode: str, sources: dict) -> dict[str, Any]:
+    """Everything that, when changed, makes existing files of this config stale."""
+    return {"generator_version": __version__, "seed": cfg.seed,
+            "tokenizer": tok.identity.fingerprint(), "prompt_mode": mode,
+            "samples": cfg.samples,
+            "sources": {k: v.sha256 for k, v in sorted(sources.items())}}
+
+
+def file_key(identity: dict[str, Any], task: str, L: int, task_sources: Sequence[str]) -> str:
+    relevant = dict(identity, sources={k: identity["sources"][k] for k in task_sources},
+                    task=task, max_seq_length=L)
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+
+def plan_units(cfg: BuildConfig) -> list[tuple[str, int]]:
+    """This shard's (task, length) files, shortest lengths first."""
+    units = [(t, L) for L in sorted(cfg.lengths) for t in cfg.tasks]
+    i, n = cfg.shard
+    return [u for k, u in enumerate(units) if k % n == i]
+
+
+def resolve_sources(ctx: BuildContext, units: Sequence[tuple[str, int]]) -> None:
+    """Find (and hash) every source the planned tasks read: a missing one fails here."""
+    for task in sorted({t for t, _ in units}):
+        for source_id in get_task(task).sources:
+            ctx.source(source_id)
+
+
+def preflight(worker: Worker, units: Sequence[tuple[str, int]], samples: int) -> None:
+    """Fail before writing anything: sample counts and the smallest samples' fit.
+
+    The smallest draft of sample 0 is checked always; when it takes more than half of L (a
+    length near a task's minimum, where samples differ in whether they fit), every sample's
+    smallest draft is checked, so a too-short length never fails in the middle of a build.
+    """
+    ctx = worker.ctx
+    count = worker.exact.prompt_length  # small drafts: whole-prompt counts are cheap
+    for task, L in units:
+        gen = worker.generator(task, L)
+        gen.check_samples(samples)
+
+        def needed(index: int) -> int:
+            rng = sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index)
+            return count(gen.draft(index, rng, gen.min_size)) + gen.spec.tokens_to_generate
+
+        worst = needed(0)
+        if L >= worst > L // 2:
+            worst = max(worst, *(needed(i) for i in range(1, samples)))
+        if worst > L:
+            raise TooShortError(task, L, worst)

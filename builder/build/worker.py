@@ -1,0 +1,182 @@
+"""The work itself: fit samples to their length, certify the counts, write whole files.
+
+A `Worker` holds everything fitting needs (the build context, the counters with their piece
+caches, one generator per task and length) and nothing about where it runs: the build runs one
+in its own process when it has one worker, and the local executor gives one to each pool
+process through the pool initializer (inherited by `fork`, or rebuilt from a recipe under
+`spawn`: see `__reduce__`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ruler.builder.build.config import FileJob, FileResult
+from ruler.builder.context import BuildContext
+from ruler.builder.counting import ExactCounter, PieceCounter
+from ruler.builder.errors import RulerError
+from ruler.builder.fitting import FittedSample, fit_sample
+from ruler.builder.hashing import file_sha256
+from ruler.builder.manifest import canonical_row_bytes
+from ruler.builder.rng import sample_rng
+from ruler.builder.tasks import TaskGenerator, get_task, make_generator
+from ruler.builder.writer import SplitWriter
+
+#: Besides each worker's first sample of a task, every n-th sample of a file (sample 0 included)
+#: is also counted whole: at 128K a whole-prompt count takes about a second.
+SPOT_CHECK_EVERY = 500
+
+#: A fitted row: the row, its canonical bytes (for the content hash), the probes spent, and
+#: whether it was counted by whole-prompt tokenization.
+Row = tuple[dict[str, Any], bytes, int, bool]
+
+
+class Worker:
+    """Fits samples of one build (one tokenizer, seed and prompt mode)."""
+
+    def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False):
+        self.ctx, self.mode, self.exact_counts = ctx, mode, exact_counts
+        self.exact = ExactCounter(ctx.tokenizer, mode)
+        self.fast = self.exact if exact_counts else PieceCounter(ctx.tokenizer, mode)
+        self._generators: dict[tuple[str, int], TaskGenerator] = {}
+        # task -> whether piece counts agreed with whole-prompt counts on its first sample
+        self._certified: dict[str, bool] = {}
+
+    def __reduce__(self):
+        # Sent to a spawned process: the context (its tokenizer as a load recipe, resources
+        # dropped), not the caches, which the new process fills again.
+        return Worker, (self.ctx, self.mode, self.exact_counts)
+
+    def generator(self, task: str, L: int) -> TaskGenerator:
+        key = (task, L)
+        if key not in self._generators:
+            self._generators[key] = make_generator(get_task(task), self.ctx, L)
+        return self._generators[key]
+
+    def _fit(self, gen: TaskGenerator, index: int,
+             counter: ExactCounter) -> tuple[FittedSample, list[int]]:
+        ctx, task, L = self.ctx, gen.spec.name, gen.max_seq_length
+        fitted = fit_sample(gen, index,
+                            lambda: sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index),
+                            counter.prompt_length, L)
+        d = fitted.draft
+        return fitted, counter.token_positions(d, [a for a, _ in d.gold_spans]
+                                               + list(d.context_span))
+
+    def _certified_fit(self, gen: TaskGenerator, index: int):
+        """Fit with piece counts, checked against whole-prompt tokenization where it matters.
+
+        A worker's first sample of each task is checked (files are built shortest first, so
+        this is cheap): whether a tokenizer is additive at the piece junctions depends on the
+        junctions a task makes, not on the length. If it is not, this worker counts the task
+        exactly from then on. Spot checks then cover every file; one that disagrees means
+        earlier rows may be wrong, which is an error, never a silent fix.
+        """
+        task = gen.spec.name
+        self.fast.scope(task)
+        if self._certified.get(task) is False:
+            return self._fit(gen, index, self.exact), True
+        fitted, marks = self._fit(gen, index, self.fast)
+        first = task not in self._certified
+        if first or index % SPOT_CHECK_EVERY == 0:
+            d = fitted.draft
+            agrees = (self.exact.prompt_length(d) + gen.spec.tokens_to_generate == fitted.length
+                      and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
+                                                     + list(d.context_span)) == marks)
+            if not agrees and not first:
+                raise RulerError(
+                    f"task {task}, L={gen.max_seq_length}, sample {index}: piece token counts "
+                    f"disagree with whole-prompt tokenization for tokenizer "
+                    f"{self.ctx.tokenizer_name!r}; rebuild this file with --exact-counts")
+            self._certified[task] = agrees
+            if not agrees:
+                return self._fit(gen, index, self.exact), True
+        return (fitted, marks), False
+
+    def make_row(self, task: str, L: int, index: int) -> Row:
+        """Fit sample `index` of (task, L) and make its row."""
+        gen = self.generator(task, L)
+        if self.exact_counts:
+            (fitted, marks), counted_exactly = self._fit(gen, index, self.exact), True
+        else:
+            (fitted, marks), counted_exactly = self._certified_fit(gen, index)
+        d = fitted.draft
+        gold, (c0, c1) = marks[:-2], marks[-2:]
+        spec = gen.spec
+        row = {
+            "tokenizer": self.ctx.tokenizer_name, "task": task, "max_seq_length": L,
+            "index": index, "input": d.input, "answer_prefix": d.answer_prefix,
+            "outputs": list(d.outputs), "length": fitted.length,
+            "tokens_to_generate": spec.tokens_to_generate, "metric": spec.metric,
+            "gold_token_positions": gold,
+            "gold_depths": [(p - c0) / max(1, c1 - c0) for p in gold], "haystack_size": d.size,
+        }
+        return row, canonical_row_bytes(row), fitted.probes, counted_exactly
+
+    def build_file(self, out: Path, config: str, job: FileJob, samples: int,
+                   tick: Callable[[int], None] | None = None) -> tuple[FileResult, dict, Path]:
+        """Fit and write every sample of one file (see `write_file`)."""
+        rows = (self.make_row(job.task, job.max_seq_length, i) for i in range(samples))
+        return write_file(out, config, job, rows, tick)
+
+
+def write_file(out: Path, config: str, job: FileJob, rows: Iterable[Row],
+               tick: Callable[[int], None] | None = None) -> tuple[FileResult, dict, Path]:
+    """Write one file's rows to a temporary file beside its final path. Returns its result,
+    its manifest entry and the temporary path: the caller alone publishes files."""
+    started = time.perf_counter()
+    L = job.max_seq_length
+    fills, probes, exact_rows = [], 0, 0
+    with SplitWriter(out / job.path, L, publish=False) as writer:
+        for row, canonical, spent, counted_exactly in rows:
+            writer.write(row, canonical)
+            fills.append(row["length"] / L)
+            probes += spent
+            exact_rows += counted_exactly
+            if tick is not None:
+                tick(1)
+    path = writer.temp_path
+    entry = {"config": config, "task": job.task, "max_seq_length": L, "rows": writer.rows,
+             "bytes": path.stat().st_size, "sha256": file_sha256(path),
+             "content_sha256": writer.content_sha256, "build_key": job.build_key}
+    result = FileResult(job.path, job.task, L, writer.rows, skipped=False,
+                        seconds=time.perf_counter() - started,
+                        fill_mean=sum(fills) / len(fills), fill_min=min(fills), probes=probes,
+                        bytes=entry["bytes"], exact_rows=exact_rows)
+    return result, entry, path
+
+
+# --- inside a pool process ----------------------------------------------------------------------
+# The initializer gives each pool process its Worker; these module globals exist only in pool
+# processes (the parent never sets them), so builds in one process never share state.
+
+_worker: Worker | None = None
+_ticks: Any = None  # a multiprocessing queue for the parent's progress bar, or None
+
+
+def init_pool_process(worker: Worker, ticks: Any) -> None:
+    global _worker, _ticks
+    _worker, _ticks = worker, ticks
+
+
+def build_file_in_pool(job: tuple[Path, str, FileJob, int]) -> tuple[FileResult, dict, Path]:
+    out, config, file_job, samples = job
+    pending, last = 0, time.monotonic()
+
+    def tick(n: int) -> None:  # progress for the parent's bar, sent at most twice a second
+        nonlocal pending, last
+        pending += n
+        if _ticks is not None and time.monotonic() - last > 0.5:
+            _ticks.put(pending)
+            pending, last = 0, time.monotonic()
+
+    done = _worker.build_file(out, config, file_job, samples, tick)
+    if _ticks is not None and pending:
+        _ticks.put(pending)
+    return done
+
+
+def make_row_in_pool(job: tuple[str, int, int]) -> Row:
+    return _worker.make_row(*job)

@@ -1,0 +1,30 @@
+"""The build's tokenizer, loaded here and checked to be the one the manifest records."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ruler.builder.errors import RulerError
+from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.builder.verify.findings import Problem
+
+
+def tokenizer_for(config: str, build: Mapping[str, Any], overrides: Mapping[str, str],
+                   tokenizers_dir: str | None) -> tuple[Any, list[Problem]]:
+    """The build's tokenizer, checked to be the one the manifest records."""
+    recorded = build.get("tokenizer", {})
+    name = overrides.get(config) or recorded.get("name")
+    where = f"config {config!r}"
+    if not name:
+        return None, [Problem(where, "manifest.json records no tokenizer name")]
+    try:
+        tok = load_tokenizer(name, tokenizers_dir)
+    except RulerError as e:
+        return None, [Problem(where, f"cannot load tokenizer {name!r} to re-count lengths: {e} "
+                                     f"(use --tokenizer {config}=PATH)")]
+    ident = tok.identity
+    if dict(ident.files) != dict(recorded.get("files", {})) \
+            or ident.chat_template_sha256 != recorded.get("chat_template_sha256"):
+        return None, [Problem(where, f"tokenizer {name!r} loaded here has other files or chat "
+                                     f"template than the build recorded in manifest.json")]
+    return tok, []
