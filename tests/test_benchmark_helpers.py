@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from benchmarks.hotpotqa_proxy import main as make_proxy
 
 from build_helpers import build, rows
@@ -14,6 +16,7 @@ def _sentences(questions) -> set[str]:
     return {s for q in questions for _, sents in q["context"] for s in sents}
 
 
+@pytest.mark.slow
 def test_proxy_questions_build_qa_2_beyond_the_partial_copy_and_are_marked_unofficial(tmp_path):
     out = tmp_path / "sources"
     assert make_proxy(["--sources", str(SOURCES), "--out", str(out), "--questions", "300"]) == 0

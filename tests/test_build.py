@@ -73,7 +73,8 @@ def test_rerun_skips_complete_files_and_rebuilds_changed_or_tampered_ones(tmp_pa
     assert before != after and read_manifest(tmp_path)["builds"]["gpt-4"]["seed"] == 7
 
 
-@pytest.mark.parametrize("tokenizer", ["llama-2", "gpt-4o", "qwen2.5"])
+@pytest.mark.parametrize("tokenizer", ["llama-2", pytest.param("gpt-4o", marks=pytest.mark.slow),
+                                       pytest.param("qwen2.5", marks=pytest.mark.slow)])
 def test_stored_length_is_a_fresh_tokenization_for_each_backend(tmp_path, tokenizer):
     build(tmp_path, tokenizer, ["niah_single_1", "niah_single_3"], [4096], 4)
     tok = load_tokenizer(tokenizer)
@@ -192,3 +193,48 @@ def test_a_length_only_some_samples_fit_fails_before_writing(tmp_path):
         build(tmp_path, "gpt-4", ["niah_multikey_2"], [L], 40)
     assert e.value.minimum == max(n)
     assert not tmp_path.joinpath("data").exists()
+
+
+@pytest.mark.slow
+def test_spawned_workers_write_the_same_files_as_forked_ones(tmp_path):
+    """Workers get their state through the pool initializer: inherited by fork, sent as a
+    recipe (tokenizer load spec, sources, seed) under spawn, the macOS default. Both give the
+    same bytes, for tasks that read every kind of resource (essays, word lists, SQuAD)."""
+    tasks = ("niah_single_2", "niah_multikey_2", "vt", "cwe", "fwe", "qa_1")
+    reports = {}
+    for method in ("fork", "spawn"):
+        reports[method] = build(tmp_path / method, "llama-3.1", tasks, (1024, 2048), 3,
+                                workers=2, start_method=method)
+    assert all(not f.skipped for f in reports["spawn"].files)
+    fork, spawn = read_manifest(tmp_path / "fork"), read_manifest(tmp_path / "spawn")
+    assert len(fork["files"]) == 12
+    assert {k: v["content_sha256"] for k, v in spawn["files"].items()} == \
+        {k: v["content_sha256"] for k, v in fork["files"].items()}
+    assert {k: v["sha256"] for k, v in spawn["files"].items()} == \
+        {k: v["sha256"] for k, v in fork["files"].items()}
+
+
+def test_two_builds_in_one_process_at_once_do_not_share_state(tmp_path):
+    """No module-level state: two builds running in threads of one process (other
+    tokenizers, other folders) write what each writes alone."""
+    import threading
+
+    jobs = {"gpt-4": ("niah_single_1", "vt"), "llama-2": ("niah_single_1", "fwe")}
+    errors = []
+
+    def run(tok, tasks, out):
+        try:
+            build(out, tok, tasks, (1024,), 3, workers=1)
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(t, tasks, tmp_path / "together" / t))
+               for t, tasks in jobs.items()]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for tok, tasks in jobs.items():
+        build(tmp_path / "alone" / tok, tok, tasks, (1024,), 3, workers=1)
+        assert all_rows(tmp_path / "together" / tok) == all_rows(tmp_path / "alone" / tok)

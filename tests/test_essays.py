@@ -29,7 +29,8 @@ def _punkt_sentences(text: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("num_words", [1, 37, 5000, 100_000, "copy+3000"])
+@pytest.mark.parametrize("num_words", [1, 37, 5000, pytest.param(100_000, marks=pytest.mark.slow),
+                                       "copy+3000"])
 def test_prefix_sentences_equal_punkt_over_the_prefix(num_words):
     c = corpus()
     n = len(c.words) + 3000 if num_words == "copy+3000" else num_words

@@ -25,8 +25,10 @@ def _count(tok):
     return lambda d: tok.prompt_length(d.input, d.answer_prefix)
 
 
-@pytest.mark.parametrize("task,L", [("niah_single_1", 1024), ("niah_single_2", 2000),
-                                    ("niah_multikey_2", 4096), ("niah_multikey_3", 3000)])
+@pytest.mark.parametrize("task,L", [("niah_single_1", 1024),
+                                    pytest.param("niah_single_2", 2000, marks=pytest.mark.slow),
+                                    pytest.param("niah_multikey_2", 4096, marks=pytest.mark.slow),
+                                    ("niah_multikey_3", 3000)])
 def test_fitted_size_is_the_largest_that_fits(ctx, task, L):
     gen = make_generator(TASKS[task], ctx, L)
     count = _count(ctx.tokenizer)
