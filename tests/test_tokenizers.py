@@ -63,7 +63,8 @@ def test_llama3_chat_prompt_is_rulers_meta_llama3_template():
     assert ids.count(ids[0]) == 1  # no double BOS
 
 
-@pytest.mark.parametrize("name", ["llama-3.1", "mistral-nemo", "qwen2.5"])
+@pytest.mark.parametrize("name", ["llama-3.1", pytest.param("mistral-nemo", marks=pytest.mark.slow),
+                                  pytest.param("qwen2.5", marks=pytest.mark.slow)])
 def test_loading_without_autotokenizer_gives_autotokenizers_tokenizer(name):
     """The generic fast class is loaded directly (faster start-up); others through
     AutoTokenizer. Either way: AutoTokenizer's class, template, special tokens and ids."""
