@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 from ruler.builder.build.config import default_start_method
+from ruler.builder.depths import MAX_DEPTH_BINS, swept_tasks
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.catalog import PAPER_LENGTHS, TASKS
@@ -85,6 +86,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="how worker processes start (default here: %(default)s; fork shares "
                         "the loaded tokenizer and corpora, spawn loads them in each worker; "
                         "the rows are the same)")
+    p.add_argument("--depths", type=int, default=None, metavar="N",
+                   help=f"build the position-controlled variant instead of the default config: "
+                        f"config <tokenizer>--depthN, where sample i's gold needle(s) or gold "
+                        f"document(s) sit in depth bin i mod N (N = 2..{MAX_DEPTH_BINS}; e.g. "
+                        f"10); all else as the default, same per-sample seeds. Tasks: "
+                        f"{', '.join(swept_tasks())} (the default with --depths)")
     p.add_argument("--exact-counts", action="store_true",
                    help="count every length probe by tokenizing the whole prompt (slow; the "
                         "default sums cached token counts of the prompt's pieces, checked "
@@ -95,12 +102,15 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ruler.builder.build import BuildConfig, run_build
 
+    tasks = parse_tasks(args.tasks)
+    if args.depths is not None and args.tasks in (None, "all"):
+        tasks = swept_tasks()
     cfg = BuildConfig(
-        tokenizer=args.tokenizer, tasks=parse_tasks(args.tasks), lengths=parse_lengths(args.lengths),
+        tokenizer=args.tokenizer, tasks=tasks, lengths=parse_lengths(args.lengths),
         samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
         shard=parse_shard(args.shard), sources_dir=args.sources_dir,
         tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
-        exact_counts=args.exact_counts, start_method=args.start_method,
+        exact_counts=args.exact_counts, start_method=args.start_method, depth_bins=args.depths,
     )
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]

@@ -18,9 +18,12 @@ from ruler.builder.tokenizer import Tokenizer
 @dataclass
 class BuildContext:
     tokenizer: Tokenizer
-    tokenizer_name: str  # dataset config name; part of every sample's seed
+    tokenizer_name: str  # the tokenizer's default config name; part of every sample's seed
     seed: int = 42
     sources_dir: str | os.PathLike | None = None
+    # Depth-swept build: sample i's gold items go in depth bin i mod depth_bins (generators
+    # read it through TaskGenerator.depth_bin). None: upstream's placement.
+    depth_bins: int | None = None
     _sources: dict[str, ResolvedSource] = field(default_factory=dict)
     _resources: dict[str, Any] = field(default_factory=dict)
 

@@ -22,6 +22,7 @@ from ruler.builder.manifest import read_manifest
 from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import TASKS
+from ruler.cards.variants import variants_section
 
 CARD_NAME = "README.md"
 TEMPLATE_PATH = Path(__file__).resolve().parent / "template.md"
@@ -210,6 +211,8 @@ def build_section(config: str, build: Mapping[str, Any]) -> str:
         f"- chat template sha256: {template}",
         f"- prompt mode: `{build.get('prompt_mode')}`; seed: `{build.get('seed')}`; "
         f"samples per task and length: {build.get('samples')}",
+        *([f"- variant: " + ", ".join(f"`{k}={v}`" for k, v in build["variant"].items())
+           + " (see Variant configs)"] if build.get("variant") else []),
         f"- official build (pinned tokenizer, official sources): "
         f"{_yes(bool(build.get('official')))}", "",
         _table(["tokenizer file", "sha256"],
@@ -292,6 +295,7 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
         packages_table=packages_table(manifest),
         builds_section=builds_section(manifest),
         differences_table=differences_table(),
+        variants_section=variants_section(manifest),
         licence_list=licence_list(manifest),
     )
     return f"---\n{front}---\n\n{body}"

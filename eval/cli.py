@@ -90,7 +90,9 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report", help="Table-3 style report of a results folder (md, csv, json, png)",
         description="Per task x length scores, the mean per length, Avg., wAvg. (inc/dec) and "
-                    "the effective\ncontext length, from RESULTS/scores.json.")
+                    "the effective\ncontext length, from RESULTS/scores.json; and the score by "
+                    "depth bin of the gold items\nper task and length, with depth x length "
+                    "heatmaps (RESULTS/depth_heatmaps/*.png).")
     p.add_argument("results", type=Path, help="results folder (or its scores.json)")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS)")
     p.add_argument("--threshold", type=float, default=85.6,
@@ -99,6 +101,11 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                    help="check the scores were made from this dataset (build folder or Hub id)")
     p.add_argument("--revision", default=None)
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--depth-bins", type=int, default=None, metavar="N",
+                   help="depth bins of the score-by-depth tables (default: the dataset "
+                        "config's own for a --depths build, else 10)")
+    p.add_argument("--min-depth-samples", type=int, default=5, metavar="K",
+                   help="mark depth cells scored on fewer than K items (default 5)")
     p.set_defaults(func=run_report_cmd)
 
 
@@ -164,6 +171,8 @@ def run_score_cmd(args: argparse.Namespace) -> int:
 
 
 def run_report_cmd(args: argparse.Namespace) -> int:
+    if args.depth_bins is not None and args.depth_bins < 1:
+        raise RulerError(f"--depth-bins must be >= 1, got {args.depth_bins}")
     files = None
     if args.data:
         from ruler.eval.data import open_dataset
@@ -172,13 +181,16 @@ def run_report_cmd(args: argparse.Namespace) -> int:
         scores = load_scores(args.results)
         ds = open_dataset(args.data, args.revision, scores["config"])
         files = {f.key: f.content_sha256 for f in ds.files(scores["config"])}
-    _print_report(args.results, args.out, args.threshold, files, not args.no_plots)
+    _print_report(args.results, args.out, args.threshold, files, not args.no_plots,
+                  args.depth_bins, args.min_depth_samples)
     return 0
 
 
 def _print_report(results: Path, out: Path | None, threshold: float = 85.6,
-                  dataset_files: dict | None = None, plots: bool = True) -> None:
+                  dataset_files: dict | None = None, plots: bool = True,
+                  depth_bins: int | None = None, min_depth_samples: int = 5) -> None:
     from ruler.eval.report import to_markdown, write_report
 
-    r = write_report(results, out, threshold, dataset_files, plots)
+    r = write_report(results, out, threshold, dataset_files, plots, depth_bins,
+                     min_depth_samples)
     print(to_markdown(r))

@@ -3,7 +3,9 @@
 Input is the `scores.json` that `ruler eval` / `ruler score` wrote. Output: per task x length
 scores, the mean over tasks per length, Avg., wAvg. (inc), wAvg. (dec), the effective context
 length at a threshold, and per-cell nulls / skipped / failed / missing counts, so an
-incomplete cell is visible instead of looking like a score.
+incomplete cell is visible instead of looking like a score. Score by depth bin per task and
+length (eval.depth), with depth x length heatmaps (eval.depth_report), where the scores hold
+the answered rows' gold depths.
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from ruler.builder.errors import RulerError
 from ruler.builder.manifest import write_json_atomic
 from ruler.builder.tasks.catalog import TASKS
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
+from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
+from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.results_folder import SCORES_NAME
 from ruler.eval.score import SCORES_FORMAT
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
-                "scores_overall.png")
+                "scores_overall.png", "report_depth.csv", HEATMAP_DIR)
 
 
 @dataclass
@@ -35,6 +39,7 @@ class Report:
     lengths: list[int]
     cells: dict[tuple[str, int], dict[str, Any]]
     summary: Summary
+    depth: DepthTables | None = None  # None: scores.json has no depth items (older scores)
 
     @property
     def mean_label(self) -> str:
@@ -63,7 +68,11 @@ def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where:
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
 
 
-def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD) -> Report:
+def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
+                 depth_bins: int | None = None,
+                 min_depth_samples: int = DEFAULT_MIN_SAMPLES) -> Report:
+    """The report of a scores.json. Depth bins: `depth_bins`, else the depth-swept dataset
+    config's own, else DEFAULT_DEPTH_BINS."""
     cells = {(c["task"], int(c["max_seq_length"])): c for c in scores["cells"]}
     if not cells:
         raise RulerError("the scores hold no (task, length) cell")
@@ -75,8 +84,12 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD) -
         values = [cells[(t, L)]["score"] if (t, L) in cells else None for t in tasks]
         # A length misses a task or a score: its mean would be over other tasks than the rest.
         by_length[L] = None if any(v is None for v in values) else sum(values) / len(values)
+    depth = None
+    if "depth_items" in scores:
+        bins = depth_bins or scores.get("depth_bins") or DEFAULT_DEPTH_BINS
+        depth = depth_table(scores["depth_items"], bins, min_depth_samples)
     return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
-                  cells, summarize(by_length, threshold))
+                  cells, summarize(by_length, threshold), depth)
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -113,7 +126,9 @@ def to_markdown(r: Report) -> str:
         counts.append(f"| {t} | " + " | ".join(_counts(r.cells.get((t, L))) for L in r.lengths)
                       + " |")
     notes = _notes(r)
-    return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])) + "\n"
+    depth = depth_markdown(r.depth) if r.depth else []
+    return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
+                     + ([""] + depth if depth else [])) + "\n"
 
 
 def _underline(v: float | None, threshold: float) -> str:
@@ -175,6 +190,7 @@ def to_json(r: Report) -> dict[str, Any]:
         "threshold": s.threshold, "effective_length": s.effective_length,
         "effective_length_label": s.effective_label,
         "cells": [r.cells[k] for k in sorted(r.cells)],
+        "depth": r.depth.as_json() if r.depth else None,
     }
 
 
@@ -221,16 +237,22 @@ def plot(r: Report, out: Path) -> list[Path]:
 
 def write_report(results: str | Path, out: Path | None = None,
                  threshold: float = DEFAULT_THRESHOLD,
-                 dataset_files: dict[str, str] | None = None, plots: bool = True) -> Report:
+                 dataset_files: dict[str, str] | None = None, plots: bool = True,
+                 depth_bins: int | None = None,
+                 min_depth_samples: int = DEFAULT_MIN_SAMPLES) -> Report:
     scores = load_scores(results)
     if dataset_files is not None:
         check_revision(scores, dataset_files, str(results))
-    r = build_report(scores, threshold)
+    r = build_report(scores, threshold, depth_bins, min_depth_samples)
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(to_markdown(r), encoding="utf-8")
     (out / "report.csv").write_text(to_csv(r), encoding="utf-8")
     write_json_atomic(out / "report.json", to_json(r))
+    if r.depth:
+        (out / "report_depth.csv").write_text(depth_csv(r.depth), encoding="utf-8")
     if plots:
         plot(r, out)
+        if r.depth and r.depth.tasks:
+            write_heatmaps(r.depth, out, r.model)
     return r

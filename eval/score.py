@@ -20,6 +20,7 @@ from typing import Any
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import write_json_atomic
 from ruler.eval.data import Dataset, SplitFile
+from ruler.eval.depth import compact, row_items
 from ruler.eval.metrics import postprocess_pred, task_score
 from ruler.eval.predictions import Key, format_key, index_records, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
@@ -51,6 +52,10 @@ class ScoreReport:
     cells: list[CellScore]
     missing: list[str]
     unknown: list[str]
+    # Score by depth (eval.depth): "task/L" -> [[depth, score], ...] of the answered rows,
+    # and the dataset config's depth bins when it is depth-swept (`ruler build --depths N`).
+    depth_items: dict[str, list[list[float]]] = field(default_factory=dict)
+    depth_bins: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"format": SCORES_FORMAT, **asdict(self)}
@@ -80,10 +85,12 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
     for k, r in records.items():
         by_file[(k[1], k[2])][k[3]] = r
 
-    cells, missing, seen = [], [], set()
+    cells, missing, seen, depth_items = [], [], set(), {}
     for f in files:
         preds = by_file.get((f.task, f.max_seq_length), {})
-        cell, cell_missing = _score_file(ds, f, preds, limit)
+        items: list = []
+        cell, cell_missing = _score_file(ds, f, preds, limit, items)
+        depth_items[f.key] = compact(items)
         cells.append(cell)
         missing += cell_missing
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
@@ -92,11 +99,14 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
     return ScoreReport(
         dataset={"spec": ds.spec, "revision": ds.revision,
                  "files": {f.key: f.content_sha256 for f in files}},
-        config=config, model=model, cells=cells, missing=missing, unknown=unknown)
+        config=config, model=model, cells=cells, missing=missing, unknown=unknown,
+        depth_items=depth_items,
+        depth_bins=(ds.build(config).get("variant") or {}).get("depth_bins"))
 
 
-def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict],
-                limit: int | None) -> tuple[CellScore, list[str]]:
+def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | None,
+                depth_items: list | None = None) -> tuple[CellScore, list[str]]:
+    """Score one split file; append the answered rows' depth items to `depth_items`."""
     all_rows = ds.rows(f)
     rows = {int(r["index"]): r for r in all_rows}
     for i, p in preds.items():
@@ -131,6 +141,8 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict],
         else:
             answered.append(str(p["prediction"]))
             refs.append(list(rows[i]["outputs"]))
+            if depth_items is not None:
+                depth_items.extend(row_items(rows[i], answered[-1]))
     score = task_score(metric, answered, refs) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
     cell = CellScore(f.task, f.max_seq_length, metric, score, len(considered), len(answered),

@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ruler.builder.depths import check_depth_bins, swept_tasks
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import TASKS, get_task
 
@@ -34,6 +35,9 @@ class BuildConfig:
     progress: bool = True
     exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
     start_method: str = field(default_factory=default_start_method)
+    # Variant (builder.variants): sample i's gold items in depth bin i mod depth_bins, in
+    # config <tokenizer>--depth<N>; None builds the default config.
+    depth_bins: int | None = None
 
     def __post_init__(self) -> None:
         for t in self.tasks:
@@ -51,6 +55,13 @@ class BuildConfig:
             raise RulerError(f"--shard must be i/n with 0 <= i < n, got {i}/{n}")
         if self.workers < 1:
             raise RulerError(f"--workers must be >= 1, got {self.workers}")
+        if self.depth_bins is not None:
+            check_depth_bins(self.depth_bins)
+            fixed = [t for t in self.tasks if t not in swept_tasks()]
+            if fixed:
+                raise RulerError(f"--depths sweeps the gold position of {', '.join(swept_tasks())}; "
+                                 f"{', '.join(fixed)} ha{'s' if len(fixed) == 1 else 've'} no "
+                                 f"single gold position (leave them out of --tasks)")
         methods = multiprocessing.get_all_start_methods()
         if self.start_method not in methods:
             raise RulerError(f"--start-method {self.start_method!r} is not available here; "

@@ -23,16 +23,20 @@ from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import data_path, read_manifest
 from ruler.builder.tasks import get_task
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
+from ruler.builder.variants import variant_config, variant_of
 from ruler.builder.writer import temp_prefix
 
 
 def run_build(cfg: BuildConfig) -> BuildReport:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we parallelise by process
     tok = load_tokenizer(cfg.tokenizer, cfg.tokenizers_dir)
-    config = config_name(tok.name)
+    # A variant is its own config; its samples keep the default config's seeds (the context's
+    # tokenizer name), so sample i differs from the default's sample i only by the variant.
+    seed_name = config_name(tok.name)
+    config = variant_config(seed_name, variant_of(cfg))
     mode = tok.default_mode()
-    ctx = BuildContext(tok, config, cfg.seed, cfg.sources_dir)
-    worker = Worker(ctx, mode, exact_counts=cfg.exact_counts)
+    ctx = BuildContext(tok, seed_name, cfg.seed, cfg.sources_dir, depth_bins=cfg.depth_bins)
+    worker = Worker(ctx, mode, exact_counts=cfg.exact_counts, config=config)
     units = plan_units(cfg)
     resolve_sources(ctx, units)
 

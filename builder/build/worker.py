@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import ExactCounter, PieceCounter
+from ruler.builder.depths import bin_miss
 from ruler.builder.errors import RulerError
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.hashing import file_sha256
@@ -34,10 +35,13 @@ Row = tuple[dict[str, Any], bytes, int, bool]
 
 
 class Worker:
-    """Fits samples of one build (one tokenizer, seed and prompt mode)."""
+    """Fits samples of one build (one tokenizer, seed and prompt mode) for dataset config
+    `config` (default: the tokenizer's config; a variant's differs, its seeds do not)."""
 
-    def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False):
+    def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False,
+                 config: str | None = None):
         self.ctx, self.mode, self.exact_counts = ctx, mode, exact_counts
+        self.config = config or ctx.tokenizer_name
         self.exact = ExactCounter(ctx.tokenizer, mode)
         self.fast = self.exact if exact_counts else PieceCounter(ctx.tokenizer, mode)
         self._generators: dict[tuple[str, int], TaskGenerator] = {}
@@ -47,7 +51,7 @@ class Worker:
     def __reduce__(self):
         # Sent to a spawned process: the context (its tokenizer as a load recipe, resources
         # dropped), not the caches, which the new process fills again.
-        return Worker, (self.ctx, self.mode, self.exact_counts)
+        return Worker, (self.ctx, self.mode, self.exact_counts, self.config)
 
     def generator(self, task: str, L: int) -> TaskGenerator:
         key = (task, L)
@@ -106,13 +110,22 @@ class Worker:
         gold, (c0, c1) = marks[:-2], marks[-2:]
         spec = gen.spec
         row = {
-            "tokenizer": self.ctx.tokenizer_name, "task": task, "max_seq_length": L,
+            "tokenizer": self.config, "task": task, "max_seq_length": L,
             "index": index, "input": d.input, "answer_prefix": d.answer_prefix,
             "outputs": list(d.outputs), "length": fitted.length,
             "tokens_to_generate": spec.tokens_to_generate, "metric": spec.metric,
             "gold_token_positions": gold,
             "gold_depths": [(p - c0) / max(1, c1 - c0) for p in gold], "haystack_size": d.size,
         }
+        swept = gen.depth_bin(index)
+        if swept is not None:
+            # Placement aims by the units' own token counts; the row records in-context
+            # positions. A row outside its bin must never be written.
+            miss = bin_miss(spec.family.name, row["gold_depths"], index, swept.bins)
+            if miss:
+                raise RulerError(f"task {task}, L={L}, sample {index}: {miss}; the gold item "
+                                 f"cannot be placed in this bin at this length (use fewer "
+                                 f"--depths or a longer length)")
         return row, canonical_row_bytes(row), fitted.probes, counted_exactly
 
     def build_file(self, out: Path, config: str, job: FileJob, samples: int,

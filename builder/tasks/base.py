@@ -14,6 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
+from ruler.builder.depths import SWEPT_FAMILIES, DepthBin, sample_bin
 from ruler.builder.tasks.catalog import TaskSpec
 
 if TYPE_CHECKING:
@@ -149,6 +150,14 @@ class TaskGenerator(ABC):
 
     def check_samples(self, num_samples: int) -> None:
         """Raise RulerError if the sources cannot supply `num_samples` samples."""
+
+    def depth_bin(self, index: int) -> DepthBin | None:
+        """The bin sample `index`'s gold items go in, in a depth-swept build (`ctx.depth_bins`);
+        None where upstream's placement applies."""
+        bins = self.ctx.depth_bins
+        if bins is None or self.spec.family.name not in SWEPT_FAMILIES:
+            return None
+        return sample_bin(index, bins)
 
     @abstractmethod
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:

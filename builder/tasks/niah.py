@@ -2,7 +2,9 @@
 
 Haystacks: `essay` (words of the essay corpus, needles inserted between punkt sentences at
 depths drawn from a 40-point grid), `noise` (copies of the noise block) and `needle`
-(distractor needles), both with needles inserted as lines at random positions.
+(distractor needles), both with needles inserted as lines at random positions. In a
+depth-swept build the queried needles go in the sample's depth bin instead
+(builder.tasks.placement); the other needles are placed as upstream places them.
 """
 
 from __future__ import annotations
@@ -14,15 +16,14 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from ruler.builder.depths import DEPTHS, DepthBin
 from ruler.builder.essays import EssayCorpus, build_corpus
 from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.noise import NOISE_SENTENCE
+from ruler.builder.tasks.placement import essay_gold_cuts, line_gold_slots, token_weights
+from ruler.builder.tasks.sampling import permutation_prefix
 from ruler.builder.words import AdjectiveNounKeys
-
-#: np.round(np.linspace(0, 100, num=40)).astype(int): upstream's needle depths (in percent).
-DEPTHS = (0, 3, 5, 8, 10, 13, 15, 18, 21, 23, 26, 28, 31, 33, 36, 38, 41, 44, 46, 49, 51, 54,
-          56, 59, 62, 64, 67, 69, 72, 74, 77, 79, 82, 85, 87, 90, 92, 95, 97, 100)
 
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
 _NEEDLE_RE = re.compile(r"One of the special magic (\w+) for (.+?) is: (.+?)\.(?=\n| |$)")
@@ -144,13 +145,16 @@ class NiahGenerator(TaskGenerator):
         owners = [i for i, vs in enumerate(values) for _ in vs]
         order = self.needle_order
         needles, owners = [needles[i] for i in order], [owners[i] for i in order]
+        gold_needles = [j for j, owner in enumerate(owners) if owner in queried]
+        swept = self.depth_bin(index)
 
         opened = None
         if self.haystack == "essay":
-            units, opened, starts = self._essay_units(rng, size, needles)
+            units, opened, starts = self._essay_units(rng, size, needles, gold_needles, swept)
             sep = " "
         else:
-            units, sep, starts = self._line_units(rng, size, needles, taken)
+            units, sep, starts = self._line_units(rng, size, needles, taken, gold_needles,
+                                                  swept)
 
         template, prefix, type_v = self.spec.family.template, self.spec.family.answer_prefix, self.type_v
         if self.num_q * self.num_v == 1:
@@ -173,44 +177,85 @@ class NiahGenerator(TaskGenerator):
             refine=_split_needle if self.haystack == "needle" else None,
         )
 
-    def _essay_units(self, rng, size, needles) -> tuple[list[str], list[str], list[int]]:
+    def _essay_units(self, rng, size, needles, gold_needles: list[int],
+                     swept: DepthBin | None) -> tuple[list[str], list[str], list[int]]:
         """Sentences with the needles between them (space-joined), " " + each unit but the
-        first, and the needles' offsets.
+        first, and each needle's offset.
 
-        A needle at depth 0 (or two at one depth) leaves an empty run of sentences, which
-        upstream's join keeps as a doubled space; the empty unit keeps it here too.
+        Upstream puts needle j before sentence cut j, the j-th smallest of the cuts of
+        distinct grid depths. A needle at depth 0 (or two at one cut) leaves an empty run of
+        sentences, which upstream's join keeps as a doubled space; the empty unit keeps it here
+        too.
         """
         sents, spaced = self.corpus.prefix_sentences_spaced(size)
-        cuts = sorted(int(len(sents) * (d / 100)) for d in rng.sample(DEPTHS, len(needles)))
-        bounds = [0, *cuts, len(sents)]
+        if swept is None:
+            cuts = sorted(int(len(sents) * (d / 100)) for d in rng.sample(DEPTHS, len(needles)))
+        else:
+            cuts = self._swept_cuts(rng, sents, needles, gold_needles, swept)
+        placed = sorted(range(len(needles)), key=lambda j: (cuts[j], j))
+        bounds = [0, *(cuts[j] for j in placed), len(sents)]
         units: list[str] = []
         opened: list[str] = []
-        starts, pos = [], 0
+        starts, pos = [0] * len(needles), 0
         for i in range(1, len(bounds)):
             a, b = bounds[i - 1], bounds[i]
             units.extend(sents[a:b] if b > a else [""])
             opened.extend(spaced[a:b] if b > a else [" "])
             pos += sum(map(len, sents[a:b])) + max(b - a, 1)  # the run and the space after it
             if i - 1 < len(needles):
-                units.append(needles[i - 1])
-                opened.append(" " + needles[i - 1])
-                starts.append(pos)
-                pos += len(needles[i - 1]) + 1
+                j = placed[i - 1]
+                units.append(needles[j])
+                opened.append(" " + needles[j])
+                starts[j] = pos
+                pos += len(needles[j]) + 1
         return units, opened[1:], starts
 
-    def _line_units(self, rng, size, needles, taken) -> tuple[list[str], str, list[int]]:
+    def _swept_cuts(self, rng, sents, needles, gold_needles: list[int],
+                    swept: DepthBin) -> list[int]:
+        """Each needle's cut in a depth-swept sample: the other needles at distinct grid
+        points drawn as upstream draws them (the j-th smallest cut to the j-th of them), then
+        the gold needles at grid points inside the bin."""
+        others = [j for j in range(len(needles)) if j not in set(gold_needles)]
+        points = rng.sample(DEPTHS, len(others))
+        other_cuts = sorted(int(len(sents) * (d / 100)) for d in points)
+        weigh = token_weights(self.ctx)
+        gold_cuts = essay_gold_cuts(
+            weigh(sents), swept, weigh([needles[j] for j in gold_needles]),
+            list(zip(other_cuts, weigh([needles[j] for j in others]))), set(points))
+        cuts = [0] * len(needles)
+        for j, c in [*zip(gold_needles, gold_cuts), *zip(others, other_cuts)]:
+            cuts[j] = c
+        return cuts
+
+    def _line_units(self, rng, size, needles, taken, gold_needles: list[int],
+                    swept: DepthBin | None) -> tuple[list[str], str, list[int]]:
         if self.haystack == "noise":
             lines = [NOISE_SENTENCE] * size
         else:  # distractor needles with fresh keys, never equal to a real key
             lines = self._distractors(rng, size, taken)
-        slots = sorted(rng.sample(range(size), len(needles)), reverse=True)
-        for slot, j in zip(slots, range(len(needles))):
-            lines.insert(slot, needles[j])
-        # Needle j went in at slots[j]; each later insert (at a smaller slot) shifted it by one.
-        at = [slot + len(needles) - 1 - j for j, slot in enumerate(slots)]
-        ends = list(itertools.accumulate(len(line) + 1 for line in lines))
+        if swept is None:  # needle j goes in before line slots[j] (slots descending)
+            slots = sorted(rng.sample(range(size), len(needles)), reverse=True)
+        else:  # the other needles at random lines as upstream, then the gold ones
+            others = [j for j in range(len(needles)) if j not in set(gold_needles)]
+            other_slots = permutation_prefix(rng, size, len(others))
+            weigh = token_weights(self.ctx)
+            gold_slots = line_gold_slots(
+                weigh(lines), swept, weigh([needles[j] for j in gold_needles]),
+                list(zip(other_slots, weigh([needles[j] for j in others]))))
+            slots = [0] * len(needles)
+            for j, slot in [*zip(gold_needles, gold_slots), *zip(others, other_slots)]:
+                slots[j] = slot
+        out: list[str] = []
+        at, prev = [0] * len(needles), 0
+        for j in sorted(range(len(needles)), key=lambda j: (slots[j], j)):
+            out.extend(lines[prev:slots[j]])
+            at[j] = len(out)
+            out.append(needles[j])
+            prev = slots[j]
+        out.extend(lines[prev:])
+        ends = list(itertools.accumulate(len(line) + 1 for line in out))
         starts = [ends[i - 1] if i else 0 for i in at]
-        return lines, "\n", starts
+        return out, "\n", starts
 
     def _distractors(self, rng: random.Random, size: int, taken: set[str]) -> list[str]:
         """`size` distractor lines drawn from `rng` (which is left just after them).
@@ -263,14 +308,30 @@ class _DistractorMemo:
     checkpoints: list[tuple] = field(default_factory=list)  # state before line _CHECKPOINT * i
 
 
-def check_row(row: Mapping) -> str | None:
-    """The queried keys' values, read from the needles in the input, equal `outputs`."""
-    text = row["input"]
+def _queried_keys(text: str) -> list[str] | None:
     question = text.rsplit("\n", 1)[-1]
     m = re.search(r" for (.+) mentioned in the provided text\?$", question)
     if not m:
+        return None
+    return re.split(r", and |, ", m.group(1)) if ", " in m.group(1) else [m.group(1)]
+
+
+def gold_values_in_order(row: Mapping) -> list[str] | None:
+    """The values of the queried needles in the order the needles appear in the input (the
+    order of the row's gold positions), or None when they cannot be read off."""
+    keys = _queried_keys(row["input"])
+    if keys is None:
+        return None
+    wanted = set(keys)
+    return [m.group(3) for m in _NEEDLE_RE.finditer(row["input"]) if m.group(2) in wanted]
+
+
+def check_row(row: Mapping) -> str | None:
+    """The queried keys' values, read from the needles in the input, equal `outputs`."""
+    text = row["input"]
+    keys = _queried_keys(text)
+    if keys is None:
         return "cannot find the question line"
-    keys = re.split(r", and |, ", m.group(1)) if ", " in m.group(1) else [m.group(1)]
     found: dict[str, list[str]] = {}
     for _, key, value in _NEEDLE_RE.findall(text):
         found.setdefault(key, []).append(value)

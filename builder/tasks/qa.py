@@ -11,6 +11,10 @@ Upstream (`qa.py`):
   the number of documents, so the gold document sits in the same slot for every sample with
   that many documents. Reproduced here with the build seed, to keep upstream's positions;
 - documents are written "Document i:\\n<text>" joined by a blank line.
+
+In a depth-swept build the gold documents leave their slots and go, as one block, where their
+starts lie in the sample's depth bin (builder.tasks.placement); the other documents keep
+upstream's order.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.depths import DepthBin
 from ruler.builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
+from ruler.builder.tasks.placement import document_order, token_weights
 from ruler.builder.tasks.sampling import permutation_prefix
 
 DOCUMENT = "Document {i}:\n{document}"
@@ -192,9 +198,12 @@ class QAGenerator(TaskGenerator):
         chosen = self._documents(q, rng, size)
         perm = fixed_permutation(self.ctx.seed, len(chosen))
         ordered = [chosen[p] for p in perm]
+        headers = self._headers(len(ordered))
+        swept = self.depth_bin(index)
+        if swept is not None:
+            ordered = self._gold_block_in(swept, ordered, q.gold, headers)
         head, tail = template_ends(self.family.template, query=q.query)
         docs, cut_before = self.data.docs, self.data.clean_start
-        headers = self._headers(len(ordered))
         # The text is head + "\n\n".join("Document i:\n" + doc) + tail, cut into pieces after
         # each separator and, where the document starts with a non-space, after its header.
         pieces, gold, pos = [head], [], len(head)
@@ -219,6 +228,24 @@ class QAGenerator(TaskGenerator):
         return Draft(input=text, answer_prefix=self.family.answer_prefix, outputs=q.outputs,
                      gold_spans=tuple(gold), context_span=(len(head), len(text) - len(tail)),
                      size=size, pieces=tuple(pieces))
+
+    def _gold_block_in(self, swept: DepthBin, ordered: list[int], gold: frozenset[int],
+                       headers: list[str]) -> list[int]:
+        """`ordered` with its gold documents moved, as one block (shortest first, so a long
+        one does not push the next out of the bin), to where their starts lie in `swept`
+        (see placement.document_order)."""
+        docs = self.data.docs
+        weigh = token_weights(self.ctx)
+        n = len(ordered)
+        weight = dict(zip(ordered, weigh([docs[d] for d in ordered])))
+        rest = [d for d in ordered if d not in gold]
+        block = sorted((d for d in ordered if d in gold), key=lambda d: weight[d])
+        separator = weigh([DOC_SEPARATOR])[0]
+        fixed = [w + (separator if k < n - 1 else 0) for k, w in enumerate(weigh(headers[:n]))]
+        order, j = document_order([weight[d] for d in rest], [weight[d] for d in block],
+                                  fixed, swept)
+        rest = [rest[i] for i in order]
+        return [*rest[:j], *block, *rest[j:]]
 
 
 # --- answer check ---------------------------------------------------------------------------

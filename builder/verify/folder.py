@@ -10,6 +10,8 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FORMAT_VERSION, MANIFEST_NAME, data_path
+from ruler.builder.tokenizer_registry import config_name
+from ruler.builder.variants import variant_config
 from ruler.builder.verify.findings import Problem
 from ruler.cards.render import configs_yaml
 
@@ -92,6 +94,12 @@ def build_problems(config: str, build: Mapping[str, Any],
     if bool(build.get("official")) != official:
         problems.append(Problem(where, f"`official` is {build.get('official')}, but tokenizer "
                                        f"pinned and official sources give {official}"))
+    variant = build.get("variant") or {}
+    if variant or build.get("identity", {}).get("variant"):
+        named = variant_config(config_name(str(build["tokenizer"].get("name"))), variant)
+        if named != config or build.get("identity", {}).get("variant") != variant:
+            problems.append(Problem(where, f"variant {variant} does not match the config name "
+                                           f"(expected {named!r}) or the build identity"))
     return problems
 
 

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
+from ruler.builder.depths import SWEPT_FAMILIES, bin_miss
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA
@@ -26,9 +27,12 @@ class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
     def __init__(self, res: FileResult, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                 retokenize: set[int]):
+                 retokenize: set[int], depth_bins: int | None = None):
         self.res, self.tokenizer, self.mode, self.retokenize = res, tokenizer, mode, retokenize
         spec = TASKS.get(entry["task"])
+        # A depth-swept config: row i's gold must lie in bin i mod depth_bins.
+        self.family = spec.family.name if spec is not None else None
+        self.depth_bins = depth_bins if self.family in SWEPT_FAMILIES else None
         self.expected = {"tokenizer": entry["config"], "task": entry["task"],
                          "max_seq_length": entry["max_seq_length"]}
         if spec is not None:
@@ -55,6 +59,10 @@ class RowChecker:
         if why:
             self.answers_ok = False
             self.res.problems.append(Problem(path, f"answer not recoverable: {why}", row=i))
+        miss = self.depth_bins and bin_miss(self.family, row["gold_depths"], i, self.depth_bins)
+        if miss:
+            self.answers_ok = False
+            self.res.problems.append(Problem(path, miss, row=i))
         if self.tokenizer is not None and self.mode is not None and i in self.retokenize:
             got = self.tokenizer.prompt_length(row["input"], row["answer_prefix"],
                                                mode=self.mode) + row["tokens_to_generate"]
@@ -65,7 +73,8 @@ class RowChecker:
 
 
 def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                full: bool = False, sample: int = DEFAULT_SAMPLE) -> FileResult:
+                full: bool = False, sample: int = DEFAULT_SAMPLE,
+                depth_bins: int | None = None) -> FileResult:
     res = FileResult(rel)
     path = out / rel
     if not path.is_file():
@@ -88,7 +97,7 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
         res.problems.append(Problem(rel, f"schema differs from ROW_SCHEMA: {schema}"))
         return res
     n = parquet.metadata.num_rows
-    check = RowChecker(res, entry, tokenizer, mode, sample_indices(n, full, sample))
+    check = RowChecker(res, entry, tokenizer, mode, sample_indices(n, full, sample), depth_bins)
 
     def rows():
         i = 0

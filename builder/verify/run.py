@@ -8,7 +8,8 @@ Checks, per split file listed in `manifest.json`:
             metric equal the task catalog, and `length <= L`;
   tokens  - a sample of rows (every row with `full=True`) re-tokenized with the build's
             tokenizer gives exactly the stored `length`;
-  answers - each row's `outputs` can be read off its `input` (`ruler.builder.tasks.checks`).
+  answers - each row's `outputs` can be read off its `input` (`ruler.builder.tasks.checks`),
+            and in a depth-swept config (`--depths N`) row i's gold depths lie in bin i mod N.
 Folder-wide: no Parquet file outside the manifest, each build entry agrees with its files and
 its `official` flag with its tokenizer and sources, the tokenizer loaded here is the recorded
 one, the card's `configs` equal the manifest's, and `datasets.load_dataset` reads every config
@@ -46,10 +47,10 @@ class FileChecks:
 
     def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileResult:
         rel, entry = job
-        config = entry.get("config")
-        return verify_file(self.out, rel, entry, self.tokenizers.get(config),
-                           self.builds.get(config, {}).get("prompt_mode"), self.full,
-                           self.sample)
+        build = self.builds.get(entry.get("config"), {})
+        return verify_file(self.out, rel, entry, self.tokenizers.get(entry.get("config")),
+                           build.get("prompt_mode"), self.full, self.sample,
+                           (build.get("variant") or {}).get("depth_bins"))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer

@@ -1,0 +1,201 @@
+"""Where a depth-swept sample's gold items go (`ruler build --depths N`): pure functions.
+
+Each function picks positions for the gold items so that their depth lies inside the sample's
+bin, as close to the bin's centre as the haystack's own grid allows; everything else (other
+needles, distractors, document choice) stays as upstream places it. Depth here is measured by
+the token counts of the units taken alone (`TokenWeights`), a close proxy for the in-context
+token depth the row records; characters are not (a QA document of digits or non-Latin text has
+several times the tokens per character of prose). The worker checks every row's recorded
+depth, so a miss is an error, never a wrong row.
+
+- essay haystacks: the points of upstream's 40-point depth grid (not taken by the other
+  needles) whose sentence cut falls inside the bin, nearest the centre first (several gold
+  needles take several points, and share the best ones when the bin has too few);
+- line haystacks (noise, distractor needles): the line nearest the bin's centre;
+- documents (qa): the gold documents as one block, shortest first, at the slot whose start
+  lies in the bin nearest its centre (a distractor document spanning the whole bin moves to
+  the far end of the context first). The block's start is the row's first gold depth: a
+  document is found where it is read from, and HotpotQA's two supporting documents together
+  can be longer than a bin.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Sequence
+
+from ruler.builder.depths import DEPTHS, DepthBin
+from ruler.builder.tokenizer import Tokenizer
+
+#: Positions within this fraction of a bin's width of its inner edges are used only when no
+#: other is inside: the in-context token depth may differ slightly from the units' own counts.
+EDGE_MARGIN = 0.05
+
+
+class TokenWeights:
+    """Token counts of texts taken alone, each counted once per process."""
+
+    MAX_CACHED = 500_000
+
+    def __init__(self, tokenizer: Tokenizer):
+        self._tok = tokenizer
+        self._counts: dict[str, int] = {}
+
+    def __call__(self, texts: Sequence[str]) -> list[int]:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._counts]
+        if missing:
+            if len(self._counts) + len(missing) > self.MAX_CACHED:
+                self._counts.clear()
+            self._counts.update(zip(missing, self._tok.count_batch(missing)))
+        return [self._counts[t] for t in texts]
+
+
+def token_weights(ctx) -> TokenWeights:
+    """The build context's TokenWeights (one per process, shared by the generators)."""
+    return ctx.resource("placement-token-weights", lambda: TokenWeights(ctx.tokenizer))
+
+
+def _bounds(bin: DepthBin, margin: float) -> tuple[float, float]:
+    """The bin's interval shrunk by `margin` at its inner edges (nothing lies below depth 0 or
+    above 1, so the outer edges need none)."""
+    lo = bin.lo + margin if bin.index > 0 else float("-inf")
+    hi = bin.hi - margin if bin.index < bin.bins - 1 else float("inf")
+    return lo, hi
+
+
+def _ranked(spans: dict, bin: DepthBin, count: int) -> list:
+    """Keys of `spans` ((first, last) depth a key's gold items may take) inside the bin,
+    nearest the centre first: those away from its edges (`count` of them if there are, else
+    the fewer, to be shared), else those merely inside it."""
+    levels = []
+    for m in (EDGE_MARGIN * bin.width, 0.0):
+        lo, hi = _bounds(bin, m)
+        inside = [k for k, (a, b) in spans.items() if lo <= a and b < hi]
+        levels.append(sorted(inside, key=lambda k: (abs(sum(spans[k]) / 2 - bin.centre), k)))
+    return next((keys for keys in levels if keys), [])
+
+
+class _Context:
+    """Depths in a haystack of weighted units with needles inserted at cuts (a needle at
+    cut c goes in before unit c): the weight before each cut, over the whole context's."""
+
+    def __init__(self, weights: Sequence[int], gold: Sequence[int],
+                 others: Sequence[tuple[int, int]]):
+        self.n = len(weights)
+        self.before = [0, *itertools.accumulate(weights)]
+        self.others = sorted(others)
+        self.total = max(1, self.before[-1] + sum(gold) + sum(w for _, w in others))
+        self.cluster = sum(gold) - min(gold, default=0)  # gold needles that may come first
+
+    def span(self, c: int) -> tuple[float, float]:
+        """The depths a gold needle at cut c may take: with none or all of the other gold
+        needles before it."""
+        at = self.before[c] + sum(w for oc, w in self.others if oc < c)
+        return at / self.total, (at + self.cluster) / self.total
+
+    def nearest(self, bin: DepthBin) -> int:
+        return min(range(self.n + 1), key=lambda c: (abs(sum(self.span(c)) / 2 - bin.centre), c))
+
+
+def essay_gold_cuts(weights: Sequence[int], bin: DepthBin, gold: Sequence[int],
+                    others: Sequence[tuple[int, int]], taken: set[int]) -> list[int]:
+    """Sentence cuts (needle before sentence c) for the gold needles, ascending.
+
+    Args:
+        weights: per sentence, its weight.
+        bin: the bin the gold needles go in.
+        gold: the gold needles' weights.
+        others: (cut, weight) of the other needles, already placed.
+        taken: the grid points the other needles use (upstream never puts two needles at
+            one grid point; gold needles share a point only when the bin has too few).
+
+    A grid point d cuts at sentence int(S * d / 100), as upstream; a needle's depth is the
+    share of the context's weight (sentences and needles) before it. A point qualifies when
+    a gold needle there stays in the bin even with the other gold needles before it. With no
+    grid point inside the bin (a haystack of a few sentences), the sentence boundary nearest
+    the centre is used, off the grid.
+    """
+    ctx = _Context(weights, gold, others)
+    cut_of = {d: int(ctx.n * d / 100) for d in DEPTHS if d not in taken}
+    ranked = _ranked({d: ctx.span(c) for d, c in cut_of.items()}, bin, len(gold))
+    if ranked:
+        return sorted(cut_of[ranked[i % len(ranked)]] for i in range(len(gold)))
+    return [ctx.nearest(bin)] * len(gold)
+
+
+def line_gold_slots(weights: Sequence[int], bin: DepthBin, gold: Sequence[int],
+                    others: Sequence[tuple[int, int]]) -> list[int]:
+    """Slots (a needle goes in before haystack line s) for the gold needles: the line whose
+    depth is nearest the bin's centre, all of them there (consecutive lines).
+
+    Args as `essay_gold_cuts`, with lines for sentences and any line for a grid point.
+    """
+    ctx = _Context(weights, gold, others)
+    taken = {c for c, _ in others}
+    free = [c for c in range(ctx.n) if c not in taken]  # as upstream: before one of the lines
+    slot = min(free, key=lambda c: (abs(sum(ctx.span(c)) / 2 - bin.centre), c))
+    return [slot] * len(gold)
+
+
+def document_order(rest: Sequence[int], block: Sequence[int], fixed: Sequence[int],
+                   bin: DepthBin) -> tuple[list[int], int]:
+    """Where a block of gold documents goes among the others: the others' order (indices
+    into `rest`, upstream's order unless a document had to move) and the block's slot j in it.
+
+    Args:
+        rest: weights (token counts) of the other documents, in upstream's order.
+        block: weights of the block's documents, in order.
+        fixed: per position k of the final list (len(rest) + len(block) of them), the
+            weight it adds whatever document it holds (its "Document k:" header and the
+            separator after it, if any).
+        bin: the bin the block's first document must start in.
+
+    A document starts where its header starts. The slot puts the block's start in the bin,
+    away from its edges, nearest the centre. When no slot can because one other document
+    straddles the bin (the block before it starts too early, after it too late), that
+    document moves to the far end of the context (the end for a bin in the first half, else
+    the start) and the slot is sought again. Only then are the bin's edges allowed; when no
+    slot is in the bin at all (a block longer than the last bin), the nearest one is taken
+    (the worker then reports the miss).
+    """
+    upstream = list(range(len(rest)))
+    for margin in (EDGE_MARGIN * bin.width, 0.0):
+        order = list(upstream)
+        for _ in range(len(rest) + 1):
+            j, straddling = _block_slot([rest[i] for i in order], block, fixed, bin, margin)
+            if j is not None:
+                return order, j
+            if straddling is None:
+                break
+            moved = order.pop(straddling)
+            if bin.centre < 0.5:
+                order.append(moved)
+            else:
+                order.insert(0, moved)
+    starts = _block_starts(rest, block, fixed)
+    return upstream, min(range(len(starts)), key=lambda j: (abs(starts[j] - bin.centre), j))
+
+
+def _block_starts(rest: Sequence[int], block: Sequence[int], fixed: Sequence[int]) -> list[float]:
+    """Per slot j, the depth at which the block starts."""
+    n = len(rest) + len(block)
+    fixed_before = [0, *itertools.accumulate(fixed[:n])]
+    rest_before = [0, *itertools.accumulate(rest)]
+    total = max(1, fixed_before[n] + rest_before[-1] + sum(block))
+    return [(fixed_before[j] + rest_before[j]) / total for j in range(len(rest) + 1)]
+
+
+def _block_slot(rest: Sequence[int], block: Sequence[int], fixed: Sequence[int],
+                bin: DepthBin, margin: float) -> tuple[int | None, int | None]:
+    """(the slot nearest the centre whose start lies in the bin shrunk by `margin`, None) or,
+    when there is none, (None, the position of the other document that straddles the bin,
+    or None when none does)."""
+    starts = _block_starts(rest, block, fixed)
+    lo, hi = _bounds(bin, margin)
+    fits = [j for j, x in enumerate(starts) if lo <= x < hi]
+    if fits:
+        return min(fits, key=lambda j: (abs(starts[j] - bin.centre), j)), None
+    for j in range(len(rest)):
+        if starts[j] < lo and starts[j + 1] >= hi:
+            return None, j
+    return None, None

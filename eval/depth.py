@@ -1,0 +1,146 @@
+"""Score by depth: where the answered rows' gold items sit in the context, and whether the
+prediction found each one.
+
+Every answered row gives one or more items (depth, score in 0..1), from its recorded
+`gold_depths`, so this works on any build (a depth-swept one puts the same number of rows in
+every bin; a default one samples depths as upstream does):
+
+- niah rows: one item per queried needle, at that needle's depth, scored by whether the
+  prediction holds that needle's value (upstream's `string_match_all` is the mean of these
+  per-needle hits, so a multi-value or multi-query row counts each needle where it sits);
+- other rows with gold positions (qa: gold documents; vt: the chain's lines): one item at the
+  depth of the first gold item, scored with the row's own metric (qa's `string_match_part`
+  has no per-document hit; a vt chain is found as a whole);
+- rows without gold positions (cwe, fwe) give none.
+
+`depth_table` bins the items (bin b of N: depths in [b/N, (b+1)/N), `ruler.builder.depths`)
+per task and length; cells with fewer than `min_samples` items are flagged, never hidden.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from ruler.builder.depths import bin_of
+from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.niah import gold_values_in_order
+from ruler.eval.metrics import ROW_METRICS, postprocess_pred, row_match_all
+
+#: Bins of a report on a build that was not depth-swept (a swept one uses its own N).
+DEFAULT_DEPTH_BINS = 10
+#: A cell scored on fewer items than this is marked in tables and plots.
+DEFAULT_MIN_SAMPLES = 5
+#: Decimals kept of a depth in scores.json (bins are at least 1/20 wide).
+DEPTH_DECIMALS = 6
+
+Item = tuple[float, float]  # (depth in [0, 1], score in [0, 1])
+
+
+def row_items(row: Mapping[str, Any], prediction: str) -> list[Item]:
+    """The (depth, score) items of one answered row; see the module docstring."""
+    depths = list(row.get("gold_depths") or ())
+    if not depths:
+        return []
+    pred = postprocess_pred(prediction)
+    spec = TASKS.get(row["task"])
+    if spec is not None and spec.family.name == "niah":
+        values = gold_values_in_order(row) if len(depths) > 1 else list(row["outputs"])
+        if values is not None and len(values) == len(depths):
+            return [(d, row_match_all(pred, [v])) for d, v in zip(sorted(depths), values)]
+    return [(min(depths), ROW_METRICS[row["metric"]](pred, list(row["outputs"])))]
+
+
+def compact(items: Iterable[Item]) -> list[list[float]]:
+    """Items as scores.json stores them."""
+    return [[round(d, DEPTH_DECIMALS), s] for d, s in items]
+
+
+@dataclass(frozen=True)
+class DepthCell:
+    """One (task, length, depth bin) cell."""
+
+    bin: int
+    lo: float
+    hi: float
+    score: float | None  # mean item score x 100; None without items
+    n: int  # items scored
+    too_few: bool  # n < min_samples (for a task group: any member's cell)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def bin_cells(items: Sequence[Sequence[float]], bins: int, min_samples: int) -> list[DepthCell]:
+    """The items of one (task, length) in `bins` cells."""
+    sums, counts = [0.0] * bins, [0] * bins
+    for depth, score in items:
+        b = bin_of(depth, bins)
+        sums[b] += score
+        counts[b] += 1
+    return [DepthCell(b, b / bins, (b + 1) / bins,
+                      100 * sums[b] / counts[b] if counts[b] else None, counts[b],
+                      counts[b] < min_samples)
+            for b in range(bins)]
+
+
+def group_cells(members: Sequence[Sequence[DepthCell]], bins: int) -> list[DepthCell]:
+    """Cells of a task group (all niah tasks): per bin, the plain mean of the members' scores
+    (each task weighs the same, as RULER averages tasks); flagged when any member's cell is
+    flagged or empty."""
+    out = []
+    for b in range(bins):
+        cells = [m[b] for m in members]
+        scores = [c.score for c in cells if c.score is not None]
+        out.append(DepthCell(b, b / bins, (b + 1) / bins,
+                             sum(scores) / len(scores) if scores else None,
+                             sum(c.n for c in cells),
+                             any(c.too_few or c.score is None for c in cells)))
+    return out
+
+
+@dataclass
+class DepthTables:
+    """Score by depth bin for every task and length that has items, and for all niah tasks."""
+
+    bins: int
+    min_samples: int
+    tasks: list[str]
+    lengths: list[int]
+    cells: dict[str, dict[int, list[DepthCell]]]  # task -> length -> bins
+    niah: dict[int, list[DepthCell]]  # length -> bins (empty without niah tasks)
+    niah_tasks: list[str]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "bins": self.bins, "min_samples": self.min_samples,
+            "edges": [b / self.bins for b in range(self.bins + 1)],
+            "task_order": self.tasks, "lengths": self.lengths,
+            "tasks": {t: {str(L): [c.as_json() for c in by_bin] for L, by_bin in by_L.items()}
+                      for t, by_L in self.cells.items()},
+            "niah": {str(L): [c.as_json() for c in by_bin] for L, by_bin in self.niah.items()},
+            "niah_tasks": self.niah_tasks,
+        }
+
+
+def depth_table(items: Mapping[str, Sequence[Sequence[float]]], bins: int,
+                min_samples: int = DEFAULT_MIN_SAMPLES) -> DepthTables:
+    """Bin `items` ("task/L" -> [[depth, score], ...], as in scores.json)."""
+    order = {t: i for i, t in enumerate(TASKS)}
+    cells: dict[str, dict[int, list[DepthCell]]] = {}
+    for key, cell_items in items.items():
+        if not cell_items:
+            continue
+        task, L = key.rsplit("/", 1)
+        cells.setdefault(task, {})[int(L)] = bin_cells(cell_items, bins, min_samples)
+    tasks = sorted(cells, key=lambda t: (order.get(t, 99), t))
+    cells = {t: dict(sorted(cells[t].items())) for t in tasks}
+    lengths = sorted({L for by_L in cells.values() for L in by_L})
+    niah_tasks = [t for t in tasks if t in TASKS and TASKS[t].family.name == "niah"]
+    niah = {}
+    for L in lengths:
+        members = [cells[t][L] if L in cells[t] else bin_cells([], bins, min_samples)
+                   for t in niah_tasks]
+        if members:
+            niah[L] = group_cells(members, bins)
+    return DepthTables(bins, min_samples, tasks, lengths, cells, niah, niah_tasks)
