@@ -3,8 +3,8 @@
 Prints figures; asserts nothing. Builds the default config and the `--depths N` variant of
 the swept tasks (niah_*, qa_1, qa_2) into one folder, then per task and length:
 rows per depth bin (min..max, from the rows' recorded gold_depths), whether every row's
-depths are in its bin, the smallest margin of a gold depth to its bin's inner edges (in bin
-widths), the fill (length / L) of both configs, and the build seconds of both.
+placed depths (every queried needle; qa: the gold block's start) are in its bin, the smallest
+margin of a placed depth to its bin's inner edges (in bin widths), the fill (length / L) of both configs, and the build seconds of both.
 
     python -m benchmarks.depth_sweep --tokenizer llama-3.1 --lengths 4096,16384 --samples 100
     python -m benchmarks.depth_sweep --tokenizer gpt-4o --depths 20 --samples 40 --no-default
@@ -22,7 +22,8 @@ import pyarrow.parquet as pq
 
 from ruler.builder.build import BuildConfig, run_build
 from ruler.builder.cli_build import parse_lengths, parse_tasks
-from ruler.builder.depths import bin_of, sample_bin, swept_tasks
+from ruler.builder.depths import bin_miss, bin_of, placed_depths, sample_bin, swept_tasks
+from ruler.builder.tasks import get_task
 
 
 def _margin(depth: float, index: int, bins: int) -> float:
@@ -73,13 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         for task in tasks:
             path = out / "data" / variant / task / f"{L}.parquet"
             rows = pq.read_table(path, columns=["index", "gold_depths"]).to_pylist()
-            per_bin = Counter(bin_of(r["gold_depths"][0], args.depths) for r in rows
-                              if r["gold_depths"])
-            inside = all(d is not None and bin_of(d, args.depths) == r["index"] % args.depths
-                         for r in rows for d in r["gold_depths"]) and all(
-                r["gold_depths"] for r in rows)
-            margin = min(_margin(d, r["index"], args.depths) for r in rows
-                         for d in r["gold_depths"])
+            family = get_task(task).family.name
+            placed = [(r["index"], placed_depths(family, r["gold_depths"])) for r in rows]
+            per_bin = Counter(bin_of(d[0], args.depths) for _, d in placed if d)
+            inside = all(bin_miss(family, r["gold_depths"], r["index"], args.depths) is None
+                         for r in rows)
+            margin = min(_margin(d, i, args.depths) for i, ds in placed for d in ds)
             worst = min(worst, margin)
             counts = [per_bin.get(b, 0) for b in range(args.depths)]
             mean, low = _fills(path)

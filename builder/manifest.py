@@ -3,7 +3,8 @@
 Layout (format_version 1):
   generator {name, version}; packages {dist: version};
   builds {<config>: {tokenizer {identity}, prompt_mode, seed, sources {id: {...}}, official,
-                     tasks, lengths, samples}};
+                     tasks, lengths, samples[, variant {field: value}]}};
+    (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants)
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
                                                 sha256, content_sha256, build_key}}
 `sha256` hashes the file bytes (stable for a pinned pyarrow); `content_sha256` hashes the rows

@@ -38,7 +38,8 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
     p.add_argument("--revision", default=None, help="Hub dataset revision (default: main)")
     p.add_argument("--tokenizer-config", required=True,
-                   help="dataset config = the tokenizer the data was built for (e.g. llama-3.1)")
+                   help="dataset config = the tokenizer the data was built for (e.g. llama-3.1), "
+                        "or one of its variants (e.g. llama-3.1--depth10)")
     p.add_argument("--model-tokenizer", default=None,
                    help="tokenizer that renders prompts (default: --model; required for "
                         "openai when --model is not a folder)")
@@ -173,6 +174,8 @@ def run_score_cmd(args: argparse.Namespace) -> int:
 def run_report_cmd(args: argparse.Namespace) -> int:
     if args.depth_bins is not None and args.depth_bins < 1:
         raise RulerError(f"--depth-bins must be >= 1, got {args.depth_bins}")
+    if args.min_depth_samples < 0:
+        raise RulerError(f"--min-depth-samples must be >= 0, got {args.min_depth_samples}")
     files = None
     if args.data:
         from ruler.eval.data import open_dataset

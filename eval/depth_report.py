@@ -67,7 +67,7 @@ def depth_markdown(t: DepthTables) -> list[str]:
         lines += _table(t.niah, t.lengths, t.bins) + [""]
     for task in t.tasks:
         lines += [f"### {task}", ""] + _table(t.cells[task], t.lengths, t.bins) + [""]
-    return lines
+    return lines[:-1]
 
 
 def depth_csv(t: DepthTables) -> str:
@@ -109,9 +109,12 @@ def heatmap_figure(cells_by_length: dict[int, list[DepthCell]], lengths: Sequenc
             text = "—" if c.score is None else f"{c.score:.0f}"
             if c.too_few:
                 ax.add_patch(Rectangle((x, c.bin), 1, 1, fill=False, hatch="///",
-                                       edgecolor="#555555", linewidth=0))
+                                       edgecolor="#333333", linewidth=0))
                 text += f"\nn={c.n}"
-            ax.text(x + 0.5, c.bin + 0.5, text, ha="center", va="center", fontsize=7)
+            r, g, b, _ = cmap(mesh.norm(c.score)) if c.score is not None else (1, 1, 1, 1)
+            dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.45  # white text on dark cells
+            ax.text(x + 0.5, c.bin + 0.5, text, ha="center", va="center", fontsize=7,
+                    color="white" if dark else "black")
     ax.set_xticks([x + 0.5 for x in range(len(lengths))], [format_length(L) for L in lengths])
     ax.set_yticks([b + 0.5 for b in range(bins)], [bin_label(b, bins) for b in range(bins)],
                   fontsize=7)

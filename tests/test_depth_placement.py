@@ -171,3 +171,14 @@ def test_needles_regex_reads_values_in_input_order():
            "outputs": ["1", "2"]}
     assert niah.gold_values_in_order(row) == ["2", "1"]
     assert niah.check_row(row) is None
+
+
+def test_a_spawned_worker_gets_the_variant_config_and_bins():
+    import pickle
+
+    from ruler.builder.build.worker import Worker
+
+    ctx = _swept("gpt-4", 10)
+    copy = pickle.loads(pickle.dumps(Worker(ctx, "base", config="gpt-4--depth10")))
+    assert copy.config == "gpt-4--depth10" and copy.ctx.depth_bins == 10
+    assert copy.ctx.tokenizer_name == "gpt-4"  # the seeds stay the default config's

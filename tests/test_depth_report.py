@@ -111,7 +111,7 @@ ITEMS = {
 
 def test_report_json_and_csv_hold_the_depth_table(tmp_path):
     (tmp_path / "scores.json").write_text(json.dumps(_scores(ITEMS, depth_bins=4)))
-    write_report(tmp_path, min_depth_samples=2)
+    write_report(tmp_path, plots=False, min_depth_samples=2)
     depth = json.loads((tmp_path / "report.json").read_text())["depth"]
     assert depth["bins"] == 4 and depth["edges"] == [0, 0.25, 0.5, 0.75, 1.0]
     assert depth["task_order"] == ["niah_single_1", "niah_multivalue", "qa_1"]  # cwe: none
@@ -180,3 +180,27 @@ def test_heatmap_png_has_one_cell_per_bin_and_length_coloured_by_its_score(tmp_p
     # the file written by the report is the same picture
     saved = mpimg.imread(folder / "niah_single_1.png")[..., :3]
     assert saved.shape == png.shape and np.abs(saved - png).max() < 1e-6
+
+
+def test_report_cli_sets_bins_and_minimum(tmp_path, capsys):
+    from ruler.cli import main
+
+    (tmp_path / "scores.json").write_text(json.dumps(_scores(ITEMS, depth_bins=4)))
+    assert main(["report", str(tmp_path), "--depth-bins", "2", "--min-depth-samples", "3",
+                 "--no-plots"]) == 0
+    depth = json.loads((tmp_path / "report.json").read_text())["depth"]
+    assert depth["bins"] == 2 and depth["min_samples"] == 3
+    assert [c["n"] for c in depth["tasks"]["niah_single_1"]["1024"]] == [3, 2]
+    assert "| 0-50% | 66.7 (3) | 50.0 (2) † |" in capsys.readouterr().out
+    assert main(["report", str(tmp_path), "--depth-bins", "0"]) == 2
+
+
+def test_readme_shows_a_small_committed_heatmap_labelled_synthetic():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    image = root / "docs" / "depth_heatmap_synthetic.png"
+    assert "](docs/depth_heatmap_synthetic.png)" in readme and "synthetic predictions" in readme
+    assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and image.stat().st_size < 150_000
+    assert "--depths 10" in readme and "--tokenizer-config llama-3.1--depth10" in readme

@@ -220,8 +220,8 @@ class NiahGenerator(TaskGenerator):
         other_cuts = sorted(int(len(sents) * (d / 100)) for d in points)
         weigh = token_weights(self.ctx)
         gold_cuts = essay_gold_cuts(
-            weigh(sents), swept, weigh([needles[j] for j in gold_needles]),
-            list(zip(other_cuts, weigh([needles[j] for j in others]))), set(points))
+            weigh(sents, ". "), swept, weigh([needles[j] for j in gold_needles], ". "),
+            list(zip(other_cuts, weigh([needles[j] for j in others], ". "))), set(points))
         cuts = [0] * len(needles)
         for j, c in [*zip(gold_needles, gold_cuts), *zip(others, other_cuts)]:
             cuts[j] = c
@@ -240,8 +240,8 @@ class NiahGenerator(TaskGenerator):
             other_slots = permutation_prefix(rng, size, len(others))
             weigh = token_weights(self.ctx)
             gold_slots = line_gold_slots(
-                weigh(lines), swept, weigh([needles[j] for j in gold_needles]),
-                list(zip(other_slots, weigh([needles[j] for j in others]))))
+                weigh(lines, ".\n"), swept, weigh([needles[j] for j in gold_needles], ".\n"),
+                list(zip(other_slots, weigh([needles[j] for j in others], ".\n"))))
             slots = [0] * len(needles)
             for j, slot in [*zip(gold_needles, gold_slots), *zip(others, other_slots)]:
                 slots[j] = slot

@@ -237,11 +237,12 @@ class QAGenerator(TaskGenerator):
         docs = self.data.docs
         weigh = token_weights(self.ctx)
         n = len(ordered)
-        weight = dict(zip(ordered, weigh([docs[d] for d in ordered])))
+        weight = dict(zip(ordered, weigh([docs[d] for d in ordered], ":\n")))
         rest = [d for d in ordered if d not in gold]
         block = sorted((d for d in ordered if d in gold), key=lambda d: weight[d])
-        separator = weigh([DOC_SEPARATOR])[0]
-        fixed = [w + (separator if k < n - 1 else 0) for k, w in enumerate(weigh(headers[:n]))]
+        separator = weigh([DOC_SEPARATOR], ".")[0]  # after a document's last sentence
+        fixed = [w + (separator if k < n - 1 else 0)
+                 for k, w in enumerate(weigh(headers[:n], DOC_SEPARATOR))]
         order, j = document_order([weight[d] for d in rest], [weight[d] for d in block],
                                   fixed, swept)
         rest = [rest[i] for i in order]
