@@ -84,11 +84,12 @@ class DepthBin:
 
 
 def placed_depths(family: str, depths: Sequence[float]) -> list[float]:
-    """The recorded depths a depth-swept build puts in the sample's bin: every queried
-    needle's (niah); the first gold document's (qa), where the block of gold documents starts
-    (the block itself may run past the bin)."""
+    """The depths a depth-swept build puts in the sample's bin, from a row's recorded ones:
+    every queried needle's (niah); for qa, the mean of the gold documents' starts (one
+    document for SQuAD; HotpotQA's two supporting documents sit side by side, and together
+    they can be longer than a bin)."""
     if family == "qa":
-        return [min(depths)] if depths else []
+        return [sum(depths) / len(depths)] if depths else []
     return list(depths)
 
 
@@ -99,7 +100,8 @@ def bin_miss(family: str, depths: Sequence[float], index: int, bins: int) -> str
     if placed and all(bin_of(d, bins) == want for d in placed):
         return None
     if family == "qa":
-        shown = f"first gold depth {round(placed[0], 4)}" if placed else "no gold depth"
+        shown = f"mean gold document depth {round(placed[0], 4)}" if placed else \
+            "no gold depth"
     else:
         shown = f"gold depths {[round(d, 4) for d in placed]}"
     return f"{shown} not in depth bin {want} of {bins} [{want / bins:g}, {(want + 1) / bins:g})"

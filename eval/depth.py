@@ -8,9 +8,11 @@ every bin; a default one samples depths as upstream does):
 - niah rows: one item per queried needle, at that needle's depth, scored by whether the
   prediction holds that needle's value (upstream's `string_match_all` is the mean of these
   per-needle hits, so a multi-value or multi-query row counts each needle where it sits);
-- other rows with gold positions (qa: gold documents; vt: the chain's lines): one item at the
-  depth of the first gold item, scored with the row's own metric (qa's `string_match_part`
-  has no per-document hit; a vt chain is found as a whole);
+- qa rows: one item at the mean depth of the gold documents (the depth a depth-swept build
+  places, `ruler.builder.depths.placed_depths`), scored with the row's `string_match_part`
+  (which has no per-document hit);
+- vt rows: one item at the depth of the chain's first line, scored with the row's metric
+  (a chain is followed as a whole);
 - rows without gold positions (cwe, fwe) give none.
 
 `depth_table` bins the items (bin b of N: depths in [b/N, (b+1)/N), `ruler.builder.depths`)
@@ -22,7 +24,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.builder.depths import bin_of
+from ruler.builder.depths import bin_of, placed_depths
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.niah import gold_values_in_order
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, row_match_all
@@ -43,12 +45,13 @@ def row_items(row: Mapping[str, Any], prediction: str) -> list[Item]:
     if not depths:
         return []
     pred = postprocess_pred(prediction)
-    spec = TASKS.get(row["task"])
-    if spec is not None and spec.family.name == "niah":
+    family = TASKS[row["task"]].family.name if row["task"] in TASKS else None
+    if family == "niah":
         values = gold_values_in_order(row) if len(depths) > 1 else list(row["outputs"])
         if values is not None and len(values) == len(depths):
             return [(d, row_match_all(pred, [v])) for d, v in zip(sorted(depths), values)]
-    return [(min(depths), ROW_METRICS[row["metric"]](pred, list(row["outputs"])))]
+    depth = placed_depths("qa", depths)[0] if family == "qa" else min(depths)
+    return [(depth, ROW_METRICS[row["metric"]](pred, list(row["outputs"])))]
 
 
 def compact(items: Iterable[Item]) -> list[list[float]]:

@@ -59,8 +59,9 @@ def depth_markdown(t: DepthTables) -> list[str]:
              f"Score (x100) of the gold items in each of {t.bins} depth bins of the context "
              f"(0% = its start), with the number of items scored in brackets; † marks cells "
              f"with fewer than {t.min_samples} items. Needle tasks count each queried needle "
-             f"at its own depth (found or not in the prediction); QA and vt rows count once, at "
-             f"their first gold item, with the row's score; cwe and fwe have no gold position.",
+             f"at its own depth (found or not in the prediction); QA rows count once, at the mean "
+             f"depth of their gold documents, and vt rows at their chain's first line, with the "
+             f"row's score; cwe and fwe have no gold position.",
              ""]
     if t.niah:
         lines += [f"### {NIAH_GROUP} ({len(t.niah_tasks)} tasks, each weighted equally)", ""]

@@ -110,32 +110,40 @@ def test_line_slot_is_the_line_nearest_the_bin_centre():
     assert slots[0] == slots[1] != 54
 
 
-def _block_depth(rest, block, fixed, order, j):
-    """Where the block starts."""
+def _block_depth(rest, block, fixed, order, block_order, j):
+    """The mean start of the block's documents."""
     lengths = [rest[i] for i in order]
-    lengths[j:j] = block
-    return (sum(lengths[:j]) + sum(fixed[:j])) / (sum(lengths) + sum(fixed))
+    lengths[j:j] = [block[t] for t in block_order]
+    starts = [sum(lengths[:k]) + sum(fixed[:k]) for k in range(len(lengths))]
+    total = sum(lengths) + sum(fixed)
+    return sum(starts[j:j + len(block)]) / (len(block) * total)
 
 
-def test_document_block_goes_where_its_starts_are_in_the_bin():
+def test_document_block_goes_where_its_depth_is_in_the_bin():
     rest, fixed = [100] * 19, [5] * 20
     for b in range(10):
-        order, j = document_order(rest, [100], fixed, DepthBin(b, 10))
-        assert order == list(range(19))  # nothing had to move
-        assert bin_of(_block_depth(rest, [100], fixed, order, j), 10) == b
+        order, bo, j = document_order(rest, [100], fixed, DepthBin(b, 10))
+        assert order == list(range(19)) and bo == [0]  # nothing had to move
+        assert bin_of(_block_depth(rest, [100], fixed, order, bo, j), 10) == b
 
 
 def test_a_document_spanning_the_bin_moves_to_the_far_end():
     rest = [100, 100, 300, 100, 100]  # in upstream's order the 300 covers 27%..68%
     fixed = [0] * 7
     block = [20, 20]
-    order, j = document_order(rest, block, fixed, DepthBin(4, 10))
+    order, bo, j = document_order(rest, block, fixed, DepthBin(4, 10))
     assert order == [0, 1, 3, 4, 2]  # a bin in the first half: it moves to the end
-    assert bin_of(_block_depth(rest, block, fixed, order, j), 10) == 4
-    # a block too long to start in the last bin gets the slot nearest it, among the
-    # documents in upstream's order; the worker then refuses the row
-    order, j = document_order([100] * 3, [600], [0] * 4, DepthBin(9, 10))
-    assert order == [0, 1, 2] and j == 3
+    assert bin_of(_block_depth(rest, block, fixed, order, bo, j), 10) == 4
+
+
+def test_two_gold_documents_reach_the_last_bin_longest_first():
+    # 940 in all, the last bin starts at 846. At the end, shortest first the starts are 800
+    # and 820 (mean 810: out); longest first 800 and 920 (mean 860: in). Neither document
+    # could start in the bin with the other after it: the block is wider than the bin.
+    rest, block, fixed = [100] * 8, [20, 120], [0] * 10
+    order, bo, j = document_order(rest, block, fixed, DepthBin(9, 10))
+    assert (order, bo, j) == (list(range(8)), [1, 0], 8)
+    assert bin_of(_block_depth(rest, block, fixed, order, bo, j), 10) == 9
 
 
 # --- generators, fitted with a real tokenizer ----------------------------------------------------

@@ -56,10 +56,10 @@ def test_multiquery_reads_values_of_the_queried_keys_only():
     assert row_items(row, "1000001") == [(0.2, 1.0), (0.6, 0.0)]
 
 
-def test_qa_and_vt_rows_count_once_at_their_first_gold_item():
+def test_qa_rows_count_once_at_their_gold_documents_mean_and_vt_at_its_first_line():
     qa = {"task": "qa_2", "input": "", "outputs": ["Paris", "paris city"],
-          "metric": "string_match_part", "gold_depths": [0.7, 0.35]}
-    assert row_items(qa, "It is Paris.") == [(0.35, 1.0)]
+          "metric": "string_match_part", "gold_depths": [0.7, 0.3]}
+    assert row_items(qa, "It is Paris.") == [(0.5, 1.0)]
     vt = {"task": "vt", "input": "", "outputs": ["AAAAA", "BBBBB"],
           "metric": "string_match_all", "gold_depths": [0.05, 0.5]}
     assert row_items(vt, "AAAAA") == [(0.05, 0.5)]

@@ -12,11 +12,10 @@ depth, so a miss is an error, never a wrong row.
   needles) whose sentence cut falls inside the bin, nearest the centre first (several gold
   needles take several points, and share the best ones when the bin has too few);
 - line haystacks (noise, distractor needles): the line nearest the bin's centre;
-- documents (qa): the gold documents as one block, shortest first, at the slot whose start
-  lies in the bin nearest its centre (a distractor document spanning the whole bin moves to
-  the far end of the context first). The block's start is the row's first gold depth: a
-  document is found where it is read from, and HotpotQA's two supporting documents together
-  can be longer than a bin.
+- documents (qa): the gold documents as one block at the slot whose depth (the mean of the
+  gold documents' starts) lies in the bin nearest its centre (a distractor document spanning
+  the whole bin moves to the far end of the context first). The mean, not every start, is
+  placed: HotpotQA's two supporting documents together can be longer than a bin.
 """
 
 from __future__ import annotations
@@ -150,33 +149,46 @@ def line_gold_slots(weights: Sequence[int], bin: DepthBin, gold: Sequence[int],
 
 
 def document_order(rest: Sequence[int], block: Sequence[int], fixed: Sequence[int],
-                   bin: DepthBin) -> tuple[list[int], int]:
+                   bin: DepthBin) -> tuple[list[int], list[int], int]:
     """Where a block of gold documents goes among the others: the others' order (indices
-    into `rest`, upstream's order unless a document had to move) and the block's slot j in it.
+    into `rest`: upstream's order unless a document had to move), the block's order (indices
+    into `block`) and the block's slot j among the others.
 
     Args:
         rest: weights (token counts) of the other documents, in upstream's order.
-        block: weights of the block's documents, in order.
+        block: weights of the gold documents.
         fixed: per position k of the final list (len(rest) + len(block) of them), the
             weight it adds whatever document it holds (its "Document k:" header and the
             separator after it, if any).
-        bin: the bin the block's first document must start in.
+        bin: the bin the block's depth must lie in.
 
-    A document starts where its header starts. The slot puts the block's start in the bin,
-    away from its edges, nearest the centre. When no slot can because one other document
-    straddles the bin (the block before it starts too early, after it too late), that
-    document moves to the far end of the context (the end for a bin in the first half, else
-    the start) and the slot is sought again. Only then are the bin's edges allowed; when no
-    slot is in the bin at all (a block longer than the last bin), the nearest one is taken
-    (the worker then reports the miss).
+    A document starts where its header starts; the block's depth is the mean of its
+    documents' starts (`depths.placed_depths`). The block goes shortest document first or
+    longest first, whichever puts its depth in the bin, away from its edges, nearest the
+    centre (longest first reaches deeper: HotpotQA's two documents can outweigh the last
+    bin). When no slot can because one other document straddles the bin (the block before
+    it lies too early, after it too late), that document moves to the far end of the
+    context (the end for a bin in the first half, else the start) and the slot is sought
+    again. Only then are the bin's edges allowed; when no slot is in the bin at all, the
+    nearest one is taken (the worker then reports the miss).
     """
+    shortest = sorted(range(len(block)), key=lambda t: (block[t], t))
+    block_orders = [shortest] + ([shortest[::-1]] if len(block) > 1 else [])
     upstream = list(range(len(rest)))
     for margin in (EDGE_MARGIN * bin.width, 0.0):
         order = list(upstream)
         for _ in range(len(rest) + 1):
-            j, straddling = _block_slot([rest[i] for i in order], block, fixed, bin, margin)
-            if j is not None:
-                return order, j
+            found, straddling = [], None
+            for bo in block_orders:
+                depths = _block_depths([rest[i] for i in order], [block[t] for t in bo], fixed)
+                j, s = _slot_in(depths, bin, margin)
+                if j is not None:
+                    found.append((abs(depths[j] - bin.centre), j, bo))
+                elif straddling is None:
+                    straddling = s
+            if found:
+                _, j, bo = min(found)
+                return order, bo, j
             if straddling is None:
                 break
             moved = order.pop(straddling)
@@ -184,30 +196,33 @@ def document_order(rest: Sequence[int], block: Sequence[int], fixed: Sequence[in
                 order.append(moved)
             else:
                 order.insert(0, moved)
-    starts = _block_starts(rest, block, fixed)
-    return upstream, min(range(len(starts)), key=lambda j: (abs(starts[j] - bin.centre), j))
+    depths = _block_depths(rest, [block[t] for t in shortest], fixed)
+    return upstream, shortest, min(range(len(depths)),
+                                   key=lambda j: (abs(depths[j] - bin.centre), j))
 
 
-def _block_starts(rest: Sequence[int], block: Sequence[int], fixed: Sequence[int]) -> list[float]:
-    """Per slot j, the depth at which the block starts."""
-    n = len(rest) + len(block)
+def _block_depths(rest: Sequence[int], block: Sequence[int],
+                  fixed: Sequence[int]) -> list[float]:
+    """Per slot j among `rest`, the block's depth: the mean of its documents' starts."""
+    g, n = len(block), len(rest) + len(block)
     fixed_before = [0, *itertools.accumulate(fixed[:n])]
     rest_before = [0, *itertools.accumulate(rest)]
-    total = max(1, fixed_before[n] + rest_before[-1] + sum(block))
-    return [(fixed_before[j] + rest_before[j]) / total for j in range(len(rest) + 1)]
+    block_before = [0, *itertools.accumulate(block)]
+    total = max(1, fixed_before[n] + rest_before[-1] + block_before[-1])
+    return [sum(fixed_before[j + t] + rest_before[j] + block_before[t] for t in range(g))
+            / (g * total) for j in range(len(rest) + 1)]
 
 
-def _block_slot(rest: Sequence[int], block: Sequence[int], fixed: Sequence[int],
-                bin: DepthBin, margin: float) -> tuple[int | None, int | None]:
-    """(the slot nearest the centre whose start lies in the bin shrunk by `margin`, None) or,
+def _slot_in(depths: Sequence[float], bin: DepthBin,
+             margin: float) -> tuple[int | None, int | None]:
+    """(the slot nearest the centre whose depth lies in the bin shrunk by `margin`, None) or,
     when there is none, (None, the position of the other document that straddles the bin,
     or None when none does)."""
-    starts = _block_starts(rest, block, fixed)
     lo, hi = _bounds(bin, margin)
-    fits = [j for j, x in enumerate(starts) if lo <= x < hi]
+    fits = [j for j, x in enumerate(depths) if lo <= x < hi]
     if fits:
-        return min(fits, key=lambda j: (abs(starts[j] - bin.centre), j)), None
-    for j in range(len(rest)):
-        if starts[j] < lo and starts[j + 1] >= hi:
+        return min(fits, key=lambda j: (abs(depths[j] - bin.centre), j)), None
+    for j in range(len(depths) - 1):
+        if depths[j] < lo and depths[j + 1] >= hi:
             return None, j
     return None, None

@@ -12,9 +12,9 @@ Upstream (`qa.py`):
   that many documents. Reproduced here with the build seed, to keep upstream's positions;
 - documents are written "Document i:\\n<text>" joined by a blank line.
 
-In a depth-swept build the gold documents leave their slots and go, as one block, where their
-starts lie in the sample's depth bin (builder.tasks.placement); the other documents keep
-upstream's order.
+In a depth-swept build the gold documents leave their slots and go, as one block, where the
+mean of their starts lies in the sample's depth bin (builder.tasks.placement); the other
+documents keep upstream's order.
 """
 
 from __future__ import annotations
@@ -231,21 +231,20 @@ class QAGenerator(TaskGenerator):
 
     def _gold_block_in(self, swept: DepthBin, ordered: list[int], gold: frozenset[int],
                        headers: list[str]) -> list[int]:
-        """`ordered` with its gold documents moved, as one block (shortest first, so a long
-        one does not push the next out of the bin), to where their starts lie in `swept`
-        (see placement.document_order)."""
+        """`ordered` with its gold documents moved, as one block, to where the mean of their
+        starts lies in `swept` (see placement.document_order)."""
         docs = self.data.docs
         weigh = token_weights(self.ctx)
         n = len(ordered)
         weight = dict(zip(ordered, weigh([docs[d] for d in ordered], ":\n")))
         rest = [d for d in ordered if d not in gold]
-        block = sorted((d for d in ordered if d in gold), key=lambda d: weight[d])
+        block = [d for d in ordered if d in gold]
         separator = weigh([DOC_SEPARATOR], ".")[0]  # after a document's last sentence
         fixed = [w + (separator if k < n - 1 else 0)
                  for k, w in enumerate(weigh(headers[:n], DOC_SEPARATOR))]
-        order, j = document_order([weight[d] for d in rest], [weight[d] for d in block],
-                                  fixed, swept)
-        rest = [rest[i] for i in order]
+        order, block_order, j = document_order(
+            [weight[d] for d in rest], [weight[d] for d in block], fixed, swept)
+        rest, block = [rest[i] for i in order], [block[t] for t in block_order]
         return [*rest[:j], *block, *rest[j:]]
 
 
