@@ -3,8 +3,9 @@
 Prints figures; asserts nothing. Builds the default config and the `--depths N` variant of
 the swept tasks (niah_*, qa_1, qa_2) into one folder, then per task and length:
 rows per depth bin (min..max, from the rows' recorded gold_depths), whether every row's
-placed depths (every queried needle; qa: the gold block's start) are in its bin, the smallest
-margin of a placed depth to its bin's inner edges (in bin widths), the fill (length / L) of both configs, and the build seconds of both.
+placed depths (every queried needle; qa: the gold documents' mean start) are in its bin, the
+smallest margin of a placed depth to its bin's inner edges (in bin widths), the fill
+(length / L) of both configs, and the build seconds of both.
 
     python -m benchmarks.depth_sweep --tokenizer llama-3.1 --lengths 4096,16384 --samples 100
     python -m benchmarks.depth_sweep --tokenizer gpt-4o --depths 20 --samples 40 --no-default
@@ -22,8 +23,9 @@ import pyarrow.parquet as pq
 
 from ruler.builder.build import BuildConfig, run_build
 from ruler.builder.cli_build import parse_lengths, parse_tasks
-from ruler.builder.depths import bin_miss, bin_of, placed_depths, sample_bin, swept_tasks
+from ruler.builder.depths import bin_miss, bin_of, placed_depths, sample_bin
 from ruler.builder.tasks import get_task
+from ruler.builder.tasks.catalog import SWEPT_TASKS
 
 
 def _margin(depth: float, index: int, bins: int) -> float:
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.depth_sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokenizer", default="llama-3.1")
-    p.add_argument("--tasks", default=",".join(swept_tasks()))
+    p.add_argument("--tasks", default=",".join(SWEPT_TASKS))
     p.add_argument("--lengths", default="4096,16384")
     p.add_argument("--samples", type=int, default=100)
     p.add_argument("--depths", type=int, default=10)

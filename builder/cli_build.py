@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 from ruler.builder.build.config import default_start_method
-from ruler.builder.depths import MAX_DEPTH_BINS, swept_tasks
+from ruler.builder.depths import MAX_DEPTH_BINS
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.catalog import PAPER_LENGTHS, TASKS
+from ruler.builder.tasks.catalog import PAPER_LENGTHS, SWEPT_TASKS, TASKS
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 
 
@@ -91,7 +91,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         f"config <tokenizer>--depthN, where sample i's gold needle(s) or gold "
                         f"document(s) sit in depth bin i mod N (N = 2..{MAX_DEPTH_BINS}; e.g. "
                         f"10); all else as the default, same per-sample seeds. Tasks: "
-                        f"{', '.join(swept_tasks())} (the default with --depths)")
+                        f"{', '.join(SWEPT_TASKS)} (the default with --depths)")
     p.add_argument("--exact-counts", action="store_true",
                    help="count every length probe by tokenizing the whole prompt (slow; the "
                         "default sums cached token counts of the prompt's pieces, checked "
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
     tasks = parse_tasks(args.tasks)
     if args.depths is not None and args.tasks in (None, "all"):
-        tasks = swept_tasks()
+        tasks = SWEPT_TASKS
     cfg = BuildConfig(
         tokenizer=args.tokenizer, tasks=tasks, lengths=parse_lengths(args.lengths),
         samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,

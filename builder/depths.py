@@ -21,21 +21,9 @@ from ruler.builder.errors import RulerError
 DEPTHS = (0, 3, 5, 8, 10, 13, 15, 18, 21, 23, 26, 28, 31, 33, 36, 38, 41, 44, 46, 49, 51, 54,
           56, 59, 62, 64, 67, 69, 72, 74, 77, 79, 82, 85, 87, 90, 92, 95, 97, 100)
 
-#: Families whose gold position a depth-swept build controls: needles (niah) and the gold
-#: document (qa). vt's chain is spread over the context by design; cwe/fwe answers are
-#: spread through the whole text.
-SWEPT_FAMILIES = frozenset({"niah", "qa"})
-
 #: More bins than this would leave some bins with a single point of upstream's 40-point grid
 #: and no room for the gold item's token depth to vary inside them.
 MAX_DEPTH_BINS = 20
-
-
-def swept_tasks() -> tuple[str, ...]:
-    """The tasks a depth-swept build holds, in upstream's order."""
-    from ruler.builder.tasks.catalog import TASKS  # here: the task package imports this module
-
-    return tuple(t for t, spec in TASKS.items() if spec.family.name in SWEPT_FAMILIES)
 
 
 def check_depth_bins(bins: int) -> None:

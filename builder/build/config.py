@@ -7,9 +7,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ruler.builder.depths import check_depth_bins, swept_tasks
+from ruler.builder.depths import check_depth_bins
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import TASKS, get_task
+from ruler.builder.tasks.catalog import SWEPT_TASKS
 
 
 def default_start_method() -> str:
@@ -57,9 +58,9 @@ class BuildConfig:
             raise RulerError(f"--workers must be >= 1, got {self.workers}")
         if self.depth_bins is not None:
             check_depth_bins(self.depth_bins)
-            fixed = [t for t in self.tasks if t not in swept_tasks()]
+            fixed = [t for t in self.tasks if t not in SWEPT_TASKS]
             if fixed:
-                raise RulerError(f"--depths sweeps the gold position of {', '.join(swept_tasks())}; "
+                raise RulerError(f"--depths sweeps the gold position of {', '.join(SWEPT_TASKS)}; "
                                  f"{', '.join(fixed)} ha{'s' if len(fixed) == 1 else 've'} no "
                                  f"single gold position (leave them out of --tasks)")
         methods = multiprocessing.get_all_start_methods()

@@ -4,8 +4,9 @@ Before anything is written, every input is validated (tasks, lengths, tokenizer,
 sample counts, and that the smallest sample of each task fits each length), so bad input
 leaves OUT untouched. Files are written atomically and recorded in the manifest one by one: an
 interrupted build resumes, and a file whose build key (seed, tokenizer, sources, generator
-version, sample count, variant) is unchanged is kept, never rebuilt, while a changed key never reuses
-it. Workers fit and write whole files, longest first; this process publishes and records them.
+version, sample count, variant) is unchanged is kept, never rebuilt, while a changed key never
+reuses it. Workers fit and write whole files, longest first; this process publishes and records
+them.
 """
 
 from __future__ import annotations

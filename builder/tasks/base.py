@@ -14,8 +14,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
-from ruler.builder.depths import SWEPT_FAMILIES, DepthBin, sample_bin
-from ruler.builder.tasks.catalog import TaskSpec
+from ruler.builder.depths import DepthBin, sample_bin
+from ruler.builder.tasks.catalog import SWEPT_FAMILIES, TaskSpec
 
 if TYPE_CHECKING:
     from ruler.builder.context import BuildContext

@@ -144,6 +144,14 @@ _TASK_LIST = (
 #: The 13 standard tasks in upstream's order (`scripts/config_tasks.sh`).
 TASKS: Mapping[str, TaskSpec] = MappingProxyType({t.name: t for t in _TASK_LIST})
 
+#: Families whose gold position a depth-swept build (`ruler build --depths N`) controls:
+#: needles (niah) and gold documents (qa). vt's chain is spread over the context by design;
+#: cwe/fwe answers are spread through the whole text.
+SWEPT_FAMILIES = frozenset({"niah", "qa"})
+
+#: The tasks a depth-swept build holds, in upstream's order.
+SWEPT_TASKS = tuple(t.name for t in _TASK_LIST if t.family.name in SWEPT_FAMILIES)
+
 #: The paper's lengths (4K..128K); any length >= a task's minimum can be built.
 PAPER_LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
 

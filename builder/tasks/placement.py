@@ -3,10 +3,10 @@
 Each function picks positions for the gold items so that their depth lies inside the sample's
 bin, as close to the bin's centre as the haystack's own grid allows; everything else (other
 needles, distractors, document choice) stays as upstream places it. Depth here is measured by
-the token counts of the units taken alone (`TokenWeights`), a close proxy for the in-context
-token depth the row records; characters are not (a QA document of digits or non-Latin text has
-several times the tokens per character of prose). The worker checks every row's recorded
-depth, so a miss is an error, never a wrong row.
+the units' token counts (`TokenWeights`), a close proxy for the in-context token depth the row
+records; characters are not (a QA document of digits or non-Latin text has several times the
+tokens per character of prose). The worker checks every row's recorded depth, so a miss is an
+error, never a wrong row.
 
 - essay haystacks: the points of upstream's 40-point depth grid (not taken by the other
   needles) whose sentence cut falls inside the bin, nearest the centre first (several gold
@@ -74,10 +74,10 @@ def _bounds(bin: DepthBin, margin: float) -> tuple[float, float]:
     return lo, hi
 
 
-def _ranked(spans: dict, bin: DepthBin, count: int) -> list:
+def _ranked(spans: dict, bin: DepthBin) -> list:
     """Keys of `spans` ((first, last) depth a key's gold items may take) inside the bin,
-    nearest the centre first: those away from its edges (`count` of them if there are, else
-    the fewer, to be shared), else those merely inside it."""
+    nearest the centre first: those away from its edges if any are (too few of them are
+    shared by several gold needles), else those merely inside it."""
     levels = []
     for m in (EDGE_MARGIN * bin.width, 0.0):
         lo, hi = _bounds(bin, m)
@@ -86,7 +86,7 @@ def _ranked(spans: dict, bin: DepthBin, count: int) -> list:
     return next((keys for keys in levels if keys), [])
 
 
-class _Context:
+class _Haystack:
     """Depths in a haystack of weighted units with needles inserted at cuts (a needle at
     cut c goes in before unit c): the weight before each cut, over the whole context's."""
 
@@ -126,12 +126,12 @@ def essay_gold_cuts(weights: Sequence[int], bin: DepthBin, gold: Sequence[int],
     grid point inside the bin (a haystack of a few sentences), the sentence boundary nearest
     the centre is used, off the grid.
     """
-    ctx = _Context(weights, gold, others)
-    cut_of = {d: int(ctx.n * d / 100) for d in DEPTHS if d not in taken}
-    ranked = _ranked({d: ctx.span(c) for d, c in cut_of.items()}, bin, len(gold))
+    hay = _Haystack(weights, gold, others)
+    cut_of = {d: int(hay.n * d / 100) for d in DEPTHS if d not in taken}
+    ranked = _ranked({d: hay.span(c) for d, c in cut_of.items()}, bin)
     if ranked:
         return sorted(cut_of[ranked[i % len(ranked)]] for i in range(len(gold)))
-    return [ctx.nearest(bin)] * len(gold)
+    return [hay.nearest(bin)] * len(gold)
 
 
 def line_gold_slots(weights: Sequence[int], bin: DepthBin, gold: Sequence[int],
@@ -141,10 +141,10 @@ def line_gold_slots(weights: Sequence[int], bin: DepthBin, gold: Sequence[int],
 
     Args as `essay_gold_cuts`, with lines for sentences and any line for a grid point.
     """
-    ctx = _Context(weights, gold, others)
+    hay = _Haystack(weights, gold, others)
     taken = {c for c, _ in others}
-    free = [c for c in range(ctx.n) if c not in taken]  # as upstream: before one of the lines
-    slot = min(free, key=lambda c: (abs(sum(ctx.span(c)) / 2 - bin.centre), c))
+    free = [c for c in range(hay.n) if c not in taken]  # as upstream: before one of the lines
+    slot = min(free, key=lambda c: (abs(sum(hay.span(c)) / 2 - bin.centre), c))
     return [slot] * len(gold)
 
 

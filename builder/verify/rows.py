@@ -7,11 +7,11 @@ from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
-from ruler.builder.depths import SWEPT_FAMILIES, bin_miss
+from ruler.builder.depths import bin_miss
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import SWEPT_FAMILIES, TASKS
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
 
