@@ -33,13 +33,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import registry_info
 
 from ruler.builder.errors import RulerError
+from ruler.eval.integrations.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
-
-#: Inspect providers that continue a final assistant message (the rest would answer it anew).
-PREFILL_PROVIDERS = ("vllm", "sglang", "mockllm")
-#: The metadata key the metrics group by, and the label of their mean.
-CELL_KEY = "cell"
-MEAN_LABEL = "mean"
 
 
 def _as_list(value: Any, what: str) -> list[str]:

@@ -263,9 +263,10 @@ def folder_readme(manifest: Mapping[str, Any], source: TaskSource) -> str:
 BUILTIN_RULER_DIFFERENCES = (
     "its `vt` template misspells \"assgined\" and joins the VAR lines and the noise on one line",
     "its `cwe` prompt drops the worked example",
-    "its `string_match_part` (qa) scores the fraction of matched references (0.75 where RULER "
-    "gives 1.0 for a prediction holding one of four aliases)",
-    "it generates its own samples at every run, for the model's tokenizer, from other sources",
+    "its `string_match_part` (qa) scores the fraction of the reference aliases found (0.75 for "
+    "three of four, where RULER gives 1.0 for any one)",
+    "it generates its samples anew at every run, for the model's tokenizer, from its own "
+    "haystack text and global random state",
 )
 
 
@@ -279,10 +280,9 @@ def card_section(manifest: Mapping[str, Any], repo_id: str | None,
         fetch = (f"This repository's `{EXPORT_DIR}/` folder holds the tasks; they load the rows "
                  f"of revision `{revision}` from the Hub.\n\n```bash\n"
                  f"pip install \"lm_eval[hf]\"\n"
-                 f"python -c 'from huggingface_hub import snapshot_download; print(snapshot_download"
-                 f"(\"{repo_id}\", repo_type=\"dataset\", revision=\"{revision}\", "
-                 f"allow_patterns=\"{EXPORT_DIR}/*\"))'   # prints <snapshot>\n"
-                 f"{run_command(config, length, mode, f'<snapshot>/{EXPORT_DIR}')}\n```")
+                 f"hf download {repo_id} --repo-type dataset --revision {revision} "
+                 f"--include \"{EXPORT_DIR}/*\" --local-dir ruler-tasks\n"
+                 f"{run_command(config, length, mode, f'ruler-tasks/{EXPORT_DIR}')}\n```")
         score = f"--data {repo_id} --revision {revision}"
     else:
         fetch = (f"Write the task folder with `ruler export lm-eval OUT` (tasks that read the "
@@ -303,8 +303,9 @@ def card_section(manifest: Mapping[str, Any], repo_id: str | None,
         f"- {chat}.\n"
         f"- `max_length` (vLLM: `max_model_len`) must be at least L: lm-eval left-truncates "
         f"longer prompts, which cuts the instruction (and BOS).\n"
-        f"- The tasks generate greedily up to each task's `tokens_to_generate`; they are the same "
-        f"prompts and token ids as `ruler eval`.\n"
+        f"- The tasks generate greedily up to each task's `tokens_to_generate`; with lm-eval's "
+        f"`hf` model the prompts are the token ids `ruler eval` sends, and the completions "
+        f"equal `ruler eval --backend hf`'s.\n"
         f"- `ruler score --predictions results/ {score}` reads lm-eval's samples files and "
         f"writes RULER's report (the same scores).\n"
         f"- lm-eval's built-in `ruler` group is a different generator, and its numbers are not "
