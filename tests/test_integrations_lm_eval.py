@@ -190,3 +190,38 @@ def test_lm_eval_scores_equal_ruler_score_on_mixed_answers(data, tmp_path):
     mean = sum(scores.values()) / len(scores)
     for group in (ex.length_group(CONFIG, L), ex.config_group(CONFIG)):
         assert results["results"][group]["score,none"] == pytest.approx(mean)
+
+
+@pytest.mark.parametrize("config", ["llama-3.1", "qwen2.5"])  # a BOS in the template, and none
+def test_lm_eval_sends_the_token_ids_the_builder_counted(config, tmp_path):
+    """lm-eval's own request path (task -> chat template -> hf model's tokenization) gives
+    exactly `Tokenizer.prompt_ids` of each row: one BOS, nothing cut, the row's `length`."""
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    from ruler.builder.tokenizer_registry import load_tokenizer
+
+    out = tmp_path / "ruler"
+    build(out, config, ("niah_single_1", "qa_1"), (L,), samples=2, workers=1)
+    lm = HFLM(pretrained=str(build_tiny_llama(TOKENIZERS / config, tmp_path / "model", L)),
+              dtype="float32", max_length=L, device="cpu", batch_size=1)
+    tm = TaskManager(include_path=str(ex.export_lm_eval(out, tmp_path / "tasks")),
+                     include_defaults=False)
+    tok = load_tokenizer(config)
+    bos = tok.hf.convert_tokens_to_ids("<|begin_of_text|>")
+    checked = 0
+    for task in get_task_dict([ex.task_name(config, t, L) for t in ("niah_single_1", "qa_1")],
+                              tm).values():
+        task.build_all_requests(apply_chat_template=True, chat_template=lm.apply_chat_template,
+                                tokenizer_name=lm.tokenizer_name)
+        for inst in task.instances:
+            context, gen_kwargs = inst.args
+            ids, _ = lm.tok_batch_encode([context],
+                                         left_truncate_len=L - gen_kwargs["max_gen_toks"])
+            want = tok.prompt_ids(inst.doc["input"], inst.doc["answer_prefix"], "chat")
+            assert ids[0].tolist() == want
+            assert len(want) + gen_kwargs["max_gen_toks"] == inst.doc["length"] <= L
+            if config == "llama-3.1":  # its template opens with <|begin_of_text|>: once
+                assert want[0] == bos and want.count(bos) == 1
+            checked += 1
+    assert checked == 4

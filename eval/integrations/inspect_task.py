@@ -54,10 +54,13 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.eval.data import open_dataset
 
-    task_names = parse_tasks(",".join(_as_list(tasks, "tasks"))) if _as_list(tasks, "tasks") \
-        else ()
-    length_list = parse_lengths(",".join(_as_list(lengths, "lengths"))) \
-        if _as_list(lengths, "lengths") else ()
+    task_list, length_texts = _as_list(tasks, "tasks"), _as_list(lengths, "lengths")
+    task_names = parse_tasks(",".join(task_list)) if task_list else ()
+    length_list = parse_lengths(",".join(length_texts)) if length_texts else ()
+    # `-T` values arrive YAML-parsed: a hex commit or a config name may come as a number
+    data = str(data)
+    revision = None if revision is None else str(revision)
+    tokenizer_config = None if tokenizer_config is None else str(tokenizer_config)
     ds = open_dataset(data, revision, tokenizer_config, task_names, length_list)
     if tokenizer_config is None:
         if len(ds.configs) != 1:
