@@ -27,6 +27,7 @@ import hashlib
 import json
 import shutil
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -165,6 +166,26 @@ class FakeHub:
             dest = target / path
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
+
+
+@contextmanager
+def hub_for_this_process(root: Path, token: str, monkeypatch):
+    """A FakeHub that this process's huggingface_hub uses for everything: uploads, downloads
+    (`hf_hub_download`, `snapshot_download`, `ruler score --data ORG/NAME`), with the cache under
+    `root`. huggingface_hub reads its endpoint, cache and offline flag at import (and conftest
+    sets offline mode), so they are patched here, and HF_ENDPOINT/HF_TOKEN are set for
+    subprocesses."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(Path(root) / "hub_cache"))
+    monkeypatch.setenv("HF_TOKEN", token)
+    with FakeHub(Path(root) / "hub", token=token) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        monkeypatch.setattr(constants, "ENDPOINT", server.endpoint)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            server.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+        yield server
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -129,3 +129,22 @@ def test_partial_answers_and_no_prefill_score_as_ruler_score_does(data, tmp_path
     assert 0 < scores[f"vt/{L}"] < 100  # one of vt's several references
     assert scores.pop("mean") == pytest.approx(sum(scores.values()) / len(scores))
     assert _ruler_scores(Path(log.location), data) == scores
+
+
+def test_the_task_reads_a_release_tag_from_the_hub(data, tmp_path, monkeypatch):
+    """`-T data=ORG/NAME -T revision=TAG`: the tag's rows, whatever main holds later."""
+    from fake_hub import hub_for_this_process
+    from ruler import release
+    from ruler.eval.integrations.inspect_task import ruler_samples
+
+    local, _ = ruler_samples(str(data), lengths=L, limit=LIMIT)
+    with hub_for_this_process(tmp_path, "hf_loopbackSecretToken123", monkeypatch) as hub:
+        release.release(data, "ruler-org/ruler-inspect", tag="v1", allow_unofficial=True,
+                        echo=lambda *a: None)
+        repo = hub.repos["ruler-org/ruler-inspect"]
+        hub.apply_commit(repo, "later", {}, ["data/"])  # main moves on without the data
+        remote, prov = ruler_samples("ruler-org/ruler-inspect", revision="v1", lengths=L,
+                                     limit=LIMIT)
+    assert prov["revision"] == repo.tags["v1"]
+    assert [(s.id, s.input[0].content, s.target, s.metadata) for s in remote] == \
+        [(s.id, s.input[0].content, s.target, s.metadata) for s in local]

@@ -18,11 +18,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from huggingface_hub import constants
 
 from build_helpers import build, rows
 from conftest import TOKENIZERS
-from fake_hub import FakeHub
+from fake_hub import hub_for_this_process
 from ruler import release
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
@@ -109,16 +108,7 @@ def test_local_export_equals_ruler_eval_and_ruler_score(data, model, reference, 
 
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
-    # huggingface_hub read these at import (conftest sets offline mode): this process's
-    # `ruler release` and `ruler score` talk to the loopback Hub and cache under tmp_path.
-    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub_cache"))
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    with FakeHub(tmp_path / "hub", token=TOKEN) as server:
-        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
-        monkeypatch.setattr(constants, "ENDPOINT", server.endpoint)
-        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
-                            server.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+    with hub_for_this_process(tmp_path, TOKEN, monkeypatch) as server:
         yield server
 
 
