@@ -163,7 +163,7 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
     assert got == {"string_match_all": 41.67, "string_match_part": 66.67}
 
 
-# --- lm-eval reads the folder and builds RULER's prompts ------------------------------------------
+# --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------
 
 def test_lm_eval_builds_the_prompts_ruler_eval_counts(data, tmp_path):
     """lm-eval's own task loading: the text it sends is the builder's chat rendering (with
@@ -199,7 +199,7 @@ def test_lm_eval_builds_the_prompts_ruler_eval_counts(data, tmp_path):
         assert task.process_results(doc, [" " + doc["outputs"][-1]]) == {"score": 1.0}
 
 
-# --- the CLI ---------------------------------------------------------------------------------------
+# --- the CLI -------------------------------------------------------------------------------------
 
 def test_export_cli_writes_replaces_and_refuses_bad_input(data, tmp_path, capsys):
     to = tmp_path / "tasks"
@@ -225,7 +225,7 @@ def test_export_cli_writes_replaces_and_refuses_bad_input(data, tmp_path, capsys
     assert not list(tmp_path.glob(".*"))  # no temporary folder left behind
 
 
-# --- ruler score on lm-eval samples ----------------------------------------------------------------
+# --- ruler score on lm-eval samples --------------------------------------------------------------
 
 def _lm_eval_output(folder: Path, data: Path, answer, sha: str | None = None,
                     date: str = "2026-01-02T03-04-05.678901") -> Path:
@@ -261,6 +261,10 @@ def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
     assert report.model == "my/model" and report.missing == [] and report.unknown == []
     one = next(out.rglob(f"samples_{ex.task_name(CONFIG, 'vt', L)}_*.jsonl"))
     assert [c.task for c in score_file(one, ds).cells] == ["vt"]
+    _lm_eval_output(tmp_path / "lm" / "again", data, lambda r: "x", date="2026-02-03T00-00-00.0")
+    with pytest.raises(RulerError, match=f"ran task {ex.task_name(CONFIG, 'niah_single_1', L)} "
+                                         f"2 times"):
+        score_file(out, ds)
 
 
 def test_score_refuses_lm_eval_samples_of_another_revision_or_generator(data, tmp_path):
@@ -281,7 +285,7 @@ def test_score_refuses_lm_eval_samples_of_another_revision_or_generator(data, tm
         score_file(tmp_path / "empty", ds)
 
 
-# --- Inspect: the dataset, the metric, the log reader -----------------------------------------------
+# --- Inspect: the dataset, the metric, the log reader --------------------------------------------
 
 def test_inspect_samples_carry_the_row_key_budget_and_content_hash(data):
     from ruler.eval.integrations.inspect_task import ruler_samples
@@ -317,7 +321,7 @@ def test_inspect_metric_is_rulers_task_score():
         assert ruler_score()(scores) == metrics.task_score(m, *zip(*cases))
 
 
-# --- the card ---------------------------------------------------------------------------------------
+# --- the card ------------------------------------------------------------------------------------
 
 def test_card_says_how_to_run_with_lm_eval_and_inspect(data):
     manifest = read_manifest(data)

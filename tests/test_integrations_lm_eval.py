@@ -124,8 +124,9 @@ def test_hub_revision_export_equals_ruler_eval_and_ruler_score(data, model, refe
     env = {"HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0", "HF_ENDPOINT": hub.endpoint,
            "HF_TOKEN": TOKEN, "HF_HOME": str(tmp_path / "hf_home")}
     fetch = subprocess.run(  # the card's command
-        [str(Path(sys.executable).parent / "hf"), "download", REPO, "--repo-type", "dataset", "--revision", "v1", "--include",
-         f"{ex.EXPORT_DIR}/*", "--local-dir", str(tmp_path / "ruler-tasks")],
+        [str(Path(sys.executable).parent / "hf"), "download", REPO, "--repo-type", "dataset",
+         "--revision", "v1", "--include", f"{ex.EXPORT_DIR}/*",
+         "--local-dir", str(tmp_path / "ruler-tasks")],
         env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert fetch.returncode == 0, fetch.stderr[-2000:]
     tasks = tmp_path / "ruler-tasks" / ex.EXPORT_DIR

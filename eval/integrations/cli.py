@@ -27,7 +27,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "default); max_length\nmust be >= L, or lm-eval left-truncates the prompt.",
         epilog="`ruler release` uploads the same folder (tasks reading the released tag) into "
                "the dataset repo's lm_eval/.")
-    lm.add_argument("out", type=Path, help="the build folder (with manifest.json)")
+    lm.add_argument("out", type=Path, metavar="OUT", help="the build folder (with manifest.json)")
     lm.add_argument("--repo", default=None, metavar="ORG/NAME",
                     help="the tasks load this Hub dataset (with --revision) instead of OUT")
     lm.add_argument("--revision", default=None, metavar="TAG",

@@ -89,6 +89,17 @@ def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
 def read_samples(paths: list[Path]) -> PredictionSource:
     """Prediction records of lm-eval samples files (the unfiltered "none" responses), with the
     model and `--limit` of the run(s) when their results files say so."""
+    runs: dict[str, list[str]] = {}
+    for path in paths:
+        m = _SAMPLES.match(Path(path).name)
+        if m:
+            runs.setdefault(m.group("task"), []).append(m.group("date"))
+    repeated = {task: dates for task, dates in runs.items() if len(dates) > 1}
+    if repeated:
+        task, dates = next(iter(sorted(repeated.items())))
+        raise RulerError(f"lm-eval ran task {task} {len(dates)} times here "
+                         f"({', '.join(sorted(dates))}): pass one samples file, or a folder "
+                         f"with one run of each task")
     parts = []
     for path in paths:
         results = _results_of(Path(path))
