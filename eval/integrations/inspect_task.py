@@ -146,7 +146,8 @@ def _ruler(data: str, revision: str | None = None, tokenizer_config: str | None 
         tokenizer_config: the dataset config built for the model's tokenizer (default: the
             dataset's only config).
         tasks: comma-separated tasks (default: all in the dataset).
-        lengths: comma-separated lengths, e.g. 4096,8192 or 4k (default: all).
+        lengths: comma-separated lengths, e.g. 4096,8192 or 4k (default: all). Inspect holds
+            the selected rows in memory: take long lengths one at a time.
         limit: first N samples of each task and length.
         prefill: pre-fill the assistant turn with answer_prefix (default: where the provider
             continues a final assistant message: vllm, sglang).

@@ -24,7 +24,8 @@ PARAMETERS = (
     ("revision", "Hub revision, a release tag or commit"),
     ("tokenizer_config", "the config built for the model's tokenizer, default the only one"),
     ("tasks", "comma-separated tasks, default all"),
-    ("lengths", "comma-separated lengths such as 4096,8192, default all"),
+    ("lengths", "comma-separated lengths such as 4096,8192, default all (Inspect holds the "
+                "selected rows in memory: take long lengths one at a time)"),
     ("limit", "first N samples of each task and length"),
     ("prefill", "pre-fill the assistant turn with answer_prefix, default true for "
                 + ", ".join(p for p in PREFILL_PROVIDERS if p != "mockllm")),
