@@ -1,4 +1,4 @@
-"""`ruler` command line: build, sources, verify, release, eval, score, report.
+"""`ruler` command line: build, sources, verify, release, eval, score, report, export.
 
 Each command module exposes `register_cli(subparsers)`, which adds its sub-commands with
 `set_defaults(func=handler)`; a handler takes the parsed args and returns an exit code.
@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "ruler.builder.verify.cli",
     "ruler.release",
     "ruler.eval.cli",
+    "ruler.eval.integrations.cli",
 )
 
 

@@ -31,7 +31,8 @@ _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
 _REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
 _TAG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$")
 # Folders a release owns in the repo: files there that the new build lacks are deleted.
-OWNED_PREFIXES = ("data/", "sources/")
+# lm_eval/: the lm-evaluation-harness task folder (`ruler export lm-eval`) for this release.
+OWNED_PREFIXES = ("data/", "sources/", "lm_eval/")
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,17 @@ def source_files(manifest: Mapping[str, Any], sources_dir: str | None) -> list[P
     return files
 
 
+def lm_eval_files(manifest: Mapping[str, Any], repo_id: str, tag: str) -> list[PlannedFile]:
+    """The lm-evaluation-harness task folder, its tasks reading this release's tag."""
+    from ruler.eval.integrations.lm_eval_export import EXPORT_DIR, TaskSource, export_files
+
+    files = []
+    for name, text in sorted(export_files(manifest, TaskSource(repo_id, tag)).items()):
+        data = text.encode("utf-8")
+        files.append(PlannedFile(f"{EXPORT_DIR}/{name}", len(data), content=data))
+    return files
+
+
 def make_plan(out: Path, manifest: Mapping[str, Any], repo_id: str, tag: str, endpoint: str,
               private: bool, with_sources: bool = False,
               sources_dir: str | None = None) -> ReleasePlan:
@@ -149,6 +161,7 @@ def make_plan(out: Path, manifest: Mapping[str, Any], repo_id: str, tag: str, en
                          local=out / MANIFEST_NAME)]
     for rel in sorted(manifest["files"]):
         files.append(PlannedFile(rel, (out / rel).stat().st_size, local=out / rel))
+    files += lm_eval_files(manifest, repo_id, tag)
     if with_sources:
         files += source_files(manifest, sources_dir)
     return ReleasePlan(out, repo_id, tag, endpoint, private, tuple(files))

@@ -23,6 +23,8 @@ from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.variants import variants_section
+from ruler.eval.integrations.inspect_usage import card_section as inspect_card_section
+from ruler.eval.integrations.lm_eval_export import card_section as lm_eval_card_section
 
 CARD_NAME = "README.md"
 TEMPLATE_PATH = Path(__file__).resolve().parent / "template.md"
@@ -297,6 +299,8 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
         differences_table=differences_table(),
         variants_section=variants_section(manifest),
         licence_list=licence_list(manifest),
+        lm_eval_section=lm_eval_card_section(manifest, repo_id, revision),
+        inspect_section=inspect_card_section(manifest, repo_id, revision),
     )
     return f"---\n{front}---\n\n{body}"
 

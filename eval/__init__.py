@@ -12,4 +12,7 @@ Modules, one job each:
   report     scores.json -> report.md / .csv / .json and PNG plots
   cli        argparse wiring
   tiny_model a tiny random Llama with a real tokenizer, for smoke tests of engines
+  integrations/  other frameworks: `ruler export lm-eval`, the Inspect task, their outputs
+                 for `ruler score`
+  inspect    the Inspect entry point (`inspect eval ruler/ruler`, `ruler.eval.inspect:ruler`)
 """

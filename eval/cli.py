@@ -73,15 +73,21 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
         description="Score PREDICTIONS (JSONL or Parquet with columns tokenizer, task, "
                     "max_seq_length, index,\nprediction; optional status, reason) with RULER's "
                     "metrics. Rows of the dataset without a\nprediction and predictions that "
-                    "match no row are listed.",
+                    "match no row are listed. PREDICTIONS may also be\nlm-evaluation-harness "
+                    "output of `ruler export lm-eval` tasks (a samples_*.jsonl file or\nthe "
+                    "--output_path folder) or an Inspect log of the ruler task (.eval, or a "
+                    "folder of them).",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--predictions", required=True, type=Path)
+    p.add_argument("--predictions", required=True, type=Path,
+                   help="ruler's JSONL/Parquet, lm-eval samples file or output folder, or an "
+                        "Inspect log (file or folder)")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
     p.add_argument("--revision", default=None, help="Hub dataset revision")
     p.add_argument("--tokenizer-config", default=None,
                    help="score only this config's predictions")
     p.add_argument("--out", type=Path, default=None,
-                   help="folder for scores.json and the report (default: beside PREDICTIONS)")
+                   help="folder for scores.json and the report (default: beside PREDICTIONS, "
+                        "or in it when it is a folder)")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when rows are missing or predictions unknown")
     p.set_defaults(func=run_score_cmd)
@@ -153,7 +159,8 @@ def run_score_cmd(args: argparse.Namespace) -> int:
 
     ds = open_dataset(args.data, args.revision, args.tokenizer_config)
     report = score_file(args.predictions, ds, args.tokenizer_config)
-    out = args.out or args.predictions.parent
+    out = args.out or (args.predictions if args.predictions.is_dir()
+                       else args.predictions.parent)
     write_scores(out / SCORES_NAME, report)
     for c in report.cells:
         score = "n/a" if c.score is None else f"{c.score:.2f}"

@@ -68,3 +68,13 @@ def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]])
     if not preds:
         raise ValueError("cannot score an empty set of predictions")
     return METRICS[metric]([postprocess_pred(p) for p in preds], refs)
+
+
+def score_of_rows(row_scores: Sequence[float]) -> float:
+    """A task score (0..100, 2 decimals) from per-row values of `ROW_METRICS` on post-processed
+    predictions: the very float operations of upstream's aggregates (sum in row order, / n,
+    * 100, round), so the same number to the last bit. Frameworks that score row by row (the
+    lm-evaluation-harness export, the Inspect scorer) aggregate with this."""
+    if not row_scores:
+        raise ValueError("cannot score an empty set of rows")
+    return round(sum(row_scores) / len(row_scores) * 100, 2)

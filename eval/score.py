@@ -21,6 +21,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.manifest import write_json_atomic
 from ruler.eval.data import Dataset, SplitFile
 from ruler.eval.depth import compact, row_items
+from ruler.eval.integrations.sources import read_predictions
 from ruler.eval.metrics import postprocess_pred, task_score
 from ruler.eval.predictions import Key, format_key, index_records, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
@@ -160,11 +161,13 @@ def _reason_kind(reason: str) -> str:
 
 def score_file(predictions: str | os.PathLike, ds: Dataset,
                config: str | None = None) -> ScoreReport:
-    """`ruler score`: a predictions file from any framework."""
-    records = index_records(read_records(predictions), str(predictions))
+    """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
+    Inspect log; see `ruler.eval.integrations.sources`)."""
+    source = read_predictions(predictions)
+    records = index_records(source.records, str(predictions))
     if config:
         records = {k: r for k, r in records.items() if k[0] == config}
-    return score_predictions(ds, records)
+    return score_predictions(ds, records, model=source.model, limit=source.limit)
 
 
 def score_folder(out: Path, ds: Dataset) -> ScoreReport:

@@ -9,7 +9,12 @@ client parses (see shared notes §5.5):
   POST /api/datasets/{ns}/{name}/preupload/{rev}  -> every file "regular" (inlined in commit)
   POST /api/datasets/{ns}/{name}/commit/{rev}     -> NDJSON; honours parentCommit (412)
   POST /api/datasets/{ns}/{name}/tag/{rev}        -> 409 when the tag exists
-Every request needs `Authorization: Bearer <token>` (401 otherwise). `fail(step, status,
+and what downloads call (`hf_hub_download`, `snapshot_download`, `hf download`, and
+`datasets.load_dataset` of the repo at a revision, through HfFileSystem):
+  HEAD/GET /datasets/{ns}/{name}/resolve/{rev}/{path}     -> the bytes, X-Repo-Commit, ETag
+  GET  /api/datasets/{ns}/{name}/tree/{rev}[/{path}]      -> files and folders (?recursive)
+  POST /api/datasets/{ns}/{name}/paths-info/{rev}         -> the listed paths that exist
+A revision is `main`, a tag or a commit sha. Every request needs `Authorization: Bearer <token>` (401 otherwise). `fail(step, status,
 message)` makes one endpoint answer an error, so tests can prove nothing is committed or
 tagged. A repo's files at its head are mirrored under `root/<ns>/<name>/` so tests can
 `load_dataset` them.
@@ -22,10 +27,11 @@ import hashlib
 import json
 import shutil
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import yaml
 
@@ -53,6 +59,17 @@ class Repo:
 
     def commit(self, sha: str) -> Commit | None:
         return next((c for c in self.commits if c.sha == sha), None)
+
+    def at(self, revision: str) -> Commit | None:
+        """The commit a revision names: main, a tag or a commit sha."""
+        if revision == "main":
+            return self.head
+        return self.commit(self.tags.get(revision, revision))
+
+
+def _blob_oid(data: bytes) -> str:
+    """git's blob id, as the Hub reports a file's `oid`."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _sha(*parts: bytes) -> str:
@@ -152,6 +169,26 @@ class FakeHub:
             dest.write_bytes(data)
 
 
+@contextmanager
+def hub_for_this_process(root: Path, token: str, monkeypatch):
+    """A FakeHub that this process's huggingface_hub uses for everything: uploads, downloads
+    (`hf_hub_download`, `snapshot_download`, `ruler score --data ORG/NAME`), with the cache under
+    `root`. huggingface_hub reads its endpoint, cache and offline flag at import (and conftest
+    sets offline mode), so they are patched here, and HF_ENDPOINT/HF_TOKEN are set for
+    subprocesses."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(Path(root) / "hub_cache"))
+    monkeypatch.setenv("HF_TOKEN", token)
+    with FakeHub(Path(root) / "hub", token=token) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        monkeypatch.setattr(constants, "ENDPOINT", server.endpoint)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
+                            server.endpoint + "/{repo_id}/resolve/{revision}/{filename}")
+        yield server
+
+
 class _Handler(BaseHTTPRequestHandler):
     fake: FakeHub
     protocol_version = "HTTP/1.1"
@@ -160,7 +197,7 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     # -- plumbing -----------------------------------------------------------------------------
-    def _send(self, status: int, payload: dict) -> None:
+    def _send(self, status: int, payload: dict | list) -> None:
         body = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -203,7 +240,8 @@ class _Handler(BaseHTTPRequestHandler):
         return repo
 
     def _route(self, method: str) -> None:
-        path = urlparse(self.path).path
+        url = urlparse(self.path)
+        path = url.path
         self.fake.requests.append((method, path))
         body = self._body() if method == "POST" else b""
         if not self._authorized():
@@ -214,8 +252,17 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._create(json.loads(body))
             if method == "POST" and parts == ["api", "validate-yaml"]:
                 return self._validate(json.loads(body))
+            if method in ("GET", "HEAD") and len(parts) >= 6 and parts[0] == "datasets" \
+                    and parts[3] == "resolve":
+                return self._resolve(parts[1], parts[2], parts[4], "/".join(parts[5:]),
+                                     body=method == "GET")
             if len(parts) >= 4 and parts[:2] == ["api", "datasets"]:
                 ns, name, rest = parts[2], parts[3], parts[4:]
+                if method == "GET" and rest[:1] == ["tree"] and len(rest) >= 2:
+                    recursive = parse_qs(url.query).get("recursive", ["false"])[0] == "true"
+                    return self._tree(ns, name, rest[1], "/".join(rest[2:]), recursive)
+                if method == "POST" and rest[:1] == ["paths-info"] and len(rest) == 2:
+                    return self._paths_info(ns, name, rest[1], parse_qs(body.decode()))
                 if method == "GET" and rest == ["refs"]:
                     return self._refs(ns, name)
                 if method == "GET" and (rest == [] or rest[:1] == ["revision"]):
@@ -235,6 +282,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self._route("POST")
+
+    def do_HEAD(self) -> None:
+        self._route("HEAD")
 
     # -- endpoints ----------------------------------------------------------------------------
     def _create(self, payload: dict) -> None:
@@ -318,3 +368,67 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(404, {"error": f"Invalid rev id: {revision}"})
         repo.tags[tag] = target.sha
         self._send(200, {})
+
+    # -- downloads ------------------------------------------------------------------------------
+    def _commit_at(self, ns: str, name: str, revision: str) -> Commit | None:
+        if (repo := self._repo(ns, name)) is None:
+            return None
+        commit = repo.at(revision)
+        if commit is None:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "RevisionNotFound")
+            self.send_header("X-Error-Message", f"Invalid rev id: {revision}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        return commit
+
+    def _resolve(self, ns: str, name: str, revision: str, path: str, body: bool) -> None:
+        if (commit := self._commit_at(ns, name, revision)) is None:
+            return
+        data = commit.files.get(path)
+        if data is None:
+            self.send_response(404)
+            self.send_header("X-Error-Code", "EntryNotFound")
+            self.send_header("X-Error-Message", f"{path} does not exist at {revision}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("ETag", f'"{_blob_oid(data)}"')
+        self.send_header("X-Repo-Commit", commit.sha)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    @staticmethod
+    def _entries(commit: Commit, paths: list[str]) -> list[dict]:
+        """Tree entries (files, then the folders that hold files) for exactly `paths`."""
+        folders = {"/".join(f.split("/")[:i]) for f in commit.files
+                   for i in range(1, f.count("/") + 1)}
+        out = []
+        for p in paths:
+            if p in commit.files:
+                data = commit.files[p]
+                out.append({"type": "file", "oid": _blob_oid(data), "size": len(data), "path": p})
+            elif p in folders:
+                out.append({"type": "directory", "oid": _sha(p.encode()), "size": 0, "path": p})
+        return out
+
+    def _tree(self, ns: str, name: str, revision: str, folder: str, recursive: bool) -> None:
+        if (commit := self._commit_at(ns, name, revision)) is None:
+            return
+        prefix = f"{folder}/" if folder else ""
+        below = {f[len(prefix):] for f in commit.files if f.startswith(prefix)}
+        if folder and not below:
+            return self._send(404, {"error": f"{folder} does not exist at {revision}"})
+        if recursive:
+            names = {"/".join(r.split("/")[:i]) for r in below for i in range(1, r.count("/") + 2)}
+        else:
+            names = {r.split("/")[0] for r in below}
+        self._send(200, self._entries(commit, sorted(prefix + n for n in names)))
+
+    def _paths_info(self, ns: str, name: str, revision: str, form: dict) -> None:
+        if (commit := self._commit_at(ns, name, revision)) is None:
+            return
+        self._send(200, self._entries(commit, form.get("paths", [])))

@@ -15,6 +15,7 @@ from ruler import release
 from build_helpers import build
 from ruler.cli import main
 from ruler.cards.render import write_card
+from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
 from fake_hub import FakeHub
 
 TOKEN = "hf_loopbackSecretToken123"
@@ -83,10 +84,14 @@ def test_round_trip_one_commit_then_tag(out, hub, capsys, tmp_path, monkeypatch)
     stored = hub.stored_dir(REPO)
     local = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     remote = sorted(p.relative_to(stored).as_posix() for p in stored.rglob("*") if p.is_file())
-    assert remote == sorted(local + [".gitattributes"])
+    # + the lm-eval task folder, its tasks reading this release's tag
+    tasks = export_files(json.loads((out / "manifest.json").read_text()), TaskSource(REPO, "v1"))
+    assert remote == sorted(local + [".gitattributes"] + [f"lm_eval/{n}" for n in tasks])
     for rel in local:
         if rel != "README.md":
             assert (stored / rel).read_bytes() == (out / rel).read_bytes(), rel
+    for name, text in tasks.items():
+        assert (stored / "lm_eval" / name).read_text() == text
     card = (stored / "README.md").read_text()
     assert f'load_dataset("{REPO}", "gpt-4", split="1024", revision="v1")' in card
     assert config_splits(stored) == config_splits(out)
@@ -177,6 +182,8 @@ def test_next_release_removes_files_the_build_no_longer_has(out, hub, capsys):
     assert code == 0, text
     repo = hub.repos[REPO]
     assert gone in repo.commits[1].files and gone not in repo.head.files
+    task = "lm_eval/ruler_gpt-4_niah_single_1_2048.yaml"  # its lm-eval task goes with it
+    assert task in repo.commits[1].files and task not in repo.head.files
     assert repo.tags == {"v1": repo.commits[1].sha, "v2": repo.commits[2].sha}
 
 
@@ -216,7 +223,10 @@ def test_dry_run_prints_the_plan_and_uploads_nothing(out, capsys, monkeypatch):
     for rel, entry in m["files"].items():
         assert rel in text
     total = sum((out / p).stat().st_size for p in m["files"]) + (out / "manifest.json").stat().st_size
-    assert "6 files" in text and "dry run: nothing uploaded" in text
+    tasks = export_files(m, TaskSource(REPO, release.default_tag(m)))
+    assert f"  {6 + len(tasks)} files, " in text and "dry run: nothing uploaded" in text
+    assert all(f"lm_eval/{name}" in text for name in tasks)
+    total += sum(len(t.encode()) for t in tasks.values())
     assert int(text.split("(")[-1].split(" bytes)")[0]) > total  # + the rendered card
 
 

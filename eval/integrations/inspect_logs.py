@@ -1,0 +1,72 @@
+"""Inspect logs (`.eval`, or `.json` written with `--log-format json`) -> prediction records.
+
+The `ruler` Inspect task keeps each row's key and its split file's `content_sha256` in the
+sample's metadata, and the model's completion (generated after the pre-filled answer prefix) is
+the sample's output. Reading goes through `inspect_ai.log.read_eval_log`, imported here only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ruler.builder.errors import RulerError
+from ruler.eval.integrations.prediction_source import PredictionSource
+from ruler.eval.predictions import KEY_COLUMNS
+
+
+def is_inspect_log(path: Path) -> bool:
+    path = Path(path)
+    if path.suffix == ".eval":
+        return True
+    if path.suffix != ".json":
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    # Inspect's JSON logs open with {"version": N, "status": ..., "eval": {...
+    return head.lstrip().startswith(b'{"version"') and b'"eval"' in head
+
+
+def log_files(folder: Path) -> list[Path]:
+    return sorted(p for p in Path(folder).rglob("*") if p.is_file() and p.suffix in
+                  (".eval", ".json") and is_inspect_log(p))
+
+
+def _read_log(path: Path):
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise RulerError(f"{path} is an Inspect log: reading it needs inspect-ai "
+                         f"(pip install inspect-ai)") from None
+    try:
+        return read_eval_log(str(path))
+    except (OSError, ValueError, json.JSONDecodeError) as e:
+        raise RulerError(f"{path}: not a readable Inspect log ({type(e).__name__}: {e})") \
+            from None
+
+
+def read_inspect_log(path: Path) -> PredictionSource:
+    """Prediction records of one Inspect log of the `ruler` task, with its model and the
+    task's `limit` (first N rows of each split)."""
+    log = _read_log(path)
+    if not log.samples:
+        raise RulerError(f"{path}: the log holds no samples (status {log.status})")
+    records = []
+    for s in log.samples:
+        meta = s.metadata or {}
+        if any(c not in meta for c in KEY_COLUMNS):
+            raise RulerError(f"{path}: sample {s.id} has no {'/'.join(KEY_COLUMNS)} metadata: "
+                             f"not a log of the `ruler` Inspect task (ruler.eval.inspect)")
+        if s.epoch != 1:
+            raise RulerError(f"{path}: the log holds several epochs; RULER decodes greedily, "
+                             f"score a log of one epoch")
+        record = {**{c: meta[c] for c in KEY_COLUMNS}, "data_sha256": meta.get("data_sha256", "")}
+        if s.error is not None:
+            records.append({**record, "prediction": None, "status": "error",
+                            "reason": s.error.message[:500]})
+        else:
+            records.append({**record, "prediction": s.output.completion, "status": "ok"})
+    limit = (log.eval.task_args or {}).get("limit")
+    return PredictionSource(records, log.eval.model,
+                            int(limit) if isinstance(limit, int) and limit > 0 else None)

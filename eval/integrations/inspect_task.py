@@ -1,0 +1,167 @@
+"""The Inspect task `ruler`: a build or a released Hub revision, evaluated RULER's way.
+
+    inspect eval ruler/ruler --model vllm/<model> -T data=ORG/NAME -T revision=<tag> \\
+        -T tokenizer_config=llama-3.1 -T lengths=4096 [-T tasks=niah_single_1,qa_1 -T limit=50]
+    ruler score --predictions logs/<log>.eval --data ORG/NAME --revision <tag>
+
+(`from ruler.eval.inspect import ruler` is the same task in Python.)
+
+- Dataset: the rows of the selected split files, read through the manifest and checked against
+  its hashes (`ruler.eval.data`, as `ruler eval` reads them). A sample's id is
+  `<task>/<L>/<index>`; its metadata holds the row's key, metric, answer prefix, budget and the
+  split file's `content_sha256`, so a log can be scored later by `ruler score`.
+- Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where
+  the provider continues a final assistant message (Inspect's vLLM and SGLang providers render
+  it with `continue_final_message`); `-T prefill=true` forces it for other providers that support
+  prefill, `-T prefill=false` turns it off. Then greedy generation of at most the row's
+  `tokens_to_generate` tokens.
+- Scorer: upstream's per-row metric on the completion (post-processed as upstream does);
+  metrics: RULER's score (0..100) per `<task>/<L>` cell and `mean`, the unweighted mean over the
+  cells (the paper's averages).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig
+from inspect_ai.scorer import (Metric, SampleScore, Score, Scorer, Target, grouped, metric,
+                               scorer)
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from inspect_ai.util import registry_info
+
+from ruler.builder.errors import RulerError
+from ruler.eval.integrations.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS
+from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
+
+
+def _as_list(value: Any, what: str) -> list[str]:
+    if value is None or value == "" or value == "all":
+        return []
+    if isinstance(value, (int, str)):
+        return [p.strip() for p in str(value).split(",") if p.strip()]
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value]
+    raise RulerError(f"-T {what}: expected a comma-separated list, got {value!r}")
+
+
+def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str | None = None,
+                  tasks: Any = None, lengths: Any = None, limit: int | None = None
+                  ) -> tuple[list[Sample], dict[str, Any]]:
+    """The selected rows as Inspect samples, and the provenance the task's metadata records."""
+    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.eval.data import open_dataset
+
+    task_list, length_texts = _as_list(tasks, "tasks"), _as_list(lengths, "lengths")
+    task_names = parse_tasks(",".join(task_list)) if task_list else ()
+    length_list = parse_lengths(",".join(length_texts)) if length_texts else ()
+    # `-T` values arrive YAML-parsed: a hex commit or a config name may come as a number
+    data = str(data)
+    revision = None if revision is None else str(revision)
+    tokenizer_config = None if tokenizer_config is None else str(tokenizer_config)
+    ds = open_dataset(data, revision, tokenizer_config, task_names, length_list)
+    if tokenizer_config is None:
+        if len(ds.configs) != 1:
+            raise RulerError(f"dataset {data} holds tokenizer configs {', '.join(ds.configs)}: "
+                             f"pass -T tokenizer_config=<the one built for your model's "
+                             f"tokenizer>")
+        tokenizer_config = ds.configs[0]
+    files = ds.files(tokenizer_config, task_names or None, length_list or None)
+    if not files:
+        raise RulerError(f"dataset {data} config {tokenizer_config!r} has no split files")
+    samples = []
+    for f in files:
+        for row in ds.rows(f)[: limit or None]:
+            samples.append(Sample(
+                id=f"{f.task}/{f.max_seq_length}/{row['index']}",
+                input=[ChatMessageUser(content=row["input"])],
+                target=list(row["outputs"]),
+                metadata={
+                    "tokenizer": row["tokenizer"], "task": row["task"],
+                    "max_seq_length": int(row["max_seq_length"]), "index": int(row["index"]),
+                    CELL_KEY: f"{f.task}/{f.max_seq_length}", "metric": row["metric"],
+                    "answer_prefix": row["answer_prefix"],
+                    "tokens_to_generate": int(row["tokens_to_generate"]),
+                    "length": int(row["length"]), "data_sha256": f.content_sha256,
+                }))
+    provenance = {"dataset": data, "revision": ds.revision, "tokenizer_config": tokenizer_config,
+                  "prompt_mode": ds.build(tokenizer_config).get("prompt_mode"),
+                  "files": {f.key: f.content_sha256 for f in files}, "limit": limit}
+    return samples, provenance
+
+
+@solver
+def ruler_generate(prefill: bool | None = None) -> Solver:
+    """Pre-fill the assistant turn with the row's answer prefix (see the module docstring),
+    then generate greedily up to the row's budget."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        use = prefill if prefill is not None else state.model.api in PREFILL_PROVIDERS
+        if use:
+            state.messages.append(ChatMessageAssistant(content=state.metadata["answer_prefix"]))
+        state.metadata["prefilled"] = bool(use)
+        return await generate(state, max_tokens=int(state.metadata["tokens_to_generate"]),
+                              temperature=0.0)
+
+    return solve
+
+
+@metric
+def ruler_score() -> Metric:
+    """Upstream's task score (0..100, 2 decimals) over the scored rows."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        return score_of_rows([s.score.as_float() for s in scores])
+
+    return compute
+
+
+def row_score(completion: str, metric_name: str, references: Sequence[str]) -> float:
+    """Upstream's per-row value (0..1) of `metric_name` for one completion."""
+    return ROW_METRICS[metric_name](postprocess_pred(completion), list(references))
+
+
+@scorer(metrics=[grouped(ruler_score(), CELL_KEY, all="groups", all_label=MEAN_LABEL)])
+def ruler_scorer() -> Scorer:
+    """RULER's metric of each row (`string_match_all` or `string_match_part`)."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        completion = state.output.completion
+        return Score(value=row_score(completion, state.metadata["metric"], target.target),
+                     answer=completion)
+
+    return score
+
+
+def _ruler(data: str, revision: str | None = None, tokenizer_config: str | None = None,
+           tasks: str | list[str] | None = None, lengths: int | str | list[int] | None = None,
+           limit: int | None = None, prefill: bool | None = None) -> Task:
+    """RULER on a ruler build (folder) or a released Hub dataset (ORG/NAME at `revision`).
+
+    Args:
+        data: build folder or Hub dataset id ORG/NAME.
+        revision: Hub revision (release tag or commit); default main.
+        tokenizer_config: the dataset config built for the model's tokenizer (default: the
+            dataset's only config).
+        tasks: comma-separated tasks (default: all in the dataset).
+        lengths: comma-separated lengths, e.g. 4096,8192 or 4k (default: all). Inspect holds
+            the selected rows in memory: take long lengths one at a time.
+        limit: first N samples of each task and length.
+        prefill: pre-fill the assistant turn with answer_prefix (default: where the provider
+            continues a final assistant message: vllm, sglang).
+    """
+    samples, provenance = ruler_samples(data, revision, tokenizer_config, tasks, lengths, limit)
+    return Task(dataset=MemoryDataset(samples, name=f"ruler-{provenance['tokenizer_config']}"),
+                solver=ruler_generate(prefill), scorer=ruler_scorer(),
+                config=GenerateConfig(temperature=0.0), metadata={"ruler": provenance})
+
+
+ruler = task(name="ruler")(_ruler)
+
+# `inspect eval ruler/ruler`: Inspect namespaces a package's tasks only when it can tie the
+# import package to a distribution of the same name; ours is `ruler-bench`, so an editable
+# install registers the bare `ruler`. Register the namespaced name too in that case.
+if registry_info(ruler).name != "ruler/ruler":
+    task(name="ruler/ruler")(_ruler)

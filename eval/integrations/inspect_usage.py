@@ -1,0 +1,71 @@
+"""What the Inspect task `ruler` is called, takes and does, for the task and the dataset card.
+
+Kept apart from `inspect_task` (which imports inspect_ai) so the card renders without Inspect.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+#: `inspect eval <TASK_NAME>`: the entry point `inspect_ai: ruler = ruler.eval.inspect`.
+TASK_NAME = "ruler/ruler"
+#: Python import of the same task.
+TASK_IMPORT = "ruler.eval.inspect:ruler"
+#: Inspect providers that continue a final assistant message (Inspect renders it with
+#: `continue_final_message`); others would answer it anew, so the prefix is not sent there
+#: unless `-T prefill=true`. mockllm: Inspect's offline test double.
+PREFILL_PROVIDERS = ("vllm", "sglang", "mockllm")
+#: The metadata key the metrics group by (`<task>/<L>`), and the label of the cells' mean.
+CELL_KEY = "cell"
+MEAN_LABEL = "mean"
+#: The task parameters (`-T name=value`), with what each does.
+PARAMETERS = (
+    ("data", "build folder or Hub dataset ORG/NAME"),
+    ("revision", "Hub revision, a release tag or commit"),
+    ("tokenizer_config", "the config built for the model's tokenizer, default the only one"),
+    ("tasks", "comma-separated tasks, default all"),
+    ("lengths", "comma-separated lengths such as 4096,8192, default all (Inspect holds the "
+                "selected rows in memory: take long lengths one at a time)"),
+    ("limit", "first N samples of each task and length"),
+    ("prefill", "pre-fill the assistant turn with answer_prefix, default true for "
+                + ", ".join(p for p in PREFILL_PROVIDERS if p != "mockllm")),
+)
+
+
+def command(data: str, revision: str | None, config: str, length: int,
+            model: str = "vllm/<model>") -> str:
+    rev = f" -T revision={revision}" if revision else ""
+    return (f"inspect eval {TASK_NAME} --model {model} \\\n"
+            f"  -T data={data}{rev} -T tokenizer_config={config} -T lengths={length}")
+
+
+def card_section(manifest: Mapping[str, Any], repo_id: str | None,
+                 revision: str | None) -> str:
+    """The card's "Use with Inspect" section (body, after its heading)."""
+    files = manifest.get("files") or {}
+    if not files:
+        return "Build some splits first."
+    first = min(files.values(), key=lambda e: (e["config"], int(e["max_seq_length"])))
+    config, length = first["config"], int(first["max_seq_length"])
+    data = repo_id or "OUT"
+    rev = revision if repo_id else None
+    score = f"--data {data}" + (f" --revision {rev}" if rev else "")
+    params = "; ".join(f"`{name}`: {what}" for name, what in PARAMETERS)
+    prefill = ", ".join(p for p in PREFILL_PROVIDERS if p != "mockllm")
+    return (
+        f"Installing ruler-bench registers the [Inspect](https://inspect.aisi.org.uk/) task "
+        f"`{TASK_NAME}` (in Python: `{TASK_IMPORT}`):\n\n```bash\n"
+        f"pip install inspect-ai   # next to ruler-bench\n"
+        f"{command(data, rev, config, length)}\n"
+        f"ruler score --predictions logs/ {score}   # RULER's report from the Inspect log(s)\n"
+        f"```\n\n"
+        f"- Parameters: {params}.\n"
+        f"- The user turn is `input`; the assistant turn is pre-filled with `answer_prefix` on "
+        f"providers that continue a final assistant message ({prefill}); elsewhere pass "
+        f"`-T prefill=true` if the provider supports prefill, else the model answers without "
+        f"the prefix (a different prompt from the paper's).\n"
+        f"- Greedy decoding of at most the row's `tokens_to_generate` tokens; the scorer applies "
+        f"the row's `metric` and reports RULER's score (0-100) per `<task>/<L>` and their "
+        f"`{MEAN_LABEL}`.\n"
+        f"- The provider renders the model's own chat template, so prompts match the build's "
+        f"token counts when that is the template the config was built with.")

@@ -1,0 +1,112 @@
+"""lm-evaluation-harness output -> prediction records for `ruler score`.
+
+lm-eval (`--log_samples --output_path DIR`) writes `DIR/<model>/samples_<task>_<date>.jsonl`, a
+line per document with the logged `doc` (for an exported task: a row of the dataset, with its
+key columns) and `filtered_resps` (the completion generated after the answer prefix), and
+`results_<date>.json`, whose `configs` keep each exported task's metadata. The split file's
+`content_sha256` recorded there becomes the records' `data_sha256`, so `ruler score` refuses
+samples made from another revision of the dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from ruler.builder.errors import RulerError
+from ruler.eval.integrations.prediction_source import PredictionSource
+from ruler.eval.predictions import KEY_COLUMNS, read_records
+
+_SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl$")
+
+
+def is_samples_file(path: Path) -> bool:
+    return bool(_SAMPLES.match(Path(path).name))
+
+
+def samples_files(folder: Path) -> list[Path]:
+    return sorted(p for p in Path(folder).rglob("samples_*.jsonl") if is_samples_file(p))
+
+
+def _results_of(samples_file: Path) -> dict[str, Any]:
+    """The run's `results_<date>.json` beside a samples file ({} when it is not there)."""
+    m = _SAMPLES.match(samples_file.name)
+    results = samples_file.with_name(f"results_{m.group('date')}.json") if m else None
+    if results is None or not results.is_file():
+        return {}
+    try:
+        data = json.loads(results.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _content_hashes(results: dict[str, Any]) -> dict[tuple[str, str, int], str]:
+    """(config, task, L) -> content_sha256 recorded in the exported tasks' metadata."""
+    out = {}
+    for cfg in (results.get("configs") or {}).values():
+        meta = ((cfg or {}).get("metadata") or {}).get("ruler") or {}
+        if {"config", "task", "max_seq_length", "content_sha256"} <= meta.keys():
+            out[(meta["config"], meta["task"], int(meta["max_seq_length"]))] = \
+                meta["content_sha256"]
+    return out
+
+
+def _model_and_limit(results: dict[str, Any]) -> tuple[str | None, int | None]:
+    config = results.get("config") or {}
+    args = config.get("model_args")
+    model = (args.get("pretrained") or args.get("model")) if isinstance(args, dict) else None
+    limit = config.get("limit")
+    # --limit N (N >= 1) takes the first N docs of every task, as `ruler eval --limit N`;
+    # a fraction has no single N.
+    limit = int(limit) if isinstance(limit, (int, float)) and limit >= 1 \
+        and float(limit).is_integer() else None
+    return model or results.get("model_name"), limit
+
+
+def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
+    doc = sample.get("doc")
+    if not isinstance(doc, dict) or any(c not in doc for c in KEY_COLUMNS):
+        builtin = isinstance(doc, dict) and "gen_prefix" in doc and "tokenizer" not in doc
+        raise RulerError(
+            f"{where}: the logged doc has no {'/'.join(KEY_COLUMNS)}: not a task written by "
+            f"`ruler export lm-eval`" + (" (these are lm-eval's built-in `ruler` tasks, a "
+                                         "different generator whose rows are not in this "
+                                         "dataset)" if builtin else ""))
+    key = {c: doc[c] for c in KEY_COLUMNS}
+    resps = sample.get("filtered_resps")
+    prediction = resps[0] if isinstance(resps, list) and resps else resps
+    record = {**key, "data_sha256": hashes.get((doc["tokenizer"], doc["task"],
+                                                 int(doc["max_seq_length"])), "")}
+    if isinstance(prediction, str):
+        return {**record, "prediction": prediction, "status": "ok"}
+    return {**record, "prediction": None, "status": "error",
+            "reason": f"lm-eval logged no text response ({prediction!r})"}
+
+
+def read_samples(paths: list[Path]) -> PredictionSource:
+    """Prediction records of lm-eval samples files (the unfiltered "none" responses), with the
+    model and `--limit` of the run(s) when their results files say so."""
+    runs: dict[str, list[str]] = {}
+    for path in paths:
+        m = _SAMPLES.match(Path(path).name)
+        if m:
+            runs.setdefault(m.group("task"), []).append(m.group("date"))
+    repeated = {task: dates for task, dates in runs.items() if len(dates) > 1}
+    if repeated:
+        task, dates = next(iter(sorted(repeated.items())))
+        raise RulerError(f"lm-eval ran task {task} {len(dates)} times here "
+                         f"({', '.join(sorted(dates))}): pass one samples file, or a folder "
+                         f"with one run of each task")
+    parts = []
+    for path in paths:
+        results = _results_of(Path(path))
+        hashes = _content_hashes(results)
+        records = [_record(sample, f"{path}:{n + 1}", hashes)
+                   for n, sample in enumerate(read_records(path))
+                   # other filters are the user's own; the exported tasks define none
+                   if sample.get("filter", "none") == "none"]
+        parts.append(PredictionSource(records, *_model_and_limit(results)))
+    return PredictionSource.merge(parts)
