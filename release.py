@@ -16,20 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.hub_names import validate_repo_id, validate_tag
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 REPO_TYPE = "dataset"
-# Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; not starting/ending with - or .
-_NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
-_REPO_ID = re.compile(rf"^{_NAME}/{_NAME}$")
-_TAG = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$")
 # Folders a release owns in the repo: files there that the new build lacks are deleted.
 # lm_eval/: the lm-evaluation-harness task folder (`ruler export lm-eval`) for this release.
 OWNED_PREFIXES = ("data/", "sources/", "lm_eval/")
@@ -67,20 +63,6 @@ class ReleaseResult:
 
 
 # --- local checks ------------------------------------------------------------------------------
-
-def validate_repo_id(repo_id: str) -> None:
-    if not _REPO_ID.match(repo_id or "") or "--" in repo_id or ".." in repo_id \
-            or repo_id.endswith(".git"):
-        raise RulerError(
-            f"invalid repo id {repo_id!r}: use ORG/NAME with letters, digits, '-', '_' or '.' "
-            f"(no '--' or '..', not starting or ending with '-' or '.', at most 96 each)")
-
-
-def validate_tag(tag: str) -> None:
-    if not _TAG.match(tag or "") or ".." in tag:
-        raise RulerError(f"invalid tag {tag!r}: use letters, digits, '-', '_' or '.', "
-                         f"starting and ending with a letter or digit")
-
 
 def default_tag(manifest: Mapping[str, Any]) -> str:
     """`v<generator version>-<12 hex>`: the hex hashes every file's content hash, so the same

@@ -213,7 +213,7 @@ def build_section(config: str, build: Mapping[str, Any]) -> str:
         f"- chat template sha256: {template}",
         f"- prompt mode: `{build.get('prompt_mode')}`; seed: `{build.get('seed')}`; "
         f"samples per task and length: {build.get('samples')}",
-        *([f"- variant: " + ", ".join(f"`{k}={v}`" for k, v in build["variant"].items())
+        *(["- variant: " + ", ".join(f"`{k}={v}`" for k, v in build["variant"].items())
            + " (see Variant configs)"] if build.get("variant") else []),
         f"- official build (pinned tokenizer, official sources): "
         f"{_yes(bool(build.get('official')))}", "",

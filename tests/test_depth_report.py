@@ -10,7 +10,7 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from ruler.eval.depth import bin_cells, depth_table, group_cells, row_items
+from ruler.eval.depth import bin_cells, group_cells, row_items
 from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP, heatmap_figure
 from ruler.eval.report import build_report, to_markdown, write_report
 from ruler.eval.score import SCORES_FORMAT

@@ -5,7 +5,6 @@ gold answers (score 100) or part of them; `ruler score` on each log gives Inspec
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys

@@ -128,6 +128,21 @@ def test_python_m_ruler_works_beside_a_build_folder_named_ruler(tmp_path):
     assert "0 file(s) built, 1 up to date" in second.stdout
 
 
+def _copy_tracked_files(root: Path, dest: Path) -> None:
+    import shutil
+
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=root, capture_output=True, timeout=60)
+    if listed.returncode != 0:  # not a git checkout: the working tree minus local folders
+        shutil.copytree(root, dest, ignore=shutil.ignore_patterns(
+            ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", "ruler", "results"))
+        return
+    for rel in filter(None, listed.stdout.decode().split("\0")):
+        if (root / rel).is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / rel, dest / rel)
+
+
 @pytest.mark.slow
 def test_the_wheel_holds_only_ruler_and_runs_from_a_fresh_venv(tmp_path):
     """Build the wheel, list its top-level names, install it (and nothing else) into a new
@@ -135,10 +150,14 @@ def test_the_wheel_holds_only_ruler_and_runs_from_a_fresh_venv(tmp_path):
     dependencies come from this environment's site-packages through a .pth line, which adds
     them to sys.path without running this environment's own .pth files (so its editable
     install of the checkout is not seen)."""
-    root = _package_root()
+    # setuptools builds in the source tree's build/, where modules removed since an earlier
+    # build would linger and end up in the wheel: build from a copy of the files git knows
+    # (tracked, or new and not ignored).
+    src = tmp_path / "src"
+    _copy_tracked_files(_package_root(), src)
     wheels = tmp_path / "wheels"
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-                            "--no-build-isolation", "-q", "-w", str(wheels), str(root)],
+                            "--no-build-isolation", "-q", "-w", str(wheels), str(src)],
                            capture_output=True, text=True, timeout=600)
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = wheels.glob("ruler_bench-*.whl")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from ruler.builder.errors import RulerError
 from ruler.eval.integrations.prediction_source import PredictionSource

@@ -374,7 +374,7 @@ def export_lm_eval(out: str | os.PathLike, to: str | os.PathLike | None = None,
         raise RulerError("--repo and --revision go together: the tasks load that Hub revision "
                          "(pin the release tag), or, without both, the local folder")
     if repo_id:
-        from ruler.release import validate_repo_id
+        from ruler.builder.hub_names import validate_repo_id
 
         validate_repo_id(repo_id)
     source = TaskSource(repo_id, revision) if repo_id else local_source(out)
