@@ -61,7 +61,7 @@ def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mod
     repo, revision = tokenizer.get("repo"), tokenizer.get("revision")
     return {"generator_version": generator_version, "seed": seed, "samples": samples,
             "prompt_mode": prompt_mode, "tokenizer": tokenizer_fingerprint(tokenizer),
-            "tokenizer_revision": f"{repo}@{revision}" if repo else None,
+            "tokenizer_revision": f"{repo}@{revision}" if repo or revision else None,
             "packages": dict(sorted(packages.items()))}
 
 
