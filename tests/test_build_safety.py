@@ -318,3 +318,23 @@ def test_one_sample_at_a_length_near_a_tasks_minimum_builds(tmp_path):
     """preflight with --samples 1 where the smallest sample takes over half of L."""
     report = build(tmp_path, "gpt-4", ["niah_multikey_3"], [1024], 1, workers=1)
     assert report.files[0].rows == 1
+
+
+# --- finding 7: versions of the packages that shape content are identity ---------------------
+
+def test_a_resumed_build_after_a_package_upgrade_refuses_instead_of_mixing(tmp_path,
+                                                                          monkeypatch):
+    import ruler.builder.build.plan as plan
+    from ruler.builder.identity import content_packages
+
+    out = tmp_path / "out"
+    build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
+    recorded = read_manifest(out)
+    assert recorded["builds"]["gpt-4"]["packages"] == content_packages("tiktoken")
+    assert all(f["packages"] == content_packages("tiktoken")
+               for f in recorded["files"].values())  # recorded per file too
+    upgraded = dict(content_packages("tiktoken"), numpy="99.0.0")
+    monkeypatch.setattr(plan, "content_packages", lambda kind: upgraded)
+    with pytest.raises(RulerError, match=r"package versions \(numpy .* -> 99\.0\.0\)"):
+        build(out, "gpt-4", ["vt"], [1024], 2, workers=1)
+    assert read_manifest(out) == recorded
