@@ -94,7 +94,7 @@ def identity_differences(old: Mapping[str, Any] | None,
     found = [f"{label} {old.get(key)} -> {new.get(key)}" for key, label in labels.items()
              if old.get(key) != new.get(key)]
     before, after = old.get("packages") or {}, new.get("packages") or {}
-    changed = [f"{p} {before.get(p, NOT_INSTALLED)} -> {after.get(p, NOT_INSTALLED)}"
+    changed = [f"{p} {before.get(p, 'unrecorded')} -> {after.get(p, NOT_INSTALLED)}"
                for p in sorted(set(before) | set(after)) if before.get(p) != after.get(p)]
     if changed:
         found.append("package versions (" + ", ".join(changed) + ")")
