@@ -78,7 +78,7 @@ def test_a_killed_worker_fails_the_build_naming_the_file_and_a_rerun_resumes(tmp
     assert not _leftovers(out)
     on_disk = {p.relative_to(out).as_posix() for p in out.glob("data/**/*.parquet")}
     assert on_disk == recorded
-    again = _run(["ruler", *_build_args(out, tasks)])
+    again = _run([sys.executable, "-m", "ruler", *_build_args(out, tasks)])
     assert again.returncode == 0, again.stderr
     assert len(read_manifest(out)["files"]) == len(tasks.split(","))
     assert verify(out, load=False).ok
@@ -87,9 +87,9 @@ def test_a_killed_worker_fails_the_build_naming_the_file_and_a_rerun_resumes(tmp
 @pytest.mark.slow
 def test_ctrl_c_stops_driver_and_workers_with_one_line(tmp_path):
     out = tmp_path / "out"
-    argv = ["ruler", "build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1,niah_single_2",
-            "--lengths", "16384", "--samples", "40", "--workers", "2", "--no-progress",
-            "--out", str(out)]
+    argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4",
+            "--tasks", "niah_single_1,niah_single_2", "--lengths", "16384", "--samples", "40",
+            "--workers", "2", "--no-progress", "--out", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     deadline = time.monotonic() + 120

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -180,9 +181,9 @@ def test_a_build_with_another_identity_that_starts_meanwhile_stops_cleanly(tmp_p
 @pytest.mark.slow
 def test_shards_built_at_the_same_time_into_one_folder_are_all_recorded(tmp_path):
     out = tmp_path / "out"
-    argv = ["ruler", "build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1,niah_single_2,vt",
-            "--lengths", "1024,2048", "--samples", "3", "--workers", "1", "--no-progress",
-            "--out", str(out)]
+    argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4",
+            "--tasks", "niah_single_1,niah_single_2,vt", "--lengths", "1024,2048",
+            "--samples", "3", "--workers", "1", "--no-progress", "--out", str(out)]
     procs = [subprocess.Popen([*argv, "--shard", f"{i}/2"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for i in range(2)]
     for p in procs:
@@ -315,8 +316,9 @@ def test_a_read_only_folder_builds_nothing_and_says_so_in_one_line(tmp_path, cap
 
 
 def test_one_sample_at_a_length_near_a_tasks_minimum_builds(tmp_path):
-    """preflight with --samples 1 where the smallest sample takes over half of L."""
-    report = build(tmp_path, "gpt-4", ["niah_multikey_3"], [1024], 1, workers=1)
+    """preflight with --samples 1 where the smallest sample takes over half of L (vt at 1K:
+    ~770 tokens) used to fail with a TypeError."""
+    report = build(tmp_path, "gpt-4", ["vt"], [1024], 1, workers=1)
     assert report.files[0].rows == 1
 
 

@@ -57,9 +57,12 @@ class LocalExecutor:
     def __enter__(self) -> "LocalExecutor":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         if self._pool is not None:
-            _stop(self._pool)
+            if exc_type is None:  # every job done: the workers are idle
+                self._pool.shutdown(wait=True)
+            else:
+                _stop(self._pool)
             self._pool = None
 
     def _start(self) -> ProcessPoolExecutor:
