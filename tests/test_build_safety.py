@@ -20,12 +20,13 @@ from ruler.builder.tokenizer_registry import check_config_name, config_name
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
-TASKS = ("niah_single_1", "niah_single_2")
+TASKS = ("niah_single_1", "vt")  # no sources to load: quick
 
 
-def _tokenizer_copy(tmp_path: Path, name: str = "mytok") -> Path:
+def _tokenizer_copy(tmp_path: Path, name: str = "mytok", source: str = "llama-2") -> Path:
+    """A tokenizer folder outside the registry (SentencePiece by default: quick to load)."""
     folder = tmp_path / "toks" / name
-    shutil.copytree(TOKENIZERS / "llama-3.1", folder)
+    shutil.copytree(TOKENIZERS / source, folder)
     return folder
 
 
@@ -68,7 +69,7 @@ def test_overwrite_deletes_only_files_the_manifest_lists(tmp_path):
     build(out, "gpt-4", ["niah_single_1"], [1024], 3, workers=1, overwrite=True)
     assert stray.read_text().startswith("a user's file")
     assert set(read_manifest(out)["files"]) == {"data/gpt-4/niah_single_1/1024.parquet"}
-    assert not (out / "data/gpt-4/niah_single_2").exists()  # emptied folders go too
+    assert not (out / "data/gpt-4/vt").exists()  # emptied folders go too
 
 
 def test_a_hand_edited_manifest_never_makes_the_builder_delete_elsewhere(tmp_path):
@@ -93,19 +94,20 @@ def test_a_changed_samples_or_seed_refuses_and_keeps_every_earlier_file(tmp_path
     before = _files(out)
     for flags, what in ((["--samples", "10"], "samples 3 -> 10"),
                         (["--samples", "3", "--seed", "1"], "seed 42 -> 1")):
-        code = main(["build", "--tokenizer", "gpt-4", "--tasks", "vt", "--lengths", "1024",
-                     "--out", str(out), "--no-progress", *flags])
+        code = main(["build", "--tokenizer", "gpt-4", "--tasks", "niah_multikey_2",
+                     "--lengths", "1024", "--out", str(out), "--no-progress", *flags])
         err = capsys.readouterr().err
         assert code == 2 and what in err and "--overwrite" in err, err
         assert _files(out) == before
-    build(out, "gpt-4", ["vt"], [1024, 2048], 3, workers=1)  # same build: simply added
+    build(out, "gpt-4", ["niah_multikey_2"], [1024], 3, workers=1)  # same build: simply added
     files = read_manifest(out)["files"]
-    assert len(files) == 4 and all(_files(out)[rel] == data for rel, data in before.items()
+    assert len(files) == 3 and all(_files(out)[rel] == data for rel, data in before.items()
                                    if rel.startswith("data/"))
 
 
+@pytest.mark.slow
 def test_a_changed_tokenizer_under_the_same_name_refuses(tmp_path):
-    folder = _tokenizer_copy(tmp_path)
+    folder = _tokenizer_copy(tmp_path, source="llama-3.1")  # a chat template to change
     out = tmp_path / "out"
     build(out, str(folder), ["niah_single_1"], [1024], 2, workers=1)
     config = folder / "tokenizer_config.json"
@@ -140,7 +142,7 @@ def test_a_build_that_runs_while_another_publishes_keeps_the_others_files(tmp_pa
         if not state["done"]:
             state["done"] = True
             monkeypatch.setattr(Worker, "make_row", real)
-            build(out, "gpt-4", ["niah_single_2", "vt"], [1024], 2, workers=1)
+            build(out, "gpt-4", ["niah_multikey_2", "vt"], [1024], 2, workers=1)
             monkeypatch.setattr(Worker, "make_row", other_build_meanwhile)
         return real(self, task, L, index)
 
@@ -149,9 +151,9 @@ def test_a_build_that_runs_while_another_publishes_keeps_the_others_files(tmp_pa
     files = read_manifest(out)["files"]
     assert sorted(files) == sorted([
         "data/gpt-4/niah_single_1/1024.parquet", "data/gpt-4/niah_single_1/2048.parquet",
-        "data/gpt-4/niah_single_2/1024.parquet", "data/gpt-4/vt/1024.parquet"])
-    assert read_manifest(out)["builds"]["gpt-4"]["tasks"] == ["niah_single_1", "niah_single_2",
-                                                              "vt"]
+        "data/gpt-4/niah_multikey_2/1024.parquet", "data/gpt-4/vt/1024.parquet"])
+    assert read_manifest(out)["builds"]["gpt-4"]["tasks"] == ["niah_single_1",
+                                                              "niah_multikey_2", "vt"]
     assert verify(out, load=False).ok
 
 
@@ -216,7 +218,7 @@ def test_shards_built_apart_merge_into_the_full_build(tmp_path, capsys):
 def test_merge_refuses_another_identity_and_conflicting_files(tmp_path, capsys):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     build(a, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
-    build(b, "gpt-4", ["niah_single_2"], [1024], 2, workers=1, seed=9)
+    build(b, "gpt-4", ["niah_multikey_2"], [1024], 2, workers=1, seed=9)
     assert main(["merge", str(a), str(b), "--out", str(tmp_path / "m")]) == 2
     assert "seed 42 -> 9" in capsys.readouterr().err
     assert not (tmp_path / "m").exists()  # checked before anything is written
@@ -248,7 +250,7 @@ def test_out_that_is_a_file_is_one_clear_error(tmp_path, capsys):
 
 
 def test_a_truncated_tokenizer_folder_is_one_clear_error(tmp_path, capsys):
-    folder = _tokenizer_copy(tmp_path)
+    folder = _tokenizer_copy(tmp_path, source="llama-3.1")
     config = folder / "tokenizer_config.json"
     config.write_bytes(config.read_bytes()[:100])
     code, err = _cli(capsys, "--tokenizer", str(folder), "--out", str(tmp_path / "out"))
