@@ -15,7 +15,6 @@ import importlib.metadata as md
 import os
 import re
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
@@ -89,7 +88,6 @@ def link_environment(target: Path, dists: set[str]) -> Path:
 
 
 SCRIPT = r"""
-import sys
 from ruler.cli import main
 
 out = sys.argv[1]
