@@ -266,6 +266,9 @@ def test_a_tokenizer_folder_that_does_not_exist_says_so(tmp_path, capsys, spec):
 
 
 def test_gpt4o_offline_names_the_download_and_the_offline_folder(tmp_path, capsys, monkeypatch):
+    import tiktoken.registry
+
+    monkeypatch.setattr(tiktoken.registry, "ENCODINGS", {})  # loaded by earlier tests
     monkeypatch.delenv("RULER_TOKENIZERS")
     monkeypatch.setenv("RULER_TOKENIZER_CACHE", str(tmp_path / "cache"))
     for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):

@@ -88,6 +88,7 @@ def link_environment(target: Path, dists: set[str]) -> Path:
 
 
 SCRIPT = r"""
+import sys
 from ruler.cli import main
 
 out = sys.argv[1]
