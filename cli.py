@@ -16,6 +16,7 @@ from ruler.builder.errors import RulerError
 #: Modules that contribute sub-commands, in the order `--help` lists them.
 COMMAND_MODULES = (
     "ruler.builder.cli_build",
+    "ruler.builder.cli_merge",
     "ruler.builder.cli_sources",
     "ruler.builder.verify.cli",
     "ruler.release",
@@ -42,7 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RulerError as e:
-        print(f"ruler: error: {e}", file=sys.stderr)
+        from ruler.builder.scrub import scrub
+
+        print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ruler: interrupted", file=sys.stderr)

@@ -1,15 +1,18 @@
 """`ruler release OUT --repo ORG/NAME`: verify a build, then publish it as ONE tagged Hub commit.
 
-Order matters for atomicity. Everything that can be checked locally (repo id, tag, verify,
-official-ness, sources) is checked before the first request. Then: create the repo if needed,
-read its head and tags, refuse an existing tag, pre-upload the files (large ones go to LFS
-storage, which changes nothing visible), and make a single commit whose `parent_commit` is the
-head we read: if anything fails up to and including that commit, the repo is unchanged. Only
-the tag follows the commit; the Hub has no way to commit and tag at once, so a failure there
-is reported with the commit id and the call that finishes the job.
+Order matters for atomicity. Everything that can be checked locally (repo id, tag, verify
+with a few rows rebuilt from the manifest's identity, official-ness, sources) is checked before
+the first request. Then: create the repo if needed, read its head and tags, refuse an existing
+tag, pre-upload the files (large ones go to LFS storage, which changes nothing visible), and
+make a single commit whose `parent_commit` is the head we read: if anything fails up to and
+including that commit, the repo is unchanged (a repo this release created is deleted again).
+Only the tag follows the commit; the Hub has no way to commit and tag at once, so a failure
+there is reported with the commit id and the call that finishes the job.
 
-The token comes from the standard huggingface_hub login or `HF_TOKEN` and is never printed.
-The endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at call time).
+The token comes from the standard huggingface_hub login or `HF_TOKEN` and is never printed:
+every message that can carry server text passes `ruler.builder.scrub` (a server may echo the
+request's headers). The endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at
+call time).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ REPO_TYPE = "dataset"
 # Folders a release owns in the repo: files there that the new build lacks are deleted.
 # lm_eval/: the lm-evaluation-harness task folder (`ruler export lm-eval`) for this release.
 OWNED_PREFIXES = ("data/", "sources/", "lm_eval/")
+#: Rows rebuilt per file from the manifest's identity before a release (`--regenerate`).
+DEFAULT_REGENERATE = 2
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,14 @@ def format_plan(plan: ReleasePlan) -> str:
 # --- the Hub side ------------------------------------------------------------------------------
 
 def _hub_error(step: str, e: Exception) -> RulerError:
-    """One clear line: the step, the HTTP status and the server's own message."""
+    """One clear line: the step, the HTTP status and the server's own message (scrubbed of
+    tokens: a server may echo the request's Authorization header)."""
+    from ruler.builder.scrub import scrub
+
+    return RulerError(scrub(_hub_message(step, e)))
+
+
+def _hub_message(step: str, e: Exception) -> str:
     from huggingface_hub.errors import HfHubHTTPError
 
     if not isinstance(e, HfHubHTTPError) and isinstance(e.__cause__, HfHubHTTPError):
@@ -183,14 +195,16 @@ def _hub_error(step: str, e: Exception) -> RulerError:
                 409: " (conflict on the Hub)",
                 412: " (the repo changed while releasing; run the release again)"}.get(status, "")
         detail = server.strip() or str(e).splitlines()[0]
-        return RulerError(f"{step} failed: HTTP {status}: {detail}{hint}")
+        return f"{step} failed: HTTP {status}: {detail}{hint}"
     first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return RulerError(f"{step} failed: {type(e).__name__}: {first}")
+    return f"{step} failed: {type(e).__name__}: {first}"
 
 
 def publish(plan: ReleasePlan, api) -> ReleaseResult:
-    """Create/read the repo, pre-upload, commit once on top of the head read, then tag."""
-    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+    """Create/read the repo, pre-upload, commit once on top of the head read, then tag.
+
+    A repo this call created is deleted again if anything fails before the commit lands, so
+    a failed first release leaves the Hub as it was (or says plainly that it could not)."""
 
     def step(name: str, fn, *args, **kwargs):
         try:
@@ -199,8 +213,47 @@ def publish(plan: ReleasePlan, api) -> ReleaseResult:
             raise _hub_error(name, e) from None
 
     repo = plan.repo_id
+    existed = step("read repo", api.repo_exists, repo, repo_type=REPO_TYPE)
     step("create repo", api.create_repo, repo, repo_type=REPO_TYPE, private=plan.private,
          exist_ok=True)
+    try:
+        commit, stale = _commit(plan, api, step)
+    except RulerError as e:
+        if existed:
+            raise
+        raise RulerError(f"{e}; {_undo_create(api, repo)}") from None
+    try:
+        api.create_tag(repo, tag=plan.tag, revision=commit.oid, repo_type=REPO_TYPE,
+                       tag_message=f"ruler release {plan.tag}")
+    except Exception as e:
+        err = _hub_error("tag", e)
+        raise RulerError(f"{err} -- commit {commit.oid} is on main but untagged; tag it with "
+                         f"HfApi().create_tag({repo!r}, tag={plan.tag!r}, "
+                         f"revision={commit.oid!r}, repo_type='dataset')") from None
+    return ReleaseResult(repo, commit.oid, plan.tag, f"{plan.endpoint}/datasets/{repo}", stale)
+
+
+def _undo_create(api, repo: str) -> str:
+    """Delete the repo this release created, if it is still empty (someone may have pushed to
+    it meanwhile: their commit is never deleted). Says what happened."""
+    try:
+        info = api.repo_info(repo, repo_type=REPO_TYPE)
+        files = {s.rfilename for s in (info.siblings or [])}
+        if not files <= {".gitattributes"}:
+            return (f"the repo {repo} this release created now holds other commits "
+                    f"({len(files)} files): it was left in place")
+        api.delete_repo(repo, repo_type=REPO_TYPE)
+    except Exception as d:
+        return (f"the repo {repo} this release created could not be deleted "
+                f"({_hub_error('delete repo', d)}): an empty repo remains")
+    return f"the repo {repo} this release created was deleted again"
+
+
+def _commit(plan: ReleasePlan, api, step):
+    """Read the head and tags, pre-upload, and make the one commit on top of that head."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete
+
+    repo = plan.repo_id
     refs = step("read refs", api.list_repo_refs, repo, repo_type=REPO_TYPE)
     if any(t.name == plan.tag for t in refs.tags):
         raise RulerError(f"tag {plan.tag!r} already exists in {repo}: choose another --tag "
@@ -222,15 +275,7 @@ def publish(plan: ReleasePlan, api) -> ReleaseResult:
                   commit_description=f"{len(plan.files)} files, {plan.total_bytes} bytes, "
                                      f"built by ruler-bench; see manifest.json",
                   repo_type=REPO_TYPE, revision="main", parent_commit=head)
-    try:
-        api.create_tag(repo, tag=plan.tag, revision=commit.oid, repo_type=REPO_TYPE,
-                       tag_message=f"ruler release {plan.tag}")
-    except Exception as e:
-        err = _hub_error("tag", e)
-        raise RulerError(f"{err} -- commit {commit.oid} is on main but untagged; tag it with "
-                         f"HfApi().create_tag({repo!r}, tag={plan.tag!r}, "
-                         f"revision={commit.oid!r}, repo_type='dataset')") from None
-    return ReleaseResult(repo, commit.oid, plan.tag, f"{plan.endpoint}/datasets/{repo}", stale)
+    return commit, stale
 
 
 # --- orchestration -------------------------------------------------------------------------------
@@ -238,7 +283,8 @@ def publish(plan: ReleasePlan, api) -> ReleaseResult:
 def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: bool = False,
             private: bool = False, allow_unofficial: bool = False, with_sources: bool = False,
             sources_dir: str | None = None, endpoint: str | None = None, api=None,
-            verify_kwargs: Mapping[str, Any] | None = None, echo=print) -> ReleaseResult | None:
+            verify_kwargs: Mapping[str, Any] | None = None, echo=print,
+            regenerate: int = DEFAULT_REGENERATE) -> ReleaseResult | None:
     from ruler.builder.verify.folder import load_manifest
     from ruler.builder.verify.report import format_report
     from ruler.builder.verify.run import verify
@@ -253,7 +299,11 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     if not manifest["files"]:
         raise RulerError(f"{out} holds no split files: nothing to release")
     check_official(manifest, allow_unofficial)
-    report = verify(out, **(verify_kwargs or {}))
+    # Rebuild a few rows of every file from the manifest's identity (the strongest proof the
+    # build is what it says), and re-tokenize every row of tokenizers outside the registry,
+    # whose piece counting no test proves.
+    report = verify(out, **{"regenerate": regenerate, "sources_dir": sources_dir,
+                            "full_unpinned": True, **(verify_kwargs or {})})
     if not report.ok:
         echo(format_report(report))
         problems = report.all_problems()
@@ -310,17 +360,24 @@ def register_cli(subparsers) -> None:
                    help="folder of tokenizer folders for verify (default: $RULER_TOKENIZERS)")
     p.add_argument("--tokenizer", action="append", default=[], metavar="CONFIG=PATH",
                    help="verify: load CONFIG's tokenizer from PATH (a folder or registry name)")
+    p.add_argument("--regenerate", type=int, default=DEFAULT_REGENERATE, metavar="K",
+                   help=f"verify: rows rebuilt per file from the manifest's identity and "
+                        f"compared byte for byte (default {DEFAULT_REGENERATE}; needs the "
+                        f"build's sources, see --sources)")
     p.set_defaults(func=run_cli)
 
 
 def run_cli(args) -> int:
     from ruler.builder.verify.cli import parse_overrides
 
+    if args.regenerate < 0:
+        raise RulerError(f"--regenerate must be >= 0, got {args.regenerate}")
     release(args.out, args.repo, tag=args.tag, dry_run=args.dry_run, private=args.private,
             allow_unofficial=args.allow_unofficial, with_sources=args.with_sources,
             sources_dir=args.sources_dir, endpoint=args.endpoint,
             verify_kwargs={"tokenizers_dir": args.tokenizers_dir,
-                           "tokenizers": parse_overrides(args.tokenizer)})
+                           "tokenizers": parse_overrides(args.tokenizer)},
+            regenerate=args.regenerate)
     return 0
 
 

@@ -10,6 +10,8 @@ per-file figures add up to the workers' CPU time, not to the wall time).
 `--tokenize-pass` also times one batch tokenization of every output prompt (chat template
 included) on all workers, and prints the builder/tokenization ratio (issue T2).
 `--profile` builds in one process under cProfile and prints where the time goes.
+`--tokenizer FOLDER` (a tokenizer outside the registry) certifies every row by a whole-prompt
+count; `--sampled-certification` shows what that costs.
 """
 
 from __future__ import annotations
@@ -123,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="also time one tokenization pass over the output (T2 ratio)")
     p.add_argument("--exact-counts", action="store_true",
                    help="count every probe by whole-prompt tokenization (the reference path)")
+    p.add_argument("--sampled-certification", action="store_true",
+                   help="tokenizers outside the registry: certify sampled rows only (the "
+                        "default certifies every row; compare the two with --tokenizer FOLDER)")
     p.add_argument("--profile", action="store_true",
                    help="build in one process under cProfile and print where the time goes")
     args = p.parse_args(argv)
@@ -132,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = BuildConfig(tokenizer=args.tokenizer, tasks=parse_tasks(args.tasks),
                       lengths=parse_lengths(args.lengths), samples=args.samples, out=out,
                       workers=1 if args.profile else args.workers, progress=False,
-                      exact_counts=args.exact_counts)
+                      exact_counts=args.exact_counts,
+                      sampled_certification=args.sampled_certification)
     profiler = cProfile.Profile() if args.profile else None
     started, cpu_before = time.perf_counter(), _cpu_seconds()
     if profiler is not None:

@@ -56,7 +56,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "<L>.parquet,\nwith OUT/manifest.json and a dataset card (OUT/README.md). "
                     "Every sample fits its\nlength L exactly (prompt with chat template + answer "
                     "prefix + tokens_to_generate <= L).\nRe-running skips files that are "
-                    "complete and match; an interrupted build resumes.",
+                    "complete and match; an interrupted build resumes; builds of other\n"
+                    "tasks, lengths or shards of the same build may run into one OUT at once. "
+                    "A build whose seed,\nsamples, tokenizer or package versions differ from "
+                    "the files in OUT refuses (--overwrite).",
         epilog=f"Registry tokenizers: {', '.join(registry())}.\n"
                f"Offline: ${TOKENIZERS_ENV} points at tokenizer folders, ${SOURCES_ENV} (or "
                f"--sources) at the\nessay/SQuAD/HotpotQA/punkt_tab inputs (`ruler sources list`).",
@@ -96,6 +99,15 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="count every length probe by tokenizing the whole prompt (slow; the "
                         "default sums cached token counts of the prompt's pieces, checked "
                         "against whole-prompt counts, and gives the same rows)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace this tokenizer's files in OUT when they were built with "
+                        "another seed, sample count, tokenizer or package versions (default: "
+                        "refuse and say what differs); only files its manifest lists are removed")
+    p.add_argument("--sampled-certification", action="store_true",
+                   help="for a tokenizer outside the registry, check piece counts against "
+                        "whole-prompt tokenization on sampled rows only (faster); by default "
+                        "every row is checked, as piece counting is proven only for the "
+                        "registry's tokenizers. The card records which")
     p.set_defaults(func=run)
 
 
@@ -111,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         shard=parse_shard(args.shard), sources_dir=args.sources_dir,
         tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
         exact_counts=args.exact_counts, start_method=args.start_method, depth_bins=args.depths,
+        overwrite=args.overwrite, sampled_certification=args.sampled_certification,
     )
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]

@@ -198,3 +198,26 @@ class PieceCounter(ExactCounter):
                          - self._anchor_len[anchor])
                 out.append(before[k - 2] + local)
         return out
+
+
+#: How a file's lengths were counted: recorded per file and per config in the manifest, and
+#: explained by the dataset card. Any of them gives the same rows when piece counts are right;
+#: they differ in how much of that is proven.
+COUNTING_METHODS = {
+    "whole-prompt": "every length counted by tokenizing the whole prompt (the reference)",
+    "certified": "piece counts, every row checked against a whole-prompt tokenization",
+    "proven": "piece counts, proven additive for this registry tokenizer by the generator's "
+              "tests; each task's first sample and spot checks counted whole",
+    "sampled": "piece counts checked against whole-prompt tokenization on sampled rows only "
+               "(--sampled-certification): not proven for this tokenizer",
+}
+
+
+def counting_method(rows: int, exact_rows: int, certified_rows: int, pinned: bool) -> str:
+    """The COUNTING_METHODS key of a file from its row counts and whether its tokenizer is
+    a pinned registry one (whose additivity tests/test_counting.py proves)."""
+    if exact_rows >= rows:
+        return "whole-prompt"
+    if exact_rows + certified_rows >= rows:
+        return "certified"
+    return "proven" if pinned else "sampled"

@@ -1,14 +1,21 @@
 """`OUT/manifest.json`: what was built, from what, with which content.
 
 Layout (format_version 1):
-  generator {name, version}; packages {dist: version};
-  builds {<config>: {tokenizer {identity}, prompt_mode, seed, sources {id: {...}}, official,
-                     tasks, lengths, samples[, variant {field: value}]}};
+  generator {name, version}; packages {dist: version} (the last writer's environment);
+  builds {<config>: {tokenizer {identity}, prompt_mode, seed, samples, generator_version,
+                     packages {dist: version}, identity {...}, counting [...],
+                     sources {id: {...}}, official, tasks, lengths[, variant {field: value}]}};
     (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants)
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
-                                                sha256, content_sha256, build_key}}
+                                                sha256, content_sha256, build_key, packages,
+                                                counting}}
 `sha256` hashes the file bytes (stable for a pinned pyarrow); `content_sha256` hashes the rows
-themselves, so content can be compared across library versions.
+themselves, so content can be compared across library versions. A build's `identity` and each
+file's `build_key` are defined in `ruler.builder.identity`.
+
+Several processes may build into one folder at once (other tasks, `--shard i/n`): whoever
+changes the manifest holds `manifest_lock(OUT)`, re-reads it, changes it and writes it
+atomically before letting go, so no writer loses another's entries.
 """
 
 from __future__ import annotations
@@ -18,14 +25,19 @@ import importlib.metadata
 import json
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
 from ruler.builder import __version__
+from ruler.builder.errors import RulerError
 
 MANIFEST_NAME = "manifest.json"
+#: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
+#: dataset loader nor `ruler release` ever sees it.
+LOCK_NAME = ".manifest.lock"
 FORMAT_VERSION = 1
 GENERATOR_NAME = "ruler-bench"
 
@@ -56,7 +68,31 @@ def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
     path = Path(out) / MANIFEST_NAME
     if not path.exists():
         return empty_manifest()
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RulerError(f"{path} is not valid JSON ({e}): restore it, or build into another "
+                         f"folder") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
+            or not isinstance(manifest.get("builds"), dict):
+        raise RulerError(f"{path} is not a ruler manifest (no `builds` and `files`)")
+    return manifest
+
+
+@contextmanager
+def manifest_lock(out: str | os.PathLike) -> Iterator[None]:
+    """Hold OUT's manifest lock (blocking; other writers hold it for milliseconds)."""
+    from filelock import FileLock
+
+    lock = FileLock(str(Path(out) / LOCK_NAME))
+    try:
+        lock.acquire()
+    except OSError as e:
+        raise RulerError(f"cannot write to {out}: {e.strerror or e}") from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -74,6 +110,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
 
 def write_manifest(out: str | os.PathLike, manifest: dict[str, Any]) -> None:
+    """Write atomically (hold `manifest_lock` when others may write too)."""
+    manifest["packages"] = package_versions()
     write_json_atomic(Path(out) / MANIFEST_NAME, manifest)
 
 

@@ -32,6 +32,9 @@ from ruler.builder.user_cache import user_cache_root
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
 CACHE_ENV = "RULER_TOKENIZER_CACHE"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+# A dataset config name: it becomes a folder under data/ and a Hub config name, so nothing
+# that could step out of data/ ("..", "/") or that the Hub rejects.
+_CONFIG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?$")
 
 
 @lru_cache(maxsize=1)
@@ -52,10 +55,17 @@ def cache_dir() -> Path:
 
 def config_name(name: str) -> str:
     """A dataset config name for a tokenizer (Hub forbids `/` and friends in config names)."""
-    cleaned = re.sub(r"[^\w.-]+", "--", name).strip("-")
-    if not cleaned:
-        raise RulerError(f"cannot derive a dataset config name from tokenizer {name!r}")
+    cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "--", name).strip("-.")
+    check_config_name(cleaned, f"tokenizer {name!r}")
     return cleaned
+
+
+def check_config_name(config: str, what: str = "config") -> None:
+    """Refuse a config name that is not a plain folder and Hub config name."""
+    if not isinstance(config, str) or not _CONFIG_NAME.match(config) or ".." in config:
+        raise RulerError(f"cannot use {config!r} (from {what}) as a dataset config name: use "
+                         f"letters, digits, '_', '-' or '.', starting and ending with a letter "
+                         f"or digit, no '..'")
 
 
 def load_tokenizer(spec: str, tokenizers_dir: str | os.PathLike | None = None) -> Tokenizer:
@@ -87,10 +97,17 @@ def _load(spec: str, tokenizers_dir: str | os.PathLike | None) -> Tokenizer:
         return _load_folder(path)
     if _HUB_ID.match(spec.split("@")[0]) and "@" in spec:
         return _load_hub(*spec.split("@", 1))
-    if _HUB_ID.match(spec):
-        raise RulerError(f"Hub tokenizer {spec!r} needs a pinned revision: use {spec}@<commit sha>")
+    if _HUB_ID.match(spec) and not spec.startswith((".", "~")):
+        raise RulerError(f"{spec!r} is no registry name and no folder here; as a Hub tokenizer "
+                         f"it needs a pinned revision: {spec}@<commit sha>")
+    if _looks_like_path(spec):
+        raise RulerError(f"tokenizer folder {spec} does not exist")
     raise RulerError(f"unknown tokenizer {spec!r}: use a registry name "
                      f"({', '.join(registry())}), a local folder, or a Hub id org/name@revision")
+
+
+def _looks_like_path(spec: str) -> bool:
+    return spec.startswith((".", "~")) or "/" in spec or os.sep in spec
 
 
 # --- registry names -----------------------------------------------------------------------
@@ -179,7 +196,18 @@ def _tiktoken_encoding(entry: Mapping[str, Any], folder: Path | None):
         os.replace(tmp, cached)
     with _env("TIKTOKEN_CACHE_DIR", str(cache)):
         # tiktoken checks the file against its own expected hash, and downloads it if absent.
-        return tiktoken.get_encoding(entry["encoding"])
+        try:
+            return tiktoken.get_encoding(entry["encoding"])
+        except Exception as e:  # network (requests), a bad cached file: one clear message
+            raise RulerError(
+                f"could not load the {entry['encoding']} encoding (downloaded from "
+                f"{entry['url']}): {type(e).__name__}: {_first_line(e)}. Offline, set "
+                f"${TOKENIZERS_ENV} to a folder holding {entry['dir']}/{file_name}") from None
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def _from_package(name: str, entry: Mapping[str, Any]) -> Tokenizer | None:
@@ -220,8 +248,10 @@ def _hub_download(repo: str, revision: str, files: list[str], target: Path,
     """Download `files` of a Hub model repo into `target`, atomically (all or nothing)."""
     import tempfile
 
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import EntryNotFoundError
+
+    from ruler.builder.scrub import scrub
 
     # Read at call time, never at import, so a mirror or a test server can be chosen per run.
     endpoint = os.environ.get("HF_ENDPOINT") or None
@@ -230,6 +260,10 @@ def _hub_download(repo: str, revision: str, files: list[str], target: Path,
         staging = Path(tmp) / "files"
         staging.mkdir()
         try:
+            # One request without retries first: `hf_hub_download` with an empty cache
+            # retries a failed connection for ~25 s before giving up.
+            get_hf_file_metadata(hf_hub_url(repo, files[0], revision=revision,
+                                             endpoint=endpoint), endpoint=endpoint)
             for f in [*files, *optional]:
                 try:
                     got = hf_hub_download(repo, f, revision=revision, endpoint=endpoint,
@@ -240,9 +274,10 @@ def _hub_download(repo: str, revision: str, files: list[str], target: Path,
                     raise
                 shutil.copyfile(got, staging / f)
         except Exception as e:  # network, auth, offline mode: one clear message
-            raise RulerError(f"could not download tokenizer files {files} of {repo}@{revision} "
-                             f"from the Hub: {type(e).__name__}: {e}. Offline, set "
-                             f"${TOKENIZERS_ENV} to a folder holding the pinned files.") from None
+            raise RulerError(scrub(
+                f"could not download tokenizer files {files} of {repo}@{revision} from the "
+                f"Hub: {type(e).__name__}: {_first_line(e)}. Offline, set ${TOKENIZERS_ENV} "
+                f"to a folder holding the pinned files.")) from None
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
@@ -252,18 +287,36 @@ def _hub_download(repo: str, revision: str, files: list[str], target: Path,
 
 def _load_folder(path: Path, name: str | None = None, origin: str = "folder",
                  repo: str | None = None, revision: str | None = None) -> Tokenizer:
-    name = name or config_name(path.name if path.is_dir() else path.stem)
+    # The resolved path names the config: `some/dir/..` is `some`, never `..`.
+    resolved = path.resolve()
+    name = name or config_name(resolved.name if path.is_dir() else resolved.stem)
     if path.is_dir() and (path / "tokenizer.json").is_file():
         files = {f.name: file_sha256(f) for f in sorted(path.iterdir())
                  if f.name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")}
-        return _with_template_hash(HFTokenizer(path, TokenizerIdentity(
-            name=name, kind="hf", origin=origin, repo=repo, revision=revision, files=files)))
+        with _loading(path):
+            return _with_template_hash(HFTokenizer(path, TokenizerIdentity(
+                name=name, kind="hf", origin=origin, repo=repo, revision=revision,
+                files=files)))
     model = path / "tokenizer.model" if path.is_dir() else path
     if model.is_file() and model.suffix in (".model", ""):
-        return SentencePieceTokenizer(model, TokenizerIdentity(
-            name=name, kind="sentencepiece", origin=origin, files={model.name: file_sha256(model)}))
+        with _loading(path):
+            return SentencePieceTokenizer(model, TokenizerIdentity(
+                name=name, kind="sentencepiece", origin=origin,
+                files={model.name: file_sha256(model)}))
     raise RulerError(f"{path} is not a tokenizer folder: expected tokenizer.json (Hugging Face) "
                      f"or tokenizer.model (SentencePiece)")
+
+
+@contextmanager
+def _loading(path: Path) -> Iterator[None]:
+    """A folder whose files do not load (truncated, not JSON, wrong format) is one clear error."""
+    try:
+        yield
+    except RulerError:
+        raise
+    except Exception as e:  # tokenizers, transformers, sentencepiece raise many types
+        raise RulerError(f"cannot load the tokenizer in {path}: {type(e).__name__}: "
+                         f"{_first_line(e)} (a truncated or damaged file?)") from None
 
 
 def _load_hub(repo: str, revision: str) -> Tokenizer:

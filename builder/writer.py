@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ruler.builder.errors import RulerError
 from ruler.builder.manifest import canonical_row_bytes
 from ruler.builder.schema import ROW_SCHEMA
 
@@ -34,24 +35,30 @@ def rows_per_group(max_seq_length: int) -> int:
     return max(1, min(1000, ROW_GROUP_TARGET_BYTES // approx_row_bytes))
 
 
-def temp_prefix(path: Path) -> str:
-    """Temporary files of `path` are named `<prefix>*.tmp` beside it."""
-    return f".{Path(path).name}."
+def temp_prefix(path: Path, tag: str = "") -> str:
+    """Temporary files of `path` are named `<prefix>*.tmp` beside it; `tag` (one build's)
+    narrows them to those of one build."""
+    return f".{Path(path).name}.{tag + '.' if tag else ''}"
 
 
 class SplitWriter:
     """Write one `data/<config>/<task>/<L>.parquet` file; use as a context manager."""
 
-    def __init__(self, path: Path, max_seq_length: int, publish: bool = True):
+    def __init__(self, path: Path, max_seq_length: int, publish: bool = True,
+                 temp_tag: str = ""):
         self.path = Path(path)
         self.publish = publish
         self.group_size = rows_per_group(max_seq_length)
         self._buffer: list[dict[str, Any]] = []
         self._content = hashlib.sha256()
         self.rows = 0
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(dir=self.path.parent, prefix=temp_prefix(self.path),
-                                         suffix=".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, self._tmp = tempfile.mkstemp(dir=self.path.parent,
+                                             prefix=temp_prefix(self.path, temp_tag),
+                                             suffix=".tmp")
+        except OSError as e:
+            raise RulerError(f"cannot write {self.path}: {e.strerror or e}") from None
         os.close(fd)
         self._writer = pq.ParquetWriter(
             self._tmp, ROW_SCHEMA, compression="zstd", compression_level=ZSTD_LEVEL,

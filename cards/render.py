@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import yaml
 
+from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import read_manifest
@@ -216,7 +217,11 @@ def build_section(config: str, build: Mapping[str, Any]) -> str:
         *(["- variant: " + ", ".join(f"`{k}={v}`" for k, v in build["variant"].items())
            + " (see Variant configs)"] if build.get("variant") else []),
         f"- official build (pinned tokenizer, official sources): "
-        f"{_yes(bool(build.get('official')))}", "",
+        f"{_yes(bool(build.get('official')))}",
+        f"- lengths counted by: {counting_text(build.get('counting') or [])}",
+        f"- package versions that shape the rows: "
+        f"{', '.join(f'{p} {v}' for p, v in sorted((build.get('packages') or {}).items())) or '—'}",
+        "",
         _table(["tokenizer file", "sha256"],
                [[f, _code(h)] for f, h in sorted(tok.get("files", {}).items())]), "",
     ]
@@ -229,6 +234,13 @@ def build_section(config: str, build: Mapping[str, Any]) -> str:
     else:
         lines.append("Sources: none (these tasks read no third-party input).")
     return "\n".join(lines)
+
+
+def counting_text(methods: Sequence[str]) -> str:
+    """How a config's lengths were counted, in words (`COUNTING_METHODS`)."""
+    if not methods:
+        return "not recorded"
+    return "; ".join(f"{COUNTING_METHODS.get(m, m)} (`{m}`)" for m in methods)
 
 
 def builds_section(manifest: Mapping[str, Any]) -> str:

@@ -115,8 +115,17 @@ def read_records(path: str | os.PathLike, tolerate_torn_tail: bool = False) -> l
     if not path.is_file():
         raise RulerError(f"predictions file {path} does not exist")
     if path.suffix == ".parquet":
-        return pq.read_table(path).to_pylist()
-    return list(_iter_jsonl(path, tolerate_torn_tail))
+        try:
+            return pq.read_table(path).to_pylist()
+        except Exception as e:  # pyarrow raises several types for damaged files
+            first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+            raise RulerError(f"predictions file {path} is not readable as Parquet: "
+                             f"{type(e).__name__}: {first}") from None
+    try:
+        return list(_iter_jsonl(path, tolerate_torn_tail))
+    except UnicodeDecodeError as e:
+        raise RulerError(f"predictions file {path} is not UTF-8 text (JSON lines expected; "
+                         f"a Parquet file must end in .parquet): {e.reason}") from None
 
 
 def index_records(records: Iterable[dict[str, Any]], source: str) -> dict[Key, dict[str, Any]]:

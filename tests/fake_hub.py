@@ -14,9 +14,12 @@ and what downloads call (`hf_hub_download`, `snapshot_download`, `hf download`, 
   HEAD/GET /datasets/{ns}/{name}/resolve/{rev}/{path}     -> the bytes, X-Repo-Commit, ETag
   GET  /api/datasets/{ns}/{name}/tree/{rev}[/{path}]      -> files and folders (?recursive)
   POST /api/datasets/{ns}/{name}/paths-info/{rev}         -> the listed paths that exist
-A revision is `main`, a tag or a commit sha. Every request needs `Authorization: Bearer <token>` (401 otherwise). `fail(step, status,
-message)` makes one endpoint answer an error, so tests can prove nothing is committed or
-tagged. A repo's files at its head are mirrored under `root/<ns>/<name>/` so tests can
+  DELETE /api/repos/delete                                -> removes the repo
+A revision is `main`, a tag or a commit sha. Every request needs `Authorization: Bearer
+<token>` (401 otherwise). `fail(step, status, message)` makes one endpoint answer an error, so
+tests can prove nothing is committed or tagged. `reflect_headers = True` makes every error echo
+the request's headers, as some misconfigured servers and proxies do (the token must still never
+be printed). A repo's files at its head are mirrored under `root/<ns>/<name>/` so tests can
 `load_dataset` them.
 """
 
@@ -35,7 +38,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import yaml
 
-STEPS = ("create", "refs", "info", "validate", "preupload", "commit", "tag")
+STEPS = ("create", "refs", "info", "validate", "preupload", "commit", "tag", "delete")
 
 
 @dataclass
@@ -90,6 +93,7 @@ class FakeHub:
         self.failures: dict[str, tuple[int, str]] = {}
         self.requests: list[tuple[str, str]] = []
         self.bodies: list[bytes] = []  # every request body, to check no secret leaks into one
+        self.reflect_headers = False
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -198,6 +202,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- plumbing -----------------------------------------------------------------------------
     def _send(self, status: int, payload: dict | list) -> None:
+        if status >= 400 and self.fake.reflect_headers and isinstance(payload, dict) \
+                and "error" in payload:
+            echoed = ", ".join(f"{k}: {v}" for k, v in self.headers.items())
+            payload = {**payload, "error": f"{payload['error']} (request headers: {echoed})"}
         body = json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -243,7 +251,7 @@ class _Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         path = url.path
         self.fake.requests.append((method, path))
-        body = self._body() if method == "POST" else b""
+        body = self._body() if method in ("POST", "DELETE") else b""
         if not self._authorized():
             return
         parts = [unquote(p) for p in path.strip("/").split("/")]
@@ -256,6 +264,8 @@ class _Handler(BaseHTTPRequestHandler):
                     and parts[3] == "resolve":
                 return self._resolve(parts[1], parts[2], parts[4], "/".join(parts[5:]),
                                      body=method == "GET")
+            if method == "DELETE" and parts == ["api", "repos", "delete"]:
+                return self._delete(json.loads(body))
             if len(parts) >= 4 and parts[:2] == ["api", "datasets"]:
                 ns, name, rest = parts[2], parts[3], parts[4:]
                 if method == "GET" and rest[:1] == ["tree"] and len(rest) >= 2:
@@ -286,6 +296,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_HEAD(self) -> None:
         self._route("HEAD")
 
+    def do_DELETE(self) -> None:
+        self._route("DELETE")
+
     # -- endpoints ----------------------------------------------------------------------------
     def _create(self, payload: dict) -> None:
         if self._failed("create"):
@@ -297,6 +310,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"url": url})
         else:
             self._send(409, {"error": "You already created this dataset repo", "url": url})
+
+    def _delete(self, payload: dict) -> None:
+        if self._failed("delete"):
+            return
+        repo_id = f"{payload['organization']}/{payload['name']}"
+        with self.fake._lock:
+            if self.fake.repos.pop(repo_id, None) is None:
+                return self._send(404, {"error": "Repository not found"})
+        shutil.rmtree(self.fake.stored_dir(repo_id), ignore_errors=True)
+        self._send(200, {})
 
     def _refs(self, ns: str, name: str) -> None:
         if self._failed("refs") or (repo := self._repo(ns, name)) is None:

@@ -68,7 +68,10 @@ def test_rerun_skips_complete_files_and_rebuilds_changed_or_tampered_ones(tmp_pa
     f.write_bytes(f.read_bytes()[:-10])  # truncated by a crash or a bad copy
     assert not build(tmp_path, "gpt-4", ["niah_single_1"], [1024], 3).files[0].skipped
     before = rows(tmp_path, "gpt-4", "niah_single_1", 1024)
-    build(tmp_path, "gpt-4", ["niah_single_1"], [1024], 3, seed=7)  # new seed: nothing reused
+    with pytest.raises(RulerError, match="seed 42 -> 7"):  # another build: refused ...
+        build(tmp_path, "gpt-4", ["niah_single_1"], [1024], 3, seed=7)
+    assert rows(tmp_path, "gpt-4", "niah_single_1", 1024) == before
+    build(tmp_path, "gpt-4", ["niah_single_1"], [1024], 3, seed=7, overwrite=True)  # ... unless
     after = rows(tmp_path, "gpt-4", "niah_single_1", 1024)
     assert before != after and read_manifest(tmp_path)["builds"]["gpt-4"]["seed"] == 7
 

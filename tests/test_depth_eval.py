@@ -16,7 +16,8 @@ from ruler.cli import main
 from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP
 from ruler.eval.tiny_model import build_tiny_llama
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engines]
+pytest.importorskip("torch")
 
 TOKENIZER, BINS, SAMPLES, L = "qwen2.5", 2, 2, 512
 TASKS = ("niah_single_1", "niah_multikey_2")

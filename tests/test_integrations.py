@@ -165,7 +165,9 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
 
 # --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------
 
+@pytest.mark.engines
 def test_lm_eval_builds_the_prompts_ruler_eval_counts(data, tmp_path):
+    pytest.importorskip("lm_eval")
     """lm-eval's own task loading: the text it sends is the builder's chat rendering (with
     --apply_chat_template) or `input + answer_prefix` (without)."""
     from lm_eval.tasks import TaskManager, get_task_dict
@@ -287,7 +289,9 @@ def test_score_refuses_lm_eval_samples_of_another_revision_or_generator(data, tm
 
 # --- Inspect: the dataset, the metric, the log reader --------------------------------------------
 
+@pytest.mark.engines
 def test_inspect_samples_carry_the_row_key_budget_and_content_hash(data):
+    pytest.importorskip("inspect_ai")
     from ruler.eval.integrations.inspect_task import ruler_samples
 
     samples, prov = ruler_samples(str(data), tasks="vt,qa_1", lengths=L, limit=2)
@@ -309,7 +313,9 @@ def test_inspect_samples_carry_the_row_key_budget_and_content_hash(data):
             ruler_samples(str(data), **bad)
 
 
+@pytest.mark.engines
 def test_inspect_metric_is_rulers_task_score():
+    pytest.importorskip("inspect_ai")
     from inspect_ai.scorer import SampleScore, Score
 
     from ruler.eval.integrations.inspect_task import row_score, ruler_score

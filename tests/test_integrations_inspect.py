@@ -17,7 +17,8 @@ from conftest import TOKENIZERS
 from ruler.eval.data import open_dataset
 from ruler.eval.score import score_file
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engines]
+pytest.importorskip("inspect_ai")
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt", "qa_1")

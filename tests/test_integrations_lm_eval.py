@@ -29,7 +29,9 @@ from ruler.eval.runner import EvalConfig, run_eval
 from ruler.eval.score import score_file
 from ruler.eval.tiny_model import build_tiny_llama
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.engines]
+pytest.importorskip("lm_eval")
+pytest.importorskip("torch")
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt", "qa_1")

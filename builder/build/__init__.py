@@ -1,11 +1,15 @@
 """`ruler build`, in one module per concern:
 
   config    BuildConfig (the flags), FileJob (one file to build), FileResult, BuildReport
-  plan      which files, their build keys, sources, and the preflight checks
+  plan      which files, their identity and build keys, sources, and the preflight checks
   worker    Worker: fit samples, certify piece counts, write one file to a temporary path
-  executor  LocalExecutor: run file jobs here or in a process pool (fork or spawn)
-  publish   Publisher: move finished files into place, record them in the manifest and card
-  run       run_build: plan -> preflight -> executor -> publisher
+  executor  LocalExecutor: run file jobs here or in a process pool (fork or spawn); a dead
+            worker fails the build naming its file
+  publish   Publisher: move finished files into place and record them in the manifest and
+            card, under the manifest lock (concurrent builds into one OUT all get recorded)
+  merge     `ruler merge`: join builds made in other folders
+  run       run_build: plan -> identity check -> preflight -> executor -> publisher
+The identity itself (what makes two builds the same) is `ruler.builder.identity`.
 """
 
 from ruler.builder.build.config import BuildConfig, BuildReport, FileJob, FileResult

@@ -39,6 +39,12 @@ class BuildConfig:
     # Variant (builder.variants): sample i's gold items in depth bin i mod depth_bins, in
     # config <tokenizer>--depth<N>; None builds the default config.
     depth_bins: int | None = None
+    # Replace OUT's files of this config when they were built with another identity (seed,
+    # samples, tokenizer, package versions); without it such a build refuses.
+    overwrite: bool = False
+    # Tokenizers outside the registry: certify piece counts on sampled rows only (the first
+    # sample of each task and every SPOT_CHECK_EVERY-th) instead of every row.
+    sampled_certification: bool = False
 
     def __post_init__(self) -> None:
         for t in self.tasks:
@@ -92,6 +98,7 @@ class FileResult:
     probes: int = 0
     bytes: int = 0
     exact_rows: int = 0  # rows counted by whole-prompt tokenization (piece counts not proven)
+    certified_rows: int = 0  # rows whose piece counts were checked against a whole count
 
 
 @dataclass

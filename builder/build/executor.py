@@ -3,6 +3,11 @@
 Executors only run work; they never touch the manifest. Each finished file is handed to
 `publish(result, entry, temporary_path)`, which the build supplies: the driver alone publishes
 and records files.
+
+The pool is a `concurrent.futures.ProcessPoolExecutor`: a worker that dies (the out-of-memory
+killer's SIGKILL, a crash in native code) breaks the pool at once, and the build fails within
+seconds naming the file that worker was writing, instead of waiting forever for a result that
+`multiprocessing.Pool` would never deliver. Workers ignore Ctrl-C; the driver stops them.
 """
 
 from __future__ import annotations
@@ -10,14 +15,31 @@ from __future__ import annotations
 import collections
 import itertools
 import multiprocessing
+import signal
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.worker import (Worker, build_file_in_pool, init_pool_process,
                                         make_row_in_pool, write_file)
+from ruler.builder.errors import RulerError
 
 Publish = Callable[[FileResult, dict, Path], None]
+
+
+class WorkerDied(RulerError):
+    """A worker process ended without a result (killed, or crashed in native code)."""
+
+    def __init__(self, files: Sequence[str], how: str):
+        self.files = list(files)
+        named = ", ".join(self.files) or "a file"
+        super().__init__(
+            f"a worker process died ({how}) while building {named}; nothing of it was "
+            f"published, the files finished before are recorded: run the same command again "
+            f"to resume (with fewer --workers if memory ran out)")
 
 
 class LocalExecutor:
@@ -27,24 +49,28 @@ class LocalExecutor:
     def __init__(self, worker: Worker, workers: int, start_method: str, progress=None):
         self.worker, self.workers, self.progress = worker, workers, progress
         self._mp = multiprocessing.get_context(start_method)
-        self._pool = None
-        self._ticks = None
+        self._pool: ProcessPoolExecutor | None = None
+        self._events = None
+        self._active: dict[int, str] = {}  # worker pid -> the file it is building
+        self._processes: dict = {}  # pid -> Process, seen while running (to read exit codes)
 
     def __enter__(self) -> "LocalExecutor":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, exc, tb) -> None:
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            if exc_type is None:  # every job done: the workers are idle
+                self._pool.shutdown(wait=True)
+            else:
+                _stop(self._pool)
             self._pool = None
 
-    def _start(self):
+    def _start(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            if self.progress is not None:  # workers report progress through this queue
-                self._ticks = self._mp.SimpleQueue()
-            self._pool = self._mp.Pool(self.workers, initializer=init_pool_process,
-                                       initargs=(self.worker, self._ticks))
+            self._events = self._mp.SimpleQueue()
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=self._mp,
+                                             initializer=init_pool_process,
+                                             initargs=(self.worker, self._events))
         return self._pool
 
     def run(self, out: Path, config: str, jobs: Sequence[FileJob], samples: int,
@@ -67,19 +93,50 @@ class LocalExecutor:
         finish are the short ones, so all workers stay busy to the end."""
         pool = self._start()
         ordered = sorted(jobs, key=lambda job: -job.max_seq_length)
-        pending = [pool.apply_async(build_file_in_pool, ((out, config, job, samples),))
-                   for job in ordered]
-        while pending:
-            for done in [r for r in pending if r.ready()]:
-                pending.remove(done)
-                publish(*done.get())  # re-raises a worker's error
-            self._drain_ticks()
-            if pending:
-                pending[0].wait(0.2)
+        pending: set[Future] = {pool.submit(build_file_in_pool, (out, config, job, samples))
+                                for job in ordered}
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                self._watch()
+                for future in done:
+                    publish(*future.result())  # re-raises a worker's error
+        except BrokenProcessPool:
+            self._watch()
+            raise self._died(list(self._active.values())) from None
 
-    def _drain_ticks(self) -> None:
-        while self._ticks is not None and not self._ticks.empty():
-            self.progress.update(self._ticks.get())
+    def _watch(self) -> None:
+        """Drain the workers' events (progress, which file each is on); note the processes."""
+        self._processes.update(getattr(self._pool, "_processes", None) or {})
+        while self._events is not None and not self._events.empty():
+            event = self._events.get()
+            if event[0] == "tick":
+                if self.progress is not None:
+                    self.progress.update(event[1])
+            elif event[0] == "start":
+                self._active[event[1]] = event[2]
+            elif self._active.get(event[1]) == event[2]:
+                del self._active[event[1]]
+
+    def _died(self, files: list[str]) -> WorkerDied:
+        # The pool's own thread may be reaping the dead process right now: its exit code
+        # shows a moment later.
+        for _ in range(40):
+            codes = {pid: p.exitcode for pid, p in self._processes.items()}
+            dead = [pid for pid, code in codes.items()
+                    if code not in (None, 0, -signal.SIGTERM)]
+            if dead or None not in codes.values():
+                break
+            time.sleep(0.05)
+        named = [self._active[pid] for pid in dead if pid in self._active] or files
+        code = codes[dead[0]] if dead else None
+        if code is not None and code < 0:
+            how = f"killed by {signal.Signals(-code).name}"
+            if -code == signal.SIGKILL:
+                how += ", as the out-of-memory killer does"
+        else:
+            how = "exit code unknown" if code is None else f"exit code {code}"
+        return WorkerDied(sorted(named), how)
 
     def _samples_in_workers(self, out: Path, config: str, jobs: Sequence[FileJob],
                             samples: int, publish: Publish) -> None:
@@ -89,10 +146,32 @@ class LocalExecutor:
         pool = self._start()
         rows = ((job.task, job.max_seq_length, i) for job in jobs for i in range(samples))
         window = _window(self.workers, max(job.max_seq_length for job in jobs))
-        stream = _bounded_imap(pool, make_row_in_pool, rows, window)
+        stream = _bounded_map(pool, make_row_in_pool, rows, window, self._watch)
         tick = self.progress.update if self.progress is not None else None
         for job in jobs:
-            publish(*write_file(out, config, job, itertools.islice(stream, samples), tick))
+            try:
+                written = write_file(out, config, job, itertools.islice(stream, samples), tick,
+                                     self.worker.temp_tag)
+            except BrokenProcessPool:
+                self._watch()
+                raise self._died([job.path]) from None
+            publish(*written)
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """Stop a pool now, its workers included: `shutdown` alone lets running jobs finish (at
+    128K a file takes minutes), and the interpreter would wait for them at exit."""
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14+
+    if terminate is not None:
+        terminate()
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(10)
 
 
 def _window(workers: int, max_seq_length: int) -> int:
@@ -102,15 +181,18 @@ def _window(workers: int, max_seq_length: int) -> int:
     return max(2 * workers, min(64, (256 << 20) // (8 * max_seq_length)))
 
 
-def _bounded_imap(pool, fn, jobs: Iterable, window: int) -> Iterator:
-    """`pool.imap(fn, jobs)` with at most `window` results in flight or waiting: at 1M tokens
-    a row is megabytes, and workers must not run ahead of the writer without bound."""
+def _bounded_map(pool: ProcessPoolExecutor, fn, jobs: Iterable, window: int,
+                 watch: Callable[[], None]) -> Iterator:
+    """`pool.map(fn, jobs)` in order, with at most `window` results in flight or waiting:
+    at 1M tokens a row is megabytes, and workers must not run ahead of the writer without
+    bound. `watch` runs once the workers are started."""
     pending: collections.deque = collections.deque()
     jobs = iter(jobs)
     for job in itertools.islice(jobs, window):
-        pending.append(pool.apply_async(fn, (job,)))
+        pending.append(pool.submit(fn, job))
+    watch()
     while pending:
-        result = pending.popleft().get()
+        result = pending.popleft().result()
         for job in itertools.islice(jobs, 1):
-            pending.append(pool.apply_async(fn, (job,)))
+            pending.append(pool.submit(fn, job))
         yield result

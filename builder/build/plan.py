@@ -7,8 +7,6 @@ that shapes its rows, so a kept file is never stale and a stale one is never kep
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Sequence
 
 from ruler.builder import __version__
@@ -16,28 +14,25 @@ from ruler.builder.build.config import BuildConfig
 from ruler.builder.build.worker import Worker
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import TooShortError
+from ruler.builder.identity import content_packages, file_key, make_identity
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.variants import variant_of
 
 
-def build_identity(cfg: BuildConfig, tok: Tokenizer, mode: str, sources: dict) -> dict[str, Any]:
-    """Everything that, when changed, makes existing files of this config stale. A variant's
-    parameters are part of it (the default config's identity has no "variant" key, so it is
-    the same as before variants existed)."""
-    identity = {"generator_version": __version__, "seed": cfg.seed,
-                "tokenizer": tok.identity.fingerprint(), "prompt_mode": mode,
-                "samples": cfg.samples,
-                "sources": {k: v.sha256 for k, v in sorted(sources.items())}}
-    variant = variant_of(cfg)
-    return {**identity, "variant": variant} if variant else identity
+def build_identity(cfg: BuildConfig, tok: Tokenizer, mode: str) -> dict[str, Any]:
+    """Everything that, when changed, makes existing files of this config stale (see
+    `ruler.builder.identity`); a variant's parameters are part of it."""
+    return make_identity(generator_version=__version__, seed=cfg.seed, samples=cfg.samples,
+                         prompt_mode=mode, tokenizer=tok.identity.as_manifest(),
+                         packages=content_packages(tok.identity.kind), variant=variant_of(cfg))
 
 
-def file_key(identity: dict[str, Any], task: str, L: int, task_sources: Sequence[str]) -> str:
-    relevant = dict(identity, sources={k: identity["sources"][k] for k in task_sources},
-                    task=task, max_seq_length=L)
-    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+def job_key(identity: dict[str, Any], ctx: BuildContext, task: str, L: int) -> str:
+    """A planned file's build key, with the hashes of the sources its task reads."""
+    return file_key(identity, task, L, {sid: ctx.source(sid).sha256
+                                        for sid in get_task(task).sources})
 
 
 def plan_units(cfg: BuildConfig) -> list[tuple[str, int]]:
@@ -73,6 +68,6 @@ def preflight(worker: Worker, units: Sequence[tuple[str, int]], samples: int) ->
 
         worst = needed(0)
         if L >= worst > L // 2:
-            worst = max(worst, *(needed(i) for i in range(1, samples)))
+            worst = max([worst, *(needed(i) for i in range(1, samples))])
         if worst > L:
             raise TooShortError(task, L, worst)

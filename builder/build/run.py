@@ -3,26 +3,32 @@
 Before anything is written, every input is validated (tasks, lengths, tokenizer, sources,
 sample counts, and that the smallest sample of each task fits each length), so bad input
 leaves OUT untouched. Files are written atomically and recorded in the manifest one by one: an
-interrupted build resumes, and a file whose build key (seed, tokenizer, sources, generator
-version, sample count, variant) is unchanged is kept, never rebuilt, while a changed key never
-reuses it. Workers fit and write whole files, longest first; this process publishes and records
-them.
+interrupted build resumes, and a file whose build key (`ruler.builder.identity`) is unchanged
+is kept, never rebuilt. A build whose identity differs from the config's files already in OUT
+(seed, samples, tokenizer, package versions, a source's bytes) refuses, naming what differs,
+unless `overwrite` is set; then only the files the manifest lists for the config are removed.
+A variant (`ruler.builder.variants`) is its own config, with its own identity.
+A complete, matching build writes nothing at all. Workers fit and write whole files, longest
+first; this process publishes and records them, under the manifest lock.
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 from ruler.builder.build.config import BuildConfig, BuildReport, FileJob, FileResult
 from ruler.builder.build.executor import LocalExecutor
-from ruler.builder.build.plan import build_identity, file_key, plan_units, preflight, resolve_sources
-from ruler.builder.build.publish import Publisher, drop_config, entry_fields
+from ruler.builder.build.plan import (build_identity, job_key, plan_units, preflight,
+                                      resolve_sources)
+from ruler.builder.build.publish import Publisher, drop_config, entry_fields, listed_files
 from ruler.builder.build.worker import Worker
 from ruler.builder.context import BuildContext
+from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.manifest import data_path, read_manifest
-from ruler.builder.tasks import get_task
+from ruler.builder.identity import identity_differences, source_differences
+from ruler.builder.manifest import data_path, manifest_lock, read_manifest
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
 from ruler.builder.variants import variant_config, variant_of
 from ruler.builder.writer import temp_prefix
@@ -30,6 +36,8 @@ from ruler.builder.writer import temp_prefix
 
 def run_build(cfg: BuildConfig) -> BuildReport:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we parallelise by process
+    out = Path(cfg.out)
+    check_out_folder(out)
     tok = load_tokenizer(cfg.tokenizer, cfg.tokenizers_dir)
     # A variant is its own config; its samples keep the default config's seeds (the context's
     # tokenizer name), so sample i differs from the default's sample i only by the variant.
@@ -37,23 +45,30 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     config = variant_config(seed_name, variant_of(cfg))
     mode = tok.default_mode()
     ctx = BuildContext(tok, seed_name, cfg.seed, cfg.sources_dir, depth_bins=cfg.depth_bins)
-    worker = Worker(ctx, mode, exact_counts=cfg.exact_counts, config=config)
+    # Piece counting is proven additive for the registry's tokenizers only (tests); any other
+    # tokenizer gets every row certified, unless the user accepts sampled certification.
+    certify_all = not tok.identity.pinned and not cfg.sampled_certification
+    worker = Worker(ctx, mode, exact_counts=cfg.exact_counts, config=config,
+                    certify_every_row=certify_all,
+                    temp_tag=f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
     units = plan_units(cfg)
     resolve_sources(ctx, units)
 
-    out = Path(cfg.out)
     manifest = read_manifest(out)
-    identity = build_identity(cfg, tok, mode, ctx.used_sources())
-    previous = manifest["builds"].get(config)
-    # Source hashes are compared per file (build_key): a run may use fewer sources.
-    changed = bool(previous) and (previous.get("identity", {}) | {"sources": {}}
-                                  != identity | {"sources": {}})
+    identity = build_identity(cfg, tok, mode)
+    differs = _differences(manifest["builds"].get(config), identity, ctx)
+    if differs and not cfg.overwrite:
+        n = len(listed_files(out, manifest, config))
+        raise RulerError(
+            f"{out} holds {n} file(s) of config {config!r} built with another identity "
+            f"({'; '.join(differs)}): pass --overwrite to replace them, or build into another "
+            f"--out (a new task or length of the same build is simply added)")
     kept: list[FileResult] = []
     todo: list[FileJob] = []
     for task, L in units:
         rel = data_path(config, task, L)
-        key = file_key(identity, task, L, get_task(task).sources)
-        entry = None if changed else manifest["files"].get(rel)
+        key = job_key(identity, ctx, task, L)
+        entry = None if differs else manifest["files"].get(rel)
         if entry and entry.get("build_key") == key and (out / rel).is_file() \
                 and file_sha256(out / rel) == entry["sha256"]:
             kept.append(FileResult(rel, task, L, entry["rows"], skipped=True,
@@ -61,26 +76,66 @@ def run_build(cfg: BuildConfig) -> BuildReport:
         else:
             todo.append(FileJob(task, L, rel, key))
     preflight(worker, [(job.task, job.max_seq_length) for job in todo], cfg.samples)
-    if changed:  # only after every check passed: a folder holds one build identity per config
-        drop_config(out, manifest, config)
-        previous = None
+    if not todo:  # up to date: leave OUT exactly as it is (it may be read-only)
+        return BuildReport(out, config, _in_plan_order(kept, units))
 
-    publisher = Publisher(out, manifest, config, entry_fields(cfg, mode, identity), ctx,
-                          previous)
+    _make_writable_folder(out)
+    if differs:  # only after every check passed, and only the manifest's own files
+        removed = drop_config(out, config)
+        print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built with "
+              f"{'; '.join(differs)}")
+    publisher = Publisher(out, config, entry_fields(cfg, mode, identity), ctx)
     bar = _progress(cfg, len(todo) * cfg.samples)
     try:
         with LocalExecutor(worker, cfg.workers, cfg.start_method, bar) as executor:
             executor.run(out, config, todo, cfg.samples, publisher.publish)
+    finally:
         if bar is not None:
             bar.close()
-    finally:
         for job in todo:  # what a stopped worker or a failure left unpublished
-            for tmp in (out / job.path).parent.glob(temp_prefix(out / job.path) + "*.tmp"):
+            final = out / job.path
+            for tmp in final.parent.glob(temp_prefix(final, worker.temp_tag) + "*.tmp"):
                 tmp.unlink(missing_ok=True)
-    results = kept + publisher.results
-    results.sort(key=lambda r: units.index((r.task, r.max_seq_length)))
-    publisher.commit()
-    return BuildReport(out, config, results)
+    return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
+
+
+def _differences(previous: dict | None, identity: dict, ctx: BuildContext) -> list[str]:
+    """What differs between OUT's build of this config and this one ([] when none yet)."""
+    if not previous:
+        return []
+    if not previous.get("identity"):
+        return ["no identity recorded (a manifest of an older ruler)"]
+    ours = {sid: s.sha256 for sid, s in ctx.used_sources().items()}
+    return (identity_differences(previous["identity"], identity)
+            + source_differences(previous.get("sources") or {}, ours))
+
+
+def check_out_folder(out: Path) -> None:
+    """OUT must be a folder or not exist yet (checked before anything is loaded)."""
+    if out.exists() and not out.is_dir():
+        raise RulerError(f"--out {out} is a file, not a folder: choose a folder to build into")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise RulerError(f"--out {out}: {parent} is a file, not a folder")
+            break
+
+
+def _make_writable_folder(out: Path) -> None:
+    """Create OUT and take its lock once: a folder we cannot write fails here, clearly,
+    before any work."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RulerError(f"cannot create {out}: {e.strerror or e}") from None
+    with manifest_lock(out):
+        pass
+    if not os.access(out, os.W_OK):
+        raise RulerError(f"cannot write to {out}: permission denied")
+
+
+def _in_plan_order(results: list[FileResult], units) -> list[FileResult]:
+    return sorted(results, key=lambda r: units.index((r.task, r.max_seq_length)))
 
 
 def _progress(cfg: BuildConfig, total: int):

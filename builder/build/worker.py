@@ -9,6 +9,8 @@ process through the pool initializer (inherited by `fork`, or rebuilt from a rec
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -29,19 +31,28 @@ from ruler.builder.writer import SplitWriter
 #: is also counted whole: at 128K a whole-prompt count takes about a second.
 SPOT_CHECK_EVERY = 500
 
-#: A fitted row: the row, its canonical bytes (for the content hash), the probes spent, and
-#: whether it was counted by whole-prompt tokenization.
-Row = tuple[dict[str, Any], bytes, int, bool]
+#: A fitted row: the row, its canonical bytes (for the content hash), the probes spent,
+#: whether it was counted by whole-prompt tokenization, and whether its piece count was
+#: checked against a whole-prompt count (certified).
+Row = tuple[dict[str, Any], bytes, int, bool, bool]
 
 
 class Worker:
     """Fits samples of one build (one tokenizer, seed and prompt mode) for dataset config
-    `config` (default: the tokenizer's config; a variant's differs, its seeds do not)."""
+    `config` (default: the tokenizer's config; a variant's differs, its seeds do not).
+
+    `certify_every_row` checks every row's piece count against a whole-prompt count (for
+    tokenizers whose additivity no test has proven); else the first sample of each task and
+    every SPOT_CHECK_EVERY-th are checked. `temp_tag` marks this build's temporary files, so
+    a build cleans up its own and never another's writing the same file at the same time.
+    """
 
     def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False,
-                 config: str | None = None):
+                 config: str | None = None, certify_every_row: bool = False,
+                 temp_tag: str = ""):
         self.ctx, self.mode, self.exact_counts = ctx, mode, exact_counts
         self.config = config or ctx.tokenizer_name
+        self.certify_every_row, self.temp_tag = certify_every_row, temp_tag
         self.exact = ExactCounter(ctx.tokenizer, mode)
         self.fast = self.exact if exact_counts else PieceCounter(ctx.tokenizer, mode)
         self._generators: dict[tuple[str, int], TaskGenerator] = {}
@@ -51,7 +62,8 @@ class Worker:
     def __reduce__(self):
         # Sent to a spawned process: the context (its tokenizer as a load recipe, resources
         # dropped), not the caches, which the new process fills again.
-        return Worker, (self.ctx, self.mode, self.exact_counts, self.config)
+        return Worker, (self.ctx, self.mode, self.exact_counts, self.config,
+                        self.certify_every_row, self.temp_tag)
 
     def generator(self, task: str, L: int) -> TaskGenerator:
         key = (task, L)
@@ -76,36 +88,42 @@ class Worker:
         this is cheap): whether a tokenizer is additive at the piece junctions depends on the
         junctions a task makes, not on the length. If it is not, this worker counts the task
         exactly from then on. Spot checks then cover every file; one that disagrees means
-        earlier rows may be wrong, which is an error, never a silent fix.
+        earlier rows may be wrong, which is an error, never a silent fix. With
+        `certify_every_row` every row is checked, so a disagreement anywhere only switches
+        the rest of the task to exact counting: every earlier row was proven on its own.
+
+        Returns ((fitted, marks), counted exactly, certified).
         """
         task = gen.spec.name
         self.fast.scope(task)
         if self._certified.get(task) is False:
-            return self._fit(gen, index, self.exact), True
+            return self._fit(gen, index, self.exact), True, False
         fitted, marks = self._fit(gen, index, self.fast)
         first = task not in self._certified
-        if first or index % SPOT_CHECK_EVERY == 0:
+        if first or self.certify_every_row or index % SPOT_CHECK_EVERY == 0:
             d = fitted.draft
             agrees = (self.exact.prompt_length(d) + gen.spec.tokens_to_generate == fitted.length
                       and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
                                                      + list(d.context_span)) == marks)
-            if not agrees and not first:
+            if not agrees and not first and not self.certify_every_row:
                 raise RulerError(
                     f"task {task}, L={gen.max_seq_length}, sample {index}: piece token counts "
                     f"disagree with whole-prompt tokenization for tokenizer "
                     f"{self.ctx.tokenizer_name!r}; rebuild this file with --exact-counts")
             self._certified[task] = agrees
             if not agrees:
-                return self._fit(gen, index, self.exact), True
-        return (fitted, marks), False
+                return self._fit(gen, index, self.exact), True, False
+            return (fitted, marks), False, True
+        return (fitted, marks), False, False
 
     def make_row(self, task: str, L: int, index: int) -> Row:
         """Fit sample `index` of (task, L) and make its row."""
         gen = self.generator(task, L)
         if self.exact_counts:
-            (fitted, marks), counted_exactly = self._fit(gen, index, self.exact), True
+            (fitted, marks), counted_exactly, certified = \
+                self._fit(gen, index, self.exact), True, False
         else:
-            (fitted, marks), counted_exactly = self._certified_fit(gen, index)
+            (fitted, marks), counted_exactly, certified = self._certified_fit(gen, index)
         d = fitted.draft
         gold, (c0, c1) = marks[:-2], marks[-2:]
         spec = gen.spec
@@ -126,28 +144,30 @@ class Worker:
                 raise RulerError(f"task {task}, L={L}, sample {index}: {miss}; the gold item "
                                  f"cannot be placed in this bin at this length (use fewer "
                                  f"--depths or a longer length)")
-        return row, canonical_row_bytes(row), fitted.probes, counted_exactly
+        return row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified
 
     def build_file(self, out: Path, config: str, job: FileJob, samples: int,
                    tick: Callable[[int], None] | None = None) -> tuple[FileResult, dict, Path]:
         """Fit and write every sample of one file (see `write_file`)."""
         rows = (self.make_row(job.task, job.max_seq_length, i) for i in range(samples))
-        return write_file(out, config, job, rows, tick)
+        return write_file(out, config, job, rows, tick, self.temp_tag)
 
 
 def write_file(out: Path, config: str, job: FileJob, rows: Iterable[Row],
-               tick: Callable[[int], None] | None = None) -> tuple[FileResult, dict, Path]:
+               tick: Callable[[int], None] | None = None,
+               temp_tag: str = "") -> tuple[FileResult, dict, Path]:
     """Write one file's rows to a temporary file beside its final path. Returns its result,
     its manifest entry and the temporary path: the caller alone publishes files."""
     started = time.perf_counter()
     L = job.max_seq_length
-    fills, probes, exact_rows = [], 0, 0
-    with SplitWriter(out / job.path, L, publish=False) as writer:
-        for row, canonical, spent, counted_exactly in rows:
+    fills, probes, exact_rows, certified_rows = [], 0, 0, 0
+    with SplitWriter(out / job.path, L, publish=False, temp_tag=temp_tag) as writer:
+        for row, canonical, spent, counted_exactly, certified in rows:
             writer.write(row, canonical)
             fills.append(row["length"] / L)
             probes += spent
             exact_rows += counted_exactly
+            certified_rows += certified
             if tick is not None:
                 tick(1)
     path = writer.temp_path
@@ -157,7 +177,8 @@ def write_file(out: Path, config: str, job: FileJob, rows: Iterable[Row],
     result = FileResult(job.path, job.task, L, writer.rows, skipped=False,
                         seconds=time.perf_counter() - started,
                         fill_mean=sum(fills) / len(fills), fill_min=min(fills), probes=probes,
-                        bytes=entry["bytes"], exact_rows=exact_rows)
+                        bytes=entry["bytes"], exact_rows=exact_rows,
+                        certified_rows=certified_rows)
     return result, entry, path
 
 
@@ -166,28 +187,38 @@ def write_file(out: Path, config: str, job: FileJob, rows: Iterable[Row],
 # processes (the parent never sets them), so builds in one process never share state.
 
 _worker: Worker | None = None
-_ticks: Any = None  # a multiprocessing queue for the parent's progress bar, or None
+_events: Any = None  # a multiprocessing queue to the parent: progress and file start/end
 
 
-def init_pool_process(worker: Worker, ticks: Any) -> None:
-    global _worker, _ticks
-    _worker, _ticks = worker, ticks
+def init_pool_process(worker: Worker, events: Any) -> None:
+    global _worker, _events
+    _worker, _events = worker, events
+    # Ctrl-C reaches the whole process group: the parent stops the build and its workers,
+    # which must not print tracebacks of their own.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def build_file_in_pool(job: tuple[Path, str, FileJob, int]) -> tuple[FileResult, dict, Path]:
+    """Build one file in a pool process. The parent learns which file each process works on
+    (`("start"|"end", pid, path)`), to name it if the process dies, and gets progress ticks
+    (`("tick", n)`) at most twice a second."""
     out, config, file_job, samples = job
     pending, last = 0, time.monotonic()
 
-    def tick(n: int) -> None:  # progress for the parent's bar, sent at most twice a second
+    def tick(n: int) -> None:
         nonlocal pending, last
         pending += n
-        if _ticks is not None and time.monotonic() - last > 0.5:
-            _ticks.put(pending)
+        if time.monotonic() - last > 0.5:
+            _events.put(("tick", pending))
             pending, last = 0, time.monotonic()
 
-    done = _worker.build_file(out, config, file_job, samples, tick)
-    if _ticks is not None and pending:
-        _ticks.put(pending)
+    _events.put(("start", os.getpid(), file_job.path))
+    try:
+        done = _worker.build_file(out, config, file_job, samples, tick)
+    finally:
+        _events.put(("end", os.getpid(), file_job.path))
+    if pending:
+        _events.put(("tick", pending))
     return done
 
 

@@ -283,3 +283,26 @@ def check_row(row: Mapping) -> str | None:
     if all(o.strip().casefold() in ("yes", "no") for o in outputs):
         return None
     return "no document contains any of the answers"
+
+
+def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:
+    """Where the question's gold documents start (their "Document i:" headers) and the
+    documents' span. Which documents are gold is the dataset's fact, not the row's: it is
+    read from the generator's data (the pinned source) for the row's question."""
+    from ruler.builder.tasks.catalog import QA as fam
+
+    if generator is None:
+        return "needs the task's source to know the question's gold documents"
+    text: str = row["input"]
+    head = fam.template[:fam.template.index("{context}")]
+    tail = fam.template[fam.template.index("{context}") + len("{context}"):]
+    end = text.rfind(tail[:tail.index("{query}")])
+    if not text.startswith(head) or end < 0:
+        return "task text not found"
+    data = generator.data
+    q = data.questions[row["index"]]
+    gold = {data.docs[d] for d in q.gold}
+    offsets = [m.start() + (0 if m.group(0).startswith("Document") else len(DOC_SEPARATOR))
+               for m in _DOC_HEAD.finditer(text, len(head) - len(DOC_SEPARATOR), end)
+               if any(text.startswith(doc, m.end()) for doc in gold)]
+    return offsets, (len(head), end)

@@ -267,3 +267,27 @@ def check_row(row: Mapping) -> str | None:
     if value not in row["answer_prefix"]:
         return "the answer prefix does not name the queried value"
     return None
+
+
+def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:
+    """Re-derived from the row alone: where each line of the queried chain starts (in chain
+    order, as `outputs` names it), and the task context's span (after the example)."""
+    from ruler.builder.tasks.catalog import VARIABLE_TRACKING as fam
+
+    text: str = row["input"]
+    head = fam.template[:fam.template.index("{context}")]
+    q = _QUESTION.search(text)
+    start = text.rfind(head)
+    if start < 0 or q is None or not text[:q.start()].endswith("\n"):
+        return "task text or question not found"
+    start += len(head)
+    names = list(row["outputs"])
+    lines = chain_lines(names, int(q.group(1))) if names else []
+    offsets, pos = [], start
+    for line in lines:
+        at = text.find(line, pos)
+        if at < 0:
+            return f"chain line {line!r} not found"
+        offsets.append(at)
+        pos = at + len(line)
+    return offsets, (start, q.start() - 1)

@@ -28,7 +28,10 @@ class FileResult:
     rows_ok: bool = False
     retokenized: int = 0
     answers_ok: bool = False
+    gold_checked: int = 0  # rows whose gold positions and depths were re-derived
+    regenerated: int = 0  # rows rebuilt from the manifest's identity and compared
     problems: list[Problem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # checks that could not run here, and why
 
     @property
     def ok(self) -> bool:

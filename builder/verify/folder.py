@@ -9,7 +9,9 @@ from typing import Any, Mapping
 import yaml
 
 from ruler.builder.errors import RulerError
+from ruler.builder.identity import file_key, identity_differences, identity_of_build
 from ruler.builder.manifest import FORMAT_VERSION, MANIFEST_NAME, data_path
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_config
 from ruler.builder.verify.findings import Problem
@@ -67,6 +69,41 @@ def manifest_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
                                                    f"{entry['config']!r}, which has no build"))
     for config, build in sorted(manifest["builds"].items()):
         problems += build_problems(config, build, manifest["files"])
+        problems += identity_problems(config, build, manifest["files"])
+    return problems
+
+
+def identity_problems(config: str, build: Mapping[str, Any],
+                      files: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
+    """The build identity, recomputed from the entry's recorded fields (seed, samples, prompt
+    mode, tokenizer record, package versions, generator version), must equal the recorded
+    identity, and each file's build key must be the one that identity gives: an edited seed,
+    revision or version cannot pass. Each file holds the build's sample count."""
+    where = f"{MANIFEST_NAME} build {config!r}"
+    recomputed = identity_of_build(build)
+    differs = identity_differences(build.get("identity") or {"identity": "missing"}, recomputed)
+    problems = []
+    if differs:
+        problems.append(Problem(where, f"its recorded identity does not match its fields "
+                                       f"(identity -> fields: {'; '.join(differs)})"))
+    sources = build.get("sources") or {}
+    for rel, entry in sorted(files.items()):
+        if entry.get("config") != config:
+            continue
+        if entry["rows"] != build.get("samples"):
+            problems.append(Problem(rel, f"{entry['rows']} rows, the build's samples are "
+                                         f"{build.get('samples')}"))
+        spec = TASKS.get(entry["task"])
+        if spec is None:
+            continue  # reported per file (unknown task)
+        hashes = {sid: (sources.get(sid) or {}).get("sha256") for sid in spec.sources}
+        key = file_key(recomputed, entry["task"], entry["max_seq_length"], hashes)
+        if entry.get("build_key") != key:
+            problems.append(Problem(rel, "build_key is not the one the build's recorded seed, "
+                                         "samples, tokenizer, package versions and sources "
+                                         "give (an edited manifest?)"))
+        if entry.get("packages") != build.get("packages"):
+            problems.append(Problem(rel, "package versions differ from its build's"))
     return problems
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -9,11 +11,21 @@ import pyarrow.parquet as pq
 
 from ruler.builder.depths import bin_miss
 from ruler.builder.hashing import file_sha256
-from ruler.builder.manifest import content_sha256_rows
+from ruler.builder.manifest import canonical_row_bytes, content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import SWEPT_FAMILIES, TASKS
-from ruler.builder.tasks.checks import check_row
+from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
+from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
+
+
+@dataclass(frozen=True)
+class RowsPlan:
+    """Which rows of a file get the expensive checks, and what they need."""
+
+    retokenize: set[int] = field(default_factory=set)  # length and gold positions re-derived
+    regenerate: set[int] = field(default_factory=set)  # rebuilt and compared byte for byte
+    regenerator: Regenerator | None = None
 
 
 def sample_indices(n: int, full: bool, sample: int) -> set[int]:
@@ -27,8 +39,10 @@ class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
     def __init__(self, res: FileResult, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                 retokenize: set[int], depth_bins: int | None = None):
-        self.res, self.tokenizer, self.mode, self.retokenize = res, tokenizer, mode, retokenize
+                 plan: RowsPlan, depth_bins: int | None = None):
+        self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
+        self.retokenize = plan.retokenize
+        self._generator: Any = None  # the task's generator (QA gold documents), made once
         spec = TASKS.get(entry["task"])
         # A depth-swept config: row i's gold must lie in bin i mod depth_bins.
         self.family = spec.family.name if spec is not None else None
@@ -63,6 +77,7 @@ class RowChecker:
         if miss:
             self.answers_ok = False
             self.res.problems.append(Problem(path, miss, row=i))
+        self._check_gold_shape(i, row)
         if self.tokenizer is not None and self.mode is not None and i in self.retokenize:
             got = self.tokenizer.prompt_length(row["input"], row["answer_prefix"],
                                                mode=self.mode) + row["tokens_to_generate"]
@@ -70,10 +85,78 @@ class RowChecker:
             if got != row["length"]:
                 self.res.problems.append(Problem(path, f"stored length {row['length']}, "
                                                        f"re-tokenized {got}", row=i))
+            self._check_gold(i, row)
+        if i in self.plan.regenerate:
+            self._check_regenerated(i, row)
+
+    def _check_gold_shape(self, i: int, row: dict) -> None:
+        """Every row: one depth per gold position, positions in order, depths in [0, 1]."""
+        gold, depths = row["gold_token_positions"], row["gold_depths"]
+        if len(gold) != len(depths) or any(p < 0 for p in gold) or gold != sorted(gold) \
+                or any(not (0.0 <= d <= 1.0) or math.isnan(d) for d in depths):
+            self.res.problems.append(Problem(self.res.path, f"gold_token_positions {gold} and "
+                                                            f"gold_depths {depths} are not one "
+                                                            f"position and one depth in [0, 1] "
+                                                            f"per gold item, in order", row=i))
+
+    def _generator_for(self, row: dict):
+        if self._generator is None:
+            regen = self.plan.regenerator
+            self._generator = (regen.generator(row["tokenizer"], row["task"],
+                                               row["max_seq_length"]) if regen is not None
+                               else "no generator here")
+        return self._generator
+
+    def _check_gold(self, i: int, row: dict) -> None:
+        """Gold positions and depths re-derived: the gold items' offsets in `input`
+        (ruler.builder.tasks.checks.gold_spans), token indices by a fresh tokenization."""
+        generator = None
+        if needs_generator(row["task"]):
+            generator = self._generator_for(row)
+            if isinstance(generator, str):
+                note = f"gold positions not re-derived: {generator}"
+                if note not in self.res.notes:
+                    self.res.notes.append(note)
+                return
+        spans = gold_spans(row, generator)
+        if isinstance(spans, str):
+            self.res.problems.append(Problem(self.res.path, f"gold items: {spans}", row=i))
+            return
+        offsets, (c0, c1) = spans
+        marks = self.tokenizer.token_index_at(row["input"], [*offsets, c0, c1])
+        gold, (t0, t1) = marks[:-2], marks[-2:]
+        depths = [(p - t0) / max(1, t1 - t0) for p in gold]
+        self.res.gold_checked += 1
+        if gold != row["gold_token_positions"] or depths != row["gold_depths"]:
+            self.res.problems.append(Problem(
+                self.res.path, f"gold_token_positions {row['gold_token_positions']} / "
+                               f"gold_depths {row['gold_depths']}, re-derived {gold} / "
+                               f"{depths}", row=i))
+
+    def _check_regenerated(self, i: int, row: dict) -> None:
+        regen = self.plan.regenerator
+        if regen is None:
+            self.res.problems.append(Problem(self.res.path, "cannot regenerate: no generator",
+                                             row=i))
+            return
+        rebuilt = regen.row(row["tokenizer"], row["task"], row["max_seq_length"], i)
+        if isinstance(rebuilt, str):
+            self.res.problems.append(Problem(self.res.path, f"cannot regenerate: {rebuilt}",
+                                             row=i))
+            return
+        fresh, canonical = rebuilt
+        self.res.regenerated += 1
+        if canonical != canonical_row_bytes(row):
+            fields = [k for k in fresh if fresh[k] != row.get(k)]
+            self.res.problems.append(Problem(
+                self.res.path, f"regenerated from the manifest's identity, the row differs "
+                               f"in {', '.join(fields) or 'its encoding'}"
+                               f"{regen.version_note(row['tokenizer'])}", row=i))
 
 
 def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                full: bool = False, sample: int = DEFAULT_SAMPLE,
+                full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
+                regenerator: Regenerator | None = None,
                 depth_bins: int | None = None) -> FileResult:
     res = FileResult(rel)
     path = out / rel
@@ -97,7 +180,9 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
         res.problems.append(Problem(rel, f"schema differs from ROW_SCHEMA: {schema}"))
         return res
     n = parquet.metadata.num_rows
-    check = RowChecker(res, entry, tokenizer, mode, sample_indices(n, full, sample), depth_bins)
+    plan = RowsPlan(sample_indices(n, full, sample),
+                    rows_to_regenerate(n, regenerate, entry["content_sha256"]), regenerator)
+    check = RowChecker(res, entry, tokenizer, mode, plan, depth_bins)
 
     def rows():
         i = 0

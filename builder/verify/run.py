@@ -7,13 +7,19 @@ Checks, per split file listed in `manifest.json`:
   rows    - every row belongs to the file's (config, task, L), `index` runs 0..N-1, budgets and
             metric equal the task catalog, and `length <= L`;
   tokens  - a sample of rows (every row with `full=True`) re-tokenized with the build's
-            tokenizer gives exactly the stored `length`;
+            tokenizer gives exactly the stored `length`, and the same rows' gold positions
+            and depths, re-derived from where their gold items sit in `input`, are the stored
+            ones (every row: one depth in [0, 1] per position, positions in order);
   answers - each row's `outputs` can be read off its `input` (`ruler.builder.tasks.checks`),
-            and in a depth-swept config (`--depths N`) row i's gold depths lie in bin i mod N.
+            and in a depth-swept config (`--depths N`) row i's gold depths lie in bin i mod N;
+  regen   - with `regenerate=K`, K random rows are rebuilt from the manifest's identity and
+            must equal the stored rows byte for byte (needs the build's sources).
 Folder-wide: no Parquet file outside the manifest, each build entry agrees with its files and
-its `official` flag with its tokenizer and sources, the tokenizer loaded here is the recorded
-one, the card's `configs` equal the manifest's, and `datasets.load_dataset` reads every config
-and split with the expected row counts.
+its `official` flag with its tokenizer and sources, its identity recomputed from its recorded
+fields is the recorded one and gives every file's build key, every file holds the build's
+sample count, the tokenizer loaded here is the recorded one (a registry tokenizer at the
+pinned revision), the card's `configs` equal the manifest's, and `datasets.load_dataset`
+reads every config and split with the expected row counts.
 
 Every problem names the file (and row). Problems are collected, not raised, so one run reports
 all of them; a folder that cannot be verified at all (no manifest) raises RulerError.
@@ -30,8 +36,10 @@ from ruler.builder.build.config import default_start_method
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, VerifyReport
 from ruler.builder.verify.folder import card_problems, load_manifest, manifest_problems
 from ruler.builder.verify.loading import check_loading
+from ruler.builder.verify.regenerate import Regenerator
 from ruler.builder.verify.rows import verify_file
 from ruler.builder.verify.tokenizers import tokenizer_for
+
 
 @dataclass(frozen=True)
 class FileChecks:
@@ -44,13 +52,19 @@ class FileChecks:
     tokenizers: Mapping[str, Any]  # config -> Tokenizer, or None where it did not load
     full: bool
     sample: int
+    regenerate: int = 0
+    regenerator: Regenerator | None = None
+    full_unpinned: bool = False  # every row re-tokenized for tokenizers outside the registry
 
     def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileResult:
         rel, entry = job
-        build = self.builds.get(entry.get("config"), {})
-        return verify_file(self.out, rel, entry, self.tokenizers.get(entry.get("config")),
-                           build.get("prompt_mode"), self.full, self.sample,
-                           (build.get("variant") or {}).get("depth_bins"))
+        config = entry.get("config")
+        build = self.builds.get(config, {})
+        full = self.full or (self.full_unpinned
+                             and not (build.get("tokenizer") or {}).get("pinned"))
+        return verify_file(self.out, rel, entry, self.tokenizers.get(config),
+                           build.get("prompt_mode"), full, self.sample, self.regenerate,
+                           self.regenerator, (build.get("variant") or {}).get("depth_bins"))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer
@@ -68,11 +82,14 @@ def _check_in_pool(job: tuple[str, Mapping[str, Any]]) -> FileResult:
 def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
            tokenizers: Mapping[str, str] | None = None, tokenizers_dir: str | None = None,
            load: bool = True, progress: Callable[[str], None] | None = None,
-           workers: int = 1, start_method: str | None = None) -> VerifyReport:
+           workers: int = 1, start_method: str | None = None, regenerate: int = 0,
+           sources_dir: str | None = None, full_unpinned: bool = False) -> VerifyReport:
     """Verify the build folder `out`; see the module docstring for what is checked.
 
     `workers` > 1 checks files in that many processes (`start_method`: default fork where
-    available, else spawn).
+    available, else spawn). `regenerate`: rows rebuilt per file (sources from `sources_dir`,
+    else $RULER_SOURCES, then the cache). `full_unpinned`: re-tokenize every row of configs
+    whose tokenizer is not a pinned registry one (whose piece counting no test proves).
     """
     out = Path(out)
     manifest = load_manifest(out)
@@ -84,7 +101,10 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
         toks[config], problems = tokenizer_for(config, manifest["builds"][config],
                                                tokenizers or {}, tokenizers_dir)
         report.problems += problems
-    checks = FileChecks(out, manifest["builds"], toks, full, sample)
+    # The generators also give QA rows' gold documents, so they exist even without
+    # `regenerate`; they load sources only when a check needs them.
+    checks = FileChecks(out, manifest["builds"], toks, full, sample, regenerate,
+                        Regenerator(manifest["builds"], toks, sources_dir), full_unpinned)
     # Most tokens first, so the workers finish together; results are reported in path order.
     jobs = sorted(manifest["files"].items(),
                   key=lambda kv: -int(kv[1].get("max_seq_length") or 0)

@@ -1,0 +1,116 @@
+"""A build's identity: everything that, when it changes, changes the rows of a config.
+
+One definition serves three readers: `ruler build` (is OUT's config the same build as this
+one? then resume and add files, else refuse), `ruler verify` (recompute the identity and every
+file's build key from the manifest's recorded fields: an edited seed, revision or version
+shows) and `ruler merge` (only builds of one identity join).
+
+The identity is (generator version, seed, samples, prompt mode, tokenizer fingerprint and
+repo@revision, versions of the packages that shape content, and a variant's parameters:
+`ruler.builder.variants`; the default config's identity has no variant key). Sources are per file: a build
+of a few tasks reads fewer sources, so each file's key adds the hashes of its task's sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+from typing import Any, Mapping
+
+from ruler.builder.tokenizer import TokenizerIdentity
+
+#: Packages whose versions can change generated rows, by what they shape: the task generators
+#: (numpy Generator streams, scipy's zeta for fwe, the word lists, punkt sentence splitting),
+#: then each tokenizer backend (token counts, offsets, chat template rendering by jinja2).
+#: pyarrow shapes file bytes, not rows: `content_sha256` is independent of it.
+CONTENT_PACKAGES: Mapping[str, tuple[str, ...]] = {
+    "common": ("numpy", "scipy", "wonderwords", "english-words", "nltk"),
+    "hf": ("tokenizers", "transformers", "jinja2"),
+    "tiktoken": ("tiktoken",),
+    "sentencepiece": ("sentencepiece", "protobuf"),
+    "tekken": ("mistral-common", "tiktoken"),
+}
+NOT_INSTALLED = "not installed"
+
+
+def content_packages(tokenizer_kind: str) -> dict[str, str]:
+    """Installed versions of the packages that shape a build's rows with this tokenizer."""
+    names = (*CONTENT_PACKAGES["common"], *CONTENT_PACKAGES.get(tokenizer_kind, ()))
+    versions = {}
+    for dist in sorted(set(names)):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = NOT_INSTALLED
+    return versions
+
+
+def tokenizer_fingerprint(record: Mapping[str, Any]) -> str:
+    """The fingerprint of a tokenizer as the manifest records it (kind, file hashes, chat
+    template hash): equal to the loaded tokenizer's `identity.fingerprint()`."""
+    return TokenizerIdentity(
+        name=str(record.get("name")), kind=str(record.get("kind")), origin="",
+        files=dict(record.get("files") or {}),
+        chat_template_sha256=record.get("chat_template_sha256")).fingerprint()
+
+
+def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mode: str,
+                  tokenizer: Mapping[str, Any], packages: Mapping[str, str],
+                  variant: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The identity of a config's build. `tokenizer` is its manifest record
+    (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity."""
+    repo, revision = tokenizer.get("repo"), tokenizer.get("revision")
+    identity = {"generator_version": generator_version, "seed": seed, "samples": samples,
+                "prompt_mode": prompt_mode, "tokenizer": tokenizer_fingerprint(tokenizer),
+                "tokenizer_revision": f"{repo}@{revision}" if repo or revision else None,
+                "packages": dict(sorted(packages.items()))}
+    return {**identity, "variant": dict(sorted(variant.items()))} if variant else identity
+
+
+def identity_of_build(build: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity recomputed from a manifest build entry's recorded fields."""
+    return make_identity(generator_version=build.get("generator_version"),
+                         seed=build.get("seed"), samples=build.get("samples"),
+                         prompt_mode=build.get("prompt_mode"),
+                         tokenizer=build.get("tokenizer") or {},
+                         packages=build.get("packages") or {},
+                         variant=build.get("variant") or None)
+
+
+def file_key(identity: Mapping[str, Any], task: str, max_seq_length: int,
+             source_hashes: Mapping[str, str]) -> str:
+    """A file's build key: its build's identity, task, length and its task's source hashes."""
+    relevant = dict(identity, sources=dict(sorted(source_hashes.items())), task=task,
+                    max_seq_length=max_seq_length)
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
+
+
+def identity_differences(old: Mapping[str, Any] | None,
+                         new: Mapping[str, Any]) -> list[str]:
+    """What differs between two identities, one phrase each ("seed 42 -> 7"); [] when equal
+    or when there is no old one."""
+    if not old:
+        return []
+    labels = {"generator_version": "generator version", "seed": "seed", "samples": "samples",
+              "prompt_mode": "prompt mode", "tokenizer": "tokenizer hash (files or chat "
+              "template)", "tokenizer_revision": "tokenizer revision", "variant": "variant"}
+    found = [f"{label} {old.get(key)} -> {new.get(key)}" for key, label in labels.items()
+             if old.get(key) != new.get(key)]
+    before, after = old.get("packages") or {}, new.get("packages") or {}
+    changed = [f"{p} {before.get(p, 'unrecorded')} -> {after.get(p, NOT_INSTALLED)}"
+               for p in sorted(set(before) | set(after)) if before.get(p) != after.get(p)]
+    if changed:
+        found.append("package versions (" + ", ".join(changed) + ")")
+    extra = sorted(set(old) - set(labels) - {"packages"})
+    if extra:  # a manifest written by another generator version
+        found.append(f"identity fields {', '.join(extra)}")
+    return found
+
+
+def source_differences(old: Mapping[str, Mapping[str, Any]],
+                       new: Mapping[str, str]) -> list[str]:
+    """Sources both builds read, with other bytes (manifest `sources` entries vs hashes)."""
+    return [f"source {sid} sha256 {old[sid].get('sha256', '')[:12]} -> {sha[:12]}"
+            for sid, sha in sorted(new.items())
+            if sid in old and old[sid].get("sha256") != sha]
