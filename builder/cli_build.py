@@ -89,6 +89,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="count every length probe by tokenizing the whole prompt (slow; the "
                         "default sums cached token counts of the prompt's pieces, checked "
                         "against whole-prompt counts, and gives the same rows)")
+    p.add_argument("--output-budget", type=int, default=None, metavar="N",
+                   help="reasoning-model variant: reserve N tokens for the output in place of "
+                        "each task's tokens_to_generate and count prompts as a reasoning model "
+                        "gets them (chat template + generation prompt, no answer prefix); "
+                        "written as its own config <tokenizer>--out16k (N = 16384) and "
+                        "evaluated with `ruler eval --mode reasoning`")
     p.set_defaults(func=run)
 
 
@@ -101,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         shard=parse_shard(args.shard), sources_dir=args.sources_dir,
         tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
         exact_counts=args.exact_counts, start_method=args.start_method,
+        output_budget=args.output_budget,
     )
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]

@@ -22,6 +22,7 @@ from ruler.builder.manifest import read_manifest
 from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.variants import reserved_output_budget
 
 CARD_NAME = "README.md"
 TEMPLATE_PATH = Path(__file__).resolve().parent / "template.md"
@@ -42,7 +43,8 @@ COLUMN_DOCS: Mapping[str, str] = {
     "outputs": "the references the metric looks for in the prediction",
     "length": "exact tokens the model is given (chat template, or BOS + text for base "
               "tokenizers, with `answer_prefix`) + `tokens_to_generate`; always <= L",
-    "tokens_to_generate": "maximum new tokens (upstream's budget for the task)",
+    "tokens_to_generate": "maximum new tokens (upstream's budget for the task; in a "
+                          "reserved-output-budget config `<tokenizer>--out<N>`, that budget)",
     "metric": "`string_match_all` or `string_match_part`",
     "gold_token_positions": "see below",
     "gold_depths": "see below",
@@ -210,6 +212,7 @@ def build_section(config: str, build: Mapping[str, Any]) -> str:
         f"- chat template sha256: {template}",
         f"- prompt mode: `{build.get('prompt_mode')}`; seed: `{build.get('seed')}`; "
         f"samples per task and length: {build.get('samples')}",
+        *([f"- variant: {_variant_text(build)}"] if build.get("variant") else []),
         f"- official build (pinned tokenizer, official sources): "
         f"{_yes(bool(build.get('official')))}", "",
         _table(["tokenizer file", "sha256"],
@@ -224,6 +227,46 @@ def build_section(config: str, build: Mapping[str, Any]) -> str:
     else:
         lines.append("Sources: none (these tasks read no third-party input).")
     return "\n".join(lines)
+
+
+def _variant_text(build: Mapping[str, Any]) -> str:
+    budget = reserved_output_budget(build)
+    if budget is not None:
+        return (f"reserved output budget {budget} tokens (`tokens_to_generate` = {budget}; "
+                f"prompts without answer prefix, see Variants)")
+    return ", ".join(f"{k} = {v}" for k, v in sorted(build["variant"].items()))
+
+
+def variants_section(manifest: Mapping[str, Any]) -> str:
+    """What each variant config of this repository changes (empty when there is none)."""
+    budgets = {c: reserved_output_budget(b) for c, b in sorted(manifest.get("builds", {}).items())
+               if reserved_output_budget(b) is not None}
+    if not budgets:
+        return ""
+    names = ", ".join(f"`{c}` ({n} tokens)" for c, n in budgets.items())
+    return f"""
+## Variants
+
+Reserved output budget, for reasoning models:
+{names}.
+
+Models that think before they answer need room for the thinking and no pre-filled answer
+(RULER's maintainers advise, for a 128K model, about 112K of input and 16K of output:
+NVIDIA/RULER issue #99). In these configs:
+
+- the prompt is the tokenizer's chat template with the user turn `input` and a generation
+  prompt, with no `answer_prefix` (prompt mode `reasoning`); `answer_prefix` is kept in the rows
+  as data only;
+- every row is fitted to `length` = prompt tokens + the reserved budget <= L, and
+  `tokens_to_generate` holds that budget instead of the task's own (the Tasks table keeps
+  upstream's per-task budgets), so `max_tokens = tokens_to_generate` is right for these rows;
+- samples use the same per-sample seeds as the tokenizer's default config: the same keys,
+  values and questions wherever they do not depend on the haystack's size, with a shorter
+  haystack;
+- scoring is unchanged: RULER's metrics on the answer, i.e. the text after the model's
+  reasoning ends (`ruler eval --mode reasoning`, the default for these configs, stores both the
+  raw output and the answer, and counts rows whose reasoning ran out of budget).
+"""
 
 
 def builds_section(manifest: Mapping[str, Any]) -> str:
@@ -283,6 +326,7 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
         generator=f"{generator.get('name')} {generator.get('version')}",
         official_note=official_note(manifest),
         contents_table=contents_table(manifest),
+        variants_section=variants_section(manifest),
         task_table=task_table(manifest),
         repo_id=repo, example_config=config, example_task=task, example_split=split,
         revision_arg=revision_arg, two_splits_line=two,

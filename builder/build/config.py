@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import TASKS, get_task
+from ruler.builder.variants import check_output_budget
 
 
 def default_start_method() -> str:
@@ -34,6 +35,8 @@ class BuildConfig:
     progress: bool = True
     exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
     start_method: str = field(default_factory=default_start_method)
+    # Reserved output budget: builds the variant config `<tokenizer>--out16k` (builder.variants)
+    output_budget: int | None = None
 
     def __post_init__(self) -> None:
         for t in self.tasks:
@@ -44,6 +47,7 @@ class BuildConfig:
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):
             raise RulerError(f"lengths must be positive integers, got {self.lengths}")
+        check_output_budget(self.output_budget, self.lengths)
         if self.samples < 1:
             raise RulerError(f"--samples must be >= 1, got {self.samples}")
         i, n = self.shard

@@ -19,14 +19,19 @@ from ruler.builder.errors import TooShortError
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
 from ruler.builder.tokenizer import Tokenizer
+from ruler.builder.variants import variant_record
 
 
 def build_identity(cfg: BuildConfig, tok: Tokenizer, mode: str, sources: dict) -> dict[str, Any]:
     """Everything that, when changed, makes existing files of this config stale."""
-    return {"generator_version": __version__, "seed": cfg.seed,
-            "tokenizer": tok.identity.fingerprint(), "prompt_mode": mode,
-            "samples": cfg.samples,
-            "sources": {k: v.sha256 for k, v in sorted(sources.items())}}
+    identity = {"generator_version": __version__, "seed": cfg.seed,
+                "tokenizer": tok.identity.fingerprint(), "prompt_mode": mode,
+                "samples": cfg.samples,
+                "sources": {k: v.sha256 for k, v in sorted(sources.items())}}
+    variant = variant_record(cfg.output_budget)
+    if variant:  # only then: a default config's identity (and its files' keys) stay as they were
+        identity["variant"] = variant
+    return identity
 
 
 def file_key(identity: dict[str, Any], task: str, L: int, task_sources: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ from ruler.builder.build.config import BuildConfig, FileResult
 from ruler.builder.context import BuildContext
 from ruler.builder.manifest import write_manifest
 from ruler.builder.tasks import TASKS
+from ruler.builder.variants import variant_record
 from ruler.cards.render import write_card
 
 
@@ -58,8 +59,12 @@ class Publisher:
 
 def entry_fields(cfg: BuildConfig, mode: str, identity: dict[str, Any]) -> dict[str, Any]:
     """The parts of a config's build entry that come from the command, not from its files."""
-    return {"prompt_mode": mode, "seed": cfg.seed, "samples": cfg.samples,
-            "identity": identity}
+    fields = {"prompt_mode": mode, "seed": cfg.seed, "samples": cfg.samples,
+              "identity": identity}
+    variant = variant_record(cfg.output_budget)
+    if variant:
+        fields["variant"] = variant
+    return fields
 
 
 def drop_config(out: Path, manifest: dict, config: str) -> None:

@@ -19,20 +19,31 @@ from ruler.builder.build.plan import build_identity, file_key, plan_units, prefl
 from ruler.builder.build.publish import Publisher, drop_config, entry_fields
 from ruler.builder.build.worker import Worker
 from ruler.builder.context import BuildContext
+from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import data_path, read_manifest
 from ruler.builder.tasks import get_task
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
+from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config
 from ruler.builder.writer import temp_prefix
 
 
 def run_build(cfg: BuildConfig) -> BuildReport:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we parallelise by process
     tok = load_tokenizer(cfg.tokenizer, cfg.tokenizers_dir)
-    config = config_name(tok.name)
+    base = config_name(tok.name)
+    config = variant_config(base, cfg.output_budget)
     mode = tok.default_mode()
-    ctx = BuildContext(tok, config, cfg.seed, cfg.sources_dir)
-    worker = Worker(ctx, mode, exact_counts=cfg.exact_counts)
+    if cfg.output_budget is not None:
+        if not tok.has_chat_template:
+            raise RulerError(f"--output-budget builds prompts for reasoning models (chat template "
+                             f"with a generation prompt); tokenizer {tok.name!r} has no chat "
+                             f"template")
+        mode = OUTPUT_BUDGET_MODE
+    # Samples are seeded by the tokenizer's config name, so a variant draws the default's seeds.
+    ctx = BuildContext(tok, base, cfg.seed, cfg.sources_dir)
+    worker = Worker(ctx, mode, exact_counts=cfg.exact_counts, config=config,
+                    output_budget=cfg.output_budget)
     units = plan_units(cfg)
     resolve_sources(ctx, units)
 

@@ -22,6 +22,7 @@ from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import canonical_row_bytes
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
+from ruler.builder.variants import with_output_budget
 from ruler.builder.writer import SplitWriter
 
 #: Besides each worker's first sample of a task, every n-th sample of a file (sample 0 included)
@@ -36,8 +37,13 @@ Row = tuple[dict[str, Any], bytes, int, bool]
 class Worker:
     """Fits samples of one build (one tokenizer, seed and prompt mode)."""
 
-    def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False):
+    def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False,
+                 config: str | None = None, output_budget: int | None = None):
         self.ctx, self.mode, self.exact_counts = ctx, mode, exact_counts
+        # The dataset config rows are written for: the tokenizer's, or a variant's
+        # (builder.variants); samples are seeded by the tokenizer's name either way.
+        self.config = config or ctx.tokenizer_name
+        self.output_budget = output_budget
         self.exact = ExactCounter(ctx.tokenizer, mode)
         self.fast = self.exact if exact_counts else PieceCounter(ctx.tokenizer, mode)
         self._generators: dict[tuple[str, int], TaskGenerator] = {}
@@ -47,12 +53,13 @@ class Worker:
     def __reduce__(self):
         # Sent to a spawned process: the context (its tokenizer as a load recipe, resources
         # dropped), not the caches, which the new process fills again.
-        return Worker, (self.ctx, self.mode, self.exact_counts)
+        return Worker, (self.ctx, self.mode, self.exact_counts, self.config, self.output_budget)
 
     def generator(self, task: str, L: int) -> TaskGenerator:
         key = (task, L)
         if key not in self._generators:
-            self._generators[key] = make_generator(get_task(task), self.ctx, L)
+            spec = with_output_budget(get_task(task), self.output_budget)
+            self._generators[key] = make_generator(spec, self.ctx, L)
         return self._generators[key]
 
     def _fit(self, gen: TaskGenerator, index: int,
@@ -106,7 +113,7 @@ class Worker:
         gold, (c0, c1) = marks[:-2], marks[-2:]
         spec = gen.spec
         row = {
-            "tokenizer": self.ctx.tokenizer_name, "task": task, "max_seq_length": L,
+            "tokenizer": self.config, "task": task, "max_seq_length": L,
             "index": index, "input": d.input, "answer_prefix": d.answer_prefix,
             "outputs": list(d.outputs), "length": fitted.length,
             "tokens_to_generate": spec.tokens_to_generate, "metric": spec.metric,

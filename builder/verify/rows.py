@@ -12,6 +12,7 @@ from ruler.builder.manifest import content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row
+from ruler.builder.variants import with_output_budget
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
 
 
@@ -26,9 +27,11 @@ class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
     def __init__(self, res: FileResult, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                 retokenize: set[int]):
+                 retokenize: set[int], output_budget: int | None = None):
         self.res, self.tokenizer, self.mode, self.retokenize = res, tokenizer, mode, retokenize
         spec = TASKS.get(entry["task"])
+        if spec is not None:  # a variant's budget (builder.variants) replaces the task's own
+            spec = with_output_budget(spec, output_budget)
         self.expected = {"tokenizer": entry["config"], "task": entry["task"],
                          "max_seq_length": entry["max_seq_length"]}
         if spec is not None:
@@ -65,7 +68,8 @@ class RowChecker:
 
 
 def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                full: bool = False, sample: int = DEFAULT_SAMPLE) -> FileResult:
+                full: bool = False, sample: int = DEFAULT_SAMPLE,
+                output_budget: int | None = None) -> FileResult:
     res = FileResult(rel)
     path = out / rel
     if not path.is_file():
@@ -88,7 +92,8 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
         res.problems.append(Problem(rel, f"schema differs from ROW_SCHEMA: {schema}"))
         return res
     n = parquet.metadata.num_rows
-    check = RowChecker(res, entry, tokenizer, mode, sample_indices(n, full, sample))
+    check = RowChecker(res, entry, tokenizer, mode, sample_indices(n, full, sample),
+                       output_budget)
 
     def rows():
         i = 0

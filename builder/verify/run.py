@@ -30,6 +30,7 @@ from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, VerifyRepo
 from ruler.builder.verify.folder import card_problems, load_manifest, manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.rows import verify_file
+from ruler.builder.variants import reserved_output_budget
 from ruler.builder.verify.tokenizers import tokenizer_for
 
 @dataclass(frozen=True)
@@ -47,9 +48,10 @@ class FileChecks:
     def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileResult:
         rel, entry = job
         config = entry.get("config")
+        build = self.builds.get(config, {})
         return verify_file(self.out, rel, entry, self.tokenizers.get(config),
-                           self.builds.get(config, {}).get("prompt_mode"), self.full,
-                           self.sample)
+                           build.get("prompt_mode"), self.full, self.sample,
+                           reserved_output_budget(build))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer
