@@ -1,0 +1,163 @@
+"""`--backend vllm`: vLLM's async engine, fed from the runner's stream in a bounded window.
+
+The engine is `vllm.AsyncLLMEngine` (the engine `vllm serve` runs): its engine core works in
+processes of its own, so rendering, writing and the engine's scheduling never share one
+interpreter, and it is the engine through which vLLM offers data parallelism with its own
+load balancing (`--data-parallel-size`; the offline `LLM` class refuses it for a single
+process). Tensor and pipeline parallelism, `max_num_seqs` and `enforce_eager` pass straight
+through to vLLM's engine arguments.
+
+Requests are handed to the engine while the prompt tokens in flight stay below a window
+(`window_tokens` per data-parallel rank, default `DEFAULT_WINDOW_TOKENS`): enough to keep
+every sequence slot busy at 4K (~1,000 rows per rank) and a few 128K prompts queued per
+rank, while the host holds a bounded number of prompts (vLLM keeps each in-flight prompt as a
+Python list, ~36 bytes per token). Each result is handed back the moment it finishes.
+Greedy decoding with the row's own budget; no stop strings (upstream sends none for vLLM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+import time
+from itertools import count
+from typing import Any, Iterable, Iterator
+
+from ruler.builder.errors import RulerError
+from ruler.eval.backends import (BackendOptions, GenRequest, GenResult, missing_backend_error,
+                                 prompt_list)
+
+DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
+
+
+def engine_kwargs(opts: BackendOptions) -> dict[str, Any]:
+    """vLLM engine arguments for these options (only what differs from vLLM's defaults)."""
+    kwargs: dict[str, Any] = dict(model=opts.model, dtype=opts.dtype, seed=opts.seed,
+                                  tensor_parallel_size=opts.tensor_parallel_size,
+                                  pipeline_parallel_size=opts.pipeline_parallel_size,
+                                  data_parallel_size=opts.data_parallel_size)
+    if opts.max_model_len:
+        kwargs["max_model_len"] = opts.max_model_len
+    if opts.gpu_memory_utilization:
+        kwargs["gpu_memory_utilization"] = opts.gpu_memory_utilization
+    if opts.max_num_seqs:
+        kwargs["max_num_seqs"] = opts.max_num_seqs
+    if opts.enforce_eager:
+        kwargs["enforce_eager"] = True
+    kwargs.update(opts.engine_kwargs)
+    return kwargs
+
+
+class VLLMBackend:
+    name = "vllm"
+
+    def __init__(self, opts: BackendOptions):
+        try:
+            import vllm  # noqa: F401
+        except ImportError as e:
+            raise missing_backend_error("vllm", e) from None
+        self.window_tokens = (opts.window_tokens or DEFAULT_WINDOW_TOKENS) \
+            * max(1, opts.data_parallel_size)
+        self._ids = count()
+        # The engine lives on an event loop in a thread of its own; `generate` is a plain
+        # iterator the runner drives from its thread.
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="ruler-vllm",
+                                        daemon=True)
+        self._thread.start()
+        kwargs = engine_kwargs(opts)
+        try:
+            self.engine = self._run(self._start(kwargs))
+        except Exception as e:  # does not fit, bad max_model_len, unsupported model, ...
+            self._stop_loop()
+            raise RulerError(f"vLLM could not load {opts.model!r} with {_show(kwargs)}: "
+                             f"{type(e).__name__}: {e}") from None
+        self.max_model_len = int(self.engine.model_config.max_model_len)
+
+    @staticmethod
+    async def _start(kwargs: dict[str, Any]):
+        from vllm import AsyncEngineArgs, AsyncLLMEngine
+
+        return AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs))
+
+    def _run(self, coro, timeout: float | None = None):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
+        done: queue.SimpleQueue = queue.SimpleQueue()
+        it = iter(requests)
+        in_flight: dict[str, GenRequest] = {}
+        tokens, exhausted = 0, False
+        start = time.perf_counter()
+        try:
+            while True:
+                while not exhausted and (not in_flight or tokens < self.window_tokens):
+                    r = next(it, None)
+                    if r is None:
+                        exhausted = True
+                        break
+                    rid = f"ruler-{next(self._ids)}"
+                    in_flight[rid] = r
+                    tokens += len(r.prompt_ids)
+                    asyncio.run_coroutine_threadsafe(self._one(rid, r, start, done), self._loop)
+                if not in_flight:
+                    return
+                rid, result = done.get()
+                tokens -= len(in_flight.pop(rid).prompt_ids)
+                if result.error and self.engine.errored:
+                    raise RulerError(f"the vLLM engine died: {result.error}; re-run the same "
+                                     f"command to resume")
+                yield result
+        finally:
+            if in_flight:  # stopped early: free the engine of requests nobody will read
+                try:
+                    self._run(self.engine.abort(list(in_flight)), timeout=30)
+                except Exception:
+                    pass
+
+    async def _one(self, rid: str, r: GenRequest, start: float,
+                   done: queue.SimpleQueue) -> None:
+        from vllm import SamplingParams, TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        try:
+            params = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=r.max_tokens,
+                                    skip_special_tokens=r.skip_special_tokens,
+                                    output_kind=RequestOutputKind.FINAL_ONLY)
+            final = None
+            async for out in self.engine.generate(
+                    TokensPrompt(prompt_token_ids=prompt_list(r.prompt_ids)), params, rid):
+                final = out
+            c = final.outputs[0]
+            result = GenResult(r.key, c.text, len(c.token_ids), str(c.finish_reason or ""),
+                               seconds=time.perf_counter() - start)
+        except asyncio.CancelledError:
+            result = GenResult(r.key, None, error="cancelled")
+        except Exception as e:  # recorded as this row's error; a resumed run retries it
+            result = GenResult(r.key, None, error=f"{type(e).__name__}: {e}")
+        done.put((rid, result))
+
+    def close(self) -> None:
+        engine, self.engine = getattr(self, "engine", None), None
+        if engine is not None:
+            try:  # stops the engine-core processes; on the engine's own loop
+                self._run(_call(engine.shutdown), timeout=120)
+            except Exception:
+                pass
+        self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=30)
+        if not self._loop.is_running():
+            self._loop.close()
+
+
+async def _call(fn):
+    return fn()
+
+
+def _show(kwargs: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k != "model")
