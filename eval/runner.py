@@ -83,8 +83,6 @@ class EvalOutcome:
 
 def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     started = time.perf_counter()
-    if backend is None:
-        require_backend(cfg.backend)  # one clear line before any work
     ds = open_dataset(cfg.data, cfg.revision, cfg.tokenizer_config, cfg.tasks, cfg.lengths)
     files = ds.files(cfg.tokenizer_config, cfg.tasks or None, cfg.lengths or None)
     if not files:
@@ -93,6 +91,10 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     out = Path(cfg.out)
     run_info = _check_run_folder(out, ds, cfg, files, mode)
     done = _finished(out, files)
+    stream_rows = dict(files=files, done=done, limit=cfg.limit)
+    pending = PromptStream(ds, renderer=None, **stream_rows).pending_rows()
+    if pending and backend is None:
+        require_backend(cfg.backend)  # one clear line before any slow work
 
     tok = _model_tokenizer(cfg)
     renderer = Renderer(tok, mode, cfg.chat_template_kwargs)
@@ -103,11 +105,10 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     write_json_atomic(out / RUN_NAME, run_info)
 
     outcome = EvalOutcome(out, done_before=len(done))
-    stream = PromptStream(ds, files, renderer, done, cfg.limit, cfg.render_workers,
-                          cfg.render_start_method)
+    stream = PromptStream(ds, renderer=renderer, workers=cfg.render_workers,
+                          start_method=cfg.render_start_method, **stream_rows)
     own_backend = backend is None
     try:
-        pending = stream.pending_rows()
         if pending:
             stream.start()  # rendering runs while the model loads
             if backend is None:
@@ -226,7 +227,7 @@ def _finished(out: Path, files: list[SplitFile]) -> set[Key]:
     if not path.is_file():
         return set()
     records = index_records(
-        iter_records(path, tolerate_torn_tail=True, drop=("prediction", *LONG_FIELDS)),
+        iter_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
         str(path), keep=lambda r: (r.get("status", "ok"), r.get("data_sha256")))
     by_file = {(f.config, f.task, f.max_seq_length): f.content_sha256 for f in files}
     for key, (_, sha) in records.items():

@@ -73,6 +73,6 @@ def preflight(worker: Worker, units: Sequence[tuple[str, int]], samples: int) ->
 
         worst = needed(0)
         if L >= worst > L // 2:
-            worst = max(worst, *(needed(i) for i in range(1, samples)))
+            worst = max([worst, *(needed(i) for i in range(1, samples))])
         if worst > L:
             raise TooShortError(task, L, worst)
