@@ -1,24 +1,27 @@
-"""`--backend vllm`: vLLM's async engine, fed from the runner's stream in a bounded window.
-
-The engine is `vllm.AsyncLLMEngine` (the engine `vllm serve` runs): its engine core works in
-processes of its own, so rendering, writing and the engine's scheduling never share one
-interpreter, and it is the engine through which vLLM offers data parallelism with its own
-load balancing (`--data-parallel-size`; the offline `LLM` class refuses it for a single
-process). Tensor and pipeline parallelism, `max_num_seqs` and `enforce_eager` pass straight
-through to vLLM's engine arguments.
+"""`--backend vllm`: vLLM fed from the runner's stream in a bounded window.
 
 Requests are handed to the engine while the prompt tokens in flight stay below a window
-(`window_tokens` per data-parallel rank, default `DEFAULT_WINDOW_TOKENS`): enough to keep
-every sequence slot busy at 4K (~1,000 rows per rank) and a few 128K prompts queued per
-rank, while the host holds a bounded number of prompts (vLLM keeps each in-flight prompt as a
-Python list, ~36 bytes per token). Each result is handed back the moment it finishes.
-Greedy decoding with the row's own budget; no stop strings (upstream sends none for vLLM).
+(`window_tokens` per data-parallel rank, default `DEFAULT_WINDOW_TOKENS`): enough to keep every
+sequence slot busy at 4K (~1,000 rows per rank) and a few 128K prompts queued per rank, while
+the host holds a bounded number of prompts (vLLM keeps each in-flight prompt as a Python
+list, ~36 bytes per token). Each result is handed back the moment it finishes. Greedy decoding
+with the row's own budget; no stop strings (upstream sends none for vLLM).
+
+Two drivers, one interface:
+- one replica (`data_parallel_size` 1): the offline `vllm.LLM`, topped up with `LLM.enqueue`
+  between engine steps (the same engine as a bare `LLM.generate`);
+- several replicas: `vllm.AsyncLLMEngine`, the engine `vllm serve` runs, through which vLLM
+  offers data parallelism with its own load balancing (the offline `LLM` refuses
+  `data_parallel_size` > 1 in one process). It runs on an event loop in a thread of its own.
+Tensor and pipeline parallelism, `max_num_seqs` and `enforce_eager` pass straight through to
+vLLM's engine arguments in both.
 """
 
 from __future__ import annotations
 
 import asyncio
 import queue
+import re
 import threading
 import time
 from itertools import count
@@ -34,9 +37,11 @@ DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
 def engine_kwargs(opts: BackendOptions) -> dict[str, Any]:
     """vLLM engine arguments for these options (only what differs from vLLM's defaults)."""
     kwargs: dict[str, Any] = dict(model=opts.model, dtype=opts.dtype, seed=opts.seed,
-                                  tensor_parallel_size=opts.tensor_parallel_size,
-                                  pipeline_parallel_size=opts.pipeline_parallel_size,
-                                  data_parallel_size=opts.data_parallel_size)
+                                  tensor_parallel_size=opts.tensor_parallel_size)
+    if opts.pipeline_parallel_size > 1:
+        kwargs["pipeline_parallel_size"] = opts.pipeline_parallel_size
+    if opts.data_parallel_size > 1:
+        kwargs["data_parallel_size"] = opts.data_parallel_size
     if opts.max_model_len:
         kwargs["max_model_len"] = opts.max_model_len
     if opts.gpu_memory_utilization:
@@ -49,6 +54,18 @@ def engine_kwargs(opts: BackendOptions) -> dict[str, Any]:
     return kwargs
 
 
+def _params(r: GenRequest):
+    from vllm import SamplingParams
+
+    return SamplingParams(temperature=0.0, top_p=1.0, max_tokens=r.max_tokens,
+                          skip_special_tokens=r.skip_special_tokens)
+
+
+def _result(key: Any, out: Any, seconds: float) -> GenResult:
+    c = out.outputs[0]
+    return GenResult(key, c.text, len(c.token_ids), str(c.finish_reason or ""), seconds=seconds)
+
+
 class VLLMBackend:
     name = "vllm"
 
@@ -59,20 +76,101 @@ class VLLMBackend:
             raise missing_backend_error("vllm", e) from None
         self.window_tokens = (opts.window_tokens or DEFAULT_WINDOW_TOKENS) \
             * max(1, opts.data_parallel_size)
+        kwargs = engine_kwargs(opts)
+        driver = _AsyncDriver if opts.data_parallel_size > 1 else _OfflineDriver
+        try:
+            self.driver = driver(kwargs)
+        except Exception as e:  # does not fit, bad max_model_len, unsupported model, ...
+            raise RulerError(f"vLLM could not load {opts.model!r} with {_show(kwargs)}: "
+                             f"{type(e).__name__}: {e}") from None
+        self.max_model_len = self.driver.max_model_len
+
+    def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
+        return self.driver.generate(iter(requests), self.window_tokens)
+
+    @property
+    def llm(self):
+        """The offline `vllm.LLM` (one replica), e.g. for a bare baseline on the same engine."""
+        return getattr(self.driver, "llm", None)
+
+    def close(self) -> None:
+        self.driver.close()
+
+
+class _OfflineDriver:
+    """One replica: `LLM.enqueue` as the window frees, `llm_engine.step()` for results."""
+
+    def __init__(self, kwargs: dict[str, Any]):
+        from vllm import LLM
+
+        self.llm = LLM(**kwargs)
+        self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
+
+    def generate(self, it: Iterator[GenRequest], window: int) -> Iterator[GenResult]:
+        from vllm.inputs import TokensPrompt
+
+        engine = self.llm.llm_engine
+        in_flight: dict[str, GenRequest] = {}
+        alias: dict[str, str] = {}  # any id an output may carry -> the id enqueue returned
+        tokens, exhausted = 0, False
+        start = time.perf_counter()
+        try:
+            while True:
+                batch: list[GenRequest] = []
+                while not exhausted and (not (in_flight or batch) or tokens < window):
+                    r = next(it, None)
+                    if r is None:
+                        exhausted = True
+                    else:
+                        batch.append(r)
+                        tokens += len(r.prompt_ids)
+                if batch:
+                    ids = self.llm.enqueue(
+                        [TokensPrompt(prompt_token_ids=prompt_list(r.prompt_ids)) for r in batch],
+                        [_params(r) for r in batch], use_tqdm=False)
+                    for rid, r in zip(map(str, ids), batch):
+                        in_flight[rid] = r
+                        alias[rid] = rid
+                        # vLLM may report a request under the id it was given or the internal
+                        # one it returned ("<id>-<8 random chars>"), depending on the version.
+                        m = re.fullmatch(r"(.+)-[0-9A-Za-z]{8}", rid)
+                        if m:
+                            alias.setdefault(m.group(1), rid)
+                if not in_flight:
+                    return
+                for out in engine.step():
+                    if out.finished:
+                        rid = alias.pop(str(out.request_id))
+                        r = in_flight.pop(rid)
+                        tokens -= len(r.prompt_ids)
+                        yield _result(r.key, out, time.perf_counter() - start)
+        finally:
+            if in_flight:  # stopped early: free the engine of requests nobody will read
+                engine.abort_request(list(in_flight), internal=True)
+
+    def close(self) -> None:
+        # In-process engines (VLLM_ENABLE_V1_MULTIPROCESSING=0) hold the KV cache until the
+        # LLM object is collected: drop it now rather than at interpreter exit.
+        import gc
+
+        self.llm = None
+        gc.collect()
+
+
+class _AsyncDriver:
+    """Several replicas: vLLM's async engine and its data-parallel load balancer."""
+
+    def __init__(self, kwargs: dict[str, Any]):
         self._ids = count()
-        # The engine lives on an event loop in a thread of its own; `generate` is a plain
-        # iterator the runner drives from its thread.
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="ruler-vllm",
                                         daemon=True)
         self._thread.start()
-        kwargs = engine_kwargs(opts)
         try:
             self.engine = self._run(self._start(kwargs))
-        except Exception as e:  # does not fit, bad max_model_len, unsupported model, ...
+        except BaseException:
             self._stop_loop()
-            raise RulerError(f"vLLM could not load {opts.model!r} with {_show(kwargs)}: "
-                             f"{type(e).__name__}: {e}") from None
+            raise
         self.max_model_len = int(self.engine.model_config.max_model_len)
 
     @staticmethod
@@ -84,15 +182,14 @@ class VLLMBackend:
     def _run(self, coro, timeout: float | None = None):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
-    def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
+    def generate(self, it: Iterator[GenRequest], window: int) -> Iterator[GenResult]:
         done: queue.SimpleQueue = queue.SimpleQueue()
-        it = iter(requests)
         in_flight: dict[str, GenRequest] = {}
         tokens, exhausted = 0, False
         start = time.perf_counter()
         try:
             while True:
-                while not exhausted and (not in_flight or tokens < self.window_tokens):
+                while not exhausted and (not in_flight or tokens < window):
                     r = next(it, None)
                     if r is None:
                         exhausted = True
@@ -118,20 +215,17 @@ class VLLMBackend:
 
     async def _one(self, rid: str, r: GenRequest, start: float,
                    done: queue.SimpleQueue) -> None:
-        from vllm import SamplingParams, TokensPrompt
+        from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
         try:
-            params = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=r.max_tokens,
-                                    skip_special_tokens=r.skip_special_tokens,
-                                    output_kind=RequestOutputKind.FINAL_ONLY)
+            params = _params(r)
+            params.output_kind = RequestOutputKind.FINAL_ONLY
             final = None
             async for out in self.engine.generate(
                     TokensPrompt(prompt_token_ids=prompt_list(r.prompt_ids)), params, rid):
                 final = out
-            c = final.outputs[0]
-            result = GenResult(r.key, c.text, len(c.token_ids), str(c.finish_reason or ""),
-                               seconds=time.perf_counter() - start)
+            result = _result(r.key, final, time.perf_counter() - start)
         except asyncio.CancelledError:
             result = GenResult(r.key, None, error="cancelled")
         except Exception as e:  # recorded as this row's error; a resumed run retries it
