@@ -23,7 +23,7 @@ from typing import Iterable, Iterator
 
 from ruler.builder.errors import RulerError
 from ruler.eval.backends import (BackendOptions, GenRequest, GenResult, context_limit,
-                                 missing_backend_error, prompt_list)
+                                 feed_ready, missing_backend_error, prompt_list)
 
 MAX_BACKOFF = 60.0
 
@@ -128,14 +128,15 @@ class OpenAIBackend:
         return GenResult(r.key, None, error=error, seconds=time.perf_counter() - start)
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
-        it = iter(requests)
+        it, ready = iter(requests), feed_ready(requests)
         running: set[Future] = set()
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="ruler-openai")
         try:
             exhausted = False
             while True:
                 # Rows are pulled (and rendered) only as slots free up.
-                while not exhausted and len(running) < self.concurrency:
+                while not exhausted and len(running) < self.concurrency \
+                        and (not running or ready()):
                     r = next(it, None)
                     if r is None:
                         exhausted = True
@@ -143,7 +144,10 @@ class OpenAIBackend:
                         running.add(pool.submit(self._one, r))
                 if not running:
                     return
-                done, running = wait(running, return_when=FIRST_COMPLETED)
+                # With a free slot and rows still rendering, come back for them soon.
+                full = exhausted or len(running) >= self.concurrency
+                done, running = wait(running, return_when=FIRST_COMPLETED,
+                                     timeout=None if full else 0.05)
                 for f in done:
                     yield f.result()
         finally:

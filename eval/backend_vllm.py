@@ -28,8 +28,8 @@ from itertools import count
 from typing import Any, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backends import (BackendOptions, GenRequest, GenResult, missing_backend_error,
-                                 prompt_list)
+from ruler.eval.backends import (BackendOptions, GenRequest, GenResult, feed_ready,
+                                 missing_backend_error, prompt_list)
 
 DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
 
@@ -86,7 +86,7 @@ class VLLMBackend:
         self.max_model_len = self.driver.max_model_len
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
-        return self.driver.generate(iter(requests), self.window_tokens)
+        return self.driver.generate(iter(requests), feed_ready(requests), self.window_tokens)
 
     @property
     def llm(self):
@@ -106,7 +106,7 @@ class _OfflineDriver:
         self.llm = LLM(**kwargs)
         self.max_model_len = int(self.llm.llm_engine.model_config.max_model_len)
 
-    def generate(self, it: Iterator[GenRequest], window: int) -> Iterator[GenResult]:
+    def generate(self, it: Iterator[GenRequest], ready, window: int) -> Iterator[GenResult]:
         from vllm.inputs import TokensPrompt
 
         engine = self.llm.llm_engine
@@ -117,7 +117,8 @@ class _OfflineDriver:
         try:
             while True:
                 batch: list[GenRequest] = []
-                while not exhausted and (not (in_flight or batch) or tokens < window):
+                while not exhausted and (not (in_flight or batch)
+                                         or (tokens < window and ready())):
                     r = next(it, None)
                     if r is None:
                         exhausted = True
@@ -182,14 +183,14 @@ class _AsyncDriver:
     def _run(self, coro, timeout: float | None = None):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
-    def generate(self, it: Iterator[GenRequest], window: int) -> Iterator[GenResult]:
+    def generate(self, it: Iterator[GenRequest], ready, window: int) -> Iterator[GenResult]:
         done: queue.SimpleQueue = queue.SimpleQueue()
         in_flight: dict[str, GenRequest] = {}
         tokens, exhausted = 0, False
         start = time.perf_counter()
         try:
             while True:
-                while not exhausted and (not in_flight or tokens < window):
+                while not exhausted and (not in_flight or (tokens < window and ready())):
                     r = next(it, None)
                     if r is None:
                         exhausted = True
@@ -200,7 +201,10 @@ class _AsyncDriver:
                     asyncio.run_coroutine_threadsafe(self._one(rid, r, start, done), self._loop)
                 if not in_flight:
                     return
-                rid, result = done.get()
+                try:  # while rows are still rendering, come back for them soon
+                    rid, result = done.get(timeout=None if exhausted else 0.05)
+                except queue.Empty:
+                    continue
                 tokens -= len(in_flight.pop(rid).prompt_ids)
                 if result.error and self.engine.errored:
                     raise RulerError(f"the vLLM engine died: {result.error}; re-run the same "

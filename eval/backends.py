@@ -64,6 +64,14 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+def feed_ready(requests: Iterable[GenRequest]):
+    """`requests.ready()` when the iterable has it (the runner's feed: True when the next
+    request is rendered already), else a function that is always True. A backend with work in
+    flight takes more requests only while they are ready, and otherwise gets on with it."""
+    ready = getattr(requests, "ready", None)
+    return ready if callable(ready) else (lambda: True)
+
+
 @dataclass(frozen=True)
 class BackendOptions:
     """Everything a backend may need; each one reads the fields it uses."""

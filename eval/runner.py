@@ -308,27 +308,26 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
     start = time.perf_counter()
     with PredictionWriter(out / PREDICTIONS_NAME) as writer:
 
-        def requests():
-            """The rows as requests, in order; rows that cannot run are recorded here."""
-            for row in stream:
-                pred = _prediction(row, cfg, stream.renderer.mode)
-                need = pred.prompt_tokens + row.tokens_to_generate
-                if need > limit:
-                    pred.status = "skipped"
-                    pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
-                                   f"{row.tokens_to_generate} = {need} > max_model_len {limit}")
-                    writer.write(pred)
-                    outcome.skipped += 1
-                    if len(outcome.skip_reasons) < 5:
-                        outcome.skip_reasons.append(f"{format_key(pred.key)}: {pred.reason}")
-                    bar.update(1)
-                    continue
-                in_flight[row.key] = pred
-                if outcome.first_request_s is None:
-                    outcome.first_request_s = time.perf_counter() - started
-                yield GenRequest(row.key, row.prompt_ids, row.tokens_to_generate, skip_special)
+        def request(row: RenderedRow) -> GenRequest | None:
+            """The row as a request, or None when it cannot run (recorded here)."""
+            pred = _prediction(row, cfg, stream.renderer.mode)
+            need = pred.prompt_tokens + row.tokens_to_generate
+            if need > limit:
+                pred.status = "skipped"
+                pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
+                               f"{row.tokens_to_generate} = {need} > max_model_len {limit}")
+                writer.write(pred)
+                outcome.skipped += 1
+                if len(outcome.skip_reasons) < 5:
+                    outcome.skip_reasons.append(f"{format_key(pred.key)}: {pred.reason}")
+                bar.update(1)
+                return None
+            in_flight[row.key] = pred
+            if outcome.first_request_s is None:
+                outcome.first_request_s = time.perf_counter() - started
+            return GenRequest(row.key, row.prompt_ids, row.tokens_to_generate, skip_special)
 
-        for result in backend.generate(requests()):
+        for result in backend.generate(_Feed(stream, request)):
             pred = in_flight.pop(result.key)
             if result.error:
                 pred.status, pred.reason = "error", result.error
@@ -348,6 +347,27 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             bar.update(1)
     outcome.generate_seconds = time.perf_counter() - start
     bar.close()
+
+
+class _Feed:
+    """The stream's rows as requests, in order, for a backend to pull; `ready()` tells it
+    whether the next one is rendered already (see backends.feed_ready)."""
+
+    def __init__(self, stream: PromptStream,
+                 request: Callable[[RenderedRow], GenRequest | None]):
+        self.stream, self.request = stream, request
+
+    def __iter__(self) -> "_Feed":
+        return self
+
+    def __next__(self) -> GenRequest:
+        while True:
+            r = self.request(next(self.stream))
+            if r is not None:
+                return r
+
+    def ready(self) -> bool:
+        return self.stream.ready()
 
 
 def _prediction(row: RenderedRow, cfg: EvalConfig, mode: str) -> Prediction:

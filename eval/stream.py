@@ -79,6 +79,7 @@ class PromptStream:
         self._started = False
         self._chunks: Iterator[_Chunk] | None = None
         self._pending: deque[_Chunk] = deque()
+        self._rows: deque[RenderedRow] = deque()  # rendered, not yet taken
         self._ahead = 0
 
     def pending_rows(self) -> int:
@@ -104,23 +105,39 @@ class PromptStream:
         self._chunks = self._read_chunks()
         self._fill()
 
-    def __iter__(self) -> Iterator[RenderedRow]:
+    def __iter__(self) -> "PromptStream":
         self.start()
-        while self._pending:
+        return self
+
+    def __next__(self) -> RenderedRow:
+        while not self._rows:
+            if not self._pending:
+                raise StopIteration
             chunk = self._pending.popleft()
             self._ahead -= chunk.tokens
             ids = self._result(chunk)
             self._fill()  # the pool keeps working while the consumer takes these rows
             f = chunk.file
-            for (index, ttg, length), prompt in zip(chunk.meta, ids):
-                yield RenderedRow((f.config, f.task, f.max_seq_length, index), prompt, ttg,
-                                  length, f.content_sha256)
+            self._rows.extend(
+                RenderedRow((f.config, f.task, f.max_seq_length, index), prompt, ttg, length,
+                            f.content_sha256)
+                for (index, ttg, length), prompt in zip(chunk.meta, ids))
+        return self._rows.popleft()
+
+    def ready(self) -> bool:
+        """Whether the next row can be had without waiting for the pool (a backend with work
+        in flight lets the engine step rather than wait)."""
+        if self._rows or not self._pending:
+            return True
+        work = self._pending[0].work
+        return not isinstance(work, Future) or work.done()
 
     def close(self) -> None:
         for chunk in self._pending:
             if isinstance(chunk.work, Future):
                 chunk.work.cancel()
         self._pending.clear()
+        self._rows.clear()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
