@@ -11,8 +11,8 @@ process so its memory figures are its own):
             Targets on the paper setup: peak <= 2 GB, first request <= 30 s.
   overhead  per length, the wall time of `run_eval` with the vllm backend against a bare
             `LLM.generate` on the same rows, pre-rendered (untimed) token ids, greedy, each
-            row's own budget; both engines started once (untimed) with prefix caching off and
-            the same settings, runs alternated, best of `--repeats` compared.
+            row's own budget; one engine (started once, untimed, prefix caching off) serves
+            both, runs alternated, best of `--repeats` compared.
             Target: overhead <= 5 % at 4K and at 32K.
 
 Defaults build a tiny random Llama (float32) with the config's tokenizer, so it runs on a
@@ -44,8 +44,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "4", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-           "VLLM_CPU_CI_ENV": "1", "HF_HUB_OFFLINE": "1"}
+CPU_ENV = {"VLLM_CPU_KVCACHE_SPACE": "2", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+           "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "VLLM_CPU_CI_ENV": "1", "HF_HUB_OFFLINE": "1"}
 
 
 # --- memory of a process tree -----------------------------------------------------------------
@@ -222,12 +222,11 @@ def run_overhead(args: argparse.Namespace) -> None:
                        engine_kwargs={"enable_prefix_caching": False})
     t = time.perf_counter()
     backend = VLLMBackend(BackendOptions(**engine_opts))
-    from vllm import LLM, SamplingParams
+    llm = backend.llm  # the bare runs use the very same engine
+    from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
-    llm = LLM(model=model, dtype=args.dtype, max_model_len=max(lengths),
-              enable_prefix_caching=False, seed=0)
-    print(f"engines started in {time.perf_counter() - t:.1f}s (untimed)")
+    print(f"engine started in {time.perf_counter() - t:.1f}s (untimed)")
 
     results = []
     for L in lengths:

@@ -5,6 +5,7 @@ latter is in test_eval_vllm.py)."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import os
 from dataclasses import dataclass, field
@@ -223,3 +224,30 @@ def test_template_variables_reach_the_template_and_a_changed_count_is_refused(th
     preds = [json.loads(x) for x in (tmp_path / "res" / "predictions.jsonl").read_text()
              .splitlines()]
     assert {(p["reasoning"], p["prediction"]) for p in preds} == {("no_reasoning", "It is 42.")}
+
+
+@pytest.mark.vllm
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm is not installed")
+@pytest.mark.parametrize("parser", ["deepseek_r1", "qwen3"])
+def test_vllms_reasoning_parsers_split_the_same_way(parser, tmp_path):
+    """vLLM's parsers need the markers as tokens: a copy of the real tokenizer with the two
+    added, as thinking models' tokenizers have them."""
+    from transformers import PreTrainedTokenizerFast
+
+    from ruler.eval.reasoning import vllm_parser_extractor
+
+    tok = PreTrainedTokenizerFast.from_pretrained(Path(os.environ["RULER_TOKENIZERS"]) / "qwen2.5")
+    tok.add_tokens(["<think>", "</think>"])
+    extract = vllm_parser_extractor(parser, tok)
+    assert extract("<think>a b</think>\n\nIt is 42.", "stop") == \
+        extract_answer("<think>a b</think>\n\nIt is 42.", "stop")
+    assert extract("a b</think>It is 42.", "stop").answer == "It is 42."
+    assert extract("<think>still", "length").state == "budget_exhausted"
+    assert extract("<think>x</think>", "stop").state == "ended"
+    with pytest.raises(RulerError, match="not found"):
+        vllm_parser_extractor("no_such_parser", tok)
+    if parser == "deepseek_r1":  # this one refuses a vocabulary without its markers
+        plain = PreTrainedTokenizerFast.from_pretrained(
+            Path(os.environ["RULER_TOKENIZERS"]) / "qwen2.5")
+        with pytest.raises(RulerError, match="does not fit this tokenizer"):
+            vllm_parser_extractor(parser, plain)
