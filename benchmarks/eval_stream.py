@@ -299,7 +299,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--lengths", default=None,
                    help="fake: default all of the build's; overhead: default 4096,32768")
     p.add_argument("--limit", type=int, default=None, help="rows per task and length")
-    p.add_argument("--tokens-per-length", type=int, default=2_000_000,
+    p.add_argument("--tokens-per-length", type=int, default=1 << 19,
                    help="overhead without --limit: about this many prompt tokens per length")
     p.add_argument("--render-workers", type=int, default=None)
     p.add_argument("--model", default=None, help="overhead: model folder (default: tiny Llama)")
