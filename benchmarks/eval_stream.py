@@ -177,9 +177,10 @@ def run_fake(args: argparse.Namespace) -> dict:
 
 
 def print_fake(f: dict) -> None:
+    workers = "default" if f["render_workers"] is None else f["render_workers"]
     print(f"\nfake backend: {f['rows']} rows, {f['prompt_tokens'] / 1e6:.1f} M prompt tokens in "
           f"{f['seconds']} s ({f['prompt_tokens'] / max(f['seconds'], 1e-9) / 1e6:.2f} M tokens/s, "
-          f"render workers: {f['render_workers'] if f['render_workers'] is not None else 'default'})")
+          f"render workers: {workers})")
     print(f"  first request handed to the backend: {f['first_request_from_process_start_s']} s "
           f"after process start ({f['first_request_from_run_eval_s']} s after run_eval began)"
           f"  [target <= 30 s]")

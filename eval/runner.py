@@ -41,7 +41,7 @@ from ruler.eval.reasoning import (DEFAULT_END_MARKER, Extraction, extract_answer
 from ruler.eval.render import Renderer
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
 from ruler.eval.score import score_folder
-from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow
+from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,7 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     out = Path(cfg.out)
     run_info = _check_run_folder(out, ds, cfg, files, mode)
     done = _finished(out, files)
-    stream_rows = dict(files=files, done=done, limit=cfg.limit)
-    pending = PromptStream(ds, renderer=None, **stream_rows).pending_rows()
+    pending = count_pending(files, done, cfg.limit)
     if pending and backend is None:
         require_backend(cfg.backend)  # one clear line before any slow work
 
@@ -105,8 +104,8 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     write_json_atomic(out / RUN_NAME, run_info)
 
     outcome = EvalOutcome(out, done_before=len(done))
-    stream = PromptStream(ds, renderer=renderer, workers=cfg.render_workers,
-                          start_method=cfg.render_start_method, **stream_rows)
+    stream = PromptStream(ds, files, renderer, done, cfg.limit, cfg.render_workers,
+                          cfg.render_start_method)
     own_backend = backend is None
     try:
         if pending:
@@ -251,12 +250,14 @@ def _render_or_fail(render: Callable[[], Any], cfg: EvalConfig) -> Any:
 
 
 def _mismatch_error(cfg: EvalConfig, mode: str, count: int, example: str) -> RulerError:
+    how = f"mode {mode}"
+    if cfg.chat_template_kwargs:
+        how += f", chat template variables {json.dumps(dict(cfg.chat_template_kwargs))}"
     return RulerError(
-        f"the model's tokenizer ({cfg.model_tokenizer or cfg.model}, mode {mode}"
-        f"{', chat template variables ' + json.dumps(dict(cfg.chat_template_kwargs)) if cfg.chat_template_kwargs else ''}"  # noqa: E501
-        f") does not reproduce the dataset's token counts for {count} row(s), e.g. {example} "
-        f"(prompt + tokens_to_generate != length). Config {cfg.tokenizer_config!r} was built "
-        f"for another tokenizer or prompt mode: pick the config built with this model's "
+        f"the model's tokenizer ({cfg.model_tokenizer or cfg.model}, {how}) does not reproduce "
+        f"the dataset's token counts for {count} row(s), e.g. {example} (prompt + "
+        f"tokens_to_generate != length). Config {cfg.tokenizer_config!r} was built for another "
+        f"tokenizer, prompt mode or template: pick the config built with this model's "
         f"tokenizer, or pass --allow-length-mismatch")
 
 

@@ -84,12 +84,7 @@ class PromptStream:
 
     def pending_rows(self) -> int:
         """Rows this stream will yield (rows of the selection not yet done)."""
-        total = 0
-        for f in self.files:
-            n = min(f.rows, self.limit or f.rows)
-            total += n - sum((f.config, f.task, f.max_seq_length, i) in self.done
-                             for i in range(n))
-        return total
+        return count_pending(self.files, self.done, self.limit)
 
     def start(self) -> None:
         if self._started:
@@ -191,6 +186,15 @@ class PromptStream:
                      chunk.meta[0][0])
             raise RulerError(f"rendering the prompts of {format_key(first)} (and the rows after "
                              f"it in that batch) failed: {type(e).__name__}: {e}") from None
+
+
+def count_pending(files: Sequence[SplitFile], done: Container[Key], limit: int | None) -> int:
+    """Rows of `files` (the first `limit` of each) whose key is not in `done`."""
+    total = 0
+    for f in files:
+        n = min(f.rows, limit or f.rows)
+        total += n - sum((f.config, f.task, f.max_seq_length, i) in done for i in range(n))
+    return total
 
 
 def token_array_from(data: bytes):

@@ -55,7 +55,8 @@ def out(tmp_path_factory) -> Path:
 def test_variant_rows_reserve_the_budget_and_count_the_reasoning_prompt(out):
     tok = load_tokenizer("qwen2.5")
     for task in TASKS:
-        variant, default = rows(out, "qwen2.5--out256", task, 2048), rows(out, "qwen2.5", task, 2048)
+        variant = rows(out, "qwen2.5--out256", task, 2048)
+        default = rows(out, "qwen2.5", task, 2048)
         for v, d in zip(variant, default):
             assert v["tokenizer"] == "qwen2.5--out256" and v["tokens_to_generate"] == 256
             # the prompt a reasoning model is given: generation prompt, no answer prefix
