@@ -92,7 +92,7 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                         "bounds host memory, must keep the engine busy)")
     p.add_argument("--render-workers", type=int, default=None,
                    help="processes that render prompts ahead of the engine (default: half the "
-                        "cores, at most 8; 0 renders in the main process)")
+                        "cores, at most 4: ~1.5 M tokens/s; 0 renders in the main process)")
     p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="openai: server URL")
     p.add_argument("--concurrency", type=int, default=32, help="openai: requests in flight")
     p.add_argument("--timeout", type=float, default=600.0,
