@@ -134,9 +134,10 @@ class OpenAIBackend:
         try:
             exhausted = False
             while True:
-                # Rows are pulled (and rendered) only as slots free up.
+                # Rows are pulled (and rendered) only as slots free up; with half the slots
+                # busy, only rows that are ready (the server has work meanwhile).
                 while not exhausted and len(running) < self.concurrency \
-                        and (not running or ready()):
+                        and (len(running) < (self.concurrency + 1) // 2 or ready()):
                     r = next(it, None)
                     if r is None:
                         exhausted = True

@@ -32,6 +32,10 @@ from ruler.eval.backends import (BackendOptions, GenRequest, GenResult, feed_rea
                                  missing_backend_error, prompt_list)
 
 DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
+#: Below this share of the window in flight, wait for rows being rendered; above it, take only
+#: rows that are ready and let the engine step. Starting with a handful of requests and adding
+#: the rest later costs a batch-decoding engine extra steps; waiting a little does not.
+EAGER_SHARE = 8
 
 
 def engine_kwargs(opts: BackendOptions) -> dict[str, Any]:
@@ -113,12 +117,12 @@ class _OfflineDriver:
         in_flight: dict[str, GenRequest] = {}
         alias: dict[str, str] = {}  # any id an output may carry -> the id enqueue returned
         tokens, exhausted = 0, False
+        eager = max(1, window // EAGER_SHARE)
         start = time.perf_counter()
         try:
             while True:
                 batch: list[GenRequest] = []
-                while not exhausted and (not (in_flight or batch)
-                                         or (tokens < window and ready())):
+                while not exhausted and (tokens < eager or (tokens < window and ready())):
                     r = next(it, None)
                     if r is None:
                         exhausted = True
@@ -187,10 +191,11 @@ class _AsyncDriver:
         done: queue.SimpleQueue = queue.SimpleQueue()
         in_flight: dict[str, GenRequest] = {}
         tokens, exhausted = 0, False
+        eager = max(1, window // EAGER_SHARE)
         start = time.perf_counter()
         try:
             while True:
-                while not exhausted and (not in_flight or (tokens < window and ready())):
+                while not exhausted and (tokens < eager or (tokens < window and ready())):
                     r = next(it, None)
                     if r is None:
                         exhausted = True
