@@ -108,6 +108,7 @@ class PromptStream:
         return self
 
     def __next__(self) -> RenderedRow:
+        self.start()
         while not self._rows:
             if not self._pending:
                 raise StopIteration
