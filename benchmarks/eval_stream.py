@@ -271,7 +271,7 @@ def run_overhead(args: argparse.Namespace) -> None:
             first_s.append(f)
         b, e, g = min(bare_s), min(eval_s), min(gen_s)
         results.append((L, len(rows), n_tokens, b, e, g))
-        print(f"\nL={L}: {len(rows)} rows ({limit} per task, {len(files)} tasks), "
+        print(f"\nL={L}: {len(rows)} rows (at most {limit} per task, {len(files)} tasks), "
               f"{n_tokens / 1e6:.2f} M prompt tokens")
         print(f"  bare LLM.generate (token ids): {', '.join(f'{x:.2f}' for x in bare_s)} s "
               f"(best {b:.2f}, median {statistics.median(bare_s):.2f})")
