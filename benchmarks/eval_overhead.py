@@ -62,7 +62,8 @@ def main() -> int:
 
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
-    from ruler.eval.backends import BackendOptions, VLLMBackend
+    from ruler.eval.backend_vllm import VLLMBackend
+    from ruler.eval.backends import BackendOptions
     from ruler.eval.data import open_dataset
     from ruler.eval.runner import EvalConfig, run_eval
 

@@ -108,6 +108,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "whole-prompt tokenization on sampled rows only (faster); by default "
                         "every row is checked, as piece counting is proven only for the "
                         "registry's tokenizers. The card records which")
+    p.add_argument("--output-budget", type=int, default=None, metavar="N",
+                   help="reasoning-model variant: reserve N tokens for the output in place of "
+                        "each task's tokens_to_generate and count prompts as a reasoning model "
+                        "gets them (chat template + generation prompt, no answer prefix); "
+                        "written as its own config <tokenizer>--out16k (N = 16384) and "
+                        "evaluated with `ruler eval --mode reasoning`")
     p.set_defaults(func=run)
 
 
@@ -124,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
         tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
         exact_counts=args.exact_counts, start_method=args.start_method, depth_bins=args.depths,
         overwrite=args.overwrite, sampled_certification=args.sampled_certification,
+        output_budget=args.output_budget,
     )
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]

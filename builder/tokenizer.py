@@ -14,9 +14,12 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-PROMPT_MODES = ("chat", "base")
+#: chat: the chat template, assistant turn pre-filled with the answer prefix; base: input +
+#: answer prefix with the tokenizer's special tokens; reasoning: the chat template with a
+#: generation prompt and no prefix (a thinking model writes its reasoning, then the answer).
+PROMPT_MODES = ("chat", "base", "reasoning")
 
 
 @dataclass(frozen=True)
@@ -100,26 +103,37 @@ class Tokenizer(ABC):
     def default_mode(self) -> str:
         return "chat" if self.has_chat_template else "base"
 
-    def prompt_ids(self, input_text: str, answer_prefix: str, mode: str | None = None) -> list[int]:
+    def prompt_ids(self, input_text: str, answer_prefix: str, mode: str | None = None,
+                   template_kwargs: Mapping[str, Any] | None = None) -> list[int]:
         """Exact ids the model is given for a row.
 
         chat: the tokenizer's chat template with the user turn `input` and the assistant turn
         pre-filled with `answer_prefix` (continued, no new generation prompt).
         base: `input + answer_prefix` with the special tokens the tokenizer adds (e.g. BOS).
+        reasoning: the chat template with the user turn `input` and a generation prompt; no
+        answer prefix (the model reasons first, so a pre-filled answer would cut that short).
+        `template_kwargs` are extra variables for the chat template (e.g. enable_thinking).
         """
         mode = mode or self.default_mode()
-        if mode == "chat":
+        if mode in ("chat", "reasoning"):
             if not self.has_chat_template:
                 raise ValueError(f"tokenizer {self.name!r} has no chat template; use mode='base'")
-            return self._chat_ids(input_text, answer_prefix)
+            if mode == "reasoning":
+                return self._reasoning_ids(input_text, template_kwargs or {})
+            return self._chat_ids(input_text, answer_prefix, template_kwargs or {})
         if mode == "base":
             return self._base_ids(input_text + answer_prefix)
         raise ValueError(f"unknown prompt mode {mode!r}; expected one of {PROMPT_MODES}")
 
-    def prompt_length(self, input_text: str, answer_prefix: str, mode: str | None = None) -> int:
-        return len(self.prompt_ids(input_text, answer_prefix, mode))
+    def prompt_length(self, input_text: str, answer_prefix: str, mode: str | None = None,
+                      template_kwargs: Mapping[str, Any] | None = None) -> int:
+        return len(self.prompt_ids(input_text, answer_prefix, mode, template_kwargs))
 
-    def _chat_ids(self, input_text: str, answer_prefix: str) -> list[int]:
+    def _chat_ids(self, input_text: str, answer_prefix: str,
+                  template_kwargs: Mapping[str, Any]) -> list[int]:
+        raise NotImplementedError
+
+    def _reasoning_ids(self, input_text: str, template_kwargs: Mapping[str, Any]) -> list[int]:
         raise NotImplementedError
 
     @abstractmethod
@@ -177,15 +191,27 @@ class HFTokenizer(Tokenizer):
     def token_starts(self, text: str) -> list[int]:
         return [start for start, _ in self.backend.encode(text, add_special_tokens=False).offsets]
 
-    def render_chat(self, input_text: str, answer_prefix: str) -> str:
+    def render_chat(self, input_text: str, answer_prefix: str,
+                    template_kwargs: Mapping[str, Any] | None = None) -> str:
         messages = [{"role": "user", "content": input_text},
                     {"role": "assistant", "content": answer_prefix}]
         return self.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=False,
-                                           continue_final_message=True)
+                                           continue_final_message=True, **(template_kwargs or {}))
 
-    def _chat_ids(self, input_text: str, answer_prefix: str) -> list[int]:
+    def render_reasoning(self, input_text: str,
+                         template_kwargs: Mapping[str, Any] | None = None) -> str:
+        return self.hf.apply_chat_template([{"role": "user", "content": input_text}],
+                                           tokenize=False, add_generation_prompt=True,
+                                           **(template_kwargs or {}))
+
+    def _chat_ids(self, input_text: str, answer_prefix: str,
+                  template_kwargs: Mapping[str, Any]) -> list[int]:
         # The rendered template already holds BOS etc.; adding special tokens would double them.
-        return self.backend.encode(self.render_chat(input_text, answer_prefix),
+        return self.backend.encode(self.render_chat(input_text, answer_prefix, template_kwargs),
+                                   add_special_tokens=False).ids
+
+    def _reasoning_ids(self, input_text: str, template_kwargs: Mapping[str, Any]) -> list[int]:
+        return self.backend.encode(self.render_reasoning(input_text, template_kwargs),
                                    add_special_tokens=False).ids
 
     def _base_ids(self, text: str) -> list[int]:

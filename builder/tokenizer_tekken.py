@@ -8,6 +8,7 @@ assistant prefix exactly like the Hugging Face folder's template (tested to equa
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from ruler.builder.hashing import sha256_text
 from ruler.builder.tokenizer import Tokenizer, TokenizerIdentity
@@ -42,13 +43,28 @@ class TekkenTokenizer(Tokenizer):
             pos += len(self.tekken.id_to_byte_piece(tid))
         return starts
 
-    def _chat_ids(self, input_text: str, answer_prefix: str) -> list[int]:
+    def _chat_ids(self, input_text: str, answer_prefix: str,
+                  template_kwargs: Mapping[str, Any]) -> list[int]:
         from mistral_common.protocol.instruct.messages import AssistantMessage, UserMessage
+
+        return self._encode([UserMessage(content=input_text),
+                             AssistantMessage(content=answer_prefix, prefix=True)],
+                            template_kwargs)
+
+    def _reasoning_ids(self, input_text: str, template_kwargs: Mapping[str, Any]) -> list[int]:
+        from mistral_common.protocol.instruct.messages import UserMessage
+
+        # A request ending with the user turn: the encoder closes it ([/INST]), as a
+        # generation prompt does.
+        return self._encode([UserMessage(content=input_text)], template_kwargs)
+
+    def _encode(self, messages: list, template_kwargs: Mapping[str, Any]) -> list[int]:
         from mistral_common.protocol.instruct.request import ChatCompletionRequest
 
-        request = ChatCompletionRequest(messages=[
-            UserMessage(content=input_text), AssistantMessage(content=answer_prefix, prefix=True)])
-        return self.mistral.encode_chat_completion(request).tokens
+        if template_kwargs:
+            raise ValueError(f"tokenizer {self.name!r} (mistral-common) has no Jinja chat "
+                             f"template to pass variables to: {sorted(template_kwargs)}")
+        return self.mistral.encode_chat_completion(ChatCompletionRequest(messages=messages)).tokens
 
     def _base_ids(self, text: str) -> list[int]:
         return self.tekken.encode(text, bos=True, eos=False)

@@ -1,15 +1,32 @@
-"""Build variants: configs built by other rules than the default, beside the default configs.
+"""Build variants: a tokenizer's rows built under one changed rule, as a config of their own.
 
-A variant is its own dataset config, `<tokenizer>--<suffix>` (per-task configs
-`<tokenizer>--<suffix>--<task>`), so it never mixes with the default rows. Its parameters are a
-field of BuildConfig, part of the build identity, and recorded in the manifest's build entry as
-`"variant": {field: value}`; the dataset card explains each kind present (`VARIANTS`).
+Convention (shared by every variant): a variant is its own dataset config named
+`<tokenizer>--<suffix>` (its per-task configs `<tokenizer>--<suffix>--<task>`), so it never
+mixes with the default rows. Its parameter is a `BuildConfig` field, part of the build
+identity, recorded in the manifest's build entry under `variant` (e.g. `{"depth_bins": 10}`)
+and explained by the card (`VARIANTS`); `verify`, `--regenerate` and `ruler eval` read it back
+from there. A variant's samples draw from the default config's per-sample seeds (the seed
+names the tokenizer, not the variant), so sample i of a variant asks what sample i of the
+default config asks wherever the variant's rule does not change it. One build makes one
+variant at most.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
+
+from ruler.builder.errors import RulerError
+from ruler.builder.tasks.catalog import TaskSpec
+
+#: The prompt mode an output-budget variant is counted in (builder.tokenizer.PROMPT_MODES).
+OUTPUT_BUDGET_MODE = "reasoning"
+
+
+def output_budget_suffix(budget: int) -> str:
+    """`out16k` for 16384 (a multiple of 1024 in K, as lengths are written), else `out<N>`."""
+    return f"out{budget // 1024}k" if budget % 1024 == 0 else f"out{budget}"
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,28 @@ VARIANTS: tuple[VariantKind, ...] = (
             "the context."
         ),
     ),
+    VariantKind(
+        field="output_budget",
+        suffix=output_budget_suffix,
+        title="Reserved output budget, for reasoning models (`ruler build --output-budget N`)",
+        doc=(
+            "Models that think before they answer need room for the thinking and no pre-filled "
+            "answer (RULER's maintainers advise, for a 128K model, about 112K of input and 16K "
+            "of output: NVIDIA/RULER issue #99). In config `<tokenizer>--out<N>` (`out16k` for "
+            "16384): the prompt is the tokenizer's chat template with the user turn `input` and "
+            "a generation prompt, with no `answer_prefix` (prompt mode `reasoning`; "
+            "`answer_prefix` is kept in the rows as data only); every row is fitted to "
+            "`length` = prompt tokens + the reserved budget <= L, and `tokens_to_generate` "
+            "holds that budget instead of the task's own (the Tasks table keeps upstream's "
+            "per-task budgets), so `max_tokens = tokens_to_generate` is right for these rows; "
+            "samples use the same per-sample seeds as the tokenizer's default config (the same "
+            "keys, values and questions wherever they do not depend on the haystack's size, "
+            "with a shorter haystack); scoring is unchanged: RULER's metrics on the answer, the "
+            "text after the model's reasoning ends (`ruler eval --mode reasoning`, the default "
+            "for these configs, stores both the raw output and the answer, and counts rows "
+            "whose reasoning ran out of budget)."
+        ),
+    ),
 )
 
 
@@ -62,3 +101,35 @@ def variant_config(base: str, variant: Mapping[str, Any]) -> str:
     """The dataset config name of `variant` of tokenizer config `base`."""
     return base + "".join(f"--{k.suffix(variant[k.field])}" for k in VARIANTS
                           if k.field in variant)
+
+
+def check_one_variant(cfg: Any) -> None:
+    """A build makes the default config or one variant of it."""
+    chosen = variant_of(cfg)
+    if len(chosen) > 1:
+        raise RulerError(f"one variant per build: got {', '.join(sorted(chosen))}; build each "
+                         f"into its own config with its own command")
+
+
+def reserved_output_budget(build: Mapping[str, Any]) -> int | None:
+    """A build entry's reserved output budget, or None for a config without one."""
+    value = (build.get("variant") or {}).get("output_budget")
+    return None if value is None else int(value)
+
+
+def with_output_budget(spec: TaskSpec, output_budget: int | None) -> TaskSpec:
+    """The task as a variant builds it: `tokens_to_generate` = the reserved budget."""
+    return spec if output_budget is None else dataclasses.replace(spec, output_budget=output_budget)
+
+
+def check_output_budget(output_budget: int | None, lengths: tuple[int, ...]) -> None:
+    """Refuse a budget that leaves no room for a prompt at some requested length."""
+    if output_budget is None:
+        return
+    if isinstance(output_budget, bool) or not isinstance(output_budget, int) or output_budget < 1:
+        raise RulerError(f"--output-budget must be a positive integer, got {output_budget!r}")
+    short = sorted(L for L in lengths if L <= output_budget)
+    if short:
+        raise RulerError(f"--output-budget {output_budget} leaves no room for the prompt at "
+                         f"length(s) {', '.join(map(str, short))}: every length must exceed it "
+                         f"(e.g. --lengths 32k,64k,128k for a 16K budget)")

@@ -46,7 +46,8 @@ COLUMN_DOCS: Mapping[str, str] = {
     "outputs": "the references the metric looks for in the prediction",
     "length": "exact tokens the model is given (chat template, or BOS + text for base "
               "tokenizers, with `answer_prefix`) + `tokens_to_generate`; always <= L",
-    "tokens_to_generate": "maximum new tokens (upstream's budget for the task)",
+    "tokens_to_generate": "maximum new tokens (upstream's budget for the task; in a "
+                          "reserved-output-budget config `<tokenizer>--out<N>`, that budget)",
     "metric": "`string_match_all` or `string_match_part`",
     "gold_token_positions": "see below",
     "gold_depths": "see below",

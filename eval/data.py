@@ -11,9 +11,9 @@ results folder scored against other rows is detected instead of silently mixed.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow.parquet as pq
 
@@ -47,6 +47,8 @@ class Dataset:
     revision: str | None
     root: Path
     manifest: dict[str, Any]
+    # files whose bytes were checked against the manifest (each is hashed once per run)
+    _checked: set = field(default_factory=set, compare=False, repr=False)
 
     @property
     def configs(self) -> list[str]:
@@ -84,15 +86,31 @@ class Dataset:
                and (not lengths or int(e["max_seq_length"]) in {int(L) for L in lengths})]
         return sorted(out, key=lambda f: (f.max_seq_length, order.get(f.task, 99), f.task))
 
-    def rows(self, f: SplitFile) -> list[dict[str, Any]]:
-        """The rows of one split file, after checking its bytes against the manifest."""
+    def rows(self, f: SplitFile, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """The rows of one split file (optionally only some columns), after checking its
+        bytes against the manifest."""
+        self._check(f)
+        return pq.read_table(f.path, columns=list(columns) if columns else None).to_pylist()
+
+    def iter_rows(self, f: SplitFile, columns: Sequence[str],
+                  batch_size: int) -> Iterator[list[dict[str, Any]]]:
+        """The rows of one split file in batches of `batch_size`, reading only `columns`:
+        the file is never held whole (a 128K file holds ~300 MB of text)."""
+        self._check(f)
+        parquet = pq.ParquetFile(f.path)
+        for batch in parquet.iter_batches(batch_size=batch_size, columns=list(columns)):
+            yield batch.to_pylist()
+
+    def _check(self, f: SplitFile) -> None:
+        if f.path in self._checked:
+            return
         entry = self.manifest["files"][data_path(f.config, f.task, f.max_seq_length)]
         if not f.path.is_file():
             raise RulerError(f"{f.path} is listed in the manifest of {self.spec} but missing")
         if file_sha256(f.path) != entry["sha256"]:
             raise RulerError(f"{f.path} differs from the manifest of {self.spec} (sha256): the "
                              f"file was changed after the build; rebuild or re-download it")
-        return pq.read_table(f.path).to_pylist()
+        self._checked.add(f.path)
 
 
 

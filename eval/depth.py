@@ -39,6 +39,15 @@ DEPTH_DECIMALS = 6
 Item = tuple[float, float]  # (depth in [0, 1], score in [0, 1])
 
 
+def row_columns(task: str) -> tuple[str, ...]:
+    """The columns `row_items` reads of a `task` row: the input (megabytes at long lengths)
+    only where several queried needles must be told apart (multivalue, multiquery)."""
+    spec = TASKS.get(task)
+    several = spec is not None and spec.family.name == "niah" and (
+        spec.params.get("num_needle_v", 1) > 1 or spec.params.get("num_needle_q", 1) > 1)
+    return ("task", "metric", "outputs", "gold_depths") + (("input",) if several else ())
+
+
 def row_items(row: Mapping[str, Any], prediction: str) -> list[Item]:
     """The (depth, score) items of one answered row; see the module docstring."""
     depths = list(row.get("gold_depths") or ())

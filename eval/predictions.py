@@ -13,7 +13,7 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow.parquet as pq
 
@@ -40,10 +40,25 @@ class Prediction:
     finish_reason: str = ""
     data_sha256: str = ""  # content_sha256 of the split file the row came from
     elapsed_s: float = 0.0  # from the start of generation to this row's completion
+    # Reasoning mode only (ruler.eval.reasoning): the model's whole output, of which
+    # `prediction` is the answer after its reasoning, and the row's reasoning state.
+    raw_prediction: str | None = None
+    reasoning: str = ""
 
     @property
     def key(self) -> Key:
         return (self.tokenizer, self.task, self.max_seq_length, self.index)
+
+    def record(self) -> dict[str, Any]:
+        """The JSON record; the reasoning fields only in reasoning mode."""
+        rec = asdict(self)
+        if not self.reasoning:
+            del rec["raw_prediction"], rec["reasoning"]
+        return rec
+
+
+#: Fields that can be long (a reasoning model's raw output is up to the whole budget).
+LONG_FIELDS = ("raw_prediction",)
 
 
 def key_of(record: dict[str, Any]) -> Key:
@@ -65,7 +80,7 @@ class PredictionWriter:
         self._fh = open(self.path, "a", encoding="utf-8")
 
     def write(self, pred: Prediction) -> None:
-        self._fh.write(json.dumps(asdict(pred), ensure_ascii=False) + "\n")
+        self._fh.write(json.dumps(pred.record(), ensure_ascii=False) + "\n")
         self._fh.flush()
 
     def close(self) -> None:
@@ -92,49 +107,66 @@ def _drop_torn_tail(path: Path) -> None:
         fh.truncate(cut)
 
 
-def _iter_jsonl(path: Path, tolerate_torn_tail: bool) -> Iterator[dict[str, Any]]:
-    lines = path.read_text(encoding="utf-8").split("\n")
-    last = len(lines) - 1
-    for n, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            if tolerate_torn_tail and n == last:
-                return  # an interrupted write: resume redoes this row
-            raise RulerError(f"{path}:{n + 1}: not a JSON object ({e.msg})") from None
-        if not isinstance(record, dict):
-            raise RulerError(f"{path}:{n + 1}: expected a JSON object per line")
-        yield record
+def _iter_jsonl(path: Path, tolerate_torn_tail: bool,
+                drop: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    """Records line by line (a results folder's predictions can be gigabytes)."""
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                if tolerate_torn_tail and not line.endswith("\n") and not fh.read(1):
+                    return  # an interrupted write: resume redoes this row
+                raise RulerError(f"{path}:{n}: not a JSON object ({e.msg})") from None
+            if not isinstance(record, dict):
+                raise RulerError(f"{path}:{n}: expected a JSON object per line")
+            for name in drop:
+                record.pop(name, None)
+            yield record
 
 
-def read_records(path: str | os.PathLike, tolerate_torn_tail: bool = False) -> list[dict]:
-    """Records of a JSONL (one object per line) or Parquet predictions file."""
+def iter_records(path: str | os.PathLike, tolerate_torn_tail: bool = False,
+                 drop: Iterable[str] = ()) -> Iterator[dict[str, Any]]:
+    """Records of a JSONL (one object per line) or Parquet predictions file, streamed, without
+    the fields named in `drop`."""
     path = Path(path)
     if not path.is_file():
         raise RulerError(f"predictions file {path} does not exist")
+    drop = tuple(drop)
     if path.suffix == ".parquet":
         try:
-            return pq.read_table(path).to_pylist()
+            table = pq.read_table(path)
         except Exception as e:  # pyarrow raises several types for damaged files
             first = str(e).strip().splitlines()[0] if str(e).strip() else ""
             raise RulerError(f"predictions file {path} is not readable as Parquet: "
                              f"{type(e).__name__}: {first}") from None
+        table = table.drop_columns([c for c in drop if c in table.column_names])
+        yield from table.to_pylist()
+        return
     try:
-        return list(_iter_jsonl(path, tolerate_torn_tail))
+        yield from _iter_jsonl(path, tolerate_torn_tail, drop)
     except UnicodeDecodeError as e:
         raise RulerError(f"predictions file {path} is not UTF-8 text (JSON lines expected; "
                          f"a Parquet file must end in .parquet): {e.reason}") from None
 
 
-def index_records(records: Iterable[dict[str, Any]], source: str) -> dict[Key, dict[str, Any]]:
-    """Check columns and keys; return the records by key.
+def read_records(path: str | os.PathLike, tolerate_torn_tail: bool = False,
+                 drop: Iterable[str] = ()) -> list[dict]:
+    """Records of a JSONL (one object per line) or Parquet predictions file."""
+    return list(iter_records(path, tolerate_torn_tail, drop))
+
+
+def index_records(records: Iterable[dict[str, Any]], source: str,
+                  keep: Callable[[dict[str, Any]], Any] | None = None) -> dict[Key, Any]:
+    """Check columns and keys; return the records by key (or `keep(record)`, to hold less).
 
     A key may repeat only when every earlier occurrence is a failed request (status "error")
     that a resumed run retried; any other duplicate is ambiguous and an error.
     """
-    out: dict[Key, dict[str, Any]] = {}
+    out: dict[Key, Any] = {}
+    statuses: dict[Key, str] = {}
     duplicates: list[Key] = []
     for n, r in enumerate(records):
         missing = [c for c in REQUIRED_COLUMNS if c not in r]
@@ -150,9 +182,10 @@ def index_records(records: Iterable[dict[str, Any]], source: str) -> dict[Key, d
         status = r.get("status", "ok")
         if status not in STATUSES:
             raise RulerError(f"{source}: record {n + 1} has unknown status {status!r}")
-        if key in out and out[key].get("status", "ok") != "error":
+        if statuses.get(key, "error") != "error":
             duplicates.append(key)
-        out[key] = r
+        statuses[key] = status
+        out[key] = r if keep is None else keep(r)
     if duplicates:
         shown = ", ".join(format_key(k) for k in duplicates[:5])
         more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""

@@ -40,6 +40,7 @@ class Report:
     cells: dict[tuple[str, int], dict[str, Any]]
     summary: Summary
     depth: DepthTables | None = None  # None: scores.json has no depth items (older scores)
+    mode: str | None = None  # "reasoning": the report counts rows that ran out of budget
 
     @property
     def mean_label(self) -> str:
@@ -89,7 +90,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
         bins = depth_bins or scores.get("depth_bins") or DEFAULT_DEPTH_BINS
         depth = depth_table(scores["depth_items"], bins, min_depth_samples)
     return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
-                  cells, summarize(by_length, threshold), depth)
+                  cells, summarize(by_length, threshold), depth, scores.get("mode"))
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -120,11 +121,18 @@ def to_markdown(r: Report) -> str:
                      + " |")
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" for L in r.lengths) + " |")
-    counts = ["", "## Rows: answered / nulls / skipped / failed / missing", "",
+    reasoning = r.mode == "reasoning"
+    counts = ["", "## Rows: answered / nulls / skipped / failed / missing"
+              + (" / budget exhausted" if reasoning else ""), "",
               "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for t in r.tasks:
-        counts.append(f"| {t} | " + " | ".join(_counts(r.cells.get((t, L))) for L in r.lengths)
-                      + " |")
+        counts.append(f"| {t} | " + " | ".join(_counts(r.cells.get((t, L)), reasoning)
+                                               for L in r.lengths) + " |")
+    if reasoning:
+        counts += ["", "Reasoning mode: the answer scored is the text after the model's "
+                       "reasoning; *budget exhausted* counts answered rows whose reasoning had "
+                       "not ended when the output budget ran out (scored as empty answers, "
+                       "i.e. zero; they are among the nulls)."]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
@@ -142,10 +150,11 @@ def _cell(c: dict | None) -> str:
     return _fmt(c["score"], 2) + flag
 
 
-def _counts(c: dict | None) -> str:
+def _counts(c: dict | None, reasoning: bool = False) -> str:
     if c is None:
         return "—"
-    return f"{c['scored']}/{c['nulls']}/{c['skipped']}/{c['errors']}/{c['missing']}"
+    text = f"{c['scored']}/{c['nulls']}/{c['skipped']}/{c['errors']}/{c['missing']}"
+    return text + f"/{c.get('budget_exhausted', 0)}" if reasoning else text
 
 
 def _notes(r: Report) -> list[str]:
@@ -162,25 +171,26 @@ def to_csv(r: Report) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["task", "max_seq_length", "metric", "score", "rows", "scored", "nulls",
-                "skipped", "errors", "missing"])
+                "skipped", "errors", "missing", "budget_exhausted"])
     for t in r.tasks:
         for L in r.lengths:
             c = r.cells.get((t, L))
             if c:
                 w.writerow([t, L, c["metric"], "" if c["score"] is None else c["score"],
                             c["rows"], c["scored"], c["nulls"], c["skipped"], c["errors"],
-                            c["missing"]])
+                            c["missing"], c.get("budget_exhausted", 0)])
     for L in r.lengths:
         v = r.summary.by_length[L]
         w.writerow([r.mean_label, L, "mean", "" if v is None else round(v, 4), "", "", "", "",
-                    "", ""])
+                    "", "", ""])
     return buf.getvalue()
 
 
 def to_json(r: Report) -> dict[str, Any]:
     s = r.summary
     return {
-        "model": r.model, "config": r.config, "dataset": r.dataset, "tasks": r.tasks,
+        "model": r.model, "config": r.config, "mode": r.mode, "dataset": r.dataset,
+        "tasks": r.tasks,
         "lengths": r.lengths,
         "scores": {t: {str(L): r.cells[(t, L)]["score"] for L in r.lengths if (t, L) in r.cells}
                    for t in r.tasks},

@@ -2,14 +2,22 @@
 
 Order of work, so that bad input fails before the (slow) model loads:
 1. open the dataset and select (config, tasks, lengths); check the results folder was made
-   from the same dataset files (content hashes) and the same model and prompt mode;
-2. render each pending row with `Tokenizer.prompt_ids` — the function that defined the row's
-   `length` — and check the model's tokenizer reproduces the count;
-3. load the backend; rows whose prompt + `tokens_to_generate` exceed its `max_model_len` are
-   recorded as skipped with the reason (one too-long prompt must not abort the run, and
-   nothing is truncated);
-4. hand all remaining prompts to the backend at once and write each prediction as it arrives;
+   from the same dataset files (content hashes), model, prompt mode and template variables;
+2. render the first pending row of each task with `Tokenizer.prompt_ids` — the function that
+   defined the row's `length` — and check the model's tokenizer reproduces the count;
+3. start rendering the rows in a pool (ruler.eval.stream: file by file, a bounded window
+   ahead, 4-byte token ids), then load the backend while the pool works;
+4. stream the rows to the backend, which keeps a bounded window in flight; every row's count
+   is checked as it passes (a mismatch stops the run unless allowed); rows whose prompt +
+   `tokens_to_generate` exceed its `max_model_len` are recorded as skipped with the reason
+   (never truncated); each prediction is written the moment it arrives, so an interrupted run
+   resumes where it stopped;
 5. score the folder (scores.json) for `ruler report`.
+
+Reasoning mode (configs built with `--output-budget`): the prompt is the chat template with a
+generation prompt and no answer prefix, `max_tokens` is the reserved budget (the rows'
+`tokens_to_generate`), and the answer scored is the text after the model's reasoning
+(ruler.eval.reasoning); the raw output is stored beside it.
 """
 
 from __future__ import annotations
@@ -18,17 +26,22 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import write_json_atomic
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
-from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend
+from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
+from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend
 from ruler.eval.data import Dataset, SplitFile, open_dataset
-from ruler.eval.predictions import (Key, Prediction, PredictionWriter, format_key, index_records,
-                                    read_records)
+from ruler.eval.predictions import (LONG_FIELDS, Key, Prediction, PredictionWriter, format_key,
+                                    index_records, iter_records)
+from ruler.eval.reasoning import (DEFAULT_END_MARKER, Extraction, extract_answer,
+                                  opens_reasoning, vllm_parser_extractor)
+from ruler.eval.render import Renderer
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
 from ruler.eval.score import score_folder
+from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 
 
 @dataclass(frozen=True)
@@ -40,20 +53,18 @@ class EvalConfig:
     backend: str = "vllm"
     tasks: tuple[str, ...] = ()
     lengths: tuple[int, ...] = ()
-    mode: str | None = None  # chat | base; default: the mode the dataset was built with
+    mode: str | None = None  # chat | base | reasoning; default: the mode the data was built in
     revision: str | None = None
     model_tokenizer: str | None = None  # default: the model folder
     limit: int | None = None  # first N samples per (task, L)
     allow_length_mismatch: bool = False
     progress: bool = True
     backend_options: BackendOptions | None = None  # default: from `model`
-
-
-@dataclass
-class PendingRow:
-    pred: Prediction  # filled in when the result arrives
-    request: GenRequest
-    tokens_to_generate: int
+    chat_template_kwargs: Mapping[str, Any] | None = None  # extra chat template variables
+    reasoning_end_marker: str = DEFAULT_END_MARKER
+    reasoning_parser: str | None = None  # vLLM's reasoning parser of this name, if given
+    render_workers: int | None = None  # processes rendering prompts (0: in this process)
+    render_start_method: str | None = None  # fork | spawn (default: fork where available)
 
 
 @dataclass
@@ -63,37 +74,51 @@ class EvalOutcome:
     generated: int = 0
     skipped: int = 0
     errors: int = 0
+    budget_exhausted: int = 0  # reasoning mode: rows whose thinking hit the output budget
     generate_seconds: float = 0.0
+    first_request_s: float | None = None  # from the start of run_eval to the first request
     max_model_len: int = 0
     skip_reasons: list[str] = field(default_factory=list)
 
 
 def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
+    started = time.perf_counter()
     ds = open_dataset(cfg.data, cfg.revision, cfg.tokenizer_config, cfg.tasks, cfg.lengths)
     files = ds.files(cfg.tokenizer_config, cfg.tasks or None, cfg.lengths or None)
     if not files:
         raise RulerError(f"dataset {cfg.data} config {cfg.tokenizer_config!r} has no files")
-    mode = cfg.mode or ds.build(cfg.tokenizer_config).get("prompt_mode") or "chat"
-    if mode not in PROMPT_MODES:
-        raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
+    mode = _prompt_mode(ds, cfg)
     out = Path(cfg.out)
     run_info = _check_run_folder(out, ds, cfg, files, mode)
     done = _finished(out, files)
+    pending = count_pending(files, done, cfg.limit)
+    if pending and backend is None:
+        require_backend(cfg.backend)  # one clear line before any slow work
 
     tok = _model_tokenizer(cfg)
-    pending = _render(ds, files, tok, mode, done, cfg)
+    renderer = Renderer(tok, mode, cfg.chat_template_kwargs)
+    extract = _extractor(cfg, renderer, tok) if mode == OUTPUT_BUDGET_MODE else None
+    _preflight(ds, files, renderer, done, cfg)
     # Only now, with every check passed, does the folder become (or stay) this run's.
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / RUN_NAME, run_info)
 
     outcome = EvalOutcome(out, done_before=len(done))
+    stream = PromptStream(ds, files, renderer, done, cfg.limit, cfg.render_workers,
+                          cfg.render_start_method)
     own_backend = backend is None
-    if pending and backend is None:
-        backend = make_backend(cfg.backend, cfg.backend_options or BackendOptions(cfg.model))
     try:
         if pending:
-            _generate(backend, pending, out, outcome, cfg.progress)
+            stream.start()  # rendering runs while the model loads
+            if backend is None:
+                backend = make_backend(cfg.backend,
+                                       cfg.backend_options or BackendOptions(cfg.model))
+            skip_special = extract is None or not renderer.is_special_token(
+                cfg.reasoning_end_marker)
+            _generate(backend, stream, pending, out, outcome, cfg, extract, skip_special,
+                      started)
     finally:
+        stream.close()
         if own_backend and backend is not None:
             backend.close()
     run_info["last_run"] = asdict(outcome) | {"out": str(out)}
@@ -101,6 +126,20 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
 
     score_folder(out, ds)
     return outcome
+
+
+def _prompt_mode(ds: Dataset, cfg: EvalConfig) -> str:
+    build = ds.build(cfg.tokenizer_config)
+    mode = cfg.mode or build.get("prompt_mode") or "chat"
+    if mode not in PROMPT_MODES:
+        raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
+    if mode == OUTPUT_BUDGET_MODE and reserved_output_budget(build) is None:
+        raise RulerError(
+            f"--mode reasoning needs rows fitted with a reserved output budget, and config "
+            f"{cfg.tokenizer_config!r} was built without one: build the variant with `ruler "
+            f"build --tokenizer ... --output-budget 16384` and evaluate its config "
+            f"{cfg.tokenizer_config}--out16k")
+    return mode
 
 
 def _model_tokenizer(cfg: EvalConfig) -> Tokenizer:
@@ -115,8 +154,36 @@ def _model_tokenizer(cfg: EvalConfig) -> Tokenizer:
                          f"org/name@revision)") from None
 
 
+def _extractor(cfg: EvalConfig, renderer: Renderer,
+               tok: Tokenizer) -> Callable[[str, str], Extraction]:
+    if cfg.reasoning_parser:
+        hf = getattr(tok, "hf", None)
+        if hf is None:
+            raise RulerError(f"--reasoning-parser needs a Hugging Face tokenizer; "
+                             f"{tok.name!r} is a {tok.identity.kind} tokenizer")
+        return vllm_parser_extractor(cfg.reasoning_parser, hf, dict(renderer.template_kwargs))
+    marker = cfg.reasoning_end_marker
+    if not marker:
+        raise RulerError("--reasoning-end-marker must not be empty")
+    probe = _render_or_fail(lambda: renderer.prompt_text("x"), cfg)
+    opened = bool(probe) and opens_reasoning(probe, marker)
+    return lambda raw, finish: extract_answer(raw, finish, marker, opened)
+
+
 def _selection_fingerprint(files: list[SplitFile]) -> dict[str, str]:
     return {f.key: f.content_sha256 for f in files}
+
+
+def _run_settings(cfg: EvalConfig, mode: str) -> dict[str, Any]:
+    """What every prediction of a results folder must share besides model and data."""
+    reasoning = None
+    if mode == OUTPUT_BUDGET_MODE:
+        reasoning = ({"parser": cfg.reasoning_parser} if cfg.reasoning_parser
+                     else {"end_marker": cfg.reasoning_end_marker})
+    return {"mode": mode, "limit": cfg.limit,
+            "chat_template_kwargs": dict(cfg.chat_template_kwargs)
+            if cfg.chat_template_kwargs else None,
+            "reasoning": reasoning}
 
 
 def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[SplitFile],
@@ -124,13 +191,14 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
     """A results folder holds one model, prompt mode and dataset config; any file it already
     has results for must be the very same rows (content hash) as now. Returns the run record
     to write once every check has passed."""
+    settings = _run_settings(cfg, mode)
     info = {"dataset": {"spec": cfg.data, "revision": ds.revision,
                         "config": cfg.tokenizer_config, "files": {}},
-            "model": cfg.model, "backend": cfg.backend, "mode": mode, "limit": cfg.limit}
+            "model": cfg.model, "backend": cfg.backend, **settings}
     path = out / RUN_NAME
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
-        for field_, new in (("model", cfg.model), ("mode", mode), ("limit", cfg.limit)):
+        for field_, new in (("model", cfg.model), *settings.items()):
             if old.get(field_) != new:
                 raise RulerError(f"results folder {out} holds a run with {field_} "
                                  f"{old.get(field_)!r}, not {new!r}: use another --out")
@@ -151,90 +219,162 @@ def _check_same_files(old: dict[str, str], new: dict[str, str], where: str) -> N
                          f"folder, or the dataset revision it was made with")
 
 
-def _finished(out: Path, files: list[SplitFile]) -> dict[Key, dict[str, Any]]:
-    """Rows already answered (ok) or skipped for a lasting reason; failed requests are redone."""
+def _finished(out: Path, files: list[SplitFile]) -> set[Key]:
+    """Rows already answered (ok) or skipped for a lasting reason; failed requests are redone.
+    Read line by line, keeping only keys and statuses (the file can be gigabytes)."""
     path = out / PREDICTIONS_NAME
     if not path.is_file():
-        return {}
-    records = index_records(read_records(path, tolerate_torn_tail=True), str(path))
+        return set()
+    records = index_records(
+        iter_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
+        str(path), keep=lambda r: (r.get("status", "ok"), r.get("data_sha256")))
     by_file = {(f.config, f.task, f.max_seq_length): f.content_sha256 for f in files}
-    for key, r in records.items():
+    for key, (_, sha) in records.items():
         want = by_file.get(key[:3])
-        if want and r.get("data_sha256") and r["data_sha256"] != want:
+        if want and sha and sha != want:
             raise RulerError(f"{path}: {format_key(key)} was generated from a different revision "
-                             f"of the dataset (content_sha256 {r['data_sha256'][:12]}, now "
-                             f"{want[:12]}). Use a new results folder")
-    return {k: r for k, r in records.items() if r.get("status", "ok") in ("ok", "skipped")}
+                             f"of the dataset (content_sha256 {sha[:12]}, now {want[:12]}). Use "
+                             f"a new results folder")
+    return {k for k, (status, _) in records.items() if status in ("ok", "skipped")}
 
 
-def _render(ds: Dataset, files: list[SplitFile], tok: Tokenizer, mode: str,
-            done: dict[Key, Any], cfg: EvalConfig) -> list[PendingRow]:
-    from tqdm import tqdm
+def _render_or_fail(render: Callable[[], Any], cfg: EvalConfig) -> Any:
+    try:
+        return render()
+    except ValueError as e:  # no chat template, a template variable it rejects, ...
+        raise RulerError(f"cannot render prompts with the tokenizer "
+                         f"{cfg.model_tokenizer or cfg.model}: {e}") from None
+    except Exception as e:  # a Jinja error raised by the template itself
+        raise RulerError(f"the chat template of {cfg.model_tokenizer or cfg.model} failed: "
+                         f"{type(e).__name__}: {e}") from None
 
-    pending: list[PendingRow] = []
-    mismatches: list[str] = []
-    total = sum(min(f.rows, cfg.limit or f.rows) for f in files)
-    bar = tqdm(total=total, desc="render prompts", unit="row", disable=not cfg.progress)
-    for f in files:
-        for row in ds.rows(f)[: cfg.limit or None]:
-            bar.update(1)
-            key: Key = (f.config, f.task, f.max_seq_length, int(row["index"]))
-            if key in done:
-                continue
-            ids = tok.prompt_ids(row["input"], row["answer_prefix"], mode)
-            ttg = int(row["tokens_to_generate"])
-            if len(ids) + ttg != row["length"]:
-                mismatches.append(f"{format_key(key)}: {len(ids)} + {ttg} != {row['length']}")
-            pred = Prediction(*key, prediction=None, prompt_tokens=len(ids),
-                              data_sha256=f.content_sha256)
-            pending.append(PendingRow(pred, GenRequest(key, ids, ttg), ttg))
-    bar.close()
+
+def _mismatch_error(cfg: EvalConfig, mode: str, count: int, example: str) -> RulerError:
+    how = f"mode {mode}"
+    if cfg.chat_template_kwargs:
+        how += f", chat template variables {json.dumps(dict(cfg.chat_template_kwargs))}"
+    return RulerError(
+        f"the model's tokenizer ({cfg.model_tokenizer or cfg.model}, {how}) does not reproduce "
+        f"the dataset's token counts for {count} row(s), e.g. {example} (prompt + "
+        f"tokens_to_generate != length). Config {cfg.tokenizer_config!r} was built for another "
+        f"tokenizer, prompt mode or template: pick the config built with this model's "
+        f"tokenizer, or pass --allow-length-mismatch")
+
+
+def _preflight(ds: Dataset, files: list[SplitFile], renderer: Renderer, done: set[Key],
+               cfg: EvalConfig) -> None:
+    """Render the first pending row of each task at the shortest length with pending rows,
+    and check its count: a wrong tokenizer, mode or template fails here, before the model
+    loads and before the folder is touched."""
+    seen: set[str] = set()
+    mismatches = []
+    for f in files:  # files come shortest length first
+        if f.task in seen:
+            continue
+        row = _first_pending(ds, f, min(f.rows, cfg.limit or f.rows), done)
+        if row is None:
+            continue
+        seen.add(f.task)
+        n = len(_render_or_fail(lambda: renderer.ids(row["input"], row["answer_prefix"]), cfg))
+        ttg = int(row["tokens_to_generate"])
+        if n + ttg != row["length"]:
+            key = (f.config, f.task, f.max_seq_length, int(row["index"]))
+            mismatches.append(f"{format_key(key)}: {n} + {ttg} != {row['length']}")
     if mismatches and not cfg.allow_length_mismatch:
-        raise RulerError(
-            f"the model's tokenizer ({cfg.model_tokenizer or cfg.model}, mode {mode}) does not "
-            f"reproduce the dataset's token counts for {len(mismatches)} row(s), e.g. "
-            f"{mismatches[0]} (prompt + tokens_to_generate != length). Config "
-            f"{cfg.tokenizer_config!r} was built for another tokenizer or prompt mode: pick the "
-            f"config built with this model's tokenizer, or pass --allow-length-mismatch")
-    return pending
+        raise _mismatch_error(cfg, renderer.mode, len(mismatches), mismatches[0])
 
 
-def _generate(backend: Backend, pending: list[PendingRow], out: Path, outcome: EvalOutcome,
-              progress: bool) -> None:
+def _first_pending(ds: Dataset, f: SplitFile, wanted: int, done: set[Key]) -> dict | None:
+    for batch in ds.iter_rows(f, RENDER_COLUMNS, 16):
+        for r in batch:
+            i = int(r["index"])
+            if i >= wanted:
+                return None
+            if (f.config, f.task, f.max_seq_length, i) not in done:
+                return r
+    return None
+
+
+def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
+              outcome: EvalOutcome, cfg: EvalConfig,
+              extract: Callable[[str, str], Extraction] | None, skip_special: bool,
+              started: float) -> None:
     from tqdm import tqdm
 
     limit = backend.max_model_len
     outcome.max_model_len = limit
-    by_key = {p.request.key: p for p in pending}
+    in_flight: dict[Key, Prediction] = {}
+    bar = tqdm(total=pending, desc=f"eval ({backend.name})", unit="row",
+               disable=not cfg.progress)
+    start = time.perf_counter()
     with PredictionWriter(out / PREDICTIONS_NAME) as writer:
-        runnable = []
-        for p in pending:
-            need = len(p.request.prompt_ids) + p.tokens_to_generate
+
+        def request(row: RenderedRow) -> GenRequest | None:
+            """The row as a request, or None when it cannot run (recorded here)."""
+            pred = _prediction(row, cfg, stream.renderer.mode)
+            need = pred.prompt_tokens + row.tokens_to_generate
             if need > limit:
-                p.pred.status = "skipped"
-                p.pred.reason = (f"prompt {len(p.request.prompt_ids)} + tokens_to_generate "
-                                 f"{p.tokens_to_generate} = {need} > max_model_len {limit}")
-                writer.write(p.pred)
+                pred.status = "skipped"
+                pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
+                               f"{row.tokens_to_generate} = {need} > max_model_len {limit}")
+                writer.write(pred)
                 outcome.skipped += 1
                 if len(outcome.skip_reasons) < 5:
-                    outcome.skip_reasons.append(f"{format_key(p.pred.key)}: {p.pred.reason}")
-            else:
-                runnable.append(p.request)
-        bar = tqdm(total=len(runnable), desc=f"generate ({backend.name})", unit="row",
-                   disable=not progress)
-        start = time.perf_counter()
-        for result in backend.generate(runnable):
-            p = by_key[result.key]
+                    outcome.skip_reasons.append(f"{format_key(pred.key)}: {pred.reason}")
+                bar.update(1)
+                return None
+            in_flight[row.key] = pred
+            if outcome.first_request_s is None:
+                outcome.first_request_s = time.perf_counter() - started
+            return GenRequest(row.key, row.prompt_ids, row.tokens_to_generate, skip_special)
+
+        for result in backend.generate(_Feed(stream, request)):
+            pred = in_flight.pop(result.key)
             if result.error:
-                p.pred.status, p.pred.reason = "error", result.error
+                pred.status, pred.reason = "error", result.error
                 outcome.errors += 1
             else:
-                p.pred.prediction = result.text
-                p.pred.output_tokens = result.output_tokens
-                p.pred.finish_reason = result.finish_reason
+                pred.prediction = result.text
+                pred.output_tokens = result.output_tokens
+                pred.finish_reason = result.finish_reason
+                if extract is not None:
+                    got = extract(result.text or "", result.finish_reason)
+                    pred.raw_prediction, pred.prediction = result.text, got.answer
+                    pred.reasoning = got.state
+                    outcome.budget_exhausted += got.state == "budget_exhausted"
                 outcome.generated += 1
-            p.pred.elapsed_s = round(time.perf_counter() - start, 4)
-            writer.write(p.pred)
+            pred.elapsed_s = round(time.perf_counter() - start, 4)
+            writer.write(pred)
             bar.update(1)
-        outcome.generate_seconds = time.perf_counter() - start
-        bar.close()
+    outcome.generate_seconds = time.perf_counter() - start
+    bar.close()
+
+
+class _Feed:
+    """The stream's rows as requests, in order, for a backend to pull; `ready()` tells it
+    whether the next one is rendered already (see backends.feed_ready)."""
+
+    def __init__(self, stream: PromptStream,
+                 request: Callable[[RenderedRow], GenRequest | None]):
+        self.stream, self.request = stream, request
+
+    def __iter__(self) -> "_Feed":
+        return self
+
+    def __next__(self) -> GenRequest:
+        while True:
+            r = self.request(next(self.stream))
+            if r is not None:
+                return r
+
+    def ready(self) -> bool:
+        return self.stream.ready()
+
+
+def _prediction(row: RenderedRow, cfg: EvalConfig, mode: str) -> Prediction:
+    """The record of a row about to run, after checking its count against the dataset's."""
+    n = len(row.prompt_ids)
+    if n + row.tokens_to_generate != row.length and not cfg.allow_length_mismatch:
+        raise _mismatch_error(cfg, mode, 1, f"{format_key(row.key)}: {n} + "
+                                            f"{row.tokens_to_generate} != {row.length}")
+    return Prediction(*row.key, prediction=None, prompt_tokens=n, data_sha256=row.data_sha256)

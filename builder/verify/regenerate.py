@@ -55,7 +55,8 @@ class Regenerator:
                              if variant else config)
                 ctx = BuildContext(tok, seed_name, build.get("seed"), self.sources_dir,
                                    depth_bins=variant.get("depth_bins"))
-                self._workers[config] = Worker(ctx, build.get("prompt_mode"), config=config)
+                self._workers[config] = Worker(ctx, build.get("prompt_mode"), config=config,
+                                               output_budget=variant.get("output_budget"))
         return self._workers[config]
 
     def generator(self, config: str, task: str, max_seq_length: int):

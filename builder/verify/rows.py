@@ -15,6 +15,7 @@ from ruler.builder.manifest import canonical_row_bytes, content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import SWEPT_FAMILIES, TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
+from ruler.builder.variants import with_output_budget
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
 
@@ -39,14 +40,17 @@ class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
     def __init__(self, res: FileResult, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                 plan: RowsPlan, depth_bins: int | None = None):
+                 plan: RowsPlan, variant: Mapping[str, Any] | None = None):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
+        variant = variant or {}
         spec = TASKS.get(entry["task"])
+        if spec is not None:  # a variant's budget (builder.variants) replaces the task's own
+            spec = with_output_budget(spec, variant.get("output_budget"))
         # A depth-swept config: row i's gold must lie in bin i mod depth_bins.
         self.family = spec.family.name if spec is not None else None
-        self.depth_bins = depth_bins if self.family in SWEPT_FAMILIES else None
+        self.depth_bins = variant.get("depth_bins") if self.family in SWEPT_FAMILIES else None
         self.expected = {"tokenizer": entry["config"], "task": entry["task"],
                          "max_seq_length": entry["max_seq_length"]}
         if spec is not None:
@@ -157,7 +161,8 @@ class RowChecker:
 def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                depth_bins: int | None = None) -> FileResult:
+                variant: Mapping[str, Any] | None = None) -> FileResult:
+    """Check one split file; `variant` is its build's (the manifest's `variant` entry)."""
     res = FileResult(rel)
     path = out / rel
     if not path.is_file():
@@ -182,7 +187,7 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
     n = parquet.metadata.num_rows
     plan = RowsPlan(sample_indices(n, full, sample),
                     rows_to_regenerate(n, regenerate, entry["content_sha256"]), regenerator)
-    check = RowChecker(res, entry, tokenizer, mode, plan, depth_bins)
+    check = RowChecker(res, entry, tokenizer, mode, plan, variant)
 
     def rows():
         i = 0

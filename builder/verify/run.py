@@ -64,7 +64,7 @@ class FileChecks:
                              and not (build.get("tokenizer") or {}).get("pinned"))
         return verify_file(self.out, rel, entry, self.tokenizers.get(config),
                            build.get("prompt_mode"), full, self.sample, self.regenerate,
-                           self.regenerator, (build.get("variant") or {}).get("depth_bins"))
+                           self.regenerator, build.get("variant"))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer

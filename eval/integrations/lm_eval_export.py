@@ -43,6 +43,7 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.variants import reserved_output_budget
 
 #: The folder's name inside a released dataset repo (`ruler release` uploads it there).
 EXPORT_DIR = "lm_eval"
@@ -119,11 +120,23 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
 
 # --- the files -----------------------------------------------------------------------------------
 
+def reasoning_configs(manifest: Mapping[str, Any]) -> list[str]:
+    """Configs with a reserved output budget (`ruler build --output-budget`): not exported.
+    Their answer is the text after the model's reasoning, which lm-eval's generation tasks do
+    not take apart before the metric; `ruler eval --mode reasoning` evaluates them."""
+    return sorted(c for c, b in manifest.get("builds", {}).items()
+                  if reserved_output_budget(b) is not None)
+
+
 def _files_by_config(manifest: Mapping[str, Any]) -> dict[str, list[tuple[str, int, str]]]:
-    """config -> [(task, L, relpath)] in upstream's task order, then by length."""
+    """config -> [(task, L, relpath)] in upstream's task order, then by length (the configs
+    lm-eval can run: not `reasoning_configs`)."""
     order = {t: i for i, t in enumerate(TASKS)}
+    skip = set(reasoning_configs(manifest))
     out: dict[str, list[tuple[str, int, str]]] = {}
     for rel, e in manifest.get("files", {}).items():
+        if e["config"] in skip:
+            continue
         out.setdefault(e["config"], []).append((e["task"], int(e["max_seq_length"]), rel))
     return {c: sorted(v, key=lambda x: (x[1], order.get(x[0], len(order)), x[0]))
             for c, v in sorted(out.items())}
@@ -177,7 +190,10 @@ def export_files(manifest: Mapping[str, Any], source: TaskSource) -> dict[str, s
     """Every file of the task folder, name -> text, for the builds in `manifest`."""
     by_config = _files_by_config(manifest)
     if not by_config:
-        raise RulerError("the build holds no split files: nothing to export")
+        skipped = reasoning_configs(manifest)
+        raise RulerError("the build holds no split files lm-eval can run: nothing to export"
+                         + (f" (reasoning configs {', '.join(skipped)} are evaluated with "
+                            f"`ruler eval --mode reasoning`)" if skipped else ""))
     files: dict[str, str] = {}
     config_groups = []
     for config, entries in by_config.items():
@@ -256,7 +272,19 @@ def folder_readme(manifest: Mapping[str, Any], source: TaskSource) -> str:
         f"`{ALL_GROUP}`; metric `{METRIC}` (RULER's, 0-100). Example:\n\n```bash\n"
         f"{run_command(config, length, mode, '<this folder>')}\n```\n\n"
         f"Score lm-eval's samples with RULER's report: `ruler score --predictions results/ "
-        f"--data {source.path}{' --revision ' + source.revision if source.on_hub else ''}`.\n")
+        f"--data {source.path}{' --revision ' + source.revision if source.on_hub else ''}`.\n"
+        + reasoning_note(manifest))
+
+
+def reasoning_note(manifest: Mapping[str, Any]) -> str:
+    """Which configs were left out, and why ("" when none was)."""
+    skipped = reasoning_configs(manifest)
+    if not skipped:
+        return ""
+    names = ", ".join(f"`{c}`" for c in skipped)
+    return (f"\nNot exported: {names}, built for reasoning models (`--output-budget`): their "
+            f"answer is the text after the model's reasoning, which these tasks would not take "
+            f"apart before RULER's metric. Evaluate them with `ruler eval --mode reasoning`.\n")
 
 
 #: Why lm-eval's built-in `ruler` group gives other numbers (observed in lm-eval 0.4.13).
@@ -294,6 +322,8 @@ def card_section(manifest: Mapping[str, Any], repo_id: str | None,
     """The card's "Use with lm-evaluation-harness" section (body, after its heading)."""
     if not manifest.get("files"):
         return "Build some splits first; then `ruler export lm-eval OUT` writes the task folder."
+    if not _files_by_config(manifest):
+        return reasoning_note(manifest).strip()
     config, length, mode = _example(manifest)
     if repo_id and revision:
         fetch = (f"This repository's `{EXPORT_DIR}/` folder holds the tasks; they load the rows "
@@ -325,7 +355,8 @@ def card_section(manifest: Mapping[str, Any], repo_id: str | None,
         f"- `ruler score --predictions results/ {score}` reads lm-eval's samples files and "
         f"writes RULER's report (the same scores).\n"
         f"- lm-eval's built-in `ruler` group is a different generator, and its numbers are not "
-        f"comparable with these:{diffs}")
+        f"comparable with these:{diffs}"
+        + (f"\n- {reasoning_note(manifest).strip()}" if reasoning_configs(manifest) else ""))
 
 
 # --- writing -------------------------------------------------------------------------------------

@@ -1,0 +1,63 @@
+"""`--backend hf`: transformers `generate`, one prompt at a time, the reference in tests."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable, Iterator
+
+from ruler.builder.errors import RulerError
+from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
+                                     missing_backend_error, prompt_list)
+
+
+class HFBackend:
+    name = "hf"
+
+    def __init__(self, opts: BackendOptions):
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise missing_backend_error("hf", e) from None
+
+        dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16,
+                 "float16": torch.float16}.get(opts.dtype)
+        if dtype is None:
+            raise RulerError(f"--dtype {opts.dtype!r} is not one of auto, float32, bfloat16, "
+                             f"float16")
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(opts.model, dtype=dtype)
+            self.tokenizer = AutoTokenizer.from_pretrained(opts.model)
+        except Exception as e:
+            raise RulerError(f"transformers could not load {opts.model!r}: "
+                             f"{type(e).__name__}: {e}") from None
+        self.model.eval()
+        self.torch = torch
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        self.max_model_len = context_limit(
+            opts.max_model_len, limit, f"cannot tell the context length of {opts.model!r}",
+            f"the model's max_position_embeddings {limit}")
+
+    def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
+        torch = self.torch
+        eos = self.model.generation_config.eos_token_id
+        eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        for r in requests:
+            start = time.perf_counter()
+            ids = torch.tensor([prompt_list(r.prompt_ids)], dtype=torch.long)
+            with torch.no_grad():
+                out = self.model.generate(
+                    input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=r.max_tokens,
+                    do_sample=False, temperature=None, top_p=None, top_k=None,
+                    pad_token_id=self.tokenizer.pad_token_id or next(iter(eos_ids), 0))
+            new = out[0][ids.shape[1]:].tolist()
+            stopped = bool(new) and new[-1] in eos_ids
+            finish = "stop" if stopped else "length"
+            # Same detokenization as vLLM: special tokens skipped unless asked for, and the
+            # end-of-sequence token that stopped generation never part of the text.
+            text = self.tokenizer.decode(new[:-1] if stopped else new,
+                                         skip_special_tokens=r.skip_special_tokens)
+            yield GenResult(r.key, text, len(new), finish, seconds=time.perf_counter() - start)
+
+    def close(self) -> None:
+        self.model = None

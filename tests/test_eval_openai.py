@@ -1,0 +1,203 @@
+"""The openai backend against a loopback completions server that misbehaves on purpose:
+503 and 429 (with Retry-After) on first attempts, slow answers past the timeout, a 400 that
+must not be retried. Its answers are a pure function of the prompt ids it receives, so runs
+at any concurrency must agree. (The same backend against a real vLLM server, with the same
+checks, is in test_eval_vllm.py.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from build_helpers import build
+from ruler.builder.errors import RulerError
+from ruler.cli import main
+from ruler.eval.backend_openai import OpenAIBackend, backoff_seconds
+from ruler.eval.backends import BackendOptions
+from ruler.eval.runner import EvalConfig, run_eval
+
+CONFIG = "qwen2.5"
+TASKS = ("niah_single_1", "vt")
+MODEL = "served-model"
+
+
+def answer(prompt: list[int]) -> str:
+    return f"n={len(prompt)} s={sum(prompt) % 9973}"
+
+
+class FakeServer:
+    """`policy(prompt, attempt)` -> (status, extra headers, delay seconds) per request."""
+
+    def __init__(self, policy=None, max_model_len=4096):
+        self.policy = policy or (lambda prompt, attempt: (200, {}, 0.0))
+        self.attempts: Counter = Counter()
+        self.statuses: Counter = Counter()
+        self.active = self.peak = 0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status, body, headers=None):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send(200, {"data": [{"id": MODEL, "max_model_len": max_model_len}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["prompt"]
+                with server.lock:
+                    attempt = server.attempts[tuple(prompt)]
+                    server.attempts[tuple(prompt)] += 1
+                    server.active += 1
+                    server.peak = max(server.peak, server.active)
+                counted = False
+                try:
+                    status, headers, delay = server.policy(prompt, attempt)
+                    time.sleep(0.02 + delay)  # lets requests overlap
+                    with server.lock:
+                        server.statuses[status] += 1
+                        # No longer active once the answer is decided: the client may send
+                        # its next request the moment it reads this one's answer.
+                        server.active -= 1
+                        counted = True
+                    if status != 200:
+                        self._send(status, {"error": {"message": f"status {status}"}}, headers)
+                        return
+                    self._send(200, {"choices": [{"text": answer(prompt),
+                                                  "finish_reason": "stop"}],
+                                     "usage": {"completion_tokens": 4}})
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout) and retries
+                finally:
+                    if not counted:
+                        with server.lock:
+                            server.active -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("data")
+    build(out, CONFIG, TASKS, (1024,), samples=4, workers=1)
+    return out
+
+
+def _eval(data: Path, out: Path, url: str, concurrency: int, **opts) -> tuple:
+    backend = OpenAIBackend(BackendOptions(model=MODEL, base_url=url, concurrency=concurrency,
+                                           retry_backoff=0.01, **opts))
+    cfg = EvalConfig(model=MODEL, data=str(data), tokenizer_config=CONFIG, out=out,
+                     backend="openai", model_tokenizer=CONFIG, progress=False, render_workers=0)
+    try:
+        outcome = run_eval(cfg, backend=backend)
+    finally:
+        backend.close()
+    preds = {(p["task"], p["index"]): p
+             for p in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())}
+    return outcome, preds
+
+
+def test_flaky_server_is_retried_and_concurrency_does_not_change_predictions(data, tmp_path):
+    def flaky(prompt, attempt):
+        if attempt == 0 and sum(prompt) % 3 == 0:
+            return 503, {}, 0.0
+        if attempt == 0 and sum(prompt) % 3 == 1:
+            return 429, {"Retry-After": "0"}, 0.0
+        return 200, {}, 0.0
+
+    with FakeServer(flaky) as server:
+        outcome, preds = _eval(data, tmp_path / "c4", server.url, concurrency=4)
+    assert (outcome.generated, outcome.errors) == (8, 0)
+    assert server.statuses[503] + server.statuses[429] >= 4 and server.statuses[200] == 8
+    assert 1 < server.peak <= 4  # bounded, and really concurrent
+    for p in preds.values():
+        assert p["status"] == "ok" and p["prediction"].startswith(f"n={p['prompt_tokens']} ")
+
+    with FakeServer() as steady:
+        _, serial = _eval(data, tmp_path / "c1", steady.url, concurrency=1)
+    assert steady.peak == 1
+    assert {k: p["prediction"] for k, p in serial.items()} == \
+        {k: p["prediction"] for k, p in preds.items()}
+
+
+def test_a_slow_answer_times_out_and_is_retried(data, tmp_path):
+    slow = {"first": None}
+
+    def policy(prompt, attempt):
+        if slow["first"] is None:
+            slow["first"] = tuple(prompt)
+        return 200, {}, (2.0 if attempt == 0 and tuple(prompt) == slow["first"] else 0.0)
+
+    with FakeServer(policy) as server:
+        outcome, preds = _eval(data, tmp_path / "r", server.url, concurrency=2, timeout=0.5)
+    assert (outcome.generated, outcome.errors) == (8, 0)
+    assert server.attempts[slow["first"]] == 2
+
+
+def test_a_rejected_request_is_not_retried_and_a_rerun_resumes(data, tmp_path, capsys):
+    bad = set()
+
+    def policy(prompt, attempt):
+        if not bad:
+            bad.add(tuple(prompt))
+        return (400, {}, 0.0) if tuple(prompt) in bad else (200, {}, 0.0)
+
+    out = tmp_path / "r"
+    with FakeServer(policy) as server:
+        args = ["eval", "--model", MODEL, "--model-tokenizer", CONFIG, "--data", str(data),
+                "--tokenizer-config", CONFIG, "--backend", "openai", "--base-url", server.url,
+                "--out", str(out), "--no-progress", "--no-report", "--concurrency", "3"]
+        assert main(args) == 1  # a failed request: exit 1, with the rest saved
+        assert server.attempts[next(iter(bad))] == 1  # a 400 is the request's fault
+        failed = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()
+                  if '"error"' in x]
+        assert len(failed) == 1 and failed[0]["reason"].startswith("HTTP 400")
+        bad.clear()
+        bad.add(None)  # from now on every request succeeds
+        assert main(args) == 0
+    assert "1 request(s) failed" in capsys.readouterr().err
+    lines = (out / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 9 and sum('"ok"' in x for x in lines) == 8
+
+
+def test_an_unreachable_server_is_one_clear_error():
+    with pytest.raises(RulerError, match="cannot reach the OpenAI-compatible server"):
+        OpenAIBackend(BackendOptions(model=MODEL, base_url="http://127.0.0.1:9/v1"))
+
+
+def test_backoff_doubles_with_jitter_and_honours_retry_after():
+    import random
+
+    rng = random.Random(0)
+    waits = [backoff_seconds(a, 1.0, None, rng) for a in range(4)]
+    assert all(0.5 * 2 ** a <= w <= 1.5 * 2 ** a for a, w in enumerate(waits))
+    assert backoff_seconds(3, 1.0, "2", rng) == 2.0
+    assert backoff_seconds(0, 1.0, "600", rng) == 60.0
