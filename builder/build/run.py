@@ -18,7 +18,8 @@ import os
 import uuid
 from pathlib import Path
 
-from ruler.builder.build.config import BuildConfig, BuildReport, FileJob, FileResult
+from ruler.builder.build.config import (BuildConfig, BuildReport, FileJob, FileResult,
+                                        local_workers)
 from ruler.builder.build.executor import LocalExecutor
 from ruler.builder.build.plan import (build_identity, job_key, plan_units, preflight,
                                       resolve_sources)
@@ -87,7 +88,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     publisher = Publisher(out, config, entry_fields(cfg, mode, identity), ctx)
     bar = _progress(cfg, len(todo) * cfg.samples)
     try:
-        with LocalExecutor(worker, cfg.workers, cfg.start_method, bar) as executor:
+        with _executor(cfg, worker, bar) as executor:
             executor.run(out, config, todo, cfg.samples, publisher.publish)
     finally:
         if bar is not None:
@@ -97,6 +98,15 @@ def run_build(cfg: BuildConfig) -> BuildReport:
             for tmp in final.parent.glob(temp_prefix(final, worker.temp_tag) + "*.tmp"):
                 tmp.unlink(missing_ok=True)
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
+
+
+def _executor(cfg: BuildConfig, worker: Worker, bar):
+    """The executor `cfg.executor` names. Ray is imported only when its executor runs."""
+    if cfg.executor == "ray":
+        from ruler.builder.build.ray_executor import RayExecutor
+
+        return RayExecutor(worker, cfg.ray_address, cfg.workers, bar)
+    return LocalExecutor(worker, local_workers(cfg), cfg.start_method, bar)
 
 
 def _differences(previous: dict | None, identity: dict, ctx: BuildContext) -> list[str]:

@@ -225,9 +225,12 @@ class QAGenerator(TaskGenerator):
             pos = end
         end_with_tail(pieces, tail)
         text = "".join(pieces)
+        # From len(docs) documents on, the list is repeated (upstream): every occurrence of a
+        # gold document is gold above; the repeats are reported as repeated material.
+        repeated = sum(len(docs[d]) for d in chosen[len(docs):])
         return Draft(input=text, answer_prefix=self.family.answer_prefix, outputs=q.outputs,
                      gold_spans=tuple(gold), context_span=(len(head), len(text) - len(tail)),
-                     size=size, pieces=tuple(pieces))
+                     size=size, pieces=tuple(pieces), repeated_chars=repeated)
 
     def _gold_block_in(self, swept: DepthBin, ordered: list[int], gold: frozenset[int],
                        headers: list[str]) -> list[int]:
