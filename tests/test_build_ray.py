@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from build_helpers import build
-from ray_cluster import RayCluster
+from benchmarks.ray_cluster import RayCluster
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.engines]
@@ -53,7 +53,11 @@ def local_reference(tmp_path_factory):
 def _scratch_files() -> dict[int, list[str]]:
     """Ray worker pid -> the split files it is writing now (from its scratch folder)."""
     found: dict[int, list[str]] = {}
-    for tmp in Path(tempfile.gettempdir()).glob("ruler-ray-*-*/data/*/*/*.tmp"):
+    try:
+        temps = list(Path(tempfile.gettempdir()).glob("ruler-ray-*-*/data/*/*/*.tmp"))
+    except OSError:  # a folder went away while it was listed: look again next time
+        return {}
+    for tmp in temps:
         pid = int(tmp.parts[len(Path(tempfile.gettempdir()).parts)].split("-")[2])
         rel = "/".join(tmp.parts[-4:-1]) + "/" + tmp.name.split(".parquet.")[0][1:] + ".parquet"
         found.setdefault(pid, []).append(rel)
@@ -198,3 +202,21 @@ def test_a_lost_node_is_retried_on_the_other_node(local_reference, tmp_path):
         assert run.nodes[_built_by(out)[lost]] == "head"
     finally:
         cluster.stop()
+
+
+def test_ctrl_c_stops_the_ray_build_and_its_workers_cleanly(cluster, tmp_path):
+    out_dir = tmp_path / "out"
+    run = Build(cluster, out_dir, "niah_single_2,qa_1", "32768", 30)
+    deadline = time.monotonic() + 120
+    while not run.watch() and run.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    building = run.watch()
+    assert building, "no Ray worker was seen building"
+    os.killpg(run.proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
+    code, _, err = run.wait(timeout=60)
+    assert code == 130 and err.strip().splitlines()[-1] == "ruler: interrupted", err
+    assert not list(out_dir.rglob("*.tmp"))
+    time.sleep(1)
+    for pid in building:  # the workers are gone, their scratch folders with them
+        assert not _running(pid) or pid not in cluster.nodes()
+        assert not list(Path(tempfile.gettempdir()).glob(f"ruler-ray-{pid}-*"))

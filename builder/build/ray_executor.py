@@ -264,6 +264,7 @@ class RayExecutor:
         self._started_ray = False
         self._actors: list = []
         self._arrivals: list[Arrival] = []
+        self._running: dict = {}  # streams of the files being built (the schedule's)
         self.workers_seen: dict[str, dict] = {}  # where -> ready() info (for reports)
 
     # -- connecting -----------------------------------------------------------------------
@@ -293,11 +294,19 @@ class RayExecutor:
             arrival.discard()
         if ray is None:
             return
-        if exc_type is None:  # every job done: let the workers remove their scratch folders
+        # Stop the files still running (their writers remove their temporary files), then
+        # let the workers remove their scratch folders; a worker that does not answer soon
+        # is killed all the same (its folder goes when a worker next starts on its node).
+        for stream in self._running:
             try:
-                ray.get([a.close.remote() for a in self._actors], timeout=30)
+                ray.cancel(stream)
             except Exception:
                 pass
+        try:
+            ray.get([a.close.remote() for a in self._actors],
+                    timeout=30 if exc_type is None else 5)
+        except Exception:
+            pass
         for actor in self._actors:
             try:
                 ray.kill(actor, no_restart=True)
@@ -353,7 +362,7 @@ class _Schedule:
             out, config, samples, publish, cpus)
         self.queue = collections.deque(sorted(jobs, key=lambda job: -job.max_seq_length))
         self.attempts: dict[str, int] = collections.Counter()
-        self.running: dict = {}  # generator -> (actor, Arrival)
+        self.running = executor._running  # generator -> (actor, Arrival)
         self.starting: dict = {}  # ready() call -> (actor, pings so far)
         self.revive: list = []  # (when, actor, pings): a failed worker, pinged again later
         self.ever_ready = False

@@ -1,4 +1,4 @@
-"""A real two-node Ray cluster on this machine, for the Ray executor's tests.
+"""A real two-node Ray cluster on this machine, for the Ray executor's tests and benchmark.
 
 Two `ray start --block` processes, as a user starts a cluster: a head and one worker node
 joining it at 127.0.0.1:<port>, each with one CPU, its own ports, temporary folder and process
