@@ -14,7 +14,8 @@ Upstream (`qa.py`):
 
 In a depth-swept build the gold documents leave their slots and go, as one block, where the
 mean of their starts lies in the sample's depth bin (builder.tasks.placement); the other
-documents keep upstream's order.
+documents keep upstream's order. Past the source's documents (a list repeated) every
+occurrence of a gold document is gold, and all of them go in the block.
 """
 
 from __future__ import annotations
