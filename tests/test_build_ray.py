@@ -220,3 +220,46 @@ def test_ctrl_c_stops_the_ray_build_and_its_workers_cleanly(cluster, tmp_path):
     for pid in building:  # the workers are gone, their scratch folders with them
         assert not _running(pid) or pid not in cluster.nodes()
         assert not list(Path(tempfile.gettempdir()).glob(f"ruler-ray-{pid}-*"))
+
+
+def test_an_unreachable_cluster_fails_at_once_before_out_is_touched(tmp_path):
+    out_dir = tmp_path / "out"
+    argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", TOKENIZER, "--tasks", "vt",
+            "--lengths", "4096", "--samples", "2", "--no-progress", "--executor", "ray",
+            "--ray-address", "127.0.0.1:1", "--out", str(out_dir)]
+    started = time.monotonic()
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and time.monotonic() - started < 60
+    assert done.stderr.strip() == ("ruler: error: cannot reach the Ray cluster at 127.0.0.1:1: "
+                                   "Connection refused; start it (`ray start --head`) or check "
+                                   "--ray-address / $RAY_ADDRESS")
+    assert not out_dir.exists()
+
+
+def _raylets() -> set[int]:
+    return {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()
+            and (p / "comm").exists() and _read(p / "comm") == "raylet"}
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_without_an_address_a_ray_instance_is_started_here_and_stopped(local_reference,
+                                                                     tmp_path):
+    before = _raylets()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    env["HOME"] = str(tmp_path / "home")  # Ray keeps a token for local instances in ~/.ray
+    argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", TOKENIZER, "--tasks",
+            "niah_single_1,cwe", "--lengths", "4096", "--samples", "8", "--no-progress",
+            "--executor", "ray", "--workers", "2", "--out", str(tmp_path / "out")]
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    _same_files(tmp_path / "out", local_reference)
+    deadline = time.monotonic() + 30
+    while _raylets() - before and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _raylets() - before  # its Ray instance is gone with it

@@ -37,6 +37,7 @@ import importlib.metadata
 import os
 import pickle
 import shutil
+import socket
 import tempfile
 import time
 from pathlib import Path
@@ -265,7 +266,6 @@ class RayExecutor:
         self._actors: list = []
         self._arrivals: list[Arrival] = []
         self._running: dict = {}  # streams of the files being built (the schedule's)
-        self.workers_seen: dict[str, dict] = {}  # where -> ready() info (for reports)
 
     # -- connecting -----------------------------------------------------------------------
 
@@ -275,6 +275,8 @@ class RayExecutor:
         if ray.is_initialized():  # a caller's own connection (a notebook, a test)
             return self
         address = self.address or os.environ.get("RAY_ADDRESS") or None
+        if address is not None:
+            _check_reachable(address)  # else Ray retries for minutes
         try:
             if address is None:
                 ray.init(num_cpus=self.workers, include_dashboard=False,
@@ -283,7 +285,11 @@ class RayExecutor:
                 ray.init(address=address, logging_level="WARNING", log_to_driver=True)
         except Exception as e:  # ConnectionError, an auth error, a version mismatch ...
             where = f"the Ray cluster at {address}" if address else "a local Ray instance"
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            text = " ".join(str(e).split())
+            first = str(e).strip().splitlines()[0] if text else type(e).__name__
+            if "auth" in text.lower():
+                first += (" (it requires token authentication: set RAY_AUTH_TOKEN to the "
+                          "cluster's token, or put it in ~/.ray/auth_token)")
             raise RulerError(f"cannot connect to {where}: {first}") from None
         self._started_ray = True
         return self
@@ -414,7 +420,6 @@ class _Schedule:
             raise RulerError(f"Ray worker {info['where']} cannot build this config: "
                              f"{'; '.join(info['problems'])}")
         self.ever_ready = True
-        self.ex.workers_seen[info["where"]] = info
         self._start(actor)
 
     def _start(self, actor) -> None:
@@ -482,6 +487,20 @@ def _reason(error: Exception) -> str:
     if name in ("ObjectLostError", "ObjectFetchTimedOutError", "OwnerDiedError"):
         return f"a part of the file was lost with its node ({name})"
     return f"{name}: {text[:120]}"
+
+
+def _check_reachable(address: str, timeout: float = 10.0) -> None:
+    """Fail at once, in one line, when nothing answers at a cluster's host:port ('auto',
+    'local' and addresses without a port are left to Ray)."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as e:
+        raise RulerError(f"cannot reach the Ray cluster at {address}: "
+                         f"{e.strerror or type(e).__name__}; start it (`ray start --head`) or "
+                         f"check --ray-address / $RAY_ADDRESS") from None
 
 
 def _import_ray():

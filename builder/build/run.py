@@ -80,15 +80,17 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     if not todo:  # up to date: leave OUT exactly as it is (it may be read-only)
         return BuildReport(out, config, _in_plan_order(kept, units))
 
-    _make_writable_folder(out)
-    if differs:  # only after every check passed, and only the manifest's own files
-        removed = drop_config(out, config)
-        print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built with "
-              f"{'; '.join(differs)}")
     publisher = Publisher(out, config, entry_fields(cfg, mode, identity), ctx)
-    bar = _progress(cfg, len(todo) * cfg.samples)
+    bar = None
     try:
-        with _executor(cfg, worker, bar) as executor:
+        # Entered first: a Ray cluster that cannot be reached fails before OUT is touched.
+        with _executor(cfg, worker) as executor:
+            _make_writable_folder(out)
+            if differs:  # only after every check passed, and only the manifest's own files
+                removed = drop_config(out, config)
+                print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built with "
+                      f"{'; '.join(differs)}")
+            bar = executor.progress = _progress(cfg, len(todo) * cfg.samples)
             executor.run(out, config, todo, cfg.samples, publisher.publish)
     finally:
         if bar is not None:
@@ -100,13 +102,13 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
 
 
-def _executor(cfg: BuildConfig, worker: Worker, bar):
+def _executor(cfg: BuildConfig, worker: Worker):
     """The executor `cfg.executor` names. Ray is imported only when its executor runs."""
     if cfg.executor == "ray":
         from ruler.builder.build.ray_executor import RayExecutor
 
-        return RayExecutor(worker, cfg.ray_address, cfg.workers, bar)
-    return LocalExecutor(worker, local_workers(cfg), cfg.start_method, bar)
+        return RayExecutor(worker, cfg.ray_address, cfg.workers)
+    return LocalExecutor(worker, local_workers(cfg), cfg.start_method)
 
 
 def _differences(previous: dict | None, identity: dict, ctx: BuildContext) -> list[str]:
