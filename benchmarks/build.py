@@ -10,6 +10,12 @@ per-file figures add up to the workers' CPU time, not to the wall time).
 `--tokenize-pass` also times one batch tokenization of every output prompt (chat template
 included) on all workers, and prints the builder/tokenization ratio (issue T2).
 `--profile` builds in one process under cProfile and prints where the time goes.
+`--executor ray` builds on Ray: the cluster at `--ray-address`, else a two-node cluster started
+here for the run (benchmarks.ray_cluster; the cores split between the nodes). Either executor
+prints files/s, tokens/s, the per-task split of time and each worker's peak RSS.
+
+    python -m benchmarks.build --lengths long --samples 500                    # local, 2 cores
+    python -m benchmarks.build --lengths long --samples 500 --executor ray     # 2-node Ray
 `--tokenizer FOLDER` (a tokenizer outside the registry) certifies every row by a whole-prompt
 count; `--sampled-certification` shows what that costs.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import multiprocessing
+import os
 import pstats
 import resource
 import shutil
@@ -28,10 +35,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from benchmarks.ray_cluster import RayCluster
 from ruler.builder.build import BuildConfig, run_build
-from ruler.builder.build.config import default_start_method
+from ruler.builder.build.config import EXECUTORS, default_start_method
 from ruler.builder.cli_build import parse_lengths, parse_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer
+
 
 def _cpu_seconds() -> tuple[float, float]:
     """User + system CPU seconds of this process and of its finished children (the workers)."""
@@ -112,6 +121,31 @@ def print_profile(stats: pstats.Stats, wall: float) -> None:
         print(f"  {tt:8.1f} s  {calls:>9}  {where} {name}"[:110])
 
 
+def print_task_split(files) -> None:
+    """Seconds per task (summed over its files and workers) and their share."""
+    total = sum(f.seconds for f in files) or 1.0
+    by_task: dict[str, list] = {}
+    for f in files:
+        by_task.setdefault(f.task, []).append(f)
+    print("time per task (worker seconds, all lengths):")
+    for task, fs in sorted(by_task.items(), key=lambda kv: -sum(f.seconds for f in kv[1])):
+        seconds = sum(f.seconds for f in fs)
+        print(f"  {task:18} {seconds:9.1f} s  {seconds / total:6.1%}  "
+              + "  ".join(f"{f.max_seq_length}: {f.seconds:.1f} s" for f in
+                          sorted(fs, key=lambda f: f.max_seq_length)))
+
+
+def print_workers(files) -> None:
+    """Each worker process (host:pid; Ray: node:pid): files, busy seconds, peak RSS."""
+    by_worker: dict[str, list] = {}
+    for f in files:
+        by_worker.setdefault(f.worker or "?", []).append(f)
+    print("per worker:")
+    for worker, fs in sorted(by_worker.items()):
+        print(f"  {worker:28} {len(fs):3} files  {sum(f.seconds for f in fs):9.1f} s busy  "
+              f"peak RSS {max(f.peak_rss_mb for f in fs):7.0f} MB")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokenizer", default="llama-3.1")
@@ -130,20 +164,39 @@ def main(argv: list[str] | None = None) -> int:
                         "default certifies every row; compare the two with --tokenizer FOLDER)")
     p.add_argument("--profile", action="store_true",
                    help="build in one process under cProfile and print where the time goes")
+    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--ray-address", default=None,
+                   help="a running Ray cluster (default: start a two-node cluster here)")
+    p.add_argument("--sources", default=None,
+                   help="sources folder (e.g. one made by benchmarks.hotpotqa_proxy)")
     args = p.parse_args(argv)
     if args.quick:
         args.tasks, args.lengths, args.samples = "all", "4096,32768", 50
     out = args.out or Path(tempfile.mkdtemp(prefix="ruler-bench-"))
+    cluster = None
+    if args.executor == "ray" and args.ray_address is None:
+        started = time.perf_counter()
+        cluster = RayCluster(cpus_per_node=max(1, args.workers // 2)).start()
+        os.environ.update({k: cluster.env[k] for k in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN")})
+        args.ray_address = cluster.address
+        print(f"started a two-node Ray cluster ({cluster.cpus} CPU(s) each) in "
+              f"{time.perf_counter() - started:.1f} s (not counted below)")
     cfg = BuildConfig(tokenizer=args.tokenizer, tasks=parse_tasks(args.tasks),
                       lengths=parse_lengths(args.lengths), samples=args.samples, out=out,
                       workers=1 if args.profile else args.workers, progress=False,
                       exact_counts=args.exact_counts,
-                      sampled_certification=args.sampled_certification)
+                      sampled_certification=args.sampled_certification,
+                      executor=args.executor, ray_address=args.ray_address,
+                      sources_dir=args.sources)
     profiler = cProfile.Profile() if args.profile else None
     started, cpu_before = time.perf_counter(), _cpu_seconds()
     if profiler is not None:
         profiler.enable()
-    report = run_build(cfg)
+    try:
+        report = run_build(cfg)
+    finally:
+        if cluster is not None:
+            cluster.stop()
     if profiler is not None:
         profiler.disable()
     wall = time.perf_counter() - started
@@ -161,13 +214,19 @@ def main(argv: list[str] | None = None) -> int:
               f"{n_tokens / f.seconds:>11.0f} {f.fill_mean:>9.4f} {f.fill_min:>8.4f} "
               f"{f.probes / f.rows:>8.1f} {f.seconds:>8.1f} {f.bytes / 1e6:>8.2f}")
     size = sum(f.bytes for f in report.files)
+    built = [f for f in report.files if not f.skipped]
     own, children = _peak_rss_mb()
-    print(f"total: {len(report.files)} files, {tokens / 1e6:.1f} M tokens, wall {wall:.1f} s "
-          f"({tokens / wall:.0f} tokens/s end to end), {size / 1e6:.1f} MB on disk")
-    print(f"peak RSS: main {own:.0f} MB, largest worker {children:.0f} MB")
+    print(f"total ({args.executor} executor): {len(report.files)} files, {tokens / 1e6:.1f} M "
+          f"tokens, wall {wall:.1f} s, {len(built) / wall:.3f} files/s, {tokens / wall:.0f} "
+          f"tokens/s end to end, {size / 1e6:.1f} MB on disk")
+    print_task_split(built)
+    print_workers(built)
+    print(f"peak RSS: main {own:.0f} MB" + (f", largest local worker {children:.0f} MB"
+                                            if args.executor == "local" else ""))
     cpu_main, cpu_workers = (b - a for a, b in zip(cpu_before, _cpu_seconds()))
-    print(f"CPU: main {cpu_main:.1f} s (start-up, publishing files), workers "
-          f"{cpu_workers:.1f} s (fitting samples, writing Parquet)")
+    print(f"CPU: main {cpu_main:.1f} s (start-up, publishing files)" +
+          (f", workers {cpu_workers:.1f} s (fitting samples, writing Parquet)"
+           if args.executor == "local" else ""))
     if profiler is not None:
         print_profile(pstats.Stats(profiler), wall)
     if args.tokenize_pass:

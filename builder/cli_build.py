@@ -4,29 +4,31 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
-import os
 from pathlib import Path
 
-from ruler.builder.build.config import default_start_method
+from ruler.builder.build.config import EXECUTORS, default_start_method
 from ruler.builder.depths import MAX_DEPTH_BINS
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.catalog import PAPER_LENGTHS, SWEPT_TASKS, TASKS
+from ruler.builder.tasks.catalog import LENGTH_SETS, SWEPT_TASKS, TASKS
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
-    """`4096,8192` or `4k,128k` (k = 1024) or `paper` (4K..128K)."""
-    if text.strip() == "paper":
-        return PAPER_LENGTHS
-    out = []
+    """`4096,8192` or `4k,128k,1m` (k = 1024, m = 1024^2), and the named sets `paper`
+    (4K..128K) and `long` (256K, 512K, 1M), alone or combined: `paper,long`."""
+    out: list[int] = []
     for part in text.split(","):
         part = part.strip().lower()
+        if part in LENGTH_SETS:
+            out += [L for L in LENGTH_SETS[part] if L not in out]
+            continue
+        scale = {"k": 1024, "m": 1024 * 1024}.get(part[-1:], 1)
         try:
-            out.append(int(part[:-1]) * 1024 if part.endswith("k") else int(part))
+            out.append(int(part[:-1] if scale > 1 else part) * scale)
         except ValueError:
             raise RulerError(f"bad length {part!r} in --lengths {text!r}: use integers like "
-                             f"4096,8192 or 4k,8k") from None
+                             f"4096,8192 or 4k,1m, or {' / '.join(LENGTH_SETS)}") from None
     return tuple(out)
 
 
@@ -69,15 +71,18 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", default="all",
                    help=f"comma-separated tasks (default: all 13: {', '.join(TASKS)})")
     p.add_argument("--lengths", default="4096", type=str,
-                   help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k, or "
-                        "'paper' for 4K..128K (default: 4096)")
+                   help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; "
+                        "'paper' = 4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); "
+                        "any length works, sources that run out are repeated as upstream does "
+                        "(default: 4096)")
     p.add_argument("--samples", type=int, default=500, help="samples per task and length (500)")
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
     p.add_argument("--out", type=Path, default=Path("ruler"), help="output folder (./ruler)")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+    p.add_argument("--workers", type=int, default=None,
                    help="worker processes (default: all cores); each fits and writes whole "
                         "files, longest first (with fewer files than workers, they share the "
-                        "samples of each file)")
+                        "samples of each file). With --executor ray: at most this many Ray "
+                        "workers (default: one per CPU of the cluster)")
     p.add_argument("--shard", default="0/1", help="build only shard i of n of the files (i/n)")
     p.add_argument("--sources", dest="sources_dir", default=None,
                    help=f"folder with the pinned sources (else ${SOURCES_ENV}, then the cache)")
@@ -103,6 +108,18 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="replace this tokenizer's files in OUT when they were built with "
                         "another seed, sample count, tokenizer or package versions (default: "
                         "refuse and say what differs); only files its manifest lists are removed")
+    p.add_argument("--executor", choices=EXECUTORS, default="local",
+                   help="where files are built: 'local' (worker processes on this machine, the "
+                        "default) or 'ray' (a Ray cluster: pip install 'ruler-bench[ray]'); each "
+                        "Ray worker fits and encodes whole files, longest first, and streams "
+                        "them back; this process publishes and records them, as with 'local'. "
+                        "The rows are the same")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="the Ray cluster to use with --executor ray (e.g. 10.0.0.5:6379, or "
+                        "'auto' for the one started on this machine); default: $RAY_ADDRESS, "
+                        "else a Ray instance started here for the build. Every node needs this "
+                        "ruler version and the tokenizer and source files at the same paths "
+                        "(checked before any work)")
     p.add_argument("--sampled-certification", action="store_true",
                    help="for a tokenizer outside the registry, check piece counts against "
                         "whole-prompt tokenization on sampled rows only (faster); by default "
@@ -131,14 +148,16 @@ def run(args: argparse.Namespace) -> int:
         exact_counts=args.exact_counts, start_method=args.start_method, depth_bins=args.depths,
         overwrite=args.overwrite, sampled_certification=args.sampled_certification,
         output_budget=args.output_budget,
+        executor=args.executor, ray_address=args.ray_address,
     )
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]
     print(f"{report.config}: {len(built)} file(s) built, {len(report.files) - len(built)} "
           f"up to date, in {report.out}")
     for f in sorted(built, key=lambda f: (f.max_seq_length, f.task)):
+        on = f", on Ray worker {f.worker}" if args.executor == "ray" else ""
         print(f"  {f.path}: {f.rows} rows, fill mean {f.fill_mean:.4f} min {f.fill_min:.4f}, "
-              f"{f.seconds:.1f}s, {f.bytes / 1e6:.2f} MB")
+              f"{f.seconds:.1f}s, {f.bytes / 1e6:.2f} MB{on}")
     fallback = [f for f in built if f.exact_rows and not args.exact_counts]
     if fallback:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "

@@ -67,6 +67,11 @@ class EssayCorpus:
             return copies * self.period - 1
         return copies * self.period + self.word_ends[rest - 1]
 
+    def repeated_chars(self, num_words: int) -> int:
+        """Characters of the first `num_words` words that repeat the corpus (past its first
+        copy): upstream repeats the corpus when a haystack needs more words than it has."""
+        return max(0, self.char_end(num_words) - self.period)
+
     def _slice(self, a: int, b: int) -> str:
         shift = (a // self.period) * self.period
         return self.text2[a - shift:b - shift]

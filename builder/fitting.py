@@ -86,6 +86,11 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
     else:
         raise RulerError(f"task {gen.spec.name}: length search for sample {index} at "
                          f"L={max_seq_length} did not converge in {MAX_PROBES} probes")
+    if fit_n == hi_bound:  # the inputs ran out before the budget did: never a short row
+        raise RulerError(f"task {gen.spec.name} cannot fill L={max_seq_length}: sample "
+                         f"{index} reaches {measured[fit_n] + gen.spec.tokens_to_generate} "
+                         f"tokens with {hi_bound:,} {gen.unit}, the most its inputs hold; "
+                         f"build it at a shorter length")
     return _result(best, measured, fit_n, gen)
 
 

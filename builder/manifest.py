@@ -8,7 +8,7 @@ Layout (format_version 1):
     (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants)
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
                                                 sha256, content_sha256, build_key, packages,
-                                                counting}}
+                                                counting[, repeated_share {mean, max}]}}
 `sha256` hashes the file bytes (stable for a pinned pyarrow); `content_sha256` hashes the rows
 themselves, so content can be compared across library versions. A build's `identity` and each
 file's `build_key` are defined in `ruler.builder.identity`.
@@ -39,6 +39,10 @@ MANIFEST_NAME = "manifest.json"
 #: dataset loader nor `ruler release` ever sees it.
 LOCK_NAME = ".manifest.lock"
 FORMAT_VERSION = 1
+#: A file entry's field, present where a task's source ran out before L and was repeated (as
+#: upstream repeats it): {"mean", "max"} over the rows of the share of a row's context, in
+#: characters, that repeats text of the source already in that context. The card reports it.
+REPEATED_FIELD = "repeated_share"
 GENERATOR_NAME = "ruler-bench"
 
 #: Packages whose versions can change generated content or file bytes.

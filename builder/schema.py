@@ -25,7 +25,8 @@ COLUMNS = tuple(ROW_SCHEMA.names)
 #: What `gold_token_positions` / `gold_depths` mean, for the dataset card.
 GOLD_POSITION_DOC = (
     "gold_token_positions: index of the first token of each gold item (needle, variable line, "
-    "gold document) when `input` is tokenized alone (no chat template, no special tokens); "
+    "gold document; each occurrence of one where a long context repeats its source) when "
+    "`input` is tokenized alone (no chat template, no special tokens); "
     "gold_depths: the same position as a fraction of the context's tokens (0 = start of the "
     "haystack, 1 = its end). Empty for cwe/fwe, whose answers are spread through the text."
 )

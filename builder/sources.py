@@ -190,6 +190,21 @@ def resolve(source_id: str, sources_dir: str | os.PathLike | None = None) -> Res
     raise RulerError(missing_message(spec, dirs))
 
 
+def recheck(source: ResolvedSource) -> str | None:
+    """Why `source` is not at its path with its bytes on this machine, or None when it is
+    (another machine of a Ray build must read exactly the files the driver resolved)."""
+    if not source.path.exists():
+        return f"source {source.spec.id!r} not found at {source.path}"
+    try:
+        found = _inspect(source.spec, source.path)
+    except (RulerError, OSError) as e:
+        return str(e)
+    if found.sha256 != source.sha256:
+        return (f"source {source.spec.id!r} at {source.path} has other bytes (sha256 "
+                f"{found.sha256[:12]}, expected {source.sha256[:12]})")
+    return None
+
+
 def missing_message(spec: SourceSpec, dirs: Sequence[Path]) -> str:
     how = (f"run `ruler sources fetch {spec.id}` (downloads {spec.urls[0]})" if spec.urls
            else spec.how_to_get)

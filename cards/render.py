@@ -23,6 +23,7 @@ from ruler.builder.manifest import read_manifest
 from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import TASKS
+from ruler.cards.repeated import repeated_section
 from ruler.cards.variants import variants_section
 from ruler.eval.integrations.inspect_usage import card_section as inspect_card_section
 from ruler.eval.integrations.lm_eval_export import card_section as lm_eval_card_section
@@ -307,6 +308,7 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
         revision_example=revision or "<tag>",
         schema_table=_table(["column", "type", "meaning"], schema_rows()),
         gold_doc=GOLD_POSITION_DOC,
+        repeated_section=repeated_section(manifest),
         packages_table=packages_table(manifest),
         builds_section=builds_section(manifest),
         differences_table=differences_table(),

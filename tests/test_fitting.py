@@ -7,7 +7,7 @@ import random
 import pytest
 
 from ruler.builder.context import BuildContext
-from ruler.builder.errors import TooShortError
+from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.fitting import fit_sample
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS, make_generator
@@ -63,3 +63,27 @@ def test_smallest_haystack_that_does_not_fit_raises(ctx):
         fit_sample(gen, 0, lambda: sample_rng(42, "t", "niah_multikey_3", 180, 0),
                    _count(ctx.tokenizer), 180)
     assert e.value.minimum > 180
+
+
+class _Bounded(_Wobbly):
+    """A generator whose inputs hold at most 50 units (like cwe's word list at its limit)."""
+
+    @property
+    def max_size(self) -> int:
+        return 50
+
+
+def test_inputs_that_run_out_before_the_budget_fail_instead_of_a_short_row(ctx):
+    gen = _Bounded(TASKS["niah_single_1"], ctx, 4000)
+    with pytest.raises(RulerError, match=r"cannot fill L=4000: sample 0 reaches \d+ tokens "
+                                         r"with 50 units, the most its inputs hold"):
+        fit_sample(gen, 0, lambda: random.Random(0), _count(ctx.tokenizer), 4000)
+    fitted = fit_sample(gen, 0, lambda: random.Random(0), _count(ctx.tokenizer), 300)
+    assert fitted.draft.size < 50  # below the bound it fits as any generator does
+
+
+def test_cwe_is_bounded_by_its_larger_word_list_only_where_it_can_be_reached(ctx):
+    from ruler.builder.tasks.common_words import fallback_pool
+
+    assert make_generator(TASKS["cwe"], ctx, 32768).max_size is None  # list not even loaded
+    assert make_generator(TASKS["cwe"], ctx, 1 << 21).max_size == len(fallback_pool())

@@ -5,6 +5,8 @@
   worker    Worker: fit samples, certify piece counts, write one file to a temporary path
   executor  LocalExecutor: run file jobs here or in a process pool (fork or spawn); a dead
             worker fails the build naming its file
+  ray_executor  RayExecutor (`--executor ray`): file jobs on Ray actors, each file streamed
+            back and published here; Ray is imported only by this module, only when it runs
   publish   Publisher: move finished files into place and record them in the manifest and
             card, under the manifest lock (concurrent builds into one OUT all get recorded)
   merge     `ruler merge`: join builds made in other folders

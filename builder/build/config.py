@@ -20,6 +20,15 @@ def default_start_method() -> str:
     return "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+#: Where a build's file jobs can run (`--executor`).
+EXECUTORS = ("local", "ray")
+
+
+def local_workers(cfg: "BuildConfig") -> int:
+    """The local executor's worker processes: `--workers`, else every core."""
+    return cfg.workers or os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class BuildConfig:
     """What to build. Mirrors the `ruler build` flags one to one."""
@@ -30,7 +39,9 @@ class BuildConfig:
     samples: int = 500
     seed: int = 42
     out: Path = Path("ruler")
-    workers: int = field(default_factory=lambda: os.cpu_count() or 1)
+    # Worker processes (local executor; default: every core) or at most this many Ray
+    # actors (ray executor; default: one per CPU of the cluster).
+    workers: int | None = None
     shard: tuple[int, int] = (0, 1)
     sources_dir: str | None = None
     tokenizers_dir: str | None = None
@@ -48,6 +59,10 @@ class BuildConfig:
     # Tokenizers outside the registry: certify piece counts on sampled rows only (the first
     # sample of each task and every SPOT_CHECK_EVERY-th) instead of every row.
     sampled_certification: bool = False
+    # Where file jobs run: "local" (this machine: LocalExecutor) or "ray" (a Ray cluster at
+    # ray_address, else $RAY_ADDRESS, else a Ray instance started here: RayExecutor).
+    executor: str = "local"
+    ray_address: str | None = None
 
     def __post_init__(self) -> None:
         for t in self.tasks:
@@ -65,8 +80,13 @@ class BuildConfig:
         i, n = self.shard
         if n < 1 or not 0 <= i < n:
             raise RulerError(f"--shard must be i/n with 0 <= i < n, got {i}/{n}")
-        if self.workers < 1:
+        if self.workers is not None and self.workers < 1:
             raise RulerError(f"--workers must be >= 1, got {self.workers}")
+        if self.executor not in EXECUTORS:
+            raise RulerError(f"--executor must be one of {', '.join(EXECUTORS)}, "
+                             f"got {self.executor!r}")
+        if self.ray_address is not None and self.executor != "ray":
+            raise RulerError("--ray-address needs --executor ray")
         if self.depth_bins is not None:
             check_depth_bins(self.depth_bins)
             fixed = [t for t in self.tasks if t not in SWEPT_TASKS]
@@ -104,6 +124,8 @@ class FileResult:
     bytes: int = 0
     exact_rows: int = 0  # rows counted by whole-prompt tokenization (piece counts not proven)
     certified_rows: int = 0  # rows whose piece counts were checked against a whole count
+    worker: str = ""  # host:pid of the process that built it
+    peak_rss_mb: float = 0.0  # that process's peak resident memory when the file was done
 
 
 @dataclass

@@ -18,7 +18,8 @@ import os
 import uuid
 from pathlib import Path
 
-from ruler.builder.build.config import BuildConfig, BuildReport, FileJob, FileResult
+from ruler.builder.build.config import (BuildConfig, BuildReport, FileJob, FileResult,
+                                        local_workers)
 from ruler.builder.build.executor import LocalExecutor
 from ruler.builder.build.plan import (build_identity, job_key, plan_units, preflight,
                                       resolve_sources)
@@ -85,15 +86,17 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     if not todo:  # up to date: leave OUT exactly as it is (it may be read-only)
         return BuildReport(out, config, _in_plan_order(kept, units))
 
-    _make_writable_folder(out)
-    if differs:  # only after every check passed, and only the manifest's own files
-        removed = drop_config(out, config)
-        print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built with "
-              f"{'; '.join(differs)}")
     publisher = Publisher(out, config, entry_fields(cfg, mode, identity), ctx)
-    bar = _progress(cfg, len(todo) * cfg.samples)
+    bar = None
     try:
-        with LocalExecutor(worker, cfg.workers, cfg.start_method, bar) as executor:
+        # Entered first: a Ray cluster that cannot be reached fails before OUT is touched.
+        with _executor(cfg, worker) as executor:
+            _make_writable_folder(out)
+            if differs:  # only after every check passed, and only the manifest's own files
+                removed = drop_config(out, config)
+                print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built with "
+                      f"{'; '.join(differs)}")
+            bar = executor.progress = _progress(cfg, len(todo) * cfg.samples)
             executor.run(out, config, todo, cfg.samples, publisher.publish)
     finally:
         if bar is not None:
@@ -103,6 +106,15 @@ def run_build(cfg: BuildConfig) -> BuildReport:
             for tmp in final.parent.glob(temp_prefix(final, worker.temp_tag) + "*.tmp"):
                 tmp.unlink(missing_ok=True)
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
+
+
+def _executor(cfg: BuildConfig, worker: Worker):
+    """The executor `cfg.executor` names. Ray is imported only when its executor runs."""
+    if cfg.executor == "ray":
+        from ruler.builder.build.ray_executor import RayExecutor
+
+        return RayExecutor(worker, cfg.ray_address, cfg.workers)
+    return LocalExecutor(worker, local_workers(cfg), cfg.start_method)
 
 
 def _differences(previous: dict | None, identity: dict, ctx: BuildContext) -> list[str]:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Generator, Iterable
 
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.context import BuildContext
@@ -22,7 +24,7 @@ from ruler.builder.depths import bin_miss
 from ruler.builder.errors import RulerError
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.hashing import file_sha256
-from ruler.builder.manifest import canonical_row_bytes
+from ruler.builder.manifest import REPEATED_FIELD, canonical_row_bytes
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
 from ruler.builder.variants import with_output_budget
@@ -33,9 +35,10 @@ from ruler.builder.writer import SplitWriter
 SPOT_CHECK_EVERY = 500
 
 #: A fitted row: the row, its canonical bytes (for the content hash), the probes spent,
-#: whether it was counted by whole-prompt tokenization, and whether its piece count was
-#: checked against a whole-prompt count (certified).
-Row = tuple[dict[str, Any], bytes, int, bool, bool]
+#: whether it was counted by whole-prompt tokenization, whether its piece count was
+#: checked against a whole-prompt count (certified), and the share of its context that
+#: repeats source material (a source used up before L: builder.tasks.base.Draft).
+Row = tuple[dict[str, Any], bytes, int, bool, bool, float]
 
 
 class Worker:
@@ -148,7 +151,8 @@ class Worker:
                 raise RulerError(f"task {task}, L={L}, sample {index}: {miss}; the gold item "
                                  f"cannot be placed in this bin at this length (use fewer "
                                  f"--depths or a longer length)")
-        return row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified
+        return (row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
+                d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]))
 
     def build_file(self, out: Path, config: str, job: FileJob, samples: int,
                    tick: Callable[[int], None] | None = None) -> tuple[FileResult, dict, Path]:
@@ -162,28 +166,62 @@ def write_file(out: Path, config: str, job: FileJob, rows: Iterable[Row],
                temp_tag: str = "") -> tuple[FileResult, dict, Path]:
     """Write one file's rows to a temporary file beside its final path. Returns its result,
     its manifest entry and the temporary path: the caller alone publishes files."""
+    steps = write_file_steps(out, config, job, rows, temp_tag)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+        if tick is not None:
+            tick(1)
+
+
+def write_file_steps(out: Path, config: str, job: FileJob, rows: Iterable[Row],
+                     temp_tag: str = "") -> Generator[None, None, tuple[FileResult, dict, Path]]:
+    """`write_file` one row at a time: yields after each row is written and returns what
+    `write_file` returns, so a caller that must yield itself (a Ray actor streaming progress
+    to its driver) interleaves its own steps. Closed early, it removes the temporary file."""
     started = time.perf_counter()
     L = job.max_seq_length
-    fills, probes, exact_rows, certified_rows = [], 0, 0, 0
+    fills, probes, exact_rows, certified_rows, repeated = [], 0, 0, 0, []
     with SplitWriter(out / job.path, L, publish=False, temp_tag=temp_tag) as writer:
-        for row, canonical, spent, counted_exactly, certified in rows:
+        for row, canonical, spent, counted_exactly, certified, share in rows:
             writer.write(row, canonical)
             fills.append(row["length"] / L)
             probes += spent
             exact_rows += counted_exactly
             certified_rows += certified
-            if tick is not None:
-                tick(1)
+            repeated.append(share)
+            yield
     path = writer.temp_path
     entry = {"config": config, "task": job.task, "max_seq_length": L, "rows": writer.rows,
              "bytes": path.stat().st_size, "sha256": file_sha256(path),
              "content_sha256": writer.content_sha256, "build_key": job.build_key}
+    if max(repeated) > 0:  # only where a source ran out
+        entry[REPEATED_FIELD] = {"mean": round(sum(repeated) / len(repeated), 4),
+                                 "max": round(max(repeated), 4)}
     result = FileResult(job.path, job.task, L, writer.rows, skipped=False,
                         seconds=time.perf_counter() - started,
                         fill_mean=sum(fills) / len(fills), fill_min=min(fills), probes=probes,
                         bytes=entry["bytes"], exact_rows=exact_rows,
-                        certified_rows=certified_rows)
+                        certified_rows=certified_rows, worker=worker_name(),
+                        peak_rss_mb=peak_rss_mb())
     return result, entry, path
+
+
+def worker_name() -> str:
+    """host:pid of this process (which worker built a file, for reports)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MB (Linux reports KiB, macOS bytes)."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return 0.0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
 
 
 # --- inside a pool process ----------------------------------------------------------------------

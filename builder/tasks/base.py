@@ -38,6 +38,9 @@ class Draft:
     # sub-pieces that recur (a needle line from its key's words and its value's digit
     # groups); None when pieces are counted as they are.
     refine: Callable[[str], tuple[str, ...]] | None = None
+    # Characters of the context that repeat text of a source already in it: a task whose
+    # source runs out before L repeats it, as upstream does (SQuAD's paragraphs, the essays).
+    repeated_chars: int = 0
 
 
 def template_ends(template: str, **fields: object) -> tuple[str, str]:

@@ -159,6 +159,13 @@ SWEPT_TASKS = tuple(t.name for t in _TASK_LIST if t.family.name in SWEPT_FAMILIE
 #: The paper's lengths (4K..128K); any length >= a task's minimum can be built.
 PAPER_LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
 
+#: Past the paper: 256K, 512K and 1M (`--lengths long`). Every task builds there and beyond
+#: (tested to 2M); sources that run out are repeated as upstream does (cards.repeated).
+LONG_LENGTHS = (262144, 524288, 1048576)
+
+#: Named length sets for `--lengths` (combinable: `paper,long`).
+LENGTH_SETS = {"paper": PAPER_LENGTHS, "long": LONG_LENGTHS}
+
 #: Upstream's weights for wAvg (issue NVIDIA/RULER#82): k/21 over the paper's lengths.
 PAPER_LENGTH_WEIGHTS_INC = tuple(k / 21 for k in range(1, 7))
 

@@ -79,6 +79,12 @@ class CommonWordsGenerator(TaskGenerator):
     def min_size(self) -> int:
         return self.num_cw + 1  # the common words plus at least one other word
 
+    @property
+    def max_size(self) -> int | None:
+        # Every word of a sample is distinct, so the larger list bounds the size (about 4.5M
+        # tokens of list). Below 64K no probe comes near it, and the list is not loaded.
+        return None if self.max_seq_length < 65536 else len(self._fallback())
+
     def _fallback(self) -> tuple[str, ...]:
         return self.ctx.resource("cwe-pool:english-words-web2", fallback_pool)
 

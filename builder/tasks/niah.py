@@ -175,6 +175,7 @@ class NiahGenerator(TaskGenerator):
             size=size,
             pieces=pieces,
             refine=_split_needle if self.haystack == "needle" else None,
+            repeated_chars=self.corpus.repeated_chars(size) if self.haystack == "essay" else 0,
         )
 
     def _essay_units(self, rng, size, needles, gold_needles: list[int],

@@ -14,7 +14,8 @@ Upstream (`qa.py`):
 
 In a depth-swept build the gold documents leave their slots and go, as one block, where the
 mean of their starts lies in the sample's depth bin (builder.tasks.placement); the other
-documents keep upstream's order.
+documents keep upstream's order. Past the source's documents (a list repeated) every
+occurrence of a gold document is gold, and all of them go in the block.
 """
 
 from __future__ import annotations
@@ -225,9 +226,12 @@ class QAGenerator(TaskGenerator):
             pos = end
         end_with_tail(pieces, tail)
         text = "".join(pieces)
+        # From len(docs) documents on, the list is repeated (upstream): every occurrence of a
+        # gold document is gold above; the repeats are reported as repeated material.
+        repeated = sum(len(docs[d]) for d in chosen[len(docs):])
         return Draft(input=text, answer_prefix=self.family.answer_prefix, outputs=q.outputs,
                      gold_spans=tuple(gold), context_span=(len(head), len(text) - len(tail)),
-                     size=size, pieces=tuple(pieces))
+                     size=size, pieces=tuple(pieces), repeated_chars=repeated)
 
     def _gold_block_in(self, swept: DepthBin, ordered: list[int], gold: frozenset[int],
                        headers: list[str]) -> list[int]:
