@@ -10,6 +10,8 @@ truncated last sentence. We split the corpus once and slice; see builder.differe
 from __future__ import annotations
 
 import bisect
+import dataclasses
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from functools import cached_property
 from pathlib import Path
 
 from ruler.builder.errors import RulerError
+from ruler.builder.sources import ResolvedSource
 
 
 def punkt_tokenizer(english_dir: Path):
@@ -196,3 +199,20 @@ def build_corpus(essay_json: Path, punkt_english_dir: Path) -> EssayCorpus:
     seam = (period - 1,) if (period - 1) in first else ()
     later = tuple(sorted({b - period for b in sent_ends if period <= b < 2 * period - 1} | set(seam)))
     return EssayCorpus(tuple(words), single + " " + single, tuple(ends), first, later)
+
+
+def shared_corpus(essays: ResolvedSource, punkt: ResolvedSource) -> EssayCorpus:
+    """The corpus of these (hash-checked) files, split by punkt once per process.
+
+    The split takes seconds and every build context needs it (a notebook or a test session
+    builds many); keyed by the files' sha256, so other content is split anew. Each caller gets
+    its own instance: the sentence cache an instance grows is not shared between builds.
+    """
+    return dataclasses.replace(_split_corpus(str(essays.path), essays.sha256,
+                                             str(punkt.path), punkt.sha256))
+
+
+@functools.lru_cache(maxsize=2)
+def _split_corpus(essay_json: str, essay_sha256: str, punkt_dir: str,
+                  punkt_sha256: str) -> EssayCorpus:
+    return build_corpus(Path(essay_json), Path(punkt_dir))

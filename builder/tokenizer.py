@@ -145,7 +145,7 @@ class Tokenizer(ABC):
 _GENERIC_FAST_CLASSES = ("PreTrainedTokenizerFast", "TokenizersBackend")
 
 
-def _load_hf(folder: Path):
+def load_hf(folder: Path):
     """AutoTokenizer's tokenizer for `folder`. When the folder names the generic fast class,
     that class is loaded directly: the same object, without importing AutoTokenizer's model
     registry (about 3 s of start-up)."""
@@ -163,9 +163,11 @@ def _load_hf(folder: Path):
 class HFTokenizer(Tokenizer):
     """A Hugging Face tokenizer folder (`tokenizer.json` + `tokenizer_config.json`)."""
 
-    def __init__(self, folder: Path, identity: TokenizerIdentity):
+    def __init__(self, folder: Path, identity: TokenizerIdentity, hf: Any = None):
+        # `hf`: the transformers tokenizer of `folder`, already loaded (the registry shares
+        # one per pinned folder: it is only read, never configured, here).
         self.folder = Path(folder)
-        self.hf = _load_hf(self.folder)
+        self.hf = hf if hf is not None else load_hf(self.folder)
         self.backend = self.hf.backend_tokenizer
         template = getattr(self.hf, "chat_template", None)
         self._template = template if isinstance(template, str) else None

@@ -26,7 +26,7 @@ from typing import Any, Iterator, Mapping
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256, sha256_text
 from ruler.builder.tokenizer import (HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer,
-                                     Tokenizer, TokenizerIdentity)
+                                     Tokenizer, TokenizerIdentity, load_hf)
 from ruler.builder.user_cache import user_cache_root
 
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
@@ -152,7 +152,8 @@ def _build(name: str, entry: Mapping[str, Any], folder: Path, origin: str) -> To
                     revision=entry.get("revision"), files=files, pinned=True)
     kind = entry["kind"]
     if kind == "hf":
-        tok = HFTokenizer(folder, TokenizerIdentity(kind="hf", **identity))
+        hf = _pinned_hf(str(folder), tuple(sorted(files.items())))
+        tok = HFTokenizer(folder, TokenizerIdentity(kind="hf", **identity), hf=hf)
         return _with_template_hash(tok)
     if kind == "sentencepiece":
         return SentencePieceTokenizer(folder / "tokenizer.model",
@@ -161,6 +162,14 @@ def _build(name: str, entry: Mapping[str, Any], folder: Path, origin: str) -> To
         enc = _tiktoken_encoding(entry, folder)
         return TiktokenTokenizer(enc, TokenizerIdentity(kind="tiktoken", **identity))
     raise RulerError(f"registry entry {name!r} has unknown kind {kind!r}")
+
+
+@lru_cache(maxsize=8)
+def _pinned_hf(folder: str, pins: tuple[tuple[str, str], ...]):
+    """A registry tokenizer's transformers object, loaded once per process per folder and
+    pinned content (the hashes were checked just before): loading takes 0.5-3 s, and verify,
+    eval and a session of builds load the same tokenizer many times."""
+    return load_hf(Path(folder))
 
 
 def _with_template_hash(tok: HFTokenizer) -> HFTokenizer:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ruler.builder.depths import DEPTHS, DepthBin
-from ruler.builder.essays import EssayCorpus, build_corpus
+from ruler.builder.essays import EssayCorpus, shared_corpus
 from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.noise import NOISE_SENTENCE
@@ -96,8 +96,8 @@ class NiahGenerator(TaskGenerator):
         self.num_needles = self.num_k * self.num_v
         self.keys = ctx.resource("adjective-noun-keys", AdjectiveNounKeys)
         if self.haystack == "essay":
-            self.corpus: EssayCorpus = ctx.resource("essay-corpus", lambda: build_corpus(
-                ctx.source("essays").path, ctx.source("punkt_tab").path))
+            self.corpus: EssayCorpus = ctx.resource("essay-corpus", lambda: shared_corpus(
+                ctx.source("essays"), ctx.source("punkt_tab")))
         # Upstream shuffles needles with a fresh Random(seed) each call: the permutation
         # depends only on the needle count, so it is the same for every sample.
         self.needle_order = list(range(self.num_needles))
