@@ -47,8 +47,8 @@ _ANCHOR_BEFORE_HYPHEN = "x"
 _ANCHOR_AFTER_NEWLINE = ".\n"
 _ANCHORS = (_ANCHOR_BEFORE_SPACE, _ANCHOR_BEFORE_HYPHEN, _ANCHOR_AFTER_NEWLINE)
 # Bounds on memory (an entry is ~100 B besides its key; most keys are shared corpus strings).
-MAX_CACHED_PIECES = 400_000  # per scope
-MAX_TOTAL_PIECES = 1_200_000  # over all scopes
+MAX_CACHED_PIECES = 1_000_000  # per scope (cwe at 1M-2M draws ~500K-750K distinct pieces)
+MAX_TOTAL_PIECES = 2_000_000  # over all scopes
 
 
 class ExactCounter:
