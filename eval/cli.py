@@ -10,8 +10,12 @@ import argparse
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ruler.builder.errors import RulerError
+
+if TYPE_CHECKING:
+    from ruler.eval.backend_base import BackendOptions
 
 _SHOWN = 10
 
@@ -175,30 +179,13 @@ def _json_object(text: str) -> dict:
 
 def run_eval_cmd(args: argparse.Namespace) -> int:
     from ruler.builder.cli_build import parse_lengths, parse_tasks
-    from ruler.eval.backends import BackendOptions
     from ruler.eval.runner import EvalConfig, run_eval
 
     if args.backend == "openai" and not args.model_tokenizer and not Path(args.model).exists():
         raise RulerError("--backend openai renders prompts locally: pass --model-tokenizer "
                          "(the served model's tokenizer folder or registry name)")
     out = args.out or Path("results") / re.sub(r"[^\w.-]+", "--", Path(args.model).name)
-    for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                 "max_num_seqs", "window_tokens", "concurrency", "limit"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise RulerError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    if args.render_workers is not None and args.render_workers < 0:
-        raise RulerError(f"--render-workers must be >= 0, got {args.render_workers}")
-    if args.retries < 0 or args.timeout <= 0:
-        raise RulerError("--retries must be >= 0 and --timeout > 0")
-    opts = BackendOptions(
-        model=args.model, max_model_len=args.max_model_len, dtype=args.dtype,
-        tensor_parallel_size=args.tensor_parallel_size,
-        pipeline_parallel_size=args.pipeline_parallel_size,
-        data_parallel_size=args.data_parallel_size, max_num_seqs=args.max_num_seqs,
-        enforce_eager=args.enforce_eager, window_tokens=args.window_tokens,
-        gpu_memory_utilization=args.gpu_memory_utilization, base_url=args.base_url,
-        concurrency=args.concurrency, timeout=args.timeout, retries=args.retries)
+    opts = backend_options(args)
     cfg = EvalConfig(
         model=args.model, data=args.data, tokenizer_config=args.tokenizer_config, out=out,
         backend=args.backend, tasks=parse_tasks(args.tasks) if args.tasks else (),
@@ -221,6 +208,29 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
     if not args.no_report:
         _print_report(out, None)
     return 1 if outcome.errors else 0
+
+
+def backend_options(args: argparse.Namespace) -> BackendOptions:
+    """The engine's options from `ruler eval`'s flags (checked: sizes and counts >= 1)."""
+    from ruler.eval.backend_base import BackendOptions
+
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+                 "max_num_seqs", "window_tokens", "concurrency", "limit"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise RulerError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    if args.render_workers is not None and args.render_workers < 0:
+        raise RulerError(f"--render-workers must be >= 0, got {args.render_workers}")
+    if args.retries < 0 or args.timeout <= 0:
+        raise RulerError("--retries must be >= 0 and --timeout > 0")
+    return BackendOptions(
+        model=args.model, max_model_len=args.max_model_len, dtype=args.dtype,
+        tensor_parallel_size=args.tensor_parallel_size,
+        pipeline_parallel_size=args.pipeline_parallel_size,
+        data_parallel_size=args.data_parallel_size, max_num_seqs=args.max_num_seqs,
+        enforce_eager=args.enforce_eager, window_tokens=args.window_tokens,
+        gpu_memory_utilization=args.gpu_memory_utilization, base_url=args.base_url,
+        concurrency=args.concurrency, timeout=args.timeout, retries=args.retries)
 
 
 def run_score_cmd(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from build_helpers import build, rows
+from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.cli import main
 from ruler.eval import stream as stream_mod
@@ -96,3 +97,29 @@ def test_bad_chat_template_kwargs_are_refused_by_the_cli(data, tmp_path, capsys)
         main(["eval", "--model", "m", "--data", str(data), "--tokenizer-config", CONFIG,
               "--chat-template-kwargs", "[1, 2]", "--out", str(tmp_path / "r")])
     assert e.value.code == 2 and "JSON object" in capsys.readouterr().err
+
+
+def test_many_gpu_flags_reach_the_vllm_engine_unchanged():
+    """`--data/--tensor/--pipeline-parallel-size`, `--max-num-seqs`, `--enforce-eager`: the
+    README's multi-GPU commands become exactly these engine arguments (and vLLM's defaults
+    are left alone when the flags are not given)."""
+    from ruler.cli import make_parser
+    from ruler.eval.backend_vllm import engine_kwargs
+    from ruler.eval.cli import backend_options
+
+    base = ["eval", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--data", "ruler",
+            "--tokenizer-config", "llama-3.1"]
+    args = make_parser().parse_args(base + [
+        "--tensor-parallel-size", "4", "--pipeline-parallel-size", "2",
+        "--data-parallel-size", "1", "--max-num-seqs", "8", "--enforce-eager",
+        "--max-model-len", "131072"])
+    assert engine_kwargs(backend_options(args)) == dict(
+        model="meta-llama/Llama-3.1-70B-Instruct", dtype="auto", seed=0,
+        tensor_parallel_size=4, pipeline_parallel_size=2, max_model_len=131072,
+        max_num_seqs=8, enforce_eager=True)
+    plain = engine_kwargs(backend_options(make_parser().parse_args(
+        base + ["--data-parallel-size", "8"])))
+    assert plain == dict(model="meta-llama/Llama-3.1-70B-Instruct", dtype="auto", seed=0,
+                         tensor_parallel_size=1, data_parallel_size=8)
+    with pytest.raises(RulerError, match="--pipeline-parallel-size must be >= 1, got 0"):
+        backend_options(make_parser().parse_args(base + ["--pipeline-parallel-size", "0"]))

@@ -168,3 +168,46 @@ def test_an_unreachable_hub_fails_at_once_without_retrying(tmp_path, monkeypatch
     assert "RULER_TOKENIZERS" in err and "Traceback" not in err
     assert 1 <= len(accepted) <= 2  # one request (a connection may be retried once), no backoff
     assert not (tmp_path / "out").exists()
+
+
+def test_a_hub_that_echoes_the_token_never_gets_it_into_the_error(tmp_path, monkeypatch):
+    """A Hub-compatible server whose error reflects the request's Authorization header: the
+    Hub client's own exception then holds the token; the download error never does."""
+    import huggingface_hub
+    import huggingface_hub.constants as hub_constants
+
+    token = "hf_" + "Q7" * 17
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            self.send_response(500)
+            self.send_header("X-Error-Message", f"cannot serve {self.headers['Authorization']}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_HEAD
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                     daemon=True).start()
+    endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.delenv("RULER_TOKENIZERS")
+    monkeypatch.setenv("RULER_TOKENIZER_CACHE", str(tmp_path))
+    try:
+        url = huggingface_hub.hf_hub_url("Qwen/Qwen2.5-7B-Instruct", "tokenizer.json",
+                                         endpoint=endpoint)
+        with pytest.raises(Exception) as raw:
+            huggingface_hub.get_hf_file_metadata(url, endpoint=endpoint)
+        assert token in str(raw.value)  # the threat is real: the server's text comes back
+        with pytest.raises(RulerError, match="could not download tokenizer files") as shown:
+            load_tokenizer("qwen2.5")
+        assert token not in str(shown.value) and "hf_" not in str(shown.value)
+    finally:
+        server.shutdown()
+        server.server_close()
