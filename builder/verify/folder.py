@@ -1,4 +1,5 @@
-"""Folder-wide checks: the manifest's structure, its build entries, stray files, the card."""
+"""Folder-wide checks: the manifest's structure, its build entries, stray files (Parquet
+files outside the manifest, temporary files of builds that were killed), the card."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
 from ruler.builder.manifest import FORMAT_VERSION, MANIFEST_NAME, data_path
 from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_config
 from ruler.builder.verify.findings import Problem
@@ -59,6 +61,11 @@ def manifest_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
     on_disk = {p.relative_to(out).as_posix() for p in out.glob("data/**/*.parquet")}
     for rel in sorted(on_disk - listed):
         problems.append(Problem(rel, "Parquet file not listed in manifest.json"))
+    for stale in stale_temp_files(out):
+        problems.append(Problem(stale.path.relative_to(out).as_posix(),
+                                f"temporary file of a build that ended without publishing it "
+                                f"(process {stale.pid} no longer runs): run the build again, "
+                                f"which removes it, or delete it"))
     for rel, entry in sorted(manifest["files"].items()):
         expected = data_path(entry["config"], entry["task"], entry["max_seq_length"])
         if expected != rel:
