@@ -6,7 +6,7 @@ import argparse
 import multiprocessing
 from pathlib import Path
 
-from ruler.builder.build.config import EXECUTORS, default_start_method
+from ruler.builder.build.config import EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.depths import MAX_DEPTH_BINS
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
@@ -73,9 +73,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lengths", default="4096", type=str,
                    help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; "
                         "'paper' = 4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); "
-                        "any length works, sources that run out are repeated as upstream does "
-                        "(default: 4096)")
-    p.add_argument("--samples", type=int, default=500, help="samples per task and length (500)")
+                        "any length works, at most 2M (the longest tested); sources that run "
+                        "out are repeated as upstream does (default: 4096)")
+    p.add_argument("--samples", type=int, default=500,
+                   help=f"samples per task and length (500, as upstream; at most "
+                        f"{MAX_SAMPLES:,})")
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
     p.add_argument("--out", type=Path, default=Path("ruler"), help="output folder (./ruler)")
     p.add_argument("--workers", type=int, default=None,
