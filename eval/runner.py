@@ -330,6 +330,8 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
 
         for result in backend.generate(_Feed(stream, request)):
             pred = in_flight.pop(result.key)
+            if not result.error and not isinstance(result.text, str):
+                result.error = f"the backend returned no text ({result.text!r})"
             if result.error:
                 pred.status, pred.reason = "error", result.error
                 outcome.errors += 1

@@ -32,7 +32,8 @@ def answer(prompt: list[int]) -> str:
 
 
 class FakeServer:
-    """`policy(prompt, attempt)` -> (status, extra headers, delay seconds) per request."""
+    """`policy(prompt, attempt)` -> (status, extra headers, delay seconds[, 200 body]) per
+    request; without a body, a 200 answers `answer(prompt)`."""
 
     def __init__(self, policy=None, max_model_len=4096):
         self.policy = policy or (lambda prompt, attempt: (200, {}, 0.0))
@@ -69,7 +70,7 @@ class FakeServer:
                     server.peak = max(server.peak, server.active)
                 counted = False
                 try:
-                    status, headers, delay = server.policy(prompt, attempt)
+                    status, headers, delay, *body = server.policy(prompt, attempt)
                     time.sleep(0.02 + delay)  # lets requests overlap
                     with server.lock:
                         server.statuses[status] += 1
@@ -80,9 +81,9 @@ class FakeServer:
                     if status != 200:
                         self._send(status, {"error": {"message": f"status {status}"}}, headers)
                         return
-                    self._send(200, {"choices": [{"text": answer(prompt),
-                                                  "finish_reason": "stop"}],
-                                     "usage": {"completion_tokens": 4}})
+                    self._send(200, body[0] if body else
+                               {"choices": [{"text": answer(prompt), "finish_reason": "stop"}],
+                                "usage": {"completion_tokens": 4}})
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout) and retries
                 finally:
@@ -186,6 +187,66 @@ def test_a_rejected_request_is_not_retried_and_a_rerun_resumes(data, tmp_path, c
     assert "1 request(s) failed" in capsys.readouterr().err
     lines = (out / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 9 and sum('"ok"' in x for x in lines) == 8
+
+
+#: 200 answers that carry no completion: each is a failed request, never an empty answer.
+NO_COMPLETION = (
+    {"choices": [{"text": None, "finish_reason": "stop"}], "usage": {"completion_tokens": 0}},
+    {"choices": [{"finish_reason": "stop", "index": 0}]},
+    {"choices": [{"text": "", "finish_reason": "error"}], "usage": {"completion_tokens": 0}},
+    {"choices": [{"text": "n=1", "finish_reason": "abort"}]},
+)
+#: An empty completion that ended normally is a real (wrong) answer.
+EMPTY_ANSWER = {"choices": [{"text": "", "finish_reason": "stop"}],
+                "usage": {"completion_tokens": 1}}
+
+
+def test_a_200_without_a_completion_is_a_failed_request_retried_on_resume(data, tmp_path,
+                                                                          capsys):
+    """`text: null`, no `text`, `finish_reason` "error" or "abort": recorded as errors (out
+    of the score, listed, exit 1) and retried by the next run, which redoes exactly those."""
+    given: dict[tuple, dict] = {}
+    healthy = {"on": False}
+
+    def policy(prompt, attempt):
+        if healthy["on"]:
+            return 200, {}, 0.0
+        if tuple(prompt) not in given and len(given) <= len(NO_COMPLETION):
+            given[tuple(prompt)] = (NO_COMPLETION + (EMPTY_ANSWER,))[len(given)]
+        body = given.get(tuple(prompt))
+        return (200, {}, 0.0, body) if body else (200, {}, 0.0)
+
+    out = tmp_path / "r"
+    with FakeServer(policy) as server:
+        args = ["eval", "--model", MODEL, "--model-tokenizer", CONFIG, "--data", str(data),
+                "--tokenizer-config", CONFIG, "--backend", "openai", "--base-url", server.url,
+                "--out", str(out), "--no-progress", "--no-report", "--concurrency", "2",
+                "--retries", "0"]
+        assert main(args) == 1
+        assert "4 request(s) failed" in capsys.readouterr().err
+        records = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+        assert len(records) == 8
+        failed = [r for r in records if r["status"] == "error"]
+        assert len(failed) == 4 and all(r["prediction"] is None and r["reason"] for r in failed)
+        empty = [r for r in records if r["status"] == "ok" and r["prediction"] == ""]
+        assert len(empty) == 1 and empty[0]["finish_reason"] == "stop"
+        cells = json.loads((out / "scores.json").read_text())["cells"]
+        assert sum(c["errors"] for c in cells) == 4 and sum(c["scored"] for c in cells) == 4
+
+        healthy["on"] = True
+        assert main(args) == 0
+    bad = [p for p, body in given.items() if body is not EMPTY_ANSWER]
+    assert len(bad) == 4
+    # The re-run asked again for exactly the four failed rows, nothing else.
+    assert all(server.attempts[p] == 2 for p in bad)
+    assert sum(server.attempts.values()) == 8 + 4
+    last = {}
+    for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines()):
+        last[(r["task"], r["index"])] = r
+    assert len(last) == 8 and all(r["status"] == "ok" for r in last.values())
+    assert sum(r["prediction"] == "" for r in last.values()) == 1  # the empty answer stays
+    cells = json.loads((out / "scores.json").read_text())["cells"]
+    assert sum(c["errors"] for c in cells) == 0 and sum(c["scored"] for c in cells) == 8
 
 
 def test_an_unreachable_server_is_one_clear_error():
