@@ -1,0 +1,147 @@
+"""`ruler eval` as a process among others: its render workers die with it, however it dies,
+and two runs never share one results folder."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from build_helpers import build
+from fake_openai import MODEL, FakeServer
+
+CONFIG = "qwen2.5"
+TASKS = ("niah_single_1",)
+
+linux_proc = pytest.mark.skipif(not Path("/proc/self/stat").is_file(),
+                                reason="reads process tables from /proc")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("data")
+    build(out, CONFIG, TASKS, (1024,), samples=4, workers=1)
+    return out
+
+
+def _stat(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, ...)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def _children(pid: int) -> set[int]:
+    kids = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields and int(fields[1]) == pid:
+                kids.add(int(entry.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in ("Z", "X")  # a zombie has exited
+
+
+def _eval_cmd(data: Path, out: Path, url: str, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "ruler", "eval", "--model", MODEL, "--model-tokenizer",
+            CONFIG, "--data", str(data), "--tokenizer-config", CONFIG, "--backend", "openai",
+            "--base-url", url, "--out", str(out), "--no-progress", "--no-report",
+            "--concurrency", "1", "--retries", "0", *extra]
+
+
+def _wait_for_first_request(server: FakeServer, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 120
+    while not server.attempts:
+        assert proc.poll() is None, f"ruler eval exited early:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, "ruler eval sent no request within 120 s"
+        time.sleep(0.05)
+
+
+@linux_proc
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill-9"])
+def test_a_killed_eval_leaves_no_render_worker_behind(data, tmp_path, sig):
+    """SIGTERM and kill -9 run none of the driver's clean-up: the render pool's workers
+    must notice on their own and exit (within a few seconds, not never)."""
+    log = tmp_path / "eval.log"
+    workers: set[int] = set()
+    # Answers take a minute: the run is killed while it waits on the server.
+    with FakeServer(lambda prompt, attempt: (200, {}, 60.0)) as server, \
+            open(log, "w") as log_fh:
+        proc = subprocess.Popen(_eval_cmd(data, tmp_path / "r", server.url,
+                                          "--render-workers", "2"),
+                                stdout=log_fh, stderr=subprocess.STDOUT)
+        try:
+            _wait_for_first_request(server, proc, log)  # rendered: the pool is running
+            workers = _children(proc.pid)
+            assert len(workers) == 2, f"expected the 2 render workers, found {workers}"
+            proc.send_signal(sig)
+            proc.wait(timeout=30)
+            deadline = time.monotonic() + 15
+            while any(map(_alive, workers)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            left = sorted(w for w in workers if _alive(w))
+            assert not left, f"render worker(s) {left} outlived the killed ruler eval"
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for w in workers:  # only the processes this test started
+                if _alive(w):
+                    os.kill(w, signal.SIGKILL)
+
+
+_SPAWNED_STREAM = """
+import sys, time
+from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.eval.data import open_dataset
+from ruler.eval.render import Renderer
+from ruler.eval.stream import PromptStream
+ds = open_dataset(sys.argv[1])
+stream = PromptStream(ds, ds.files(sys.argv[2]), Renderer(load_tokenizer(sys.argv[2]), "chat"),
+                      workers=2, start_method="spawn")
+next(stream)
+open(sys.argv[3], "w").close()  # rendered: the pool is running
+time.sleep(300)
+"""
+
+
+@linux_proc
+@pytest.mark.slow  # spawned workers load the tokenizer again (~10 s)
+def test_spawned_render_workers_die_with_a_killed_driver(data, tmp_path):
+    ready, log = tmp_path / "ready", tmp_path / "driver.log"
+    with open(log, "w") as log_fh:
+        proc = subprocess.Popen([sys.executable, "-c", _SPAWNED_STREAM, str(data), CONFIG,
+                                 str(ready)], stdout=log_fh, stderr=subprocess.STDOUT)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 120
+        while not ready.exists():
+            assert proc.poll() is None, f"the driver exited:\n{log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, "nothing rendered within 120 s"
+            time.sleep(0.05)
+        # spawn adds multiprocessing's resource tracker beside the two workers
+        workers = _children(proc.pid)
+        assert len(workers) >= 2
+        proc.kill()
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 15
+        while any(map(_alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in workers if _alive(w)]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for w in workers:
+            if _alive(w):
+                os.kill(w, signal.SIGKILL)
