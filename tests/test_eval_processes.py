@@ -14,6 +14,7 @@ import pytest
 
 from build_helpers import build
 from fake_openai import MODEL, FakeServer
+from ruler.cli import main
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1",)
@@ -145,3 +146,44 @@ def test_spawned_render_workers_die_with_a_killed_driver(data, tmp_path):
         for w in workers:
             if _alive(w):
                 os.kill(w, signal.SIGKILL)
+
+
+@linux_proc
+def test_a_second_eval_into_a_busy_results_folder_refuses_at_once(data, tmp_path, capsys):
+    """Two runs into one --out would both generate every row and leave duplicate keys: the
+    second refuses in one line before any request. The lock dies with its holder: after a
+    kill -9 the next run goes ahead."""
+    first_request: list = []
+
+    def policy(prompt, attempt):  # the first request of all hangs; the rest are quick
+        if not first_request:
+            first_request.append(tuple(prompt))
+        return 200, {}, 60.0 if tuple(prompt) == first_request[0] and attempt == 0 else 0.0
+
+    out, log = tmp_path / "r", tmp_path / "first.log"
+    workers: set[int] = set()
+    with FakeServer(policy) as server, open(log, "w") as log_fh:
+        args = _eval_cmd(data, out, server.url, "--render-workers", "1")
+        proc = subprocess.Popen(args, stdout=log_fh, stderr=subprocess.STDOUT)
+        try:
+            _wait_for_first_request(server, proc, log)
+            workers = _children(proc.pid)
+            assert main(args[3:]) == 2
+            err = capsys.readouterr().err.strip()
+            assert err.count("\n") == 0 and str(out) in err and "another `ruler eval`" in err
+            assert sum(server.attempts.values()) == 1  # the second run sent nothing
+            proc.kill()  # kill -9: no clean-up runs, the OS drops the lock
+            proc.wait(timeout=30)
+            deadline = time.monotonic() + 15  # its render worker follows it
+            while any(map(_alive, workers)) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert main(args[3:]) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            for w in workers:
+                if _alive(w):
+                    os.kill(w, signal.SIGKILL)
+    lines = (out / "predictions.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and all('"status": "ok"' in x for x in lines)
