@@ -3,6 +3,7 @@ and the lock a run holds on its folder."""
 
 from __future__ import annotations
 
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -15,6 +16,28 @@ SCORES_NAME = "scores.json"  # `ruler score`'s output, which `ruler report` read
 #: Held by a `ruler eval` run for as long as it works in the folder (a dot file: no report or
 #: listing shows it).
 LOCK_NAME = ".ruler-eval.lock"
+
+
+#: File descriptors of the results-folder locks this process holds (see `_forget_in_child`).
+_held_lock_fds: set[int] = set()
+
+
+def _forget_in_child() -> None:
+    """A forked child (a render worker, an engine process) inherits the lock's descriptor,
+    and an OS lock lasts while any descriptor of it is open: a child outliving its killed
+    driver would keep the folder locked. The child closes its copy (which leaves the
+    parent's lock alone; only an explicit unlock would release it). filelock 4 does the same
+    itself; the 3.x releases allowed by the requirement do not."""
+    for fd in _held_lock_fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held_lock_fds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_child)
 
 
 @contextmanager
@@ -45,9 +68,14 @@ def hold_results_folder(out: Path) -> Iterator[None]:
             from None
     except OSError as e:
         raise RulerError(f"cannot lock the results folder {out}: {e.strerror or e}") from None
+    # filelock keeps the descriptor in its (private) context; without it, no child closes.
+    fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
+    if isinstance(fd, int):
+        _held_lock_fds.add(fd)
     try:
         yield
     finally:
+        _held_lock_fds.discard(fd)
         try:
             if created and [p.name for p in out.iterdir()] == [LOCK_NAME]:
                 lock_path.unlink()

@@ -14,6 +14,7 @@ import pytest
 
 from build_helpers import build
 from fake_openai import MODEL, FakeServer
+from ruler.builder.errors import RulerError
 from ruler.cli import main
 
 CONFIG = "qwen2.5"
@@ -187,3 +188,45 @@ def test_a_second_eval_into_a_busy_results_folder_refuses_at_once(data, tmp_path
                     os.kill(w, signal.SIGKILL)
     lines = (out / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 4 and all('"status": "ok"' in x for x in lines)
+
+
+_HOLDER = """
+import os, sys, time
+from pathlib import Path
+from ruler.eval.results_folder import hold_results_folder
+with hold_results_folder(Path(sys.argv[1])):
+    if os.fork() == 0:  # a child that outlives its parent, as an engine process might
+        time.sleep(60)
+        os._exit(0)
+    open(sys.argv[2], "w").close()
+    time.sleep(300)
+"""
+
+
+@linux_proc
+def test_a_child_of_a_killed_run_does_not_keep_its_folder_locked(tmp_path):
+    from ruler.eval.results_folder import hold_results_folder
+
+    out, ready = tmp_path / "r", tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out), str(ready)])
+    child = None
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        (child,) = _children(proc.pid)
+        with pytest.raises(RulerError, match="in use by another `ruler eval` run"):
+            with hold_results_folder(out):
+                pass
+        proc.kill()
+        proc.wait(timeout=30)
+        assert _alive(child)
+        with hold_results_folder(out):  # the orphan holds no lock
+            pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if child is not None and _alive(child):
+            os.kill(child, signal.SIGKILL)
