@@ -306,10 +306,12 @@ def _retryable_skips(ds: Dataset, files: list[SplitFile], skipped: dict[Key, int
     row that still does not fit is recorded as skipped again)."""
     if not skipped or limit is None:
         return set(skipped)
+    by_file: dict[tuple, dict[int, int]] = {}
+    for key, prompt_tokens in skipped.items():
+        by_file.setdefault(key[:3], {})[key[3]] = prompt_tokens
     retry = set()
     for f in files:
-        here = {k[3]: n for k, n in skipped.items() if k[:3] == (f.config, f.task,
-                                                                 f.max_seq_length)}
+        here = by_file.get((f.config, f.task, f.max_seq_length))
         if not here:
             continue
         for batch in ds.iter_rows(f, ("index", "tokens_to_generate"), 4096):
