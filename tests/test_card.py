@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -149,13 +151,27 @@ def test_generator_licence_matches_pyproject():
 
 # --- issue 21.6: the card always matches the manifest --------------------------------------------
 
-def _card_state_after_a_kill(out: Path, stale: bytes) -> None:
-    """What a run killed (or stopped by a full disk) between its last manifest write and its
-    card write leaves: the new manifest, the previous card, and the killed writer's
-    temporary card (today's name and the one before it)."""
-    (out / "README.md").write_bytes(stale)
-    (out / ".README.md.tmp").write_bytes(stale[:100])
-    (out / ".README.md.x1y2z3.tmp").write_bytes(stale[:100])
+#: `ruler ARGS` in a process killed (SIGKILL) at the moment a build or merge has written the
+#: manifest and starts writing the card, with the temporary card that kill leaves behind.
+KILLED_AT_THE_CARD = """
+import os, sys
+from pathlib import Path
+import ruler.builder.build.publish as publish
+
+def killed(out):
+    (Path(out) / ".README.md.k1ll3d.tmp").write_text("half a card")
+    os.kill(os.getpid(), 9)
+
+publish.write_card = killed
+from ruler.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _killed_at_the_card(*argv: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", KILLED_AT_THE_CARD, *argv],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr
 
 
 def _card_is_current(out: Path) -> bool:
@@ -164,29 +180,30 @@ def _card_is_current(out: Path) -> bool:
 
 
 @pytest.mark.parametrize("rerun", [[], ["--overwrite"]])
-def test_a_stale_card_is_rendered_again_by_a_build_rerun(tmp_path, capsys, rerun):
+def test_a_card_left_stale_by_a_killed_build_is_rendered_again_by_a_rerun(tmp_path, capsys,
+                                                                         rerun):
     out = tmp_path / "ruler"
     build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
-    stale = (out / "README.md").read_bytes()
-    build(out, "gpt-4", ["niah_single_1", "vt"], [1024], 2, workers=1)
-    _card_state_after_a_kill(out, stale)
+    argv = ["build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1,vt", "--lengths", "1024",
+            "--samples", "2", "--out", str(out), "--no-progress", "--workers", "1"]
+    _killed_at_the_card(*argv)
+    assert "data/gpt-4/vt/1024.parquet" in manifest_of(out)["files"]  # recorded, card not
+    assert not _card_is_current(out)
     assert main(["verify", str(out), "--no-load", "--workers", "1"]) == 1
     assert "README.md: `configs` do not match manifest.json" in capsys.readouterr().out
-    assert main(["build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1,vt", "--lengths",
-                 "1024", "--samples", "2", "--out", str(out), "--no-progress", *rerun]) == 0
+    assert main([*argv, *rerun]) == 0
     assert _card_is_current(out)
     assert main(["verify", str(out), "--workers", "1"]) == 0, capsys.readouterr().out
 
 
-def test_a_stale_card_is_rendered_again_by_a_merge_rerun(tmp_path, capsys):
+def test_a_card_left_stale_by_a_killed_merge_is_rendered_again_by_a_rerun(tmp_path, capsys):
     parts = [tmp_path / "a", tmp_path / "b"]
     build(parts[0], "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
     build(parts[1], "gpt-4", ["vt"], [1024], 2, workers=1)
     merged = tmp_path / "merged"
     assert main(["merge", str(parts[0]), "--out", str(merged)]) == 0
-    stale = (merged / "README.md").read_bytes()
-    assert main(["merge", *map(str, parts), "--out", str(merged)]) == 0
-    _card_state_after_a_kill(merged, stale)
+    _killed_at_the_card("merge", *map(str, parts), "--out", str(merged))
+    assert len(manifest_of(merged)["files"]) == 2 and not _card_is_current(merged)
     assert main(["merge", *map(str, parts), "--out", str(merged)]) == 0
     assert "0 file(s) copied, 2 already there" in capsys.readouterr().out
     assert _card_is_current(merged)
