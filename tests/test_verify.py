@@ -463,3 +463,13 @@ def test_fuzzed_manifests_never_give_a_traceback(pristine, tmp_path, capsys):
         assert code in (0, 2), (path, value, err)
         if code == 2:
             assert err.startswith("ruler: error: ") and len(err.splitlines()) == 1, err
+
+
+def test_an_unlisted_link_under_data_is_reported(out, tmp_path, capsys):
+    """Issue 21.14: the dataset loader's patterns (`data/<config>/*/<L>.parquet`) would follow
+    a link under data/ that no manifest entry names; verify names it."""
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(out / "data/gpt-4/niah_single_1", elsewhere)
+    (out / "data/gpt-4/extra").symlink_to(elsewhere)
+    code, text = run(capsys, out, "--no-load", "--workers", "1")
+    assert code == 1 and "data/gpt-4/extra: symbolic link inside the build folder" in text, text
