@@ -124,13 +124,19 @@ def test_legitimate_config_names_and_lengths_are_read(shard, tmp_path):
 
     def change(m):
         entry = m["files"][REL]
-        for config, L in (("gpt-4--depth10", 4096), ("gpt-4--out16k", 2097152),
-                          ("my.tok_v2--out1000", 1024), ("Qwen--Qwen3-8B", 131072)):
-            m["builds"][config] = m["builds"]["gpt-4"]
+        long_name = "t" * 96  # the longest tokenizer config name, plus a variant's suffix
+        for config, L, variant in (
+                ("gpt-4--depth10", 4096, {"depth_bins": 10}),
+                ("gpt-4--out16k", 2097152, {"output_budget": 16384}),
+                ("my.tok_v2--out1000", 1024, {"output_budget": 1000}),
+                ("Qwen--Qwen3-8B", 131072, None),
+                (f"{long_name}--out16k", 1048576, {"output_budget": 16384})):
+            m["builds"][config] = {**m["builds"]["gpt-4"],
+                                   **({"variant": variant} if variant else {})}
             m["files"][f"data/{config}/vt/{L}.parquet"] = {
                 **entry, "config": config, "task": "vt", "max_seq_length": L}
     _edit(ok, change)
-    assert len(read_manifest(ok)["files"]) == 5
+    assert len(read_manifest(ok)["files"]) == 6
 
 
 # --- 21.1 / 21.14: symbolic links inside a build folder -----------------------------------------
