@@ -25,6 +25,7 @@ from typing import Any, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256, sha256_text
+from ruler.builder.hub_names import check_config_name
 from ruler.builder.tokenizer import (HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer,
                                      Tokenizer, TokenizerIdentity, load_hf)
 from ruler.builder.user_cache import user_cache_root
@@ -32,9 +33,6 @@ from ruler.builder.user_cache import user_cache_root
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
 CACHE_ENV = "RULER_TOKENIZER_CACHE"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-# A dataset config name: it becomes a folder under data/ and a Hub config name, so nothing
-# that could step out of data/ ("..", "/") or that the Hub rejects.
-_CONFIG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?$")
 
 
 @lru_cache(maxsize=1)
@@ -58,14 +56,6 @@ def config_name(name: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "--", name).strip("-.")
     check_config_name(cleaned, f"tokenizer {name!r}")
     return cleaned
-
-
-def check_config_name(config: str, what: str = "config") -> None:
-    """Refuse a config name that is not a plain folder and Hub config name."""
-    if not isinstance(config, str) or not _CONFIG_NAME.match(config) or ".." in config:
-        raise RulerError(f"cannot use {config!r} (from {what}) as a dataset config name: use "
-                         f"letters, digits, '_', '-' or '.', starting and ending with a letter "
-                         f"or digit, no '..'")
 
 
 def load_tokenizer(spec: str, tokenizers_dir: str | os.PathLike | None = None) -> Tokenizer:

@@ -18,7 +18,8 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import MANIFEST_NAME, data_path, read_manifest
+from ruler.builder.manifest import MANIFEST_NAME, check_split_files, data_path, read_manifest
+from ruler.builder.manifest_schema import check_manifest
 from ruler.builder.hashing import file_sha256
 from ruler.builder.tasks.catalog import TASKS
 
@@ -123,7 +124,9 @@ def open_dataset(spec: str, revision: str | None = None, config: str | None = No
     if path.is_dir():
         if not (path / MANIFEST_NAME).is_file():
             raise RulerError(f"{path} is not a ruler build: it has no {MANIFEST_NAME}")
-        return Dataset(spec, None, path, read_manifest(path))
+        manifest = read_manifest(path)  # checked: split files of known configs, tasks, lengths
+        check_split_files(path, manifest["files"])  # reached through no link below the folder
+        return Dataset(spec, None, path, manifest)
     if _HUB_ID.match(spec):
         return _open_hub(spec, revision, config, list(tasks or ()), list(lengths or ()))
     raise RulerError(f"--data {spec!r} is neither a build folder nor a Hub dataset id ORG/NAME")
@@ -140,13 +143,18 @@ def _open_hub(repo: str, revision: str | None, config: str | None, tasks: list[s
         revision = HfApi().dataset_info(repo, revision=revision).sha
         manifest_file = hf_hub_download(repo, MANIFEST_NAME, repo_type="dataset",
                                         revision=revision)
-        manifest = json.loads(Path(manifest_file).read_text(encoding="utf-8"))
+        manifest = check_manifest(json.loads(Path(manifest_file).read_text(encoding="utf-8")),
+                                  f"{MANIFEST_NAME} of {repo}@{revision}")
+        # The snapshot's files are links into huggingface_hub's own cache (its blobs), which
+        # it made from these checked paths: they are not checked for links.
         wanted = [rel for rel, e in manifest.get("files", {}).items()
                   if (config is None or e.get("config") == config)
                   and (not tasks or e["task"] in tasks)
                   and (not lengths or int(e["max_seq_length"]) in lengths)]
         root = Path(snapshot_download(repo, repo_type="dataset", revision=revision,
                                       allow_patterns=[MANIFEST_NAME, *wanted]))
+    except RulerError:
+        raise
     except Exception as e:  # network, auth, missing revision: one clear message
         raise RulerError(f"could not fetch dataset {repo}@{revision or 'main'} from the Hub: "
                          f"{type(e).__name__}: {e}") from None

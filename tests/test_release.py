@@ -263,6 +263,7 @@ def test_unofficial_build_is_refused_unless_allowed(out, capsys):
     m["builds"]["gpt-4"]["official"] = False  # as a build with an unpinned tokenizer records
     m["builds"]["gpt-4"]["tokenizer"]["pinned"] = False
     (out / "manifest.json").write_text(json.dumps(m))
+    write_card(out)  # as that build renders it (verify checks the card is the manifest's)
     code, text = run(capsys, out, "--repo", REPO, "--dry-run")
     assert code == 2 and "unofficial" in text and "--allow-unofficial" in text
     code, text = run(capsys, out, "--repo", REPO, "--dry-run", "--allow-unofficial")
@@ -306,6 +307,7 @@ def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hu
         assert resolve(sid, stored).sha256 == r.sha256
     m["builds"]["gpt-4"]["sources"]["essays"].update(sha256="0" * 64, official=False)
     (out / "manifest.json").write_text(json.dumps(m))
+    write_card(out)
     code, text = run(capsys, out, "--repo", REPO, "--dry-run", "--with-sources",
                      "--sources", SOURCES, "--allow-unofficial")
     assert code == 2 and "but the build used" in text

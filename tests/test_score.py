@@ -249,3 +249,37 @@ def test_hub_dataset_is_fetched_at_one_pinned_commit_with_only_the_selected_file
                                              f"data/{CONFIG}/niah_multikey_2/1024.parquet"))]
     (f,) = ds.files(CONFIG, ("niah_multikey_2",), (1024,))
     assert [r["index"] for r in ds.rows(f)] == [0, 1, 2]
+
+
+def test_a_hub_manifest_naming_no_split_file_is_refused_before_any_file_is_fetched(
+        data, tmp_path, monkeypatch):
+    """Issue 21.1 for `--data ORG/NAME`: the downloaded manifest is checked as a local one is
+    (known configs, tasks and lengths only) before a file is fetched or a path is built."""
+    import huggingface_hub
+
+    from ruler.eval.data import open_dataset as open_ds
+
+    manifest = json.loads((data / "manifest.json").read_text())
+    rel = f"data/{CONFIG}/niah_multikey_2/1024.parquet"
+    task = "x/../../../../pwn"
+    manifest["files"][f"data/{CONFIG}/{task}/1024.parquet"] = {**manifest["files"][rel],
+                                                               "task": task}
+    hostile = tmp_path / "manifest.json"
+    hostile.write_text(json.dumps(manifest))
+    calls = []
+
+    class Api:
+        def dataset_info(self, repo, revision=None):
+            return type("Info", (), {"sha": "c0ffee"})()
+
+    def snapshot_download(*args, **kwargs):
+        calls.append("snapshot")
+        raise AssertionError("nothing may be fetched")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: str(hostile))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    with pytest.raises(RulerError, match=r"manifest.json of org/ruler@c0ffee: entry .* names "
+                                         r"unknown task 'x/\.\./\.\./\.\./\.\./pwn'"):
+        open_ds("org/ruler", "v1", CONFIG, None, None)
+    assert calls == []
