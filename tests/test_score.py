@@ -249,3 +249,61 @@ def test_hub_dataset_is_fetched_at_one_pinned_commit_with_only_the_selected_file
                                              f"data/{CONFIG}/niah_multikey_2/1024.parquet"))]
     (f,) = ds.files(CONFIG, ("niah_multikey_2",), (1024,))
     assert [r["index"] for r in ds.rows(f)] == [0, 1, 2]
+
+def _score_cli(data: Path, predictions: Path, *flags: str) -> int:
+    return main(["score", "--predictions", str(predictions), "--data", str(data), *flags])
+
+
+# --- odd prediction types are rejected, naming the row (issue 21.12) --------------------------
+
+ODD_VALUES = [  # column, value, what the one-line error says
+    ("prediction", {"text": "x"}, "prediction is a dict"),
+    ("prediction", ["x"], "prediction is a list"),
+    ("prediction", 7, "prediction is an int"),
+    ("prediction", 7.5, "prediction is a float"),
+    ("prediction", float("nan"), "prediction is NaN"),
+    ("prediction", True, "prediction is a bool"),
+    ("index", 1.5, "index 1.5 is not an integer"),
+    ("index", float("nan"), "index nan is not an integer"),
+    ("index", float("inf"), "index inf is not an integer"),
+    ("index", True, "index True is not an integer"),
+    ("index", "1", "index '1' is not an integer"),
+    ("max_seq_length", 1024.5, "max_seq_length 1024.5 is not an integer"),
+    ("task", 5, "task 5 is not a string"),
+    ("data_sha256", 5, "data_sha256 5 is not a string"),
+]
+
+
+@pytest.mark.parametrize("column,value,message", ODD_VALUES,
+                         ids=[f"{c}={v!r}" for c, v, _ in ODD_VALUES])
+def test_odd_prediction_types_are_one_clear_error(data, tmp_path, capsys, column, value,
+                                                  message):
+    recs = _records(data)
+    recs[1][column] = value
+    path = _write_jsonl(tmp_path / "p.jsonl", recs)
+    assert _score_cli(data, path, "--out", str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: record 2" in err and message in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_odd_parquet_columns_are_one_clear_error_and_integral_float_indexes_are_keys(
+        data, tmp_path, capsys):
+    recs = _records(data)
+    for column, values, message in (
+            ("prediction", [float("nan")] * len(recs), "prediction is NaN"),
+            ("prediction", [{"a": 1}] * len(recs), "prediction is a dict"),
+            ("index", [r["index"] + 0.5 for r in recs], "index 0.5 is not an integer")):
+        path = tmp_path / f"{column}.parquet"
+        pq.write_table(pa.Table.from_pylist([dict(r, **{column: v})
+                                             for r, v in zip(recs, values)]), path)
+        assert _score_cli(data, path, "--out", str(tmp_path / "out")) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: record 1" in err and message in err, err
+    # A float column of whole numbers (pandas writes one when a column had nulls) is exact:
+    # index 2.0 is row 2. Documented in the README.
+    path = tmp_path / "float_index.parquet"
+    pq.write_table(pa.Table.from_pylist([dict(r, index=float(r["index"])) for r in recs]), path)
+    report = score_file(path, open_dataset(str(data)))
+    assert [(c.score, c.missing) for c in report.cells] == [(100.0, 0), (100.0, 0)]
