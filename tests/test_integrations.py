@@ -262,7 +262,10 @@ def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
         (t, 100.0, 2, 2) for t in TASKS_BUILT]  # --limit 2 of the run: 2 rows expected
     assert report.model == "my/model" and report.missing == [] and report.unknown == []
     one = next(out.rglob(f"samples_{ex.task_name(CONFIG, 'vt', L)}_*.jsonl"))
-    assert [c.task for c in score_file(one, ds).cells] == ["vt"]
+    assert [c.task for c in score_file(one, ds, tasks=("vt",)).cells] == ["vt"]
+    # Without --tasks the whole config was asked for: the other tasks are missing, listed.
+    whole = score_file(one, ds)
+    assert not whole.complete and whole.incomplete_cells == [f"niah_single_1/{L}", f"qa_1/{L}"]
     _lm_eval_output(tmp_path / "lm" / "again", data, lambda r: "x", date="2026-02-03T00-00-00.0")
     with pytest.raises(RulerError, match=f"ran task {ex.task_name(CONFIG, 'niah_single_1', L)} "
                                          f"2 times"):

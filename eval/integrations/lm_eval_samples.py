@@ -120,5 +120,7 @@ def read_samples(paths: list[Path]) -> PredictionSource:
                    for n, sample in enumerate(read_records(path))
                    # other filters are the user's own; the exported tasks define none
                    if sample.get("filter", "none") == "none"]
-        parts.append(PredictionSource(records, *_model_and_limit(results)))
+        # The tasks the run was given: every exported task records its (config, task, L).
+        parts.append(PredictionSource(records, *_model_and_limit(results),
+                                      asked=set(hashes) or None))
     return PredictionSource.merge(parts)
