@@ -114,6 +114,16 @@ class Dataset:
         self._checked.add(f.path)
 
 
+def default_config(ds: Dataset) -> str:
+    """The config to use when none is named: the dataset's only one; with several, which one
+    is meant is the user's to say."""
+    configs = ds.configs
+    if len(configs) == 1:
+        return configs[0]
+    if not configs:
+        raise RulerError(f"dataset {ds.spec} has no tokenizer config")
+    raise RulerError(f"dataset {ds.spec} has {len(configs)} tokenizer configs "
+                     f"({', '.join(configs)}): choose one with --tokenizer-config")
 
 
 def open_dataset(spec: str, revision: str | None = None, config: str | None = None,
