@@ -105,6 +105,7 @@ def test_every_reader_refuses_an_entry_that_names_no_split_file(shard, tmp_path,
         if field == "config":
             m["builds"][value] = m["builds"]["gpt-4"]
     _edit(bad, change)
+    (tmp_path / "p.jsonl").write_text("")  # score reads the dataset's manifest, not this
     with pytest.raises(RulerError, match=says):
         read_manifest(bad)
     for argv in (["merge", str(bad), "--out", str(tmp_path / "m")],
