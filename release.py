@@ -9,6 +9,12 @@ including that commit, the repo is unchanged (a repo this release created is del
 Only the tag follows the commit; the Hub has no way to commit and tag at once, so a failure
 there is reported with the commit id and the call that finishes the job.
 
+Large files (every Parquet file) are pre-uploaded as the installed huggingface_hub does it:
+through Xet when `hf_xet` is installed (the default), else through LFS (the batch API, a PUT
+to the signed URL it returns, the verify call); nothing of that is visible until the commit
+names the files. A failed upload leaves the uploaded objects in the repo's storage, so running
+the release again sends only what is missing.
+
 The token comes from the standard huggingface_hub login or `HF_TOKEN` and is never printed:
 every message that can carry server text passes `ruler.builder.scrub` (a server may echo the
 request's headers). The endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.hub_errors import hub_error
 from ruler.builder.hub_names import validate_repo_id, validate_tag
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -174,30 +181,9 @@ def format_plan(plan: ReleasePlan) -> str:
 
 # --- the Hub side ------------------------------------------------------------------------------
 
-def _hub_error(step: str, e: Exception) -> RulerError:
-    """One clear line: the step, the HTTP status and the server's own message (scrubbed of
-    tokens: a server may echo the request's Authorization header)."""
-    from ruler.builder.scrub import scrub
-
-    return RulerError(scrub(_hub_message(step, e)))
-
-
-def _hub_message(step: str, e: Exception) -> str:
-    from huggingface_hub.errors import HfHubHTTPError
-
-    if not isinstance(e, HfHubHTTPError) and isinstance(e.__cause__, HfHubHTTPError):
-        e = e.__cause__  # e.g. the client's "Invalid metadata in README.md" wraps the 400
-    if isinstance(e, HfHubHTTPError) and e.response is not None:
-        status = e.response.status_code
-        server = e.server_message or ""
-        hint = {401: " (check your token: `hf auth login` or HF_TOKEN)",
-                403: " (the token cannot write to this repo)",
-                409: " (conflict on the Hub)",
-                412: " (the repo changed while releasing; run the release again)"}.get(status, "")
-        detail = server.strip() or str(e).splitlines()[0]
-        return f"{step} failed: HTTP {status}: {detail}{hint}"
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{step} failed: {type(e).__name__}: {first}"
+# After a failure in this step the repo is unchanged and running the release again converges.
+_RERUN = {"pre-upload": "; nothing was committed: run the release again (files already "
+                        "uploaded are not sent again)"}
 
 
 def publish(plan: ReleasePlan, api) -> ReleaseResult:
@@ -210,7 +196,7 @@ def publish(plan: ReleasePlan, api) -> ReleaseResult:
         try:
             return fn(*args, **kwargs)
         except Exception as e:  # every Hub/network failure becomes one clear message
-            raise _hub_error(name, e) from None
+            raise hub_error(name, e, plan.endpoint, then=_RERUN.get(name, "")) from None
 
     repo = plan.repo_id
     existed = step("read repo", api.repo_exists, repo, repo_type=REPO_TYPE)
@@ -226,7 +212,7 @@ def publish(plan: ReleasePlan, api) -> ReleaseResult:
         api.create_tag(repo, tag=plan.tag, revision=commit.oid, repo_type=REPO_TYPE,
                        tag_message=f"ruler release {plan.tag}")
     except Exception as e:
-        err = _hub_error("tag", e)
+        err = hub_error("tag", e, plan.endpoint)
         raise RulerError(f"{err} -- commit {commit.oid} is on main but untagged; tag it with "
                          f"HfApi().create_tag({repo!r}, tag={plan.tag!r}, "
                          f"revision={commit.oid!r}, repo_type='dataset')") from None
@@ -245,7 +231,7 @@ def _undo_create(api, repo: str) -> str:
         api.delete_repo(repo, repo_type=REPO_TYPE)
     except Exception as d:
         return (f"the repo {repo} this release created could not be deleted "
-                f"({_hub_error('delete repo', d)}): an empty repo remains")
+                f"({hub_error('delete repo', d)}): an empty repo remains")
     return f"the repo {repo} this release created was deleted again"
 
 
