@@ -16,9 +16,9 @@ names the files. A failed upload leaves the uploaded objects in the repo's stora
 the release again sends only what is missing.
 
 The token comes from the standard huggingface_hub login or `HF_TOKEN` and is never printed:
-every message that can carry server text passes `ruler.builder.scrub` (a server may echo the
-request's headers). The endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at
-call time).
+every line passes `ruler.builder.scrub` (a server may echo the request's headers, or the
+token, into file names and URLs). The endpoint is passed in (`--endpoint`, else
+`$HF_ENDPOINT` read at call time).
 """
 
 from __future__ import annotations
@@ -271,9 +271,13 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
             sources_dir: str | None = None, endpoint: str | None = None, api=None,
             verify_kwargs: Mapping[str, Any] | None = None, echo=print,
             regenerate: int = DEFAULT_REGENERATE) -> ReleaseResult | None:
+    from ruler.builder.scrub import scrub
     from ruler.builder.verify.folder import load_manifest
     from ruler.builder.verify.report import format_report
     from ruler.builder.verify.run import verify
+
+    def say(text: str) -> None:  # every line: file names, URLs and ids come from the server
+        echo(scrub(text))
 
     validate_repo_id(repo_id)  # before anything touches disk or network
     if tag is not None:
@@ -291,23 +295,23 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     report = verify(out, **{"regenerate": regenerate, "sources_dir": sources_dir,
                             "full_unpinned": True, **(verify_kwargs or {})})
     if not report.ok:
-        echo(format_report(report))
+        say(format_report(report))
         problems = report.all_problems()
         raise RulerError(f"verify failed ({len(problems)} problem(s), first: {problems[0]}); "
                          f"nothing was released")
     endpoint = resolve_endpoint(endpoint)
     plan = make_plan(out, manifest, repo_id, tag, endpoint, private, with_sources, sources_dir)
-    echo(format_plan(plan))
+    say(format_plan(plan))
     if dry_run:
-        echo("dry run: nothing uploaded")
+        say("dry run: nothing uploaded")
         return None
     api = api or _make_api(endpoint)
     result = publish(plan, api)
     if result.deleted:
-        echo(f"removed {len(result.deleted)} file(s) of the previous release: "
-             f"{', '.join(result.deleted)}")
-    echo(f"released {result.url} at commit {result.commit}, tag {result.tag}\n"
-         f'load with: load_dataset("{repo_id}", "<config>", split="<L>", revision="{tag}")')
+        say(f"removed {len(result.deleted)} file(s) of the previous release: "
+            f"{', '.join(result.deleted)}")
+    say(f"released {result.url} at commit {result.commit}, tag {result.tag}\n"
+        f'load with: load_dataset("{repo_id}", "<config>", split="<L>", revision="{tag}")')
     return result
 
 

@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -466,3 +468,38 @@ def test_with_xet_a_hub_without_xet_storage_leaves_nothing(out, hub, capsys, mon
     assert f"GET /api/datasets/{REPO}/xet-write-token/main" in hub.steps()
     assert not any("lfs/objects" in s for s in hub.steps()) and not hub.storage_requests
     assert REPO not in hub.repos
+
+
+# --- no output holds the token --------------------------------------------------------------
+
+def test_no_line_release_prints_holds_the_token_when_the_hub_echoes_it(out, hub, tmp_path):
+    """A Hub that echoes the caller's token into a file name of the previous release (printed
+    in "removed ..."), into the upload URLs it hands out (huggingface_hub's retry warning
+    prints the URL on stderr) and into its error messages. The real command in its own
+    process, success and failure: neither stdout nor stderr holds the token or any hf_...
+    string."""
+    hub.create_repo(REPO, private=False)
+    echoed = f"data/gpt-4/{TOKEN}.parquet"
+    hub.apply_commit(hub.repos[REPO], "a file named by an echoing server", {echoed: b"x"}, [])
+    hub.echo_token = hub.reflect_headers = True
+    hub.fail_uploads(1, status=503)  # retried by the client, after a warning naming the URL
+    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": TOKEN, "HF_HUB_OFFLINE": "0",
+           "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf_home")}
+
+    def release_cli(tag: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ruler", "release", str(out), "--repo", REPO,
+                               "--tag", tag], env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    ok = release_cli("v1")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert echoed not in hub.repos[REPO].head.files
+    assert "removed 1 file(s) of the previous release: data/gpt-4/<redacted>.parquet" \
+        in ok.stdout
+    assert "HTTP Error 503 thrown while requesting PUT" in ok.stderr  # the echoed URL's line
+    hub.fail("commit", 500, "storage backend unavailable")
+    failed = release_cli("v2")
+    assert failed.returncode == 2 and "HTTP 500: storage backend unavailable" in failed.stderr
+    for proc in (ok, failed):
+        for text in (proc.stdout, proc.stderr):
+            assert TOKEN not in text and not re.search(r"hf_[A-Za-z0-9]{8,}", text), text
