@@ -15,10 +15,10 @@ to the signed URL it returns, the verify call); nothing of that is visible until
 names the files. A failed upload leaves the uploaded objects in the repo's storage, so running
 the release again sends only what is missing.
 
-The token comes from the standard huggingface_hub login or `HF_TOKEN` and is never printed:
-every line passes `ruler.builder.scrub` (a server may echo the request's headers, or the
-token, into file names and URLs). The endpoint is passed in (`--endpoint`, else
-`$HF_ENDPOINT` read at call time).
+The token comes from the standard huggingface_hub login or `HF_TOKEN`; without one the
+release stops before verifying. It is never printed: every line passes `ruler.builder.scrub`
+(a server may echo the request's headers, or the token, into file names and URLs). The
+endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at call time).
 """
 
 from __future__ import annotations
@@ -289,6 +289,8 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     if not manifest["files"]:
         raise RulerError(f"{out} holds no split files: nothing to release")
     check_official(manifest, allow_unofficial)
+    if not dry_run and api is None:
+        check_can_publish()  # before verify spends seconds
     # Rebuild a few rows of every file from the manifest's identity (the strongest proof the
     # build is what it says), and re-tokenize every row of tokenizers outside the registry,
     # whose piece counting no test proves.
@@ -305,7 +307,11 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     if dry_run:
         say("dry run: nothing uploaded")
         return None
-    api = api or _make_api(endpoint)
+    if api is None:
+        from huggingface_hub import HfApi
+
+        # token=None: HfApi reads the standard login / HF_TOKEN itself; we never handle it.
+        api = HfApi(endpoint=endpoint)
     result = publish(plan, api)
     if result.deleted:
         say(f"removed {len(result.deleted)} file(s) of the previous release: "
@@ -315,15 +321,14 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     return result
 
 
-def _make_api(endpoint: str):
-    from huggingface_hub import HfApi, constants, get_token
+def check_can_publish() -> None:
+    """The Hub can be written to from here: not offline, and a token is configured."""
+    from huggingface_hub import constants, get_token
 
     if constants.is_offline_mode():
         raise RulerError("HF_HUB_OFFLINE is set: unset it to release (or use --dry-run)")
     if not get_token():
         raise RulerError("no Hugging Face token: run `hf auth login` or set HF_TOKEN")
-    # token=None: HfApi reads the standard login / HF_TOKEN itself; we never handle it.
-    return HfApi(endpoint=endpoint)
 
 
 def register_cli(subparsers) -> None:

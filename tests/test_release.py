@@ -503,3 +503,22 @@ def test_no_line_release_prints_holds_the_token_when_the_hub_echoes_it(out, hub,
     for proc in (ok, failed):
         for text in (proc.stdout, proc.stderr):
             assert TOKEN not in text and not re.search(r"hf_[A-Za-z0-9]{8,}", text), text
+
+
+def test_release_without_a_token_stops_before_verifying(out, capsys, monkeypatch):
+    """One line and exit 2 before verify spends seconds: the build here is damaged, and the
+    answer is still the missing token (verify never ran). A dry run needs no token."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(out / "no-token"))
+    path = out / "data/gpt-4/niah_single_1/1024.parquet"
+    path.write_bytes(path.read_bytes()[:-10])
+    code, text = run(capsys, out, "--repo", REPO, "--endpoint", "http://127.0.0.1:9")
+    assert code == 2
+    assert text.splitlines() == [
+        "ruler: error: no Hugging Face token: run `hf auth login` or set HF_TOKEN"]
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    code, text = run(capsys, out, "--repo", REPO, "--endpoint", "http://127.0.0.1:9")
+    assert code == 2 and len(text.splitlines()) == 1 and "HF_HUB_OFFLINE is set" in text
+    code, text = run(capsys, out, "--repo", REPO, "--dry-run")
+    assert code == 2 and "verify failed" in text
