@@ -24,16 +24,31 @@ PROMPT_MODES = ("chat", "base", "reasoning")
 
 @dataclass(frozen=True)
 class TokenizerIdentity:
-    """What a build records about the tokenizer it counted with."""
+    """What a build records about the tokenizer it counted with.
+
+    For a registry name this is the registry's pin (kind, files, chat template), whichever way
+    the tokenizer was obtained: a name that another backend also loads (mistral-nemo from the
+    mistral-common package) gives the same ids (tested) and so the same identity; `origin`
+    alone says where it came from.
+    """
 
     name: str
-    kind: str  # hf | tiktoken | sentencepiece
-    origin: str  # where the files came from: registry-dir, cache, package, hub, folder
+    kind: str  # hf | tiktoken | sentencepiece: the format of the (pinned) files
+    origin: str  # where it came from: tokenizers-dir, cache, package:..., hub, tiktoken, folder
     repo: str | None = None
     revision: str | None = None
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     chat_template_sha256: str | None = None
     pinned: bool = False  # every file hash equals the registry's pin
+    #: Other backends that load this same registry name (e.g. "tekken"): rows made through
+    #: any of them are this identity's, so their packages' versions are part of it too.
+    other_backends: tuple[str, ...] = ()
+
+    @property
+    def content_kinds(self) -> tuple[str, ...]:
+        """The backends whose packages shape this tokenizer's rows (see
+        `ruler.builder.identity.content_packages`)."""
+        return (self.kind, *(k for k in self.other_backends if k != self.kind))
 
     def fingerprint(self) -> str:
         """Hash of everything that can change token counts (for cache keys)."""
@@ -74,7 +89,8 @@ class Tokenizer(ABC):
 
     @abstractmethod
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`, no special tokens added; special-token text counts as text."""
+        """Token ids of `text`, no special tokens added (special-token text inside `text` is
+        read as the backend reads it: a Hugging Face tokenizer matches its added tokens)."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode(t) for t in texts]
