@@ -12,9 +12,12 @@ import bisect
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from ruler.builder.errors import RulerError
 
 #: chat: the chat template, assistant turn pre-filled with the answer prefix; base: input +
 #: answer prefix with the tokenizer's special tokens; reasoning: the chat template with a
@@ -62,6 +65,11 @@ class TokenizerIdentity:
             "revision": self.revision, "files": dict(sorted(self.files.items())),
             "chat_template_sha256": self.chat_template_sha256, "pinned": self.pinned,
         }
+
+
+class ChatTemplateError(RulerError, ValueError):
+    """A chat template that cannot render a prompt (a ValueError, as other rendering refusals
+    of `prompt_ids` are)."""
 
 
 class Tokenizer(ABC):
@@ -213,14 +221,34 @@ class HFTokenizer(Tokenizer):
                     template_kwargs: Mapping[str, Any] | None = None) -> str:
         messages = [{"role": "user", "content": input_text},
                     {"role": "assistant", "content": answer_prefix}]
-        return self.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=False,
-                                           continue_final_message=True, **(template_kwargs or {}))
+        with self._template_errors("a user turn, then the assistant turn pre-filled with the "
+                                   "answer prefix"):
+            return self.hf.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=False,
+                continue_final_message=True, **(template_kwargs or {}))
 
     def render_reasoning(self, input_text: str,
                          template_kwargs: Mapping[str, Any] | None = None) -> str:
-        return self.hf.apply_chat_template([{"role": "user", "content": input_text}],
-                                           tokenize=False, add_generation_prompt=True,
-                                           **(template_kwargs or {}))
+        with self._template_errors("a user turn and a generation prompt"):
+            return self.hf.apply_chat_template([{"role": "user", "content": input_text}],
+                                               tokenize=False, add_generation_prompt=True,
+                                               **(template_kwargs or {}))
+
+    @contextmanager
+    def _template_errors(self, what: str) -> Iterator[None]:
+        """A template that raises (its own `raise_exception`, a syntax error, a turn it drops,
+        which transformers reports as ValueError) is the user's tokenizer, not a bug here:
+        one line naming the tokenizer and the error's first line."""
+        import jinja2
+
+        try:
+            yield
+        except (jinja2.TemplateError, ValueError, TypeError, LookupError) as e:
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise ChatTemplateError(
+                f"the chat template of tokenizer {self.name!r} cannot render RULER's prompt "
+                f"({what}): {type(e).__name__}: {first}. Fix the template (chat_template in "
+                f"tokenizer_config.json, or chat_template.jinja) in {self.folder}") from None
 
     def _chat_ids(self, input_text: str, answer_prefix: str,
                   template_kwargs: Mapping[str, Any]) -> list[int]:

@@ -387,3 +387,48 @@ def test_a_tiktoken_encoding_from_tiktokens_own_cache_is_the_pinned_file(name, t
                          text=True, timeout=120)
     assert bad.returncode != 0 and "could not load the" in bad.stderr
 
+
+# --- a chat template that cannot render RULER's prompt --------------------------------------
+
+RAISES_FOR_ASSISTANT = (
+    "{% for m in messages %}{% if m['role'] == 'assistant' %}"
+    "{{ raise_exception('Assistant turns cannot be continued') }}{% endif %}"
+    "{{ m['content'] }}{% endfor %}")
+
+
+@pytest.mark.parametrize("where,template,error", [
+    ("tokenizer_config.json", RAISES_FOR_ASSISTANT,
+     "TemplateError: Assistant turns cannot be continued"),
+    ("chat_template.jinja", "{% for m in messages %}{{ m['content'] }{% endfor %}",
+     "TemplateSyntaxError: unexpected '}'"),
+    ("tokenizer_config.json", "{% for m in messages %}{% if m['role'] == 'user' %}"
+     "{{ m['content'] }}{% endif %}{% endfor %}", "ValueError: continue_final_message"),
+], ids=["raise_exception", "syntax-error", "drops-the-answer-prefix"])
+def test_a_chat_template_that_fails_is_one_line_from_build(tmp_path, capsys, where, template,
+                                                           error):
+    """issue 21.12: `ruler build` with a tokenizer whose template raises for RULER's roles
+    (user, then the assistant turn pre-filled), or does not compile, or drops the assistant
+    turn, says so in one line naming the tokenizer and the error, exits 2, writes nothing."""
+    from ruler.cli import main
+
+    folder = tmp_path / "my-tok"
+    folder.mkdir()
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        (folder / f).write_bytes((TOKENIZERS / "llama-3.1" / f).read_bytes())
+    if where == "tokenizer_config.json":
+        cfg = json.loads((folder / f).read_text())
+        cfg["chat_template"] = template
+        (folder / f).write_text(json.dumps(cfg))
+    else:
+        (folder / where).write_text(template)
+    out = tmp_path / "out"
+    capsys.readouterr()
+    code = main(["build", "--tokenizer", str(folder), "--tasks", "vt,niah_single_1",
+                 "--lengths", "4096", "--samples", "2", "--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    # transformers' own start-up notice is issue 21.17's, not this error's
+    err = [line for line in err if not line.startswith("[transformers] PyTorch was not found")]
+    assert code == 2
+    assert len(err) == 1 and err[0].startswith("ruler: error: "), err
+    assert "'my-tok'" in err[0] and error in err[0] and "chat template" in err[0], err[0]
+    assert not out.exists()
