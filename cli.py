@@ -39,17 +39,20 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = make_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except RulerError as e:
-        from ruler.builder.scrub import scrub
+    from ruler.builder.scrub import scrub, scrubbed_output
 
-        print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("ruler: interrupted", file=sys.stderr)
-        return 130
+    args = make_parser().parse_args(argv)
+    # Commands print server text (Hub file names, URLs in huggingface_hub's retry warnings,
+    # an inference server's errors): no credential is ever shown, on stdout or stderr.
+    with scrubbed_output():
+        try:
+            return int(args.func(args) or 0)
+        except RulerError as e:
+            print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print("ruler: interrupted", file=sys.stderr)
+            return 130
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import canonical_row_bytes
+from ruler.builder.manifest import canonical_row_bytes, temp_prefix
 from ruler.builder.schema import ROW_SCHEMA
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
@@ -33,12 +33,6 @@ def rows_per_group(max_seq_length: int) -> int:
     # ~4-5 characters per token of stored text; cap to keep groups well under the viewer limit.
     approx_row_bytes = max(1, max_seq_length * 5)
     return max(1, min(1000, ROW_GROUP_TARGET_BYTES // approx_row_bytes))
-
-
-def temp_prefix(path: Path, tag: str = "") -> str:
-    """Temporary files of `path` are named `<prefix>*.tmp` beside it; `tag` (one build's)
-    narrows them to those of one build."""
-    return f".{Path(path).name}.{tag + '.' if tag else ''}"
 
 
 class SplitWriter:

@@ -24,6 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Iterable, Iterator
 
 from ruler.builder.errors import RulerError
+from ruler.builder.scrub import register_secret, scrub
 from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
                                      feed_ready, finished_result, missing_backend_error,
                                      prompt_list)
@@ -61,6 +62,8 @@ class OpenAIBackend:
         self.opts = opts
         self.concurrency = max(1, opts.concurrency)
         api_key = opts.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        register_secret(opts.api_key)  # a server may echo it: never shown or saved (the
+        # environment's key is known to ruler.builder.scrub already)
         self.client = httpx.Client(
             base_url=self.base, headers={"Authorization": f"Bearer {api_key}"},
             timeout=httpx.Timeout(opts.timeout, connect=min(30.0, opts.timeout)),
@@ -83,12 +86,12 @@ class OpenAIBackend:
             resp.raise_for_status()
             models = resp.json()
         except (self.httpx.HTTPError, ValueError) as e:
-            raise RulerError(f"cannot reach the OpenAI-compatible server at {self.base}: "
-                             f"{type(e).__name__}: {e}") from None
+            raise RulerError(scrub(f"cannot reach the OpenAI-compatible server at "
+                                   f"{self.base}: {type(e).__name__}: {e}")) from None
         names = [m.get("id") for m in models.get("data", [])]
         if names and self.model not in names:
-            raise RulerError(f"the server at {self.base} does not serve {self.model!r}; it "
-                             f"serves: {', '.join(map(str, names))}")
+            raise RulerError(scrub(f"the server at {self.base} does not serve {self.model!r}; "
+                                   f"it serves: {', '.join(map(str, names))}"))
         for m in models.get("data", []):
             if m.get("id") == self.model and m.get("max_model_len"):
                 return int(m["max_model_len"])  # vLLM reports it; others may not
@@ -135,7 +138,8 @@ class OpenAIBackend:
             if attempt < self.opts.retries:
                 time.sleep(backoff_seconds(attempt, self.opts.retry_backoff, retry_after,
                                            self._rng))
-        return GenResult(r.key, None, error=error, seconds=time.perf_counter() - start)
+        # the reason is saved in predictions.jsonl and printed: server text, scrubbed
+        return GenResult(r.key, None, error=scrub(error), seconds=time.perf_counter() - start)
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
         it, ready = iter(requests), feed_ready(requests)

@@ -18,7 +18,8 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import MANIFEST_NAME, data_path, read_manifest
+from ruler.builder.manifest import MANIFEST_NAME, check_split_files, data_path, read_manifest
+from ruler.builder.manifest_schema import check_manifest
 from ruler.builder.hashing import file_sha256
 from ruler.builder.tasks.catalog import TASKS
 
@@ -114,8 +115,8 @@ class Dataset:
 
 
 def default_config(ds: Dataset) -> str:
-    """The config a command that evaluates one config uses when none is named: the dataset's
-    only one; with several, an error that lists them."""
+    """The config to use when none is named: the dataset's only one; with several, which one
+    is meant is the user's to say (the error lists them)."""
     return _only_config(ds.spec, ds.manifest)
 
 
@@ -124,10 +125,9 @@ def _only_config(spec: str, manifest: dict[str, Any]) -> str:
     if len(configs) == 1:
         return configs[0]
     if not configs:
-        raise RulerError(f"dataset {spec} has no tokenizer config (its manifest lists no build)")
-    raise RulerError(f"dataset {spec} has {len(configs)} tokenizer configs, pass "
-                     f"--tokenizer-config with the one built for your model: "
-                     f"{', '.join(configs)}")
+        raise RulerError(f"dataset {spec} has no tokenizer config")
+    raise RulerError(f"dataset {spec} has {len(configs)} tokenizer configs "
+                     f"({', '.join(configs)}): choose one with --tokenizer-config")
 
 
 def open_dataset(spec: str, revision: str | None = None, config: str | None = None,
@@ -140,7 +140,9 @@ def open_dataset(spec: str, revision: str | None = None, config: str | None = No
     if path.is_dir():
         if not (path / MANIFEST_NAME).is_file():
             raise RulerError(f"{path} is not a ruler build: it has no {MANIFEST_NAME}")
-        return Dataset(spec, None, path, read_manifest(path))
+        manifest = read_manifest(path)  # checked: split files of known configs, tasks, lengths
+        check_split_files(path, manifest["files"])  # reached through no link below the folder
+        return Dataset(spec, None, path, manifest)
     if _HUB_ID.match(spec):
         return _open_hub(spec, revision, config, list(tasks or ()), list(lengths or ()),
                          one_config)
@@ -158,7 +160,10 @@ def _open_hub(repo: str, revision: str | None, config: str | None, tasks: list[s
         revision = HfApi().dataset_info(repo, revision=revision).sha
         manifest_file = hf_hub_download(repo, MANIFEST_NAME, repo_type="dataset",
                                         revision=revision)
-        manifest = json.loads(Path(manifest_file).read_text(encoding="utf-8"))
+        manifest = check_manifest(json.loads(Path(manifest_file).read_text(encoding="utf-8")),
+                                  f"{MANIFEST_NAME} of {repo}@{revision}")
+        # The snapshot's files are links into huggingface_hub's own cache (its blobs), which
+        # it made from these checked paths: they are not checked for links.
         if config is None and one_config:
             config = _only_config(repo, manifest)
         wanted = [rel for rel, e in manifest.get("files", {}).items()

@@ -30,6 +30,14 @@ def data(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def two_configs(data, tmp_path_factory) -> Path:
+    two = tmp_path_factory.mktemp("two") / "data"
+    shutil.copytree(data, two)
+    build(two, "llama-3.1", ("niah_single_1",), (1024,), samples=2, workers=1)
+    return two
+
+
 def _records(out: Path) -> list[dict]:
     return [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
 
@@ -165,29 +173,26 @@ def test_eval_help_names_the_backends_and_the_default():
     assert "default: the dataset's only config" in " ".join(text.split())
 
 
-def test_the_only_config_is_the_default_and_several_are_listed(data, tmp_path, capsys):
+def test_the_only_config_is_the_default_and_several_are_listed(data, two_configs, tmp_path,
+                                                              capsys):
     with FakeServer() as server:
         assert main(_args(data, tmp_path / "r", server.url, "--limit", "1", config=None)) == 0
     assert json.loads((tmp_path / "r" / "run.json").read_text())["dataset"]["config"] == CONFIG
 
-    two = tmp_path / "two"
-    shutil.copytree(data, two)
-    build(two, "llama-3.1", ("niah_single_1",), (1024,), samples=2, workers=1)
-    assert main(_args(two, tmp_path / "r2", "http://127.0.0.1:9/v1", config=None)) == 2
+    assert main(_args(two_configs, tmp_path / "r2", "http://127.0.0.1:9/v1",
+                      config=None)) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--tokenizer-config" in err
     assert "llama-3.1, qwen2.5" in err
     assert not (tmp_path / "r2").exists()
 
 
-def test_a_hub_dataset_of_several_configs_is_refused_before_any_download(tmp_path,
+def test_a_hub_dataset_of_several_configs_is_refused_before_any_download(two_configs,
                                                                         monkeypatch):
     import huggingface_hub
 
     from ruler.eval.data import open_dataset
 
-    manifest = {"builds": {"llama-3.1": {}, "qwen2.5": {}}, "files": {}}
-    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     downloads = []
 
     class Api:
@@ -196,9 +201,9 @@ def test_a_hub_dataset_of_several_configs_is_refused_before_any_download(tmp_pat
 
     monkeypatch.setattr(huggingface_hub, "HfApi", Api)
     monkeypatch.setattr(huggingface_hub, "hf_hub_download",
-                        lambda *a, **k: str(tmp_path / "manifest.json"))
+                        lambda *a, **k: str(two_configs / "manifest.json"))
     monkeypatch.setattr(huggingface_hub, "snapshot_download",
-                        lambda *a, **k: downloads.append(k) or str(tmp_path))
+                        lambda *a, **k: downloads.append(k) or str(two_configs))
     with pytest.raises(RulerError, match="2 tokenizer configs.*llama-3.1, qwen2.5"):
         open_dataset("org/ruler", None, None, one_config=True)
     assert downloads == []
