@@ -9,8 +9,10 @@ depend on each server's tokenizer and its default special tokens.)
 At most `concurrency` requests are in flight (the server batches them continuously); the
 runner's rows are pulled only as slots free up. A request that times out, cannot connect, or
 gets 429 / 5xx is retried with exponential backoff and jitter (honouring `Retry-After`), up
-to `retries` times; any other 4xx is the request's own fault and is not retried. A request
-that still fails is recorded as an error, which a resumed run retries.
+to `retries` times; any other 4xx is the request's own fault and is not retried. A 200 that
+carries no completion (garbage JSON, no choices, `text` null or absent, finish_reason "error"
+or "abort") is a failure of the server's, retried the same way. A request that still fails is
+recorded as an error, which a resumed run retries.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Iterable, Iterator
 from ruler.builder.errors import RulerError
 from ruler.builder.scrub import register_secret, scrub
 from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
-                                     feed_ready, missing_backend_error, prompt_list)
+                                     feed_ready, finished_result, missing_backend_error,
+                                     prompt_list)
 
 MAX_BACKOFF = 60.0
 
@@ -114,12 +117,19 @@ class OpenAIBackend:
                     try:
                         data = resp.json()
                         choice = data["choices"][0]
-                        tokens = (data.get("usage") or {}).get("completion_tokens", 0)
-                        return GenResult(r.key, choice.get("text") or "", int(tokens or 0),
-                                         str(choice.get("finish_reason") or ""),
-                                         seconds=time.perf_counter() - start)
-                    except (KeyError, IndexError, TypeError, ValueError) as e:
+                        tokens = int((data.get("usage") or {}).get("completion_tokens") or 0)
+                        result = finished_result(r.key, choice.get("text"), tokens,
+                                                 choice.get("finish_reason"),
+                                                 time.perf_counter() - start)
+                    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
                         error = f"malformed response ({type(e).__name__}: {e}): {resp.text[:300]}"
+                    else:
+                        if not result.error:
+                            return result
+                        # A 200 without an answer (`text` null or absent, finish_reason
+                        # "error"): a server-side failure, retried like a 5xx.
+                        error = f"HTTP 200 without a completion: {result.error}: " \
+                                f"{resp.text[:300]}"
                 else:
                     error = f"HTTP {resp.status_code}: {resp.text[:500]}"
                     if not retryable(resp.status_code):

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ruler.builder.errors import RulerError
+from ruler.eval.backend_base import BACKENDS
 
 if TYPE_CHECKING:
     from ruler.eval.backend_base import BackendOptions
@@ -36,8 +37,10 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                     "no prefix), generate greedily up to the row's\ntokens_to_generate, write "
                     "OUT/predictions.jsonl as rows finish, then OUT/scores.json and the\nreport. "
                     "Rows stream to the engine in a bounded window (rendered ahead by a process "
-                    "pool),\nso memory stays bounded at any size. Re-running resumes. Rows "
-                    "longer than max_model_len\nare recorded as skipped with the reason.\n\n"
+                    "pool),\nso memory stays bounded at any size. Re-running resumes (failed "
+                    "rows are retried). Rows\nlonger than max_model_len are recorded as "
+                    "skipped with the reason, and retried by a run\nwhose --max-model-len "
+                    "fits them. One run at a time per results folder.\n\n"
                     "Reasoning models: build a config with a reserved output budget (ruler build "
                     "... --output-budget\n16384 gives config <tokenizer>--out16k) and evaluate "
                     "it: --mode reasoning is then the default;\nthe answer is the text after "
@@ -51,9 +54,10 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                    help="model folder or Hub id (vllm, hf); the served model name (openai)")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
     p.add_argument("--revision", default=None, help="Hub dataset revision (default: main)")
-    p.add_argument("--tokenizer-config", required=True,
+    p.add_argument("--tokenizer-config", default=None,
                    help="dataset config = the tokenizer the data was built for (e.g. llama-3.1), "
-                        "or one of its variants (e.g. llama-3.1--depth10)")
+                        "or one of its variants (e.g. llama-3.1--depth10); default: the "
+                        "dataset's only config")
     p.add_argument("--model-tokenizer", default=None,
                    help="tokenizer that renders prompts (default: --model; required for "
                         "openai when --model is not a folder)")
@@ -72,7 +76,9 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reasoning-parser", default=None, metavar="NAME",
                    help="reasoning mode: split reasoning from answer with vLLM's reasoning "
                         "parser NAME (e.g. deepseek_r1, qwen3) instead of the end marker")
-    p.add_argument("--backend", choices=("vllm", "openai", "hf"), default="vllm")
+    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
+                   help="inference engine, one of %(choices)s (default: %(default)s); "
+                        "openai talks to a completions server at --base-url")
     p.add_argument("--out", type=Path, default=None,
                    help="results folder (default: results/<model name>)")
     p.add_argument("--limit", type=int, default=None, help="first N samples per task and length")
@@ -219,6 +225,11 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
         reasoning_end_marker=args.reasoning_end_marker,
         reasoning_parser=args.reasoning_parser, render_workers=args.render_workers)
     outcome = run_eval(cfg)
+    for note in outcome.notes:
+        print(note)
+    if outcome.retried_skipped:
+        print(f"{out}: {outcome.retried_skipped} row(s) skipped earlier for max_model_len "
+              f"tried again under this run's limit")
     print(f"{out}: {outcome.generated} generated, {outcome.skipped} skipped, {outcome.errors} "
           f"failed, {outcome.done_before} done before; generation {outcome.generate_seconds:.1f}s"
           + (f"; {outcome.budget_exhausted} ran out of output budget while reasoning"

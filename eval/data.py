@@ -116,20 +116,26 @@ class Dataset:
 
 def default_config(ds: Dataset) -> str:
     """The config to use when none is named: the dataset's only one; with several, which one
-    is meant is the user's to say."""
-    configs = ds.configs
+    is meant is the user's to say (the error lists them)."""
+    return _only_config(ds.spec, ds.manifest)
+
+
+def _only_config(spec: str, manifest: dict[str, Any]) -> str:
+    configs = sorted(manifest.get("builds", {}))
     if len(configs) == 1:
         return configs[0]
     if not configs:
-        raise RulerError(f"dataset {ds.spec} has no tokenizer config")
-    raise RulerError(f"dataset {ds.spec} has {len(configs)} tokenizer configs "
+        raise RulerError(f"dataset {spec} has no tokenizer config")
+    raise RulerError(f"dataset {spec} has {len(configs)} tokenizer configs "
                      f"({', '.join(configs)}): choose one with --tokenizer-config")
 
 
 def open_dataset(spec: str, revision: str | None = None, config: str | None = None,
                  tasks: Iterable[str] | None = None,
-                 lengths: Iterable[int] | None = None) -> Dataset:
-    """Open a build folder, or fetch a Hub dataset's manifest (+ the selected files)."""
+                 lengths: Iterable[int] | None = None, one_config: bool = False) -> Dataset:
+    """Open a build folder, or fetch a Hub dataset's manifest (+ the selected files: of
+    `config`, of every config when it is None, or with `one_config` of the only config, see
+    `default_config`, so that a Hub dataset of several is refused before any download)."""
     path = Path(spec).expanduser()
     if path.is_dir():
         if not (path / MANIFEST_NAME).is_file():
@@ -138,12 +144,13 @@ def open_dataset(spec: str, revision: str | None = None, config: str | None = No
         check_split_files(path, manifest["files"])  # reached through no link below the folder
         return Dataset(spec, None, path, manifest)
     if _HUB_ID.match(spec):
-        return _open_hub(spec, revision, config, list(tasks or ()), list(lengths or ()))
+        return _open_hub(spec, revision, config, list(tasks or ()), list(lengths or ()),
+                         one_config)
     raise RulerError(f"--data {spec!r} is neither a build folder nor a Hub dataset id ORG/NAME")
 
 
 def _open_hub(repo: str, revision: str | None, config: str | None, tasks: list[str],
-              lengths: list[int]) -> Dataset:
+              lengths: list[int], one_config: bool = False) -> Dataset:
     import json
 
     from huggingface_hub import HfApi, hf_hub_download, snapshot_download
@@ -157,6 +164,8 @@ def _open_hub(repo: str, revision: str | None, config: str | None, tasks: list[s
                                   f"{MANIFEST_NAME} of {repo}@{revision}")
         # The snapshot's files are links into huggingface_hub's own cache (its blobs), which
         # it made from these checked paths: they are not checked for links.
+        if config is None and one_config:
+            config = _only_config(repo, manifest)
         wanted = [rel for rel, e in manifest.get("files", {}).items()
                   if (config is None or e.get("config") == config)
                   and (not tasks or e["task"] in tasks)

@@ -45,6 +45,7 @@ class Prediction:
     # `prediction` is the answer after its reasoning, and the row's reasoning state.
     raw_prediction: str | None = None
     reasoning: str = ""
+    backend: str = ""  # the engine that answered (a results folder may hold several)
 
     @property
     def key(self) -> Key:
@@ -203,7 +204,8 @@ def index_records(records: Iterable[dict[str, Any]], source: str,
     """Check columns and keys; return the records by key (or `keep(record)`, to hold less).
 
     A key may repeat only when every earlier occurrence is a failed request (status "error")
-    that a resumed run retried; any other duplicate is ambiguous and an error.
+    or a row skipped as too long (status "skipped") that a resumed run retried; any other
+    duplicate is ambiguous and an error.
     """
     out: dict[Key, Any] = {}
     statuses: dict[Key, str] = {}
@@ -226,7 +228,7 @@ def index_records(records: Iterable[dict[str, Any]], source: str,
         status = r.get("status", "ok")
         if status not in STATUSES:
             raise RulerError(f"{source}: record {n + 1} has unknown status {status!r}")
-        if statuses.get(key, "error") != "error":
+        if statuses.get(key, "error") not in ("error", "skipped"):
             duplicates.append(key)
         statuses[key] = status
         out[key] = r if keep is None else keep(r)
