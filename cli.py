@@ -82,6 +82,7 @@ _main_pid = os.getpid()
 
 def main(argv: list[str] | None = None) -> int:
     global _main_pid
+    from ruler.builder.scrub import scrub, scrubbed_output
 
     args = parse(make_parser(), argv)
     _main_pid, installed = os.getpid(), False
@@ -90,22 +91,23 @@ def main(argv: list[str] | None = None) -> int:
         installed = True
     except ValueError:  # not the main thread: signals are not ours to handle
         pass
-    try:
-        return int(args.func(args) or 0)
-    except RulerError as e:
-        from ruler.builder.scrub import scrub
-
-        print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
-        return 2
-    except Terminated:
-        print("ruler: terminated", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except KeyboardInterrupt:
-        print("ruler: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if installed:
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    # Commands print server text (Hub file names, URLs in huggingface_hub's retry warnings,
+    # an inference server's errors): no credential is ever shown, on stdout or stderr.
+    with scrubbed_output():
+        try:
+            return int(args.func(args) or 0)
+        except RulerError as e:
+            print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
+            return 2
+        except Terminated:
+            print("ruler: terminated", file=sys.stderr)
+            return 128 + signal.SIGTERM
+        except KeyboardInterrupt:
+            print("ruler: interrupted", file=sys.stderr)
+            return 130
+        finally:
+            if installed:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":

@@ -9,10 +9,16 @@ including that commit, the repo is unchanged (a repo this release created is del
 Only the tag follows the commit; the Hub has no way to commit and tag at once, so a failure
 there is reported with the commit id and the call that finishes the job.
 
-The token comes from the standard huggingface_hub login or `HF_TOKEN` and is never printed:
-every message that can carry server text passes `ruler.builder.scrub` (a server may echo the
-request's headers). The endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at
-call time).
+Large files (every Parquet file) are pre-uploaded as the installed huggingface_hub does it:
+through Xet when `hf_xet` is installed (the default), else through LFS (the batch API, a PUT
+to the signed URL it returns, the verify call); nothing of that is visible until the commit
+names the files. A failed upload leaves the uploaded objects in the repo's storage, so running
+the release again sends only what is missing.
+
+The token comes from the standard huggingface_hub login or `HF_TOKEN`; without one the
+release stops before verifying. It is never printed: every line passes `ruler.builder.scrub`
+(a server may echo the request's headers, or the token, into file names and URLs). The
+endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at call time).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.hub_errors import hub_error
 from ruler.builder.hub_names import validate_repo_id, validate_tag
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -174,30 +181,9 @@ def format_plan(plan: ReleasePlan) -> str:
 
 # --- the Hub side ------------------------------------------------------------------------------
 
-def _hub_error(step: str, e: Exception) -> RulerError:
-    """One clear line: the step, the HTTP status and the server's own message (scrubbed of
-    tokens: a server may echo the request's Authorization header)."""
-    from ruler.builder.scrub import scrub
-
-    return RulerError(scrub(_hub_message(step, e)))
-
-
-def _hub_message(step: str, e: Exception) -> str:
-    from huggingface_hub.errors import HfHubHTTPError
-
-    if not isinstance(e, HfHubHTTPError) and isinstance(e.__cause__, HfHubHTTPError):
-        e = e.__cause__  # e.g. the client's "Invalid metadata in README.md" wraps the 400
-    if isinstance(e, HfHubHTTPError) and e.response is not None:
-        status = e.response.status_code
-        server = e.server_message or ""
-        hint = {401: " (check your token: `hf auth login` or HF_TOKEN)",
-                403: " (the token cannot write to this repo)",
-                409: " (conflict on the Hub)",
-                412: " (the repo changed while releasing; run the release again)"}.get(status, "")
-        detail = server.strip() or str(e).splitlines()[0]
-        return f"{step} failed: HTTP {status}: {detail}{hint}"
-    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-    return f"{step} failed: {type(e).__name__}: {first}"
+# After a failure in this step the repo is unchanged and running the release again converges.
+_RERUN = {"pre-upload": "; nothing was committed: run the release again (files already "
+                        "uploaded are not sent again)"}
 
 
 def publish(plan: ReleasePlan, api) -> ReleaseResult:
@@ -210,7 +196,7 @@ def publish(plan: ReleasePlan, api) -> ReleaseResult:
         try:
             return fn(*args, **kwargs)
         except Exception as e:  # every Hub/network failure becomes one clear message
-            raise _hub_error(name, e) from None
+            raise hub_error(name, e, plan.endpoint, then=_RERUN.get(name, "")) from None
 
     repo = plan.repo_id
     existed = step("read repo", api.repo_exists, repo, repo_type=REPO_TYPE)
@@ -226,7 +212,7 @@ def publish(plan: ReleasePlan, api) -> ReleaseResult:
         api.create_tag(repo, tag=plan.tag, revision=commit.oid, repo_type=REPO_TYPE,
                        tag_message=f"ruler release {plan.tag}")
     except Exception as e:
-        err = _hub_error("tag", e)
+        err = hub_error("tag", e, plan.endpoint)
         raise RulerError(f"{err} -- commit {commit.oid} is on main but untagged; tag it with "
                          f"HfApi().create_tag({repo!r}, tag={plan.tag!r}, "
                          f"revision={commit.oid!r}, repo_type='dataset')") from None
@@ -245,7 +231,7 @@ def _undo_create(api, repo: str) -> str:
         api.delete_repo(repo, repo_type=REPO_TYPE)
     except Exception as d:
         return (f"the repo {repo} this release created could not be deleted "
-                f"({_hub_error('delete repo', d)}): an empty repo remains")
+                f"({hub_error('delete repo', d)}): an empty repo remains")
     return f"the repo {repo} this release created was deleted again"
 
 
@@ -285,9 +271,13 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
             sources_dir: str | None = None, endpoint: str | None = None, api=None,
             verify_kwargs: Mapping[str, Any] | None = None, echo=print,
             regenerate: int = DEFAULT_REGENERATE) -> ReleaseResult | None:
+    from ruler.builder.scrub import scrub
     from ruler.builder.verify.folder import load_manifest
     from ruler.builder.verify.report import format_report
     from ruler.builder.verify.run import verify
+
+    def say(text: str) -> None:  # every line: file names, URLs and ids come from the server
+        echo(scrub(text))
 
     validate_repo_id(repo_id)  # before anything touches disk or network
     if tag is not None:
@@ -299,41 +289,46 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     if not manifest["files"]:
         raise RulerError(f"{out} holds no split files: nothing to release")
     check_official(manifest, allow_unofficial)
+    if not dry_run and api is None:
+        check_can_publish()  # before verify spends seconds
     # Rebuild a few rows of every file from the manifest's identity (the strongest proof the
     # build is what it says), and re-tokenize every row of tokenizers outside the registry,
     # whose piece counting no test proves.
     report = verify(out, **{"regenerate": regenerate, "sources_dir": sources_dir,
                             "full_unpinned": True, **(verify_kwargs or {})})
     if not report.ok:
-        echo(format_report(report))
+        say(format_report(report))
         problems = report.all_problems()
         raise RulerError(f"verify failed ({len(problems)} problem(s), first: {problems[0]}); "
                          f"nothing was released")
     endpoint = resolve_endpoint(endpoint)
     plan = make_plan(out, manifest, repo_id, tag, endpoint, private, with_sources, sources_dir)
-    echo(format_plan(plan))
+    say(format_plan(plan))
     if dry_run:
-        echo("dry run: nothing uploaded")
+        say("dry run: nothing uploaded")
         return None
-    api = api or _make_api(endpoint)
+    if api is None:
+        from huggingface_hub import HfApi
+
+        # token=None: HfApi reads the standard login / HF_TOKEN itself; we never handle it.
+        api = HfApi(endpoint=endpoint)
     result = publish(plan, api)
     if result.deleted:
-        echo(f"removed {len(result.deleted)} file(s) of the previous release: "
-             f"{', '.join(result.deleted)}")
-    echo(f"released {result.url} at commit {result.commit}, tag {result.tag}\n"
-         f'load with: load_dataset("{repo_id}", "<config>", split="<L>", revision="{tag}")')
+        say(f"removed {len(result.deleted)} file(s) of the previous release: "
+            f"{', '.join(result.deleted)}")
+    say(f"released {result.url} at commit {result.commit}, tag {result.tag}\n"
+        f'load with: load_dataset("{repo_id}", "<config>", split="<L>", revision="{tag}")')
     return result
 
 
-def _make_api(endpoint: str):
-    from huggingface_hub import HfApi, constants, get_token
+def check_can_publish() -> None:
+    """The Hub can be written to from here: not offline, and a token is configured."""
+    from huggingface_hub import constants, get_token
 
     if constants.is_offline_mode():
         raise RulerError("HF_HUB_OFFLINE is set: unset it to release (or use --dry-run)")
     if not get_token():
         raise RulerError("no Hugging Face token: run `hf auth login` or set HF_TOKEN")
-    # token=None: HfApi reads the standard login / HF_TOKEN itself; we never handle it.
-    return HfApi(endpoint=endpoint)
 
 
 def register_cli(subparsers) -> None:

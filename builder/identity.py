@@ -32,11 +32,16 @@ CONTENT_PACKAGES: Mapping[str, tuple[str, ...]] = {
     "tekken": ("mistral-common", "tiktoken"),
 }
 NOT_INSTALLED = "not installed"
+#: A package one identity records and the other does not (it does not shape that build's rows).
+NOT_RECORDED = "not recorded"
 
 
-def content_packages(tokenizer_kind: str) -> dict[str, str]:
-    """Installed versions of the packages that shape a build's rows with this tokenizer."""
-    names = (*CONTENT_PACKAGES["common"], *CONTENT_PACKAGES.get(tokenizer_kind, ()))
+def content_packages(*tokenizer_kinds: str) -> dict[str, str]:
+    """Installed versions of the packages that shape a build's rows with a tokenizer of these
+    kinds (`TokenizerIdentity.content_kinds`: a registry name that more than one backend
+    loads records the packages of each)."""
+    names = (*CONTENT_PACKAGES["common"],
+             *(p for kind in tokenizer_kinds for p in CONTENT_PACKAGES.get(kind, ())))
     versions = {}
     for dist in sorted(set(names)):
         try:
@@ -98,7 +103,7 @@ def identity_differences(old: Mapping[str, Any] | None,
     found = [f"{label} {old.get(key)} -> {new.get(key)}" for key, label in labels.items()
              if old.get(key) != new.get(key)]
     before, after = old.get("packages") or {}, new.get("packages") or {}
-    changed = [f"{p} {before.get(p, 'unrecorded')} -> {after.get(p, NOT_INSTALLED)}"
+    changed = [f"{p} {before.get(p, NOT_RECORDED)} -> {after.get(p, NOT_RECORDED)}"
                for p in sorted(set(before) | set(after)) if before.get(p) != after.get(p)]
     if changed:
         found.append("package versions (" + ", ".join(changed) + ")")

@@ -16,6 +16,10 @@ file's `build_key` are defined in `ruler.builder.identity`.
 Several processes may build into one folder at once (other tasks, `--shard i/n`): whoever
 changes the manifest holds `manifest_lock(OUT)`, re-reads it, changes it and writes it
 atomically before letting go, so no writer loses another's entries.
+
+A manifest is read only through `read_manifest`, which checks it (`manifest_schema`): its
+entries name split files of known configs, tasks and lengths, nothing else. A split file is
+opened only through `split_file`, which follows no symbolic link below the folder.
 """
 
 from __future__ import annotations
@@ -26,19 +30,19 @@ import json
 import os
 import tempfile
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 
 from ruler.builder import __version__
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
 
 MANIFEST_NAME = "manifest.json"
 #: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
 #: dataset loader nor `ruler release` ever sees it.
 LOCK_NAME = ".manifest.lock"
-FORMAT_VERSION = 1
 #: A file entry's field, present where a task's source ran out before L and was repeated (as
 #: upstream repeats it): {"mean", "max"} over the rows of the share of a row's context, in
 #: characters, that repeats text of the source already in that context. The card reports it.
@@ -68,7 +72,8 @@ def empty_manifest() -> dict[str, Any]:
 
 
 def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a build folder, or an empty one when the folder has none yet."""
+    """The manifest of a build folder, checked (`manifest_schema`), or an empty one when the
+    folder has none yet."""
     path = Path(out) / MANIFEST_NAME
     if not path.exists():
         return empty_manifest()
@@ -77,10 +82,34 @@ def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError) as e:
         raise RulerError(f"{path} is not valid JSON ({e}): restore it, or build into another "
                          f"folder") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict) \
-            or not isinstance(manifest.get("builds"), dict):
-        raise RulerError(f"{path} is not a ruler manifest (no `builds` and `files`)")
-    return manifest
+    except OSError as e:
+        raise RulerError(f"cannot read {path}: {e.strerror or e}") from None
+    return check_manifest(manifest, str(path))
+
+
+def split_file(root: str | os.PathLike, rel: str) -> Path:
+    """`root/rel` for a split file's path relative to a build folder, refusing a symbolic
+    link anywhere below `root` (`data`, a config's or task's folder, the file): a link could
+    make a write land, or a read come from, outside the folder, or one config's files alias
+    another's. `root` itself may be a link (a build folder on another disk)."""
+    path = Path(root)
+    parts = PurePosixPath(rel).parts
+    if not parts or PurePosixPath(rel).is_absolute() or any(p in ("..", ".") for p in parts):
+        raise RulerError(f"{rel!r} is not a path inside {root}")
+    for part in parts:
+        path = path / part
+        if path.is_symlink():
+            raise RulerError(f"{path} is a symbolic link: ruler reads and writes split files "
+                             f"only inside the build folder itself, never through a link (it "
+                             f"may lead out of the folder); replace the link by the folder or "
+                             f"file it points to, or link the whole build folder instead")
+    return path
+
+
+def check_split_files(root: str | os.PathLike, rels: Iterable[str]) -> None:
+    """`split_file` for each path: no symbolic link below `root` on the way to any of them."""
+    for rel in rels:
+        split_file(root, rel)
 
 
 @contextmanager
@@ -99,18 +128,37 @@ def manifest_lock(out: str | os.PathLike) -> Iterator[None]:
         lock.release()
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a temporary file beside it (`.<name>.*.tmp`, removed
+    on any failure), then `os.replace`."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path), suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, sort_keys=True, ensure_ascii=False)
-            f.write("\n")
+            f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def temp_prefix(path: Path, tag: str = "") -> str:
+    """Temporary files of `path` (this module's, the split writer's) are named
+    `<prefix>*.tmp` beside it; `tag` (one build's) narrows them to those of one build."""
+    return f".{Path(path).name}.{tag + '.' if tag else ''}"
+
+
+def remove_stale_temps(path: Path) -> None:
+    """Remove temporary files of `path` that a killed writer left (`write_text_atomic`). Only
+    for a file written under the manifest lock, by its holder: no other writer is mid-write."""
+    for tmp in path.parent.glob(f"{temp_prefix(path)}*tmp"):
+        tmp.unlink(missing_ok=True)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
+                      + "\n")
 
 
 def write_manifest(out: str | os.PathLike, manifest: dict[str, Any]) -> None:

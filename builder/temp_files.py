@@ -28,12 +28,6 @@ _TEMP_NAME = re.compile(r"^\.(?P<final>\d+\.parquet)\.(?:(?P<host>[A-Za-z0-9_.-]
                         r"(?P<pid>\d+)-[0-9a-f]{8}\.[A-Za-z0-9_]+\.tmp$")
 
 
-def temp_prefix(path: Path, tag: str = "") -> str:
-    """Temporary files of `path` are named `<prefix>*.tmp` beside it; `tag` (one build's)
-    narrows them to those of one build."""
-    return f".{Path(path).name}.{tag + '.' if tag else ''}"
-
-
 def new_temp_tag() -> str:
     """The tag of this process's build: which machine and process write its files."""
     return f"{_host()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"

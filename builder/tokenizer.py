@@ -14,9 +14,12 @@ import json
 import logging
 import sys
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+from ruler.builder.errors import RulerError
 
 #: chat: the chat template, assistant turn pre-filled with the answer prefix; base: input +
 #: answer prefix with the tokenizer's special tokens; reasoning: the chat template with a
@@ -26,16 +29,31 @@ PROMPT_MODES = ("chat", "base", "reasoning")
 
 @dataclass(frozen=True)
 class TokenizerIdentity:
-    """What a build records about the tokenizer it counted with."""
+    """What a build records about the tokenizer it counted with.
+
+    For a registry name this is the registry's pin (kind, files, chat template), whichever way
+    the tokenizer was obtained: a name that another backend also loads (mistral-nemo from the
+    mistral-common package) gives the same ids (tested) and so the same identity; `origin`
+    alone says where it came from.
+    """
 
     name: str
-    kind: str  # hf | tiktoken | sentencepiece
-    origin: str  # where the files came from: registry-dir, cache, package, hub, folder
+    kind: str  # hf | tiktoken | sentencepiece: the format of the (pinned) files
+    origin: str  # where it came from: tokenizers-dir, cache, package:..., hub, tiktoken, folder
     repo: str | None = None
     revision: str | None = None
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     chat_template_sha256: str | None = None
     pinned: bool = False  # every file hash equals the registry's pin
+    #: Other backends that load this same registry name (e.g. "tekken"): rows made through
+    #: any of them are this identity's, so their packages' versions are part of it too.
+    other_backends: tuple[str, ...] = ()
+
+    @property
+    def content_kinds(self) -> tuple[str, ...]:
+        """The backends whose packages shape this tokenizer's rows (see
+        `ruler.builder.identity.content_packages`)."""
+        return (self.kind, *(k for k in self.other_backends if k != self.kind))
 
     def fingerprint(self) -> str:
         """Hash of everything that can change token counts (for cache keys)."""
@@ -49,6 +67,11 @@ class TokenizerIdentity:
             "revision": self.revision, "files": dict(sorted(self.files.items())),
             "chat_template_sha256": self.chat_template_sha256, "pinned": self.pinned,
         }
+
+
+class ChatTemplateError(RulerError, ValueError):
+    """A chat template that cannot render a prompt (a ValueError, as other rendering refusals
+    of `prompt_ids` are)."""
 
 
 class Tokenizer(ABC):
@@ -76,7 +99,8 @@ class Tokenizer(ABC):
 
     @abstractmethod
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`, no special tokens added; special-token text counts as text."""
+        """Token ids of `text`, no special tokens added (special-token text inside `text` is
+        read as the backend reads it: a Hugging Face tokenizer matches its added tokens)."""
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return [self.encode(t) for t in texts]
@@ -220,14 +244,34 @@ class HFTokenizer(Tokenizer):
                     template_kwargs: Mapping[str, Any] | None = None) -> str:
         messages = [{"role": "user", "content": input_text},
                     {"role": "assistant", "content": answer_prefix}]
-        return self.hf.apply_chat_template(messages, tokenize=False, add_generation_prompt=False,
-                                           continue_final_message=True, **(template_kwargs or {}))
+        with self._template_errors("a user turn, then the assistant turn pre-filled with the "
+                                   "answer prefix"):
+            return self.hf.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=False,
+                continue_final_message=True, **(template_kwargs or {}))
 
     def render_reasoning(self, input_text: str,
                          template_kwargs: Mapping[str, Any] | None = None) -> str:
-        return self.hf.apply_chat_template([{"role": "user", "content": input_text}],
-                                           tokenize=False, add_generation_prompt=True,
-                                           **(template_kwargs or {}))
+        with self._template_errors("a user turn and a generation prompt"):
+            return self.hf.apply_chat_template([{"role": "user", "content": input_text}],
+                                               tokenize=False, add_generation_prompt=True,
+                                               **(template_kwargs or {}))
+
+    @contextmanager
+    def _template_errors(self, what: str) -> Iterator[None]:
+        """A template that raises (its own `raise_exception`, a syntax error, a turn it drops,
+        which transformers reports as ValueError) is the user's tokenizer, not a bug here:
+        one line naming the tokenizer and the error's first line."""
+        import jinja2
+
+        try:
+            yield
+        except (jinja2.TemplateError, ValueError, TypeError, LookupError) as e:
+            first = (str(e).strip().splitlines() or [""])[0]
+            raise ChatTemplateError(
+                f"the chat template of tokenizer {self.name!r} cannot render RULER's prompt "
+                f"({what}): {type(e).__name__}: {first}. Fix the template (chat_template in "
+                f"tokenizer_config.json, or chat_template.jinja) in {self.folder}") from None
 
     def _chat_ids(self, input_text: str, answer_prefix: str,
                   template_kwargs: Mapping[str, Any]) -> list[int]:

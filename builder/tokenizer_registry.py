@@ -5,8 +5,11 @@ Resolution of a registry name, first hit wins:
 2. the user cache `<cache>/tokenizers/<name>/` (filled by earlier downloads; `cache_dir()`),
 3. an installed package that ships the tokenizer (e.g. mistral-common's Tekken file),
 4. the Hugging Face Hub at the registry's pinned revision (or the tiktoken URL).
-Every file is checked against the registry's sha256; a mismatch is an error, never a silent
-change of the tokenizer a build claims to use.
+Every file is checked against the registry's sha256 (and the chat template the files render
+against its pinned hash); a mismatch is an error, never a silent change of the tokenizer a
+build claims to use. However it was resolved, a registry name records one identity, the
+registry's pins: a package that ships the tokenizer in another format gives the same ids
+(tested for every task's prompt), so a build made one way verifies where the other is used.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256, sha256_text
+from ruler.builder.hub_names import check_config_name
 from ruler.builder.tokenizer import (HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer,
                                      Tokenizer, TokenizerIdentity, load_hf)
 from ruler.builder.user_cache import user_cache_root
@@ -32,9 +36,6 @@ from ruler.builder.user_cache import user_cache_root
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
 CACHE_ENV = "RULER_TOKENIZER_CACHE"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
-# A dataset config name: it becomes a folder under data/ and a Hub config name, so nothing
-# that could step out of data/ ("..", "/") or that the Hub rejects.
-_CONFIG_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9])?$")
 
 
 @lru_cache(maxsize=1)
@@ -58,14 +59,6 @@ def config_name(name: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9_.-]+", "--", name).strip("-.")
     check_config_name(cleaned, f"tokenizer {name!r}")
     return cleaned
-
-
-def check_config_name(config: str, what: str = "config") -> None:
-    """Refuse a config name that is not a plain folder and Hub config name."""
-    if not isinstance(config, str) or not _CONFIG_NAME.match(config) or ".." in config:
-        raise RulerError(f"cannot use {config!r} (from {what}) as a dataset config name: use "
-                         f"letters, digits, '_', '-' or '.', starting and ending with a letter "
-                         f"or digit, no '..'")
 
 
 def load_tokenizer(spec: str, tokenizers_dir: str | os.PathLike | None = None) -> Tokenizer:
@@ -133,7 +126,9 @@ def _load_registered(name: str, entry: Mapping[str, Any], tokenizers_dir) -> Tok
         found = _from_package(name, entry)
         if found is not None:
             return found
-    return _build(name, entry, _download_registered(name, entry), "hub")
+    folder = _download_registered(name, entry)
+    # tiktoken keeps (or downloads) the file itself, checked against its own pinned hash.
+    return _build(name, entry, folder, "hub" if folder is not None else "tiktoken")
 
 
 def _check_hashes(name: str, folder: Path, files: Mapping[str, str]) -> dict[str, str]:
@@ -146,22 +141,42 @@ def _check_hashes(name: str, folder: Path, files: Mapping[str, str]) -> dict[str
     return actual
 
 
-def _build(name: str, entry: Mapping[str, Any], folder: Path, origin: str) -> Tokenizer:
-    files = {f: entry["files"][f] for f in entry["files"]}
-    identity = dict(name=name, origin=origin, repo=entry.get("repo"),
-                    revision=entry.get("revision"), files=files, pinned=True)
+def registered_identity(name: str, entry: Mapping[str, Any], origin: str) -> TokenizerIdentity:
+    """The identity a registry name's tokenizer records, whichever way it was obtained (its
+    pinned files, its pinned chat template, and every backend that loads it); `origin` says
+    where it came from and is not part of the identity."""
+    package = entry.get("package")
+    return TokenizerIdentity(
+        name=name, kind=entry["kind"], origin=origin, repo=entry.get("repo"),
+        revision=entry.get("revision"), files=dict(entry["files"]),
+        chat_template_sha256=entry.get("chat_template_sha256"), pinned=True,
+        other_backends=(package["kind"],) if package else ())
+
+
+def _build(name: str, entry: Mapping[str, Any], folder: Path | None, origin: str) -> Tokenizer:
+    identity = registered_identity(name, entry, origin)
     kind = entry["kind"]
     if kind == "hf":
-        hf = _pinned_hf(str(folder), tuple(sorted(files.items())))
-        tok = HFTokenizer(folder, TokenizerIdentity(kind="hf", **identity), hf=hf)
-        return _with_template_hash(tok)
+        hf = _pinned_hf(str(folder), tuple(sorted(entry["files"].items())))
+        tok = HFTokenizer(folder, identity, hf=hf)
+        _check_template(name, folder, tok.chat_template, identity.chat_template_sha256)
+        return tok
     if kind == "sentencepiece":
-        return SentencePieceTokenizer(folder / "tokenizer.model",
-                                      TokenizerIdentity(kind="sentencepiece", **identity))
+        return SentencePieceTokenizer(folder / "tokenizer.model", identity)
     if kind == "tiktoken":
-        enc = _tiktoken_encoding(entry, folder)
-        return TiktokenTokenizer(enc, TokenizerIdentity(kind="tiktoken", **identity))
+        return TiktokenTokenizer(_tiktoken_encoding(entry, folder), identity)
     raise RulerError(f"registry entry {name!r} has unknown kind {kind!r}")
+
+
+def _check_template(name: str, folder: Path, template: str | None, pinned: str | None) -> None:
+    """The pinned files fix the chat template, unless a file beside them replaces it
+    (transformers reads chat_template.jinja over tokenizer_config.json's template)."""
+    actual = sha256_text(template) if template is not None else None
+    if actual != pinned:
+        raise RulerError(f"tokenizer {name!r} in {folder} renders another chat template than "
+                         f"the registry pin (sha256 {actual}, pinned {pinned}): remove the file "
+                         f"that replaces it (e.g. chat_template.jinja) or pass the folder path "
+                         f"as --tokenizer to use it as an unregistered tokenizer.")
 
 
 @lru_cache(maxsize=8)
@@ -170,6 +185,14 @@ def _pinned_hf(folder: str, pins: tuple[tuple[str, str], ...]):
     pinned content (the hashes were checked just before): loading takes 0.5-3 s, and verify,
     eval and a session of builds load the same tokenizer many times."""
     return load_hf(Path(folder))
+
+
+@lru_cache(maxsize=2)
+def _pinned_tekken(path: str, sha256: str):
+    """A package's Tekken file, loaded once per process per pinned content (as `_pinned_hf`)."""
+    from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+    return Tekkenizer.from_file(path)
 
 
 def _with_template_hash(tok: HFTokenizer) -> HFTokenizer:
@@ -220,6 +243,8 @@ def _first_line(e: BaseException) -> str:
 
 
 def _from_package(name: str, entry: Mapping[str, Any]) -> Tokenizer | None:
+    """The registry's tokenizer from an installed package that ships it (its file pinned
+    too). Tests prove it gives the pinned folder's ids, so it records the same identity."""
     pkg = entry["package"]
     try:
         dist = importlib.metadata.distribution(pkg["distribution"])
@@ -228,14 +253,20 @@ def _from_package(name: str, entry: Mapping[str, Any]) -> Tokenizer | None:
     path = Path(dist.locate_file(pkg["file"]))
     if not path.is_file():
         return None
+    where = f"{pkg['distribution']}=={dist.version}"
+    actual = file_sha256(path)
+    if actual != pkg["sha256"]:
+        raise RulerError(f"tokenizer {name!r}: the installed {where} ships {path.name} with "
+                         f"sha256 {actual}, which does not match the registry pin "
+                         f"{pkg['sha256']}: install the version in constraints.txt, or set "
+                         f"${TOKENIZERS_ENV} to a folder holding {entry['dir']}/ with the "
+                         f"pinned files.")
     if pkg["kind"] == "tekken":
         from ruler.builder.tokenizer_tekken import TekkenTokenizer
 
-        identity = TokenizerIdentity(
-            name=name, kind="tekken", origin=f"package:{pkg['distribution']}=={dist.version}",
-            repo=entry.get("repo"), revision=entry.get("revision"),
-            files={path.name: file_sha256(path)}, pinned=True)
-        return TekkenTokenizer(path, identity)
+        return TekkenTokenizer(path, registered_identity(name, entry,
+                                                         f"package:{where} ({path.name})"),
+                               tekken=_pinned_tekken(str(path), actual))
     raise RulerError(f"registry entry {name!r}: unknown package kind {pkg['kind']!r}")
 
 

@@ -25,9 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import canonical_row_bytes
+from ruler.builder.manifest import canonical_row_bytes, temp_prefix
 from ruler.builder.schema import ROW_SCHEMA
-from ruler.builder.temp_files import temp_prefix  # noqa: F401  (where builds name them)
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
 # Level 3 writes a 128K row in ~4 ms against ~10 ms at level 9, for files ~8% larger (32K x 13

@@ -9,6 +9,7 @@ card cannot drift from the data. Same manifest in, same bytes out: nothing time-
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from string import Template
 from typing import Any, Iterable, Mapping, Sequence
@@ -19,7 +20,8 @@ import yaml
 from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import read_manifest
+from ruler.builder.manifest import (MANIFEST_NAME, manifest_lock, read_manifest,
+                                    remove_stale_temps, temp_prefix, write_text_atomic)
 from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import TASKS
@@ -321,11 +323,52 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
 
 
 def write_card(out_dir: Path) -> Path:
-    """Write `OUT/README.md` from `OUT/manifest.json` (called after every build)."""
+    """Write `OUT/README.md` from `OUT/manifest.json` (after every change of the manifest; the
+    caller holds the manifest lock). Atomic: a temporary file, then `os.replace`; temporary
+    cards a killed writer left are removed (under the lock no other writer is mid-write)."""
     out_dir = Path(out_dir)
     path = out_dir / CARD_NAME
     text = render_card(read_manifest(out_dir))
-    tmp = path.with_name(f".{CARD_NAME}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)  # never leave a half-written card beside finished data
+    remove_stale_temps(path)
+    write_text_atomic(path, text)  # never a half-written card beside finished data
     return path
+
+
+def card_is_current(text: str, manifest: Mapping[str, Any]) -> bool:
+    """Whether `text` is the card `manifest` renders: locally (no repo), or for the repo and
+    tag a card rendered by `ruler release` names in its evaluation example."""
+    if text == render_card(manifest):
+        return True
+    found = _RELEASED.search(text)
+    return bool(found) and text == render_card(manifest, repo_id=found["repo"],
+                                               revision=found["tag"])
+
+
+#: The template's `ruler eval` example, which names the repo and tag a card was rendered for.
+_RELEASED = re.compile(r"ruler eval --model <model> --data (?P<repo>[\w.-]+/[\w.-]+) "
+                       r"--revision (?P<tag>[\w.-]+) ")
+
+
+def refresh_card(out_dir: Path) -> bool:
+    """Re-render `OUT/README.md` if it is not the card the manifest renders (a build or merge
+    killed between writing the manifest and the card, a full disk, a hand edit); True when it
+    was written. A current card is left untouched, so an up-to-date read-only folder stays
+    readable; temporary cards left by a killed writer are removed either way."""
+    out_dir = Path(out_dir)
+    path = out_dir / CARD_NAME
+    if not (out_dir / MANIFEST_NAME).is_file():
+        return False  # nothing built here yet: no card to render
+    leftovers = any(path.parent.glob(f"{temp_prefix(path)}*tmp"))
+    try:
+        current = path.is_file() and card_is_current(path.read_text(encoding="utf-8"),
+                                                     read_manifest(out_dir))
+    except UnicodeDecodeError:
+        current = False
+    if current and not leftovers:
+        return False
+    with manifest_lock(out_dir):
+        if current:  # only leftovers to clean
+            remove_stale_temps(path)
+            return False
+        write_card(out_dir)
+    return True

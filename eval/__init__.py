@@ -11,7 +11,7 @@ Modules, one job each:
              backend_openai (completions servers over httpx), backend_hf (transformers)
   reasoning  reasoning mode: the answer after the model's thinking, and its state
   predictions  prediction records: append-as-you-go JSONL, streamed reading, key checks
-  results_folder  the file names of a results folder (run.json, predictions, scores)
+  results_folder  the file names of a results folder (run.json, predictions, scores), its lock
   runner     `ruler eval`: check, stream rows to the backend, skip what does not fit, save
   score      predictions vs the dataset's rows -> scores.json
   report     scores.json -> report.md / .csv / .json and PNG plots

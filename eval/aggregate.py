@@ -82,26 +82,37 @@ class Summary:
     wavg_dec: float | None
     effective_length: int | None
     threshold: float
+    partial: bool = False  # rows asked for have no result: no effective length, no averages
 
     @property
     def effective_label(self) -> str:
+        if self.partial:
+            return PARTIAL_LABEL
         return format_effective(self.effective_length, list(self.by_length))
 
 
+#: What the report shows instead of a headline number over a partial selection.
+PARTIAL_LABEL = "n/a (partial)"
+
+
 def summarize(by_length: Mapping[int, float | None],
-              threshold: float = DEFAULT_THRESHOLD) -> Summary:
+              threshold: float = DEFAULT_THRESHOLD, partial: bool = False) -> Summary:
     """Avg, wAvg (inc/dec) and effective length from per-length means.
 
     Averages over lengths are only given when every length has a score: an average over a
-    subset would silently change what the number means.
+    subset would silently change what the number means. `partial`: some rows that were asked
+    for have no result, so none of the three is given; a length's passing score says nothing
+    about a longer one whose rows are missing.
     """
-    complete = all(v is not None for v in by_length.values()) and bool(by_length)
+    complete = all(v is not None for v in by_length.values()) and bool(by_length) \
+        and not partial
     scores = {L: float(v) for L, v in by_length.items() if v is not None}
     return Summary(
         by_length=dict(sorted(by_length.items())),
         avg=mean(list(scores.values())) if complete else None,
         wavg_inc=weighted_average(scores, True) if complete else None,
         wavg_dec=weighted_average(scores, False) if complete else None,
-        effective_length=effective_length(by_length, threshold),
+        effective_length=None if partial else effective_length(by_length, threshold),
         threshold=threshold,
+        partial=partial,
     )

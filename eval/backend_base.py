@@ -44,6 +44,27 @@ class GenResult:
     seconds: float = 0.0
 
 
+#: Finish reasons that mean the engine gave up on the request (vLLM: a request aborted, or an
+#: engine error; servers pass them on): whatever text came with them is not the model's answer.
+FAILED_FINISH_REASONS = frozenset({"abort", "error"})
+
+
+def finished_result(key: Any, text: Any, output_tokens: int = 0, finish_reason: Any = "",
+                    seconds: float = 0.0) -> GenResult:
+    """The result of a generation the engine reports as finished: the answer, or an error
+    when there is none. An empty text with a normal finish ("stop", "length") is a real
+    answer (scored, usually wrong); no text at all, or a finish reason that says the request
+    failed, is a failed request: kept out of the score, listed, retried on resume."""
+    finish = str(finish_reason or "")
+    if finish in FAILED_FINISH_REASONS:
+        return GenResult(key, None, error=f"the engine ended the request with finish_reason "
+                                          f"{finish!r} (no answer)", seconds=seconds)
+    if not isinstance(text, str):
+        return GenResult(key, None, error=f"the engine returned no text ({text!r}, "
+                                          f"finish_reason {finish!r})", seconds=seconds)
+    return GenResult(key, text, int(output_tokens or 0), finish, seconds=seconds)
+
+
 class Backend(Protocol):
     name: str
     max_model_len: int  # prompt + generated tokens the engine accepts

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import time
-from typing import Iterable, Iterator
+from typing import Any, Callable, Container, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
 from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
-                                     missing_backend_error, prompt_list)
+                                     finished_result, missing_backend_error, prompt_list)
+
+
+def generation_result(key: Any, new: list[int], eos_ids: Container[int],
+                      decode: Callable[..., str], skip_special_tokens: bool,
+                      seconds: float) -> GenResult:
+    """The tokens `generate` added after the prompt as this row's result. Generation ends at
+    an end-of-sequence token ("stop") or at the budget ("length"): an empty text is a real
+    answer either way (e.g. the model stopped at once). Same detokenization as vLLM: special
+    tokens skipped unless asked for, the end-of-sequence token that stopped generation never
+    part of the text."""
+    stopped = bool(new) and new[-1] in eos_ids
+    text = decode(new[:-1] if stopped else new, skip_special_tokens=skip_special_tokens)
+    return finished_result(key, text, len(new), "stop" if stopped else "length", seconds)
 
 
 class HFBackend:
@@ -50,14 +63,9 @@ class HFBackend:
                     input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=r.max_tokens,
                     do_sample=False, temperature=None, top_p=None, top_k=None,
                     pad_token_id=self.tokenizer.pad_token_id or next(iter(eos_ids), 0))
-            new = out[0][ids.shape[1]:].tolist()
-            stopped = bool(new) and new[-1] in eos_ids
-            finish = "stop" if stopped else "length"
-            # Same detokenization as vLLM: special tokens skipped unless asked for, and the
-            # end-of-sequence token that stopped generation never part of the text.
-            text = self.tokenizer.decode(new[:-1] if stopped else new,
-                                         skip_special_tokens=r.skip_special_tokens)
-            yield GenResult(r.key, text, len(new), finish, seconds=time.perf_counter() - start)
+            yield generation_result(r.key, out[0][ids.shape[1]:].tolist(), eos_ids,
+                                    self.tokenizer.decode, r.skip_special_tokens,
+                                    time.perf_counter() - start)
 
     def close(self) -> None:
         self.model = None

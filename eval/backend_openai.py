@@ -9,8 +9,10 @@ depend on each server's tokenizer and its default special tokens.)
 At most `concurrency` requests are in flight (the server batches them continuously); the
 runner's rows are pulled only as slots free up. A request that times out, cannot connect, or
 gets 429 / 5xx is retried with exponential backoff and jitter (honouring `Retry-After`), up
-to `retries` times; any other 4xx is the request's own fault and is not retried. A request
-that still fails is recorded as an error, which a resumed run retries.
+to `retries` times; any other 4xx is the request's own fault and is not retried. A 200 that
+carries no completion (garbage JSON, no choices, `text` null or absent, finish_reason "error"
+or "abort") is a failure of the server's, retried the same way. A request that still fails is
+recorded as an error, which a resumed run retries.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Iterable, Iterator
 
 from ruler.builder.errors import RulerError
+from ruler.builder.scrub import register_secret, scrub
 from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
-                                     feed_ready, missing_backend_error, prompt_list)
+                                     feed_ready, finished_result, missing_backend_error,
+                                     prompt_list)
 
 MAX_BACKOFF = 60.0
 
@@ -58,6 +62,8 @@ class OpenAIBackend:
         self.opts = opts
         self.concurrency = max(1, opts.concurrency)
         api_key = opts.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
+        register_secret(opts.api_key)  # a server may echo it: never shown or saved (the
+        # environment's key is known to ruler.builder.scrub already)
         self.client = httpx.Client(
             base_url=self.base, headers={"Authorization": f"Bearer {api_key}"},
             timeout=httpx.Timeout(opts.timeout, connect=min(30.0, opts.timeout)),
@@ -80,12 +86,12 @@ class OpenAIBackend:
             resp.raise_for_status()
             models = resp.json()
         except (self.httpx.HTTPError, ValueError) as e:
-            raise RulerError(f"cannot reach the OpenAI-compatible server at {self.base}: "
-                             f"{type(e).__name__}: {e}") from None
+            raise RulerError(scrub(f"cannot reach the OpenAI-compatible server at "
+                                   f"{self.base}: {type(e).__name__}: {e}")) from None
         names = [m.get("id") for m in models.get("data", [])]
         if names and self.model not in names:
-            raise RulerError(f"the server at {self.base} does not serve {self.model!r}; it "
-                             f"serves: {', '.join(map(str, names))}")
+            raise RulerError(scrub(f"the server at {self.base} does not serve {self.model!r}; "
+                                   f"it serves: {', '.join(map(str, names))}"))
         for m in models.get("data", []):
             if m.get("id") == self.model and m.get("max_model_len"):
                 return int(m["max_model_len"])  # vLLM reports it; others may not
@@ -111,12 +117,19 @@ class OpenAIBackend:
                     try:
                         data = resp.json()
                         choice = data["choices"][0]
-                        tokens = (data.get("usage") or {}).get("completion_tokens", 0)
-                        return GenResult(r.key, choice.get("text") or "", int(tokens or 0),
-                                         str(choice.get("finish_reason") or ""),
-                                         seconds=time.perf_counter() - start)
-                    except (KeyError, IndexError, TypeError, ValueError) as e:
+                        tokens = int((data.get("usage") or {}).get("completion_tokens") or 0)
+                        result = finished_result(r.key, choice.get("text"), tokens,
+                                                 choice.get("finish_reason"),
+                                                 time.perf_counter() - start)
+                    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
                         error = f"malformed response ({type(e).__name__}: {e}): {resp.text[:300]}"
+                    else:
+                        if not result.error:
+                            return result
+                        # A 200 without an answer (`text` null or absent, finish_reason
+                        # "error"): a server-side failure, retried like a 5xx.
+                        error = f"HTTP 200 without a completion: {result.error}: " \
+                                f"{resp.text[:300]}"
                 else:
                     error = f"HTTP {resp.status_code}: {resp.text[:500]}"
                     if not retryable(resp.status_code):
@@ -125,7 +138,8 @@ class OpenAIBackend:
             if attempt < self.opts.retries:
                 time.sleep(backoff_seconds(attempt, self.opts.retry_backoff, retry_after,
                                            self._rng))
-        return GenResult(r.key, None, error=error, seconds=time.perf_counter() - start)
+        # the reason is saved in predictions.jsonl and printed: server text, scrubbed
+        return GenResult(r.key, None, error=scrub(error), seconds=time.perf_counter() - start)
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
         it, ready = iter(requests), feed_ready(requests)

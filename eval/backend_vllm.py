@@ -29,7 +29,7 @@ from typing import Any, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
 from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, feed_ready,
-                                     missing_backend_error, prompt_list)
+                                     finished_result, missing_backend_error, prompt_list)
 
 DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
 #: Below this share of the window in flight, wait for rows being rendered; above it, take only
@@ -66,8 +66,14 @@ def _params(r: GenRequest):
 
 
 def _result(key: Any, out: Any, seconds: float) -> GenResult:
-    c = out.outputs[0]
-    return GenResult(key, c.text, len(c.token_ids), str(c.finish_reason or ""), seconds=seconds)
+    """A finished `RequestOutput` as this row's result: its first completion, or an error
+    when vLLM gave none, gave no text, or ended the request as aborted / failed."""
+    outputs = getattr(out, "outputs", None) or ()
+    if not outputs:
+        return GenResult(key, None, error="vLLM finished the request without an output",
+                         seconds=seconds)
+    c = outputs[0]
+    return finished_result(key, c.text, len(c.token_ids or ()), c.finish_reason, seconds)
 
 
 class VLLMBackend:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ruler.builder.errors import RulerError
+from ruler.eval.backend_base import BACKENDS
 
 if TYPE_CHECKING:
     from ruler.eval.backend_base import BackendOptions
@@ -36,8 +37,10 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                     "no prefix), generate greedily up to the row's\ntokens_to_generate, write "
                     "OUT/predictions.jsonl as rows finish, then OUT/scores.json and the\nreport. "
                     "Rows stream to the engine in a bounded window (rendered ahead by a process "
-                    "pool),\nso memory stays bounded at any size. Re-running resumes. Rows "
-                    "longer than max_model_len\nare recorded as skipped with the reason.\n\n"
+                    "pool),\nso memory stays bounded at any size. Re-running resumes (failed "
+                    "rows are retried). Rows\nlonger than max_model_len are recorded as "
+                    "skipped with the reason, and retried by a run\nwhose --max-model-len "
+                    "fits them. One run at a time per results folder.\n\n"
                     "Reasoning models: build a config with a reserved output budget (ruler build "
                     "... --output-budget\n16384 gives config <tokenizer>--out16k) and evaluate "
                     "it: --mode reasoning is then the default;\nthe answer is the text after "
@@ -51,9 +54,10 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                    help="model folder or Hub id (vllm, hf); the served model name (openai)")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
     p.add_argument("--revision", default=None, help="Hub dataset revision (default: main)")
-    p.add_argument("--tokenizer-config", required=True,
+    p.add_argument("--tokenizer-config", default=None,
                    help="dataset config = the tokenizer the data was built for (e.g. llama-3.1), "
-                        "or one of its variants (e.g. llama-3.1--depth10)")
+                        "or one of its variants (e.g. llama-3.1--depth10); default: the "
+                        "dataset's only config")
     p.add_argument("--model-tokenizer", default=None,
                    help="tokenizer that renders prompts (default: --model; required for "
                         "openai when --model is not a folder)")
@@ -72,7 +76,9 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reasoning-parser", default=None, metavar="NAME",
                    help="reasoning mode: split reasoning from answer with vLLM's reasoning "
                         "parser NAME (e.g. deepseek_r1, qwen3) instead of the end marker")
-    p.add_argument("--backend", choices=("vllm", "openai", "hf"), default="vllm")
+    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
+                   help="inference engine, one of %(choices)s (default: %(default)s); "
+                        "openai talks to a completions server at --base-url")
     p.add_argument("--out", type=Path, default=None,
                    help="results folder (default: results/<model name>)")
     p.add_argument("--limit", type=int, default=None, help="first N samples per task and length")
@@ -118,11 +124,23 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
         "score", help="score a predictions file (from any framework) against the dataset",
         description="Score PREDICTIONS (JSONL or Parquet with columns tokenizer, task, "
                     "max_seq_length, index,\nprediction; optional status, reason) with RULER's "
-                    "metrics. Rows of the dataset without a\nprediction and predictions that "
-                    "match no row are listed. PREDICTIONS may also be\nlm-evaluation-harness "
-                    "output of `ruler export lm-eval` tasks (a samples_*.jsonl file or\nthe "
-                    "--output_path folder) or an Inspect log of the ruler task (.eval, or a "
-                    "folder of them).",
+                    "metrics. PREDICTIONS may also be\nlm-evaluation-harness output of `ruler "
+                    "export lm-eval` tasks (a samples_*.jsonl file or\nthe --output_path "
+                    "folder) or an Inspect log of the ruler task (.eval, or a folder of "
+                    "them).\n\n"
+                    "Coverage is counted against what was asked for: the tasks and lengths of "
+                    "--tasks / --lengths;\nelse the files the run itself asked for, where it "
+                    "records them (a `ruler eval` results\nfolder's run.json, an Inspect log, "
+                    "lm-eval's results file); else every task and length of\nthe config. The "
+                    "first --limit rows of each (default: the run's own limit, where "
+                    "recorded).\nRows without a prediction are missing, and while any row "
+                    "asked for is missing or failed\nthe results are PARTIAL: the effective "
+                    "length, Avg. and wAvg. are withheld and the incomplete\ncells named. "
+                    "Predictions that match no row are listed.",
+        epilog="Output: PREDICTIONS.scores/ beside a predictions file (e.g. preds.jsonl -> "
+               "preds.jsonl.scores/),\nor the PREDICTIONS folder itself; --out elsewhere. A "
+               "scores.json of other predictions is never\noverwritten: each records the "
+               "path and sha256 of what it scored.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--predictions", required=True, type=Path,
                    help="ruler's JSONL/Parquet, lm-eval samples file or output folder, or an "
@@ -130,12 +148,23 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
     p.add_argument("--revision", default=None, help="Hub dataset revision")
     p.add_argument("--tokenizer-config", default=None,
-                   help="score only this config's predictions")
+                   help="score only this config's predictions (default: the dataset's only "
+                        "config, else the one the predictions name)")
+    p.add_argument("--tasks", default=None,
+                   help="comma-separated tasks asked for (default: the run's, where "
+                        "recorded, else all of the config's)")
+    p.add_argument("--lengths", default=None,
+                   help="comma-separated lengths asked for (default: the run's, where "
+                        "recorded, else all of the config's)")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="only the first N rows of each task and length were asked for "
+                        "(default: the run's own --limit where recorded, else every row)")
     p.add_argument("--out", type=Path, default=None,
-                   help="folder for scores.json and the report (default: beside PREDICTIONS, "
-                        "or in it when it is a folder)")
+                   help="folder for scores.json and the report (default: PREDICTIONS.scores/ "
+                        "beside a file, or the PREDICTIONS folder itself)")
     p.add_argument("--strict", action="store_true",
-                   help="exit 1 when rows are missing or predictions unknown")
+                   help="exit 1 when any row asked for is missing or failed, or predictions "
+                        "match no row")
     p.set_defaults(func=run_score_cmd)
 
 
@@ -196,6 +225,11 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
         reasoning_end_marker=args.reasoning_end_marker,
         reasoning_parser=args.reasoning_parser, render_workers=args.render_workers)
     outcome = run_eval(cfg)
+    for note in outcome.notes:
+        print(note)
+    if outcome.retried_skipped:
+        print(f"{out}: {outcome.retried_skipped} row(s) skipped earlier for max_model_len "
+              f"tried again under this run's limit")
     print(f"{out}: {outcome.generated} generated, {outcome.skipped} skipped, {outcome.errors} "
           f"failed, {outcome.done_before} done before; generation {outcome.generate_seconds:.1f}s"
           + (f"; {outcome.budget_exhausted} ran out of output budget while reasoning"
@@ -234,14 +268,32 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
 
 
 def run_score_cmd(args: argparse.Namespace) -> int:
+    from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.eval.data import open_dataset
+    from ruler.eval.integrations.sources import read_predictions
+    from ruler.eval.predictions import index_records
     from ruler.eval.results_folder import SCORES_NAME
-    from ruler.eval.score import score_file, write_scores
+    from ruler.eval.score import (check_scores_owner, default_scores_folder, run_cells,
+                                  score_source, write_scores)
 
-    ds = open_dataset(args.data, args.revision, args.tokenizer_config)
-    report = score_file(args.predictions, ds, args.tokenizer_config)
-    out = args.out or (args.predictions if args.predictions.is_dir()
-                       else args.predictions.parent)
+    if args.limit is not None and args.limit < 1:
+        raise RulerError(f"--limit must be >= 1, got {args.limit}")
+    tasks = parse_tasks(args.tasks) if args.tasks else None
+    lengths = parse_lengths(args.lengths) if args.lengths else None
+    source = read_predictions(args.predictions)
+    records = index_records(source.records, str(args.predictions))
+    # What a Hub dataset fetches: name the config, tasks and lengths where they are known.
+    named = {k[0] for k in records}
+    config = args.tokenizer_config or (named.pop() if len(named) == 1 else None)
+    fetch_tasks, fetch_lengths = tasks, lengths
+    if config and not (tasks or lengths) and run_cells(source, config):
+        cells = run_cells(source, config)
+        fetch_tasks, fetch_lengths = {t for t, _ in cells}, {L for _, L in cells}
+    ds = open_dataset(args.data, args.revision, config, fetch_tasks, fetch_lengths)
+    report = score_source(ds, source, records, args.tokenizer_config, tasks, lengths,
+                          args.limit)
+    out = args.out or default_scores_folder(args.predictions)
+    check_scores_owner(out / SCORES_NAME, report.predictions)
     write_scores(out / SCORES_NAME, report)
     for c in report.cells:
         score = "n/a" if c.score is None else f"{c.score:.2f}"
@@ -256,7 +308,7 @@ def run_score_cmd(args: argparse.Namespace) -> int:
             print(f"{len(keys)} {what}: {shown}", file=sys.stderr)
     print(f"wrote {out / SCORES_NAME} (full lists of missing/unknown keys inside)")
     _print_report(out, None)
-    return 1 if args.strict and (report.missing or report.unknown) else 0
+    return 1 if args.strict and (not report.complete or report.unknown) else 0
 
 
 def run_report_cmd(args: argparse.Namespace) -> int:
@@ -285,3 +337,4 @@ def _print_report(results: Path, out: Path | None, threshold: float = 85.6,
     r = write_report(results, out, threshold, dataset_files, plots, depth_bins,
                      min_depth_samples)
     print(to_markdown(r))
+    print(r.status_line())

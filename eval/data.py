@@ -18,7 +18,8 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import MANIFEST_NAME, data_path, read_manifest
+from ruler.builder.manifest import MANIFEST_NAME, check_split_files, data_path, read_manifest
+from ruler.builder.manifest_schema import check_manifest
 from ruler.builder.hashing import file_sha256
 from ruler.builder.tasks.catalog import TASKS
 
@@ -113,24 +114,43 @@ class Dataset:
         self._checked.add(f.path)
 
 
+def default_config(ds: Dataset) -> str:
+    """The config to use when none is named: the dataset's only one; with several, which one
+    is meant is the user's to say (the error lists them)."""
+    return _only_config(ds.spec, ds.manifest)
+
+
+def _only_config(spec: str, manifest: dict[str, Any]) -> str:
+    configs = sorted(manifest.get("builds", {}))
+    if len(configs) == 1:
+        return configs[0]
+    if not configs:
+        raise RulerError(f"dataset {spec} has no tokenizer config")
+    raise RulerError(f"dataset {spec} has {len(configs)} tokenizer configs "
+                     f"({', '.join(configs)}): choose one with --tokenizer-config")
 
 
 def open_dataset(spec: str, revision: str | None = None, config: str | None = None,
                  tasks: Iterable[str] | None = None,
-                 lengths: Iterable[int] | None = None) -> Dataset:
-    """Open a build folder, or fetch a Hub dataset's manifest (+ the selected files)."""
+                 lengths: Iterable[int] | None = None, one_config: bool = False) -> Dataset:
+    """Open a build folder, or fetch a Hub dataset's manifest (+ the selected files: of
+    `config`, of every config when it is None, or with `one_config` of the only config, see
+    `default_config`, so that a Hub dataset of several is refused before any download)."""
     path = Path(spec).expanduser()
     if path.is_dir():
         if not (path / MANIFEST_NAME).is_file():
             raise RulerError(f"{path} is not a ruler build: it has no {MANIFEST_NAME}")
-        return Dataset(spec, None, path, read_manifest(path))
+        manifest = read_manifest(path)  # checked: split files of known configs, tasks, lengths
+        check_split_files(path, manifest["files"])  # reached through no link below the folder
+        return Dataset(spec, None, path, manifest)
     if _HUB_ID.match(spec):
-        return _open_hub(spec, revision, config, list(tasks or ()), list(lengths or ()))
+        return _open_hub(spec, revision, config, list(tasks or ()), list(lengths or ()),
+                         one_config)
     raise RulerError(f"--data {spec!r} is neither a build folder nor a Hub dataset id ORG/NAME")
 
 
 def _open_hub(repo: str, revision: str | None, config: str | None, tasks: list[str],
-              lengths: list[int]) -> Dataset:
+              lengths: list[int], one_config: bool = False) -> Dataset:
     import json
 
     from huggingface_hub import HfApi, hf_hub_download, snapshot_download
@@ -140,13 +160,20 @@ def _open_hub(repo: str, revision: str | None, config: str | None, tasks: list[s
         revision = HfApi().dataset_info(repo, revision=revision).sha
         manifest_file = hf_hub_download(repo, MANIFEST_NAME, repo_type="dataset",
                                         revision=revision)
-        manifest = json.loads(Path(manifest_file).read_text(encoding="utf-8"))
+        manifest = check_manifest(json.loads(Path(manifest_file).read_text(encoding="utf-8")),
+                                  f"{MANIFEST_NAME} of {repo}@{revision}")
+        # The snapshot's files are links into huggingface_hub's own cache (its blobs), which
+        # it made from these checked paths: they are not checked for links.
+        if config is None and one_config:
+            config = _only_config(repo, manifest)
         wanted = [rel for rel, e in manifest.get("files", {}).items()
                   if (config is None or e.get("config") == config)
                   and (not tasks or e["task"] in tasks)
                   and (not lengths or int(e["max_seq_length"]) in lengths)]
         root = Path(snapshot_download(repo, repo_type="dataset", revision=revision,
                                       allow_patterns=[MANIFEST_NAME, *wanted]))
+    except RulerError:
+        raise
     except Exception as e:  # network, auth, missing revision: one clear message
         raise RulerError(f"could not fetch dataset {repo}@{revision or 'main'} from the Hub: "
                          f"{type(e).__name__}: {e}") from None

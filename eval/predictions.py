@@ -10,6 +10,7 @@ file with at least the key columns and `prediction`.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -44,6 +45,7 @@ class Prediction:
     # `prediction` is the answer after its reasoning, and the row's reasoning state.
     raw_prediction: str | None = None
     reasoning: str = ""
+    backend: str = ""  # the engine that answered (a results folder may hold several)
 
     @property
     def key(self) -> Key:
@@ -62,8 +64,47 @@ LONG_FIELDS = ("raw_prediction",)
 
 
 def key_of(record: dict[str, Any]) -> Key:
-    return (str(record["tokenizer"]), str(record["task"]), int(record["max_seq_length"]),
-            int(record["index"]))
+    """The record's key; ValueError naming the field when a key column has the wrong type."""
+    return (_text(record["tokenizer"], "tokenizer"), _text(record["task"], "task"),
+            key_integer(record["max_seq_length"], "max_seq_length"),
+            key_integer(record["index"], "index"))
+
+
+def key_integer(value: Any, name: str) -> int:
+    """A key number: an int, or a float that is exactly a whole number (3.0, as in a Parquet
+    float column that pandas wrote for an integer column with nulls). Everything else is
+    refused rather than converted: int(3.5) or int("3") would key a prediction to a row it
+    was not made for, and bools are ints to Python but never an index."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{name} {value!r} is not an integer")
+    if isinstance(value, float):
+        if not value.is_integer():  # also NaN and infinity
+            raise ValueError(f"{name} {value!r} is not an integer")
+        return int(value)
+    return value
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} {value!r} is not a string")
+    return value
+
+
+def _check_fields(record: dict[str, Any]) -> None:
+    """The fields scoring reads besides the key: a prediction is the model's text or null (no
+    answer); anything else (a dict, a number, NaN from a float column) is a damaged or
+    foreign file, and stringifying it would score text nobody generated."""
+    pred = record["prediction"]
+    if pred is not None and not isinstance(pred, str):
+        name = type(pred).__name__
+        kind = "NaN" if isinstance(pred, float) and math.isnan(pred) else \
+            f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+        raise ValueError(f"prediction is {kind} ({str(pred)[:40]}), expected a string (the "
+                         f"model's answer) or null (no answer)")
+    for name in ("data_sha256", "reason"):
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name} {value!r} is not a string")
 
 
 def format_key(key: Key) -> str:
@@ -163,7 +204,8 @@ def index_records(records: Iterable[dict[str, Any]], source: str,
     """Check columns and keys; return the records by key (or `keep(record)`, to hold less).
 
     A key may repeat only when every earlier occurrence is a failed request (status "error")
-    that a resumed run retried; any other duplicate is ambiguous and an error.
+    or a row skipped as too long (status "skipped") that a resumed run retried; any other
+    duplicate is ambiguous and an error.
     """
     out: dict[Key, Any] = {}
     statuses: dict[Key, str] = {}
@@ -176,13 +218,17 @@ def index_records(records: Iterable[dict[str, Any]], source: str,
                              f"(max_seq_length = the split's L, index = the sample number)")
         try:
             key = key_of(r)
-        except (TypeError, ValueError):
-            raise RulerError(f"{source}: record {n + 1} has a malformed key "
-                             f"{[r.get(c) for c in KEY_COLUMNS]}") from None
+        except ValueError as e:
+            raise RulerError(f"{source}: record {n + 1}: {e} (the key columns are "
+                             f"{', '.join(KEY_COLUMNS)}: two strings and two integers)") from None
+        try:
+            _check_fields(r)
+        except ValueError as e:
+            raise RulerError(f"{source}: record {n + 1} ({format_key(key)}): {e}") from None
         status = r.get("status", "ok")
         if status not in STATUSES:
             raise RulerError(f"{source}: record {n + 1} has unknown status {status!r}")
-        if statuses.get(key, "error") != "error":
+        if statuses.get(key, "error") not in ("error", "skipped"):
             duplicates.append(key)
         statuses[key] = status
         out[key] = r if keep is None else keep(r)

@@ -6,6 +6,12 @@ length at a threshold, and per-cell nulls / skipped / failed / missing counts, s
 incomplete cell is visible instead of looking like a score. Score by depth bin per task and
 length (eval.depth), with depth x length heatmaps (eval.depth_report), where the scores hold
 the answered rows' gold depths.
+
+Coverage: every (task, L) cell asked for shows its rows with a result out of its rows asked
+for. When any row asked for is missing or failed — including whole cells a results folder's
+run asked for (run.json) that its scores.json has not scored yet, as after an interrupted
+`ruler eval` — the results are partial: the effective length, Avg. and wAvg. are not given
+(nor the mean of a length with an incomplete cell), and the incomplete cells are named.
 """
 
 from __future__ import annotations
@@ -13,9 +19,9 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import write_json_atomic
@@ -23,8 +29,8 @@ from ruler.builder.tasks.catalog import TASKS
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
-from ruler.eval.results_folder import SCORES_NAME
-from ruler.eval.score import SCORES_FORMAT
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
                 "scores_overall.png", "report_depth.csv", HEATMAP_DIR)
@@ -41,11 +47,58 @@ class Report:
     summary: Summary
     depth: DepthTables | None = None  # None: scores.json has no depth items (older scores)
     mode: str | None = None  # "reasoning": the report counts rows that ran out of budget
+    # Cells asked for with a row missing or failed, or not scored at all (`unscored`),
+    # shortest length first.
+    incomplete: list[tuple[str, int]] = field(default_factory=list)
+    unscored: set[tuple[str, int]] = field(default_factory=set)
+    selection: dict[str, Any] = field(default_factory=dict)  # scores.json's (what was asked)
 
     @property
     def mean_label(self) -> str:
         n = len(self.tasks)
         return "Mean (13 tasks)" if n == len(TASKS) else f"Mean ({n} task{'s' * (n != 1)})"
+
+    @property
+    def complete(self) -> bool:
+        return not self.incomplete
+
+    def coverage(self, task: str, L: int) -> str | None:
+        """"done/asked" of a cell asked for ("not scored" when it has no cell; None: the
+        cell was not asked for)."""
+        if (task, L) in self.unscored:
+            return "not scored"
+        c = self.cells.get((task, L))
+        return None if c is None else f"{cell_done(c)}/{c['rows']}"
+
+    @property
+    def rows_done(self) -> tuple[int, int]:
+        """Rows with a result and rows asked for, over the cells scored."""
+        return (sum(cell_done(c) for c in self.cells.values()),
+                sum(c["rows"] for c in self.cells.values()))
+
+    def incomplete_labels(self) -> list[str]:
+        return [f"{t} @ {format_length(L)} ({self.coverage(t, L)})" for t, L in self.incomplete]
+
+    def selection_text(self) -> str:
+        """What was asked for, e.g. "2 task(s) x 1 length(s), as the run asked, first 2 rows
+        of each"."""
+        by = {"run": ", as the run asked", "flags": ", as --tasks/--lengths select",
+              "config": ", all of the config's"}.get(self.selection.get("by"), "")
+        limit = self.selection.get("limit")
+        return (f"{len(self.tasks)} task(s) x {len(self.lengths)} length(s){by}"
+                + (f", first {limit} rows of each" if limit else ""))
+
+    def status_line(self) -> str:
+        """One line on what the numbers cover, for the terminal."""
+        done, asked = self.rows_done
+        scope = f"{done} of {asked} rows asked for have a result" + (
+            " in the cells scored" if self.unscored else "")
+        if self.complete:
+            return f"complete: {scope} ({self.selection_text()})"
+        return (f"PARTIAL: {scope}; incomplete cells: {', '.join(self.incomplete_labels())}; "
+                f"effective length, Avg. and wAvg. withheld. Complete the predictions "
+                f"(re-running `ruler eval` resumes), or score only what was run "
+                f"(`ruler score --tasks/--lengths/--limit`)")
 
 
 def load_scores(results: str | Path) -> dict[str, Any]:
@@ -69,28 +122,59 @@ def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where:
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
 
 
+def _cell_key(key: str) -> tuple[str, int]:
+    task, L = key.rsplit("/", 1)
+    return task, int(L)
+
+
 def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                  depth_bins: int | None = None,
-                 min_depth_samples: int = DEFAULT_MIN_SAMPLES) -> Report:
+                 min_depth_samples: int = DEFAULT_MIN_SAMPLES,
+                 asked: Iterable[str] = ()) -> Report:
     """The report of a scores.json. Depth bins: `depth_bins`, else the depth-swept dataset
-    config's own, else DEFAULT_DEPTH_BINS."""
+    config's own, else DEFAULT_DEPTH_BINS. `asked`: "task/L" cells asked for besides the
+    scores' own files (a results folder's run), unscored ones making the results partial."""
     cells = {(c["task"], int(c["max_seq_length"])): c for c in scores["cells"]}
-    if not cells:
+    unscored = {_cell_key(k) for k in (*scores["dataset"]["files"], *asked)} - set(cells)
+    if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
     order = {t: i for i, t in enumerate(TASKS)}
-    tasks = sorted({t for t, _ in cells}, key=lambda t: (order.get(t, 99), t))
-    lengths = sorted({L for _, L in cells})
+    tasks = sorted({t for t, _ in (*cells, *unscored)}, key=lambda t: (order.get(t, 99), t))
+    lengths = sorted({L for _, L in (*cells, *unscored)})
+    incomplete = sorted([k for k, c in cells.items() if not cell_complete(c)] + list(unscored),
+                        key=lambda k: (k[1], order.get(k[0], 99), k[0]))
     by_length: dict[int, float | None] = {}
     for L in lengths:
         values = [cells[(t, L)]["score"] if (t, L) in cells else None for t in tasks]
-        # A length misses a task or a score: its mean would be over other tasks than the rest.
-        by_length[L] = None if any(v is None for v in values) else sum(values) / len(values)
+        # A length misses a task or a score: its mean would be over other tasks than the rest;
+        # a length with rows missing would be a mean over other rows than were asked for.
+        gap = any(v is None for v in values) or any(k[1] == L for k in incomplete)
+        by_length[L] = None if gap else sum(values) / len(values)
     depth = None
     if "depth_items" in scores:
         bins = depth_bins or scores.get("depth_bins") or DEFAULT_DEPTH_BINS
         depth = depth_table(scores["depth_items"], bins, min_depth_samples)
     return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
-                  cells, summarize(by_length, threshold), depth, scores.get("mode"))
+                  cells, summarize(by_length, threshold, partial=bool(incomplete)), depth,
+                  scores.get("mode"), incomplete, unscored, scores.get("selection") or {})
+
+
+def _run_files(results: Path, scores: dict[str, Any]) -> list[str]:
+    """The cells a `ruler eval` results folder's run asked for (run.json), when the scores are
+    of that folder's predictions: a run interrupted after widening its selection left a
+    scores.json of the earlier, smaller one."""
+    folder = results if results.is_dir() else results.parent
+    try:
+        run = json.loads((folder / RUN_NAME).read_text(encoding="utf-8"))
+        dataset = run["dataset"]
+        files = list(dataset["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # no run here (scores of `ruler score`), or not one of ours
+    own = (scores.get("predictions") or {}).get("path")
+    if dataset.get("config") != scores.get("config") or (
+            own and own != str((folder / PREDICTIONS_NAME).resolve())):
+        return []
+    return files
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -102,7 +186,14 @@ def to_markdown(r: Report) -> str:
     head = [f"# RULER results: {r.model or 'unknown model'}", "",
             f"Dataset `{r.dataset.get('spec')}`"
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
-            + f", tokenizer config `{r.config}`.", ""]
+            + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
+    if not r.complete:
+        done, asked = r.rows_done
+        head += [f"**Partial results**: {done} of {asked} rows asked for have a result"
+                 + (" in the cells scored" if r.unscored else "")
+                 + ", so the effective length, Avg. and wAvg. are not given, nor the mean of "
+                   "a length with an incomplete cell. Incomplete cells (rows with a result / "
+                   "rows asked for): " + ", ".join(r.incomplete_labels()) + ".", ""]
     cols = [format_length(L) for L in r.lengths]
     summary = ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
                "|---" * (len(cols) + 4) + "|",
@@ -133,6 +224,14 @@ def to_markdown(r: Report) -> str:
                        "reasoning; *budget exhausted* counts answered rows whose reasoning had "
                        "not ended when the output budget ran out (scored as empty answers, "
                        "i.e. zero; they are among the nulls)."]
+    counts += ["", "## Coverage: rows with a result / rows asked for", "",
+               "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for t in r.tasks:
+        counts.append(f"| {t} | " + " | ".join(r.coverage(t, L) or "—" for L in r.lengths)
+                      + " |")
+    counts += ["", "A result is an answer, or a row skipped as longer than the model's "
+                   "context; missing and failed rows have none (re-running `ruler eval` "
+                   "retries them)."]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
@@ -199,6 +298,10 @@ def to_json(r: Report) -> dict[str, Any]:
         "avg": s.avg, "wavg_inc": s.wavg_inc, "wavg_dec": s.wavg_dec,
         "threshold": s.threshold, "effective_length": s.effective_length,
         "effective_length_label": s.effective_label,
+        "complete": r.complete,
+        "incomplete_cells": [f"{t}/{L}" for t, L in r.incomplete],
+        "coverage": {t: {str(L): r.coverage(t, L) for L in r.lengths
+                         if r.coverage(t, L) is not None} for t in r.tasks},
         "cells": [r.cells[k] for k in sorted(r.cells)],
         "depth": r.depth.as_json() if r.depth else None,
     }
@@ -253,7 +356,8 @@ def write_report(results: str | Path, out: Path | None = None,
     scores = load_scores(results)
     if dataset_files is not None:
         check_revision(scores, dataset_files, str(results))
-    r = build_report(scores, threshold, depth_bins, min_depth_samples)
+    r = build_report(scores, threshold, depth_bins, min_depth_samples,
+                     asked=_run_files(Path(results), scores))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(to_markdown(r), encoding="utf-8")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -33,13 +33,13 @@ from ruler.builder.manifest import write_json_atomic
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend
-from ruler.eval.data import Dataset, SplitFile, open_dataset
+from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.predictions import (LONG_FIELDS, Key, Prediction, PredictionWriter, format_key,
                                     index_records, iter_records)
 from ruler.eval.reasoning import (DEFAULT_END_MARKER, Extraction, extract_answer,
                                   opens_reasoning, vllm_parser_extractor)
 from ruler.eval.render import Renderer
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, hold_results_folder
 from ruler.eval.score import score_folder
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 
@@ -48,7 +48,7 @@ from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_p
 class EvalConfig:
     model: str
     data: str
-    tokenizer_config: str
+    tokenizer_config: str | None  # None: the dataset's only config (data.default_config)
     out: Path
     backend: str = "vllm"
     tasks: tuple[str, ...] = ()
@@ -79,18 +79,31 @@ class EvalOutcome:
     first_request_s: float | None = None  # from the start of run_eval to the first request
     max_model_len: int = 0
     skip_reasons: list[str] = field(default_factory=list)
+    retried_skipped: int = 0  # rows skipped by an earlier run for max_model_len, tried again
+    notes: list[str] = field(default_factory=list)  # said to the user (a changed backend)
 
 
 def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     started = time.perf_counter()
-    ds = open_dataset(cfg.data, cfg.revision, cfg.tokenizer_config, cfg.tasks, cfg.lengths)
+    ds = open_dataset(cfg.data, cfg.revision, cfg.tokenizer_config, cfg.tasks, cfg.lengths,
+                      one_config=True)
+    if not cfg.tokenizer_config:
+        cfg = replace(cfg, tokenizer_config=default_config(ds))
     files = ds.files(cfg.tokenizer_config, cfg.tasks or None, cfg.lengths or None)
     if not files:
         raise RulerError(f"dataset {cfg.data} config {cfg.tokenizer_config!r} has no files")
     mode = _prompt_mode(ds, cfg)
     out = Path(cfg.out)
-    run_info = _check_run_folder(out, ds, cfg, files, mode)
-    done = _finished(out, files)
+    with hold_results_folder(out):  # the second of two runs into one folder stops here
+        return _run_locked(cfg, ds, files, mode, out, backend, started)
+
+
+def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str, out: Path,
+                backend: Backend | None, started: float) -> EvalOutcome:
+    run_info, old_run = _check_run_folder(out, ds, cfg, files, mode)
+    state = _read_state(out, files)
+    retried = _retryable_skips(ds, files, state.skipped, _expected_limit(cfg, old_run))
+    done = state.answered | (set(state.skipped) - retried)
     pending = count_pending(files, done, cfg.limit)
     if pending and backend is None:
         require_backend(cfg.backend)  # one clear line before any slow work
@@ -99,11 +112,8 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     renderer = Renderer(tok, mode, cfg.chat_template_kwargs)
     extract = _extractor(cfg, renderer, tok) if mode == OUTPUT_BUDGET_MODE else None
     _preflight(ds, files, renderer, done, cfg)
-    # Only now, with every check passed, does the folder become (or stay) this run's.
-    out.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(out / RUN_NAME, run_info)
 
-    outcome = EvalOutcome(out, done_before=len(done))
+    outcome = EvalOutcome(out, done_before=len(done), retried_skipped=len(retried))
     stream = PromptStream(ds, files, renderer, done, cfg.limit, cfg.render_workers,
                           cfg.render_start_method)
     own_backend = backend is None
@@ -113,6 +123,10 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
             if backend is None:
                 backend = make_backend(cfg.backend,
                                        cfg.backend_options or BackendOptions(cfg.model))
+            # Only now, with the engine up, does the folder become (or stay) this run's: a run
+            # that fails before generating anything leaves no run.json to pin the folder.
+            outcome.notes.extend(_record_backend(run_info, old_run, cfg, backend, out))
+            write_json_atomic(out / RUN_NAME, run_info)
             skip_special = extract is None or not renderer.is_special_token(
                 cfg.reasoning_end_marker)
             _generate(backend, stream, pending, out, outcome, cfg, extract, skip_special,
@@ -187,15 +201,16 @@ def _run_settings(cfg: EvalConfig, mode: str) -> dict[str, Any]:
 
 
 def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[SplitFile],
-                      mode: str) -> dict[str, Any]:
+                      mode: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A results folder holds one model, prompt mode and dataset config; any file it already
     has results for must be the very same rows (content hash) as now. Returns the run record
-    to write once every check has passed."""
+    to write once the backend has started, and the folder's previous one (None if new)."""
     settings = _run_settings(cfg, mode)
     info = {"dataset": {"spec": cfg.data, "revision": ds.revision,
                         "config": cfg.tokenizer_config, "files": {}},
             "model": cfg.model, "backend": cfg.backend, **settings}
     path = out / RUN_NAME
+    old = None
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         for field_, new in (("model", cfg.model), *settings.items()):
@@ -207,8 +222,31 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
                              f"{old['dataset']['config']!r}, not {cfg.tokenizer_config!r}")
         _check_same_files(old["dataset"]["files"], _selection_fingerprint(files), str(out))
         info["dataset"]["files"] = dict(old["dataset"]["files"])
+        for kept in ("backend", "backends", "max_model_len"):
+            if kept in old:
+                info[kept] = old[kept]
     info["dataset"]["files"].update(_selection_fingerprint(files))
-    return info
+    return info, old
+
+
+def _record_backend(info: dict[str, Any], old: dict[str, Any] | None, cfg: EvalConfig,
+                    backend: Backend, out: Path) -> list[str]:
+    """Record the started backend and its context limit in the run record. Another backend
+    than the folder's earlier runs is allowed (one model's predictions, e.g. resumed on a
+    server after a crash of the offline engine) but said, and every prediction records its
+    own backend. Returns what to tell the user."""
+    before = list((old or {}).get("backends") or ([old["backend"]] if old else []))
+    info["backend"] = backend.name
+    info["backends"] = before + [backend.name] if backend.name not in before else before
+    requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
+    # What a later run needs to know whether rows skipped here could fit then.
+    info["max_model_len"] = {"used": int(backend.max_model_len), "requested": requested,
+                             "backend": backend.name}
+    if before and backend.name not in before:
+        return [f"results folder {out} holds predictions of backend(s) {', '.join(before)}; "
+                f"this run adds predictions of backend {backend.name} (each prediction "
+                f"records its backend)"]
+    return []
 
 
 def _check_same_files(old: dict[str, str], new: dict[str, str], where: str) -> None:
@@ -219,23 +257,69 @@ def _check_same_files(old: dict[str, str], new: dict[str, str], where: str) -> N
                          f"folder, or the dataset revision it was made with")
 
 
-def _finished(out: Path, files: list[SplitFile]) -> set[Key]:
-    """Rows already answered (ok) or skipped for a lasting reason; failed requests are redone.
-    Read line by line, keeping only keys and statuses (the file can be gigabytes)."""
+@dataclass
+class _ResumeState:
+    answered: set[Key]  # rows with an answer: never redone
+    skipped: dict[Key, int]  # rows skipped as too long -> their prompt tokens
+
+
+def _read_state(out: Path, files: list[SplitFile]) -> _ResumeState:
+    """What the folder's predictions already settle: answered rows, and rows skipped for
+    max_model_len (redone when the limit allows); failed requests are redone. Read line by
+    line, keeping only keys, statuses and counts (the file can be gigabytes)."""
     path = out / PREDICTIONS_NAME
     if not path.is_file():
-        return set()
+        return _ResumeState(set(), {})
     records = index_records(
         iter_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
-        str(path), keep=lambda r: (r.get("status", "ok"), r.get("data_sha256")))
+        str(path), keep=lambda r: (r.get("status", "ok"), r.get("data_sha256"),
+                                   r.get("prompt_tokens")))
     by_file = {(f.config, f.task, f.max_seq_length): f.content_sha256 for f in files}
-    for key, (_, sha) in records.items():
+    for key, (_, sha, _n) in records.items():
         want = by_file.get(key[:3])
         if want and sha and sha != want:
             raise RulerError(f"{path}: {format_key(key)} was generated from a different revision "
                              f"of the dataset (content_sha256 {sha[:12]}, now {want[:12]}). Use "
                              f"a new results folder")
-    return {k for k, (status, _) in records.items() if status in ("ok", "skipped")}
+    return _ResumeState({k for k, (status, _, _n) in records.items() if status == "ok"},
+                        {k: int(n or 0) for k, (status, _, n) in records.items()
+                         if status == "skipped"})
+
+
+def _expected_limit(cfg: EvalConfig, old: dict[str, Any] | None) -> int | None:
+    """This run's max_model_len as far as it is known before the engine starts: the one asked
+    for, else the limit the folder's last engine reported by itself (same backend: same
+    default); None when it is known only once the engine is up."""
+    requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
+    if requested:
+        return int(requested)
+    last = (old or {}).get("max_model_len") or {}
+    if last.get("used") and not last.get("requested") and last.get("backend") == cfg.backend:
+        return int(last["used"])
+    return None
+
+
+def _retryable_skips(ds: Dataset, files: list[SplitFile], skipped: dict[Key, int],
+                     limit: int | None) -> set[Key]:
+    """Rows skipped earlier for max_model_len that this run may fit: those whose prompt +
+    tokens_to_generate is within `limit`, or all of them when the limit is not known yet (a
+    row that still does not fit is recorded as skipped again)."""
+    if not skipped or limit is None:
+        return set(skipped)
+    by_file: dict[tuple, dict[int, int]] = {}
+    for key, prompt_tokens in skipped.items():
+        by_file.setdefault(key[:3], {})[key[3]] = prompt_tokens
+    retry = set()
+    for f in files:
+        here = by_file.get((f.config, f.task, f.max_seq_length))
+        if not here:
+            continue
+        for batch in ds.iter_rows(f, ("index", "tokens_to_generate"), 4096):
+            for r in batch:
+                i = int(r["index"])
+                if i in here and here[i] + int(r["tokens_to_generate"]) <= limit:
+                    retry.add((f.config, f.task, f.max_seq_length, i))
+    return retry
 
 
 def _render_or_fail(render: Callable[[], Any], cfg: EvalConfig) -> Any:
@@ -312,6 +396,7 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
         def request(row: RenderedRow) -> GenRequest | None:
             """The row as a request, or None when it cannot run (recorded here)."""
             pred = _prediction(row, cfg, stream.renderer.mode)
+            pred.backend = backend.name
             need = pred.prompt_tokens + row.tokens_to_generate
             if need > limit:
                 pred.status = "skipped"
@@ -330,6 +415,8 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
 
         for result in backend.generate(_Feed(stream, request)):
             pred = in_flight.pop(result.key)
+            if not result.error and not isinstance(result.text, str):
+                result.error = f"the backend returned no text ({result.text!r})"
             if result.error:
                 pred.status, pred.reason = "error", result.error
                 outcome.errors += 1

@@ -1,11 +1,16 @@
 """`ruler score`: predictions (from `ruler eval` or any framework) against the dataset's rows.
 
 The dataset's rows are the truth: references, metric and the set of rows that should have a
-prediction. Each (task, L) cell gets upstream's task score over the rows that were answered;
-rows skipped (too long for the model), failed, or absent from the predictions are counted and
-listed, never scored as zero. Predictions whose key is not a row of the dataset are listed as
-unknown. A prediction carrying a `data_sha256` different from the split file's is an error:
-it was made from another revision of the dataset.
+prediction. What was asked for — the selection — is the tasks and lengths named (`--tasks`,
+`--lengths`), else the files the run recorded (a `ruler eval` run.json, an Inspect log, an
+lm-eval results file), else every (task, L) file of the scored config, each cut to its first N
+rows under a limit; never merely what the predictions happen to contain.
+Each (task, L) cell of the selection gets upstream's task score over the rows that were
+answered; rows skipped (too long for the model), failed, or absent from the predictions are
+counted and listed, never scored as zero. A selection with a row missing or failed is partial:
+the report then withholds the averages over it (`ruler.eval.report`). Predictions whose key
+is not a row of the dataset are listed as unknown. A prediction carrying a `data_sha256`
+different from the split file's is an error: it was made from another revision of the dataset.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import write_json_atomic
-from ruler.eval.data import Dataset, SplitFile
+from ruler.builder.tasks.catalog import TASKS
+from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items
-from ruler.eval.integrations.sources import read_predictions
+from ruler.eval.integrations.prediction_source import PredictionSource
+from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.metrics import postprocess_pred, task_score
 from ruler.eval.predictions import (LONG_FIELDS, Key, format_key, index_records,
                                     read_records)
@@ -48,12 +55,22 @@ class CellScore:
     budget_exhausted: int = 0
 
 
+def cell_done(cell: Mapping[str, Any]) -> int:
+    """Rows of a cell with a result: answered, or skipped as longer than the model's context
+    (a lasting outcome of the run's settings). Missing and failed rows have none yet."""
+    return cell["rows"] - cell["missing"] - cell["errors"]
+
+
+def cell_complete(cell: Mapping[str, Any]) -> bool:
+    return cell["missing"] == 0 and cell["errors"] == 0
+
+
 @dataclass
 class ScoreReport:
     dataset: dict[str, Any]
     config: str
     model: str | None
-    cells: list[CellScore]
+    cells: list[CellScore]  # one per (task, L) file of the selection, answered or not
     missing: list[str]
     unknown: list[str]
     # Score by depth (eval.depth): "task/L" -> [[depth, score], ...] of the answered rows,
@@ -61,34 +78,62 @@ class ScoreReport:
     depth_items: dict[str, list[list[float]]] = field(default_factory=dict)
     depth_bins: int | None = None
     mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
+    # What was asked for: {"tasks": [...], "lengths": [...], "limit": N or None, "by": who
+    # chose it: "flags", "run", "config" (every file of the config) or "caller"}.
+    selection: dict[str, Any] = field(default_factory=dict)
+    # What was scored: {"path": absolute path, "sha256": of its bytes} (`sources.fingerprint`);
+    # `ruler score` refuses to overwrite the scores of other predictions with it.
+    predictions: dict[str, str] | None = None
+
+    @property
+    def incomplete_cells(self) -> list[str]:
+        return [f"{c.task}/{c.max_seq_length}" for c in self.cells if not cell_complete(
+            asdict(c))]
+
+    @property
+    def complete(self) -> bool:
+        return not self.incomplete_cells
+
+    @property
+    def coverage(self) -> dict[str, Any]:
+        return {"expected": sum(c.rows for c in self.cells),
+                "done": sum(cell_done(asdict(c)) for c in self.cells),
+                "complete": self.complete, "incomplete_cells": self.incomplete_cells}
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": SCORES_FORMAT, **asdict(self)}
+        return {"format": SCORES_FORMAT, **asdict(self), "coverage": self.coverage}
 
 
 def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
                       files: list[SplitFile] | None = None, model: str | None = None,
-                      limit: int | None = None) -> ScoreReport:
+                      limit: int | None = None, config: str | None = None,
+                      tasks: Sequence[str] | None = None,
+                      lengths: Sequence[int] | None = None,
+                      selected_by: str | None = None) -> ScoreReport:
     """Score keyed prediction records against the dataset.
 
-    `files`: the split files to score; default: every file of the predictions' config that
-    any prediction names. `limit`: only the first N rows of each file are expected (`ruler eval
-    --limit N`); rows beyond them are neither scored nor reported missing.
+    `files`: the split files asked for; default: every file of the config (the one named, else
+    the predictions' only one), or those of `tasks` / `lengths`. A file without any prediction
+    is a cell whose every row is missing. `limit`: only the first N rows of each file are
+    expected (`ruler eval --limit N`); rows beyond them are neither scored nor reported
+    missing. Predictions of other configs are listed as unknown. `selected_by`: who chose the
+    files, for the record ("flags", "run"; default: "config" when every file of the config is
+    asked for, else "caller").
     """
-    configs = sorted({k[0] for k in records})
-    if len(configs) > 1:
-        raise RulerError(f"predictions span several tokenizer configs ({', '.join(configs)}); "
-                         f"score each config separately")
-    if not configs and not files:
-        raise RulerError("no predictions to score")
-    config = configs[0] if configs else files[0].config
+    if config is None:
+        config = predictions_config(records) or (files[0].config if files else None)
+        if config is None:
+            raise RulerError("no predictions to score")
     ds.build(config)  # clear error for an unknown config
+    if selected_by is None:
+        selected_by = "flags" if tasks or lengths else "caller" if files is not None \
+            else "config"
     if files is None:
-        named = {(k[1], k[2]) for k in records}
-        files = [f for f in ds.files(config) if (f.task, f.max_seq_length) in named]
+        files = ds.files(config, tasks or None, lengths or None)
     by_file: dict[tuple[str, int], dict[int, dict]] = defaultdict(dict)
     for k, r in records.items():
-        by_file[(k[1], k[2])][k[3]] = r
+        if k[0] == config:
+            by_file[(k[1], k[2])][k[3]] = r
 
     cells, missing, seen, depth_items = [], [], set(), {}
     for f in files:
@@ -101,17 +146,35 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
     unknown = [format_key(k) for k in sorted(records) if k not in seen or
                records[k].get("_unknown")]
+    order = {t: i for i, t in enumerate(TASKS)}
     return ScoreReport(
         dataset={"spec": ds.spec, "revision": ds.revision,
                  "files": {f.key: f.content_sha256 for f in files}},
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
         depth_items=depth_items,
-        depth_bins=(ds.build(config).get("variant") or {}).get("depth_bins"))
+        depth_bins=(ds.build(config).get("variant") or {}).get("depth_bins"),
+        selection={"tasks": sorted({f.task for f in files},
+                                   key=lambda t: (order.get(t, 99), t)),
+                   "lengths": sorted({f.max_seq_length for f in files}), "limit": limit,
+                   "by": selected_by})
+
+
+def _unanswered_file(f: SplitFile, limit: int | None) -> tuple[CellScore, list[str]]:
+    """A file no prediction names: every row asked for is missing. Its rows are not read (on
+    a Hub dataset they need not even be downloaded): `index` runs 0..rows-1 in every split
+    file (`ruler verify` checks it), and the metric is the task's."""
+    n = min(f.rows, limit) if limit else f.rows
+    missing = [format_key((f.config, f.task, f.max_seq_length, i)) for i in range(n)]
+    metric = TASKS[f.task].metric if f.task in TASKS else ""
+    return CellScore(f.task, f.max_seq_length, metric, None, n, 0, 0, 0, 0, n,
+                     f.content_sha256), missing
 
 
 def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | None,
                 depth_items: list | None = None) -> tuple[CellScore, list[str]]:
     """Score one split file; append the answered rows' depth items to `depth_items`."""
+    if not preds:
+        return _unanswered_file(f, limit)
     # Only the columns scoring reads: a 128K row's input is megabytes.
     all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index",) + row_columns(f.task))))
     rows = {int(r["index"]): r for r in all_rows}
@@ -140,7 +203,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
             missing.append(format_key((f.config, f.task, f.max_seq_length, i)))
         elif status == "skipped":
             skipped += 1
-            reasons[_reason_kind(p.get("reason", ""))] += 1
+            reasons[_reason_kind(p.get("reason") or "")] += 1
         elif status == "error" or p.get("prediction") is None:
             errors += 1
             reasons[_reason_kind(p.get("reason", "") or "no prediction")] += 1
@@ -165,30 +228,122 @@ def _reason_kind(reason: str) -> str:
     return reason[:120]
 
 
-def score_file(predictions: str | os.PathLike, ds: Dataset,
-               config: str | None = None) -> ScoreReport:
+def predictions_config(records: Mapping[Key, Any]) -> str | None:
+    """The one tokenizer config the records name (None: no records)."""
+    configs = sorted({k[0] for k in records})
+    if len(configs) > 1:
+        raise RulerError(f"predictions span several tokenizer configs ({', '.join(configs)}): "
+                         f"score one at a time with --tokenizer-config")
+    return configs[0] if configs else None
+
+
+def scored_config(ds: Dataset, records: Mapping[Key, Any]) -> str:
+    """The config to score when none is named: the dataset's only one (predictions of other
+    configs are then listed as unknown), else the one the predictions name."""
+    if len(ds.configs) == 1:
+        return default_config(ds)
+    return predictions_config(records) or default_config(ds)
+
+
+def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[str, Any]],
+                 config: str | None = None, tasks: Sequence[str] | None = None,
+                 lengths: Sequence[int] | None = None,
+                 limit: int | None = None) -> ScoreReport:
+    """Score a read predictions source. `config` named: only its predictions are scored (the
+    others are left out); else `scored_config`. What was asked for: the files of `tasks` /
+    `lengths` when either is given, else the cells the run recorded (`run_files`), else the
+    whole config. `limit`: default the source's own."""
+    if config:
+        records = {k: r for k, r in records.items() if k[0] == config}
+    else:
+        config = scored_config(ds, records)
+    files = None if tasks or lengths else run_files(ds, config, source)
+    report = score_predictions(ds, records, files, model=source.model, config=config,
+                               tasks=tasks, lengths=lengths,
+                               limit=limit if limit is not None else source.limit,
+                               selected_by="run" if files is not None else None)
+    report.mode = source.mode
+    report.predictions = fingerprint(source)
+    return report
+
+
+def run_cells(source: PredictionSource, config: str) -> set[tuple[str, int]]:
+    """The (task, L) cells of `config` the predictions' run asked for (empty: not recorded)."""
+    return {(t, L) for c, t, L in source.asked or () if c == config}
+
+
+def run_files(ds: Dataset, config: str, source: PredictionSource) -> list[SplitFile] | None:
+    """The dataset's files of the cells the run asked for; None when the run records none."""
+    asked = run_cells(source, config)
+    if not asked:
+        return None
+    files = [f for f in ds.files(config) if (f.task, f.max_seq_length) in asked]
+    lacking = sorted(asked - {(f.task, f.max_seq_length) for f in files})
+    if lacking:
+        shown = ", ".join(f"{t}/{L}" for t, L in lacking[:5])
+        raise RulerError(f"the run that made these predictions asked for {shown}, which "
+                         f"dataset {ds.spec} config {config!r} does not have: score against "
+                         f"the dataset the run used (or select with --tasks/--lengths)")
+    return files
+
+
+def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None = None,
+               tasks: Sequence[str] | None = None, lengths: Sequence[int] | None = None,
+               limit: int | None = None) -> ScoreReport:
     """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
     Inspect log; see `ruler.eval.integrations.sources`)."""
     source = read_predictions(predictions)
     records = index_records(source.records, str(predictions))
-    if config:
-        records = {k: r for k, r in records.items() if k[0] == config}
-    return score_predictions(ds, records, model=source.model, limit=source.limit)
+    return score_source(ds, source, records, config, tasks, lengths, limit)
 
 
 def score_folder(out: Path, ds: Dataset) -> ScoreReport:
-    """Score a `ruler eval` results folder and write its scores.json."""
+    """Score a `ruler eval` results folder and write its scores.json: the selection is the
+    run's files (every --tasks/--lengths it was run with) at its --limit."""
     run = json.loads((out / RUN_NAME).read_text(encoding="utf-8"))
-    records = index_records(read_records(out / PREDICTIONS_NAME, tolerate_torn_tail=True,
-                                         drop=LONG_FIELDS), str(out / PREDICTIONS_NAME))
+    path = out / PREDICTIONS_NAME
+    records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
+                            str(path))
     keys = {tuple(k.split("/")) for k in run["dataset"]["files"]}
     files = [f for f in ds.files(run["dataset"]["config"])
              if (f.task, str(f.max_seq_length)) in keys]
     report = score_predictions(ds, records, files, model=run.get("model"),
-                               limit=run.get("limit"))
+                               limit=run.get("limit"), config=run["dataset"]["config"],
+                               selected_by="run")
     report.mode = run.get("mode")
+    report.predictions = fingerprint(PredictionSource(origin=path, files=[path]))
     write_scores(out / SCORES_NAME, report)
     return report
+
+
+def default_scores_folder(predictions: Path) -> Path:
+    """Where `ruler score` writes when no --out is given: a folder of predictions (lm-eval
+    output, Inspect logs) holds its own results; a file gets `<file name>.scores/` beside it,
+    so two files in one folder never share (or overwrite) one scores.json."""
+    predictions = Path(predictions)
+    return predictions if predictions.is_dir() else \
+        predictions.parent / f"{predictions.name}.scores"
+
+
+def check_scores_owner(path: Path, predictions: Mapping[str, str] | None) -> None:
+    """Refuse to replace a scores.json made from other predictions: the same file (path) or
+    the same bytes (sha256) may replace its own results, nothing else."""
+    path = Path(path)
+    if not path.exists():
+        return
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = None
+    owner = old.get("predictions") if isinstance(old, dict) else None
+    if not isinstance(owner, dict) or predictions is None:
+        raise RulerError(f"{path} exists and does not say which predictions it scores (not "
+                         f"written by this version of `ruler score`): pass another --out, or "
+                         f"remove it")
+    if owner.get("path") != predictions["path"] and owner.get("sha256") != \
+            predictions["sha256"]:
+        raise RulerError(f"{path} holds the scores of other predictions ({owner.get('path')}); "
+                         f"pass another --out, or remove that folder's scores first")
 
 
 def write_scores(path: Path, report: ScoreReport) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -96,10 +98,14 @@ class PromptStream:
         if self.workers > 0:
             from ruler.builder.build.config import default_start_method
 
-            context = multiprocessing.get_context(self.start_method or default_start_method())
+            method = self.start_method or default_start_method()
+            context = multiprocessing.get_context(method)
+            # fork and spawn make the workers children of this process; a fork server is
+            # their parent otherwise (and exits with this process in turn).
+            driver = os.getpid() if method in ("fork", "spawn") else None
             self._pool = ProcessPoolExecutor(self.workers, mp_context=context,
                                              initializer=_init_worker,
-                                             initargs=(self.renderer,))
+                                             initargs=(self.renderer, driver))
         self._chunks = self._read_chunks()
         self._fill()
 
@@ -212,11 +218,36 @@ def token_array_from(data: bytes):
 _renderer: Renderer | None = None
 
 
-def _init_worker(renderer: Renderer) -> None:
+#: How often a render process checks that its driver is still there (seconds).
+PARENT_POLL_SECONDS = 0.25
+
+
+def _init_worker(renderer: Renderer, driver_pid: int | None) -> None:
     global _renderer
     _renderer = renderer
     # Ctrl-C goes to the whole process group: the parent stops the pool, the workers stay quiet.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(driver_pid)
+
+
+def _exit_with_parent(driver_pid: int | None) -> None:
+    """End this process when its parent is gone. A driver killed by SIGTERM or kill -9 never
+    shuts its pool down, and a worker waiting on the pool's queue would wait forever under
+    PID 1 (~300 MB each: the tokenizer and a window of prompts): the queue's pipe never
+    reaches EOF, since the workers hold copies of it too. So each worker watches its parent
+    pid, which changes when the parent dies (the orphan is re-parented). Polling works the
+    same under fork and spawn, on every POSIX system, and whichever thread started the pool
+    (unlike Linux's PR_SET_PDEATHSIG, which fires when the forking *thread* ends)."""
+    parent = os.getppid()
+    if driver_pid is not None and parent != driver_pid:
+        os._exit(0)  # the driver died before this worker got here
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="ruler-render-parent-watch", daemon=True).start()
 
 
 def _render_chunk(texts: list[tuple[str, str]]) -> list[bytes]:

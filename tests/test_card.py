@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -17,7 +19,8 @@ from build_helpers import build
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import TASKS
-from ruler.cards.render import GENERATOR_LICENSE, render_card, write_card
+from ruler.cards.render import GENERATOR_LICENSE, card_is_current, render_card, write_card
+from ruler.cli import main
 
 TASKS_BUILT = ("niah_single_1", "niah_multikey_2")
 LENGTHS = (1024, 2048)
@@ -144,3 +147,88 @@ def test_one_folder_with_several_tokenizers_and_an_unofficial_build(out):
 def test_generator_licence_matches_pyproject():
     pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
     assert pyproject["project"]["license"] == GENERATOR_LICENSE
+
+
+# --- issue 21.6: the card always matches the manifest --------------------------------------------
+
+#: `ruler ARGS` in a process killed (SIGKILL) at the moment a build or merge has written the
+#: manifest and starts writing the card, with the temporary card that kill leaves behind.
+KILLED_AT_THE_CARD = """
+import os, sys
+from pathlib import Path
+import ruler.builder.build.publish as publish
+
+def killed(out):
+    (Path(out) / ".README.md.k1ll3d.tmp").write_text("half a card")
+    os.kill(os.getpid(), 9)
+
+publish.write_card = killed
+from ruler.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _killed_at_the_card(*argv: str) -> None:
+    proc = subprocess.run([sys.executable, "-c", KILLED_AT_THE_CARD, *argv],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr
+
+
+def _card_is_current(out: Path) -> bool:
+    return (out / "README.md").read_text() == render_card(manifest_of(out)) \
+        and sorted(p.name for p in out.iterdir() if p.name.startswith(".README")) == []
+
+
+@pytest.mark.parametrize("rerun", [[], ["--overwrite"]])
+def test_a_card_left_stale_by_a_killed_build_is_rendered_again_by_a_rerun(tmp_path, capsys,
+                                                                         rerun):
+    out = tmp_path / "ruler"
+    build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
+    argv = ["build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1,vt", "--lengths", "1024",
+            "--samples", "2", "--out", str(out), "--no-progress", "--workers", "1"]
+    _killed_at_the_card(*argv)
+    assert "data/gpt-4/vt/1024.parquet" in manifest_of(out)["files"]  # recorded, card not
+    assert not _card_is_current(out)
+    assert main(["verify", str(out), "--no-load", "--workers", "1"]) == 1
+    assert "README.md: `configs` do not match manifest.json" in capsys.readouterr().out
+    assert main([*argv, *rerun]) == 0
+    assert _card_is_current(out)
+    assert main(["verify", str(out), "--workers", "1"]) == 0, capsys.readouterr().out
+
+
+def test_a_card_left_stale_by_a_killed_merge_is_rendered_again_by_a_rerun(tmp_path, capsys):
+    parts = [tmp_path / "a", tmp_path / "b"]
+    build(parts[0], "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
+    build(parts[1], "gpt-4", ["vt"], [1024], 2, workers=1)
+    merged = tmp_path / "merged"
+    assert main(["merge", str(parts[0]), "--out", str(merged)]) == 0
+    _killed_at_the_card("merge", *map(str, parts), "--out", str(merged))
+    assert len(manifest_of(merged)["files"]) == 2 and not _card_is_current(merged)
+    assert main(["merge", *map(str, parts), "--out", str(merged)]) == 0
+    assert "0 file(s) copied, 2 already there" in capsys.readouterr().out
+    assert _card_is_current(merged)
+
+
+def test_verify_reports_a_stale_card_whose_configs_still_match(tmp_path, capsys):
+    """An overwrite with another seed keeps the configs, not the card: the old card names the
+    old seed and must not pass."""
+    out = tmp_path / "ruler"
+    build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
+    stale = (out / "README.md").read_bytes()
+    build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1, seed=7, overwrite=True)
+    assert b"seed: `42`" in stale and b"seed: `7`" in (out / "README.md").read_bytes()
+    (out / "README.md").write_bytes(stale)
+    assert main(["verify", str(out), "--no-load", "--workers", "1"]) == 1
+    assert "README.md: stale" in capsys.readouterr().out
+    assert main(["build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1", "--lengths", "1024",
+                 "--samples", "2", "--seed", "7", "--out", str(out), "--no-progress"]) == 0
+    assert _card_is_current(out)
+
+
+def test_a_card_rendered_for_a_release_is_current(out):
+    """`ruler release` renders the card for its repo and tag; such a card (downloaded) is the
+    manifest's card too."""
+    released = render_card(manifest_of(out), repo_id="org/ruler", revision="v1")
+    assert card_is_current(released, manifest_of(out))
+    assert "seed: `42`" in released
+    assert not card_is_current(released.replace("seed: `42`", "seed: `43`"), manifest_of(out))

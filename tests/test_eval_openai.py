@@ -7,15 +7,12 @@ checks, is in test_eval_vllm.py.)"""
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from build_helpers import build
+from fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main
 from ruler.eval.backend_openai import OpenAIBackend, backoff_seconds
@@ -24,84 +21,6 @@ from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt")
-MODEL = "served-model"
-
-
-def answer(prompt: list[int]) -> str:
-    return f"n={len(prompt)} s={sum(prompt) % 9973}"
-
-
-class FakeServer:
-    """`policy(prompt, attempt)` -> (status, extra headers, delay seconds) per request."""
-
-    def __init__(self, policy=None, max_model_len=4096):
-        self.policy = policy or (lambda prompt, attempt: (200, {}, 0.0))
-        self.attempts: Counter = Counter()
-        self.statuses: Counter = Counter()
-        self.active = self.peak = 0
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, body, headers=None):
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._send(200, {"data": [{"id": MODEL, "max_model_len": max_model_len}]})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["prompt"]
-                with server.lock:
-                    attempt = server.attempts[tuple(prompt)]
-                    server.attempts[tuple(prompt)] += 1
-                    server.active += 1
-                    server.peak = max(server.peak, server.active)
-                counted = False
-                try:
-                    status, headers, delay = server.policy(prompt, attempt)
-                    time.sleep(0.02 + delay)  # lets requests overlap
-                    with server.lock:
-                        server.statuses[status] += 1
-                        # No longer active once the answer is decided: the client may send
-                        # its next request the moment it reads this one's answer.
-                        server.active -= 1
-                        counted = True
-                    if status != 200:
-                        self._send(status, {"error": {"message": f"status {status}"}}, headers)
-                        return
-                    self._send(200, {"choices": [{"text": answer(prompt),
-                                                  "finish_reason": "stop"}],
-                                     "usage": {"completion_tokens": 4}})
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout) and retries
-                finally:
-                    if not counted:
-                        with server.lock:
-                            server.active -= 1
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +105,66 @@ def test_a_rejected_request_is_not_retried_and_a_rerun_resumes(data, tmp_path, c
     assert "1 request(s) failed" in capsys.readouterr().err
     lines = (out / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 9 and sum('"ok"' in x for x in lines) == 8
+
+
+#: 200 answers that carry no completion: each is a failed request, never an empty answer.
+NO_COMPLETION = (
+    {"choices": [{"text": None, "finish_reason": "stop"}], "usage": {"completion_tokens": 0}},
+    {"choices": [{"finish_reason": "stop", "index": 0}]},
+    {"choices": [{"text": "", "finish_reason": "error"}], "usage": {"completion_tokens": 0}},
+    {"choices": [{"text": "n=1", "finish_reason": "abort"}]},
+)
+#: An empty completion that ended normally is a real (wrong) answer.
+EMPTY_ANSWER = {"choices": [{"text": "", "finish_reason": "stop"}],
+                "usage": {"completion_tokens": 1}}
+
+
+def test_a_200_without_a_completion_is_a_failed_request_retried_on_resume(data, tmp_path,
+                                                                          capsys):
+    """`text: null`, no `text`, `finish_reason` "error" or "abort": recorded as errors (out
+    of the score, listed, exit 1) and retried by the next run, which redoes exactly those."""
+    given: dict[tuple, dict] = {}
+    healthy = {"on": False}
+
+    def policy(prompt, attempt):
+        if healthy["on"]:
+            return 200, {}, 0.0
+        if tuple(prompt) not in given and len(given) <= len(NO_COMPLETION):
+            given[tuple(prompt)] = (NO_COMPLETION + (EMPTY_ANSWER,))[len(given)]
+        body = given.get(tuple(prompt))
+        return (200, {}, 0.0, body) if body else (200, {}, 0.0)
+
+    out = tmp_path / "r"
+    with FakeServer(policy) as server:
+        args = ["eval", "--model", MODEL, "--model-tokenizer", CONFIG, "--data", str(data),
+                "--tokenizer-config", CONFIG, "--backend", "openai", "--base-url", server.url,
+                "--out", str(out), "--no-progress", "--no-report", "--concurrency", "2",
+                "--retries", "0"]
+        assert main(args) == 1
+        assert "4 request(s) failed" in capsys.readouterr().err
+        records = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+        assert len(records) == 8
+        failed = [r for r in records if r["status"] == "error"]
+        assert len(failed) == 4 and all(r["prediction"] is None and r["reason"] for r in failed)
+        empty = [r for r in records if r["status"] == "ok" and r["prediction"] == ""]
+        assert len(empty) == 1 and empty[0]["finish_reason"] == "stop"
+        cells = json.loads((out / "scores.json").read_text())["cells"]
+        assert sum(c["errors"] for c in cells) == 4 and sum(c["scored"] for c in cells) == 4
+
+        healthy["on"] = True
+        assert main(args) == 0
+    bad = [p for p, body in given.items() if body is not EMPTY_ANSWER]
+    assert len(bad) == 4
+    # The re-run asked again for exactly the four failed rows, nothing else.
+    assert all(server.attempts[p] == 2 for p in bad)
+    assert sum(server.attempts.values()) == 8 + 4
+    last = {}
+    for r in map(json.loads, (out / "predictions.jsonl").read_text().splitlines()):
+        last[(r["task"], r["index"])] = r
+    assert len(last) == 8 and all(r["status"] == "ok" for r in last.values())
+    assert sum(r["prediction"] == "" for r in last.values()) == 1  # the empty answer stays
+    cells = json.loads((out / "scores.json").read_text())["cells"]
+    assert sum(c["errors"] for c in cells) == 0 and sum(c["scored"] for c in cells) == 8
 
 
 def test_an_unreachable_server_is_one_clear_error():

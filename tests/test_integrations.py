@@ -262,7 +262,10 @@ def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
         (t, 100.0, 2, 2) for t in TASKS_BUILT]  # --limit 2 of the run: 2 rows expected
     assert report.model == "my/model" and report.missing == [] and report.unknown == []
     one = next(out.rglob(f"samples_{ex.task_name(CONFIG, 'vt', L)}_*.jsonl"))
-    assert [c.task for c in score_file(one, ds).cells] == ["vt"]
+    assert [c.task for c in score_file(one, ds, tasks=("vt",)).cells] == ["vt"]
+    # Without --tasks the whole config was asked for: the other tasks are missing, listed.
+    whole = score_file(one, ds)
+    assert not whole.complete and whole.incomplete_cells == [f"niah_single_1/{L}", f"qa_1/{L}"]
     _lm_eval_output(tmp_path / "lm" / "again", data, lambda r: "x", date="2026-02-03T00-00-00.0")
     with pytest.raises(RulerError, match=f"ran task {ex.task_name(CONFIG, 'niah_single_1', L)} "
                                          f"2 times"):
@@ -285,6 +288,31 @@ def test_score_refuses_lm_eval_samples_of_another_revision_or_generator(data, tm
     (tmp_path / "empty").mkdir()
     with pytest.raises(RulerError, match="without lm-eval samples"):
         score_file(tmp_path / "empty", ds)
+
+
+def test_lm_eval_samples_with_a_non_integer_length_are_one_clear_error(data, tmp_path, capsys):
+    out = _lm_eval_output(tmp_path / "lm", data, lambda r: " " + " ".join(r["outputs"]))
+    samples = next(out.rglob(f"samples_{ex.task_name(CONFIG, 'vt', L)}_*.jsonl"))
+    lines = samples.read_text().splitlines()
+    for bad in ("1024x", 1024.5, None, True):
+        sample = json.loads(lines[1])
+        sample["doc"]["max_seq_length"] = bad
+        samples.write_text("\n".join([lines[0], json.dumps(sample), *lines[2:]]) + "\n")
+        assert main(["score", "--predictions", str(out), "--data", str(data),
+                     "--out", str(tmp_path / "scores")]) == 2
+        err = capsys.readouterr().err
+        assert f"{samples}:2" in err and f"max_seq_length {bad!r} is not an integer" in err, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    samples.write_text("\n".join(lines) + "\n")
+    (results,) = samples.parent.glob("results_*.json")
+    run = json.loads(results.read_text())
+    next(iter(run["configs"].values()))["metadata"]["ruler"]["max_seq_length"] = "1k"
+    results.write_text(json.dumps(run))
+    assert main(["score", "--predictions", str(out), "--data", str(data),
+                 "--out", str(tmp_path / "scores")]) == 2
+    err = capsys.readouterr().err
+    assert f"{results}" in err and "max_seq_length '1k' is not an integer" in err, err
+    assert not (tmp_path / "scores").exists()
 
 
 # --- Inspect: the dataset, the metric, the log reader --------------------------------------------

@@ -6,6 +6,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,8 @@ from ruler.cli import main
 from ruler.builder.manifest import LOCK_NAME
 from ruler.cards.render import write_card
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
-from fake_hub import FakeHub
+from fake_hub import FakeHub, hub_for_this_process
+from ruler.builder.hashing import file_sha256
 
 TOKEN = "hf_loopbackSecretToken123"
 REPO = "ruler-org/ruler-test"
@@ -43,6 +46,9 @@ def out(pristine, tmp_path) -> Path:
 def hub(tmp_path, monkeypatch):
     # conftest sets HF_HUB_OFFLINE=1 for the whole run; huggingface_hub read it at import.
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    # The fake stores large files through LFS; with hf_xet installed huggingface_hub 2.4 would
+    # send them through Xet, which the fake does not serve (see fake_hub and the Xet test).
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     with FakeHub(tmp_path / "hub", token=TOKEN) as server:
@@ -74,8 +80,11 @@ def test_round_trip_one_commit_then_tag(out, hub, capsys, tmp_path, monkeypatch)
     initial, released = repo.commits
     assert released.parent == initial.sha and repo.tags == {"v1": released.sha}
     posts = [s for s in hub.steps() if s.startswith("POST")]
-    assert posts == [
+    n_parquet = len(json.loads((out / "manifest.json").read_text())["files"])
+    assert posts == [  # the Parquet files go through LFS: one batch, a verify per object
         "POST /api/repos/create", f"POST /api/datasets/{REPO}/preupload/main",
+        f"POST /datasets/{REPO}.git/info/lfs/objects/batch",
+        *[f"POST /datasets/{REPO}.git/info/lfs/objects/verify"] * n_parquet,
         "POST /api/validate-yaml", f"POST /api/datasets/{REPO}/commit/main",
         f"POST /api/datasets/{REPO}/tag/{released.sha}"]
     commit_body = next(b for b in hub.bodies if b.startswith(b'{"key": "header"')
@@ -263,6 +272,7 @@ def test_unofficial_build_is_refused_unless_allowed(out, capsys):
     m["builds"]["gpt-4"]["official"] = False  # as a build with an unpinned tokenizer records
     m["builds"]["gpt-4"]["tokenizer"]["pinned"] = False
     (out / "manifest.json").write_text(json.dumps(m))
+    write_card(out)  # as that build renders it (verify checks the card is the manifest's)
     code, text = run(capsys, out, "--repo", REPO, "--dry-run")
     assert code == 2 and "unofficial" in text and "--allow-unofficial" in text
     code, text = run(capsys, out, "--repo", REPO, "--dry-run", "--allow-unofficial")
@@ -306,6 +316,7 @@ def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hu
         assert resolve(sid, stored).sha256 == r.sha256
     m["builds"]["gpt-4"]["sources"]["essays"].update(sha256="0" * 64, official=False)
     (out / "manifest.json").write_text(json.dumps(m))
+    write_card(out)
     code, text = run(capsys, out, "--repo", REPO, "--dry-run", "--with-sources",
                      "--sources", SOURCES, "--allow-unofficial")
     assert code == 2 and "but the build used" in text
@@ -320,3 +331,196 @@ def test_offline_mode_and_missing_token_are_clear_errors(out, capsys, monkeypatc
     monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(out / "no-token"))
     code, text = run(capsys, out, "--repo", REPO, "--endpoint", "http://127.0.0.1:9")
     assert code == 2 and "no Hugging Face token" in text
+
+
+# --- the large-file path: LFS as the Hub serves it ---------------------------------------------
+
+@pytest.fixture
+def hub_here(tmp_path, monkeypatch):
+    """A fake Hub this process uploads to and downloads from (huggingface_hub and datasets
+    read their endpoint and offline switch at import)."""
+    import datasets
+
+    with hub_for_this_process(tmp_path, TOKEN, monkeypatch) as server:
+        monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", False)
+        monkeypatch.setattr(datasets.config, "HF_ENDPOINT", server.endpoint)
+        monkeypatch.setattr(datasets.config, "HUB_DATASETS_URL",
+                            server.endpoint + "/datasets/{repo_id}/resolve/{revision}/{path}")
+        yield server
+
+
+def storage_puts(hub: FakeHub) -> list[str]:
+    """The object ids of the PUTs the storage server got (/upload/ns/name/oid[/part])."""
+    return [path.split("/")[4] for method, path, _ in hub.storage_requests if method == "PUT"]
+
+
+def commit_lines(hub: FakeHub) -> list[dict]:
+    body = [b for b in hub.bodies if b.startswith(b'{"key": "header"')
+            or b.startswith(b'{"key":"header"')][-1]
+    return [json.loads(line) for line in body.splitlines()]
+
+
+def assert_tag_serves_the_build(out: Path, tag: str, tmp_path: Path) -> None:
+    """Download the released revision: every file holds the build's very bytes, and
+    `load_dataset` of the repo at the tag (HfFileSystem, LFS redirects) reads its rows."""
+    from huggingface_hub import snapshot_download
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    back = Path(snapshot_download(REPO, repo_type="dataset", revision=tag,
+                                  cache_dir=str(tmp_path / "download")))
+    for rel, entry in manifest["files"].items():
+        assert file_sha256(back / rel) == entry["sha256"] == file_sha256(out / rel), rel
+    assert (back / "manifest.json").read_bytes() == (out / "manifest.json").read_bytes()
+    for config, split in config_splits(out):
+        if config != "gpt-4":
+            continue  # the per-task configs read the same files
+        got = load_dataset(REPO, config, split=split, revision=tag,
+                           cache_dir=str(tmp_path / "hub-rows"))
+        want = load_dataset(str(out), config, split=split, cache_dir=str(tmp_path / "rows"))
+        assert got.to_list() == want.to_list() and got.num_rows > 0
+
+
+@pytest.mark.parametrize("multipart", [False, True], ids=["basic", "multipart"])
+def test_parquet_goes_through_lfs_and_the_tag_serves_the_same_bytes(out, hub_here, capsys,
+                                                                    tmp_path, multipart):
+    """The path every real Parquet file takes: preupload answers "lfs", the LFS batch API
+    hands out upload and verify actions, the bytes go to storage (signed URLs, never the Hub
+    token), the commit names each file by sha256; the tag then serves the very bytes."""
+    hub = hub_here
+    if multipart:  # files above 4 KB in 4 KB parts, a completion call each
+        hub.lfs_multipart_chunk = 4096
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1")
+    assert code == 0, text
+    manifest = json.loads((out / "manifest.json").read_text())
+    oids = {rel: file_sha256(out / rel) for rel in manifest["files"]}
+    assert {p for p, mode in hub.upload_modes.items() if mode == "lfs"} == set(oids)
+    assert hub.upload_modes["README.md"] == hub.upload_modes["manifest.json"] == "regular"
+    assert set(storage_puts(hub)) == set(oids.values())
+    assert not any(auth for *_, auth in hub.storage_requests)  # the token stays on the Hub
+    big = [rel for rel in oids if (out / rel).stat().st_size > 4096]
+    if multipart:
+        assert big and hub.steps().count("POST /api/complete_multipart") == len(big)
+        assert len(storage_puts(hub)) > len(oids)
+    else:
+        assert len(storage_puts(hub)) == len(oids)
+    lines = commit_lines(hub)
+    lfs = {x["value"]["path"]: (x["value"]["oid"], x["value"]["size"])
+           for x in lines if x["key"] == "lfsFile"}
+    assert lfs == {rel: (oid, (out / rel).stat().st_size) for rel, oid in oids.items()}
+    assert {"README.md", "manifest.json"} <= {x["value"]["path"] for x in lines
+                                              if x["key"] == "file"}
+    repo = hub.repos[REPO]
+    assert len(repo.commits) == 2 and repo.at("v1").lfs == frozenset(oids)
+    assert_tag_serves_the_build(out, "v1", tmp_path)
+
+
+def test_an_upload_cut_off_once_is_sent_again_and_the_release_completes(out, hub_here, capsys,
+                                                                        tmp_path):
+    hub = hub_here
+    hub.fail_uploads(1)  # the connection drops half-way through the first object's body
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1")
+    assert code == 0, text
+    n_files = len(json.loads((out / "manifest.json").read_text())["files"])
+    assert len(storage_puts(hub)) == n_files + 1  # the cut one, once more
+    repo = hub.repos[REPO]
+    assert len(repo.commits) == 2 and repo.tags == {"v1": repo.head.sha}
+    assert_tag_serves_the_build(out, "v1", tmp_path)
+
+
+def test_an_upload_refused_mid_release_commits_nothing_and_a_rerun_converges(out, hub_here,
+                                                                            capsys, tmp_path):
+    """Storage refuses one object (an expired signed URL: not retried) while the others are
+    stored: no commit, no tag, the existing repo exactly as it was. Running the same command
+    again sends only what is missing and lands one commit with the right files."""
+    hub = hub_here
+    hub.create_repo(REPO, private=False)
+    before = hub.repos[REPO].head
+    hub.fail_uploads(1, status=403, after=2)
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1")
+    assert code == 2 and "Traceback" not in text
+    manifest = json.loads((out / "manifest.json").read_text())
+    oids = {rel: file_sha256(out / rel) for rel in manifest["files"]}
+    failed = next(rel for rel, oid in oids.items() if oid not in hub.repos[REPO].lfs_objects)
+    # which file, what the storage said, and what to do
+    assert f"uploading {failed!r} failed: HTTP 403" in text and "run the release again" in text
+    assert "cannot write to this repo" not in text  # a storage URL's 403 is not the token's
+    repo = hub.repos[REPO]
+    assert repo.commits == [before] and not repo.tags
+    assert set(repo.lfs_objects) == set(oids.values()) - {oids[failed]}  # stored, invisible
+    first = len(storage_puts(hub))
+
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1")
+    assert code == 0, text
+    assert storage_puts(hub)[first:] == [oids[failed]]  # only what was missing
+    assert len(repo.commits) == 2 and repo.tags == {"v1": repo.head.sha}
+    assert repo.head.parent == before.sha and repo.head.lfs == frozenset(oids)
+    assert_tag_serves_the_build(out, "v1", tmp_path)
+
+
+def test_with_xet_a_hub_without_xet_storage_leaves_nothing(out, hub, capsys, monkeypatch):
+    """huggingface_hub 2.4 sends every LFS-mode file through Xet whenever hf_xet is installed
+    (it never asks the server), so that is the path a default install takes on the real Hub.
+    The fake has no Xet storage (its write-token route answers 501): the release fails in
+    pre-upload, before any commit, and the repo it created is deleted again."""
+    pytest.importorskip("hf_xet")
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", False)
+    code, text = run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)
+    assert code == 2 and "pre-upload failed" in text and "501" in text, text
+    assert f"GET /api/datasets/{REPO}/xet-write-token/main" in hub.steps()
+    assert not any("lfs/objects" in s for s in hub.steps()) and not hub.storage_requests
+    assert REPO not in hub.repos
+
+
+# --- no output holds the token --------------------------------------------------------------
+
+def test_no_line_release_prints_holds_the_token_when_the_hub_echoes_it(out, hub, tmp_path):
+    """A Hub that echoes the caller's token into a file name of the previous release (printed
+    in "removed ..."), into the upload URLs it hands out (huggingface_hub's retry warning
+    prints the URL on stderr) and into its error messages. The real command in its own
+    process, success and failure: neither stdout nor stderr holds the token or any hf_...
+    string."""
+    hub.create_repo(REPO, private=False)
+    echoed = f"data/gpt-4/{TOKEN}.parquet"
+    hub.apply_commit(hub.repos[REPO], "a file named by an echoing server", {echoed: b"x"}, [])
+    hub.echo_token = hub.reflect_headers = True
+    hub.fail_uploads(1, status=503)  # retried by the client, after a warning naming the URL
+    env = {**os.environ, "HF_ENDPOINT": hub.endpoint, "HF_TOKEN": TOKEN, "HF_HUB_OFFLINE": "0",
+           "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf_home")}
+
+    def release_cli(tag: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "ruler", "release", str(out), "--repo", REPO,
+                               "--tag", tag], env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    ok = release_cli("v1")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert echoed not in hub.repos[REPO].head.files
+    assert "removed 1 file(s) of the previous release: data/gpt-4/<redacted>.parquet" \
+        in ok.stdout
+    assert "HTTP Error 503 thrown while requesting PUT" in ok.stderr  # the echoed URL's line
+    hub.fail("commit", 500, "storage backend unavailable")
+    failed = release_cli("v2")
+    assert failed.returncode == 2 and "HTTP 500: storage backend unavailable" in failed.stderr
+    for proc in (ok, failed):
+        for text in (proc.stdout, proc.stderr):
+            assert TOKEN not in text and not re.search(r"hf_[A-Za-z0-9]{8,}", text), text
+
+
+def test_release_without_a_token_stops_before_verifying(out, capsys, monkeypatch):
+    """One line and exit 2 before verify spends seconds: the build here is damaged, and the
+    answer is still the missing token (verify never ran). A dry run needs no token."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(out / "no-token"))
+    path = out / "data/gpt-4/niah_single_1/1024.parquet"
+    path.write_bytes(path.read_bytes()[:-10])
+    code, text = run(capsys, out, "--repo", REPO, "--endpoint", "http://127.0.0.1:9")
+    assert code == 2
+    assert text.splitlines() == [
+        "ruler: error: no Hugging Face token: run `hf auth login` or set HF_TOKEN"]
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    code, text = run(capsys, out, "--repo", REPO, "--endpoint", "http://127.0.0.1:9")
+    assert code == 2 and len(text.splitlines()) == 1 and "HF_HUB_OFFLINE is set" in text
+    code, text = run(capsys, out, "--repo", REPO, "--dry-run")
+    assert code == 2 and "verify failed" in text

@@ -150,3 +150,37 @@ def test_report_rejects_a_file_that_is_not_scores(tmp_path):
         write_report(tmp_path)
     with pytest.raises(RulerError, match="not found"):
         write_report(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize("gap", [{"missing": 4, "scored": 6}, {"errors": 4, "scored": 6}])
+def test_missing_or_failed_rows_make_the_report_partial(tmp_path, gap):
+    """Rows without a result (missing, or a failed request) leave the headline out and name the
+    cell; rows skipped as too long are a result of the run's settings and do not."""
+    cells = {(t, L): 90.0 for t in ("niah_single_1", "qa_2") for L in (4096, 8192)}
+    skipped = {"skipped": 3, "scored": 7, "skip_reasons": ["3x prompt + tokens_to_generate > "
+                                                           "max_model_len"]}
+    scores = _scores(cells, {("qa_2", 8192): gap, ("qa_2", 4096): skipped})
+    r = build_report(scores)
+    assert (r.summary.avg, r.summary.wavg_inc, r.summary.effective_length) == (None, None, None)
+    assert r.summary.by_length == {4096: 90.0, 8192: None}  # 8K has the gap
+    assert r.summary.effective_label == "n/a (partial)"
+    assert not r.complete and r.incomplete == [("qa_2", 8192)]
+    md = to_markdown(r)
+    assert "**Partial results**: 36 of 40 rows asked for have a result" in md
+    assert "Incomplete cells (rows with a result / rows asked for): qa_2 @ 8K (6/10)." in md
+    assert "| n/a (partial) | <ins>90.0</ins> | n/a | n/a | n/a | n/a |" in md
+    assert "| qa_2 | 10/10 | 6/10 |" in md  # coverage: skipped rows have their result
+    data = to_json(r)
+    assert (data["complete"], data["incomplete_cells"], data["avg"]) == (False, ["qa_2/8192"],
+                                                                         None)
+    assert data["coverage"] == {"niah_single_1": {"4096": "10/10", "8192": "10/10"},
+                                "qa_2": {"4096": "10/10", "8192": "6/10"}}
+    assert r.status_line().startswith("PARTIAL: 36 of 40 rows asked for have a result; "
+                                      "incomplete cells: qa_2 @ 8K (6/10)")
+    # Complete: the headline is there, and says so.
+    full = build_report(_scores({k: 90.0 for k in cells}))
+    assert full.complete and full.summary.avg == 90.0 and full.summary.effective_label == "8K"
+    assert "Partial" not in to_markdown(full)
+    assert full.status_line() == "complete: 40 of 40 rows asked for have a result (2 task(s) " \
+                                 "x 2 length(s))"
+    assert to_json(full)["complete"] is True

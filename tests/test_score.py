@@ -60,9 +60,10 @@ def test_parquet_predictions_and_cli(data, tmp_path, capsys):
     recs[0]["prediction"] = "no idea"  # 1 of 3 wrong -> 66.67
     pq.write_table(pa.Table.from_pylist(recs), tmp_path / "p.parquet")
     assert main(["score", "--predictions", str(tmp_path / "p.parquet"), "--data", str(data)]) == 0
-    scores = json.loads((tmp_path / "scores.json").read_text())
+    scores = json.loads((tmp_path / "p.parquet.scores" / "scores.json").read_text())
     assert [c["score"] for c in scores["cells"]] == [66.67, 100.0]
-    assert (tmp_path / "report.md").is_file() and "66.67" in capsys.readouterr().out
+    assert (tmp_path / "p.parquet.scores" / "report.md").is_file()
+    assert "66.67" in capsys.readouterr().out
 
 
 def test_a_damaged_predictions_file_is_one_clear_error(data, tmp_path, capsys):
@@ -249,3 +250,298 @@ def test_hub_dataset_is_fetched_at_one_pinned_commit_with_only_the_selected_file
                                              f"data/{CONFIG}/niah_multikey_2/1024.parquet"))]
     (f,) = ds.files(CONFIG, ("niah_multikey_2",), (1024,))
     assert [r["index"] for r in ds.rows(f)] == [0, 1, 2]
+
+
+def test_a_hub_manifest_naming_no_split_file_is_refused_before_any_file_is_fetched(
+        data, tmp_path, monkeypatch):
+    """Issue 21.1 for `--data ORG/NAME`: the downloaded manifest is checked as a local one is
+    (known configs, tasks and lengths only) before a file is fetched or a path is built."""
+    import huggingface_hub
+
+    from ruler.eval.data import open_dataset as open_ds
+
+    manifest = json.loads((data / "manifest.json").read_text())
+    rel = f"data/{CONFIG}/niah_multikey_2/1024.parquet"
+    task = "x/../../../../pwn"
+    manifest["files"][f"data/{CONFIG}/{task}/1024.parquet"] = {**manifest["files"][rel],
+                                                               "task": task}
+    hostile = tmp_path / "manifest.json"
+    hostile.write_text(json.dumps(manifest))
+    calls = []
+
+    class Api:
+        def dataset_info(self, repo, revision=None):
+            return type("Info", (), {"sha": "c0ffee"})()
+
+    def snapshot_download(*args, **kwargs):
+        calls.append("snapshot")
+        raise AssertionError("nothing may be fetched")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", Api)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda *a, **k: str(hostile))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    with pytest.raises(RulerError, match=r"manifest.json of org/ruler@c0ffee: entry .* names "
+                                         r"unknown task 'x/\.\./\.\./\.\./\.\./pwn'"):
+        open_ds("org/ruler", "v1", CONFIG, None, None)
+    assert calls == []
+
+
+# --- coverage: a headline only over what was asked for (issue 21.4) ---------------------------
+
+GRID_LENGTHS = (1024, 2048)
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory) -> Path:
+    """Two tasks x two lengths: room for a whole task or a whole length to be missing."""
+    out = tmp_path_factory.mktemp("grid")
+    build(out, CONFIG, TASKS, GRID_LENGTHS, samples=3, workers=1)
+    return out
+
+
+def _grid_records(grid: Path, keep=lambda task, L, index: True) -> list[dict]:
+    return [{"tokenizer": CONFIG, "task": t, "max_seq_length": L, "index": r["index"],
+             "prediction": " ".join(r["outputs"])}
+            for L in GRID_LENGTHS for t in TASKS for r in rows(grid, CONFIG, t, L)
+            if keep(t, L, r["index"])]
+
+
+def _grid_gold(grid: Path) -> dict:
+    return {(CONFIG, r["task"], r["max_seq_length"], r["index"]): r["prediction"]
+            for r in _grid_records(grid)}
+
+
+def _score_cli(grid: Path, predictions: Path, *flags: str) -> int:
+    return main(["score", "--predictions", str(predictions), "--data", str(grid), *flags])
+
+
+SUBSETS = {  # what the predictions lack -> (cells left incomplete: (task, L, rows done))
+    "a whole task": (lambda t, L, i: t == "niah_multikey_2",
+                     [("niah_multikey_2", 1024, 0), ("niah_multikey_2", 2048, 0)]),
+    "a whole length": (lambda t, L, i: L == 2048,
+                       [("niah_single_1", 2048, 0), ("niah_multikey_2", 2048, 0)]),
+    "a few rows": (lambda t, L, i: (t, L) == ("niah_single_1", 2048) and i < 2,
+                   [("niah_single_1", 2048, 1)]),
+}
+
+
+@pytest.mark.parametrize("case", SUBSETS)
+def test_a_silent_subset_of_the_predictions_never_gets_a_headline(grid, tmp_path, capsys, case):
+    lacks, incomplete = SUBSETS[case]
+    path = _write_jsonl(tmp_path / "p.jsonl",
+                        _grid_records(grid, lambda *k: not lacks(*k)))
+    n_missing = sum(3 - done for _, _, done in incomplete)
+    out = tmp_path / "out"
+    assert _score_cli(grid, path, "--out", str(out)) == 0
+    printed = capsys.readouterr().out
+    named = [f"{t} @ {L // 1024}K ({done}/3)" for t, L, done in incomplete]
+    assert f"PARTIAL: {12 - n_missing} of 12 rows asked for have a result" in printed
+    assert all(n in printed for n in named), printed
+    # The headline row: effective length and the averages withheld, not computed on a subset.
+    headline = next(x for x in printed.splitlines() if x.startswith("| n/a (partial) |"))
+    assert headline.endswith("| n/a | n/a | n/a |"), headline
+
+    scores = json.loads((out / "scores.json").read_text())
+    assert len(scores["cells"]) == 4  # every (task, length) asked for has its cell
+    assert sum(c["missing"] for c in scores["cells"]) == n_missing == len(scores["missing"])
+    assert scores["selection"] == {"tasks": list(TASKS), "lengths": list(GRID_LENGTHS),
+                                   "limit": None, "by": "config"}
+    assert scores["coverage"] == {
+        "expected": 12, "done": 12 - n_missing, "complete": False,
+        "incomplete_cells": [f"{t}/{L}" for t, L, _ in incomplete]}
+
+    report = json.loads((out / "report.json").read_text())
+    assert report["complete"] is False
+    assert (report["avg"], report["wavg_inc"], report["wavg_dec"],
+            report["effective_length"]) == (None, None, None, None)
+    assert report["effective_length_label"] == "n/a (partial)"
+    assert report["incomplete_cells"] == [f"{t}/{L}" for t, L, _ in incomplete]
+    for t, L, done in incomplete:
+        assert report["coverage"][t][str(L)] == f"{done}/3"
+        assert report["mean_by_length"][str(L)] is None  # a length with a gap has no mean
+    complete_lengths = {L for L in GRID_LENGTHS} - {L for _, L, _ in incomplete}
+    assert all(report["mean_by_length"][str(L)] == 100.0 for L in complete_lengths)
+
+    md = (out / "report.md").read_text()
+    assert "**Partial results**" in md and all(n in md for n in named)
+    assert "## Coverage" in md
+    assert _score_cli(grid, path, "--out", str(out), "--strict") == 1
+
+
+def test_a_selection_named_by_flags_that_is_complete_has_its_headline(grid, tmp_path, capsys):
+    path = _write_jsonl(tmp_path / "p.jsonl",
+                        _grid_records(grid, lambda t, L, i: (t, L) == ("niah_single_1", 1024)))
+    out = tmp_path / "out"
+    assert _score_cli(grid, path, "--out", str(out), "--tasks", "niah_single_1",
+                      "--lengths", "1k", "--strict") == 0
+    printed = capsys.readouterr().out
+    assert ("complete: 3 of 3 rows asked for have a result (1 task(s) x 1 length(s), as "
+            "--tasks/--lengths select)") in printed
+    assert "| 1K | <ins>100.0</ins> | 100.0 | 100.0 | 100.0 |" in printed
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["selection"] == {"tasks": ["niah_single_1"], "lengths": [1024], "limit": None,
+                                   "by": "flags"}
+    assert scores["coverage"]["complete"] is True
+    report = json.loads((out / "report.json").read_text())
+    assert (report["complete"], report["avg"], report["effective_length"]) == (True, 100.0, 1024)
+    # --limit N: the first N rows of every file are what was asked for.
+    first2 = _write_jsonl(tmp_path / "first2.jsonl", _grid_records(grid, lambda t, L, i: i < 2))
+    assert _score_cli(grid, first2, "--limit", "2", "--strict") == 0
+    assert json.loads((tmp_path / "first2.jsonl.scores" / "scores.json").read_text())[
+        "coverage"] == {"expected": 8, "done": 8, "complete": True, "incomplete_cells": []}
+    assert _score_cli(grid, first2, "--strict") == 1  # every row asked for
+    capsys.readouterr()
+    assert _score_cli(grid, path, "--out", str(out), "--tasks", "qa_1") == 2
+    assert "has no task 'qa_1'" in capsys.readouterr().err
+
+
+def test_predictions_of_a_ruler_eval_run_are_scored_against_what_it_asked_for(
+        grid, tmp_path, capsys):
+    out = tmp_path / "res"
+    run_eval(_cfg(grid, out, limit=2, lengths=(1024,)), backend=GoldBackend(_grid_gold(grid)))
+    assert json.loads((out / "scores.json").read_text())["coverage"]["complete"] is True
+    # run.json beside predictions.jsonl: --lengths 1024 --limit 2, so 4 rows asked for.
+    assert _score_cli(grid, out / "predictions.jsonl", "--strict") == 0
+    scores = json.loads((out / "predictions.jsonl.scores" / "scores.json").read_text())
+    assert scores["selection"] == {"tasks": list(TASKS), "lengths": [1024], "limit": 2,
+                                   "by": "run"}
+    assert scores["coverage"]["expected"] == 4 and scores["model"] == "/models/m"
+    assert ("complete: 4 of 4 rows asked for have a result (2 task(s) x 1 length(s), as the "
+            "run asked, first 2 rows of each)") in capsys.readouterr().out
+    # Flags say what is asked for instead: both lengths, every row.
+    assert _score_cli(grid, out / "predictions.jsonl", "--out", str(tmp_path / "s"),
+                      "--lengths", "1k,2k", "--limit", "3") == 0
+    assert json.loads((tmp_path / "s" / "scores.json").read_text())["coverage"][
+        "incomplete_cells"] == [f"{t}/{L}" for L in GRID_LENGTHS for t in TASKS]
+
+
+def test_the_report_of_an_interrupted_eval_has_no_headline(grid, tmp_path, capsys):
+    out = tmp_path / "res"
+    gold = _grid_gold(grid)
+    run_eval(_cfg(grid, out, lengths=(1024,)), backend=GoldBackend(gold))  # 1K complete
+    assert main(["report", str(out), "--no-plots"]) == 0
+    assert json.loads((out / "report.json").read_text())["complete"] is True
+    with pytest.raises(KeyboardInterrupt):  # then 1K + 2K, interrupted after one row
+        run_eval(_cfg(grid, out, lengths=(1024, 2048)), backend=GoldBackend(gold, fail_after=1))
+    capsys.readouterr()
+    assert main(["report", str(out), "--no-plots"]) == 0
+    printed = capsys.readouterr().out
+    assert "**Partial results**" in printed
+    assert all(f"{t} @ 2K (not scored)" in printed for t in TASKS), printed
+    report = json.loads((out / "report.json").read_text())
+    assert (report["complete"], report["avg"], report["effective_length"]) == (False, None, None)
+    assert report["incomplete_cells"] == [f"{t}/2048" for t in TASKS]
+
+
+# --- one output folder per predictions file (issue 21.16) -------------------------------------
+
+def test_each_predictions_file_keeps_its_own_scores(data, tmp_path, capsys):
+    import hashlib
+
+    a = _write_jsonl(tmp_path / "a.jsonl", _records(data))
+    b = _write_jsonl(tmp_path / "b.jsonl", _records(data, lambda r: "wrong"))
+    assert _score_cli(data, a) == 0 and _score_cli(data, b) == 0
+    assert not (tmp_path / "scores.json").exists()
+
+    def scores_of(path: Path) -> dict:
+        return json.loads((tmp_path / f"{path.name}.scores" / "scores.json").read_text())
+
+    assert [c["score"] for c in scores_of(a)["cells"]] == [100.0, 100.0]
+    assert [c["score"] for c in scores_of(b)["cells"]] == [0.0, 0.0]
+    assert scores_of(a)["predictions"] == {"path": str(a.resolve()),
+                                           "sha256": hashlib.sha256(a.read_bytes()).hexdigest()}
+    assert (tmp_path / "a.jsonl.scores" / "report.md").is_file()
+    # Re-scoring a file (its predictions changed) replaces its own results.
+    _write_jsonl(a, _records(data, lambda r: "wrong"))
+    assert _score_cli(data, a) == 0
+    assert [c["score"] for c in scores_of(a)["cells"]] == [0.0, 0.0]
+    # Another file's results are never overwritten: --out at them is refused.
+    before = (tmp_path / "b.jsonl.scores" / "scores.json").read_bytes()
+    capsys.readouterr()
+    c = _write_jsonl(tmp_path / "c.jsonl", _records(data))
+    assert _score_cli(data, c, "--out", str(tmp_path / "b.jsonl.scores")) == 2
+    err = capsys.readouterr().err
+    assert "holds the scores of other predictions" in err and str(b.resolve()) in err
+    assert (tmp_path / "b.jsonl.scores" / "scores.json").read_bytes() == before
+    with pytest.raises(SystemExit):
+        main(["score", "--help"])
+    assert "PREDICTIONS.scores" in capsys.readouterr().out
+
+
+# --- odd prediction types are rejected, naming the row (issue 21.12) --------------------------
+
+ODD_VALUES = [  # column, value, what the one-line error says
+    ("prediction", {"text": "x"}, "prediction is a dict"),
+    ("prediction", ["x"], "prediction is a list"),
+    ("prediction", 7, "prediction is an int"),
+    ("prediction", 7.5, "prediction is a float"),
+    ("prediction", float("nan"), "prediction is NaN"),
+    ("prediction", True, "prediction is a bool"),
+    ("index", 1.5, "index 1.5 is not an integer"),
+    ("index", float("nan"), "index nan is not an integer"),
+    ("index", float("inf"), "index inf is not an integer"),
+    ("index", True, "index True is not an integer"),
+    ("index", "1", "index '1' is not an integer"),
+    ("max_seq_length", 1024.5, "max_seq_length 1024.5 is not an integer"),
+    ("task", 5, "task 5 is not a string"),
+    ("data_sha256", 5, "data_sha256 5 is not a string"),
+]
+
+
+@pytest.mark.parametrize("column,value,message", ODD_VALUES,
+                         ids=[f"{c}={v!r}" for c, v, _ in ODD_VALUES])
+def test_odd_prediction_types_are_one_clear_error(data, tmp_path, capsys, column, value,
+                                                  message):
+    recs = _records(data)
+    recs[1][column] = value
+    path = _write_jsonl(tmp_path / "p.jsonl", recs)
+    assert _score_cli(data, path, "--out", str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: record 2" in err and message in err, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_odd_parquet_columns_are_one_clear_error_and_integral_float_indexes_are_keys(
+        data, tmp_path, capsys):
+    recs = _records(data)
+    for column, values, message in (
+            ("prediction", [float("nan")] * len(recs), "prediction is NaN"),
+            ("prediction", [{"a": 1}] * len(recs), "prediction is a dict"),
+            ("index", [r["index"] + 0.5 for r in recs], "index 0.5 is not an integer")):
+        path = tmp_path / f"{column}.parquet"
+        pq.write_table(pa.Table.from_pylist([dict(r, **{column: v})
+                                             for r, v in zip(recs, values)]), path)
+        assert _score_cli(data, path, "--out", str(tmp_path / "out")) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: record 1" in err and message in err, err
+    # A float column of whole numbers (pandas writes one when a column had nulls) is exact:
+    # index 2.0 is row 2. Documented in the README.
+    path = tmp_path / "float_index.parquet"
+    pq.write_table(pa.Table.from_pylist([dict(r, index=float(r["index"])) for r in recs]), path)
+    report = score_file(path, open_dataset(str(data)))
+    assert [(c.score, c.missing) for c in report.cells] == [(100.0, 0), (100.0, 0)]
+
+
+# --- the only config is the default (issue 21.17) ---------------------------------------------
+
+def test_score_defaults_to_the_only_config_of_the_dataset(data, tmp_path, capsys):
+    # Predictions of another config beside the dataset's: the dataset's only config is
+    # scored, the others are listed as matching no row (never silently dropped).
+    recs = _records(data) + [dict(_records(data)[0], tokenizer="gpt-4")]
+    path = _write_jsonl(tmp_path / "p.jsonl", recs)
+    assert _score_cli(data, path, "--out", str(tmp_path / "out")) == 0
+    scores = json.loads((tmp_path / "out" / "scores.json").read_text())
+    assert scores["config"] == CONFIG and scores["unknown"] == ["gpt-4/niah_single_1/1024#0"]
+    assert [c["score"] for c in scores["cells"]] == [100.0, 100.0]
+    assert "1 predictions that match no dataset row" in capsys.readouterr().err
+
+    from ruler.eval.data import Dataset, default_config
+
+    ds = open_dataset(str(data))
+    assert default_config(ds) == CONFIG
+    two = Dataset(ds.spec, None, ds.root,
+                  {**ds.manifest, "builds": {**ds.manifest["builds"], "llama-3.1": {}}})
+    with pytest.raises(RulerError, match=r"2 tokenizer configs \(llama-3.1, qwen2.5\).*"
+                                         r"--tokenizer-config"):
+        default_config(two)

@@ -341,3 +341,135 @@ def test_qa_gold_documents_are_re_derived_from_the_source(qa_build, tmp_path, ca
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     code, text = run(capsys, out, "--no-load")
     assert f"note: {rel}: gold positions not re-derived: source 'squad' not found" in text
+
+
+# --- issue 21.12: a damaged manifest is one clear line in build and verify, never a traceback ---
+
+def _set(path: tuple, value):
+    """A change of the manifest: the value at `path` (keys) becomes `value`."""
+    def change(m):
+        *where, last = path
+        for key in where:
+            m = m[key]
+        m[last] = value
+    return change
+
+
+def _drop(path: tuple):
+    def change(m):
+        *where, last = path
+        for key in where:
+            m = m[key]
+        del m[last]
+    return change
+
+
+BUILD = ("builds", "gpt-4")
+ENTRY = ("files", VICTIM)
+DAMAGE = {  # name -> (change, what the one line names)
+    "entry is a list": (lambda m: m["files"].__setitem__(VICTIM, list(m["files"][VICTIM])),
+                        VICTIM),
+    "entry is null": (_set(ENTRY, None), VICTIM),
+    "no sha256": (_drop((*ENTRY, "sha256")), "sha256"),
+    "sha256 a number": (_set((*ENTRY, "sha256"), 5), "sha256"),
+    "sha256 not hex": (_set((*ENTRY, "sha256"), "xyz"), "sha256"),
+    "rows a string": (_set((*ENTRY, "rows"), "4"), "rows"),
+    "rows negative": (_set((*ENTRY, "rows"), -1), "rows"),
+    "bytes a bool": (_set((*ENTRY, "bytes"), True), "bytes"),
+    "counting a list": (_set((*ENTRY, "counting"), ["proven"]), "counting"),
+    "repeated_share a string": (_set((*ENTRY, "repeated_share"), "x"), "repeated_share"),
+    "build_key a number": (_set((*ENTRY, "build_key"), 3), "build_key"),
+    "identity null": (_set((*BUILD, "identity"), None), "identity"),
+    "identity a list": (_set((*BUILD, "identity"), [1]), "identity"),
+    "identity packages a list": (_set((*BUILD, "identity", "packages"), [1]), "identity"),
+    "build null": (_set(BUILD, None), "'gpt-4'"),
+    "build a list": (_set(BUILD, []), "'gpt-4'"),
+    "tokenizer null": (_set((*BUILD, "tokenizer"), None), "tokenizer"),
+    "tokenizer files a list": (_set((*BUILD, "tokenizer", "files"), [1]), "tokenizer"),
+    "sources a list": (_set((*BUILD, "sources"), [1]), "sources"),
+    "a source a string": (_set((*BUILD, "sources"), {"essays": "x"}), "sources"),
+    "a source without sha256": (_set((*BUILD, "sources"), {"essays": {"official": True}}),
+                                "sources"),
+    "build packages a list": (_set((*BUILD, "packages"), [1]), "packages"),
+    "variant a list": (_set((*BUILD, "variant"), [1]), "variant"),
+    "variant of an unknown kind": (_set((*BUILD, "variant"), {"foo": 1}), "variant"),
+    "samples a string": (_set((*BUILD, "samples"), "4"), "samples"),
+    "seed null": (_set((*BUILD, "seed"), None), "seed"),
+    "tasks a string": (_set((*BUILD, "tasks"), "vt"), "tasks"),
+    "lengths strings": (_set((*BUILD, "lengths"), ["1024"]), "lengths"),
+    "official a string": (_set((*BUILD, "official"), "yes"), "official"),
+    "top packages a list": (_set(("packages",), [1]), "packages"),
+    "generator null": (_set(("generator",), None), "generator"),
+    "format_version 2": (_set(("format_version",), 2), "format_version"),
+    "files a list": (_set(("files",), []), "not a ruler manifest"),
+}
+
+
+def _build_again(capsys, out: Path) -> tuple[int, str]:
+    code = main(["build", "--tokenizer", "gpt-4", "--tasks", ",".join(TASKS), "--lengths",
+                 ",".join(map(str, LENGTHS)), "--samples", "4", "--out", str(out),
+                 "--no-progress", "--workers", "1"])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_manifest_is_one_clear_line_in_build_and_verify(out, capsys, damage):
+    change, named = DAMAGE[damage]
+    m = manifest(out)
+    change(m)
+    save_manifest(out, m)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    code, text = run(capsys, out, "--no-load", "--workers", "1")
+    assert code == 2 and text.startswith("ruler: error: ") and len(text.splitlines()) == 1, text
+    assert "manifest.json" in text and named in text, text
+    code, err = _build_again(capsys, out)
+    assert code == 2 and err.startswith("ruler: error: ") and len(err.splitlines()) == 1, err
+    assert "manifest.json" in err and named in err, err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+WRONG_VALUES = (None, True, -1, 0, 1.5, "", "x", [], [1], {}, {"x": 1}, "../..")
+
+
+def _paths(value, prefix=()):
+    """Every key path of a JSON document."""
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+def test_fuzzed_manifests_never_give_a_traceback(pristine, tmp_path, capsys):
+    """Any value of a manifest replaced by a value of another shape: verify and build answer
+    with a verdict or one clear line (exit 2), never an exception."""
+    import random
+
+    rng = random.Random(2112)
+    paths = [p for p in _paths(manifest(pristine)) if p]
+    for trial in range(40):
+        out = Path(shutil.copytree(pristine, tmp_path / f"t{trial}"))
+        m = manifest(out)
+        path, value = rng.choice(paths), rng.choice(WRONG_VALUES)
+        _set(path, value)(m)
+        save_manifest(out, m)
+        code, text = run(capsys, out, "--no-load", "--workers", "1")
+        assert code in (0, 1, 2), (path, value, text)
+        if code == 2:
+            assert text.startswith("ruler: error: ") and len(text.splitlines()) == 1, text
+        code, err = _build_again(capsys, out)
+        assert code in (0, 2), (path, value, err)
+        if code == 2:
+            assert err.startswith("ruler: error: ") and len(err.splitlines()) == 1, err
+
+
+def test_an_unlisted_link_under_data_is_reported(out, tmp_path, capsys):
+    """Issue 21.14: the dataset loader's patterns (`data/<config>/*/<L>.parquet`) would follow
+    a link under data/ that no manifest entry names; verify names it."""
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(out / "data/gpt-4/niah_single_1", elsewhere)
+    (out / "data/gpt-4/extra").symlink_to(elsewhere)
+    code, text = run(capsys, out, "--no-load", "--workers", "1")
+    assert code == 1 and "data/gpt-4/extra: symbolic link inside the build folder" in text, text

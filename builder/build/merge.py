@@ -4,9 +4,15 @@ other machines, tasks built apart) into one folder, as if they had been built th
 Everything is checked before anything is written: each input's manifest must load, every file
 it lists must have the recorded bytes, a config must have one identity across the inputs and
 OUT (`ruler.builder.identity`), and a file present in two places must have the same rows
-(`content_sha256`): a conflicting file is an error, never a silent choice. Then each file is
-copied beside its final path, moved into place and recorded under OUT's manifest lock, like a
-build's own files, so a merge may run while builds write into OUT.
+(`content_sha256`): a conflicting file is an error, never a silent choice. Every manifest is
+checked where it is read (`manifest_schema`: known configs, tasks and lengths only) and no path
+goes through a symbolic link below an input or OUT (`split_file`), so nothing is written
+outside OUT. Then each file is copied beside its final path and, under OUT's manifest lock,
+OUT's build of its config is checked again (another merge or build may have recorded another
+identity, or the same rows, since) before it is moved into place and recorded, like a build's
+own files: merges and builds may run into one OUT at the same time, the second of two
+identities refuses, and a file already recorded with the same rows is never replaced.
+The card is re-rendered when it is stale (a run killed before its last card write).
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ from ruler.builder.build.publish import record_build
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import manifest_lock, read_manifest
-from ruler.builder.tokenizer_registry import check_config_name
+from ruler.builder.manifest import (check_split_files, manifest_lock, read_manifest, split_file,
+                                    temp_prefix)
 from ruler.builder.verify.folder import load_manifest
-from ruler.builder.writer import temp_prefix
+from ruler.cards.render import refresh_card
 
 
 @dataclass(frozen=True)
@@ -49,18 +55,20 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
     files: dict[str, tuple[Path, Mapping[str, Any]]] = {}    # rel -> (input, entry)
     manifests: dict[Path, Mapping[str, Any]] = {}
     for src in sources:
+        # read_manifest has checked every entry: known configs, tasks and lengths only, and
+        # load_manifest that no link below `src` leads to a listed file
         manifest = manifests[src] = load_manifest(src)
         for config, build in manifest["builds"].items():
-            check_config_name(config, f"{src}/manifest.json")
             _check_same_identity(config, build, builds.get(config), target["builds"].get(config),
                                  src, out)
             builds.setdefault(config, (src, build))
         for rel, entry in manifest["files"].items():
-            _check_file(src, rel, entry, manifest)
+            _check_file(src, rel, entry)
             if rel in files and files[rel][1]["content_sha256"] != entry["content_sha256"]:
                 raise RulerError(f"conflicting file {rel}: {files[rel][0]} and {src} hold "
                                  f"other rows (content_sha256 differs); nothing was merged")
             files.setdefault(rel, (src, entry))
+    check_split_files(out, [*target["files"], *files])  # no link in OUT: nothing lands elsewhere
     present = []
     for rel, (src, entry) in files.items():
         mine = target["files"].get(rel)
@@ -68,7 +76,7 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
             if mine["content_sha256"] != entry["content_sha256"]:
                 raise RulerError(f"conflicting file {rel}: {out} and {src} hold other rows "
                                  f"(content_sha256 differs); nothing was merged")
-            if (out / rel).is_file() and file_sha256(out / rel) == mine["sha256"]:
+            if _holds(out, rel, mine):
                 present.append(rel)
 
     out.mkdir(parents=True, exist_ok=True)
@@ -76,21 +84,25 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
     for rel, (src, entry) in sorted(files.items()):
         if rel in present:
             continue
-        _publish_copy(src / rel, out / rel, entry)
-        config = entry["config"]
-        with manifest_lock(out):
-            manifest = read_manifest(out)
-            manifest["files"][rel] = dict(entry)
-            manifest["files"] = dict(sorted(manifest["files"].items()))
-            build = manifests[src]["builds"][config]  # the sources this file's build read
-            record_build(out, manifest, config, build, build.get("sources") or {})
-        copied.append(rel)
+        if _publish_copy(src, out, rel, entry, manifests[src]["builds"][entry["config"]],
+                         len(copied)):
+            copied.append(rel)
+        else:  # another merge or build recorded the same rows meanwhile
+            present.append(rel)
+    refresh_card(out)  # a run killed before its last card write left a stale one
     return MergeResult(out, tuple(copied), tuple(sorted(present)))
+
+
+def _holds(out: Path, rel: str, entry: Mapping[str, Any]) -> bool:
+    """OUT has the file `entry` records, with its bytes."""
+    path = split_file(out, rel)
+    return path.is_file() and file_sha256(path) == entry["sha256"]
 
 
 def _check_same_identity(config: str, build: Mapping[str, Any],
                          seen: tuple[Path, Mapping[str, Any]] | None,
-                         existing: Mapping[str, Any] | None, src: Path, out: Path) -> None:
+                         existing: Mapping[str, Any] | None, src: Path, out: Path,
+                         outcome: str = "nothing was merged") -> None:
     if not build.get("identity"):
         raise RulerError(f"{src}/manifest.json: config {config!r} records no build identity "
                          f"(built by an older ruler); rebuild it to merge")
@@ -104,37 +116,49 @@ def _check_same_identity(config: str, build: Mapping[str, Any],
                                          (build.get("sources") or {}).items()}))
         if differs:
             raise RulerError(f"config {config!r} of {src} is another build than in {where} "
-                             f"({'; '.join(differs)}); nothing was merged")
+                             f"({'; '.join(differs)}); {outcome}")
 
 
-def _check_file(src: Path, rel: str, entry: Mapping[str, Any],
-                manifest: Mapping[str, Any]) -> None:
-    """The input file is a split file of a recorded config, with the recorded bytes."""
-    config = entry["config"]
-    if config not in manifest["builds"]:
-        raise RulerError(f"{src}/manifest.json lists {rel} of config {config!r}, which has no "
-                         f"build entry")
-    if rel != f"data/{config}/{entry['task']}/{entry['max_seq_length']}.parquet":
-        raise RulerError(f"{src}/manifest.json: {rel!r} is not where its config, task and "
-                         f"length belong")
-    path = src / rel
+def _check_file(src: Path, rel: str, entry: Mapping[str, Any]) -> None:
+    """The input file has the recorded bytes (its entry's shape was checked when read)."""
+    path = split_file(src, rel)
     if not path.is_file() or file_sha256(path) != entry["sha256"]:
         raise RulerError(f"{path} is missing or differs from its manifest (run `ruler verify "
                          f"{src}`); nothing was merged")
 
 
-def _publish_copy(source: Path, final: Path, entry: Mapping[str, Any]) -> None:
-    """Copy to a temporary file beside `final`, check its bytes, move it into place."""
+def _publish_copy(src: Path, out: Path, rel: str, entry: Mapping[str, Any],
+                  build: Mapping[str, Any], merged: int) -> bool:
+    """Copy `src/rel` to a temporary file beside its place in OUT and check its bytes; then,
+    under OUT's manifest lock, check again that OUT's build of the config is this one (another
+    merge or build may have recorded it since the checks before copying), move the file into
+    place and record it. False when OUT recorded the same rows meanwhile (nothing replaced)."""
+    final = split_file(out, rel)
     final.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=temp_prefix(final), suffix=".tmp")
     os.close(fd)
     try:
-        shutil.copyfile(source, tmp)
+        shutil.copyfile(src / rel, tmp)
         os.chmod(tmp, 0o644)
         if file_sha256(tmp) != entry["sha256"]:
-            raise RulerError(f"{source} changed while it was copied; nothing more was merged")
-        os.replace(tmp, final)
-    except BaseException:
+            raise RulerError(f"{src / rel} changed while it was copied; nothing more was merged")
+        config = entry["config"]
+        outcome = (f"another merge or build recorded it in {out} while this merge ran; "
+                   f"{merged} file(s) were merged before, nothing more was")
+        with manifest_lock(out):
+            manifest = read_manifest(out)
+            _check_same_identity(config, build, None, manifest["builds"].get(config), src, out,
+                                 outcome)
+            mine = manifest["files"].get(rel)
+            if mine is not None and mine["content_sha256"] != entry["content_sha256"]:
+                raise RulerError(f"conflicting file {rel}: {out} and {src} hold other rows "
+                                 f"(content_sha256 differs); {outcome}")
+            if mine is not None and _holds(out, rel, mine):
+                return False
+            os.replace(tmp, final)  # in place first, then recorded
+            manifest["files"][rel] = dict(entry)
+            manifest["files"] = dict(sorted(manifest["files"].items()))
+            record_build(out, manifest, config, build, build.get("sources") or {})
+        return True
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
-

@@ -26,7 +26,8 @@ def build_identity(cfg: BuildConfig, tok: Tokenizer, mode: str) -> dict[str, Any
     `ruler.builder.identity`); a variant's parameters are part of it."""
     return make_identity(generator_version=__version__, seed=cfg.seed, samples=cfg.samples,
                          prompt_mode=mode, tokenizer=tok.identity.as_manifest(),
-                         packages=content_packages(tok.identity.kind), variant=variant_of(cfg))
+                         packages=content_packages(*tok.identity.content_kinds),
+                         variant=variant_of(cfg))
 
 
 def job_key(identity: dict[str, Any], ctx: BuildContext, task: str, L: int) -> str:

@@ -21,7 +21,8 @@ from ruler.builder.context import BuildContext
 from ruler.builder.counting import counting_method
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import data_path, manifest_lock, read_manifest, write_manifest
+from ruler.builder.manifest import (data_path, manifest_lock, read_manifest, split_file,
+                                    write_manifest)
 from ruler.builder.tasks import TASKS
 from ruler.builder.variants import variant_of
 from ruler.cards.render import write_card
@@ -118,6 +119,7 @@ def listed_files(out: Path, manifest: Mapping[str, Any], config: str) -> list[st
     for rel, f in manifest["files"].items():
         if f.get("config") != config:
             continue
+        split_file(out, rel)  # a link in OUT is said as such, and never deleted through
         if f.get("task") not in TASKS or not isinstance(f.get("max_seq_length"), int) \
                 or rel != data_path(config, f["task"], f["max_seq_length"]) \
                 or not (out / rel).resolve().is_relative_to(data):

@@ -73,10 +73,11 @@ SCRATCH_PREFIX = "ruler-ray-"
 ROW = ("row",)
 
 
-def environment(tokenizer_kind: str) -> dict[str, str]:
+def environment(*tokenizer_kinds: str) -> dict[str, str]:
     """What must be equal on every node for its rows and files to be this process's: the
-    ruler version, the packages that shape rows (the build identity's) and pyarrow (bytes)."""
-    packages = content_packages(tokenizer_kind)
+    ruler version, the packages that shape rows (the build identity's: those of the
+    tokenizer's `content_kinds`) and pyarrow (bytes)."""
+    packages = content_packages(*tokenizer_kinds)
     try:
         packages["pyarrow"] = importlib.metadata.version("pyarrow")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a dependency
@@ -112,7 +113,7 @@ class FileBuilder:
         except Exception as e:  # a tokenizer or package this node cannot load
             self.problems.append(f"cannot load the build here: {e}")
             return
-        ours = environment(self.worker.ctx.tokenizer.identity.kind)
+        ours = environment(*self.worker.ctx.tokenizer.identity.content_kinds)
         differs = [f"{k} {ours.get(k, 'not installed')} (the driver has {v})"
                    for k, v in sorted(expected.items()) if ours.get(k) != v]
         if differs:
@@ -340,7 +341,7 @@ class RayExecutor:
         builder = ray.remote(FileBuilder).options(num_cpus=1, max_restarts=-1,
                                                   max_task_retries=0)
         recipe = pickle.dumps(self.worker)
-        expected = environment(self.worker.ctx.tokenizer.identity.kind)
+        expected = environment(*self.worker.ctx.tokenizer.identity.content_kinds)
         env = forwarded_env()
         self._actors = [builder.remote(recipe, env, expected)
                         for _ in range(min(len(jobs), self.workers or cpus))]

@@ -29,10 +29,12 @@ from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import data_path, manifest_lock, read_manifest
+from ruler.builder.manifest import (data_path, manifest_lock, read_manifest, split_file,
+                                    temp_prefix)
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config, variant_of
-from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files, temp_prefix
+from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
+from ruler.cards.render import refresh_card
 
 
 def run_build(cfg: BuildConfig) -> BuildReport:
@@ -74,17 +76,19 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     todo: list[FileJob] = []
     for task, L in units:
         rel = data_path(config, task, L)
+        path = split_file(out, rel)  # never written through a link in OUT
         key = job_key(identity, ctx, task, L)
         entry = None if differs else manifest["files"].get(rel)
-        if entry and entry.get("build_key") == key and (out / rel).is_file() \
-                and file_sha256(out / rel) == entry["sha256"]:
+        if entry and entry.get("build_key") == key and path.is_file() \
+                and file_sha256(path) == entry["sha256"]:
             kept.append(FileResult(rel, task, L, entry["rows"], skipped=True,
                                    bytes=entry["bytes"]))
         else:
             todo.append(FileJob(task, L, rel, key))
     preflight(worker, [(job.task, job.max_seq_length) for job in todo], cfg.samples)
     remove_stale_temp_files(out)  # of builds that were killed; never a running build's
-    if not todo:  # up to date: leave OUT exactly as it is (it may be read-only)
+    if not todo:  # up to date: leave OUT exactly as it is (it may be read-only) ...
+        refresh_card(out)  # ... unless a run killed before its last card write left it stale
         return BuildReport(out, config, _in_plan_order(kept, units))
 
     publisher = Publisher(out, config, entry_fields(cfg, mode, identity), ctx)

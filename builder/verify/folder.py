@@ -3,7 +3,7 @@ files outside the manifest, temporary files of builds that were killed), the car
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -11,73 +11,64 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
-from ruler.builder.manifest import FORMAT_VERSION, MANIFEST_NAME, data_path
+from ruler.builder.manifest import MANIFEST_NAME, check_split_files, read_manifest
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_config
 from ruler.builder.verify.findings import Problem
-from ruler.cards.render import configs_yaml
+from ruler.cards.render import card_is_current, configs_yaml
 
 
 def load_manifest(out: Path) -> dict[str, Any]:
-    """The manifest, strictly: unlike `read_manifest`, a missing one is an error here."""
+    """The manifest, strictly: unlike `read_manifest`, a missing one is an error here. Its
+    structure is checked where it is read (`manifest_schema`), so every later check can
+    index entries without guarding each access; its split files are reached through no
+    symbolic link (`split_file`)."""
     path = out / MANIFEST_NAME
     if not out.is_dir():
         raise RulerError(f"{out} is not a folder")
     if not path.is_file():
         raise RulerError(f"{path} not found: {out} is not a `ruler build` output folder")
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise RulerError(f"{path} is not valid JSON: {e}") from None
-    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
-        raise RulerError(f"{path}: unsupported format_version "
-                         f"{manifest.get('format_version') if isinstance(manifest, dict) else None!r}"
-                         f" (this ruler reads {FORMAT_VERSION})")
-    for key in ("builds", "files"):
-        if not isinstance(manifest.get(key), dict):
-            raise RulerError(f"{path}: missing or malformed {key!r}")
-    # Structure first, so every later check can index entries without guarding each access.
-    for rel, entry in manifest["files"].items():
-        wrong = [k for k, t in _FILE_FIELDS.items()
-                 if not isinstance(entry, dict) or not isinstance(entry.get(k), t)
-                 or isinstance(entry.get(k), bool)]
-        if wrong:
-            raise RulerError(f"{path}: entry {rel!r} has missing or malformed {', '.join(wrong)}")
-    for config, build in manifest["builds"].items():
-        if not isinstance(build, dict) or not isinstance(build.get("tokenizer"), dict):
-            raise RulerError(f"{path}: build {config!r} has no tokenizer record")
+    manifest = read_manifest(out)
+    check_split_files(out, manifest["files"])
     return manifest
-
-
-_FILE_FIELDS = {"config": str, "task": str, "max_seq_length": int, "rows": int, "bytes": int,
-                "sha256": str, "content_sha256": str}
 
 
 def manifest_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
     problems = []
     listed = set(manifest["files"])
-    on_disk = {p.relative_to(out).as_posix() for p in out.glob("data/**/*.parquet")}
+    on_disk, links = _data_tree(out)
     for rel in sorted(on_disk - listed):
         problems.append(Problem(rel, "Parquet file not listed in manifest.json"))
+    for rel in links:
+        problems.append(Problem(rel, "symbolic link inside the build folder (the dataset loader "
+                                     "follows it; ruler never reads or writes through one)"))
     for stale in stale_temp_files(out):
         problems.append(Problem(stale.path.relative_to(out).as_posix(),
                                 f"temporary file of a build that ended without publishing it "
                                 f"(process {stale.pid} no longer runs): run the build again, "
                                 f"which removes it, or delete it"))
-    for rel, entry in sorted(manifest["files"].items()):
-        expected = data_path(entry["config"], entry["task"], entry["max_seq_length"])
-        if expected != rel:
-            problems.append(Problem(MANIFEST_NAME, f"entry {rel!r} says config/task/length "
-                                                   f"of {expected!r}"))
-        if entry["config"] not in manifest["builds"]:
-            problems.append(Problem(MANIFEST_NAME, f"{rel!r} belongs to config "
-                                                   f"{entry['config']!r}, which has no build"))
     for config, build in sorted(manifest["builds"].items()):
         problems += build_problems(config, build, manifest["files"])
         problems += identity_problems(config, build, manifest["files"])
     return problems
+
+
+def _data_tree(out: Path) -> tuple[set[str], list[str]]:
+    """The Parquet files under `out/data` and the symbolic links there (not followed)."""
+    files, links = set(), []
+    if (out / "data").is_symlink():
+        return files, ["data"]
+    for folder, dirs, names in os.walk(out / "data"):
+        for name in sorted(dirs + names):
+            path = Path(folder) / name
+            rel = path.relative_to(out).as_posix()
+            if path.is_symlink():
+                links.append(rel)
+            elif name in names and name.endswith(".parquet"):
+                files.add(rel)
+    return files, sorted(links)
 
 
 def identity_problems(config: str, build: Mapping[str, Any],
@@ -100,9 +91,7 @@ def identity_problems(config: str, build: Mapping[str, Any],
         if entry["rows"] != build.get("samples"):
             problems.append(Problem(rel, f"{entry['rows']} rows, the build's samples are "
                                          f"{build.get('samples')}"))
-        spec = TASKS.get(entry["task"])
-        if spec is None:
-            continue  # reported per file (unknown task)
+        spec = TASKS[entry["task"]]  # a known task: checked where the manifest is read
         hashes = {sid: (sources.get(sid) or {}).get("sha256") for sid in spec.sources}
         key = file_key(recomputed, entry["task"], entry["max_seq_length"], hashes)
         if entry.get("build_key") != key:
@@ -148,7 +137,9 @@ def build_problems(config: str, build: Mapping[str, Any],
 
 
 def card_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
-    """The card's `configs` must be exactly those the manifest implies (load_dataset reads them)."""
+    """The card's `configs` must be exactly those the manifest implies (load_dataset reads
+    them), and the whole card the one the manifest renders (a build killed between writing
+    the manifest and the card leaves a stale one; a re-run of the build re-renders it)."""
     path = out / "README.md"
     if not path.is_file():
         return [Problem("README.md", "missing (the dataset card holds the configs)")]
@@ -160,7 +151,11 @@ def card_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
         front = yaml.safe_load(parts[1]) or {}
     except yaml.YAMLError as e:
         return [Problem("README.md", f"YAML front matter does not parse: {e}")]
-    if front.get("configs") != configs_yaml(manifest):
+    if not isinstance(front, dict) or front.get("configs") != configs_yaml(manifest):
         return [Problem("README.md", "`configs` do not match manifest.json "
                                      "(rewrite the card: it is rendered by `ruler build`)")]
+    if not card_is_current(text, manifest):
+        return [Problem("README.md", "stale: it is not the card manifest.json renders (re-run "
+                                     "the `ruler build` or `ruler merge` that made the folder: "
+                                     "it re-renders the card)")]
     return []

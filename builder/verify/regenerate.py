@@ -94,7 +94,7 @@ class Regenerator:
         tok = self.tokenizers.get(config)
         if tok is None or not build.get("packages"):
             return ""
-        here = content_packages(tok.identity.kind)
+        here = content_packages(*tok.identity.content_kinds)
         changed = [f"{p} {v} recorded, {here.get(p)} here"
                    for p, v in sorted(build["packages"].items()) if here.get(p) != v]
         return f" (package versions differ: {', '.join(changed)})" if changed else ""

@@ -18,11 +18,13 @@ Folder-wide: no Parquet file outside the manifest, each build entry agrees with 
 its `official` flag with its tokenizer and sources, its identity recomputed from its recorded
 fields is the recorded one and gives every file's build key, every file holds the build's
 sample count, the tokenizer loaded here is the recorded one (a registry tokenizer at the
-pinned revision), the card's `configs` equal the manifest's, and `datasets.load_dataset`
-reads every config and split with the expected row counts.
+pinned revision), the card is the one the manifest renders (its `configs` first), no symbolic
+link sits under `data/`, and `datasets.load_dataset` reads every config and split with the
+expected row counts.
 
 Every problem names the file (and row). Problems are collected, not raised, so one run reports
-all of them; a folder that cannot be verified at all (no manifest) raises RulerError.
+all of them; a folder that cannot be verified at all (no manifest, a damaged one, a listed file
+reached through a symbolic link) raises RulerError.
 """
 
 from __future__ import annotations

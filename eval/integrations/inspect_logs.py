@@ -68,4 +68,17 @@ def read_inspect_log(path: Path) -> PredictionSource:
             records.append({**record, "prediction": s.output.completion, "status": "ok"})
     limit = (log.eval.task_args or {}).get("limit")
     return PredictionSource(records, log.eval.model,
-                            int(limit) if isinstance(limit, int) and limit > 0 else None)
+                            int(limit) if isinstance(limit, int) and limit > 0 else None,
+                            asked=_asked(log.eval.metadata))
+
+
+def _asked(metadata: dict | None) -> set[tuple[str, str, int]] | None:
+    """The cells the run asked for: the `ruler` task records its config and split files
+    in the task metadata (`ruler.eval.integrations.inspect_task`)."""
+    ruler = (metadata or {}).get("ruler")
+    try:
+        config = ruler["tokenizer_config"]
+        return {(config, task, int(L)) for task, L in
+                (key.rsplit("/", 1) for key in ruler["files"])}
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None  # a log of an older ruler task: the whole config is asked for

@@ -17,7 +17,7 @@ from typing import Any
 
 from ruler.builder.errors import RulerError
 from ruler.eval.integrations.prediction_source import PredictionSource
-from ruler.eval.predictions import KEY_COLUMNS, read_records
+from ruler.eval.predictions import KEY_COLUMNS, key_of, read_records
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl$")
 
@@ -30,10 +30,15 @@ def samples_files(folder: Path) -> list[Path]:
     return sorted(p for p in Path(folder).rglob("samples_*.jsonl") if is_samples_file(p))
 
 
-def _results_of(samples_file: Path) -> dict[str, Any]:
-    """The run's `results_<date>.json` beside a samples file ({} when it is not there)."""
+def _results_path(samples_file: Path) -> Path | None:
+    """The run's `results_<date>.json` beside a samples file."""
     m = _SAMPLES.match(samples_file.name)
-    results = samples_file.with_name(f"results_{m.group('date')}.json") if m else None
+    return samples_file.with_name(f"results_{m.group('date')}.json") if m else None
+
+
+def _results_of(samples_file: Path) -> dict[str, Any]:
+    """The run's results file's content ({} when it is not there)."""
+    results = _results_path(samples_file)
     if results is None or not results.is_file():
         return {}
     try:
@@ -43,14 +48,19 @@ def _results_of(samples_file: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _content_hashes(results: dict[str, Any]) -> dict[tuple[str, str, int], str]:
+def _content_hashes(results: dict[str, Any], where: str) -> dict[tuple[str, str, int], str]:
     """(config, task, L) -> content_sha256 recorded in the exported tasks' metadata."""
     out = {}
-    for cfg in (results.get("configs") or {}).values():
+    for name, cfg in (results.get("configs") or {}).items():
         meta = ((cfg or {}).get("metadata") or {}).get("ruler") or {}
         if {"config", "task", "max_seq_length", "content_sha256"} <= meta.keys():
-            out[(meta["config"], meta["task"], int(meta["max_seq_length"]))] = \
-                meta["content_sha256"]
+            try:
+                key = key_of({"tokenizer": meta["config"], "task": meta["task"],
+                              "max_seq_length": meta["max_seq_length"], "index": 0})
+            except ValueError as e:
+                raise RulerError(f"{where}: task {name}'s ruler metadata is damaged: "
+                                 f"{e}") from None
+            out[key[:3]] = meta["content_sha256"]
     return out
 
 
@@ -75,11 +85,13 @@ def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
             f"`ruler export lm-eval`" + (" (these are lm-eval's built-in `ruler` tasks, a "
                                          "different generator whose rows are not in this "
                                          "dataset)" if builtin else ""))
-    key = {c: doc[c] for c in KEY_COLUMNS}
+    try:
+        key = key_of(doc)
+    except ValueError as e:
+        raise RulerError(f"{where}: the logged doc's {e}") from None
     resps = sample.get("filtered_resps")
     prediction = resps[0] if isinstance(resps, list) and resps else resps
-    record = {**key, "data_sha256": hashes.get((doc["tokenizer"], doc["task"],
-                                                 int(doc["max_seq_length"])), "")}
+    record = {**dict(zip(KEY_COLUMNS, key)), "data_sha256": hashes.get(key[:3], "")}
     if isinstance(prediction, str):
         return {**record, "prediction": prediction, "status": "ok"}
     return {**record, "prediction": None, "status": "error",
@@ -103,10 +115,12 @@ def read_samples(paths: list[Path]) -> PredictionSource:
     parts = []
     for path in paths:
         results = _results_of(Path(path))
-        hashes = _content_hashes(results)
+        hashes = _content_hashes(results, str(_results_path(Path(path))))
         records = [_record(sample, f"{path}:{n + 1}", hashes)
                    for n, sample in enumerate(read_records(path))
                    # other filters are the user's own; the exported tasks define none
                    if sample.get("filter", "none") == "none"]
-        parts.append(PredictionSource(records, *_model_and_limit(results)))
+        # The tasks the run was given: every exported task records its (config, task, L).
+        parts.append(PredictionSource(records, *_model_and_limit(results),
+                                      asked=set(hashes) or None))
     return PredictionSource.merge(parts)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 
@@ -11,12 +12,22 @@ class PredictionSource:
     records: list[dict[str, Any]] = field(default_factory=list)
     model: str | None = None  # the model the run names, for the report
     limit: int | None = None  # the run asked for the first N rows of each split only
+    files: list[Path] = field(default_factory=list)  # the files read, for the fingerprint
+    mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
+    origin: Path | None = None  # the file or folder the user named
+    # The (config, task, L) cells the run itself asked for, where it records them (run.json,
+    # an Inspect log's task metadata, lm-eval's results file); None: not known.
+    asked: set[tuple[str, str, int]] | None = None
 
     @classmethod
     def merge(cls, parts: list["PredictionSource"]) -> "PredictionSource":
-        """All records; the model and limit only where every part agrees."""
-        models = {p.model for p in parts}
-        limits = {p.limit for p in parts}
-        return cls([r for p in parts for r in p.records],
-                   models.pop() if len(models) == 1 else None,
-                   limits.pop() if len(limits) == 1 else None)
+        """All records; the model, limit and mode only where every part agrees; the cells asked
+        for when every part knows its own."""
+        def agreed(values: set) -> Any:
+            return values.pop() if len(values) == 1 else None
+
+        asked = None if any(p.asked is None for p in parts) else \
+            set().union(*(p.asked for p in parts))
+        return cls([r for p in parts for r in p.records], agreed({p.model for p in parts}),
+                   agreed({p.limit for p in parts}), [f for p in parts for f in p.files],
+                   agreed({p.mode for p in parts}), asked=asked)

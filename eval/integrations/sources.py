@@ -3,38 +3,93 @@
 - a folder: lm-eval output (its `samples_*.jsonl`, at any depth) or Inspect logs (`*.eval`);
 - an lm-eval `samples_<task>_<date>.jsonl` file;
 - an Inspect log (`.eval`, or a `.json` log);
-- anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.predictions`).
+- anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.predictions`); a
+  results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 from ruler.builder.errors import RulerError
+from ruler.builder.hashing import file_sha256
 from ruler.eval.integrations.inspect_logs import is_inspect_log, log_files, read_inspect_log
 from ruler.eval.integrations.lm_eval_samples import is_samples_file, read_samples, samples_files
 from ruler.eval.integrations.prediction_source import PredictionSource
-from ruler.eval.predictions import read_records
+from ruler.eval.predictions import LONG_FIELDS, read_records
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
 
 
 def read_predictions(path: str | os.PathLike) -> PredictionSource:
     """Prediction records (key columns, prediction, status...) of any supported source."""
     path = Path(path)
+    source = _read(path)
+    source.origin = path
+    source.files = source.files or [path]
+    return source
+
+
+def _read(path: Path) -> PredictionSource:
     if path.is_dir():
         samples, logs = samples_files(path), log_files(path)
         if samples and logs:
             raise RulerError(f"{path} holds both lm-eval samples and Inspect logs: pass one "
                              f"file or a folder of one framework's output")
         if samples:
-            return read_samples(samples)
-        if logs:
-            return PredictionSource.merge([read_inspect_log(log) for log in logs])
-        raise RulerError(f"{path} is a folder without lm-eval samples (samples_*.jsonl, from "
-                         f"--log_samples) or Inspect logs (*.eval)")
+            source = read_samples(samples)
+        elif logs:
+            source = PredictionSource.merge([read_inspect_log(log) for log in logs])
+        else:
+            raise RulerError(f"{path} is a folder without lm-eval samples (samples_*.jsonl, "
+                             f"from --log_samples) or Inspect logs (*.eval)")
+        source.files = samples or logs
+        return source
     if not path.is_file():
         raise RulerError(f"predictions file {path} does not exist")
     if is_samples_file(path):
         return read_samples([path])
     if is_inspect_log(path):
         return read_inspect_log(path)
+    run = path.parent / RUN_NAME
+    if path.name == PREDICTIONS_NAME and run.is_file():
+        return _results_folder(path, run)
     return PredictionSource(read_records(path))
+
+
+def _results_folder(path: Path, run_path: Path) -> PredictionSource:
+    """A `ruler eval` results folder's predictions: the run (run.json) says which model made
+    them, in which prompt mode, and whether only the first N rows per file were asked for. A
+    last line torn by a run still writing (or killed) is not a record yet."""
+    try:
+        run = json.loads(run_path.read_text(encoding="utf-8"))
+        limit, model, mode = run.get("limit"), run.get("model"), run.get("mode")
+        config = run["dataset"]["config"]
+        asked = {(config, *_cell(key)) for key in run["dataset"]["files"]}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
+        raise RulerError(f"{run_path} beside {path.name} is not a readable run record "
+                         f"({type(e).__name__}); move {path.name} elsewhere to score it "
+                         f"without it") from None
+    return PredictionSource(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
+                            model if isinstance(model, str) else None,
+                            limit if isinstance(limit, int) and limit > 0 else None,
+                            mode=mode if isinstance(mode, str) else None, asked=asked)
+
+
+def _cell(key: str) -> tuple[str, int]:
+    """"task/L" -> (task, L)."""
+    task, L = key.rsplit("/", 1)
+    return task, int(L)
+
+
+def fingerprint(source: PredictionSource) -> dict[str, str]:
+    """What was scored, recorded in scores.json: the path given (absolute) and the sha256 of
+    its bytes; for a folder (lm-eval samples, Inspect logs), the sha256 of the list of the
+    files read with their sha256s, so any changed, added or removed file changes it."""
+    origin = Path(source.origin or source.files[0]).resolve()
+    if origin.is_file():
+        return {"path": str(origin), "sha256": file_sha256(origin)}
+    listing = "".join(f"{Path(f).resolve().relative_to(origin)}\t{file_sha256(f)}\n"
+                      for f in sorted(source.files))
+    return {"path": str(origin), "sha256": hashlib.sha256(listing.encode()).hexdigest()}
