@@ -63,9 +63,10 @@ def _command_parser(parser: argparse.ArgumentParser,
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised in the main thread: a command stops as on Ctrl-C (its workers stopped,
-    its temporary files removed), where the default action would end it on the spot and
-    leave both behind."""
+    """SIGTERM, raised in the main thread of a command that asks for it
+    (`set_defaults(interrupt_on_sigterm=True)`, as `build` does): it stops as on Ctrl-C (its
+    workers stopped, its temporary files removed), where the default action would end it on
+    the spot and leave both behind. Other commands keep the default action."""
 
 
 def _terminate(signum, frame) -> None:
@@ -86,11 +87,12 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse(make_parser(), argv)
     _main_pid, installed = os.getpid(), False
-    try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
-        installed = True
-    except ValueError:  # not the main thread: signals are not ours to handle
-        pass
+    if getattr(args, "interrupt_on_sigterm", False):
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminate)
+            installed = True
+        except ValueError:  # not the main thread: signals are not ours to handle
+            pass
     # Commands print server text (Hub file names, URLs in huggingface_hub's retry warnings,
     # an inference server's errors): no credential is ever shown, on stdout or stderr.
     with scrubbed_output():

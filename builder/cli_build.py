@@ -136,7 +136,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "gets them (chat template + generation prompt, no answer prefix); "
                         "written as its own config <tokenizer>--out16k (N = 16384) and "
                         "evaluated with `ruler eval --mode reasoning`")
-    p.set_defaults(func=run)
+    # SIGTERM (a scheduler, `kill PID`) stops a build as Ctrl-C does: workers stopped, this
+    # build's temporary files removed (ruler.cli.Terminated).
+    p.set_defaults(func=run, interrupt_on_sigterm=True)
 
 
 def run(args: argparse.Namespace) -> int:
