@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import signal
 import sys
 
 from ruler.builder.errors import RulerError
@@ -38,10 +40,59 @@ def make_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """`parser.parse_args(argv)`, except that an unknown flag is reported by the sub-command
+    it was given to, with that command's usage: argparse hands a sub-command's unknown
+    arguments up to the top-level parser, whose usage says nothing about the command."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _command_parser(parser, args).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return args
+
+
+def _command_parser(parser: argparse.ArgumentParser,
+                    args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost sub-command parser `args` was parsed by."""
+    while True:
+        subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+                    None)
+        chosen = subs.choices.get(getattr(args, subs.dest, None)) if subs else None
+        if chosen is None:
+            return parser
+        parser = chosen
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread of a command that asks for it
+    (`set_defaults(interrupt_on_sigterm=True)`, as `build` does): it stops as on Ctrl-C (its
+    workers stopped, its temporary files removed), where the default action would end it on
+    the spot and leave both behind. Other commands keep the default action."""
+
+
+def _terminate(signum, frame) -> None:
+    if os.getpid() != _main_pid:  # a forked child that inherited the handler: default action
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    signal.signal(signum, signal.SIG_DFL)  # a second SIGTERM ends the process outright
+    raise Terminated()
+
+
+_main_pid = os.getpid()
+
+
 def main(argv: list[str] | None = None) -> int:
+    global _main_pid
     from ruler.builder.scrub import scrub, scrubbed_output
 
-    args = make_parser().parse_args(argv)
+    args = parse(make_parser(), argv)
+    _main_pid, installed = os.getpid(), False
+    if getattr(args, "interrupt_on_sigterm", False):
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminate)
+            installed = True
+        except ValueError:  # not the main thread: signals are not ours to handle
+            pass
     # Commands print server text (Hub file names, URLs in huggingface_hub's retry warnings,
     # an inference server's errors): no credential is ever shown, on stdout or stderr.
     with scrubbed_output():
@@ -50,9 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         except RulerError as e:
             print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
             return 2
+        except Terminated:
+            print("ruler: terminated", file=sys.stderr)
+            return 128 + signal.SIGTERM
         except KeyboardInterrupt:
             print("ruler: interrupted", file=sys.stderr)
             return 130
+        finally:
+            if installed:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import argparse
 import multiprocessing
 from pathlib import Path
 
-from ruler.builder.build.config import EXECUTORS, default_start_method
+from ruler.builder.build.config import EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.depths import MAX_DEPTH_BINS
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
@@ -46,7 +46,7 @@ def parse_shard(text: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in text.split("/"))
     except ValueError:
-        raise RulerError(f"--shard takes i/n (e.g. 0/4), got {text!r}") from None
+        raise RulerError(f"--shard takes i/n, counting from 0 (0/4 .. 3/4), got {text!r}") from None
     return i, n
 
 
@@ -73,9 +73,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lengths", default="4096", type=str,
                    help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; "
                         "'paper' = 4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); "
-                        "any length works, sources that run out are repeated as upstream does "
-                        "(default: 4096)")
-    p.add_argument("--samples", type=int, default=500, help="samples per task and length (500)")
+                        "any length works, at most 2M (the longest tested); sources that run "
+                        "out are repeated as upstream does (default: 4096)")
+    p.add_argument("--samples", type=int, default=500,
+                   help=f"samples per task and length (500, as upstream; at most "
+                        f"{MAX_SAMPLES:,})")
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
     p.add_argument("--out", type=Path, default=Path("ruler"), help="output folder (./ruler)")
     p.add_argument("--workers", type=int, default=None,
@@ -83,9 +85,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "files, longest first (with fewer files than workers, they share the "
                         "samples of each file). With --executor ray: at most this many Ray "
                         "workers (default: one per CPU of the cluster)")
-    p.add_argument("--shard", default="0/1", help="build only shard i of n of the files (i/n)")
+    p.add_argument("--shard", default="0/1", metavar="I/N",
+                   help="build only shard I of N of the files, counting from 0 (the four "
+                        "shards of --shard I/4 are 0/4 .. 3/4; default 0/1: all files)")
     p.add_argument("--sources", dest="sources_dir", default=None,
-                   help=f"folder with the pinned sources (else ${SOURCES_ENV}, then the cache)")
+                   help=f"folder with the pinned sources, searched alone (a file it lacks is "
+                        f"an error); without it: ${SOURCES_ENV}, then the cache")
     p.add_argument("--tokenizers-dir", default=None,
                    help=f"folder with pinned tokenizer files (else ${TOKENIZERS_ENV})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -131,11 +136,14 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "gets them (chat template + generation prompt, no answer prefix); "
                         "written as its own config <tokenizer>--out16k (N = 16384) and "
                         "evaluated with `ruler eval --mode reasoning`")
-    p.set_defaults(func=run)
+    # SIGTERM (a scheduler, `kill PID`) stops a build as Ctrl-C does: workers stopped, this
+    # build's temporary files removed (ruler.cli.Terminated).
+    p.set_defaults(func=run, interrupt_on_sigterm=True)
 
 
 def run(args: argparse.Namespace) -> int:
     from ruler.builder.build import BuildConfig, run_build
+    from ruler.builder.manifest import read_manifest
 
     tasks = parse_tasks(args.tasks)
     if args.depths is not None and args.tasks in (None, "all"):
@@ -163,4 +171,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "
               f"this tokenizer's counts do not add up across the prompt's piece junctions "
               f"(slower, same exactness): {', '.join(f.path for f in fallback)}")
+    why = unofficial_reasons(read_manifest(report.out)["builds"].get(report.config) or {})
+    if why:
+        print(f"note: {report.config} is an unofficial build ({'; '.join(why)}); the manifest "
+              f"and the card say so, and `ruler release` refuses it without --allow-unofficial")
     return 0
+
+
+def unofficial_reasons(build: dict) -> list[str]:
+    """Why a config's build entry (manifest.json) is not official; [] when it is."""
+    if build.get("official", True):
+        return []
+    tokenizer = build.get("tokenizer") or {}
+    reasons = [] if tokenizer.get("pinned") else [
+        f"tokenizer {tokenizer.get('name')!r} is not a pinned registry tokenizer"]
+    for sid, source in sorted((build.get("sources") or {}).items()):
+        if not source.get("official"):
+            reasons.append(f"source {sid} is not the official file ({source.get('file')}, "
+                           f"sha256 {str(source.get('sha256'))[:12]}, official "
+                           f"{str(source.get('official_sha256'))[:12]})")
+    return reasons or ["its manifest entry says so"]

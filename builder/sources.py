@@ -1,8 +1,9 @@
 """Registry, resolution and download of the third-party inputs the tasks read.
 
 A source is identified by its official URL, size and sha256. The bytes never live in this
-repository: they are found in `--sources DIR`, `$RULER_SOURCES`, or the user cache, or fetched
-from the official URL with `ruler sources fetch`. A file whose hash differs from the official
+repository: they are found in `--sources DIR` (only there, when it is given: a folder that
+does not exist or lacks a file is an error, never a silent fall-back), else `$RULER_SOURCES`,
+then the user cache, or fetched from the official URL with `ruler sources fetch`. A file whose hash differs from the official
 one (e.g. a partial copy) may be used; the build then records its real hash and marks itself
 unofficial.
 """
@@ -10,6 +11,7 @@ unofficial.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import shutil
 import tempfile
@@ -147,10 +149,17 @@ def default_cache_dir() -> Path:
 
 
 def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
-    """Directories searched for sources, in priority order."""
-    dirs = []
+    """Directories searched for sources, in priority order: `explicit` (`--sources`) alone
+    when given (it must be a folder), else `$RULER_SOURCES` and the user cache."""
     if explicit:
-        dirs.append(Path(explicit))
+        folder = Path(explicit)
+        if not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            raise RulerError(f"--sources {folder} {what}: point it at the folder holding the "
+                             f"sources (`ruler sources list --sources DIR` shows what it has), "
+                             f"or leave it out to use ${SOURCES_ENV} and {default_cache_dir()}")
+        return [folder]
+    dirs = []
     if os.environ.get(SOURCES_ENV):
         dirs.append(Path(os.environ[SOURCES_ENV]))
     dirs.append(default_cache_dir())
@@ -187,7 +196,7 @@ def resolve(source_id: str, sources_dir: str | os.PathLike | None = None) -> Res
         for path in _candidates(spec, root):
             if path.exists() and (path.is_dir() == spec.is_directory):
                 return _inspect(spec, path)
-    raise RulerError(missing_message(spec, dirs))
+    raise RulerError(missing_message(spec, dirs, explicit=bool(sources_dir)))
 
 
 def recheck(source: ResolvedSource) -> str | None:
@@ -205,9 +214,15 @@ def recheck(source: ResolvedSource) -> str | None:
     return None
 
 
-def missing_message(spec: SourceSpec, dirs: Sequence[Path]) -> str:
-    how = (f"run `ruler sources fetch {spec.id}` (downloads {spec.urls[0]})" if spec.urls
+def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = False) -> str:
+    """Why `spec` was not found in `dirs` (`explicit`: the one folder --sources named)."""
+    dest = f" --dest {dirs[0]}" if explicit else ""
+    how = (f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.urls[0]})" if spec.urls
            else spec.how_to_get)
+    if explicit:
+        return (f"source {spec.id!r} ({spec.title}) not found in --sources {dirs[0]}: expected "
+                f"{dirs[0] / spec.relpath}. To get it: {how}; or point --sources at a folder "
+                f"that has it.")
     looked = ", ".join(str(d) for d in dirs)
     return (f"source {spec.id!r} ({spec.title}) not found: expected <sources>/{spec.relpath} "
             f"in one of [{looked}]. To get it: {how}; or point --sources / ${SOURCES_ENV} at a "
@@ -243,15 +258,26 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
         raise RulerError(f"source {spec.id!r} has no official download URL: {spec.how_to_get}")
     root = Path(dest_root) if dest_root else default_cache_dir()
     target = root / spec.relpath
-    target.parent.mkdir(parents=True, exist_ok=True)
+    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return _fetch_into(spec, urls, target, timeout)
+    except BaseException:
+        _remove_empty(created)  # deepest first: only the folders made here, if still empty
+        raise
+
+
+def _fetch_into(spec: SourceSpec, urls: Sequence[str], target: Path,
+                timeout: float) -> ResolvedSource:
     errors = []
     for url in urls:
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
             tmp_file = Path(tmp) / "download"
             try:
                 _download(url, tmp_file, timeout)
-            except OSError as e:
-                errors.append(f"{url}: {e}")
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                # ValueError: not a URL; HTTPException: a connection dropped mid-body
+                errors.append(f"{url}: {e!r}" if not str(e) else f"{url}: {e}")
                 continue
             try:
                 if spec.is_directory:
@@ -264,6 +290,14 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
                 continue
         return _inspect(spec, target)
     raise RulerError(f"could not fetch source {spec.id!r}: " + "; ".join(errors))
+
+
+def _remove_empty(folders: Sequence[Path]) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (something else was put there meanwhile): keep it
+            pass
 
 
 def _check_file(spec: SourceSpec, path: Path, url: str) -> None:

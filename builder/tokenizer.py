@@ -11,6 +11,8 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import logging
+import sys
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -175,13 +177,34 @@ def load_hf(folder: Path):
     registry (about 3 s of start-up)."""
     config = folder / "tokenizer_config.json"
     name = json.loads(config.read_text()).get("tokenizer_class") if config.is_file() else None
+    transformers = _import_transformers()
     if name in _GENERIC_FAST_CLASSES:
-        from transformers import PreTrainedTokenizerFast
+        return transformers.PreTrainedTokenizerFast.from_pretrained(str(folder))
+    return transformers.AutoTokenizer.from_pretrained(str(folder))
 
-        return PreTrainedTokenizerFast.from_pretrained(str(folder))
-    from transformers import AutoTokenizer
 
-    return AutoTokenizer.from_pretrained(str(folder))
+class _NoTorchNotice(logging.Filter):
+    """Drops the one record transformers logs when imported without torch ("PyTorch was not
+    found. Models won't be available..."): tokenizers need no torch, and every build, verify
+    or eval with a Hugging Face tokenizer printed it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("PyTorch was not found")
+
+
+def _import_transformers():
+    """`import transformers`, without its notice that torch is missing (only that record:
+    its other warnings and every error still show)."""
+    if "transformers" in sys.modules:
+        return sys.modules["transformers"]
+    logger = logging.getLogger("transformers")  # the logger of transformers/__init__.py
+    notice = _NoTorchNotice()
+    logger.addFilter(notice)
+    try:
+        import transformers
+    finally:
+        logger.removeFilter(notice)
+    return transformers
 
 
 class HFTokenizer(Tokenizer):

@@ -6,6 +6,11 @@ re-uploads of a changed build deduplicable. The file appears under its final nam
 complete, so an interrupted build never leaves a truncated split behind. A build whose
 workers write files lets the parent process publish them (`publish=False`): a worker stopped
 at any point then leaves only a temporary file, which the parent removes.
+
+A write that fails (a full disk, a folder made read-only) is one `RulerError` naming the file,
+and its temporary file is removed: pyarrow itself aborts the whole process when its sink fails
+in the middle of a page, so it writes to a sink that keeps the first error and lets pyarrow
+finish, and the writer raises that error.
 """
 
 from __future__ import annotations
@@ -35,6 +40,40 @@ def rows_per_group(max_seq_length: int) -> int:
     return max(1, min(1000, ROW_GROUP_TARGET_BYTES // approx_row_bytes))
 
 
+class _Sink:
+    """A binary file for pyarrow that never fails a write: the first OSError is kept (and
+    later writes dropped) for the writer to raise once pyarrow has returned."""
+
+    def __init__(self, fd: int):
+        self._file = open(fd, "wb")
+        self._position = 0
+        self.error: OSError | None = None
+        self.closed = False
+
+    def write(self, data) -> int:
+        if self.error is None:
+            try:
+                self._file.write(data)
+            except OSError as e:
+                self.error = e
+        self._position += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            try:
+                self._file.close()
+            except OSError as e:  # a buffered write that fails only now
+                self.error = self.error or e
+
+
 class SplitWriter:
     """Write one `data/<config>/<task>/<L>.parquet` file; use as a context manager."""
 
@@ -52,10 +91,10 @@ class SplitWriter:
                                              prefix=temp_prefix(self.path, temp_tag),
                                              suffix=".tmp")
         except OSError as e:
-            raise RulerError(f"cannot write {self.path}: {e.strerror or e}") from None
-        os.close(fd)
+            raise self._failed(e) from None
+        self._sink = _Sink(fd)
         self._writer = pq.ParquetWriter(
-            self._tmp, ROW_SCHEMA, compression="zstd", compression_level=ZSTD_LEVEL,
+            self._sink, ROW_SCHEMA, compression="zstd", compression_level=ZSTD_LEVEL,
             use_content_defined_chunking=True, write_page_index=True,
         )
 
@@ -74,6 +113,16 @@ class SplitWriter:
         if self._buffer:
             self._writer.write_table(pa.Table.from_pylist(self._buffer, schema=ROW_SCHEMA))
             self._buffer = []
+            self._check()
+
+    def _check(self) -> None:
+        if self._sink.error is not None:
+            raise self._failed(self._sink.error)
+
+    def _failed(self, error: OSError) -> RulerError:
+        return RulerError(f"cannot write {self.path}: {error.strerror or error}; nothing of it "
+                          f"was published (free space or make the folder writable, then run "
+                          f"the same command again to resume)")
 
     @property
     def temp_path(self) -> Path:
@@ -89,11 +138,33 @@ class SplitWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
-            self._flush()
-            self._writer.close()
-            os.chmod(self._tmp, 0o644)  # mkstemp makes 0600; a dataset folder is for sharing
-            if self.publish:
-                os.replace(self._tmp, self.path)
+            try:
+                self._flush()
+                self._writer.close()
+                self._sink.close()
+                self._check()
+                try:
+                    os.chmod(self._tmp, 0o644)  # mkstemp makes 0600; a dataset is for sharing
+                    if self.publish:
+                        os.replace(self._tmp, self.path)
+                except OSError as e:
+                    raise self._failed(e) from None
+            except BaseException:
+                self._discard()
+                raise
         else:
-            self._writer.close()
+            self._discard()
+
+    def _discard(self) -> None:
+        """Close and remove the temporary file, as far as the folder allows: the error that
+        stopped the writing is the one to report (a folder made read-only keeps the file; the
+        next build removes it)."""
+        for close in (self._writer.close, self._sink.close):
+            try:
+                close()
+            except Exception:
+                pass
+        try:
             Path(self._tmp).unlink(missing_ok=True)
+        except OSError:
+            pass

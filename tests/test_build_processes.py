@@ -107,3 +107,70 @@ def test_ctrl_c_stops_driver_and_workers_with_one_line(tmp_path):
     assert not _leftovers(out)
     time.sleep(1)  # the workers are gone: nothing appears after the driver exited
     assert not _leftovers(out)
+
+
+# --- issue 21.9: a driver killed with SIGTERM or SIGKILL takes its workers with it ---------------
+
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is `pid` (from /proc: Linux)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"  # a zombie has ended: it only waits to be reaped
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+@pytest.mark.parametrize("start_method", ["fork", "spawn", "forkserver"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_killed_driver_leaves_no_worker_and_no_temporary_file_behind(tmp_path, sig,
+                                                                       start_method):
+    """Only the driver gets the signal (`kill PID`, a job scheduler, the OOM killer), not its
+    process group: its workers used to keep running under PID 1 for a minute and more, and
+    their temporary files stayed in OUT for good."""
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4",
+            "--tasks", "niah_single_1,niah_single_2", "--lengths", "16384", "--samples", "40",
+            "--workers", "2", "--start-method", start_method, "--no-progress", "--out", str(out)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_leftovers(out)) < 2 and time.monotonic() < deadline:  # both are writing
+            time.sleep(0.1)
+        workers = _children(proc.pid)
+        assert len(_leftovers(out)) == 2 and len(workers) >= 2, "the workers never started"
+        os.kill(proc.pid, sig)  # the driver alone
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 10
+        while any(_running(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [w for w in workers if _running(w)], "workers outlived their driver"
+        _, err = proc.communicate(timeout=60)  # their ends of the pipes are closed too
+    finally:
+        try:  # the session's processes, the driver's orphaned workers included
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+    if sig == signal.SIGTERM:  # handled as Ctrl-C is: workers stopped, temporary files removed
+        assert proc.returncode == 128 + signal.SIGTERM, err
+        assert err.strip() == "ruler: terminated", err
+        assert not _leftovers(out)
+    again = _run([sys.executable, "-m", "ruler", *argv[3:]], timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert not _leftovers(out)  # what the killed build left is removed by the next one
+    assert verify(out, load=False).ok

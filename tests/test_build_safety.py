@@ -345,3 +345,159 @@ def test_a_resumed_build_after_a_package_upgrade_refuses_instead_of_mixing(tmp_p
     with pytest.raises(RulerError, match=r"package versions \(numpy .* -> 99\.0\.0\)"):
         build(out, "gpt-4", ["vt"], [1024], 2, workers=1)
     assert read_manifest(out) == recorded
+
+
+# --- issue 21.9: temporary files a killed build left behind -------------------------------------
+
+def _ended_pid() -> int:
+    """The pid of a process that has ended (reaped)."""
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+def test_stale_temporary_files_are_reported_by_verify_and_removed_by_the_next_build(tmp_path):
+    """A build killed with SIGKILL leaves `.<L>.parquet.<pid>-<tag>.<random>.tmp` files that no
+    run removed and verify did not see. A later build removes those whose build has ended,
+    only under data/; a running build's own (its process is alive), another machine's
+    (its process cannot be checked from here) and a user's files are kept."""
+    out = tmp_path / "out"
+    build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
+    folder = out / "data" / "gpt-4" / "niah_single_1"
+    dead, host = _ended_pid(), "other-machine.example"
+    stale = folder / f".1024.parquet.{dead}-0123abcd.k2j4h5g6.tmp"
+    live = folder / f".1024.parquet.{os.getpid()}-89abcdef.a1b2c3d4.tmp"
+    elsewhere = folder / f".1024.parquet.{host}-{dead}-0123abcd.z9y8x7w6.tmp"
+    mine = folder / "notes.tmp"
+    outside = out / f".1024.parquet.{dead}-0123abcd.q1w2e3r4.tmp"
+    for path in (stale, live, elsewhere, mine, outside):
+        path.write_bytes(b"PAR1 half a file")
+    report = verify(out, load=False)
+    assert not report.ok
+    flagged = [p for p in report.all_problems() if "temporary file" in str(p)]
+    assert len(flagged) == 1 and stale.name in str(flagged[0]), report.all_problems()
+    build(out, "gpt-4", ["niah_single_1", "vt"], [1024], 2, workers=1)  # has work to do
+    assert not stale.exists()
+    assert live.exists() and elsewhere.exists() and mine.exists() and outside.exists()
+    live.unlink()
+    elsewhere.unlink()
+    mine.unlink()
+    assert verify(out, load=False).ok
+
+
+# --- issue 21.12: a full disk or a folder made read-only mid-build; impossible sizes -----------
+
+@pytest.fixture()
+def small_disk(tmp_path):
+    """A real file system that fills up: a 96 KiB tmpfs (mounting needs root)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(disk)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (needs root): {done.stderr.strip()}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], capture_output=True)
+
+
+def _ruler(*argv: str, script: str | None = None) -> subprocess.CompletedProcess:
+    """`ruler ...` in a process of its own: a failure that aborts or leaks cannot take the
+    test process with it."""
+    head = [sys.executable, "-c", script] if script else [sys.executable, "-m", "ruler"]
+    return subprocess.run([*head, *argv], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(small_disk, workers):
+    """pyarrow aborted the process on ENOSPC (a failed Check in its writer), so the build
+    said a worker was killed by SIGABRT, or died with it when it wrote itself."""
+    out = small_disk / "out"
+    argv = ("build", "--tokenizer", "gpt-4", "--tasks", "cwe,fwe", "--lengths", "16384",
+            "--samples", "40", "--workers", str(workers), "--no-progress", "--out", str(out))
+    done = _ruler(*argv)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "No space left on device" in done.stderr and ".parquet" in done.stderr
+    assert not list(small_disk.rglob("*.tmp"))
+    recorded = set(read_manifest(out)["files"]) if (out / "manifest.json").exists() else set()
+    assert {p.relative_to(out).as_posix() for p in out.glob("data/**/*.parquet")} == recorded
+    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    again = _ruler(*argv)  # space freed: the same command resumes
+    assert again.returncode == 0, again.stderr
+    assert len(read_manifest(out)["files"]) == 2 and verify(out, load=False).ok
+
+
+READ_ONLY_AT_PUBLISH = r"""
+import os, subprocess, sys
+from ruler.builder.build.publish import Publisher
+
+real = Publisher.publish
+
+def publish(self, result, entry, written):
+    # The folder becomes read-only between writing the file and moving it into place.
+    if os.geteuid() == 0:
+        if subprocess.run(["chattr", "+i", str(written.parent)]).returncode != 0:
+            sys.exit(99)
+    else:
+        written.parent.chmod(0o555)
+    return real(self, result, entry, written)
+
+Publisher.publish = publish
+from ruler.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_a_folder_made_read_only_mid_build_is_one_line_naming_the_first_error(tmp_path):
+    """The temporary file's removal then failed too, and its error hid the first."""
+    out = tmp_path / "out"
+    argv = ("build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1", "--lengths", "1024",
+            "--samples", "2", "--workers", "1", "--no-progress", "--out", str(out))
+    folder = out / "data" / "gpt-4" / "niah_single_1"
+    try:
+        done = _ruler(*argv, script=READ_ONLY_AT_PUBLISH)
+        if done.returncode == 99:
+            pytest.skip("cannot make a folder read-only here (chattr)")
+    finally:
+        if folder.is_dir():
+            if os.geteuid() == 0:
+                subprocess.run(["chattr", "-i", str(folder)], check=True)
+            folder.chmod(0o755)
+    assert done.returncode == 2, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert f"cannot write {folder / '1024.parquet'}" in done.stderr
+    assert ("Operation not permitted" in done.stderr) or ("Permission denied" in done.stderr)
+    assert not (folder / "1024.parquet").exists()
+    assert not read_manifest(out)["files"]
+    again = _ruler(*argv)  # writable again: the same command builds, and cleans up
+    assert again.returncode == 0, again.stderr
+    assert not list(out.rglob("*.tmp")) and verify(out, load=False).ok
+
+
+@pytest.mark.parametrize("flags, named", [
+    (["--lengths", "99999999999999999999999"], "--lengths"),
+    (["--tasks", "vt", "--lengths", "1000000000"], "--lengths"),
+    (["--lengths", "4096,3m"], "--lengths"),
+    (["--samples", str(10 ** 22)], "--samples"),
+    (["--samples", "1000001"], "--samples"),
+    (["--workers", str(10 ** 20)], "--workers"),
+], ids=["overflow", "1e9-vt", "3m", "1e22-samples", "1e6+1-samples", "1e20-workers"])
+def test_impossible_sizes_are_refused_before_anything_is_created(tmp_path, capsys, flags, named):
+    """These failed with OverflowError after creating folders, MemoryError after minutes and
+    gigabytes, an islice ValueError, or forked processes until the machine gave out."""
+    out = tmp_path / "out"
+    code = main(["build", "--tokenizer", "gpt-4", "--tasks", "niah_single_1", "--no-progress",
+                 "--out", str(out), *flags])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"ruler: error: {named}") and "at most" in err, err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_build_help_states_the_size_limits(capsys):
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "at most 2M" in text and "at most 1,000,000" in text

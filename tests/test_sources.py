@@ -93,3 +93,92 @@ def test_cli_sources_list(capsys, monkeypatch, tmp_path):
 def test_cli_fetch_without_url_is_a_clear_error(capsys):
     assert main(["sources", "fetch", "essays"]) == 2
     assert "no official download URL" in capsys.readouterr().err
+
+
+# --- issue 21.13: --sources is never silently replaced; a failed fetch leaves no folder ---------
+
+def test_a_sources_folder_that_does_not_exist_is_an_error_naming_it(tmp_path, capsys):
+    """$RULER_SOURCES (set by conftest) has every file: it used to be used instead, silently."""
+    missing = tmp_path / "no-such-folder"
+    with pytest.raises(RulerError, match=f"--sources {missing} does not exist"):
+        sources.resolve("squad", missing)
+    out = tmp_path / "out"
+    code = main(["build", "--tokenizer", "gpt-4", "--tasks", "qa_1", "--lengths", "4096",
+                 "--samples", "2", "--no-progress", "--sources", str(missing), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--sources {missing} does not exist" in err, err
+    assert not out.exists()
+
+
+def test_a_sources_folder_without_the_needed_file_is_an_error_naming_both(tmp_path, capsys):
+    folder = tmp_path / "sources"
+    (folder / "essays").mkdir(parents=True)
+    with pytest.raises(RulerError) as e:
+        sources.resolve("squad", folder)
+    assert str(folder) in str(e.value) and "squad/dev-v2.0.json" in str(e.value)
+    assert str(SOURCES) not in str(e.value)  # not searched: --sources names the one folder
+    assert main(["sources", "list", "--sources", str(folder)]) == 1
+    listed = capsys.readouterr().out
+    assert "MISSING" in listed and str(SOURCES) not in listed
+
+
+class _DroppingHandler(http.server.BaseHTTPRequestHandler):
+    """Promises a large body, sends a little of it, then closes the connection."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "4370528")
+        self.end_headers()
+        self.wfile.write(b'{"version": "v2.0", "data": [')
+        self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def dropping_url():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _DroppingHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/dev-v2.0.json"
+    server.shutdown()
+    server.server_close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize("failure", ["404", "dropped", "unreachable"])
+def test_a_failed_fetch_leaves_no_folder_behind(http_root, dropping_url, tmp_path, failure):
+    root, url = http_root
+    urls = {"404": [f"{url}/missing.json"], "dropped": [dropping_url],
+            "unreachable": [f"http://127.0.0.1:{_closed_port()}/dev-v2.0.json"]}[failure]
+    dest = tmp_path / "new" / "sources"
+    with pytest.raises(RulerError, match="could not fetch source 'squad'"):
+        sources.fetch("squad", dest, urls=urls, timeout=10)
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "kept"  # a folder that was there before stays, and only it
+    kept.mkdir()
+    with pytest.raises(RulerError, match="could not fetch source 'squad'"):
+        sources.fetch("squad", kept, urls=urls, timeout=10)
+    assert kept.is_dir() and not list(kept.iterdir())
+
+
+def test_cli_fetch_that_cannot_connect_leaves_no_folder(tmp_path, capsys, monkeypatch):
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.setenv(var, f"http://127.0.0.1:{_closed_port()}")  # refused at once
+    for var in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    dest = tmp_path / "dest"
+    assert main(["sources", "fetch", "squad", "--dest", str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert "could not fetch source 'squad'" in err and len(err.strip().splitlines()) == 1
+    assert not dest.exists()

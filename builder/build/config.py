@@ -23,6 +23,16 @@ def default_start_method() -> str:
 #: Where a build's file jobs can run (`--executor`).
 EXECUTORS = ("local", "ray")
 
+#: The longest length a build accepts: 2M tokens, the longest every task is tested at. Far
+#: beyond it a sample's text and token counts outgrow memory (at 1e9 tokens vt used to fail
+#: with MemoryError after minutes and gigabytes).
+MAX_LENGTH = 2 * 1024 * 1024
+#: The most samples per task and length (RULER uses 500): a million 4K rows are ~4G tokens
+#: per file; anything larger is a typo, refused before any work.
+MAX_SAMPLES = 1_000_000
+#: The most worker processes of the local executor: a pool forks all of them at once.
+MAX_LOCAL_WORKERS = 1024
+
 
 def local_workers(cfg: "BuildConfig") -> int:
     """The local executor's worker processes: `--workers`, else every core."""
@@ -73,15 +83,26 @@ class BuildConfig:
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):
             raise RulerError(f"lengths must be positive integers, got {self.lengths}")
+        too_long = max(self.lengths)
+        if too_long > MAX_LENGTH:
+            raise RulerError(f"--lengths: at most 2M ({MAX_LENGTH:,} tokens), the longest this "
+                             f"builder is tested at; got {too_long:,}")
         check_one_variant(self)
         check_output_budget(self.output_budget, self.lengths)
         if self.samples < 1:
             raise RulerError(f"--samples must be >= 1, got {self.samples}")
+        if self.samples > MAX_SAMPLES:
+            raise RulerError(f"--samples: at most {MAX_SAMPLES:,} per task and length (RULER "
+                             f"uses 500); got {self.samples:,}")
         i, n = self.shard
         if n < 1 or not 0 <= i < n:
-            raise RulerError(f"--shard must be i/n with 0 <= i < n, got {i}/{n}")
+            raise RulerError(f"--shard must be i/n with 0 <= i < n, counting from 0 (the "
+                             f"shards of n=4 are 0/4 .. 3/4), got {i}/{n}")
         if self.workers is not None and self.workers < 1:
             raise RulerError(f"--workers must be >= 1, got {self.workers}")
+        if self.executor == "local" and (self.workers or 1) > MAX_LOCAL_WORKERS:
+            raise RulerError(f"--workers: at most {MAX_LOCAL_WORKERS} processes on this machine; "
+                             f"got {self.workers:,}")
         if self.executor not in EXECUTORS:
             raise RulerError(f"--executor must be one of {', '.join(EXECUTORS)}, "
                              f"got {self.executor!r}")

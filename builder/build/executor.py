@@ -7,7 +7,9 @@ and records files.
 The pool is a `concurrent.futures.ProcessPoolExecutor`: a worker that dies (the out-of-memory
 killer's SIGKILL, a crash in native code) breaks the pool at once, and the build fails within
 seconds naming the file that worker was writing, instead of waiting forever for a result that
-`multiprocessing.Pool` would never deliver. Workers ignore Ctrl-C; the driver stops them.
+`multiprocessing.Pool` would never deliver. Workers ignore Ctrl-C; the driver stops them
+(and on SIGTERM, which `ruler` handles as Ctrl-C). Workers end with the driver when it is
+killed outright (`ruler.builder.lifeline`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import collections
 import itertools
 import multiprocessing
+import os
 import signal
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -65,12 +68,15 @@ class LocalExecutor:
                 _stop(self._pool)
             self._pool = None
 
-    def _start(self) -> ProcessPoolExecutor:
+    def _start(self, needed: int) -> ProcessPoolExecutor:
+        """The pool, of at most `needed` processes: a fork pool starts all of them at once,
+        and more than there are jobs would only sit idle."""
         if self._pool is None:
             self._events = self._mp.SimpleQueue()
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=self._mp,
+            self._pool = ProcessPoolExecutor(min(self.workers, needed), mp_context=self._mp,
                                              initializer=init_pool_process,
-                                             initargs=(self.worker, self._events))
+                                             initargs=(self.worker, self._events,
+                                                       os.getpid()))
         return self._pool
 
     def run(self, out: Path, config: str, jobs: Sequence[FileJob], samples: int,
@@ -91,7 +97,7 @@ class LocalExecutor:
         """Each worker fits and writes whole files, longest first: no rows cross processes,
         each worker's piece cache serves every sample of its file, and the last files to
         finish are the short ones, so all workers stay busy to the end."""
-        pool = self._start()
+        pool = self._start(len(jobs))
         ordered = sorted(jobs, key=lambda job: -job.max_seq_length)
         pending: set[Future] = {pool.submit(build_file_in_pool, (out, config, job, samples))
                                 for job in ordered}
@@ -143,7 +149,7 @@ class LocalExecutor:
         """Fewer files than workers: files one after another, written here, while the
         workers fit the samples of one stream across all files, so they start the next file
         while the last rows of the current one are still being fitted and written."""
-        pool = self._start()
+        pool = self._start(len(jobs) * samples)
         rows = ((job.task, job.max_seq_length, i) for job in jobs for i in range(samples))
         window = _window(self.workers, max(job.max_seq_length for job in jobs))
         stream = _bounded_map(pool, make_row_in_pool, rows, window, self._watch)

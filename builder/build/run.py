@@ -14,8 +14,8 @@ first; this process publishes and records them, under the manifest lock.
 
 from __future__ import annotations
 
+import errno
 import os
-import uuid
 from pathlib import Path
 
 from ruler.builder.build.config import (BuildConfig, BuildReport, FileJob, FileResult,
@@ -29,10 +29,11 @@ from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import data_path, manifest_lock, read_manifest, split_file
+from ruler.builder.manifest import (data_path, manifest_lock, read_manifest, split_file,
+                                    temp_prefix)
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config, variant_of
-from ruler.builder.writer import temp_prefix
+from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
 from ruler.cards.render import refresh_card
 
 
@@ -58,7 +59,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     certify_all = not tok.identity.pinned and not cfg.sampled_certification
     worker = Worker(ctx, mode, exact_counts=cfg.exact_counts, config=config,
                     output_budget=cfg.output_budget, certify_every_row=certify_all,
-                    temp_tag=f"{os.getpid()}-{uuid.uuid4().hex[:8]}")
+                    temp_tag=new_temp_tag())
     units = plan_units(cfg)
     resolve_sources(ctx, units)
 
@@ -85,6 +86,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
         else:
             todo.append(FileJob(task, L, rel, key))
     preflight(worker, [(job.task, job.max_seq_length) for job in todo], cfg.samples)
+    remove_stale_temp_files(out)  # of builds that were killed; never a running build's
     if not todo:  # up to date: leave OUT exactly as it is (it may be read-only) ...
         refresh_card(out)  # ... unless a run killed before its last card write left it stale
         return BuildReport(out, config, _in_plan_order(kept, units))
@@ -101,14 +103,29 @@ def run_build(cfg: BuildConfig) -> BuildReport:
                       f"{'; '.join(differs)}")
             bar = executor.progress = _progress(cfg, len(todo) * cfg.samples)
             executor.run(out, config, todo, cfg.samples, publisher.publish)
+    except OSError as e:
+        if e.errno not in STORAGE_ERRORS:
+            raise
+        where = e.filename2 or e.filename or out
+        raise RulerError(f"cannot write {where}: {e.strerror}; the files finished before are "
+                         f"recorded (free space or make {out} writable, then run the same "
+                         f"command again to resume)") from None
     finally:
         if bar is not None:
             bar.close()
         for job in todo:  # what a stopped worker or a failure left unpublished
             final = out / job.path
             for tmp in final.parent.glob(temp_prefix(final, worker.temp_tag) + "*.tmp"):
-                tmp.unlink(missing_ok=True)
+                try:
+                    tmp.unlink(missing_ok=True)
+                except OSError:  # a folder made read-only: the first error is the one to say
+                    pass
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
+
+
+#: Errors of the file system OUT is on (full, read-only, quota, I/O): one line, not a traceback.
+STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
+                  errno.EFBIG, errno.EIO}
 
 
 def _executor(cfg: BuildConfig, worker: Worker):

@@ -24,6 +24,7 @@ from ruler.builder.depths import bin_miss
 from ruler.builder.errors import RulerError
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.hashing import file_sha256
+from ruler.builder.lifeline import die_with_parent
 from ruler.builder.manifest import REPEATED_FIELD, canonical_row_bytes
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
@@ -232,12 +233,18 @@ _worker: Worker | None = None
 _events: Any = None  # a multiprocessing queue to the parent: progress and file start/end
 
 
-def init_pool_process(worker: Worker, events: Any) -> None:
+def init_pool_process(worker: Worker, events: Any, driver: int | None = None) -> None:
+    """`driver`: the build's process, which this one must not outlive (`die_with_parent`)."""
     global _worker, _events
-    _worker, _events = worker, events
     # Ctrl-C reaches the whole process group: the parent stops the build and its workers,
-    # which must not print tracebacks of their own.
+    # which must not print tracebacks of their own. SIGTERM ends a worker at once, as the
+    # parent's `_stop` expects (a forked worker inherits the parent's handler, which would
+    # turn it into an exception inside the job).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if driver is not None:
+        die_with_parent(driver)
+    _worker, _events = worker, events
 
 
 def build_file_in_pool(job: tuple[Path, str, FileJob, int]) -> tuple[FileResult, dict, Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 from typing import Sequence
 
@@ -30,8 +31,11 @@ def register_cli(subparsers) -> None:
                     "problem.")
     p.add_argument("out", help="the build folder (holds manifest.json)")
     p.add_argument("--full", action="store_true", help="re-tokenize every row, not a sample")
-    p.add_argument("--sample", type=int, default=DEFAULT_SAMPLE,
+    p.add_argument("--samples", type=int, default=DEFAULT_SAMPLE,
                    help=f"rows re-tokenized per file without --full (default {DEFAULT_SAMPLE})")
+    # The old spelling, kept for scripts; `build --samples` is the one users know.
+    p.add_argument("--sample", dest="samples", type=int, default=argparse.SUPPRESS,
+                   help=argparse.SUPPRESS)
     p.add_argument("--tokenizer", action="append", default=[], metavar="CONFIG=PATH",
                    help="load CONFIG's tokenizer from PATH (a folder or registry name)")
     p.add_argument("--tokenizers-dir", default=None,
@@ -42,7 +46,7 @@ def register_cli(subparsers) -> None:
                         "sources; default 0)")
     p.add_argument("--sources", dest="sources_dir", default=None,
                    help="folder with the build's sources, for --regenerate and QA gold "
-                        "documents (default: $RULER_SOURCES, then the cache)")
+                        "documents, searched alone (default: $RULER_SOURCES, then the cache)")
     p.add_argument("--no-load", action="store_true", help="skip the load_dataset check")
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                    help="processes checking files in parallel (default: all cores)")
@@ -50,8 +54,8 @@ def register_cli(subparsers) -> None:
 
 
 def run_cli(args) -> int:
-    if args.sample < 1:
-        raise RulerError(f"--sample must be >= 1, got {args.sample}")
+    if args.samples < 1:
+        raise RulerError(f"--samples must be >= 1, got {args.samples}")
     if args.workers < 1:
         raise RulerError(f"--workers must be >= 1, got {args.workers}")
     if args.regenerate < 0:
@@ -60,7 +64,7 @@ def run_cli(args) -> int:
     from ruler.builder.verify.report import format_report
     from ruler.builder.verify.run import verify
 
-    report = verify(args.out, full=args.full, sample=args.sample,
+    report = verify(args.out, full=args.full, sample=args.samples,
                     tokenizers=parse_overrides(args.tokenizer),
                     tokenizers_dir=args.tokenizers_dir, load=not args.no_load,
                     workers=args.workers, regenerate=args.regenerate,

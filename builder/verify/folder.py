@@ -1,4 +1,5 @@
-"""Folder-wide checks: the manifest's structure, its build entries, stray files, the card."""
+"""Folder-wide checks: the manifest's structure, its build entries, stray files (Parquet
+files outside the manifest, temporary files of builds that were killed), the card."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
 from ruler.builder.manifest import MANIFEST_NAME, check_split_files, read_manifest
 from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_config
 from ruler.builder.verify.findings import Problem
@@ -42,6 +44,11 @@ def manifest_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
     for rel in links:
         problems.append(Problem(rel, "symbolic link inside the build folder (the dataset loader "
                                      "follows it; ruler never reads or writes through one)"))
+    for stale in stale_temp_files(out):
+        problems.append(Problem(stale.path.relative_to(out).as_posix(),
+                                f"temporary file of a build that ended without publishing it "
+                                f"(process {stale.pid} no longer runs): run the build again, "
+                                f"which removes it, or delete it"))
     for config, build in sorted(manifest["builds"].items()):
         problems += build_problems(config, build, manifest["files"])
         problems += identity_problems(config, build, manifest["files"])
