@@ -144,7 +144,7 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
     imports = {a.name if isinstance(n, ast.Import) else n.module
                for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.Import, ast.ImportFrom))
                for a in n.names}
-    assert imports <= {"__future__", "re"}
+    assert imports <= {"__future__", "re", "typing"}  # typing: the copied annotations
     # run it with no site-packages at all (-S): no ruler, no lm_eval
     code = (f"import json, sys; sys.path.insert(0, {str(folder)!r}); import utils\n"
             f"cases = json.loads(sys.stdin.read()); out = {{}}\n"
@@ -161,6 +161,49 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
         refs = [r for mm, _, r in CASES if mm == m]
         assert got[m] == metrics.task_score(m, preds, refs)  # the number `ruler score` gives
     assert got == {"string_match_all": 41.67, "string_match_part": 66.67}
+
+
+def _unbound_names(source: str) -> set[str]:
+    """Names the module reads (annotations included) that nothing in it binds and that are no
+    builtins: pyflakes' "undefined name", over-approximating scopes (any binding anywhere)."""
+    import builtins
+
+    tree = ast.parse(source)
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return {n for n in read - bound if not hasattr(builtins, n)}
+
+
+def test_utils_py_imports_every_name_it_uses(data, tmp_path):
+    """Every name utils.py reads is defined or imported in it, annotations included: a fresh
+    interpreter with no site-packages resolves every function's type hints and runs each one."""
+    folder = ex.write_export(ex.export_files(read_manifest(data), ex.local_source(data)),
+                             tmp_path / "tasks")
+    text = (folder / "utils.py").read_text()
+    assert _unbound_names(text) == set()
+    code = (f"import inspect, sys, typing; sys.path.insert(0, {str(folder)!r}); import utils\n"
+            f"fns = [f for _, f in inspect.getmembers(utils, inspect.isfunction)\n"
+            f"       if f.__module__ == 'utils']\n"
+            f"for f in fns:\n"
+            f"    typing.get_type_hints(f)\n"
+            f"print(json.dumps([utils.postprocess_pred(' a\\x01b '),\n"
+            f"    utils.row_match_all('x y', ['x', 'z']), utils.row_match_part('x', ['y', 'X']),\n"
+            f"    utils.score_of_rows([1.0, 0.5]), utils.aggregate([0.0, 1.0]),\n"
+            f"    utils.process_results({{'metric': 'string_match_part', 'outputs': ['b']}},\n"
+            f"                          ['a b']), len(fns)]))")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", "import json\n" + code],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 6]
 
 
 # --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------

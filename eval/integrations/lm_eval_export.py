@@ -31,9 +31,12 @@ same functions (a test holds both equal).
 
 from __future__ import annotations
 
+import ast
+import builtins
 import inspect
 import os
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,20 +221,16 @@ def export_files(manifest: Mapping[str, Any], source: TaskSource) -> dict[str, s
 # --- utils.py ------------------------------------------------------------------------------------
 
 def render_utils(manifest: Mapping[str, Any] | None = None) -> str:
-    """`utils.py`: the hooks and the metric functions they call, as source text."""
+    """`utils.py`: the hooks and the metric functions they call, as source text, with the imports
+    the copied code needs (its annotations included: `typing.get_type_hints` and linters read
+    them) found from the names it uses, so a change to the copied functions cannot leave one
+    out."""
     from ruler.eval import metrics
     from ruler.eval.integrations import lm_eval_hooks
 
     generator = (manifest or {}).get("generator", {})
     row_metrics = ", ".join(f"{name!r}: {fn.__name__}" for name, fn in metrics.ROW_METRICS.items())
-    parts = [
-        f'"""RULER\'s prediction post-processing and metrics for the tasks in this folder.\n\n'
-        f'{_GENERATED_MARK} ({generator.get("name", "ruler-bench")} '
-        f'{generator.get("version", "")}) from the source of\n'
-        f'`ruler.eval.metrics` (upstream NVIDIA/RULER\'s metrics, the code `ruler score` runs)\n'
-        f'and `ruler.eval.integrations.lm_eval_hooks`. Do not edit: export again instead.\n'
-        f'Needs only the Python standard library.\n"""',
-        "from __future__ import annotations\n\nimport re",
+    body = [
         f"_CONTROL = re.compile({metrics._CONTROL.pattern!r})",
         *(inspect.getsource(fn).rstrip() for fn in (
             metrics.postprocess_pred, *metrics.ROW_METRICS.values())),
@@ -240,7 +239,51 @@ def render_utils(manifest: Mapping[str, Any] | None = None) -> str:
         inspect.getsource(lm_eval_hooks.process_results).rstrip(),
         inspect.getsource(lm_eval_hooks.aggregate).rstrip(),
     ]
-    return "\n\n\n".join(parts) + "\n"
+    code = "\n\n\n".join(body)
+    imports = _imports_for(code, {**vars(metrics), **vars(lm_eval_hooks)})
+    docstring = (
+        f'"""RULER\'s prediction post-processing and metrics for the tasks in this folder.\n\n'
+        f'{_GENERATED_MARK} ({generator.get("name", "ruler-bench")} '
+        f'{generator.get("version", "")}) from the source of\n'
+        f'`ruler.eval.metrics` (upstream NVIDIA/RULER\'s metrics, the code `ruler score` runs)\n'
+        f'and `ruler.eval.integrations.lm_eval_hooks`. Do not edit: export again instead.\n'
+        f'Needs only the Python standard library.\n"""')
+    header = "from __future__ import annotations\n\n" + "\n".join(imports)
+    return "\n\n\n".join([docstring, header, code]) + "\n"
+
+
+def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:
+    """The import lines for the names `code` reads but does not bind, taken from where
+    `namespace` (the globals of the modules the code was copied from) got them. Only the
+    standard library may be imported: the folder must run with lm_eval alone."""
+    tree = ast.parse(code)
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    modules: set[str] = set()
+    names: dict[str, set[str]] = {}
+    for name in sorted(read - bound):
+        if hasattr(builtins, name):
+            continue
+        value = namespace.get(name)
+        if inspect.ismodule(value):
+            module, imported = value.__name__, None
+        else:
+            module, imported = getattr(value, "__module__", None), name
+        if module is None or module.split(".")[0] not in sys.stdlib_module_names:
+            raise RuntimeError(f"utils.py would use {name!r}, which is not from the standard "
+                               f"library: keep the copied metric code to the standard library")
+        if imported is None:
+            modules.add(module)
+        else:
+            names.setdefault(module, set()).add(imported)
+    return [f"import {m}" for m in sorted(modules)] + [
+        f"from {m} import {', '.join(sorted(n))}" for m, n in sorted(names.items())]
 
 
 # --- README of the folder, and the card's section ------------------------------------------------
