@@ -58,14 +58,16 @@ def test_one_task_per_split_file_with_ruler_prompt_fields_and_budget(data):
     files = ex.export_files(manifest, ex.local_source(data))
     assert set(files) == {f"ruler_{CONFIG}_{t}_{L}.yaml" for t in TASKS_BUILT} | {
         f"ruler_{CONFIG}_{L}.yaml", f"ruler_{CONFIG}.yaml", "ruler_all.yaml", "utils.py",
-        "README.md"}
+        "ruler_data.py", "README.md"}
     for task in TASKS_BUILT:
         rel = f"data/{CONFIG}/{task}/{L}.parquet"
         text = files[f"ruler_{CONFIG}_{task}_{L}.yaml"]
         cfg = load(text)
         assert cfg["task"] == f"ruler_{CONFIG}_{task}_{L}"
-        assert cfg["dataset_path"] == str(data.resolve())
-        assert cfg["dataset_kwargs"] == {"data_files": {str(L): rel}}
+        # the build folder relative to the task folder (OUT/lm_eval), read by ruler_data.py
+        assert "dataset_path" not in cfg
+        assert cfg["custom_dataset"] == ("!function", "ruler_data.load_split")
+        assert cfg["dataset_kwargs"] == {"build": "..", "data_files": {str(L): rel}}
         assert cfg["test_split"] == str(L) and f"test_split: '{L}'" in text  # quoted split
         assert (cfg["output_type"], cfg["doc_to_text"], cfg["gen_prefix"],
                 cfg["target_delimiter"]) == ("generate_until", "input", "answer_prefix", "")
@@ -92,6 +94,29 @@ def test_every_yaml_file_is_a_yaml_dump_never_hand_formatted(data):
             for m in back.get("metric_list", []):
                 m["aggregation"] = ex.Function(m["aggregation"][1])
             assert ex.dump_yaml(back) == text, name
+
+
+def test_local_export_names_the_build_relative_to_the_task_folder(data, tmp_path):
+    """No absolute path to the build unless asked (`--absolute`): the folder keeps working when
+    the build is moved or copied whole (run for real in test_integrations_lm_eval.py)."""
+    def builds(folder: Path) -> set:
+        texts = {p.name: p.read_text() for p in folder.iterdir()}
+        for root in {str(data), str(data.resolve())}:
+            assert all(root not in t for n, t in texts.items() if n != "README.md"), root
+        return {load(t)["dataset_kwargs"]["build"] for n, t in texts.items()
+                if n.startswith(f"ruler_{CONFIG}_") and "dataset_kwargs" in load(t)}
+
+    assert main(["export", "lm-eval", str(data)]) == 0
+    assert builds(data / "lm_eval") == {".."}
+    elsewhere = tmp_path / "tasks" / "ruler"
+    assert main(["export", "lm-eval", str(data), "--to", str(elsewhere)]) == 0
+    (rel,) = builds(elsewhere)
+    assert (elsewhere / rel).resolve() == data.resolve() and not Path(rel).is_absolute()
+    assert main(["export", "lm-eval", str(data), "--to", str(elsewhere), "--absolute"]) == 0
+    texts = [p.read_text() for p in elsewhere.glob(f"ruler_{CONFIG}_*_{L}.yaml")]
+    assert texts and all(f"build: {data.resolve()}" in t for t in texts)
+    assert main(["export", "lm-eval", str(data), "--repo", "org/ruler", "--revision", "v1",
+                 "--absolute"]) == 2  # a Hub export names no folder
 
 
 def test_hub_export_loads_the_release_revision(data):
@@ -217,8 +242,7 @@ def test_lm_eval_builds_the_prompts_ruler_eval_counts(data, tmp_path):
 
     from ruler.builder.tokenizer_registry import load_tokenizer
 
-    folder = ex.write_export(ex.export_files(read_manifest(data), ex.local_source(data)),
-                             tmp_path / "tasks")
+    folder = ex.export_lm_eval(data, tmp_path / "tasks")
     tm = TaskManager(include_path=str(folder), include_defaults=False)
     assert {f"ruler_{CONFIG}_{t}_{L}" for t in TASKS_BUILT} | {
         f"ruler_{CONFIG}_{L}", f"ruler_{CONFIG}", "ruler_all"} <= set(tm.all_tasks)
