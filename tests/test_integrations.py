@@ -435,6 +435,7 @@ def test_card_says_how_to_run_with_lm_eval_and_inspect(data):
     assert (f"inspect eval ruler/ruler --model vllm/<model> \\\n  -T data=org/ruler "
             f"-T revision=v1 -T tokenizer_config={CONFIG} -T lengths={L}") in card
     assert "ruler score --predictions logs/ --data org/ruler --revision v1" in card
+    assert "temperature 0; top_k 1 on `hf`, `nnterp`" in card  # greedy on every provider
     local = render_card(manifest)
     assert "ruler export lm-eval OUT" in local and "--include_path OUT/lm_eval" in local
     base = copy.deepcopy(manifest)
