@@ -8,6 +8,7 @@ from typing import Any, Callable, Container, Iterable, Iterator
 from ruler.builder.errors import RulerError
 from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
                                      finished_result, missing_backend_error, prompt_list)
+from ruler.eval.engine_env import addon_error
 
 
 def generation_result(key: Any, new: list[int], eos_ids: Container[int],
@@ -42,8 +43,9 @@ class HFBackend:
             self.model = AutoModelForCausalLM.from_pretrained(opts.model, dtype=dtype)
             self.tokenizer = AutoTokenizer.from_pretrained(opts.model)
         except Exception as e:
-            raise RulerError(f"transformers could not load {opts.model!r}: "
-                             f"{type(e).__name__}: {e}") from None
+            raise (addon_error(e, f"loading {opts.model!r} with transformers")
+                   or RulerError(f"transformers could not load {opts.model!r}: "
+                                 f"{type(e).__name__}: {e}")) from None
         self.model.eval()
         self.torch = torch
         limit = getattr(self.model.config, "max_position_embeddings", None)

@@ -30,6 +30,7 @@ from typing import Any, Iterable, Iterator
 from ruler.builder.errors import RulerError
 from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, feed_ready,
                                      finished_result, missing_backend_error, prompt_list)
+from ruler.eval.engine_env import addon_error, prepare_vllm
 
 DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
 #: Below this share of the window in flight, wait for rows being rendered; above it, take only
@@ -80,10 +81,16 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(self, opts: BackendOptions):
+        prepare_vllm(opts)  # vLLM's CPU build: its environment, before vLLM is imported
         try:
             import vllm  # noqa: F401
         except ImportError as e:
-            raise missing_backend_error("vllm", e) from None
+            raise (addon_error(e, "import vllm") or missing_backend_error("vllm", e)) from None
+        except Exception as e:  # e.g. RuntimeError: operator torchvision::nms does not exist
+            error = addon_error(e, "import vllm")
+            if error is None:
+                raise
+            raise error from None
         self.window_tokens = (opts.window_tokens or DEFAULT_WINDOW_TOKENS) \
             * max(1, opts.data_parallel_size)
         kwargs = engine_kwargs(opts)
@@ -91,8 +98,9 @@ class VLLMBackend:
         try:
             self.driver = driver(kwargs)
         except Exception as e:  # does not fit, bad max_model_len, unsupported model, ...
-            raise RulerError(f"vLLM could not load {opts.model!r} with {_show(kwargs)}: "
-                             f"{type(e).__name__}: {e}") from None
+            raise (addon_error(e, f"vLLM loading {opts.model!r}") or RulerError(
+                f"vLLM could not load {opts.model!r} with {_show(kwargs)}: "
+                f"{type(e).__name__}: {e}")) from None
         self.max_model_len = self.driver.max_model_len
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:

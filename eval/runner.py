@@ -34,6 +34,7 @@ from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
+from ruler.eval.engine_env import addon_error
 from ruler.eval.predictions import (LONG_FIELDS, Key, Prediction, PredictionWriter, format_key,
                                     index_records, iter_records)
 from ruler.eval.reasoning import (DEFAULT_END_MARKER, Extraction, extract_answer,
@@ -162,10 +163,11 @@ def _model_tokenizer(cfg: EvalConfig) -> Tokenizer:
     spec = cfg.model_tokenizer or cfg.model
     try:
         return load_tokenizer(spec)
-    except RulerError as e:
-        raise RulerError(f"cannot load the tokenizer that renders the prompts ({spec}): {e}. "
-                         f"Pass --model-tokenizer (a tokenizer folder, a registry name, or "
-                         f"org/name@revision)") from None
+    except RulerError as e:  # transformers fails inside a broken torchvision even here
+        raise (addon_error(e, f"loading the tokenizer of {spec}") or RulerError(
+            f"cannot load the tokenizer that renders the prompts ({spec}): {e}. Pass "
+            f"--model-tokenizer (a tokenizer folder, a registry name, or org/name@revision)")
+        ) from None
 
 
 def _extractor(cfg: EvalConfig, renderer: Renderer,

@@ -3,7 +3,10 @@
 The tests and benchmarks run real engines (vLLM on CPU, transformers, lm-eval) on it, and a
 user can check an installation the same way without downloading a model:
 
-    python -m ruler.eval.tiny_model TOKENIZER_DIR OUT_DIR    # needs torch and transformers
+    python -m ruler.eval.tiny_model TOKENIZER OUT_DIR    # needs torch and transformers
+
+TOKENIZER is a Hugging Face tokenizer folder or a registry name with one (e.g. qwen2.5, resolved
+as `ruler build --tokenizer` resolves it: $RULER_TOKENIZERS, the cache, the Hub).
 
 Its predictions are noise; what it shows is that prompts render, fit and generate. Why this
 shape (vLLM's CPU notes): head_dim must be >= 32 for vLLM's CPU
@@ -58,19 +61,47 @@ def build_tiny_llama(tokenizer_dir: Path, out: Path, max_position_embeddings: in
     return out
 
 
+def tokenizer_folder(spec: str) -> Path:
+    """A Hugging Face tokenizer folder: `spec` itself, or the files of registry name `spec`."""
+    from ruler.builder.errors import RulerError
+    from ruler.builder.tokenizer_registry import load_tokenizer, registry
+
+    if spec not in registry():
+        return Path(spec)
+    folder = getattr(load_tokenizer(spec), "folder", None)
+    if folder is None:
+        raise RulerError(f"tokenizer {spec!r} is not a Hugging Face tokenizer folder (it is "
+                         f"{registry()[spec]['kind']}): the tiny model needs one, e.g. qwen2.5")
+    return Path(folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
+
+    from ruler.builder.errors import RulerError
+    from ruler.eval.engine_env import addon_error
 
     p = argparse.ArgumentParser(prog="python -m ruler.eval.tiny_model",
                                 description="Write a tiny random Llama (float32) with a real "
                                             "tokenizer folder's files, for smoke tests.")
-    p.add_argument("tokenizer_dir", type=Path, help="a Hugging Face tokenizer folder")
+    p.add_argument("tokenizer", metavar="TOKENIZER",
+                   help="a Hugging Face tokenizer folder, or a registry name with one "
+                        "(e.g. qwen2.5)")
     p.add_argument("out", type=Path, help="where to write the model folder")
     p.add_argument("--max-position-embeddings", type=int, default=4096)
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    print(build_tiny_llama(args.tokenizer_dir, args.out, args.max_position_embeddings,
-                           args.seed))
+    try:
+        out = build_tiny_llama(tokenizer_folder(args.tokenizer), args.out,
+                               args.max_position_embeddings, args.seed)
+    except RulerError as e:
+        p.exit(2, f"{p.prog}: error: {e}\n")
+    except Exception as e:  # e.g. a torch add-on built for another torch
+        error = addon_error(e, "loading transformers' Llama")
+        if error is None:
+            raise
+        p.exit(2, f"{p.prog}: error: {error}\n")
+    print(out)
     return 0
 
 

@@ -58,14 +58,16 @@ def test_one_task_per_split_file_with_ruler_prompt_fields_and_budget(data):
     files = ex.export_files(manifest, ex.local_source(data))
     assert set(files) == {f"ruler_{CONFIG}_{t}_{L}.yaml" for t in TASKS_BUILT} | {
         f"ruler_{CONFIG}_{L}.yaml", f"ruler_{CONFIG}.yaml", "ruler_all.yaml", "utils.py",
-        "README.md"}
+        "ruler_data.py", "README.md"}
     for task in TASKS_BUILT:
         rel = f"data/{CONFIG}/{task}/{L}.parquet"
         text = files[f"ruler_{CONFIG}_{task}_{L}.yaml"]
         cfg = load(text)
         assert cfg["task"] == f"ruler_{CONFIG}_{task}_{L}"
-        assert cfg["dataset_path"] == str(data.resolve())
-        assert cfg["dataset_kwargs"] == {"data_files": {str(L): rel}}
+        # the build folder relative to the task folder (OUT/lm_eval), read by ruler_data.py
+        assert "dataset_path" not in cfg
+        assert cfg["custom_dataset"] == ("!function", "ruler_data.load_split")
+        assert cfg["dataset_kwargs"] == {"build": "..", "data_files": {str(L): rel}}
         assert cfg["test_split"] == str(L) and f"test_split: '{L}'" in text  # quoted split
         assert (cfg["output_type"], cfg["doc_to_text"], cfg["gen_prefix"],
                 cfg["target_delimiter"]) == ("generate_until", "input", "answer_prefix", "")
@@ -92,6 +94,29 @@ def test_every_yaml_file_is_a_yaml_dump_never_hand_formatted(data):
             for m in back.get("metric_list", []):
                 m["aggregation"] = ex.Function(m["aggregation"][1])
             assert ex.dump_yaml(back) == text, name
+
+
+def test_local_export_names_the_build_relative_to_the_task_folder(data, tmp_path):
+    """No absolute path to the build unless asked (`--absolute`): the folder keeps working when
+    the build is moved or copied whole (run for real in test_integrations_lm_eval.py)."""
+    def builds(folder: Path) -> set:
+        texts = {p.name: p.read_text() for p in folder.iterdir()}
+        for root in {str(data), str(data.resolve())}:
+            assert all(root not in t for n, t in texts.items() if n != "README.md"), root
+        return {load(t)["dataset_kwargs"]["build"] for n, t in texts.items()
+                if n.startswith(f"ruler_{CONFIG}_") and "dataset_kwargs" in load(t)}
+
+    assert main(["export", "lm-eval", str(data)]) == 0
+    assert builds(data / "lm_eval") == {".."}
+    elsewhere = tmp_path / "tasks" / "ruler"
+    assert main(["export", "lm-eval", str(data), "--to", str(elsewhere)]) == 0
+    (rel,) = builds(elsewhere)
+    assert (elsewhere / rel).resolve() == data.resolve() and not Path(rel).is_absolute()
+    assert main(["export", "lm-eval", str(data), "--to", str(elsewhere), "--absolute"]) == 0
+    texts = [p.read_text() for p in elsewhere.glob(f"ruler_{CONFIG}_*_{L}.yaml")]
+    assert texts and all(f"build: {data.resolve()}" in t for t in texts)
+    assert main(["export", "lm-eval", str(data), "--repo", "org/ruler", "--revision", "v1",
+                 "--absolute"]) == 2  # a Hub export names no folder
 
 
 def test_hub_export_loads_the_release_revision(data):
@@ -144,7 +169,7 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
     imports = {a.name if isinstance(n, ast.Import) else n.module
                for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.Import, ast.ImportFrom))
                for a in n.names}
-    assert imports <= {"__future__", "re"}
+    assert imports <= {"__future__", "re", "typing"}  # typing: the copied annotations
     # run it with no site-packages at all (-S): no ruler, no lm_eval
     code = (f"import json, sys; sys.path.insert(0, {str(folder)!r}); import utils\n"
             f"cases = json.loads(sys.stdin.read()); out = {{}}\n"
@@ -163,6 +188,49 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
     assert got == {"string_match_all": 41.67, "string_match_part": 66.67}
 
 
+def _unbound_names(source: str) -> set[str]:
+    """Names the module reads (annotations included) that nothing in it binds and that are no
+    builtins: pyflakes' "undefined name", over-approximating scopes (any binding anywhere)."""
+    import builtins
+
+    tree = ast.parse(source)
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return {n for n in read - bound if not hasattr(builtins, n)}
+
+
+def test_utils_py_imports_every_name_it_uses(data, tmp_path):
+    """Every name utils.py reads is defined or imported in it, annotations included: a fresh
+    interpreter with no site-packages resolves every function's type hints and runs each one."""
+    folder = ex.write_export(ex.export_files(read_manifest(data), ex.local_source(data)),
+                             tmp_path / "tasks")
+    text = (folder / "utils.py").read_text()
+    assert _unbound_names(text) == set()
+    code = (f"import inspect, sys, typing; sys.path.insert(0, {str(folder)!r}); import utils\n"
+            f"fns = [f for _, f in inspect.getmembers(utils, inspect.isfunction)\n"
+            f"       if f.__module__ == 'utils']\n"
+            f"for f in fns:\n"
+            f"    typing.get_type_hints(f)\n"
+            f"print(json.dumps([utils.postprocess_pred(' a\\x01b '),\n"
+            f"    utils.row_match_all('x y', ['x', 'z']), utils.row_match_part('x', ['y', 'X']),\n"
+            f"    utils.score_of_rows([1.0, 0.5]), utils.aggregate([0.0, 1.0]),\n"
+            f"    utils.process_results({{'metric': 'string_match_part', 'outputs': ['b']}},\n"
+            f"                          ['a b']), len(fns)]))")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", "import json\n" + code],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 6]
+
+
 # --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------
 
 @pytest.mark.engines
@@ -174,8 +242,7 @@ def test_lm_eval_builds_the_prompts_ruler_eval_counts(data, tmp_path):
 
     from ruler.builder.tokenizer_registry import load_tokenizer
 
-    folder = ex.write_export(ex.export_files(read_manifest(data), ex.local_source(data)),
-                             tmp_path / "tasks")
+    folder = ex.export_lm_eval(data, tmp_path / "tasks")
     tm = TaskManager(include_path=str(folder), include_defaults=False)
     assert {f"ruler_{CONFIG}_{t}_{L}" for t in TASKS_BUILT} | {
         f"ruler_{CONFIG}_{L}", f"ruler_{CONFIG}", "ruler_all"} <= set(tm.all_tasks)
@@ -368,6 +435,7 @@ def test_card_says_how_to_run_with_lm_eval_and_inspect(data):
     assert (f"inspect eval ruler/ruler --model vllm/<model> \\\n  -T data=org/ruler "
             f"-T revision=v1 -T tokenizer_config={CONFIG} -T lengths={L}") in card
     assert "ruler score --predictions logs/ --data org/ruler --revision v1" in card
+    assert "temperature 0; top_k 1 on `hf`, `nnterp`" in card  # greedy on every provider
     local = render_card(manifest)
     assert "ruler export lm-eval OUT" in local and "--include_path OUT/lm_eval" in local
     base = copy.deepcopy(manifest)

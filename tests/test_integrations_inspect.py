@@ -148,3 +148,36 @@ def test_the_task_reads_a_release_tag_from_the_hub(data, tmp_path, monkeypatch):
     assert prov["revision"] == repo.tags["v1"]
     assert [(s.id, s.input[0].content, s.target, s.metadata) for s in remote] == \
         [(s.id, s.input[0].content, s.target, s.metadata) for s in local]
+
+
+def test_greedy_with_inspects_hf_provider_on_cpu(data, tmp_path):
+    """Inspect's transformers provider (`hf/`) samples unless told otherwise and refuses
+    temperature 0: the task still decodes greedily there, and every completion equals ruler's
+    own greedy decoding (`--backend hf`) of the prompt that provider renders (the user turn and
+    the generation prompt: it does not continue a pre-filled turn)."""
+    pytest.importorskip("torch")
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.model import get_model
+    from transformers import AutoTokenizer
+
+    from ruler.eval.backends import BackendOptions, GenRequest
+    from ruler.eval.backend_hf import HFBackend
+    from ruler.eval.inspect import ruler
+    from ruler.eval.tiny_model import build_tiny_llama
+
+    model = build_tiny_llama(TOKENIZERS / CONFIG, tmp_path / "model", max_position_embeddings=L)
+    (log,) = inspect_eval(ruler(data=str(data), lengths=L, limit=1),
+                          model=get_model("hf/tiny", model_path=str(model), device="cpu"),
+                          max_connections=1,  # one prompt per batch: no padding
+                          log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    assert len(log.samples) == len(TASKS)
+    assert all(s.error is None and not s.metadata["prefilled"] for s in log.samples)
+    tok = AutoTokenizer.from_pretrained(str(model))
+    reference = HFBackend(BackendOptions(model=str(model), dtype="float32"))
+    for s in log.samples:
+        chat = tok.apply_chat_template([{"role": "user", "content": s.input[0].text}],
+                                       add_generation_prompt=True, tokenize=False)
+        (want,) = reference.generate([GenRequest(s.id, tok(chat)["input_ids"],
+                                                 s.metadata["tokens_to_generate"])])
+        assert s.output.completion == want.text and want.output_tokens > 0

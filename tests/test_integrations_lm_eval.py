@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -183,6 +184,45 @@ def test_lm_eval_scores_equal_ruler_score_on_mixed_answers(data, tmp_path):
     mean = sum(scores.values()) / len(scores)
     for group in (ex.length_group(CONFIG, L), ex.config_group(CONFIG)):
         assert results["results"][group]["score,none"] == pytest.approx(mean)
+
+
+def test_an_export_moved_with_its_build_still_runs(data, tmp_path):
+    """`ruler export lm-eval OUT` writes OUT/lm_eval; the build folder moved elsewhere whole
+    (the old path gone), lm-eval still loads every task's rows from it and scores them, and a
+    task folder moved away from its build says where it looked."""
+    from lm_eval import simple_evaluate
+    from lm_eval.api.model import LM
+    from lm_eval.tasks import TaskManager
+
+    shutil.copytree(data, tmp_path / "before" / "ruler")
+    ex.export_lm_eval(tmp_path / "before" / "ruler")
+    (tmp_path / "before").rename(tmp_path / "after")
+    moved = tmp_path / "after" / "ruler"
+    gold = {r["input"]: r["outputs"] for t in TASKS for r in rows(data, CONFIG, t, L)}
+
+    class Gold(LM):
+        def generate_until(self, requests):
+            return [" " + ", ".join(next(v for k, v in gold.items() if k in req.args[0]))
+                    for req in requests]
+
+        def loglikelihood(self, requests):
+            raise NotImplementedError
+
+        def loglikelihood_rolling(self, requests):
+            raise NotImplementedError
+
+    def run(include_path: Path) -> dict:
+        return simple_evaluate(model=Gold(), tasks=[ex.length_group(CONFIG, L)], limit=LIMIT,
+                               task_manager=TaskManager(include_path=str(include_path),
+                                                        include_defaults=False))
+
+    results = run(moved / ex.EXPORT_DIR)
+    for task in TASKS:
+        assert results["results"][ex.task_name(CONFIG, task, L)]["score,none"] == 100.0
+    assert results["results"][ex.length_group(CONFIG, L)]["score,none"] == 100.0
+    (moved / ex.EXPORT_DIR).rename(tmp_path / "alone")
+    with pytest.raises(FileNotFoundError, match="run `ruler export lm-eval` again"):
+        run(tmp_path / "alone")
 
 
 @pytest.mark.parametrize("config", ["llama-3.1", "qwen2.5"])  # a BOS in the template, and none

@@ -35,13 +35,17 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     lm.add_argument("--to", type=Path, default=None, metavar="DIR",
                     help="the task folder to write (default: OUT/lm_eval); an earlier export "
                          "there is replaced")
+    lm.add_argument("--absolute", action="store_true",
+                    help="name the build folder by its absolute path (the task folder can then "
+                         "move alone); by default it is named relative to the task folder, so "
+                         "the two can move together")
     lm.set_defaults(func=run_export_lm_eval)
 
 
 def run_export_lm_eval(args: argparse.Namespace) -> int:
     from ruler.eval.integrations.lm_eval_export import ALL_GROUP, export_lm_eval
 
-    to = export_lm_eval(args.out, args.to, args.repo, args.revision)
+    to = export_lm_eval(args.out, args.to, args.repo, args.revision, args.absolute)
     files = sum(1 for _ in to.glob("*.yaml"))
     print(f"wrote {to}: {files} task and group files and utils.py; e.g.\n"
           f"  lm_eval --include_path {to} --tasks {ALL_GROUP} ... (see {to / 'README.md'})")

@@ -14,7 +14,8 @@
   the provider continues a final assistant message (Inspect's vLLM and SGLang providers render
   it with `continue_final_message`); `-T prefill=true` forces it for other providers that support
   prefill, `-T prefill=false` turns it off. Then greedy generation of at most the row's
-  `tokens_to_generate` tokens.
+  `tokens_to_generate` tokens (`inspect_usage.greedy_settings`: temperature 0, or top_k 1 on
+  Inspect's transformers providers, which sample and refuse temperature 0).
 - Scorer: upstream's per-row metric on the completion (post-processed as upstream does);
   metrics: RULER's score (0..100) per `<task>/<L>` cell and `mean`, the unweighted mean over the
   cells (the paper's averages).
@@ -26,14 +27,15 @@ from typing import Any, Sequence
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, GenerateConfig
+from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
 from inspect_ai.scorer import (Metric, SampleScore, Score, Scorer, Target, grouped, metric,
                                scorer)
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import registry_info
 
 from ruler.builder.errors import RulerError
-from ruler.eval.integrations.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS
+from ruler.eval.integrations.inspect_usage import (CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS,
+                                                   greedy_settings)
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
 
 
@@ -103,7 +105,7 @@ def ruler_generate(prefill: bool | None = None) -> Solver:
             state.messages.append(ChatMessageAssistant(content=state.metadata["answer_prefix"]))
         state.metadata["prefilled"] = bool(use)
         return await generate(state, max_tokens=int(state.metadata["tokens_to_generate"]),
-                              temperature=0.0)
+                              **greedy_settings(state.model.api))
 
     return solve
 
@@ -153,9 +155,11 @@ def _ruler(data: str, revision: str | None = None, tokenizer_config: str | None 
             continues a final assistant message: vllm, sglang).
     """
     samples, provenance = ruler_samples(data, revision, tokenizer_config, tasks, lengths, limit)
+    # No task-level temperature: the solver asks each provider for greedy decoding its own way
+    # (a task-level temperature 0 would reach providers that refuse it).
     return Task(dataset=MemoryDataset(samples, name=f"ruler-{provenance['tokenizer_config']}"),
                 solver=ruler_generate(prefill), scorer=ruler_scorer(),
-                config=GenerateConfig(temperature=0.0), metadata={"ruler": provenance})
+                metadata={"ruler": provenance})
 
 
 ruler = task(name="ruler")(_ruler)

@@ -15,6 +15,22 @@ TASK_IMPORT = "ruler.eval.inspect:ruler"
 #: `continue_final_message`); others would answer it anew, so the prefix is not sent there
 #: unless `-T prefill=true`. mockllm: Inspect's offline test double.
 PREFILL_PROVIDERS = ("vllm", "sglang", "mockllm")
+#: Greedy decoding, per provider. Temperature 0 is greedy on the OpenAI-style, vLLM and SGLang
+#: providers. Inspect's transformers providers (`hf`, `nnterp`) sample (`do_sample=True`) and
+#: transformers refuses temperature 0 when sampling; keeping only the most likely token
+#: (top_k 1) makes their sampling the argmax, whatever the temperature.
+GREEDY_BY_PROVIDER: dict[str, dict[str, Any]] = {
+    "hf": {"top_k": 1},
+    "nnterp": {"top_k": 1},
+}
+GREEDY_DEFAULT: dict[str, Any] = {"temperature": 0.0}
+
+
+def greedy_settings(provider: str) -> dict[str, Any]:
+    """The GenerateConfig fields that make `provider` decode greedily."""
+    return dict(GREEDY_BY_PROVIDER.get(provider, GREEDY_DEFAULT))
+
+
 #: The metadata key the metrics group by (`<task>/<L>`), and the label of the cells' mean.
 CELL_KEY = "cell"
 MEAN_LABEL = "mean"
@@ -64,7 +80,9 @@ def card_section(manifest: Mapping[str, Any], repo_id: str | None,
         f"providers that continue a final assistant message ({prefill}); elsewhere pass "
         f"`-T prefill=true` if the provider supports prefill, else the model answers without "
         f"the prefix (a different prompt from the paper's).\n"
-        f"- Greedy decoding of at most the row's `tokens_to_generate` tokens; the scorer applies "
+        f"- Greedy decoding of at most the row's `tokens_to_generate` tokens (temperature 0; "
+        f"top_k 1 on {', '.join(f'`{p}`' for p in GREEDY_BY_PROVIDER)}, Inspect's transformers "
+        f"providers, which sample and refuse temperature 0); the scorer applies "
         f"the row's `metric` and reports RULER's score (0-100) per `<task>/<L>` and their "
         f"`{MEAN_LABEL}`.\n"
         f"- The provider renders the model's own chat template, so prompts match the build's "
