@@ -206,8 +206,7 @@ def run_overhead(args: argparse.Namespace) -> None:
 
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
-    from ruler.eval.backend_vllm import VLLMBackend
-    from ruler.eval.backends import BackendOptions
+    from ruler.eval.backends.vllm import VLLMBackend, VLLMOptions
     from ruler.eval.data import open_dataset
     from ruler.eval.runner import EvalConfig, run_eval
 
@@ -226,7 +225,7 @@ def run_overhead(args: argparse.Namespace) -> None:
     engine_opts = dict(model=model, dtype=args.dtype, max_model_len=max(lengths),
                        engine_kwargs={"enable_prefix_caching": False})
     t = time.perf_counter()
-    backend = VLLMBackend(BackendOptions(**engine_opts))
+    backend = VLLMBackend(VLLMOptions(**engine_opts))
     llm = backend.llm  # the bare runs use the very same engine
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt

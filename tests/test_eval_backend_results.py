@@ -14,8 +14,8 @@ import pytest
 
 from build_helpers import build
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.eval.backend_base import GenResult, finished_result
-from ruler.eval.backend_hf import generation_result
+from ruler.eval.backends.base import GenResult, finished_result
+from ruler.eval.backends.hf import generation_result
 from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG = "qwen2.5"
@@ -46,7 +46,7 @@ def test_hf_generations_map_to_answers_with_the_finish_they_had():
 def test_vllm_request_outputs_without_an_answer_are_errors():
     from vllm.outputs import CompletionOutput, RequestOutput
 
-    from ruler.eval.backend_vllm import _result
+    from ruler.eval.backends.vllm import _result
 
     def output(completions):
         return RequestOutput(request_id="0", prompt=None, prompt_token_ids=[1, 2, 3],

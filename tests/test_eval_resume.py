@@ -16,7 +16,7 @@ from build_helpers import build, rows
 from fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main, make_parser
-from ruler.eval.backend_base import BACKENDS, BackendOptions, GenResult
+from ruler.eval.backends import DEFAULT_BACKEND, BackendOptions, GenResult, backend_names
 from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG = "qwen2.5"
@@ -169,7 +169,8 @@ def test_a_run_that_fails_before_generating_does_not_pin_the_folder(data, tmp_pa
 
 def test_eval_help_names_the_backends_and_the_default():
     text = make_parser()._subparsers._group_actions[0].choices["eval"].format_help()
-    assert f"one of {', '.join(BACKENDS)} (default: {BACKENDS[0]})" in " ".join(text.split())
+    assert f"one of {', '.join(backend_names())} (default: {DEFAULT_BACKEND})" in \
+        " ".join(text.split())
     assert "default: the dataset's only config" in " ".join(text.split())
 
 
