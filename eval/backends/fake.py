@@ -72,7 +72,8 @@ class FakeBackend:
     def answer(self, request: GenRequest) -> GenResult:
         """This request's result under the options' policy."""
         if self.opts.answers == "none":
-            return finished_result(request.key, None, 0, "stop")
+            return GenResult(request.key, None, error="no answer (the fake backend, "
+                                                      "--fake-answers none)")
         if self.opts.answers == "empty":
             return finished_result(request.key, "", 0, "stop")
         return finished_result(request.key, " ".join(self.references(request.key)), 0, "stop")
