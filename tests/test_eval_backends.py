@@ -198,3 +198,17 @@ def test_an_unknown_backend_is_refused_by_the_library_too(data, tmp_path):
                             out=tmp_path / "r", backend="nope", model_tokenizer=CONFIG,
                             progress=False, render_workers=0))
     assert not (tmp_path / "r").exists()
+
+
+def test_a_product_backends_own_checks_run_before_any_work(data, tmp_path, capsys):
+    """openai renders prompts locally: without a tokenizer to render with it refuses at once
+    (the check moved from the CLI into the backend's options)."""
+    out = tmp_path / "r"
+    assert main(["eval", "--backend", "openai", "--model", "served-model", "--data", str(data),
+                 "--out", str(out)]) == 2
+    assert "--backend openai renders prompts locally: pass --model-tokenizer" in \
+        capsys.readouterr().err
+    assert main(["eval", "--backend", "vllm", "--model", "m", "--data", str(data), "--out",
+                 str(out), "--window-tokens", "0"]) == 2
+    assert "--window-tokens must be >= 1, got 0" in capsys.readouterr().err
+    assert not out.exists()
