@@ -31,7 +31,7 @@ def data(tmp_path_factory) -> Path:
     return out
 
 
-def _eval(data: Path, out: Path, *extra: str, backend: str = "fake") -> int:
+def _eval(data: Path | str, out: Path, *extra: str, backend: str = "fake") -> int:
     return main(["eval", "--backend", backend, "--model", backend, "--model-tokenizer", CONFIG,
                  "--data", str(data), "--out", str(out), "--no-progress", "--no-report",
                  "--render-workers", "0", *extra])
@@ -99,6 +99,27 @@ def test_the_fake_backend_skips_rows_above_max_model_len_like_an_engine(data, tm
     assert _eval(data, out, "--max-model-len", str(lengths[2])) == 0
     statuses = sorted(r["status"] for r in _records(out))
     assert statuses == ["ok"] * 3 + ["skipped"] * 3
+
+
+def test_the_fake_backend_reads_a_hub_dataset_at_the_runs_revision(data, tmp_path,
+                                                                    monkeypatch):
+    """Released, then main moves on without the rows: the fake reads the references of the
+    rows asked for (only those files) at the tag's commit, as the run does."""
+    from fake_hub import hub_for_this_process
+    from ruler.release import release
+
+    repo = "ruler-org/fake-backend"
+    with hub_for_this_process(tmp_path, "hf_loopbackSecretToken123", monkeypatch) as hub:
+        release(data, repo, tag="v1", allow_unofficial=True, echo=lambda *a: None)
+        tagged = hub.repos[repo].head.sha
+        hub.apply_commit(hub.repos[repo], "later", {"README.md": b"moved on"}, ["data/"])
+        hub.requests.clear()
+        out = tmp_path / "hub-run"
+        assert _eval(repo, out, "--revision", "v1", "--tasks", "qa_1") == 0
+        fetched = [p for _, p in hub.requests if "/data/" in p]
+    scores = json.loads((out / "scores.json").read_text())
+    assert [(c["task"], c["score"], c["scored"]) for c in scores["cells"]] == [("qa_1", 100.0, 3)]
+    assert fetched and all(f"/{tagged}/data/{CONFIG}/qa_1/{L}.parquet" in p for p in fetched)
 
 
 def test_the_fake_backends_gold_answers_need_the_dataset():

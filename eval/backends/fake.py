@@ -64,6 +64,8 @@ class FakeBackend:
                              "FakeOptions(model, data=...) (the CLI passes --data)")
         self.max_model_len = int(self.opts.max_model_len or NO_LIMIT)
         self._references: dict[tuple, dict[int, list[str]]] = {}  # per split file
+        # A Hub dataset's revision: the commit the first file came from, for all the others.
+        self._revision = self.opts.revision
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
         for r in requests:
@@ -86,7 +88,9 @@ class FakeBackend:
         if where not in self._references:
             from ruler.eval.data import open_dataset
 
-            ds = open_dataset(self.opts.data, self.opts.revision, config, (task,), (length,))
+            # One file at a time: a Hub dataset fetches only the files the run asks for.
+            ds = open_dataset(self.opts.data, self._revision, config, (task,), (length,))
+            self._revision = ds.revision or self._revision
             (f,) = ds.files(config, (task,), (int(length),))
             self._references[where] = {int(r["index"]): list(r["outputs"])
                                        for r in ds.rows(f, ("index", "outputs"))}
