@@ -10,7 +10,8 @@ from ruler.builder.build.config import EXECUTORS, MAX_SAMPLES, default_start_met
 from ruler.builder.depths import MAX_DEPTH_BINS
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.catalog import LENGTH_SETS, SWEPT_TASKS, TASKS
+from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
+from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 
 DEFAULT_OUT = "ruler-data"
@@ -36,7 +37,7 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 
 def parse_tasks(text: str | None) -> tuple[str, ...]:
     if not text or text == "all":
-        return tuple(TASKS)
+        return STANDARD_TASKS
     tasks = tuple(t.strip() for t in text.split(",") if t.strip())
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
@@ -71,7 +72,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokenizer", required=True,
                    help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
     p.add_argument("--tasks", default="all",
-                   help=f"comma-separated tasks (default: all 13: {', '.join(TASKS)})")
+                   help=f"comma-separated tasks (default: all 13: "
+                        f"{', '.join(STANDARD_TASKS)})")
     p.add_argument("--lengths", default="4096", type=str,
                    help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; "
                         "'paper' = 4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); "
@@ -107,8 +109,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help=f"build the position-controlled variant instead of the default config: "
                         f"config <tokenizer>--depthN, where sample i's gold needle(s) or gold "
                         f"document(s) sit in depth bin i mod N (N = 2..{MAX_DEPTH_BINS}; e.g. "
-                        f"10); all else as the default, same per-sample seeds. Tasks: "
-                        f"{', '.join(SWEPT_TASKS)} (the default with --depths)")
+                        f"10); all else as the default, same per-sample seeds. Tasks: those whose "
+                        f"family places its gold items (the needle and QA tasks, the default "
+                        f"with --depths)")
     p.add_argument("--exact-counts", action="store_true",
                    help="count every length probe by tokenizing the whole prompt (slow; the "
                         "default sums cached token counts of the prompt's pieces, checked "
@@ -151,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
     tasks = parse_tasks(args.tasks)
     if args.depths is not None and args.tasks in (None, "all"):
-        tasks = SWEPT_TASKS
+        tasks = swept_tasks()
     cfg = BuildConfig(
         tokenizer=args.tokenizer, tasks=tasks, lengths=parse_lengths(args.lengths),
         samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,

@@ -11,8 +11,9 @@ from ruler.builder.build import BuildConfig
 from ruler.builder.context import BuildContext
 from ruler.builder.depths import DEPTHS, DepthBin, bin_of, check_depth_bins
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks import TASKS, get_task, make_generator, niah
-from ruler.builder.tasks.catalog import SWEPT_TASKS
+from ruler.builder.tasks import get_task, make_generator, niah
+from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tasks.placement import document_order, essay_gold_cuts, line_gold_slots
 from ruler.builder.variants import variant_config, variant_of
 
@@ -44,12 +45,12 @@ def test_every_bin_up_to_20_holds_a_point_of_upstreams_grid():
 # --- variant naming and validation -------------------------------------------------------------
 
 def test_variant_config_names_and_identity():
-    cfg = BuildConfig(tokenizer="gpt-4", tasks=SWEPT_TASKS, depth_bins=10)
+    cfg = BuildConfig(tokenizer="gpt-4", tasks=swept_tasks(), depth_bins=10)
     assert variant_of(cfg) == {"depth_bins": 10}
     assert variant_config("gpt-4", variant_of(cfg)) == "gpt-4--depth10"
     assert variant_of(replace(cfg, depth_bins=None)) == {}
     assert variant_config("org--name", {}) == "org--name"
-    assert SWEPT_TASKS == tuple(t for t in TASKS if t.startswith(("niah", "qa")))
+    assert swept_tasks() == tuple(t for t in STANDARD_TASKS if t.startswith(("niah", "qa")))
 
 
 @pytest.mark.parametrize("tasks", [("vt",), ("niah_single_1", "cwe"), ("fwe",)])

@@ -9,8 +9,9 @@ from pathlib import Path
 
 from ruler.builder.depths import check_depth_bins
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks import TASKS, get_task
-from ruler.builder.tasks.catalog import SWEPT_TASKS
+from ruler.builder.tasks import get_task
+from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.builder.tasks.family import family_of, swept_tasks
 from ruler.builder.variants import check_one_variant, check_output_budget
 
 
@@ -44,7 +45,7 @@ class BuildConfig:
     """What to build. Mirrors the `ruler build` flags one to one."""
 
     tokenizer: str
-    tasks: tuple[str, ...] = tuple(TASKS)
+    tasks: tuple[str, ...] = STANDARD_TASKS
     lengths: tuple[int, ...] = (4096,)
     samples: int = 500
     seed: int = 42
@@ -110,9 +111,10 @@ class BuildConfig:
             raise RulerError("--ray-address needs --executor ray")
         if self.depth_bins is not None:
             check_depth_bins(self.depth_bins)
-            fixed = [t for t in self.tasks if t not in SWEPT_TASKS]
+            fixed = [t for t in self.tasks if not family_of(t).sweepable]
             if fixed:
-                raise RulerError(f"--depths sweeps the gold position of {', '.join(SWEPT_TASKS)}; "
+                raise RulerError(f"--depths sweeps the gold position of "
+                                 f"{', '.join(swept_tasks())}; "
                                  f"{', '.join(fixed)} ha{'s' if len(fixed) == 1 else 've'} no "
                                  f"single gold position (leave them out of --tasks)")
         methods = multiprocessing.get_all_start_methods()

@@ -20,7 +20,6 @@ from typing import Any, Callable, Generator, Iterable
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import ExactCounter, PieceCounter
-from ruler.builder.depths import bin_miss
 from ruler.builder.errors import RulerError
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.hashing import file_sha256
@@ -28,6 +27,7 @@ from ruler.builder.lifeline import die_with_parent
 from ruler.builder.manifest import REPEATED_FIELD, canonical_row_bytes
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
+from ruler.builder.tasks.family import get_family
 from ruler.builder.variants import with_output_budget
 from ruler.builder.writer import SplitWriter
 
@@ -147,7 +147,7 @@ class Worker:
         if swept is not None:
             # Placement aims by the units' own token counts; the row records in-context
             # positions. A row outside its bin must never be written.
-            miss = bin_miss(spec.family.name, row["gold_depths"], index, swept.bins)
+            miss = get_family(spec.family.name).bin_miss(row["gold_depths"], swept)
             if miss:
                 raise RulerError(f"task {task}, L={L}, sample {index}: {miss}; the gold item "
                                  f"cannot be placed in this bin at this length (use fewer "

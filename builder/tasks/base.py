@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
 from ruler.builder.depths import DepthBin, sample_bin
-from ruler.builder.tasks.catalog import SWEPT_FAMILIES, TaskSpec
+from ruler.builder.tasks.catalog import TaskSpec
+from ruler.builder.tasks.family import get_family
 
 if TYPE_CHECKING:
     from ruler.builder.context import BuildContext
@@ -158,7 +159,7 @@ class TaskGenerator(ABC):
         """The bin sample `index`'s gold items go in, in a depth-swept build (`ctx.depth_bins`);
         None where upstream's placement applies."""
         bins = self.ctx.depth_bins
-        if bins is None or self.spec.family.name not in SWEPT_FAMILIES:
+        if bins is None or not get_family(self.spec.family.name).sweepable:
             return None
         return sample_bin(index, bins)
 

@@ -9,12 +9,13 @@ from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
-from ruler.builder.depths import bin_miss
+from ruler.builder.depths import sample_bin
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import canonical_row_bytes, content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA
-from ruler.builder.tasks.catalog import SWEPT_FAMILIES, TASKS
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
+from ruler.builder.tasks.family import get_family
 from ruler.builder.variants import with_output_budget
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
@@ -49,8 +50,9 @@ class RowChecker:
         if spec is not None:  # a variant's budget (builder.variants) replaces the task's own
             spec = with_output_budget(spec, variant.get("output_budget"))
         # A depth-swept config: row i's gold must lie in bin i mod depth_bins.
-        self.family = spec.family.name if spec is not None else None
-        self.depth_bins = variant.get("depth_bins") if self.family in SWEPT_FAMILIES else None
+        self.family = get_family(spec.family.name) if spec is not None else None
+        self.depth_bins = variant.get("depth_bins") if self.family is not None \
+            and self.family.sweepable else None
         self.expected = {"tokenizer": entry["config"], "task": entry["task"],
                          "max_seq_length": entry["max_seq_length"]}
         if spec is not None:
@@ -77,7 +79,8 @@ class RowChecker:
         if why:
             self.answers_ok = False
             self.res.problems.append(Problem(path, f"answer not recoverable: {why}", row=i))
-        miss = self.depth_bins and bin_miss(self.family, row["gold_depths"], i, self.depth_bins)
+        miss = self.depth_bins and self.family.bin_miss(row["gold_depths"],
+                                                        sample_bin(i, self.depth_bins))
         if miss:
             self.answers_ok = False
             self.res.problems.append(Problem(path, miss, row=i))
