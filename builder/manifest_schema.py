@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_names import check_config_name
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.variants import VARIANTS, variant_config
+from ruler.builder.variants import record_ok, variant_from_record
 
 FORMAT_VERSION = 1
 
@@ -89,11 +89,10 @@ def _source(v: Any) -> bool:
         and _or_none(_str)(v.get("file"))
 
 
-_VARIANT_FIELDS = {k.field for k in VARIANTS}
-
-
 def _variant(v: Any) -> bool:
-    return isinstance(v, dict) and set(v) <= _VARIANT_FIELDS and all(map(_positive, v.values()))
+    # Asked of the registry when a manifest is read, so a variant registered after this
+    # module was imported (a plug-in) is known.
+    return record_ok(v)
 
 
 def _identity(v: Any) -> bool:
@@ -166,8 +165,7 @@ def _check_build(config: str, build: Any, where: str) -> None:
     if wrong:
         raise RulerError(f"{where}: build {config!r} has missing or malformed {', '.join(wrong)}")
     # A variant's config is its tokenizer's config name plus the suffix its parameters give.
-    suffix = variant_config("", build.get("variant") or {})
-    base = config[:-len(suffix)] if suffix and config.endswith(suffix) else config
+    base = variant_from_record(build.get("variant")).base_config(config)
     check_config_name(base, f"build {config!r} of {where}")
 
 

@@ -17,6 +17,7 @@ from build_helpers import build, rows
 from reasoning_helpers import expected_prompt, thinking_tokenizer
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.builder.variants import OutputBudget
 from ruler.eval.backends import GenResult
 from ruler.eval.reasoning import extract_answer, opens_reasoning, start_marker_for
 from ruler.eval.report import to_markdown, write_report
@@ -112,7 +113,8 @@ def think(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory, think) -> Path:
     out = tmp_path_factory.mktemp("data")
-    build(out, str(think), TASKS, (1024,), samples=3, workers=1, output_budget=BUDGET)
+    build(out, str(think), TASKS, (1024,), samples=3, workers=1,
+          variant=OutputBudget(BUDGET))
     return out
 
 
