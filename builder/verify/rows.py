@@ -15,7 +15,7 @@ from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
 from ruler.builder.variants import NO_VARIANT, Variant
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
+from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
 
 
@@ -38,7 +38,7 @@ def sample_indices(n: int, full: bool, sample: int) -> set[int]:
 class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
-    def __init__(self, res: FileResult, entry: Mapping[str, Any], tokenizer, mode: str | None,
+    def __init__(self, res: FileReport, entry: Mapping[str, Any], tokenizer, mode: str | None,
                  plan: RowsPlan, variant: Variant = NO_VARIANT):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
         self.retokenize = plan.retokenize
@@ -157,10 +157,10 @@ class RowChecker:
 def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                variant: Variant = NO_VARIANT) -> FileResult:
+                variant: Variant = NO_VARIANT) -> FileReport:
     """Check one split file; `variant` is its build's (read from the manifest's `variant`
     entry)."""
-    res = FileResult(rel)
+    res = FileReport(rel)
     path = out / rel
     if not path.is_file():
         res.problems.append(Problem(rel, "missing (listed in manifest.json)"))

@@ -36,7 +36,7 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.build.config import default_start_method
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, VerifyReport
+from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
 from ruler.builder.verify.folder import card_problems, load_manifest, manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.regenerate import Regenerator
@@ -62,7 +62,7 @@ class FileChecks:
     regenerator: Regenerator | None = None
     full_unpinned: bool = False  # every row re-tokenized for tokenizers outside the registry
 
-    def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileResult:
+    def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileReport:
         rel, entry = job
         config = entry.get("config")
         build = self.builds.get(config, {})
@@ -81,7 +81,7 @@ def _init_pool_process(checks: FileChecks) -> None:
     _checks = checks
 
 
-def _check_in_pool(job: tuple[str, Mapping[str, Any]]) -> FileResult:
+def _check_in_pool(job: tuple[str, Mapping[str, Any]]) -> FileReport:
     return _checks(job)
 
 
