@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_names import check_config_name
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.variants import record_ok, variant_from_record
+from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
 
 FORMAT_VERSION = 1
 
@@ -87,6 +87,14 @@ def _source(v: Any) -> bool:
     return isinstance(v, dict) and _sha256(v.get("sha256")) \
         and _bool(v.get("official", False)) and _or_none(_str)(v.get("official_sha256")) \
         and _or_none(_str)(v.get("file"))
+
+
+def _unknown_variant(v: Any) -> str | None:
+    """The first field of a `variant` entry that no registered variant has, if any."""
+    if not isinstance(v, dict):
+        return None
+    known = {kind.field for kind in variant_kinds()}
+    return next((k for k in v if k not in known), None)
 
 
 def _variant(v: Any) -> bool:
@@ -161,6 +169,12 @@ def check_manifest(manifest: Any, where: str) -> dict[str, Any]:
 def _check_build(config: str, build: Any, where: str) -> None:
     if not isinstance(build, dict):
         raise RulerError(f"{where}: build {config!r} is not a record (a JSON object)")
+    unknown = _unknown_variant(build.get("variant"))
+    if unknown:
+        raise RulerError(f"{where}: build {config!r} records variant {unknown!r}, which no "
+                         f"registered variant knows: import the module that registers it "
+                         f"(ruler.builder.variants.register_variant) before reading this "
+                         f"folder, or use the ruler that built it")
     wrong = _wrong(build, BUILD_FIELDS)
     if wrong:
         raise RulerError(f"{where}: build {config!r} has missing or malformed {', '.join(wrong)}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,3 +140,13 @@ def test_the_build_command_has_the_variants_flag_and_reads_it_back(out, capsys):
     assert "--toy-budget-divisor must be >= 2" in capsys.readouterr().err
     assert main([*argv, "--toy-budget-divisor", "2", "--depths", "4"]) == 2
     assert "one variant per build" in capsys.readouterr().err
+
+
+def test_a_manifest_of_a_variant_nobody_registered_says_what_to_do(out, tmp_path):
+    copy = Path(shutil.copytree(out, tmp_path / "copy"))
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["builds"][CONFIG]["variant"] = {"budget_divisor_v2": 2}
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(RulerError, match="records variant 'budget_divisor_v2', which no "
+                                         "registered variant knows: import the module"):
+        verify(copy, load=False)
