@@ -8,11 +8,12 @@ spawned pool process gets it (`Worker.__reduce__`: the build recipe with its tok
 load recipe, the context with its resolved sources, resources dropped), so it loads the
 tokenizer and corpora once and keeps its piece caches across the files it builds. A file job
 is one call to the actor, a Ray generator that fits and writes the whole file on the worker's
-own node (a node elsewhere cannot write this machine's OUT), then streams it back: one item per row (progress), the file's result and
-manifest entry, then its bytes in chunks. This process writes the chunks to a temporary file
-beside the final path, checks its size and sha256 against the entry and hands it to
-`publish`, the local executor's path: files appear whole, are recorded under the manifest lock,
-and an interrupted build resumes. The rows are the local executor's rows (same `Worker`).
+own node (a node elsewhere cannot write this machine's OUT), then streams it back: one item
+per row (progress), the file's result and manifest entry, then its bytes in chunks. This
+process writes the chunks to a temporary file beside the final path, checks its size and
+sha256 against the entry and hands it to `publish`, the local executor's path: files appear
+whole, are recorded under the manifest lock, and an interrupted build resumes. The rows are
+the local executor's rows (same `Worker`).
 
 Why a stream of fixed items: at 1M tokens a file of 500 rows is ~800 MB, which chunks keep
 out of the workers' memory; and Ray retries a generator by running it again and skipping the

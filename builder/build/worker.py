@@ -35,6 +35,7 @@ from ruler.builder.writer import SplitWriter
 #: is also counted whole: at 128K a whole-prompt count takes about a second.
 SPOT_CHECK_EVERY = 500
 
+
 @dataclass(frozen=True)
 class Row:
     """A fitted row and what making it cost and proved."""
