@@ -5,9 +5,9 @@ dataset card), `ruler.release` (the Hub release), `ruler.eval` (evaluate, score,
 `ruler.tokenizers_cache` (the tokenizer registry). The command line is `ruler` or
 `python -m ruler`. Importing the package imports nothing heavy.
 
-Nothing of the project's own code reads names from this file: in an editable install, a folder
-named `ruler` in the working directory (the default `ruler build` output) is imported as a
-namespace package in its place, and sub-modules are still found, but this file is not run.
+The default `ruler build` output is `./ruler-data`, not `./ruler`: in an editable install a
+folder named `ruler` in the working directory is imported as a namespace package in this one's
+place (sub-modules are still found, but this file is not run).
 """
 
 from ruler.builder import __version__

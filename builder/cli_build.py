@@ -13,6 +13,8 @@ from ruler.builder.tasks.catalog import LENGTH_SETS, TASKS
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import variant_from_args, variant_kinds
 
+DEFAULT_OUT = "ruler-data"
+
 
 def parse_lengths(text: str) -> tuple[int, ...]:
     """`4096,8192` or `4k,128k,1m` (k = 1024, m = 1024^2), and the named sets `paper`
@@ -79,7 +81,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help=f"samples per task and length (500, as upstream; at most "
                         f"{MAX_SAMPLES:,})")
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
-    p.add_argument("--out", type=Path, default=Path("ruler"), help="output folder (./ruler)")
+    # Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
+    p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
+                   help=f"output folder (./{DEFAULT_OUT})")
     p.add_argument("--workers", type=int, default=None,
                    help="worker processes (default: all cores); each fits and writes whole "
                         "files, longest first (with fewer files than workers, they share the "

@@ -130,3 +130,20 @@ def test_the_build_summary_says_when_a_build_is_unofficial(tmp_path, capsys):
     unpinned = _summary(capsys, tmp_path / "c", "--tokenizer", str(folder), "--tasks", "vt")
     note = [line for line in unpinned.splitlines() if "unofficial" in line.lower()]
     assert len(note) == 1 and "tokenizer" in note[0] and "pinned" in note[0], unpinned
+
+
+def test_the_default_output_folder_does_not_shadow_the_package(tmp_path):
+    """Run from a folder (the repository root, say), the default output must not be named
+    `ruler`: a later `python -m ruler` or `import ruler` there finds that folder as a namespace
+    package instead of the installed one (issue 22.5)."""
+    build = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4", "--tasks", "vt",
+             "--lengths", "1024", "--samples", "1", "--workers", "1", "--no-progress"]
+    done = subprocess.run(build, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ruler-data" / "manifest.json").is_file()
+    imported = subprocess.run([sys.executable, "-c", "import ruler; print(ruler.__file__)"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert imported.returncode == 0 and imported.stdout.strip().endswith("__init__.py"), imported
+    again = subprocess.run([sys.executable, "-m", "ruler", "verify", "ruler-data", "--no-load"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr

@@ -116,12 +116,14 @@ def test_a_fresh_interpreter_imports_every_module_and_no_repository_name(tmp_pat
 
 
 def test_python_m_ruler_works_beside_a_build_folder_named_ruler(tmp_path):
-    """The default output folder is ./ruler: in an editable install a folder of that name in
-    the working directory shadows the package's __init__ as a namespace package, so nothing
-    may depend on it. Build twice with the defaults; the second run finds the first's files."""
+    """A user may still name the output ./ruler (the default is ./ruler-data): in an editable
+    install a folder of that name in the working directory shadows the package's __init__ as
+    a namespace package, so nothing may depend on it. Build twice into it; the second run
+    finds the first's files."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     args = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4", "--tasks",
-            "niah_single_1", "--lengths", "1024", "--samples", "2", "--no-progress"]
+            "niah_single_1", "--lengths", "1024", "--samples", "2", "--no-progress",
+            "--out", "ruler"]
     first = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
                            timeout=300)
     assert first.returncode == 0, first.stderr[-2000:]
