@@ -48,7 +48,7 @@ class FreqWordsGenerator(TaskGenerator):
         self.alpha = float(p["alpha"])
         self.wordlen = int(p["coded_wordlen"])
         # Upstream subtracts tokens_to_generate from the budget before dividing (PR #93).
-        budget = max_seq_length - spec.tokens_to_generate
+        budget = max_seq_length - self.tokens_to_generate
         self.vocab_size = max(NUM_ANSWERS + 2, budget // TOKENS_PER_VOCAB_WORD)
 
     @property
