@@ -6,14 +6,13 @@ import argparse
 import multiprocessing
 from pathlib import Path
 
-from ruler.builder.build.config import EXECUTORS, MAX_SAMPLES, default_start_method
+from ruler.builder.build.config import (DEFAULT_OUT, EXECUTORS, MAX_SAMPLES,
+                                         default_start_method)
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import variant_from_args, variant_kinds
-
-DEFAULT_OUT = "ruler-data"
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
@@ -82,7 +81,6 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help=f"samples per task and length (500, as upstream; at most "
                         f"{MAX_SAMPLES:,})")
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
-    # Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
                    help=f"output folder (./{DEFAULT_OUT})")
     p.add_argument("--workers", type=int, default=None,

@@ -17,6 +17,8 @@ from ruler.eval.backends import add_backend_arguments, backend_names, get_backen
 
 if TYPE_CHECKING:
     from ruler.eval.backends import BackendOptions
+    from ruler.eval.runner import EvalConfig
+    from ruler.eval.score import ScoreReport
 
 _SHOWN = 10
 
@@ -180,13 +182,14 @@ def _json_object(text: str) -> dict:
 
 # --- handlers -------------------------------------------------------------------------------
 
-def run_eval_cmd(args: argparse.Namespace) -> int:
+def eval_config(args: argparse.Namespace) -> "EvalConfig":
+    """`ruler eval`'s flags as the run's configuration (the CLI and `ruler.evaluate`)."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
-    from ruler.eval.runner import EvalConfig, run_eval
+    from ruler.eval.runner import EvalConfig
 
     out = args.out or Path("results") / re.sub(r"[^\w.-]+", "--", Path(args.model).name)
     opts = backend_options(args)
-    cfg = EvalConfig(
+    return EvalConfig(
         model=args.model, data=args.data, tokenizer_config=args.tokenizer_config, out=out,
         backend=args.backend, tasks=parse_tasks(args.tasks) if args.tasks else (),
         lengths=parse_lengths(args.lengths) if args.lengths else (), mode=args.mode,
@@ -195,6 +198,13 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
         backend_options=opts, chat_template_kwargs=args.chat_template_kwargs,
         reasoning_end_marker=args.reasoning_end_marker,
         reasoning_parser=args.reasoning_parser, render_workers=args.render_workers)
+
+
+def run_eval_cmd(args: argparse.Namespace) -> int:
+    from ruler.eval.runner import run_eval
+
+    cfg = eval_config(args)
+    out = cfg.out
     outcome = run_eval(cfg)
     for note in outcome.notes:
         print(note)
@@ -225,7 +235,9 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
     return get_backend(args.backend).options(args)
 
 
-def run_score_cmd(args: argparse.Namespace) -> int:
+def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
+    """Score `ruler score`'s predictions and write scores.json (the CLI and `ruler.score`);
+    returns the report and the folder written."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.eval.data import open_dataset
     from ruler.eval.integrations.sources import read_predictions
@@ -253,6 +265,13 @@ def run_score_cmd(args: argparse.Namespace) -> int:
     out = args.out or default_scores_folder(args.predictions)
     check_scores_owner(out / SCORES_NAME, report.predictions)
     write_scores(out / SCORES_NAME, report)
+    return report, out
+
+
+def run_score_cmd(args: argparse.Namespace) -> int:
+    from ruler.eval.results_folder import SCORES_NAME
+
+    report, out = score_to_folder(args)
     for c in report.cells:
         score = "n/a" if c.score is None else f"{c.score:.2f}"
         print(f"{c.task:24s} {c.max_seq_length:>7d}  {score:>6s}  ({c.scored}/{c.rows} scored, "

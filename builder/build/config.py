@@ -13,6 +13,10 @@ from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.builder.variants import NO_VARIANT, Variant
 
 
+#: Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
+DEFAULT_OUT = "ruler-data"
+
+
 def default_start_method() -> str:
     """`fork` where the platform has it (workers inherit the loaded tokenizer and corpora for
     free), else `spawn` (macOS and Windows defaults), which sends workers a recipe instead."""
@@ -47,7 +51,7 @@ class BuildConfig:
     lengths: tuple[int, ...] = (4096,)
     samples: int = 500
     seed: int = 42
-    out: Path = Path("ruler")
+    out: Path = Path(DEFAULT_OUT)
     # Worker processes (local executor; default: every core) or at most this many Ray
     # actors (ray executor; default: one per CPU of the cluster).
     workers: int | None = None
