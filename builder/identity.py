@@ -16,9 +16,12 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import json
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ruler.builder.tokenizer import TokenizerIdentity
+
+if TYPE_CHECKING:  # the manifest module reads this one's package lists
+    from ruler.builder.manifest import BuildEntry
 
 #: Packages whose versions can change generated rows, by what they shape: the task generators
 #: (numpy Generator streams, scipy's zeta for fwe, the word lists, punkt sentence splitting),
@@ -73,14 +76,12 @@ def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mod
     return {**identity, "variant": dict(sorted(variant.items()))} if variant else identity
 
 
-def identity_of_build(build: Mapping[str, Any]) -> dict[str, Any]:
+def identity_of_build(build: BuildEntry) -> dict[str, Any]:
     """The identity recomputed from a manifest build entry's recorded fields."""
-    return make_identity(generator_version=build.get("generator_version"),
-                         seed=build.get("seed"), samples=build.get("samples"),
-                         prompt_mode=build.get("prompt_mode"),
-                         tokenizer=build.get("tokenizer") or {},
-                         packages=build.get("packages") or {},
-                         variant=build.get("variant") or None)
+    return make_identity(generator_version=build.generator_version, seed=build.seed,
+                         samples=build.samples, prompt_mode=build.prompt_mode,
+                         tokenizer=build.tokenizer, packages=build.packages or {},
+                         variant=build.variant or None)
 
 
 def file_key(identity: Mapping[str, Any], task: str, max_seq_length: int,

@@ -366,22 +366,12 @@ def content_sha256(table: pa.Table) -> str:
     return content_sha256_rows(rows())
 
 
-
-# --- the dict interface, while its callers move to `Manifest` ------------------------------------
-
-def empty_manifest() -> dict[str, Any]:
-    return Manifest.empty().to_json()
-
-
 def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
+    """`Manifest.load(out)` as its JSON data: for tools and tests that look at the format
+    itself. Code reads the typed `Manifest`."""
     return Manifest.load(out).to_json()
 
 
-def write_manifest(out: str | os.PathLike, manifest: dict[str, Any]) -> None:
-    m = Manifest.from_json(manifest)
-    m.save(out)
-    manifest["packages"] = m.packages
-
-
+# Moved to ruler.builder.atomic; imported from here until their callers move.
 from ruler.builder.atomic import (remove_stale_temps, temp_prefix,  # noqa: E402,F401
                                   write_text_atomic)

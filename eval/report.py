@@ -29,7 +29,7 @@ from ruler.builder.tasks.catalog import TASKS
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
@@ -114,9 +114,9 @@ def load_scores(results: str | Path) -> dict[str, Any]:
 
 def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where: str) -> None:
     """Refuse scores made from other rows than the given dataset's (content hashes differ)."""
-    changed = sorted(k for k, sha in scores["dataset"]["files"].items()
+    changed = sorted(k for k, sha in recorded_files(scores).items()
                      if k in dataset_files and dataset_files[k] != sha)
-    absent = sorted(k for k in scores["dataset"]["files"] if k not in dataset_files)
+    absent = sorted(k for k in recorded_files(scores) if k not in dataset_files)
     if changed or absent:
         raise RulerError(f"{where} was scored on a different revision of the dataset: "
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
@@ -135,7 +135,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     config's own, else DEFAULT_DEPTH_BINS. `asked`: "task/L" cells asked for besides the
     scores' own files (a results folder's run), unscored ones making the results partial."""
     cells = {(c["task"], int(c["max_seq_length"])): c for c in scores["cells"]}
-    unscored = {_cell_key(k) for k in (*scores["dataset"]["files"], *asked)} - set(cells)
+    unscored = {_cell_key(k) for k in (*recorded_files(scores), *asked)} - set(cells)
     if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
     order = {t: i for i, t in enumerate(TASKS)}
@@ -167,7 +167,7 @@ def _run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     try:
         run = json.loads((folder / RUN_NAME).read_text(encoding="utf-8"))
         dataset = run["dataset"]
-        files = list(dataset["files"])
+        files = list(recorded_files(run))
     except (OSError, ValueError, KeyError, TypeError):
         return []  # no run here (scores of `ruler score`), or not one of ours
     own = (scores.get("predictions") or {}).get("path")

@@ -32,7 +32,7 @@ from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.metrics import postprocess_pred, task_score
 from ruler.eval.predictions import (LONG_FIELDS, Key, format_key, index_records,
                                     read_records)
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 
 SCORES_FORMAT = "ruler-scores/1"
 
@@ -152,7 +152,7 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
                  "files": {f.key: f.content_sha256 for f in files}},
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
         depth_items=depth_items,
-        depth_bins=(ds.build(config).get("variant") or {}).get("depth_bins"),
+        depth_bins=(ds.build(config).variant or {}).get("depth_bins"),
         selection={"tasks": sorted({f.task for f in files},
                                    key=lambda t: (order.get(t, 99), t)),
                    "lengths": sorted({f.max_seq_length for f in files}), "limit": limit,
@@ -304,7 +304,7 @@ def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
-    keys = {tuple(k.split("/")) for k in run["dataset"]["files"]}
+    keys = {tuple(k.split("/")) for k in recorded_files(run)}
     files = [f for f in ds.files(run["dataset"]["config"])
              if (f.task, str(f.max_seq_length)) in keys]
     report = score_predictions(ds, records, files, model=run.get("model"),

@@ -55,6 +55,30 @@ def test_the_records_are_typed(built):
     assert m.build("nope") is None
 
 
+def test_unknown_fields_survive_a_rewrite_by_a_build(built, tmp_path):
+    """Fields a newer writer added (top level, a build entry, a file entry) are kept when this
+    version adds a file to the folder and rewrites the manifest."""
+    out = tmp_path / "out"
+    shutil.copytree(built, out)
+    data = json.loads((out / MANIFEST_NAME).read_text())
+    data["future_top"] = {"x": [1, 2]}
+    data["builds"]["qwen2.5--out256"]["future_build"] = "kept"
+    data["builds"]["gpt-4"]["future_build"] = 7
+    rel = "data/gpt-4/vt/1024.parquet"
+    data["files"][rel]["future_file"] = {"a": 1}
+    assert Manifest.from_json(data).to_json() == data
+    (out / MANIFEST_NAME).write_text(_dump(data))
+
+    build(out, "gpt-4", ["niah_single_2"], [1024], 2)  # adds a file, rewrites gpt-4's entry
+
+    after = json.loads((out / MANIFEST_NAME).read_text())
+    assert "data/gpt-4/niah_single_2/1024.parquet" in after["files"]
+    assert after["future_top"] == {"x": [1, 2]}
+    assert after["builds"]["qwen2.5--out256"]["future_build"] == "kept"
+    assert after["builds"]["gpt-4"]["future_build"] == 7
+    assert after["files"][rel]["future_file"] == {"a": 1}
+
+
 def test_absent_optional_fields_stay_absent(built):
     """A manifest of an older version (no identity, no counting, no build_key) round-trips
     without gaining fields."""

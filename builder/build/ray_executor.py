@@ -49,10 +49,11 @@ from ruler.builder.build.worker import Worker, worker_name, write_file_steps
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import content_packages
+from ruler.builder.manifest import FileEntry
 from ruler.builder.sources import recheck
 from ruler.builder.writer import temp_prefix
 
-Publish = Callable[[FileResult, dict, Path], None]
+Publish = Callable[[FileResult, FileEntry, Path], None]
 
 #: Re-runs of a file whose Ray worker died (or whose node was lost) before the build gives up.
 RETRIES = 3
@@ -203,7 +204,7 @@ class Arrival:
         self.final = Path(out) / job.path
         self.job, self.temp_tag = job, temp_tag
         self.result: FileResult | None = None
-        self.entry: dict | None = None
+        self.entry: FileEntry | None = None
         self.path: Path | None = None
         self._fd: int | None = None
 
@@ -231,7 +232,7 @@ class Arrival:
                                    prefix=temp_prefix(self.final, self.temp_tag), suffix=".tmp")
         self._fd, self.path = fd, Path(tmp)
 
-    def finish(self) -> tuple[FileResult, dict, Path]:
+    def finish(self) -> tuple[FileResult, FileEntry, Path]:
         """The file, complete and checked: (result, entry, temporary path) for `publish`."""
         if self.result is None or self.entry is None or self._fd is None:
             self.discard()
@@ -239,10 +240,10 @@ class Arrival:
         os.close(self._fd)
         self._fd = None
         size = self.path.stat().st_size
-        if size != self.entry["bytes"] or file_sha256(self.path) != self.entry["sha256"]:
+        if size != self.entry.bytes or file_sha256(self.path) != self.entry.sha256:
             self.discard()
             raise RulerError(f"{self.job.path} arrived from its Ray worker with other bytes "
-                             f"than it hashed ({size} of {self.entry['bytes']} bytes); nothing "
+                             f"than it hashed ({size} of {self.entry.bytes} bytes); nothing "
                              f"of it was published: run the same command again to resume")
         os.chmod(self.path, 0o644)  # mkstemp makes 0600; a dataset folder is for sharing
         return self.result, self.entry, self.path

@@ -29,7 +29,7 @@ from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import (data_path, manifest_lock, read_manifest, split_file,
+from ruler.builder.manifest import (BuildEntry, Manifest, data_path, manifest_lock, split_file,
                                     temp_prefix)
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config, variant_of
@@ -63,9 +63,9 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     units = plan_units(cfg)
     resolve_sources(ctx, units)
 
-    manifest = read_manifest(out)
+    manifest = Manifest.load(out)
     identity = build_identity(cfg, tok, mode)
-    differs = _differences(manifest["builds"].get(config), identity, ctx)
+    differs = _differences(manifest.build(config), identity, ctx)
     if differs and not cfg.overwrite:
         n = len(listed_files(out, manifest, config))
         raise RulerError(
@@ -78,13 +78,13 @@ def run_build(cfg: BuildConfig) -> BuildReport:
         rel = data_path(config, task, L)
         path = split_file(out, rel)  # never written through a link in OUT
         key = job_key(identity, ctx, task, L)
-        entry = None if differs else manifest["files"].get(rel)
-        if entry and entry.get("build_key") == key and path.is_file() \
-                and file_sha256(path) == entry["sha256"]:
-            kept.append(FileResult(rel, task, L, entry["rows"], skipped=True,
-                                   bytes=entry["bytes"]))
+        entry = None if differs else manifest.file(rel)
+        if entry and entry.build_key == key and path.is_file() \
+                and file_sha256(path) == entry.sha256:
+            kept.append(FileResult(rel, task, L, entry.rows, skipped=True, bytes=entry.bytes))
         else:
-            todo.append(FileJob(task, L, rel, key))
+            todo.append(FileJob(task, L, rel, key, packages=identity["packages"],
+                                tokenizer_pinned=tok.identity.pinned))
     preflight(worker, [(job.task, job.max_seq_length) for job in todo], cfg.samples)
     remove_stale_temp_files(out)  # of builds that were killed; never a running build's
     if not todo:  # up to date: leave OUT exactly as it is (it may be read-only) ...
@@ -137,15 +137,15 @@ def _executor(cfg: BuildConfig, worker: Worker):
     return LocalExecutor(worker, local_workers(cfg), cfg.start_method)
 
 
-def _differences(previous: dict | None, identity: dict, ctx: BuildContext) -> list[str]:
+def _differences(previous: BuildEntry | None, identity: dict, ctx: BuildContext) -> list[str]:
     """What differs between OUT's build of this config and this one ([] when none yet)."""
     if not previous:
         return []
-    if not previous.get("identity"):
+    if not previous.identity:
         return ["no identity recorded (a manifest of an older ruler)"]
     ours = {sid: s.sha256 for sid, s in ctx.used_sources().items()}
-    return (identity_differences(previous["identity"], identity)
-            + source_differences(previous.get("sources") or {}, ours))
+    return (identity_differences(previous.identity, identity)
+            + source_differences(previous.sources or {}, ours))
 
 
 def check_out_folder(out: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import content_packages
+from ruler.builder.manifest import BuildEntry
 
 
 def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
@@ -30,7 +31,7 @@ def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
 
 
 class Regenerator:
-    def __init__(self, builds: Mapping[str, Mapping[str, Any]], tokenizers: Mapping[str, Any],
+    def __init__(self, builds: Mapping[str, BuildEntry], tokenizers: Mapping[str, Any],
                  sources_dir: str | os.PathLike | None):
         self.builds, self.tokenizers, self.sources_dir = builds, tokenizers, sources_dir
         self._workers: dict[str, Any] = {}
@@ -45,17 +46,16 @@ class Regenerator:
             from ruler.builder.context import BuildContext
             from ruler.builder.tokenizer_registry import config_name
 
-            build, tok = self.builds.get(config) or {}, self.tokenizers.get(config)
-            if tok is None:
+            build, tok = self.builds.get(config), self.tokenizers.get(config)
+            if build is None or tok is None:
                 self._workers[config] = "its tokenizer did not load (see above)"
             else:
                 # A variant config keeps the seeds of its tokenizer's default config.
-                variant = build.get("variant") or {}
-                seed_name = (config_name(str((build.get("tokenizer") or {}).get("name")))
-                             if variant else config)
-                ctx = BuildContext(tok, seed_name, build.get("seed"), self.sources_dir,
+                variant = build.variant or {}
+                seed_name = config_name(str(build.tokenizer.get("name"))) if variant else config
+                ctx = BuildContext(tok, seed_name, build.seed, self.sources_dir,
                                    depth_bins=variant.get("depth_bins"))
-                self._workers[config] = Worker(ctx, build.get("prompt_mode"), config=config,
+                self._workers[config] = Worker(ctx, build.prompt_mode, config=config,
                                                output_budget=variant.get("output_budget"))
         return self._workers[config]
 
@@ -66,7 +66,7 @@ class Regenerator:
         worker = self._worker(config)
         if isinstance(worker, str):
             return worker
-        recorded = (self.builds.get(config) or {}).get("sources") or {}
+        recorded = self.builds[config].sources or {}  # a worker exists: so does the build
         for sid in get_task(task).sources:
             try:
                 found = worker.ctx.source(sid)
@@ -90,11 +90,11 @@ class Regenerator:
 
     def version_note(self, config: str) -> str:
         """Why a rebuilt row may differ besides damage: other package versions here."""
-        build = self.builds.get(config) or {}
+        build = self.builds.get(config)
         tok = self.tokenizers.get(config)
-        if tok is None or not build.get("packages"):
+        if tok is None or build is None or not build.packages:
             return ""
         here = content_packages(*tok.identity.content_kinds)
         changed = [f"{p} {v} recorded, {here.get(p)} here"
-                   for p, v in sorted(build["packages"].items()) if here.get(p) != v]
+                   for p, v in sorted(build.packages.items()) if here.get(p) != v]
         return f" (package versions differ: {', '.join(changed)})" if changed else ""
