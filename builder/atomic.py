@@ -1,27 +1,34 @@
 """Files written whole or not at all: a temporary file beside the target, then `os.replace`.
 
-Every writer of a file that someone else may read meanwhile (the manifest, the card, scores,
-run records, reports, downloads) goes through here, so a reader never sees half a file and a
-failure leaves the previous file as it was. The temporary file sits in the target's folder
-(`os.replace` is atomic only within one file system) and is named `.<name>.<tag.>*.tmp`:
-`temp_prefix` is the one definition of that shape, which the cleaners of files left by a
-killed writer match (`remove_stale_temps` here, `ruler.builder.temp_files` for split files).
+Every writer of a file that someone may read meanwhile (the manifest, the card, scores, run
+records, reports and plots, downloads) goes through here, so a reader never sees half a file
+and a failure (a full disk, Ctrl-C, an error while rendering) leaves the previous file as it
+was and no temporary file behind. The temporary file sits in the target's folder (`os.replace`
+is atomic only within one file system) and is named `.<name>.[<tag>.]<random>.tmp`:
+`temp_prefix` is the one definition of that shape, which the cleaners of files a killed writer
+left match (`remove_stale_temps` here, `ruler.builder.temp_files` for split files).
 
-Writers that stream a large file and publish it later (the split writer, Ray's receiver,
-merge's copy) take their temporary file from `temp_file_beside`, named the same way.
+- `write_bytes_atomic` / `write_text_atomic` / `write_json_atomic`: data in memory;
+- `replacing(path)`: a writer that fills a path itself (a download, a plot, a copy);
+- `temp_file_beside(path, tag)`: a temporary file that its writer publishes later, by its own
+  `os.replace` (split files: written by a worker, moved into place under the manifest lock);
+- `replace_folder`: a folder made complete beside its target (an export, a download of
+  several files), moved into place by renames.
 
-No `fsync`: none of ruler's writers has ever synced (a build records a file per split and
-would pay for it at every step); what a power cut can cost is a file the next run rewrites,
-never a mix of two versions, because readers only ever see a name after `os.replace`.
+No `fsync`: none of ruler's writers has synced (a build rewrites the manifest after every
+file); a power cut can cost a file the next run writes again, never a mix of two versions,
+because a name appears only through `os.replace`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 #: Permissions of published files: mkstemp makes 0600, a dataset folder is for sharing.
 FILE_MODE = 0o644
@@ -43,18 +50,25 @@ def temp_file_beside(path: str | os.PathLike, tag: str = "") -> tuple[int, Path]
     return fd, Path(tmp)
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write `path` whole or not at all: a temporary file beside it (removed on any failure,
-    Ctrl-C included), then `os.replace`; the file is readable by all (FILE_MODE)."""
-    fd, tmp = temp_file_beside(path)
+@contextmanager
+def replacing(path: str | os.PathLike, tag: str = "") -> Iterator[Path]:
+    """A temporary path beside `path` for the block to write; when the block ends without an
+    exception it replaces `path` (readable by all, FILE_MODE), else it is removed (Ctrl-C
+    included)."""
+    fd, tmp = temp_file_beside(path, tag)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
+        yield tmp
         os.chmod(tmp, FILE_MODE)
         os.replace(tmp, path)
-    except BaseException:
+    finally:
         tmp.unlink(missing_ok=True)
-        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+    """Write `path` whole or not at all (`replacing`)."""
+    with replacing(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
@@ -75,3 +89,22 @@ def remove_stale_temps(path: str | os.PathLike) -> None:
     path = Path(path)
     for tmp in path.parent.glob(f"{temp_prefix(path)}*tmp"):
         tmp.unlink(missing_ok=True)
+
+
+def replace_folder(staging: str | os.PathLike, target: str | os.PathLike) -> None:
+    """Move the complete folder `staging` to `target` (in the same folder, so one file system),
+    replacing the folder there: the old one is renamed aside, the new one moved in, the old
+    one removed, so `target` is the old folder or the new one, never a mix of the two."""
+    staging, target = Path(staging), Path(target)
+    if not target.exists():
+        staging.rename(target)
+        return
+    old = target.with_name(f".{target.name}.old")
+    shutil.rmtree(old, ignore_errors=True)  # left by a writer killed between two renames
+    target.rename(old)
+    try:
+        staging.rename(target)
+    except BaseException:
+        old.rename(target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -371,7 +371,3 @@ def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
     itself. Code reads the typed `Manifest`."""
     return Manifest.load(out).to_json()
 
-
-# Moved to ruler.builder.atomic; imported from here until their callers move.
-from ruler.builder.atomic import (remove_stale_temps, temp_prefix,  # noqa: E402,F401
-                                  write_text_atomic)

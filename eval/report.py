@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
 from ruler.builder.tasks.catalog import TASKS
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
@@ -328,7 +328,8 @@ def plot(r: Report, out: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     paths.append(out / "scores_by_task.png")
-    fig.savefig(paths[-1], dpi=110)
+    with replacing(paths[-1]) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -343,7 +344,8 @@ def plot(r: Report, out: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     paths.append(out / "scores_overall.png")
-    fig.savefig(paths[-1], dpi=110)
+    with replacing(paths[-1]) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return paths
 
@@ -360,11 +362,11 @@ def write_report(results: str | Path, out: Path | None = None,
                      asked=_run_files(Path(results), scores))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(to_markdown(r), encoding="utf-8")
-    (out / "report.csv").write_text(to_csv(r), encoding="utf-8")
+    write_text_atomic(out / "report.md", to_markdown(r))
+    write_text_atomic(out / "report.csv", to_csv(r))
     write_json_atomic(out / "report.json", to_json(r))
     if r.depth:
-        (out / "report_depth.csv").write_text(depth_csv(r.depth), encoding="utf-8")
+        write_text_atomic(out / "report_depth.csv", depth_csv(r.depth))
     if plots:
         plot(r, out)
         if r.depth and r.depth.tasks:

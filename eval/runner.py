@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
+from ruler.builder.atomic import write_json_atomic
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend

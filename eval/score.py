@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
+from ruler.builder.atomic import write_json_atomic
 from ruler.builder.tasks.catalog import TASKS
 from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items

@@ -10,8 +10,9 @@ import textwrap
 
 import pytest
 
-from ruler.builder.atomic import (remove_stale_temps, temp_file_beside, temp_prefix,
-                                  write_bytes_atomic, write_json_atomic, write_text_atomic)
+from ruler.builder.atomic import (remove_stale_temps, replace_folder, replacing,
+                                  temp_file_beside, temp_prefix, write_bytes_atomic,
+                                  write_json_atomic, write_text_atomic)
 from ruler.builder.temp_files import _TEMP_NAME, new_temp_tag
 
 
@@ -98,3 +99,34 @@ def test_temporary_files_are_named_as_the_cleaners_expect(tmp_path):
     card.write_text("card")
     remove_stale_temps(card)
     assert not left.exists() and card.read_text() == "card"  # the card itself stays
+
+
+def test_replacing_publishes_what_the_block_wrote_or_nothing(tmp_path):
+    path = tmp_path / "plot.png"
+    path.write_bytes(b"old")
+    with pytest.raises(RuntimeError):
+        with replacing(path) as tmp:
+            tmp.write_bytes(b"half")
+            raise RuntimeError("the renderer failed")
+    assert path.read_bytes() == b"old" and _leftovers(tmp_path) == []
+    with replacing(path) as tmp:
+        assert tmp.parent == tmp_path and tmp.name.startswith(".plot.png.")
+        tmp.write_bytes(b"new")
+    assert path.read_bytes() == b"new" and _leftovers(tmp_path) == []
+
+
+def test_replace_folder_swaps_a_whole_folder(tmp_path):
+    target = tmp_path / "lm_eval"
+    target.mkdir()
+    (target / "old.yaml").write_text("old")
+    staging = tmp_path / ".lm_eval.new"
+    staging.mkdir()
+    (staging / "new.yaml").write_text("new")
+    replace_folder(staging, target)
+    assert sorted(p.name for p in target.iterdir()) == ["new.yaml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lm_eval"]  # old one removed
+    with pytest.raises(OSError):  # nothing to move in: the folder there stays as it was
+        replace_folder(tmp_path / "missing", target)
+    assert sorted(p.name for p in target.iterdir()) == ["new.yaml"]
+    replace_folder(target, tmp_path / "fresh")  # no folder there yet: one rename
+    assert (tmp_path / "fresh" / "new.yaml").read_text() == "new" and not target.exists()

@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.build.publish import record_build
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
 from ruler.builder.manifest import (BuildEntry, FileEntry, Manifest, check_split_files,
-                                    manifest_lock, split_file, temp_prefix)
+                                    manifest_lock, split_file)
 from ruler.builder.verify.folder import load_manifest
 from ruler.cards.render import refresh_card
 
@@ -131,12 +131,11 @@ def _publish_copy(src: Path, out: Path, rel: str, entry: FileEntry, build: Build
     merge or build may have recorded it since the checks before copying), move the file into
     place and record it. False when OUT recorded the same rows meanwhile (nothing replaced)."""
     final = split_file(out, rel)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=temp_prefix(final), suffix=".tmp")
+    fd, tmp = temp_file_beside(final)
     os.close(fd)
     try:
         shutil.copyfile(src / rel, tmp)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, FILE_MODE)
         if file_sha256(tmp) != entry.sha256:
             raise RulerError(f"{src / rel} changed while it was copied; nothing more was merged")
         config = entry.config

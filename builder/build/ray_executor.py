@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from ruler.builder import __version__
+from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.worker import Worker, worker_name, write_file_steps
 from ruler.builder.errors import RulerError
@@ -51,7 +52,6 @@ from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import content_packages
 from ruler.builder.manifest import FileEntry
 from ruler.builder.sources import recheck
-from ruler.builder.writer import temp_prefix
 
 Publish = Callable[[FileResult, FileEntry, Path], None]
 
@@ -227,10 +227,7 @@ class Arrival:
     def _open(self) -> None:
         if self._fd is not None:
             return
-        self.final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.final.parent,
-                                   prefix=temp_prefix(self.final, self.temp_tag), suffix=".tmp")
-        self._fd, self.path = fd, Path(tmp)
+        self._fd, self.path = temp_file_beside(self.final, self.temp_tag)
 
     def finish(self) -> tuple[FileResult, FileEntry, Path]:
         """The file, complete and checked: (result, entry, temporary path) for `publish`."""
@@ -245,7 +242,7 @@ class Arrival:
             raise RulerError(f"{self.job.path} arrived from its Ray worker with other bytes "
                              f"than it hashed ({size} of {self.entry.bytes} bytes); nothing "
                              f"of it was published: run the same command again to resume")
-        os.chmod(self.path, 0o644)  # mkstemp makes 0600; a dataset folder is for sharing
+        os.chmod(self.path, FILE_MODE)
         return self.result, self.entry, self.path
 
     def discard(self) -> None:

@@ -18,6 +18,7 @@ import errno
 import os
 from pathlib import Path
 
+from ruler.builder.atomic import temp_prefix
 from ruler.builder.build.config import (BuildConfig, BuildReport, FileJob, FileResult,
                                         local_workers)
 from ruler.builder.build.executor import LocalExecutor
@@ -29,8 +30,7 @@ from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import (BuildEntry, Manifest, data_path, manifest_lock, split_file,
-                                    temp_prefix)
+from ruler.builder.manifest import BuildEntry, Manifest, data_path, manifest_lock, split_file
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config, variant_of
 from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files

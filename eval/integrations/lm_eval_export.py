@@ -51,6 +51,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from ruler.builder.atomic import replace_folder
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.tasks.catalog import TASKS
@@ -450,14 +451,7 @@ def write_export(files: Mapping[str, str], to: str | os.PathLike) -> Path:
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
         tmp.chmod(0o755)
-        if to.exists():
-            old = to.with_name(f".{to.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            to.rename(old)
-            tmp.rename(to)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(to)
+        replace_folder(tmp, to)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
