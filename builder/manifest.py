@@ -52,8 +52,9 @@ import pyarrow as pa
 from ruler.builder import __version__
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
+from ruler.builder.identity import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import in_task_order, task_rank
 
 MANIFEST_NAME = "manifest.json"
 #: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
@@ -65,10 +66,11 @@ LOCK_NAME = ".manifest.lock"
 REPEATED_FIELD = "repeated_share"
 GENERATOR_NAME = "ruler-bench"
 
-#: Packages whose versions can change generated content or file bytes.
-TRACKED_PACKAGES = ("pyarrow", "tokenizers", "transformers", "tiktoken", "sentencepiece",
-                    "mistral-common", "nltk", "wonderwords", "english-words", "numpy", "scipy",
-                    "datasets")
+#: The environment the top-level `packages` records (the last writer's): what shapes file
+#: bytes and rows (`identity.FILE_PACKAGES`, every tokenizer kind's `CONTENT_PACKAGES`), and
+#: `datasets`, the loader the card's examples and `ruler verify` read the folder with.
+TRACKED_PACKAGES = tuple(dict.fromkeys(
+    (*FILE_PACKAGES, *(p for kind in CONTENT_PACKAGES.values() for p in kind), "datasets")))
 
 
 def package_versions() -> dict[str, str]:
@@ -84,11 +86,6 @@ def package_versions() -> dict[str, str]:
 def data_path(config: str, task: str, max_seq_length: int) -> str:
     """Path of one split file, relative to the build folder."""
     return f"data/{config}/{task}/{max_seq_length}.parquet"
-
-
-def _task_rank(task: str) -> tuple[int, str]:
-    order = list(TASKS)
-    return (order.index(task) if task in order else len(order), task)
 
 
 # --- the records ------------------------------------------------------------------------------
@@ -258,11 +255,11 @@ class Manifest:
         found = [f for f in self.files.values() if f.config == config
                  and (tasks is None or f.task in tasks)
                  and (lengths is None or f.max_seq_length in lengths)]
-        return sorted(found, key=lambda f: (_task_rank(f.task), f.max_seq_length))
+        return sorted(found, key=lambda f: (task_rank(f.task), f.max_seq_length))
 
     def tasks(self, config: str) -> list[str]:
         """The tasks `config` has files of, in upstream's order."""
-        return list(dict.fromkeys(f.task for f in self.files_of(config)))
+        return in_task_order(f.task for f in self.files_of(config))
 
     def lengths(self, config: str) -> list[int]:
         """The lengths `config` has files of, ascending."""

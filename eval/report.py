@@ -25,7 +25,7 @@ from typing import Any, Iterable
 
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import TASKS, in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
@@ -138,11 +138,10 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     unscored = {_cell_key(k) for k in (*recorded_files(scores), *asked)} - set(cells)
     if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
-    order = {t: i for i, t in enumerate(TASKS)}
-    tasks = sorted({t for t, _ in (*cells, *unscored)}, key=lambda t: (order.get(t, 99), t))
+    tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
     incomplete = sorted([k for k, c in cells.items() if not cell_complete(c)] + list(unscored),
-                        key=lambda k: (k[1], order.get(k[0], 99), k[0]))
+                        key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
     for L in lengths:
         values = [cells[(t, L)]["score"] if (t, L) in cells else None for t in tasks]

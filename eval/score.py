@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.atomic import write_json_atomic
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.prediction_source import PredictionSource
@@ -146,15 +146,13 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
     unknown = [format_key(k) for k in sorted(records) if k not in seen or
                records[k].get("_unknown")]
-    order = {t: i for i, t in enumerate(TASKS)}
     return ScoreReport(
         dataset={"spec": ds.spec, "revision": ds.revision,
                  "files": {f.key: f.content_sha256 for f in files}},
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
         depth_items=depth_items,
         depth_bins=(ds.build(config).variant or {}).get("depth_bins"),
-        selection={"tasks": sorted({f.task for f in files},
-                                   key=lambda t: (order.get(t, 99), t)),
+        selection={"tasks": in_task_order(f.task for f in files),
                    "lengths": sorted({f.max_seq_length for f in files}), "limit": limit,
                    "by": selected_by})
 

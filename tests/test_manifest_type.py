@@ -122,3 +122,20 @@ def test_an_empty_manifest_is_written_as_today(tmp_path):
     m = Manifest.load(tmp_path)  # no manifest yet
     assert m.builds == {} and m.files == {}
     assert set(m.to_json()) == {"format_version", "generator", "packages", "builds", "files"}
+
+
+def test_the_environment_record_holds_every_package_a_build_records(built):
+    """One list of the packages that shape rows (identity.CONTENT_PACKAGES): the manifest's
+    record of the writer's environment covers what every build's identity records."""
+    m = Manifest.load(built)
+    for config in m.configs():
+        assert set(m.build(config).packages) <= set(m.packages), config
+    assert "pyarrow" in m.packages  # file bytes (identity.FILE_PACKAGES)
+
+
+def test_tasks_are_listed_in_upstreams_order():
+    from ruler.builder.tasks.catalog import TASKS, in_task_order
+
+    assert in_task_order(reversed(list(TASKS))) == list(TASKS)
+    assert in_task_order(["qa_2", "vt", "zz", "niah_single_1", "aa", "vt"]) == [
+        "niah_single_1", "vt", "qa_2", "aa", "zz"]  # unknown names last, by name; once each

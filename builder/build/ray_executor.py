@@ -33,7 +33,6 @@ inputs at the same paths (a shared filesystem, or the same layout on each node).
 from __future__ import annotations
 
 import collections
-import importlib.metadata
 import os
 import pickle
 import shutil
@@ -49,7 +48,7 @@ from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.worker import Worker, worker_name, write_file_steps
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import content_packages
+from ruler.builder.identity import FILE_PACKAGES, content_packages, installed_versions
 from ruler.builder.manifest import FileEntry
 from ruler.builder.sources import recheck
 
@@ -77,13 +76,9 @@ ROW = ("row",)
 def environment(*tokenizer_kinds: str) -> dict[str, str]:
     """What must be equal on every node for its rows and files to be this process's: the
     ruler version, the packages that shape rows (the build identity's: those of the
-    tokenizer's `content_kinds`) and pyarrow (bytes)."""
-    packages = content_packages(*tokenizer_kinds)
-    try:
-        packages["pyarrow"] = importlib.metadata.version("pyarrow")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a dependency
-        packages["pyarrow"] = "not installed"
-    return {"ruler": __version__, **packages}
+    tokenizer's `content_kinds`) and those that shape file bytes (pyarrow)."""
+    return {"ruler": __version__, **content_packages(*tokenizer_kinds),
+            **installed_versions(FILE_PACKAGES)}
 
 
 def forwarded_env() -> dict[str, str]:
