@@ -129,3 +129,18 @@ def source_differences(old: Mapping[str, Mapping[str, Any]],
     return [f"source {sid} sha256 {old[sid].get('sha256', '')[:12]} -> {sha[:12]}"
             for sid, sha in sorted(new.items())
             if sid in old and old[sid].get("sha256") != sha]
+
+
+def build_differences(previous: BuildEntry | None, identity: Mapping[str, Any],
+                      sources: Mapping[str, str]) -> list[str]:
+    """What differs between a folder's recorded build of a config (`previous`, its manifest
+    entry) and a build of `identity` that reads `sources` (id -> sha256), one phrase each;
+    [] when the folder has no build of the config yet, or the same one. The one check of
+    `ruler build` (before and while it runs) and `ruler merge`: a recorded build without an
+    identity (a manifest of an older ruler) is never taken for the same build."""
+    if previous is None:
+        return []
+    if not previous.identity:
+        return ["no identity recorded (a manifest of an older ruler)"]
+    return (identity_differences(previous.identity, identity)
+            + source_differences(previous.sources or {}, sources))

@@ -27,7 +27,7 @@ from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.build.publish import record_build
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import identity_differences, source_differences
+from ruler.builder.identity import build_differences
 from ruler.builder.manifest import (BuildEntry, FileEntry, Manifest, check_split_files,
                                     manifest_lock, split_file)
 from ruler.builder.verify.folder import load_manifest
@@ -109,8 +109,7 @@ def _check_same_identity(config: str, build: BuildEntry, seen: tuple[Path, Build
                          (existing, out)):
         if not other:
             continue
-        differs = (identity_differences(other.identity or {"?": None}, build.identity)
-                   + source_differences(other.sources or {}, build.source_hashes))
+        differs = build_differences(other, build.identity, build.source_hashes)
         if differs:
             raise RulerError(f"config {config!r} of {src} is another build than in {where} "
                              f"({'; '.join(differs)}); {outcome}")

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from ruler.builder.build.config import BuildConfig, FileResult
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
-from ruler.builder.identity import identity_differences, source_differences
+from ruler.builder.identity import build_differences
 from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_lock, split_file
 from ruler.builder.variants import variant_of
 from ruler.cards.render import write_card
@@ -50,12 +50,8 @@ class Publisher:
         self.results.append(result)
 
     def _check_same_build(self, manifest: Manifest) -> None:
-        previous = manifest.build(self.config)
-        if not previous:
-            return
         ours = {sid: s.sha256 for sid, s in self._ctx.used_sources().items()}
-        differs = (identity_differences(previous.identity, self._fields["identity"])
-                   + source_differences(previous.sources or {}, ours))
+        differs = build_differences(manifest.build(self.config), self._fields["identity"], ours)
         if differs:
             raise RulerError(f"another build recorded config {self.config!r} in {self.out} "
                              f"with a different identity while this one ran "

@@ -29,8 +29,8 @@ from ruler.builder.build.worker import Worker
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import BuildEntry, Manifest, data_path, manifest_lock, split_file
+from ruler.builder.identity import build_differences
+from ruler.builder.manifest import Manifest, data_path, manifest_lock, split_file
 from ruler.builder.tokenizer_registry import config_name, load_tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config, variant_of
 from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
@@ -65,7 +65,8 @@ def run_build(cfg: BuildConfig) -> BuildReport:
 
     manifest = Manifest.load(out)
     identity = build_identity(cfg, tok, mode)
-    differs = _differences(manifest.build(config), identity, ctx)
+    ours = {sid: s.sha256 for sid, s in ctx.used_sources().items()}
+    differs = build_differences(manifest.build(config), identity, ours)
     if differs and not cfg.overwrite:
         n = len(listed_files(out, manifest, config))
         raise RulerError(
@@ -135,17 +136,6 @@ def _executor(cfg: BuildConfig, worker: Worker):
 
         return RayExecutor(worker, cfg.ray_address, cfg.workers)
     return LocalExecutor(worker, local_workers(cfg), cfg.start_method)
-
-
-def _differences(previous: BuildEntry | None, identity: dict, ctx: BuildContext) -> list[str]:
-    """What differs between OUT's build of this config and this one ([] when none yet)."""
-    if not previous:
-        return []
-    if not previous.identity:
-        return ["no identity recorded (a manifest of an older ruler)"]
-    ours = {sid: s.sha256 for sid, s in ctx.used_sources().items()}
-    return (identity_differences(previous.identity, identity)
-            + source_differences(previous.sources or {}, ours))
 
 
 def check_out_folder(out: Path) -> None:
