@@ -60,10 +60,6 @@ MANIFEST_NAME = "manifest.json"
 #: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
 #: dataset loader nor `ruler release` ever sees it.
 LOCK_NAME = ".manifest.lock"
-#: A file entry's field, present where a task's source ran out before L and was repeated (as
-#: upstream repeats it): {"mean", "max"} over the rows of the share of a row's context, in
-#: characters, that repeats text of the source already in that context. The card reports it.
-REPEATED_FIELD = "repeated_share"
 GENERATOR_NAME = "ruler-bench"
 
 #: The environment the top-level `packages` records (the last writer's): what shapes file
@@ -130,7 +126,10 @@ class FileEntry(_Record):
     build_key: str | None = None
     packages: dict[str, str] | None = None
     counting: str | None = None  # a key of builder.counting.COUNTING_METHODS
-    repeated_share: dict[str, float] | None = None  # {"mean", "max"}: see REPEATED_FIELD
+    # Present where the task's source ran out before L and was repeated (as upstream repeats
+    # it): {"mean", "max"} over the rows of the share of a row's context, in characters, that
+    # repeats text of the source already in that context. The card reports it.
+    repeated_share: dict[str, float] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
