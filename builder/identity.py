@@ -14,53 +14,19 @@ of a few tasks reads fewer sources, so each file's key adds the hashes of its ta
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+# The packages that shape rows: one list, in the lowest layer that reads it (the manifest
+# records the writer's environment too); the identity records its tokenizer's share of it.
+from ruler.builder.packages import CONTENT_PACKAGES  # noqa: F401 (identity.CONTENT_PACKAGES)
 from ruler.builder.tokenizer import TokenizerIdentity
 
-if TYPE_CHECKING:  # the manifest module reads this one's package lists
+if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry
 
-#: Packages whose versions can change generated rows, by what they shape: the task generators
-#: (numpy Generator streams, scipy's zeta for fwe, the word lists, punkt sentence splitting),
-#: then each tokenizer backend (token counts, offsets, chat template rendering by jinja2).
-#: The one list of them: the manifest's environment record (`manifest.TRACKED_PACKAGES`) and
-#: the Ray workers' environment check derive from it.
-CONTENT_PACKAGES: Mapping[str, tuple[str, ...]] = {
-    "common": ("numpy", "scipy", "wonderwords", "english-words", "nltk"),
-    "hf": ("tokenizers", "transformers", "jinja2"),
-    "tiktoken": ("tiktoken",),
-    "sentencepiece": ("sentencepiece", "protobuf"),
-    "tekken": ("mistral-common", "tiktoken"),
-}
-#: Packages that shape a split file's bytes, not its rows (`content_sha256` is independent of
-#: them): a file rebuilt elsewhere has the same bytes only with the same versions.
-FILE_PACKAGES = ("pyarrow",)
-NOT_INSTALLED = "not installed"
 #: A package one identity records and the other does not (it does not shape that build's rows).
 NOT_RECORDED = "not recorded"
-
-
-def content_packages(*tokenizer_kinds: str) -> dict[str, str]:
-    """Installed versions of the packages that shape a build's rows with a tokenizer of these
-    kinds (`TokenizerIdentity.content_kinds`: a registry name that more than one backend
-    loads records the packages of each)."""
-    return installed_versions((*CONTENT_PACKAGES["common"],
-                               *(p for kind in tokenizer_kinds
-                                 for p in CONTENT_PACKAGES.get(kind, ()))))
-
-
-def installed_versions(dists: Iterable[str]) -> dict[str, str]:
-    """dist -> its installed version (NOT_INSTALLED where absent), by name."""
-    versions = {}
-    for dist in sorted(set(dists)):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = NOT_INSTALLED
-    return versions
 
 
 def tokenizer_fingerprint(record: Mapping[str, Any]) -> str:

@@ -52,8 +52,8 @@ import pyarrow as pa
 from ruler.builder import __version__
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.identity import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
+from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 
 MANIFEST_NAME = "manifest.json"
@@ -63,7 +63,7 @@ LOCK_NAME = ".manifest.lock"
 GENERATOR_NAME = "ruler-bench"
 
 #: The environment the top-level `packages` records (the last writer's): what shapes file
-#: bytes and rows (`identity.FILE_PACKAGES`, every tokenizer kind's `CONTENT_PACKAGES`), and
+#: bytes and rows (`packages.FILE_PACKAGES`, every tokenizer kind's `CONTENT_PACKAGES`), and
 #: `datasets`, the loader the card's examples and `ruler verify` read the folder with.
 TRACKED_PACKAGES = tuple(dict.fromkeys(
     (*FILE_PACKAGES, *(p for kind in CONTENT_PACKAGES.values() for p in kind), "datasets")))

@@ -15,13 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TaskSpec
-
-if TYPE_CHECKING:  # the manifest's schema reads the variants
-    from ruler.builder.manifest import BuildEntry
 
 #: The prompt mode an output-budget variant is counted in (builder.tokenizer.PROMPT_MODES).
 OUTPUT_BUDGET_MODE = "reasoning"
@@ -114,9 +111,10 @@ def check_one_variant(cfg: Any) -> None:
                          f"into its own config with its own command")
 
 
-def reserved_output_budget(build: BuildEntry) -> int | None:
-    """A build entry's reserved output budget, or None for a config without one."""
-    value = (build.variant or {}).get("output_budget")
+def reserved_output_budget(variant: Mapping[str, Any] | None) -> int | None:
+    """The reserved output budget of a build entry's `variant`, or None for a config without
+    one."""
+    value = (variant or {}).get("output_budget")
     return None if value is None else int(value)
 
 

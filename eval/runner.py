@@ -149,7 +149,7 @@ def _prompt_mode(ds: Dataset, cfg: EvalConfig) -> str:
     mode = cfg.mode or build.prompt_mode or "chat"
     if mode not in PROMPT_MODES:
         raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
-    if mode == OUTPUT_BUDGET_MODE and reserved_output_budget(build) is None:
+    if mode == OUTPUT_BUDGET_MODE and reserved_output_budget(build.variant) is None:
         raise RulerError(
             f"--mode reasoning needs rows fitted with a reserved output budget, and config "
             f"{cfg.tokenizer_config!r} was built without one: build the variant with `ruler "

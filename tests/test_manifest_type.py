@@ -125,12 +125,12 @@ def test_an_empty_manifest_is_written_as_today(tmp_path):
 
 
 def test_the_environment_record_holds_every_package_a_build_records(built):
-    """One list of the packages that shape rows (identity.CONTENT_PACKAGES): the manifest's
+    """One list of the packages that shape rows (packages.CONTENT_PACKAGES): the manifest's
     record of the writer's environment covers what every build's identity records."""
     m = Manifest.load(built)
     for config in m.configs():
         assert set(m.build(config).packages) <= set(m.packages), config
-    assert "pyarrow" in m.packages  # file bytes (identity.FILE_PACKAGES)
+    assert "pyarrow" in m.packages  # file bytes (packages.FILE_PACKAGES)
 
 
 def test_tasks_are_listed_in_upstreams_order():

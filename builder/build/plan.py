@@ -14,7 +14,8 @@ from ruler.builder.build.config import BuildConfig
 from ruler.builder.build.worker import Worker
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import TooShortError
-from ruler.builder.identity import content_packages, file_key, make_identity
+from ruler.builder.identity import file_key, make_identity
+from ruler.builder.packages import content_packages
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
 from ruler.builder.tokenizer import Tokenizer

@@ -48,7 +48,7 @@ from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.worker import Worker, worker_name, write_file_steps
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import FILE_PACKAGES, content_packages, installed_versions
+from ruler.builder.packages import FILE_PACKAGES, content_packages, installed_versions
 from ruler.builder.manifest import FileEntry
 from ruler.builder.sources import recheck
 

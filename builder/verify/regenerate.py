@@ -18,8 +18,8 @@ import random
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
-from ruler.builder.identity import content_packages
 from ruler.builder.manifest import BuildEntry
+from ruler.builder.packages import content_packages
 
 
 def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:

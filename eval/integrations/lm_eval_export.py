@@ -150,7 +150,7 @@ def reasoning_configs(manifest: Manifest) -> list[str]:
     Their answer is the text after the model's reasoning, which lm-eval's generation tasks do
     not take apart before the metric; `ruler eval --mode reasoning` evaluates them."""
     return [c for c in manifest.configs()
-            if reserved_output_budget(manifest.build(c)) is not None]
+            if reserved_output_budget(manifest.build(c).variant) is not None]
 
 
 def _runnable(manifest: Manifest) -> dict[str, list[FileEntry]]:
