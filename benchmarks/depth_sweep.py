@@ -23,9 +23,9 @@ import pyarrow.parquet as pq
 
 from ruler.builder.build import BuildConfig, run_build
 from ruler.builder.cli_build import parse_lengths, parse_tasks
-from ruler.builder.depths import bin_miss, bin_of, placed_depths, sample_bin
-from ruler.builder.tasks import get_task
-from ruler.builder.tasks.catalog import SWEPT_TASKS
+from ruler.builder.depths import bin_of, sample_bin
+from ruler.builder.tasks.family import family_of, swept_tasks
+from ruler.builder.variants import DepthSweep
 
 
 def _margin(depth: float, index: int, bins: int) -> float:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.depth_sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokenizer", default="llama-3.1")
-    p.add_argument("--tasks", default=",".join(SWEPT_TASKS))
+    p.add_argument("--tasks", default=",".join(swept_tasks()))
     p.add_argument("--lengths", default="4096,16384")
     p.add_argument("--samples", type=int, default=100)
     p.add_argument("--depths", type=int, default=10)
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     common = dict(tokenizer=args.tokenizer, tasks=tasks, lengths=lengths, samples=args.samples,
                   out=out, workers=args.workers, progress=False)
     seconds = {}
-    for name, extra in (("variant", {"depth_bins": args.depths}),
+    for name, extra in (("variant", {"variant": DepthSweep(args.depths)}),
                         *(() if args.no_default else (("default", {}),))):
         start = time.perf_counter()
         report = run_build(BuildConfig(**common, **extra))
@@ -76,11 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         for task in tasks:
             path = out / "data" / variant / task / f"{L}.parquet"
             rows = pq.read_table(path, columns=["index", "gold_depths"]).to_pylist()
-            family = get_task(task).family.name
-            placed = [(r["index"], placed_depths(family, r["gold_depths"])) for r in rows]
+            family = family_of(task)
+            placed = [(r["index"], family.placed_depths(r["gold_depths"])) for r in rows]
             per_bin = Counter(bin_of(d[0], args.depths) for _, d in placed if d)
-            inside = all(bin_miss(family, r["gold_depths"], r["index"], args.depths) is None
-                         for r in rows)
+            inside = all(family.bin_miss(r["gold_depths"], sample_bin(r["index"], args.depths))
+                         is None for r in rows)
             margin = min(_margin(d, i, args.depths) for i, ds in placed for d in ds)
             worst = min(worst, margin)
             counts = [per_bin.get(b, 0) for b in range(args.depths)]

@@ -62,8 +62,7 @@ def main() -> int:
 
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
-    from ruler.eval.backend_vllm import VLLMBackend
-    from ruler.eval.backends import BackendOptions
+    from ruler.eval.backends.vllm import VLLMBackend, VLLMOptions
     from ruler.eval.data import open_dataset
     from ruler.eval.runner import EvalConfig, run_eval
 
@@ -91,9 +90,9 @@ def main() -> int:
     prompt_ids = [tok.prompt_ids(r["input"], r["answer_prefix"], mode) for r in rows]
 
     t0 = time.perf_counter()
-    backend = VLLMBackend(BackendOptions(model=model, dtype=args.dtype,
-                                         max_model_len=args.max_model_len or max(lengths),
-                                         engine_kwargs={"enable_prefix_caching": False}))
+    backend = VLLMBackend(VLLMOptions(model=model, dtype=args.dtype,
+                                      max_model_len=args.max_model_len or max(lengths),
+                                      engine_kwargs={"enable_prefix_caching": False}))
     start_s = time.perf_counter() - t0
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt

@@ -5,7 +5,7 @@ process so its memory figures are its own):
 
   fake      the whole `ruler eval` pipeline (open and hash-check the data, load the tokenizer,
             check counts, render every row in the pool, stream, write predictions.jsonl,
-            score) with an instant fake backend: peak memory of the evaluator (engine
+            score) with the fake backend (empty answers, at once): peak memory of the evaluator (engine
             excluded: there is none), time to the first request handed to the backend (from
             process start and from `run_eval`'s start), rows and prompt tokens per second.
             Targets on the paper setup: peak <= 2 GB, first request <= 30 s.
@@ -123,28 +123,25 @@ def _process_age() -> float:
 
 # --- fake backend ------------------------------------------------------------------------------
 
-class InstantBackend:
-    """Answers every request at once: what is measured is the evaluator alone."""
+def timed_fake(model: str):
+    """The product's fake backend (empty answers, at once: what is measured is the evaluator
+    alone), counting rows and prompt tokens and noting when the first request came."""
+    from ruler.eval.backends.fake import FakeBackend, FakeOptions
 
-    name = "instant"
+    class TimedFake(FakeBackend):
+        def __init__(self) -> None:
+            super().__init__(FakeOptions(model, answers="empty"))
+            self.first_request_age: float | None = None
+            self.rows = self.tokens = 0
 
-    def __init__(self) -> None:
-        self.max_model_len = 1 << 30
-        self.first_request_age: float | None = None
-        self.rows = self.tokens = 0
-
-    def generate(self, requests):
-        from ruler.eval.backends import GenResult
-
-        for r in requests:
+        def answer(self, request):
             if self.first_request_age is None:
                 self.first_request_age = _process_age()
             self.rows += 1
-            self.tokens += len(r.prompt_ids)
-            yield GenResult(r.key, "no idea", output_tokens=2, finish_reason="stop")
+            self.tokens += len(request.prompt_ids)
+            return super().answer(request)
 
-    def close(self) -> None:
-        pass
+    return TimedFake()
 
 
 def run_fake(args: argparse.Namespace) -> dict:
@@ -152,9 +149,10 @@ def run_fake(args: argparse.Namespace) -> dict:
     from ruler.eval.runner import EvalConfig, run_eval
 
     out = Path(args.out or tempfile.mkdtemp(prefix="ruler-eval-stream-")) / "results"
-    backend = InstantBackend()
-    cfg = EvalConfig(model=args.model_tokenizer or args.tokenizer_config, data=args.data,
-                     tokenizer_config=args.tokenizer_config, out=out, backend="instant",
+    model = args.model_tokenizer or args.tokenizer_config
+    backend = timed_fake(model)
+    cfg = EvalConfig(model=model, data=args.data,
+                     tokenizer_config=args.tokenizer_config, out=out, backend="fake",
                      tasks=parse_tasks(args.tasks) if args.tasks else (),
                      lengths=parse_lengths(args.lengths) if args.lengths else (),
                      model_tokenizer=args.model_tokenizer or args.tokenizer_config,
@@ -206,8 +204,7 @@ def run_overhead(args: argparse.Namespace) -> None:
 
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
-    from ruler.eval.backend_vllm import VLLMBackend
-    from ruler.eval.backends import BackendOptions
+    from ruler.eval.backends.vllm import VLLMBackend, VLLMOptions
     from ruler.eval.data import open_dataset
     from ruler.eval.runner import EvalConfig, run_eval
 
@@ -226,7 +223,7 @@ def run_overhead(args: argparse.Namespace) -> None:
     engine_opts = dict(model=model, dtype=args.dtype, max_model_len=max(lengths),
                        engine_kwargs={"enable_prefix_caching": False})
     t = time.perf_counter()
-    backend = VLLMBackend(BackendOptions(**engine_opts))
+    backend = VLLMBackend(VLLMOptions(**engine_opts))
     llm = backend.llm  # the bare runs use the very same engine
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt

@@ -5,14 +5,14 @@ of the context's tokens: 0 = the start of the haystack, 1 = its end. Bin b of N 
 half-open interval [b/N, (b+1)/N); depth 1.0 belongs to the last bin. The position-controlled
 builds (`ruler build --depths N`) put sample i's gold items in bin i mod N, `ruler verify`
 checks it, and `ruler report` bins recorded depths the same way, so all three share
-`bin_of`.
+`bin_of`. Which of a row's depths a family places, and how the evaluator counts them, is the
+family's (`ruler.builder.tasks.family.TaskFamily`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
 
 from ruler.builder.errors import RulerError
 
@@ -69,30 +69,6 @@ class DepthBin:
     def label(self) -> str:
         """'0.3-0.4', for tables and plots."""
         return f"{self.lo:.2g}-{self.hi:.2g}"
-
-
-def placed_depths(family: str, depths: Sequence[float]) -> list[float]:
-    """The depths a depth-swept build puts in the sample's bin, from a row's recorded ones:
-    every queried needle's (niah); for qa, the mean of the gold documents' starts (one
-    document for SQuAD; HotpotQA's two supporting documents sit side by side, and together
-    they can be longer than a bin)."""
-    if family == "qa":
-        return [sum(depths) / len(depths)] if depths else []
-    return list(depths)
-
-
-def bin_miss(family: str, depths: Sequence[float], index: int, bins: int) -> str | None:
-    """None when row `index` of a depth-swept file has its placed depths in bin index mod
-    bins, else what is wrong (for the build's and `ruler verify`'s messages)."""
-    want, placed = index % bins, placed_depths(family, depths)
-    if placed and all(bin_of(d, bins) == want for d in placed):
-        return None
-    if family == "qa":
-        shown = f"mean gold document depth {round(placed[0], 4)}" if placed else \
-            "no gold depth"
-    else:
-        shown = f"gold depths {[round(d, 4) for d in placed]}"
-    return f"{shown} not in depth bin {want} of {bins} [{want / bins:g}, {(want + 1) / bins:g})"
 
 
 def sample_bin(index: int, bins: int) -> DepthBin:

@@ -24,7 +24,7 @@ from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_ato
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
 from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards.repeated import repeated_section
 from ruler.cards.variants import variants_section
 from ruler.eval.integrations.inspect_usage import card_section as inspect_card_section
@@ -165,6 +165,8 @@ def task_table(manifest: Manifest) -> str:
     built = {f.task for f in manifest.files.values()}
     rows = []
     for spec in TASKS.values():
+        if spec.name not in STANDARD_TASKS and spec.name not in built:
+            continue  # a registered task (builder.tasks.family) that this folder lacks
         params = ", ".join(f"{k}={v}" for k, v in spec.params.items())
         rows.append([_code(spec.name), spec.family.name, params, spec.tokens_to_generate,
                      _code(spec.metric), ", ".join(spec.sources) or "—",

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from ruler.builder.manifest import Manifest
-from ruler.builder.variants import VARIANTS
+from ruler.builder.variants import variant_kinds
 
 
 def variants_section(manifest: Manifest) -> str:
     """One subsection per kind of variant the manifest's builds hold, ending in a blank line;
-    "" when none does (the card then reads as it did before variants existed)."""
+    "" when none does (the card then reads as it did before variants existed). Each kind's
+    heading and explanation are its class's (`title`, `doc`): a registered variant brings its
+    own section."""
+    variants = {c: manifest.build(c).variant or {} for c in manifest.configs()}
     parts = []
-    for kind in VARIANTS:
-        variants = {c: manifest.build(c).variant or {} for c in manifest.configs()}
+    for kind in variant_kinds():
         configs = {c: v[kind.field] for c, v in variants.items() if kind.field in v}
         if configs:
             listed = ", ".join(f"`{c}` ({kind.field} = {v})" for c, v in configs.items())

@@ -6,9 +6,10 @@ Modules, one job each:
   data       the dataset (build folder or Hub id) through its manifest, with content hashes
   render     one row to the exact prompt token ids, stored as a 4-byte array
   stream     the rows rendered by a process pool, a bounded window ahead of the engine
-  backends   the generation interface (streamed, bounded) and the backend factory;
-             backend_vllm (vLLM's async engine: tensor/pipeline/data parallel),
-             backend_openai (completions servers over httpx), backend_hf (transformers)
+  backends/  the generation interface (streamed, bounded, `base`), the table of backends
+             (`registry`: names, requirements, flags) and one module per backend: vllm
+             (vLLM's engine: tensor/pipeline/data parallel), openai (completions servers over
+             httpx), hf (transformers), fake (no model: the rows' references, for checks)
   reasoning  reasoning mode: the answer after the model's thinking, and its state
   predictions  prediction records: append-as-you-go JSONL, streamed reading, key checks
   results_folder  the file names of a results folder (run.json, predictions, scores), its lock

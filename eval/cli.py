@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backend_base import BACKENDS
+from ruler.eval.backends import add_backend_arguments, backend_names, get_backend
 
 if TYPE_CHECKING:
-    from ruler.eval.backend_base import BackendOptions
+    from ruler.eval.backends import BackendOptions
 
 _SHOWN = 10
 
@@ -29,7 +29,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 def _register_eval(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "eval", help="generate predictions with a model (vllm, openai-compatible server, hf)",
+        "eval", help=f"generate predictions with a model ({', '.join(backend_names())})",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Render each row exactly as the builder counted it (chat: the model's chat "
                     "template with\nthe answer prefix continuing the assistant turn; base: input "
@@ -76,41 +76,15 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reasoning-parser", default=None, metavar="NAME",
                    help="reasoning mode: split reasoning from answer with vLLM's reasoning "
                         "parser NAME (e.g. deepseek_r1, qwen3) instead of the end marker")
-    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
-                   help="inference engine, one of %(choices)s (default: %(default)s); "
-                        "openai talks to a completions server at --base-url")
+    add_backend_arguments(p)  # --backend, and a group of flags per backend (backends.registry)
     p.add_argument("--out", type=Path, default=None,
                    help="results folder (default: results/<model name>)")
     p.add_argument("--limit", type=int, default=None, help="first N samples per task and length")
     p.add_argument("--max-model-len", type=int, default=None,
                    help="context limit (prompt + generation); default: the model's / server's")
-    p.add_argument("--dtype", default="auto", help="weights dtype (vllm, hf): auto, float32, "
-                                                   "bfloat16, float16")
-    p.add_argument("--tensor-parallel-size", type=int, default=1,
-                   help="vllm: GPUs per model replica (tensor parallel)")
-    p.add_argument("--pipeline-parallel-size", type=int, default=1,
-                   help="vllm: pipeline stages per model replica")
-    p.add_argument("--data-parallel-size", type=int, default=1,
-                   help="vllm: model replicas, load-balanced by vLLM itself (GPUs used = "
-                        "data x tensor x pipeline)")
-    p.add_argument("--max-num-seqs", type=int, default=None,
-                   help="vllm: sequences per engine step (default: vLLM's)")
-    p.add_argument("--enforce-eager", action="store_true",
-                   help="vllm: no CUDA graphs / compilation (faster start, slower steps)")
-    p.add_argument("--gpu-memory-utilization", type=float, default=None, help="vllm")
-    p.add_argument("--window-tokens", type=int, default=None,
-                   help="vllm: prompt tokens in flight per data-parallel rank (default 4M; "
-                        "bounds host memory, must keep the engine busy)")
     p.add_argument("--render-workers", type=int, default=None,
                    help="processes that render prompts ahead of the engine (default: half the "
                         "cores, at most 4: ~1.5 M tokens/s; 0 renders in the main process)")
-    p.add_argument("--base-url", default="http://127.0.0.1:8000/v1", help="openai: server URL")
-    p.add_argument("--concurrency", type=int, default=32, help="openai: requests in flight")
-    p.add_argument("--timeout", type=float, default=600.0,
-                   help="openai: seconds per request before it is retried")
-    p.add_argument("--retries", type=int, default=5,
-                   help="openai: retries of a request that times out or gets 429/5xx, with "
-                        "exponential backoff (then recorded as failed; re-running retries it)")
     p.add_argument("--allow-length-mismatch", action="store_true",
                    help="evaluate even if the model's tokenizer does not reproduce the "
                         "dataset's token counts")
@@ -210,9 +184,6 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.eval.runner import EvalConfig, run_eval
 
-    if args.backend == "openai" and not args.model_tokenizer and not Path(args.model).exists():
-        raise RulerError("--backend openai renders prompts locally: pass --model-tokenizer "
-                         "(the served model's tokenizer folder or registry name)")
     out = args.out or Path("results") / re.sub(r"[^\w.-]+", "--", Path(args.model).name)
     opts = backend_options(args)
     cfg = EvalConfig(
@@ -245,26 +216,13 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
 
 
 def backend_options(args: argparse.Namespace) -> BackendOptions:
-    """The engine's options from `ruler eval`'s flags (checked: sizes and counts >= 1)."""
-    from ruler.eval.backend_base import BackendOptions
-
-    for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-                 "max_num_seqs", "window_tokens", "concurrency", "limit"):
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            raise RulerError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
+    """The chosen backend's options from `ruler eval`'s flags (checked by the backend), after
+    the checks of the flags every run shares."""
+    if args.limit is not None and args.limit < 1:
+        raise RulerError(f"--limit must be >= 1, got {args.limit}")
     if args.render_workers is not None and args.render_workers < 0:
         raise RulerError(f"--render-workers must be >= 0, got {args.render_workers}")
-    if args.retries < 0 or args.timeout <= 0:
-        raise RulerError("--retries must be >= 0 and --timeout > 0")
-    return BackendOptions(
-        model=args.model, max_model_len=args.max_model_len, dtype=args.dtype,
-        tensor_parallel_size=args.tensor_parallel_size,
-        pipeline_parallel_size=args.pipeline_parallel_size,
-        data_parallel_size=args.data_parallel_size, max_num_seqs=args.max_num_seqs,
-        enforce_eager=args.enforce_eager, window_tokens=args.window_tokens,
-        gpu_memory_utilization=args.gpu_memory_utilization, base_url=args.base_url,
-        concurrency=args.concurrency, timeout=args.timeout, retries=args.retries)
+    return get_backend(args.backend).options(args)
 
 
 def run_score_cmd(args: argparse.Namespace) -> int:

@@ -3,14 +3,15 @@ prediction found each one.
 
 Every answered row gives one or more items (depth, score in 0..1), from its recorded
 `gold_depths`, so this works on any build (a depth-swept one puts the same number of rows in
-every bin; a default one samples depths as upstream does):
+every bin; a default one samples depths as upstream does). Which items a row has is its task
+family's rule (`TaskFamily.depth_items`: each item's depth and the references it is scored
+on); the score is the row's metric on those references. The built-in families:
 
 - niah rows: one item per queried needle, at that needle's depth, scored by whether the
   prediction holds that needle's value (upstream's `string_match_all` is the mean of these
   per-needle hits, so a multi-value or multi-query row counts each needle where it sits);
 - qa rows: one item at the mean depth of the gold documents (the depth a depth-swept build
-  places, `ruler.builder.depths.placed_depths`), scored with the row's `string_match_part`
-  (which has no per-document hit);
+  places), scored with the row's `string_match_part` (which has no per-document hit);
 - vt rows: one item at the depth of the chain's first line, scored with the row's metric
   (a chain is followed as a whole);
 - rows without gold positions (cwe, fwe) give none.
@@ -24,10 +25,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.builder.depths import bin_of, placed_depths
+from ruler.builder.depths import bin_of
 from ruler.builder.tasks.catalog import TASKS, in_task_order
-from ruler.builder.tasks.niah import gold_values_in_order
-from ruler.eval.metrics import ROW_METRICS, postprocess_pred, row_match_all
+from ruler.builder.tasks.family import DepthItem, first_gold_item, get_family
+from ruler.eval.metrics import ROW_METRICS, postprocess_pred
 
 #: Bins of a report on a build that was not depth-swept (a swept one uses its own N).
 DEFAULT_DEPTH_BINS = 10
@@ -36,31 +37,35 @@ DEFAULT_MIN_SAMPLES = 5
 #: Decimals kept of a depth in scores.json (bins are at least 1/20 wide).
 DEPTH_DECIMALS = 6
 
+#: The group of tasks the report also averages (`DepthTables.niah`, "all niah"): the tasks
+#: whose family's `depth_group` is this.
+GROUP = "niah"
+
 Item = tuple[float, float]  # (depth in [0, 1], score in [0, 1])
 
 
 def row_columns(task: str) -> tuple[str, ...]:
-    """The columns `row_items` reads of a `task` row: the input (megabytes at long lengths)
-    only where several queried needles must be told apart (multivalue, multiquery)."""
+    """The columns `row_items` reads of a `task` row: these four, and what its family's depth
+    items need (the input, megabytes at long lengths, only where it must)."""
     spec = TASKS.get(task)
-    several = spec is not None and spec.family.name == "niah" and (
-        spec.params.get("num_needle_v", 1) > 1 or spec.params.get("num_needle_q", 1) > 1)
-    return ("task", "metric", "outputs", "gold_depths") + (("input",) if several else ())
+    extra = get_family(spec.family.name).depth_columns(spec) if spec is not None else ()
+    return ("task", "metric", "outputs", "gold_depths") + extra
+
+
+def gold_items(row: Mapping[str, Any]) -> list[DepthItem]:
+    """The row's gold items by its family's rule (one at the first gold depth for a task
+    outside the catalog)."""
+    spec = TASKS.get(row["task"])
+    return get_family(spec.family.name).depth_items(row) if spec is not None \
+        else first_gold_item(row)
 
 
 def row_items(row: Mapping[str, Any], prediction: str) -> list[Item]:
     """The (depth, score) items of one answered row; see the module docstring."""
-    depths = list(row.get("gold_depths") or ())
-    if not depths:
+    if not row.get("gold_depths"):
         return []
-    pred = postprocess_pred(prediction)
-    family = TASKS[row["task"]].family.name if row["task"] in TASKS else None
-    if family == "niah":
-        values = gold_values_in_order(row) if len(depths) > 1 else list(row["outputs"])
-        if values is not None and len(values) == len(depths):
-            return [(d, row_match_all(pred, [v])) for d, v in zip(sorted(depths), values)]
-    depth = placed_depths("qa", depths)[0] if family == "qa" else min(depths)
-    return [(depth, ROW_METRICS[row["metric"]](pred, list(row["outputs"])))]
+    pred, metric = postprocess_pred(prediction), ROW_METRICS[row["metric"]]
+    return [(depth, metric(pred, list(refs))) for depth, refs in gold_items(row)]
 
 
 def compact(items: Iterable[Item]) -> list[list[float]]:
@@ -147,7 +152,8 @@ def depth_table(items: Mapping[str, Sequence[Sequence[float]]], bins: int,
     tasks = in_task_order(cells)
     cells = {t: dict(sorted(cells[t].items())) for t in tasks}
     lengths = sorted({L for by_L in cells.values() for L in by_L})
-    niah_tasks = [t for t in tasks if t in TASKS and TASKS[t].family.name == "niah"]
+    niah_tasks = [t for t in tasks
+                  if t in TASKS and get_family(TASKS[t].family.name).depth_group == GROUP]
     niah = {}
     for L in lengths:
         members = [cells[t][L] if L in cells[t] else bin_cells([], bins, min_samples)

@@ -21,10 +21,9 @@ import importlib.metadata
 import os
 import sys
 import traceback
-from typing import Callable, Mapping, MutableMapping
+from typing import Any, Callable, Mapping, MutableMapping, Protocol
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backend_base import BackendOptions
 
 #: name -> (value, why): what vLLM's CPU build needs set before it is imported.
 VLLM_CPU_DEFAULTS: Mapping[str, tuple[str, str]] = {
@@ -59,7 +58,14 @@ def vllm_cpu_build() -> str | None:
     return None
 
 
-def vllm_cpu_env(build: str | None, opts: BackendOptions,
+class KVCacheSizing(Protocol):
+    """What is read of the vllm backend's options (`VLLMOptions`, which imports this module)."""
+
+    gpu_memory_utilization: float | None
+    engine_kwargs: Mapping[str, Any]
+
+
+def vllm_cpu_env(build: str | None, opts: KVCacheSizing,
                  environ: Mapping[str, str]) -> dict[str, str]:
     """The variables to set for this vLLM `build` (`vllm_cpu_build()`): none on a GPU build,
     none the user set, and no KV cache size when the options size it."""
@@ -71,7 +77,7 @@ def vllm_cpu_env(build: str | None, opts: BackendOptions,
             if name not in environ and not (sized and name == "VLLM_CPU_KVCACHE_SPACE")}
 
 
-def prepare_vllm(opts: BackendOptions, environ: MutableMapping[str, str] = os.environ,
+def prepare_vllm(opts: KVCacheSizing, environ: MutableMapping[str, str] = os.environ,
                  echo: Callable[[str], None] | None = None) -> dict[str, str]:
     """Before `import vllm`: on its CPU build, set what it needs and say so in one line."""
     build = vllm_cpu_build()

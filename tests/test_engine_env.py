@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 
-from ruler.eval.backend_base import BackendOptions
+from ruler.eval.backends.vllm import VLLMOptions
 from ruler.eval.engine_env import (TORCH_ADDONS, VLLM_CPU_DEFAULTS, addon_error, prepare_vllm,
                                    vllm_cpu_build, vllm_cpu_env)
 
@@ -19,27 +19,27 @@ BOTH = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 def test_a_gpu_build_gets_nothing():
     for environ in ({}, {"VLLM_CPU_KVCACHE_SPACE": "4"}):
-        assert vllm_cpu_env(None, BackendOptions("m"), environ) == {}
+        assert vllm_cpu_env(None, VLLMOptions("m"), environ) == {}
 
 
 def test_the_cpu_build_gets_what_it_needs_unless_the_user_chose():
     assert set(VLLM_CPU_DEFAULTS) == set(BOTH)
-    assert vllm_cpu_env(CPU, BackendOptions("m"), {}) == BOTH
-    assert vllm_cpu_env("vllm 0.32.0+cpu", BackendOptions("m"), {}) == BOTH
-    assert vllm_cpu_env(CPU, BackendOptions("m"), {"VLLM_CPU_KVCACHE_SPACE": "8"}) == {
+    assert vllm_cpu_env(CPU, VLLMOptions("m"), {}) == BOTH
+    assert vllm_cpu_env("vllm 0.32.0+cpu", VLLMOptions("m"), {}) == BOTH
+    assert vllm_cpu_env(CPU, VLLMOptions("m"), {"VLLM_CPU_KVCACHE_SPACE": "8"}) == {
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
-    assert vllm_cpu_env(CPU, BackendOptions("m"), {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}) == {
+    assert vllm_cpu_env(CPU, VLLMOptions("m"), {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}) == {
         "VLLM_CPU_KVCACHE_SPACE": "1"}
     # sizing the cache through the engine's own arguments replaces the KV space default
-    for opts in (BackendOptions("m", gpu_memory_utilization=0.5),
-                 BackendOptions("m", engine_kwargs={"kv_cache_memory_bytes": 1 << 30})):
+    for opts in (VLLMOptions("m", gpu_memory_utilization=0.5),
+                 VLLMOptions("m", engine_kwargs={"kv_cache_memory_bytes": 1 << 30})):
         assert vllm_cpu_env(CPU, opts, {}) == {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def test_prepare_sets_and_says_exactly_what_the_installed_build_needs():
     environ: dict[str, str] = {}
     lines: list[str] = []
-    chosen = prepare_vllm(BackendOptions("m"), environ, lines.append)
+    chosen = prepare_vllm(VLLMOptions("m"), environ, lines.append)
     build = vllm_cpu_build()
     if build is None:  # no vLLM here, or a GPU build: untouched, silent
         assert (chosen, environ, lines) == ({}, {}, [])
@@ -47,7 +47,7 @@ def test_prepare_sets_and_says_exactly_what_the_installed_build_needs():
         assert chosen == environ == BOTH and len(lines) == 1
         assert lines[0].startswith(f"ruler: vLLM CPU build ({build}): set "
                                    f"VLLM_CPU_KVCACHE_SPACE=1 (GiB of KV cache")
-    assert prepare_vllm(BackendOptions("m"), dict(BOTH), lines.append) == {}  # all set: silent
+    assert prepare_vllm(VLLMOptions("m"), dict(BOTH), lines.append) == {}  # all set: silent
     assert len(lines) == (0 if build is None else 1)
 
 

@@ -7,15 +7,15 @@ test_eval_openai.py.)"""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from build_helpers import build
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.eval.backend_base import GenResult, finished_result
-from ruler.eval.backend_hf import generation_result
+from ruler.eval.backends import BackendSpec, register_backend, unregister_backend
+from ruler.eval.backends.base import GenResult, finished_result
+from ruler.eval.backends.fake import FakeBackend, FakeOptions
+from ruler.eval.backends.hf import generation_result
 from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG = "qwen2.5"
@@ -46,7 +46,7 @@ def test_hf_generations_map_to_answers_with_the_finish_they_had():
 def test_vllm_request_outputs_without_an_answer_are_errors():
     from vllm.outputs import CompletionOutput, RequestOutput
 
-    from ruler.eval.backend_vllm import _result
+    from ruler.eval.backends.vllm import _result
 
     def output(completions):
         return RequestOutput(request_id="0", prompt=None, prompt_token_ids=[1, 2, 3],
@@ -65,28 +65,34 @@ def test_vllm_request_outputs_without_an_answer_are_errors():
         assert r.text is None and r.error
 
 
-@dataclass
-class NoTextBackend:
-    """Stand-in engine whose every other result has no text and no error."""
+class NoTextBackend(FakeBackend):
+    """The fake engine, but every other result has no text and no error."""
 
-    name: str = "no-text"
-    max_model_len: int = 100_000
+    name = "no-text"
 
-    def generate(self, requests):
-        for n, r in enumerate(requests):
-            yield GenResult(r.key, None if n % 2 else "x", 1, "stop")
+    def __init__(self, opts):
+        super().__init__(FakeOptions(opts.model, answers="empty"))
+        self.answered = 0
 
-    def close(self):
-        pass
+    def answer(self, request):
+        self.answered += 1
+        return GenResult(request.key, "x" if self.answered % 2 else None, 1, "stop")
 
 
-def test_a_result_without_text_from_any_backend_is_recorded_as_failed(tmp_path):
+@pytest.fixture
+def no_text():
+    spec = register_backend(BackendSpec(name="no-text", factory=NoTextBackend))
+    yield spec.name
+    unregister_backend(spec.name)
+
+
+def test_a_result_without_text_from_any_backend_is_recorded_as_failed(no_text, tmp_path):
     data = tmp_path / "data"
     build(data, CONFIG, ("niah_single_1",), (1024,), samples=4, workers=1)
     out = tmp_path / "res"
     outcome = run_eval(EvalConfig(model="/models/m", data=str(data), tokenizer_config=CONFIG,
-                                  out=out, model_tokenizer=CONFIG, progress=False,
-                                  render_workers=0), backend=NoTextBackend())
+                                  out=out, backend=no_text, model_tokenizer=CONFIG,
+                                  progress=False, render_workers=0))
     assert (outcome.generated, outcome.errors) == (2, 2)
     records = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
     assert sorted(r["status"] for r in records) == ["error", "error", "ok", "ok"]

@@ -15,8 +15,7 @@ from build_helpers import build
 from fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main
-from ruler.eval.backend_openai import OpenAIBackend, backoff_seconds
-from ruler.eval.backends import BackendOptions
+from ruler.eval.backends.openai import OpenAIBackend, OpenAIOptions, backoff_seconds
 from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG = "qwen2.5"
@@ -31,8 +30,8 @@ def data(tmp_path_factory) -> Path:
 
 
 def _eval(data: Path, out: Path, url: str, concurrency: int, **opts) -> tuple:
-    backend = OpenAIBackend(BackendOptions(model=MODEL, base_url=url, concurrency=concurrency,
-                                           retry_backoff=0.01, **opts))
+    backend = OpenAIBackend(OpenAIOptions(model=MODEL, base_url=url, concurrency=concurrency,
+                                          retry_backoff=0.01, **opts))
     cfg = EvalConfig(model=MODEL, data=str(data), tokenizer_config=CONFIG, out=out,
                      backend="openai", model_tokenizer=CONFIG, progress=False, render_workers=0)
     try:
@@ -169,7 +168,7 @@ def test_a_200_without_a_completion_is_a_failed_request_retried_on_resume(data, 
 
 def test_an_unreachable_server_is_one_clear_error():
     with pytest.raises(RulerError, match="cannot reach the OpenAI-compatible server"):
-        OpenAIBackend(BackendOptions(model=MODEL, base_url="http://127.0.0.1:9/v1"))
+        OpenAIBackend(OpenAIOptions(model=MODEL, base_url="http://127.0.0.1:9/v1"))
 
 
 def test_backoff_doubles_with_jitter_and_honours_retry_after():

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,8 @@ from build_helpers import build, rows
 from fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main, make_parser
-from ruler.eval.backend_base import BACKENDS, BackendOptions, GenResult
+from ruler.eval.backends import DEFAULT_BACKEND, BackendOptions, backend_names
+from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG = "qwen2.5"
@@ -110,24 +110,20 @@ def test_without_max_model_len_the_engines_own_limit_decides_which_skips_run(dat
     assert all(f"> max_model_len {mid}" in r["reason"] for r in still)
 
 
-@dataclass
-class NamedBackend:
-    """Stand-in engine with a name; answers every prompt with its prompt length."""
+class NamedBackend(FakeBackend):
+    """The fake engine under another backend's name, counting its calls; interrupted after
+    `stop_after`."""
 
-    name: str
-    max_model_len: int = 100_000
-    stop_after: int | None = None
-    calls: int = 0
+    def __init__(self, name: str, max_model_len: int | None = None,
+                 stop_after: int | None = None):
+        super().__init__(FakeOptions(MODEL, max_model_len, answers="empty"))
+        self.name, self.stop_after, self.calls = name, stop_after, 0
 
-    def generate(self, requests):
-        for r in requests:
-            if self.stop_after is not None and self.calls >= self.stop_after:
-                raise KeyboardInterrupt  # an interrupted run
-            self.calls += 1
-            yield GenResult(r.key, f"n={len(r.prompt_ids)}", 3, "stop")
-
-    def close(self):
-        pass
+    def answer(self, request):
+        if self.stop_after is not None and self.calls >= self.stop_after:
+            raise KeyboardInterrupt  # an interrupted run
+        self.calls += 1
+        return super().answer(request)
 
 
 def test_a_changed_backend_is_recorded_and_said(data, tmp_path):
@@ -169,7 +165,8 @@ def test_a_run_that_fails_before_generating_does_not_pin_the_folder(data, tmp_pa
 
 def test_eval_help_names_the_backends_and_the_default():
     text = make_parser()._subparsers._group_actions[0].choices["eval"].format_help()
-    assert f"one of {', '.join(BACKENDS)} (default: {BACKENDS[0]})" in " ".join(text.split())
+    assert f"one of {', '.join(backend_names())} (default: {DEFAULT_BACKEND})" in \
+        " ".join(text.split())
     assert "default: the dataset's only config" in " ".join(text.split())
 
 

@@ -104,7 +104,7 @@ def test_many_gpu_flags_reach_the_vllm_engine_unchanged():
     README's multi-GPU commands become exactly these engine arguments (and vLLM's defaults
     are left alone when the flags are not given)."""
     from ruler.cli import make_parser
-    from ruler.eval.backend_vllm import engine_kwargs
+    from ruler.eval.backends.vllm import engine_kwargs
     from ruler.eval.cli import backend_options
 
     base = ["eval", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--data", "ruler",

@@ -160,8 +160,8 @@ def test_greedy_with_inspects_hf_provider_on_cpu(data, tmp_path):
     from inspect_ai.model import get_model
     from transformers import AutoTokenizer
 
-    from ruler.eval.backends import BackendOptions, GenRequest
-    from ruler.eval.backend_hf import HFBackend
+    from ruler.eval.backends import GenRequest
+    from ruler.eval.backends.hf import HFBackend, HFOptions
     from ruler.eval.inspect import ruler
     from ruler.eval.tiny_model import build_tiny_llama
 
@@ -174,7 +174,7 @@ def test_greedy_with_inspects_hf_provider_on_cpu(data, tmp_path):
     assert len(log.samples) == len(TASKS)
     assert all(s.error is None and not s.metadata["prefilled"] for s in log.samples)
     tok = AutoTokenizer.from_pretrained(str(model))
-    reference = HFBackend(BackendOptions(model=str(model), dtype="float32"))
+    reference = HFBackend(HFOptions(model=str(model), dtype="float32"))
     for s in log.samples:
         chat = tok.apply_chat_template([{"role": "user", "content": s.input[0].text}],
                                        add_generation_prompt=True, tokenize=False)

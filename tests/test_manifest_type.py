@@ -12,6 +12,7 @@ from build_helpers import build
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import (MANIFEST_NAME, BuildEntry, FileEntry, Manifest,
                                     manifest_lock)
+from ruler.builder.variants import OutputBudget
 
 TASKS = ("vt", "niah_single_1")
 LENGTHS = (1024, 2048)
@@ -23,7 +24,7 @@ def built(tmp_path_factory):
     gpt-4--out256 of niah_single_1 at 1024: a default and a variant build entry."""
     out = tmp_path_factory.mktemp("built")
     build(out, "gpt-4", TASKS, LENGTHS, 2)
-    build(out, "qwen2.5", ["niah_single_1"], [1024], 2, output_budget=256)
+    build(out, "qwen2.5", ["niah_single_1"], [1024], 2, variant=OutputBudget(256))
     return out
 
 

@@ -8,7 +8,6 @@ import csv
 import importlib.util
 import json
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,9 @@ from build_helpers import build, rows
 from reasoning_helpers import expected_prompt, thinking_tokenizer
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.builder.variants import OutputBudget
 from ruler.eval.backends import GenResult
+from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.reasoning import extract_answer, opens_reasoning, start_marker_for
 from ruler.eval.report import to_markdown, write_report
 from ruler.eval.runner import EvalConfig, run_eval
@@ -83,24 +84,21 @@ def test_whether_a_prompt_leaves_thinking_open():
 
 # --- `ruler eval` in reasoning mode with a scripted engine ------------------------------------
 
-@dataclass
-class ScriptedBackend:
-    """Answers each row with a scripted (text, finish_reason) and records the requests."""
+class ScriptedBackend(FakeBackend):
+    """The fake engine answering each row with a scripted (text, finish_reason), recording
+    the requests."""
 
-    script: dict
-    name: str = "scripted"
-    max_model_len: int = 100_000
-    requests: list = field(default_factory=list)
+    name = "scripted"
 
-    def generate(self, requests):
-        for r in requests:
-            self.requests.append(r)
-            text, finish = self.script[r.key]
-            yield GenResult(r.key, text, output_tokens=BUDGET if finish == "length" else 9,
-                            finish_reason=finish)
+    def __init__(self, script: dict):
+        super().__init__(FakeOptions("scripted", answers="empty"))
+        self.script, self.requests = script, []
 
-    def close(self):
-        pass
+    def answer(self, request):
+        self.requests.append(request)
+        text, finish = self.script[request.key]
+        return GenResult(request.key, text, output_tokens=BUDGET if finish == "length" else 9,
+                         finish_reason=finish)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +110,8 @@ def think(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory, think) -> Path:
     out = tmp_path_factory.mktemp("data")
-    build(out, str(think), TASKS, (1024,), samples=3, workers=1, output_budget=BUDGET)
+    build(out, str(think), TASKS, (1024,), samples=3, workers=1,
+          variant=OutputBudget(BUDGET))
     return out
 
 

@@ -1,6 +1,6 @@
 """`ruler score` and the evaluator's bookkeeping on a real build (no inference stack needed).
 
-Predictions are written by hand, as another framework would, or come from a stand-in backend
+Predictions are written by hand, as another framework would, or come from the fake backend
 that answers with the gold values (the real engines are exercised in test_eval_vllm.py).
 Covers: perfect and partial scores, missing and unknown rows, missing columns, duplicate keys,
 a results folder from another dataset revision, the tokenizer-count check, resume.
@@ -9,7 +9,6 @@ a results folder from another dataset revision, the tokenizer-count check, resum
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,7 +18,7 @@ import pytest
 from build_helpers import build, rows
 from ruler.cli import main
 from ruler.builder.errors import RulerError
-from ruler.eval.backends import GenResult
+from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset
 from ruler.eval.runner import EvalConfig, run_eval
 from ruler.eval.score import score_file
@@ -110,30 +109,19 @@ def test_missing_columns_and_duplicate_keys_are_errors(data, tmp_path, capsys):
     assert "d.jsonl:1: not a JSON object" in capsys.readouterr().err
 
 
-@dataclass
-class GoldBackend:
-    """Stand-in engine: answers each prompt with the gold values (and counts calls)."""
+class GoldBackend(FakeBackend):
+    """The fake engine (gold answers), counting its calls; interrupted after `fail_after`."""
 
-    answers: dict
-    name: str = "gold"
-    max_model_len: int = 100_000
-    calls: int = 0
-    fail_after: int | None = None
+    def __init__(self, data: Path, fail_after: int | None = None,
+                 max_model_len: int | None = None):
+        super().__init__(FakeOptions("/models/m", max_model_len, data=str(data)))
+        self.calls, self.fail_after = 0, fail_after
 
-    def generate(self, requests):
-        for r in requests:
-            if self.fail_after is not None and self.calls >= self.fail_after:
-                raise KeyboardInterrupt  # an interrupted run
-            self.calls += 1
-            yield GenResult(r.key, self.answers[r.key], output_tokens=3, finish_reason="stop")
-
-    def close(self):
-        pass
-
-
-def _gold(data: Path) -> dict:
-    return {(CONFIG, t, 1024, r["index"]): " ".join(r["outputs"])
-            for t in TASKS for r in rows(data, CONFIG, t, 1024)}
+    def answer(self, request):
+        if self.fail_after is not None and self.calls >= self.fail_after:
+            raise KeyboardInterrupt  # an interrupted run
+        self.calls += 1
+        return super().answer(request)
 
 
 def _cfg(data: Path, out: Path, **kw) -> EvalConfig:
@@ -143,14 +131,14 @@ def _cfg(data: Path, out: Path, **kw) -> EvalConfig:
 
 def test_eval_resumes_without_redoing_finished_rows(data, tmp_path):
     out = tmp_path / "res"
-    first = GoldBackend(_gold(data), fail_after=2)
+    first = GoldBackend(data, fail_after=2)
     with pytest.raises(KeyboardInterrupt):
         run_eval(_cfg(data, out), backend=first)
     lines = (out / "predictions.jsonl").read_text().splitlines()
     assert len(lines) == 2
     with open(out / "predictions.jsonl", "a") as fh:
         fh.write('{"tokenizer": "qwen2.5", "task": "niah_')  # a write torn by the crash
-    second = GoldBackend(_gold(data))
+    second = GoldBackend(data)
     outcome = run_eval(_cfg(data, out), backend=second)
     assert (outcome.done_before, outcome.generated, second.calls) == (2, 4, 4)
     records = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
@@ -164,7 +152,7 @@ def test_eval_resumes_without_redoing_finished_rows(data, tmp_path):
 def test_rows_longer_than_max_model_len_are_skipped_with_the_reason(data, tmp_path):
     out = tmp_path / "res"
     shortest = min(r["length"] for t in TASKS for r in rows(data, CONFIG, t, 1024))
-    backend = GoldBackend(_gold(data), max_model_len=shortest)  # only the shortest row fits
+    backend = GoldBackend(data, max_model_len=shortest)  # only the shortest row fits
     outcome = run_eval(_cfg(data, out), backend=backend)
     assert outcome.generated >= 1 and outcome.generated + outcome.skipped == 6
     skipped = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()
@@ -179,11 +167,11 @@ def test_rows_longer_than_max_model_len_are_skipped_with_the_reason(data, tmp_pa
 
 def test_a_results_folder_from_another_dataset_revision_is_refused(data, tmp_path):
     out = tmp_path / "res"
-    run_eval(_cfg(data, out, tasks=("niah_single_1",)), backend=GoldBackend(_gold(data)))
+    run_eval(_cfg(data, out, tasks=("niah_single_1",)), backend=GoldBackend(data))
     other = tmp_path / "other"
     build(other, CONFIG, ("niah_single_1",), (1024,), samples=3, workers=1, seed=7)
     with pytest.raises(RulerError, match="different revision of the dataset"):
-        run_eval(_cfg(other, out, tasks=("niah_single_1",)), backend=GoldBackend({}))
+        run_eval(_cfg(other, out, tasks=("niah_single_1",)), backend=GoldBackend(data))
     # Scoring those predictions against the other revision is refused too.
     with pytest.raises(RulerError, match="different revision of the dataset"):
         score_file(out / "predictions.jsonl", open_dataset(str(other)))
@@ -195,7 +183,7 @@ def test_a_tokenizer_that_does_not_reproduce_the_counts_is_refused(data, tmp_pat
     cfg = EvalConfig(model="/models/m", data=str(data), tokenizer_config=CONFIG,
                      out=tmp_path / "res", model_tokenizer="llama-3.1", progress=False)
     with pytest.raises(RulerError, match="does not reproduce the dataset's token counts"):
-        run_eval(cfg, backend=GoldBackend({}))
+        run_eval(cfg, backend=GoldBackend(data))
     assert not (tmp_path / "res").exists()  # nothing written: the folder stays usable
 
 
@@ -206,7 +194,7 @@ def test_unknown_config_task_or_length_are_clear_errors(data, tmp_path):
         cfg = EvalConfig(**{**dict(model="m", data=str(data), tokenizer_config=CONFIG,
                                    out=tmp_path / "r", progress=False), **kw})
         with pytest.raises(RulerError, match=match):
-            run_eval(cfg, backend=GoldBackend({}))
+            run_eval(cfg, backend=GoldBackend(data))
 
 
 def test_hub_dataset_is_fetched_at_one_pinned_commit_with_only_the_selected_files(
@@ -306,11 +294,6 @@ def _grid_records(grid: Path, keep=lambda task, L, index: True) -> list[dict]:
             if keep(t, L, r["index"])]
 
 
-def _grid_gold(grid: Path) -> dict:
-    return {(CONFIG, r["task"], r["max_seq_length"], r["index"]): r["prediction"]
-            for r in _grid_records(grid)}
-
-
 def _score_cli(grid: Path, predictions: Path, *flags: str) -> int:
     return main(["score", "--predictions", str(predictions), "--data", str(grid), *flags])
 
@@ -398,7 +381,7 @@ def test_a_selection_named_by_flags_that_is_complete_has_its_headline(grid, tmp_
 def test_predictions_of_a_ruler_eval_run_are_scored_against_what_it_asked_for(
         grid, tmp_path, capsys):
     out = tmp_path / "res"
-    run_eval(_cfg(grid, out, limit=2, lengths=(1024,)), backend=GoldBackend(_grid_gold(grid)))
+    run_eval(_cfg(grid, out, limit=2, lengths=(1024,)), backend=GoldBackend(grid))
     assert json.loads((out / "scores.json").read_text())["coverage"]["complete"] is True
     # run.json beside predictions.jsonl: --lengths 1024 --limit 2, so 4 rows asked for.
     assert _score_cli(grid, out / "predictions.jsonl", "--strict") == 0
@@ -417,12 +400,11 @@ def test_predictions_of_a_ruler_eval_run_are_scored_against_what_it_asked_for(
 
 def test_the_report_of_an_interrupted_eval_has_no_headline(grid, tmp_path, capsys):
     out = tmp_path / "res"
-    gold = _grid_gold(grid)
-    run_eval(_cfg(grid, out, lengths=(1024,)), backend=GoldBackend(gold))  # 1K complete
+    run_eval(_cfg(grid, out, lengths=(1024,)), backend=GoldBackend(grid))  # 1K complete
     assert main(["report", str(out), "--no-plots"]) == 0
     assert json.loads((out / "report.json").read_text())["complete"] is True
     with pytest.raises(KeyboardInterrupt):  # then 1K + 2K, interrupted after one row
-        run_eval(_cfg(grid, out, lengths=(1024, 2048)), backend=GoldBackend(gold, fail_after=1))
+        run_eval(_cfg(grid, out, lengths=(1024, 2048)), backend=GoldBackend(grid, fail_after=1))
     capsys.readouterr()
     assert main(["report", str(out), "--no-plots"]) == 0
     printed = capsys.readouterr().out

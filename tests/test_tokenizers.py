@@ -250,20 +250,10 @@ def test_a_build_is_the_same_bytes_and_verifies_and_evaluates_either_way(name, m
     resumes, verifies (rows re-tokenized and rebuilt) and evaluates where the other is set up."""
     from ruler.builder.manifest import read_manifest
     from ruler.builder.verify.run import verify
-    from ruler.eval.backends import GenResult
+    from ruler.eval.backends.fake import FakeBackend, FakeOptions
     from ruler.eval.runner import EvalConfig, run_eval
 
     from build_helpers import build
-
-    class Silent:
-        name, max_model_len = "silent", 100_000
-
-        def generate(self, requests):
-            for r in requests:
-                yield GenResult(r.key, "", output_tokens=1, finish_reason="stop")
-
-        def close(self):
-            pass
 
     tasks, folder_out, package_out = ("vt",), tmp_path / "folder", tmp_path / "package"
     build(folder_out, name, tasks, [4096], 20, workers=1)
@@ -292,7 +282,7 @@ def test_a_build_is_the_same_bytes_and_verifies_and_evaluates_either_way(name, m
             outcome = run_eval(EvalConfig(
                 model="/models/m", data=str(out), tokenizer_config=name,
                 out=tmp_path / f"eval-{out.name}", model_tokenizer=name, progress=False,
-                render_workers=0), backend=Silent())
+                render_workers=0), backend=FakeBackend(FakeOptions("m", answers="empty")))
             assert outcome.generated == 20 and outcome.errors == 0
 
     cross_check(folder_out, {"RULER_TOKENIZERS": None,

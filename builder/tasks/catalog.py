@@ -3,13 +3,20 @@
 This module is the single source of truth for every fact that must equal upstream RULER
 (NVIDIA/RULER `scripts/data/synthetic/constants.py`, `scripts/synthetic.yaml`,
 `scripts/eval/synthetic/constants.py`). Everything else reads these values from here.
+
+The catalog is also where other tasks join: `register_task(spec)` adds one (a task family's
+code, its generator and checks, is registered apart: `ruler.builder.tasks.family`). A family
+outside this package registers from its own module, which ruler imports through the
+`ruler.task_families` entry point group the first time a name is not found (`TASKS`,
+`get_task`, `get_family`), in every process: the CLI's, and each spawned worker's.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 
 @dataclass(frozen=True)
@@ -21,24 +28,27 @@ class FamilySpec:
     answer_prefix: str
     tokens_to_generate: int
     metric: str
+    # The module that registers the family's code (`ruler.builder.tasks.family.TaskFamily`),
+    # imported the first time the family is asked for, so one family's dependencies never
+    # load for another. None: registered by whoever registered its tasks (a plug-in).
+    module: str | None = None
 
 
 @dataclass(frozen=True)
 class TaskSpec:
-    """One of the 13 standard tasks: a family plus its parameters."""
+    """A task: a family plus its parameters (one of the 13 standard tasks, or a registered
+    one)."""
 
     name: str
     family: FamilySpec
     params: Mapping[str, Any] = field(default_factory=dict)
     sources: tuple[str, ...] = ()  # ids in builder.sources.SOURCES this task reads
-    # A variant build's reserved output budget (builder.variants); None: upstream's budget.
-    output_budget: int | None = None
 
     @property
     def tokens_to_generate(self) -> int:
-        """The tokens a row reserves for the answer: upstream's per-family budget, or the
-        reserved output budget of an `--output-budget` variant."""
-        return self.output_budget or self.family.tokens_to_generate
+        """The tokens a row reserves for the answer: upstream's per-family budget (a build
+        variant may reserve another: builder.variants, TaskGenerator.tokens_to_generate)."""
+        return self.family.tokens_to_generate
 
     @property
     def metric(self) -> str:
@@ -47,6 +57,7 @@ class TaskSpec:
 
 NIAH = FamilySpec(
     name="niah",
+    module="ruler.builder.tasks.niah",
     template=(
         "Some special magic {type_needle_v} are hidden within the following text. Make sure to "
         "memorize it. I will quiz you about the {type_needle_v} afterwards.\n{context}\nWhat are "
@@ -61,6 +72,7 @@ NIAH = FamilySpec(
 
 VARIABLE_TRACKING = FamilySpec(
     name="variable_tracking",
+    module="ruler.builder.tasks.variable_tracking",
     template=(
         "Memorize and track the chain(s) of variable assignment hidden in the following text."
         "\n\n{context}\nQuestion: Find all variables that are assigned the value {query} in the "
@@ -76,6 +88,7 @@ VARIABLE_TRACKING = FamilySpec(
 
 COMMON_WORDS = FamilySpec(
     name="common_words_extraction",
+    module="ruler.builder.tasks.common_words",
     template=(
         "Below is a numbered list of words. In these words, some appear more often than others. "
         "Memorize the ones that appear most often.\n{context}\nQuestion: What are the 10 most "
@@ -88,6 +101,7 @@ COMMON_WORDS = FamilySpec(
 
 FREQ_WORDS = FamilySpec(
     name="freq_words_extraction",
+    module="ruler.builder.tasks.freq_words",
     template=(
         "Read the following coded text and track the frequency of each coded word. Find the three "
         "most frequently appeared coded words. {context}\nQuestion: Do not provide any "
@@ -104,6 +118,7 @@ FREQ_WORDS = FamilySpec(
 
 QA = FamilySpec(
     name="qa",
+    module="ruler.builder.tasks.qa",
     template=(
         "Answer the question based on the given documents. Only give me the answer and do not "
         "output any other words.\n\nThe following are given documents.\n\n{context}\n\nAnswer the "
@@ -115,9 +130,8 @@ QA = FamilySpec(
     metric="string_match_part",
 )
 
-FAMILIES: Mapping[str, FamilySpec] = MappingProxyType(
-    {f.name: f for f in (NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA)}
-)
+_FAMILY_SPECS: dict[str, FamilySpec] = {
+    f.name: f for f in (NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA)}
 
 
 def _niah(name: str, haystack: str, key: str, value: str, k: int = 1, v: int = 1,
@@ -145,16 +159,102 @@ _TASK_LIST = (
     TaskSpec("qa_2", QA, MappingProxyType(dict(dataset="hotpotqa")), sources=("hotpotqa",)),
 )
 
-#: The 13 standard tasks in upstream's order (`scripts/config_tasks.sh`).
-TASKS: Mapping[str, TaskSpec] = MappingProxyType({t.name: t for t in _TASK_LIST})
+#: RULER's 13 tasks in upstream's order (`scripts/config_tasks.sh`): what a build makes
+#: unless told otherwise ("all"), and what the card lists besides the tasks a folder holds.
+STANDARD_TASKS: tuple[str, ...] = tuple(t.name for t in _TASK_LIST)
 
-#: Families whose gold position a depth-swept build (`ruler build --depths N`) controls:
-#: needles (niah) and gold documents (qa). vt's chain is spread over the context by design;
-#: cwe/fwe answers are spread through the whole text.
-SWEPT_FAMILIES = frozenset({"niah", "qa"})
+_TASKS: dict[str, TaskSpec] = {t.name: t for t in _TASK_LIST}
 
-#: The tasks a depth-swept build holds, in upstream's order.
-SWEPT_TASKS = tuple(t.name for t in _TASK_LIST if t.family.name in SWEPT_FAMILIES)
+#: The entry point group of task-family plug-ins: each entry point names a module that
+#: registers its families and tasks when imported, or a function that does when called.
+PLUGIN_GROUP = "ruler.task_families"
+
+_plugins = "not loaded"  # -> "loading" -> "loaded": at most once per process
+
+
+def load_plugins() -> None:
+    """Import the `ruler.task_families` plug-ins (once per process). The catalog and the
+    family registry call this the first time a name is not found, so a plug-in reaches a
+    spawned worker as it reaches the CLI: by being installed, not by being sent."""
+    global _plugins
+    if _plugins != "not loaded":  # loaded, or being loaded (a plug-in reading the catalog)
+        return
+    _plugins = "loading"
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: (e.name, e.value)):
+            try:
+                loaded = ep.load()
+                if callable(loaded):
+                    loaded()
+            except Exception as e:
+                from ruler.builder.errors import RulerError
+
+                raise RulerError(f"task family plug-in {ep.name!r} ({ep.value}, entry point "
+                                 f"group {PLUGIN_GROUP}) failed to load: {type(e).__name__}: "
+                                 f"{e}") from e
+    finally:
+        _plugins = "loaded"
+
+
+_V = TypeVar("_V")
+
+
+class _Registry(Mapping[str, _V]):
+    """A read-only live view of a registry: the built-in entries, those registered in this
+    process, and the plug-ins' (loaded when a name is missing or the whole list is read)."""
+
+    def __init__(self, entries: dict[str, _V]):
+        self._entries = entries
+
+    def __getitem__(self, name: str) -> _V:
+        if name not in self._entries:
+            load_plugins()
+        return self._entries[name]
+
+    def __iter__(self) -> Iterator[str]:
+        load_plugins()
+        return iter(list(self._entries))
+
+    def __len__(self) -> int:
+        load_plugins()
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({list(self._entries)!r})"
+
+
+#: Every task: the 13 standard tasks in upstream's order, then registered ones in the order
+#: they were registered.
+TASKS: Mapping[str, TaskSpec] = _Registry(_TASKS)
+
+#: The family constants of every task in `TASKS`, by family name.
+FAMILIES: Mapping[str, FamilySpec] = _Registry(_FAMILY_SPECS)
+
+#: A task name is a folder and part of config names (`<tokenizer>--<task>`).
+_TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def register_task(spec: TaskSpec) -> TaskSpec:
+    """Add a task to the catalog (registering the same spec again does nothing). Its family's
+    code is registered apart (`ruler.builder.tasks.family.register_family`)."""
+    from ruler.builder.errors import RulerError
+
+    if not _TASK_NAME.fullmatch(spec.name) or "--" in spec.name:
+        raise RulerError(f"task name {spec.name!r}: use letters, digits, '_', '.' and single "
+                         f"'-' (it names a folder and is part of config names)")
+    known = _TASKS.get(spec.name)
+    if known is not None and known != spec:
+        raise RulerError(f"task {spec.name!r} is in the catalog already (family "
+                         f"{known.family.name!r}); a registered task cannot replace it")
+    family = _FAMILY_SPECS.get(spec.family.name)
+    if family is not None and family != spec.family:
+        raise RulerError(f"task {spec.name!r}: family {spec.family.name!r} is in the catalog "
+                         f"already with other constants (template, prefix, budget or metric)")
+    _FAMILY_SPECS[spec.family.name] = spec.family
+    _TASKS[spec.name] = spec
+    return spec
 
 #: The paper's lengths (4K..128K); any length >= a task's minimum can be built.
 PAPER_LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)

@@ -22,6 +22,8 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.catalog import COMMON_WORDS
+from ruler.builder.tasks.family import TaskFamily, register_family
 from ruler.builder.tasks.sampling import strictly_most_frequent
 from ruler.builder.words import wonderwords_list
 
@@ -215,3 +217,8 @@ def check_row(row: Mapping) -> str | None:
 def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]]:
     """No gold items: the answer is an aggregate over the whole list."""
     return [], (0, 0)
+
+
+FAMILY = register_family(TaskFamily(
+    name=COMMON_WORDS.name, generator=CommonWordsGenerator, check_row=check_row,
+    gold_spans=gold_spans))

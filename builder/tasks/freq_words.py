@@ -19,6 +19,8 @@ import numpy as np
 from scipy.special import zeta
 
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.catalog import FREQ_WORDS
+from ruler.builder.tasks.family import TaskFamily, register_family
 from ruler.builder.tasks.sampling import strictly_most_frequent
 
 # Upstream's code sets vocab[0] = '...' (three dots) while the question says "Please ignore
@@ -46,7 +48,7 @@ class FreqWordsGenerator(TaskGenerator):
         self.alpha = float(p["alpha"])
         self.wordlen = int(p["coded_wordlen"])
         # Upstream subtracts tokens_to_generate from the budget before dividing (PR #93).
-        budget = max_seq_length - spec.tokens_to_generate
+        budget = max_seq_length - self.tokens_to_generate
         self.vocab_size = max(NUM_ANSWERS + 2, budget // TOKENS_PER_VOCAB_WORD)
 
     @property
@@ -118,3 +120,8 @@ def check_row(row: Mapping) -> str | None:
 def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]]:
     """No gold items: the answer is an aggregate over the whole text."""
     return [], (0, 0)
+
+
+FAMILY = register_family(TaskFamily(
+    name=FREQ_WORDS.name, generator=FreqWordsGenerator, check_row=check_row,
+    gold_spans=gold_spans))

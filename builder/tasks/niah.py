@@ -20,6 +20,8 @@ from ruler.builder.depths import DEPTHS, DepthBin
 from ruler.builder.essays import EssayCorpus, shared_corpus
 from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.catalog import NIAH, TaskSpec
+from ruler.builder.tasks.family import DepthItem, TaskFamily, first_gold_item, register_family
 from ruler.builder.tasks.noise import NOISE_SENTENCE
 from ruler.builder.tasks.placement import essay_gold_cuts, line_gold_slots, token_weights
 from ruler.builder.tasks.sampling import permutation_prefix
@@ -355,3 +357,30 @@ def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]
     start, end = first + 1, len(text) - len(question) - 1
     return ([n.start() for n in _NEEDLE_RE.finditer(text, start, end) if n.group(2) in keys],
             (start, end))
+
+
+def depth_items(row: Mapping) -> list[DepthItem]:
+    """One item per queried needle, at that needle's depth, scored on its value alone
+    (upstream's string_match_all is the mean of these per-needle hits, so a multi-value or
+    multi-query row counts each needle where it sits); the row as one item at its first
+    needle when the values cannot be read off the input."""
+    depths = list(row.get("gold_depths") or ())
+    if not depths:
+        return []
+    values = gold_values_in_order(row) if len(depths) > 1 else list(row["outputs"])
+    if values is not None and len(values) == len(depths):
+        return [DepthItem(d, (v,)) for d, v in zip(sorted(depths), values)]
+    return first_gold_item(row)
+
+
+def depth_columns(spec: TaskSpec) -> tuple[str, ...]:
+    """The input (megabytes at long lengths) only where several queried needles must be told
+    apart (multivalue, multiquery)."""
+    several = spec.params.get("num_needle_v", 1) > 1 or spec.params.get("num_needle_q", 1) > 1
+    return ("input",) if several else ()
+
+
+FAMILY = register_family(TaskFamily(
+    name=NIAH.name, generator=NiahGenerator, check_row=check_row, gold_spans=gold_spans,
+    sweepable=True, depth_items=depth_items, depth_columns=depth_columns,
+    depth_group=NIAH.name))

@@ -163,7 +163,7 @@ def document_order(rest: Sequence[int], block: Sequence[int], fixed: Sequence[in
         bin: the bin the block's depth must lie in.
 
     A document starts where its header starts; the block's depth is the mean of its
-    documents' starts (`depths.placed_depths`). The block goes shortest document first or
+    documents' starts (`qa.gold_block_depth`). The block goes shortest document first or
     longest first, whichever puts its depth in the bin, away from its edges, nearest the
     centre (longest first reaches deeper: HotpotQA's two documents can outweigh the last
     bin). When no slot can because one other document straddles the bin (the block before

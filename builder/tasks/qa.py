@@ -26,11 +26,13 @@ import re
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.depths import DepthBin
 from ruler.builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
+from ruler.builder.tasks.catalog import QA
+from ruler.builder.tasks.family import DepthItem, TaskFamily, register_family
 from ruler.builder.tasks.placement import document_order, token_weights
 from ruler.builder.tasks.sampling import permutation_prefix
 
@@ -310,3 +312,29 @@ def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]
                for m in _DOC_HEAD.finditer(text, len(head) - len(DOC_SEPARATOR), end)
                if any(text.startswith(doc, m.end()) for doc in gold)]
     return offsets, (len(head), end)
+
+
+# --- depth ----------------------------------------------------------------------------------
+
+def gold_block_depth(depths: Sequence[float]) -> list[float]:
+    """The depth a depth-swept build places, from a row's recorded gold depths: the mean of
+    the gold documents' starts (one document for SQuAD; HotpotQA's two supporting documents
+    sit side by side, and together they can be longer than a bin)."""
+    return [sum(depths) / len(depths)] if depths else []
+
+
+def describe_block_depth(placed: Sequence[float]) -> str:
+    return f"mean gold document depth {round(placed[0], 4)}" if placed else "no gold depth"
+
+
+def depth_items(row: Mapping) -> list[DepthItem]:
+    """One item at the mean depth of the gold documents (the depth a swept build places),
+    scored on the row's answers (string_match_part has no per-document hit)."""
+    placed = gold_block_depth(row.get("gold_depths") or ())
+    return [DepthItem(placed[0], tuple(row["outputs"]))] if placed else []
+
+
+FAMILY = register_family(TaskFamily(
+    name=QA.name, generator=QAGenerator, check_row=check_row, gold_spans=gold_spans,
+    needs_generator=True, sweepable=True, placed_depths=gold_block_depth,
+    describe_placed=describe_block_depth, depth_items=depth_items))

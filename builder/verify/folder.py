@@ -16,7 +16,7 @@ from ruler.builder.manifest import (MANIFEST_NAME, BuildEntry, FileEntry, Manife
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
-from ruler.builder.variants import variant_config
+from ruler.builder.variants import variant_from_record
 from ruler.builder.verify.findings import Problem
 from ruler.cards.render import card_is_current, configs_yaml
 
@@ -130,7 +130,8 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
     variant = build.variant or {}
     recorded = (build.identity or {}).get("variant")
     if variant or recorded:
-        named = variant_config(config_name(str(build.tokenizer.get("name"))), variant)
+        named = variant_from_record(variant).config_name(
+            config_name(str(build.tokenizer.get("name"))))
         if named != config or recorded != variant:
             problems.append(Problem(where, f"variant {variant} does not match the config name "
                                            f"(expected {named!r}) or the build identity"))

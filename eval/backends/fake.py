@@ -1,0 +1,106 @@
+"""`--backend fake`: answers without a model, deterministically and at once.
+
+For checking a set-up end to end (data, rendering, counts, predictions, score, report) where
+no model runs, for the tests and for timing the evaluator alone. Every request is answered by
+a policy (`--fake-answers`):
+
+- `gold`: the row's references (its `outputs`) joined by spaces, which RULER's metrics score
+  100 for every task; read from the dataset (`--data`), a split file's the first time one of
+  its rows is asked for;
+- `empty`: an empty answer with a normal finish, a real answer that scores 0;
+- `none`: no text, which the evaluator records as a failed request (kept out of the score,
+  listed, retried on resume): what a broken engine does.
+
+It has no context limit of its own: `--max-model-len` sets one, and rows above it are skipped
+as with a real engine. It counts no tokens (`output_tokens` is 0). Tests that need another
+behaviour subclass `FakeBackend` and override `answer`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Any, Iterable, Iterator
+
+from ruler.builder.errors import RulerError
+from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, finished_result,
+                                      options_as, shared_options)
+from ruler.eval.backends.registry import BackendSpec
+
+ANSWERS = ("gold", "empty", "none")
+#: The context limit when none is asked for: larger than any row.
+NO_LIMIT = 1 << 40
+
+
+@dataclass(frozen=True)
+class FakeOptions(BackendOptions):
+    answers: str = "gold"  # one of ANSWERS
+    data: str | None = None  # the dataset the rows come from (needed by `gold`)
+    revision: str | None = None  # its Hub revision
+
+
+def add_arguments(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--fake-answers", choices=ANSWERS, default="gold",
+                       help="what the fake backend answers (no model runs): gold = the row's "
+                            "references (scores 100), empty = an empty answer (scores 0), "
+                            "none = no answer (rows failed); default: %(default)s")
+
+
+def options(args: argparse.Namespace) -> FakeOptions:
+    return FakeOptions(**shared_options(args), answers=args.fake_answers, data=args.data,
+                       revision=args.revision)
+
+
+class FakeBackend:
+    name = "fake"
+
+    def __init__(self, opts: BackendOptions):
+        self.opts = options_as(opts, FakeOptions)
+        if self.opts.answers not in ANSWERS:
+            raise RulerError(f"--fake-answers {self.opts.answers!r}: choose one of "
+                             f"{', '.join(ANSWERS)}")
+        if self.opts.answers == "gold" and not self.opts.data:
+            raise RulerError("the fake backend's gold answers come from the dataset: pass "
+                             "FakeOptions(model, data=...) (the CLI passes --data)")
+        self.max_model_len = int(self.opts.max_model_len or NO_LIMIT)
+        self._references: dict[tuple, dict[int, list[str]]] = {}  # per split file
+        # A Hub dataset's revision: the commit the first file came from, for all the others.
+        self._revision = self.opts.revision
+
+    def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
+        for r in requests:
+            yield self.answer(r)
+
+    def answer(self, request: GenRequest) -> GenResult:
+        """This request's result under the options' policy."""
+        if self.opts.answers == "none":
+            return GenResult(request.key, None, error="no answer (the fake backend, "
+                                                      "--fake-answers none)")
+        if self.opts.answers == "empty":
+            return finished_result(request.key, "", 0, "stop")
+        return finished_result(request.key, " ".join(self.references(request.key)), 0, "stop")
+
+    def references(self, key: Any) -> list[str]:
+        """The references of the row `key` = (config, task, max_seq_length, index), read
+        with the rest of its split file the first time one of them is asked for."""
+        config, task, length, index = key
+        where = (config, task, int(length))
+        if where not in self._references:
+            from ruler.eval.data import open_dataset
+
+            # One file at a time: a Hub dataset fetches only the files the run asks for.
+            ds = open_dataset(self.opts.data, self._revision, config, (task,), (length,))
+            self._revision = ds.revision or self._revision
+            (f,) = ds.files(config, (task,), (int(length),))
+            self._references[where] = {int(r["index"]): list(r["outputs"])
+                                       for r in ds.rows(f, ("index", "outputs"))}
+        return self._references[where][int(index)]
+
+    def close(self) -> None:
+        self._references.clear()
+
+
+SPEC = BackendSpec(
+    name="fake", factory=FakeBackend,
+    summary="no model: answers from the rows' references (--fake-answers), for checks",
+    add_arguments=add_arguments, options=options)

@@ -1,0 +1,107 @@
+"""The table of generation backends: `ruler eval --backend NAME` looks its name up here.
+
+A backend is one `BackendSpec`: its name, the module its inference stack needs (checked before
+any slow work, with the one line that says how to install it), a factory from its options to a
+`Backend`, and its own command-line flags and how they become its options. `ruler eval`'s
+`--backend` choices, its help and the flags each backend adds all come from this table, so a new
+backend is one module with a spec and one `register_backend(spec)` call (in
+`ruler.eval.backends` for the product's own, anywhere for a plug-in: before `ruler.cli.main`
+builds its parser).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from dataclasses import dataclass
+from typing import Callable
+
+from ruler.builder.errors import RulerError
+from ruler.eval.backends.base import Backend, BackendOptions, shared_options
+
+#: What `ruler eval` uses when `--backend` is not given.
+DEFAULT_BACKEND = "vllm"
+
+
+def _base_options(args: argparse.Namespace) -> BackendOptions:
+    return BackendOptions(**shared_options(args))
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend. `factory(options)` may be slow (it loads the model) and is where the
+    inference stack is imported: importing the backend's module must stay cheap, since every
+    `ruler` command imports them all to build its parser."""
+
+    name: str
+    factory: Callable[[BackendOptions], Backend]
+    summary: str = ""  # one line for `ruler eval --help`
+    requirement: str | None = None  # the module the backend imports (None: nothing extra)
+    install_hint: str = ""  # the one line said when `requirement` is not installed
+    # Adds the backend's own flags to its argument group of `ruler eval`.
+    add_arguments: Callable[[argparse._ArgumentGroup], None] = lambda group: None
+    # The backend's options from the parsed flags (checked: a bad value is a RulerError).
+    options: Callable[[argparse.Namespace], BackendOptions] = _base_options
+
+
+_BACKENDS: dict[str, BackendSpec] = {}
+
+
+def register_backend(spec: BackendSpec) -> BackendSpec:
+    """Add a backend to the table. A name is registered once: replacing a backend silently
+    would change what a command means depending on what happened to be imported."""
+    if spec.name in _BACKENDS and _BACKENDS[spec.name] is not spec:
+        raise ValueError(f"a backend named {spec.name!r} is registered already")
+    _BACKENDS[spec.name] = spec
+    return spec
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend (a plug-in's tests clean up after themselves)."""
+    _BACKENDS.pop(name, None)
+
+
+def backend_names() -> tuple[str, ...]:
+    """The registered backends, in the order they were registered."""
+    return tuple(_BACKENDS)
+
+
+def get_backend(name: str) -> BackendSpec:
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        raise RulerError(f"unknown backend {name!r}; choose one of "
+                         f"{', '.join(backend_names())}") from None
+
+
+def require_backend(name: str) -> None:
+    """Fail in one line, before any work, when a backend's inference stack is not installed."""
+    spec = get_backend(name)
+    if spec.requirement is None:
+        return
+    try:
+        found = importlib.util.find_spec(spec.requirement) is not None
+    except (ImportError, ValueError):  # a module set to None in sys.modules, a broken install
+        found = False
+    if not found:
+        raise RulerError(spec.install_hint or f"--backend {name} needs {spec.requirement}, "
+                                              f"which is not installed")
+
+
+def make_backend(name: str, opts: BackendOptions) -> Backend:
+    require_backend(name)
+    return get_backend(name).factory(opts)
+
+
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--backend` and, in a group per backend, each one's own flags."""
+    names = backend_names()
+    default = DEFAULT_BACKEND if DEFAULT_BACKEND in names else names[0]
+    parser.add_argument(
+        "--backend", choices=names, default=default,
+        help="inference engine, one of %(choices)s (default: %(default)s). "
+             + "; ".join(f"{s.name}: {s.summary}".replace("%", "%%")
+                         for s in map(get_backend, names) if s.summary))
+    for name in names:
+        spec = get_backend(name)
+        spec.add_arguments(parser.add_argument_group(f"--backend {name}"))
