@@ -218,7 +218,7 @@ def run_overhead(args: argparse.Namespace) -> None:
         model = str(build_tiny_llama(tok_dir / args.tokenizer_config, work / "model",
                                      max_position_embeddings=max(lengths) + 256))
     ds = open_dataset(args.data)
-    mode = ds.build(args.tokenizer_config)["prompt_mode"]
+    mode = ds.build(args.tokenizer_config).prompt_mode
     tok = load_tokenizer(args.model_tokenizer or model)
     engine_opts = dict(model=model, dtype=args.dtype, max_model_len=max(lengths),
                        engine_kwargs={"enable_prefix_caching": False})

@@ -184,9 +184,10 @@ def variant_from_args(args: argparse.Namespace) -> Variant:
     return chosen[0] if chosen else NO_VARIANT
 
 
-def reserved_output_budget(build: Mapping[str, Any]) -> int | None:
-    """A build entry's reserved output budget, or None for a config without one."""
-    value = (build.get("variant") or {}).get(OutputBudget.field)
+def reserved_output_budget(variant: Mapping[str, Any] | None) -> int | None:
+    """The reserved output budget a build entry's `variant` records, or None for a config
+    without one."""
+    value = (variant or {}).get(OutputBudget.field)
     return None if value is None else int(value)
 
 

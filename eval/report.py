@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import TASKS, in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
@@ -114,9 +114,9 @@ def load_scores(results: str | Path) -> dict[str, Any]:
 
 def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where: str) -> None:
     """Refuse scores made from other rows than the given dataset's (content hashes differ)."""
-    changed = sorted(k for k, sha in scores["dataset"]["files"].items()
+    changed = sorted(k for k, sha in recorded_files(scores).items()
                      if k in dataset_files and dataset_files[k] != sha)
-    absent = sorted(k for k in scores["dataset"]["files"] if k not in dataset_files)
+    absent = sorted(k for k in recorded_files(scores) if k not in dataset_files)
     if changed or absent:
         raise RulerError(f"{where} was scored on a different revision of the dataset: "
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
@@ -135,14 +135,13 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     config's own, else DEFAULT_DEPTH_BINS. `asked`: "task/L" cells asked for besides the
     scores' own files (a results folder's run), unscored ones making the results partial."""
     cells = {(c["task"], int(c["max_seq_length"])): c for c in scores["cells"]}
-    unscored = {_cell_key(k) for k in (*scores["dataset"]["files"], *asked)} - set(cells)
+    unscored = {_cell_key(k) for k in (*recorded_files(scores), *asked)} - set(cells)
     if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
-    order = {t: i for i, t in enumerate(TASKS)}
-    tasks = sorted({t for t, _ in (*cells, *unscored)}, key=lambda t: (order.get(t, 99), t))
+    tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
     incomplete = sorted([k for k, c in cells.items() if not cell_complete(c)] + list(unscored),
-                        key=lambda k: (k[1], order.get(k[0], 99), k[0]))
+                        key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
     for L in lengths:
         values = [cells[(t, L)]["score"] if (t, L) in cells else None for t in tasks]
@@ -167,7 +166,7 @@ def _run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     try:
         run = json.loads((folder / RUN_NAME).read_text(encoding="utf-8"))
         dataset = run["dataset"]
-        files = list(dataset["files"])
+        files = list(recorded_files(run))
     except (OSError, ValueError, KeyError, TypeError):
         return []  # no run here (scores of `ruler score`), or not one of ours
     own = (scores.get("predictions") or {}).get("path")
@@ -328,7 +327,8 @@ def plot(r: Report, out: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     paths.append(out / "scores_by_task.png")
-    fig.savefig(paths[-1], dpi=110)
+    with replacing(paths[-1]) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
@@ -343,7 +343,8 @@ def plot(r: Report, out: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     paths.append(out / "scores_overall.png")
-    fig.savefig(paths[-1], dpi=110)
+    with replacing(paths[-1]) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return paths
 
@@ -360,11 +361,11 @@ def write_report(results: str | Path, out: Path | None = None,
                      asked=_run_files(Path(results), scores))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(to_markdown(r), encoding="utf-8")
-    (out / "report.csv").write_text(to_csv(r), encoding="utf-8")
+    write_text_atomic(out / "report.md", to_markdown(r))
+    write_text_atomic(out / "report.csv", to_csv(r))
     write_json_atomic(out / "report.json", to_json(r))
     if r.depth:
-        (out / "report_depth.csv").write_text(depth_csv(r.depth), encoding="utf-8")
+        write_text_atomic(out / "report_depth.csv", depth_csv(r.depth))
     if plots:
         plot(r, out)
         if r.depth and r.depth.tasks:

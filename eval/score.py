@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.atomic import write_json_atomic
+from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.prediction_source import PredictionSource
@@ -32,7 +32,7 @@ from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.metrics import postprocess_pred, task_score
 from ruler.eval.predictions import (LONG_FIELDS, Key, format_key, index_records,
                                     read_records)
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 
 SCORES_FORMAT = "ruler-scores/1"
 
@@ -146,15 +146,13 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
     unknown = [format_key(k) for k in sorted(records) if k not in seen or
                records[k].get("_unknown")]
-    order = {t: i for i, t in enumerate(TASKS)}
     return ScoreReport(
         dataset={"spec": ds.spec, "revision": ds.revision,
                  "files": {f.key: f.content_sha256 for f in files}},
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
         depth_items=depth_items,
-        depth_bins=(ds.build(config).get("variant") or {}).get("depth_bins"),
-        selection={"tasks": sorted({f.task for f in files},
-                                   key=lambda t: (order.get(t, 99), t)),
+        depth_bins=(ds.build(config).variant or {}).get("depth_bins"),
+        selection={"tasks": in_task_order(f.task for f in files),
                    "lengths": sorted({f.max_seq_length for f in files}), "limit": limit,
                    "by": selected_by})
 
@@ -304,7 +302,7 @@ def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
-    keys = {tuple(k.split("/")) for k in run["dataset"]["files"]}
+    keys = {tuple(k.split("/")) for k in recorded_files(run)}
     files = [f for f in ds.files(run["dataset"]["config"])
              if (f.task, str(f.max_seq_length)) in keys]
     report = score_predictions(ds, records, files, model=run.get("model"),

@@ -38,7 +38,8 @@ def _worker(sources_dir=None, tag="t1", tokenizer=TOKENIZER) -> Worker:
 
 
 def _job(out: Path, task: str, L: int, samples: int) -> FileJob:
-    return FileJob(out, TOKENIZER, task, L, samples, "key")
+    return FileJob(out, TOKENIZER, task, L, samples, "key", packages={"numpy": "1"},
+                   tokenizer_pinned=True)
 
 
 def _stream(worker: Worker, job: FileJob) -> list[tuple]:
@@ -82,7 +83,7 @@ def test_items_arrive_whatever_the_order_of_chunks(tmp_path, monkeypatch):
     for item in head + chunks[::-1] + chunks[:1]:
         arrival.add(item)
     _, entry, path = arrival.finish()
-    assert path.stat().st_size == entry["bytes"]
+    assert path.stat().st_size == entry.bytes
 
 
 def test_bytes_that_differ_from_their_hash_are_refused_and_removed(tmp_path):
@@ -192,15 +193,19 @@ def test_long_lengths_and_units():
 def test_the_manifest_and_card_name_repeated_material(tmp_path):
     from ruler.cards.repeated import repeated_section
 
-    manifest = {"files": {"data/x/qa_1/1048576.parquet": {
-        "config": "x", "task": "qa_1", "max_seq_length": 1048576,
-        "repeated_share": {"mean": 0.8012, "max": 0.8031}},
-        "data/x/cwe/1048576.parquet": {"config": "x", "task": "cwe",
-                                       "max_seq_length": 1048576}}}
+    from ruler.builder.manifest import FileEntry, Manifest
+
+    def entry(task: str, share: dict | None = None) -> FileEntry:
+        return FileEntry("x", task, 1048576, rows=1, bytes=1, sha256="0" * 64,
+                         content_sha256="0" * 64, repeated_share=share)
+
+    manifest = Manifest()
+    manifest.put_file(entry("qa_1", {"mean": 0.8012, "max": 0.8031}))
+    manifest.put_file(entry("cwe"))
     text = repeated_section(manifest)
     assert text.startswith("## Repeated source material")
     assert "| `x` | `qa_1` | 1048576 | 80.1% | 80.3% |" in text and "cwe" not in text.split(
         "|---")[1]
-    del manifest["files"]["data/x/qa_1/1048576.parquet"]
+    manifest.remove_file("data/x/qa_1/1048576.parquet")
     assert repeated_section(manifest) == ""
-    assert json.dumps(manifest)  # plain data
+    assert json.dumps(manifest.to_json())  # plain data

@@ -332,7 +332,7 @@ def test_one_sample_at_a_length_near_a_tasks_minimum_builds(tmp_path):
 def test_a_resumed_build_after_a_package_upgrade_refuses_instead_of_mixing(tmp_path,
                                                                           monkeypatch):
     import ruler.builder.build.recipe as recipe  # where a build's identity is made
-    from ruler.builder.identity import content_packages
+    from ruler.builder.packages import content_packages
 
     out = tmp_path / "out"
     build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)

@@ -17,6 +17,7 @@ from datasets import load_dataset
 
 from build_helpers import build
 from ruler.builder.differences import DIFFERENCES
+from ruler.builder.manifest import Manifest
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import GENERATOR_LICENSE, card_is_current, render_card, write_card
@@ -80,7 +81,7 @@ def test_card_is_deterministic(out, tmp_path):
     copy_dir.mkdir()
     (copy_dir / "manifest.json").write_bytes((out / "manifest.json").read_bytes())
     assert write_card(copy_dir).read_bytes() == before
-    assert render_card(manifest_of(out)) == render_card(manifest_of(out))
+    assert render_card(Manifest.load(out)) == render_card(Manifest.load(out))
 
 
 def _table_row(text: str, first_cell: str) -> str:
@@ -113,7 +114,7 @@ def test_body_is_rendered_from_catalog_schema_differences_and_manifest(out):
 
 
 def test_release_rendering_names_the_repo_and_tag(out):
-    text = render_card(manifest_of(out), repo_id="nvidia-fans/ruler", revision="v1")
+    text = render_card(Manifest.load(out), repo_id="nvidia-fans/ruler", revision="v1")
     assert 'load_dataset("nvidia-fans/ruler", "gpt-4", split="1024", revision="v1")' in text
     assert "--data nvidia-fans/ruler --revision v1 --tokenizer-config gpt-4" in text
     assert front_matter(text) == front_matter((out / "README.md").read_text())
@@ -130,7 +131,7 @@ def test_one_folder_with_several_tokenizers_and_an_unofficial_build(out):
     m["builds"]["my-tok"] = other
     for rel, entry in list(m["files"].items()):
         m["files"][rel.replace("gpt-4", "my-tok")] = dict(entry, config="my-tok")
-    text = render_card(m)
+    text = render_card(Manifest.from_json(m))
     names = [c["config_name"] for c in front_matter(text)["configs"]]
     assert names[:3] == ["gpt-4", "gpt-4--niah_single_1", "gpt-4--niah_multikey_2"]
     assert names[3:] == ["my-tok", "my-tok--niah_single_1", "my-tok--niah_multikey_2"]
@@ -141,7 +142,7 @@ def test_one_folder_with_several_tokenizers_and_an_unofficial_build(out):
     m["builds"]["my-tok"]["sources"]["essays"] = {"id": "essays", "file": "x.json",
                                                   "sha256": "1a" * 32, "official": False,
                                                   "official_sha256": "1a" * 32}
-    assert front_matter(render_card(m))["license"] == "other"
+    assert front_matter(render_card(Manifest.from_json(m)))["license"] == "other"
 
 
 def test_generator_licence_matches_pyproject():
@@ -175,7 +176,7 @@ def _killed_at_the_card(*argv: str) -> None:
 
 
 def _card_is_current(out: Path) -> bool:
-    return (out / "README.md").read_text() == render_card(manifest_of(out)) \
+    return (out / "README.md").read_text() == render_card(Manifest.load(out)) \
         and sorted(p.name for p in out.iterdir() if p.name.startswith(".README")) == []
 
 
@@ -228,7 +229,7 @@ def test_verify_reports_a_stale_card_whose_configs_still_match(tmp_path, capsys)
 def test_a_card_rendered_for_a_release_is_current(out):
     """`ruler release` renders the card for its repo and tag; such a card (downloaded) is the
     manifest's card too."""
-    released = render_card(manifest_of(out), repo_id="org/ruler", revision="v1")
-    assert card_is_current(released, manifest_of(out))
+    released = render_card(Manifest.load(out), repo_id="org/ruler", revision="v1")
+    assert card_is_current(released, Manifest.load(out))
     assert "seed: `42`" in released
-    assert not card_is_current(released.replace("seed: `42`", "seed: `43`"), manifest_of(out))
+    assert not card_is_current(released.replace("seed: `42`", "seed: `43`"), Manifest.load(out))

@@ -6,11 +6,11 @@ test_integrations_inspect.py (slow)."""
 from __future__ import annotations
 
 import ast
-import copy
 import inspect as pyinspect
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,7 +18,7 @@ import yaml
 
 from build_helpers import build, rows
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import read_manifest
+from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import render_card
 from ruler.cli import main
@@ -54,7 +54,7 @@ def load(text: str) -> dict:
 # --- the exported files --------------------------------------------------------------------------
 
 def test_one_task_per_split_file_with_ruler_prompt_fields_and_budget(data):
-    manifest = read_manifest(data)
+    manifest = Manifest.load(data)
     files = ex.export_files(manifest, ex.local_source(data))
     assert set(files) == {f"ruler_{CONFIG}_{t}_{L}.yaml" for t in TASKS_BUILT} | {
         f"ruler_{CONFIG}_{L}.yaml", f"ruler_{CONFIG}.yaml", "ruler_all.yaml", "utils.py",
@@ -78,7 +78,7 @@ def test_one_task_per_split_file_with_ruler_prompt_fields_and_budget(data):
         assert cfg["metric_list"] == [{"metric": "score", "higher_is_better": True,
                                        "aggregation": ("!function", "utils.aggregate")}]
         meta = cfg["metadata"]["ruler"]
-        assert meta["content_sha256"] == manifest["files"][rel]["content_sha256"]
+        assert meta["content_sha256"] == manifest.file(rel).content_sha256
         assert (meta["metric"], meta["prompt_mode"]) == (TASKS[task].metric, "chat")
         # the budget every row of the file carries is the task's
         assert {r["tokens_to_generate"] for r in rows(data, CONFIG, task, L)} == {
@@ -86,7 +86,7 @@ def test_one_task_per_split_file_with_ruler_prompt_fields_and_budget(data):
 
 
 def test_every_yaml_file_is_a_yaml_dump_never_hand_formatted(data):
-    files = ex.export_files(read_manifest(data), ex.TaskSource("org/ruler", "v1"))
+    files = ex.export_files(Manifest.load(data), ex.TaskSource("org/ruler", "v1"))
     for name, text in files.items():
         if name.endswith(".yaml"):
             back = {k: (ex.Function(v[1]) if isinstance(v, tuple) else v)
@@ -120,7 +120,7 @@ def test_local_export_names_the_build_relative_to_the_task_folder(data, tmp_path
 
 
 def test_hub_export_loads_the_release_revision(data):
-    files = ex.export_files(read_manifest(data), ex.TaskSource("org/ruler", "v1"))
+    files = ex.export_files(Manifest.load(data), ex.TaskSource("org/ruler", "v1"))
     cfg = load(files[f"ruler_{CONFIG}_vt_{L}.yaml"])
     assert cfg["dataset_path"] == "org/ruler"
     assert cfg["dataset_kwargs"] == {"data_files": {str(L): f"data/{CONFIG}/vt/{L}.parquet"},
@@ -129,11 +129,11 @@ def test_hub_export_loads_the_release_revision(data):
 
 
 def test_groups_per_length_per_config_and_all(data):
-    manifest = copy.deepcopy(read_manifest(data))
-    for rel, e in list(manifest["files"].items()):  # a second length and a second config
+    manifest = Manifest.load(data)
+    manifest.put_build("gpt-4", manifest.build(CONFIG))
+    for e in list(manifest.files.values()):  # a second length and a second config
         for config, length in (("qwen2.5", 2048), ("gpt-4", 1024)):
-            manifest["files"][rel.replace(CONFIG, config).replace(str(L), str(length))] = \
-                {**e, "config": config, "max_seq_length": length}
+            manifest.put_file(replace(e, config=config, max_seq_length=length))
     files = ex.export_files(manifest, ex.TaskSource("org/ruler", "v1"))
     group = {n: load(t) for n, t in files.items() if n.endswith(".yaml") and "group" in load(t)}
     order = [f"ruler_{CONFIG}_{t}_2048" for t in TASKS_BUILT]  # upstream's task order
@@ -160,7 +160,7 @@ CASES = [  # upstream's quirks included: substring without word boundaries, dupl
 
 
 def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data, tmp_path):
-    folder = ex.write_export(ex.export_files(read_manifest(data), ex.local_source(data)),
+    folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
                              tmp_path / "tasks")
     text = (folder / "utils.py").read_text()
     for fn in (metrics.postprocess_pred, metrics.row_match_all, metrics.row_match_part,
@@ -211,7 +211,7 @@ def _unbound_names(source: str) -> set[str]:
 def test_utils_py_imports_every_name_it_uses(data, tmp_path):
     """Every name utils.py reads is defined or imported in it, annotations included: a fresh
     interpreter with no site-packages resolves every function's type hints and runs each one."""
-    folder = ex.write_export(ex.export_files(read_manifest(data), ex.local_source(data)),
+    folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
                              tmp_path / "tasks")
     text = (folder / "utils.py").read_text()
     assert _unbound_names(text) == set()
@@ -301,7 +301,7 @@ def _lm_eval_output(folder: Path, data: Path, answer, sha: str | None = None,
     """lm-eval's --log_samples layout: a samples file per task and the run's results file."""
     run = folder / "my__model"
     run.mkdir(parents=True)
-    manifest = read_manifest(data)
+    manifest = Manifest.load(data)
     configs = {}
     for task in TASKS_BUILT:
         name = ex.task_name(CONFIG, task, L)
@@ -391,7 +391,7 @@ def test_inspect_samples_carry_the_row_key_budget_and_content_hash(data):
 
     samples, prov = ruler_samples(str(data), tasks="vt,qa_1", lengths=L, limit=2)
     assert [s.id for s in samples] == [f"{t}/{L}/{i}" for t in ("vt", "qa_1") for i in (0, 1)]
-    files = read_manifest(data)["files"]
+    files = Manifest.load(data).files
     for s in samples:
         row = rows(data, CONFIG, s.metadata["task"], L)[s.metadata["index"]]
         assert s.input[0].role == "user" and s.input[0].content == row["input"]
@@ -399,7 +399,7 @@ def test_inspect_samples_carry_the_row_key_budget_and_content_hash(data):
         assert s.metadata["answer_prefix"] == row["answer_prefix"]
         assert s.metadata["tokens_to_generate"] == TASKS[row["task"]].tokens_to_generate
         assert s.metadata["data_sha256"] == files[
-            f"data/{CONFIG}/{row['task']}/{L}.parquet"]["content_sha256"]
+            f"data/{CONFIG}/{row['task']}/{L}.parquet"].content_sha256
     assert prov["tokenizer_config"] == CONFIG and prov["prompt_mode"] == "chat"
     for bad, message in (({"tasks": "vt,nope"}, "unknown task"),
                          ({"lengths": "2048"}, "has no length 2048"),
@@ -425,7 +425,7 @@ def test_inspect_metric_is_rulers_task_score():
 # --- the card ------------------------------------------------------------------------------------
 
 def test_card_says_how_to_run_with_lm_eval_and_inspect(data):
-    manifest = read_manifest(data)
+    manifest = Manifest.load(data)
     card = render_card(manifest, repo_id="org/ruler", revision="v1")
     assert ('hf download org/ruler --repo-type dataset --revision v1 --include "lm_eval/*" '
             '--local-dir ruler-tasks') in card
@@ -438,7 +438,6 @@ def test_card_says_how_to_run_with_lm_eval_and_inspect(data):
     assert "temperature 0; top_k 1 on `hf`, `nnterp`" in card  # greedy on every provider
     local = render_card(manifest)
     assert "ruler export lm-eval OUT" in local and "--include_path OUT/lm_eval" in local
-    base = copy.deepcopy(manifest)
-    base["builds"][CONFIG]["prompt_mode"] = "base"
-    text = render_card(base)
+    manifest.put_build(CONFIG, replace(manifest.build(CONFIG), prompt_mode="base"))
+    text = render_card(manifest)
     assert "--apply_chat_template \\" not in text and "without `--apply_chat_template`" in text

@@ -17,7 +17,7 @@ from huggingface_hub import HfApi, constants
 from ruler import release
 from build_helpers import build
 from ruler.cli import main
-from ruler.builder.manifest import LOCK_NAME
+from ruler.builder.manifest import LOCK_NAME, Manifest
 from ruler.cards.render import write_card
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
 from fake_hub import FakeHub, hub_for_this_process
@@ -97,7 +97,7 @@ def test_round_trip_one_commit_then_tag(out, hub, capsys, tmp_path, monkeypatch)
                    if p.is_file() and p.name != LOCK_NAME)  # the builders' lock stays local
     remote = sorted(p.relative_to(stored).as_posix() for p in stored.rglob("*") if p.is_file())
     # + the lm-eval task folder, its tasks reading this release's tag
-    tasks = export_files(json.loads((out / "manifest.json").read_text()), TaskSource(REPO, "v1"))
+    tasks = export_files(Manifest.load(out), TaskSource(REPO, "v1"))
     assert remote == sorted(local + [".gitattributes"] + [f"lm_eval/{n}" for n in tasks])
     for rel in local:
         if rel != "README.md":
@@ -285,11 +285,11 @@ def test_dry_run_prints_the_plan_and_uploads_nothing(out, capsys, monkeypatch):
     code, text = run(capsys, out, "--repo", REPO, "--dry-run")
     assert code == 0, text
     assert f"-> https://huggingface.co/datasets/{REPO} (public)" in text
-    m = json.loads((out / "manifest.json").read_text())
+    m = Manifest.load(out)
     assert f"tag {release.default_tag(m)}, one commit" in text
-    for rel, entry in m["files"].items():
+    for rel in m.files:
         assert rel in text
-    total = sum((out / p).stat().st_size for p in m["files"]) + (out / "manifest.json").stat().st_size
+    total = sum((out / p).stat().st_size for p in m.files) + (out / "manifest.json").stat().st_size
     tasks = export_files(m, TaskSource(REPO, release.default_tag(m)))
     assert f"  {6 + len(tasks)} files, " in text and "dry run: nothing uploaded" in text
     assert all(f"lm_eval/{name}" in text for name in tasks)

@@ -518,12 +518,15 @@ def test_score_defaults_to_the_only_config_of_the_dataset(data, tmp_path, capsys
     assert [c["score"] for c in scores["cells"]] == [100.0, 100.0]
     assert "1 predictions that match no dataset row" in capsys.readouterr().err
 
+    from dataclasses import replace
+
+    from ruler.builder.manifest import BuildEntry
     from ruler.eval.data import Dataset, default_config
 
     ds = open_dataset(str(data))
     assert default_config(ds) == CONFIG
-    two = Dataset(ds.spec, None, ds.root,
-                  {**ds.manifest, "builds": {**ds.manifest["builds"], "llama-3.1": {}}})
+    builds = {**ds.manifest.builds, "llama-3.1": BuildEntry(tokenizer={"name": "llama-3.1"})}
+    two = Dataset(ds.spec, None, ds.root, replace(ds.manifest, builds=builds))
     with pytest.raises(RulerError, match=r"2 tokenizer configs \(llama-3.1, qwen2.5\).*"
                                          r"--tokenizer-config"):
         default_config(two)

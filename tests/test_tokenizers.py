@@ -226,7 +226,7 @@ def test_special_token_text_is_read_alike_by_every_loader(name, monkeypatch, tmp
 @pytest.mark.parametrize("name", MULTI_BACKEND)
 def test_a_registry_name_has_one_identity_whichever_backend_loads_it(name, monkeypatch,
                                                                      tmp_path):
-    from ruler.builder.identity import content_packages
+    from ruler.builder.packages import content_packages
 
     folder, packaged = _both_loaders(name, monkeypatch, tmp_path)
     record = {k: v for k, v in folder.identity.as_manifest().items() if k != "origin"}

@@ -20,6 +20,7 @@ import yaml
 from build_helpers import build, rows
 from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import Variant, register_variant, variant_from_record
@@ -113,11 +114,10 @@ def test_verify_regenerates_the_variants_rows_from_the_manifest_in_spawned_worke
 
 
 def test_the_recipe_from_the_manifest_is_the_builds_own(out):
-    manifest = json.loads((out / "manifest.json").read_text())
-    recipe = BuildRecipe.from_manifest(CONFIG, manifest["builds"][CONFIG], load_tokenizer(TOK),
-                                       None)
+    build_entry = Manifest.load(out).build(CONFIG)
+    recipe = BuildRecipe.from_manifest(CONFIG, build_entry, load_tokenizer(TOK), None)
     assert recipe.variant == AnswerBudgetDivided(2) and recipe.seed_name == TOK
-    assert recipe.identity() == manifest["builds"][CONFIG]["identity"]
+    assert recipe.identity() == build_entry.identity
     assert variant_from_record({"toy_budget_divisor": 2}) == AnswerBudgetDivided(2)
 
 

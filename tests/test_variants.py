@@ -13,6 +13,7 @@ from build_helpers import build, rows
 from reasoning_helpers import expected_prompt, thinking_tokenizer
 from ruler.builder.build import BuildConfig
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest import Manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import NO_VARIANT, OutputBudget
 from ruler.builder.verify.run import verify
@@ -130,13 +131,13 @@ def test_reasoning_configs_are_left_out_of_the_lm_eval_export_and_say_so(out):
     keeps the default config, leaves the reasoning config out, and says why."""
     from ruler.eval.integrations import lm_eval_export as ex
 
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = Manifest.load(out)
     files = ex.export_files(manifest, ex.local_source(out))
     assert "ruler_qwen2.5_vt_2048.yaml" in files
     assert not [name for name in files if "out256" in name]
     assert "Not exported: `qwen2.5--out256`" in files["README.md"]
     assert "ruler eval --mode reasoning" in ex.card_section(manifest, None, None)
-    only_variant = {**manifest, "files": {k: v for k, v in manifest["files"].items()
-                                          if v["config"] == "qwen2.5--out256"}}
+    for rel in [rel for rel, f in manifest.files.items() if f.config != "qwen2.5--out256"]:
+        manifest.remove_file(rel)  # only the variant's files are left
     with pytest.raises(RulerError, match="qwen2.5--out256 are evaluated with"):
-        ex.export_files(only_variant, ex.local_source(out))
+        ex.export_files(manifest, ex.local_source(out))

@@ -265,12 +265,14 @@ def test_edited_seed_with_a_matching_identity_still_fails_every_build_key(out, c
 
 def test_an_edited_tokenizer_revision_is_caught_against_the_registry(out, capsys):
     from ruler.builder.identity import file_key, identity_of_build
+    from ruler.builder.manifest import BuildEntry
     from ruler.builder.tasks import get_task
 
     m = manifest(out)
     build = m["builds"]["gpt-4"]
     build["tokenizer"]["repo"], build["tokenizer"]["revision"] = "openai/other", "v2"
-    build["identity"] = identity_of_build(build)  # a careful forger redoes the keys, too
+    # a careful forger redoes the identity and the keys, too
+    build["identity"] = identity_of_build(BuildEntry.from_json(build))
     for entry in m["files"].values():
         hashes = {sid: build["sources"][sid]["sha256"]
                   for sid in get_task(entry["task"]).sources}

@@ -6,6 +6,7 @@ import multiprocessing
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import get_task
@@ -130,6 +131,11 @@ class FileJob:
     max_seq_length: int
     samples: int  # rows 0 .. samples-1
     build_key: str  # changes whenever anything that shapes the file's rows changes
+    # What the file's manifest entry records of its build (the worker makes the whole entry):
+    # the identity's package versions, and whether the tokenizer is a pinned registry one
+    # (its piece counts are then proven, not sampled: builder.counting.counting_method).
+    packages: Mapping[str, str]
+    tokenizer_pinned: bool
 
     @property
     def path(self) -> str:

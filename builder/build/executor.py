@@ -29,10 +29,11 @@ from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.worker import (Worker, build_file_in_pool, init_pool_process,
                                         make_row_in_pool, write_file)
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest import FileEntry
 
 #: What an executor hands each finished file to: (its result, its manifest entry, the
 #: temporary file beside its final path). The build's publisher moves it into place.
-Publish = Callable[[FileResult, dict, Path], None]
+Publish = Callable[[FileResult, FileEntry, Path], None]
 
 
 class Executor(Protocol):

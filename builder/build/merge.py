@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
+from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.build.publish import record_build
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import (check_split_files, manifest_lock, read_manifest, split_file,
-                                    temp_prefix)
+from ruler.builder.identity import build_differences
+from ruler.builder.manifest import (BuildEntry, FileEntry, Manifest, check_split_files,
+                                    manifest_lock, split_file)
 from ruler.builder.verify.folder import load_manifest
 from ruler.cards.render import refresh_card
 
@@ -50,30 +50,30 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
         raise RulerError("name at least one build folder to merge")
     if any(p.resolve() == out.resolve() for p in sources):
         raise RulerError(f"{out} is both an input and the output")
-    target = read_manifest(out)
-    builds: dict[str, tuple[Path, Mapping[str, Any]]] = {}   # config -> (first input, entry)
-    files: dict[str, tuple[Path, Mapping[str, Any]]] = {}    # rel -> (input, entry)
-    manifests: dict[Path, Mapping[str, Any]] = {}
+    target = Manifest.load(out)
+    builds: dict[str, tuple[Path, BuildEntry]] = {}   # config -> (first input, entry)
+    files: dict[str, tuple[Path, FileEntry]] = {}     # rel -> (input, entry)
+    manifests: dict[Path, Manifest] = {}
     for src in sources:
-        # read_manifest has checked every entry: known configs, tasks and lengths only, and
+        # Manifest.load has checked every entry: known configs, tasks and lengths only, and
         # load_manifest that no link below `src` leads to a listed file
         manifest = manifests[src] = load_manifest(src)
-        for config, build in manifest["builds"].items():
-            _check_same_identity(config, build, builds.get(config), target["builds"].get(config),
+        for config, build in manifest.builds.items():
+            _check_same_identity(config, build, builds.get(config), target.build(config),
                                  src, out)
             builds.setdefault(config, (src, build))
-        for rel, entry in manifest["files"].items():
+        for rel, entry in manifest.files.items():
             _check_file(src, rel, entry)
-            if rel in files and files[rel][1]["content_sha256"] != entry["content_sha256"]:
+            if rel in files and files[rel][1].content_sha256 != entry.content_sha256:
                 raise RulerError(f"conflicting file {rel}: {files[rel][0]} and {src} hold "
                                  f"other rows (content_sha256 differs); nothing was merged")
             files.setdefault(rel, (src, entry))
-    check_split_files(out, [*target["files"], *files])  # no link in OUT: nothing lands elsewhere
+    check_split_files(out, [*target.files, *files])  # no link in OUT: nothing lands elsewhere
     present = []
     for rel, (src, entry) in files.items():
-        mine = target["files"].get(rel)
+        mine = target.file(rel)
         if mine is not None:
-            if mine["content_sha256"] != entry["content_sha256"]:
+            if mine.content_sha256 != entry.content_sha256:
                 raise RulerError(f"conflicting file {rel}: {out} and {src} hold other rows "
                                  f"(content_sha256 differs); nothing was merged")
             if _holds(out, rel, mine):
@@ -84,7 +84,7 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
     for rel, (src, entry) in sorted(files.items()):
         if rel in present:
             continue
-        if _publish_copy(src, out, rel, entry, manifests[src]["builds"][entry["config"]],
+        if _publish_copy(src, out, rel, entry, manifests[src].build(entry.config),
                          len(copied)):
             copied.append(rel)
         else:  # another merge or build recorded the same rows meanwhile
@@ -93,72 +93,66 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
     return MergeResult(out, tuple(copied), tuple(sorted(present)))
 
 
-def _holds(out: Path, rel: str, entry: Mapping[str, Any]) -> bool:
+def _holds(out: Path, rel: str, entry: FileEntry) -> bool:
     """OUT has the file `entry` records, with its bytes."""
     path = split_file(out, rel)
-    return path.is_file() and file_sha256(path) == entry["sha256"]
+    return path.is_file() and file_sha256(path) == entry.sha256
 
 
-def _check_same_identity(config: str, build: Mapping[str, Any],
-                         seen: tuple[Path, Mapping[str, Any]] | None,
-                         existing: Mapping[str, Any] | None, src: Path, out: Path,
+def _check_same_identity(config: str, build: BuildEntry, seen: tuple[Path, BuildEntry] | None,
+                         existing: BuildEntry | None, src: Path, out: Path,
                          outcome: str = "nothing was merged") -> None:
-    if not build.get("identity"):
+    if not build.identity:
         raise RulerError(f"{src}/manifest.json: config {config!r} records no build identity "
                          f"(built by an older ruler); rebuild it to merge")
     for other, where in ((seen[1] if seen else None, seen[0] if seen else None),
                          (existing, out)):
         if not other:
             continue
-        differs = (identity_differences(other.get("identity") or {"?": None}, build["identity"])
-                   + source_differences(other.get("sources") or {},
-                                        {k: v["sha256"] for k, v in
-                                         (build.get("sources") or {}).items()}))
+        differs = build_differences(other, build.identity, build.source_hashes)
         if differs:
             raise RulerError(f"config {config!r} of {src} is another build than in {where} "
                              f"({'; '.join(differs)}); {outcome}")
 
 
-def _check_file(src: Path, rel: str, entry: Mapping[str, Any]) -> None:
+def _check_file(src: Path, rel: str, entry: FileEntry) -> None:
     """The input file has the recorded bytes (its entry's shape was checked when read)."""
     path = split_file(src, rel)
-    if not path.is_file() or file_sha256(path) != entry["sha256"]:
+    if not path.is_file() or file_sha256(path) != entry.sha256:
         raise RulerError(f"{path} is missing or differs from its manifest (run `ruler verify "
                          f"{src}`); nothing was merged")
 
 
-def _publish_copy(src: Path, out: Path, rel: str, entry: Mapping[str, Any],
-                  build: Mapping[str, Any], merged: int) -> bool:
+def _publish_copy(src: Path, out: Path, rel: str, entry: FileEntry, build: BuildEntry,
+                  merged: int) -> bool:
     """Copy `src/rel` to a temporary file beside its place in OUT and check its bytes; then,
     under OUT's manifest lock, check again that OUT's build of the config is this one (another
     merge or build may have recorded it since the checks before copying), move the file into
     place and record it. False when OUT recorded the same rows meanwhile (nothing replaced)."""
     final = split_file(out, rel)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=temp_prefix(final), suffix=".tmp")
+    fd, tmp = temp_file_beside(final)
     os.close(fd)
     try:
         shutil.copyfile(src / rel, tmp)
-        os.chmod(tmp, 0o644)
-        if file_sha256(tmp) != entry["sha256"]:
+        os.chmod(tmp, FILE_MODE)
+        if file_sha256(tmp) != entry.sha256:
             raise RulerError(f"{src / rel} changed while it was copied; nothing more was merged")
-        config = entry["config"]
+        config = entry.config
         outcome = (f"another merge or build recorded it in {out} while this merge ran; "
                    f"{merged} file(s) were merged before, nothing more was")
         with manifest_lock(out):
-            manifest = read_manifest(out)
-            _check_same_identity(config, build, None, manifest["builds"].get(config), src, out,
+            manifest = Manifest.load(out)
+            _check_same_identity(config, build, None, manifest.build(config), src, out,
                                  outcome)
-            mine = manifest["files"].get(rel)
-            if mine is not None and mine["content_sha256"] != entry["content_sha256"]:
+            mine = manifest.file(rel)
+            if mine is not None and mine.content_sha256 != entry.content_sha256:
                 raise RulerError(f"conflicting file {rel}: {out} and {src} hold other rows "
                                  f"(content_sha256 differs); {outcome}")
             if mine is not None and _holds(out, rel, mine):
                 return False
             os.replace(tmp, final)  # in place first, then recorded
-            manifest["files"][rel] = dict(entry)
-            manifest["files"] = dict(sorted(manifest["files"].items()))
-            record_build(out, manifest, config, build, build.get("sources") or {})
+            manifest.put_file(entry)
+            record_build(out, manifest, config, build, build.sources or {})
         return True
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -34,7 +34,6 @@ inputs at the same paths (a shared filesystem, or the same layout on each node).
 from __future__ import annotations
 
 import collections
-import importlib.metadata
 import os
 import pickle
 import shutil
@@ -46,14 +45,15 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ruler.builder import __version__
+from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.executor import Publish
 from ruler.builder.build.worker import Worker, worker_name, write_file_steps
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import content_packages
+from ruler.builder.manifest import FileEntry
+from ruler.builder.packages import FILE_PACKAGES, content_packages, installed_versions
 from ruler.builder.sources import recheck
-from ruler.builder.writer import temp_prefix
 
 #: Re-runs of a file whose Ray worker died (or whose node was lost) before the build gives up.
 RETRIES = 3
@@ -77,13 +77,9 @@ ROW = ("row",)
 def environment(*tokenizer_kinds: str) -> dict[str, str]:
     """What must be equal on every node for its rows and files to be this process's: the
     ruler version, the packages that shape rows (the build identity's: those of the
-    tokenizer's `content_kinds`) and pyarrow (bytes)."""
-    packages = content_packages(*tokenizer_kinds)
-    try:
-        packages["pyarrow"] = importlib.metadata.version("pyarrow")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a dependency
-        packages["pyarrow"] = "not installed"
-    return {"ruler": __version__, **packages}
+    tokenizer's `content_kinds`) and those that shape file bytes (pyarrow)."""
+    return {"ruler": __version__, **content_packages(*tokenizer_kinds),
+            **installed_versions(FILE_PACKAGES)}
 
 
 def forwarded_env() -> dict[str, str]:
@@ -205,7 +201,7 @@ class Arrival:
         self.final = Path(job.out) / job.path
         self.job, self.temp_tag = job, temp_tag
         self.result: FileResult | None = None
-        self.entry: dict | None = None
+        self.entry: FileEntry | None = None
         self.path: Path | None = None
         self._fd: int | None = None
 
@@ -228,12 +224,9 @@ class Arrival:
     def _open(self) -> None:
         if self._fd is not None:
             return
-        self.final.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.final.parent,
-                                   prefix=temp_prefix(self.final, self.temp_tag), suffix=".tmp")
-        self._fd, self.path = fd, Path(tmp)
+        self._fd, self.path = temp_file_beside(self.final, self.temp_tag)
 
-    def finish(self) -> tuple[FileResult, dict, Path]:
+    def finish(self) -> tuple[FileResult, FileEntry, Path]:
         """The file, complete and checked: (result, entry, temporary path) for `publish`."""
         if self.result is None or self.entry is None or self._fd is None:
             self.discard()
@@ -241,12 +234,12 @@ class Arrival:
         os.close(self._fd)
         self._fd = None
         size = self.path.stat().st_size
-        if size != self.entry["bytes"] or file_sha256(self.path) != self.entry["sha256"]:
+        if size != self.entry.bytes or file_sha256(self.path) != self.entry.sha256:
             self.discard()
             raise RulerError(f"{self.job.path} arrived from its Ray worker with other bytes "
-                             f"than it hashed ({size} of {self.entry['bytes']} bytes); nothing "
+                             f"than it hashed ({size} of {self.entry.bytes} bytes); nothing "
                              f"of it was published: run the same command again to resume")
-        os.chmod(self.path, 0o644)  # mkstemp makes 0600; a dataset folder is for sharing
+        os.chmod(self.path, FILE_MODE)
         return self.result, self.entry, self.path
 
     def discard(self) -> None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ruler.builder import __version__
 from ruler.builder.context import BuildContext
-from ruler.builder.identity import content_packages, make_identity
+from ruler.builder.identity import make_identity
+from ruler.builder.manifest import BuildEntry
+from ruler.builder.packages import content_packages
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
@@ -53,16 +55,15 @@ class BuildRecipe:
                    certify_every_row=not tok.identity.pinned and not cfg.sampled_certification)
 
     @classmethod
-    def from_manifest(cls, config: str, build: Mapping[str, Any], tok: Tokenizer,
+    def from_manifest(cls, config: str, build: BuildEntry, tok: Tokenizer,
                       sources_dir: str | os.PathLike | None) -> "BuildRecipe":
         """The recipe of `config`'s build as the manifest records it (`build`: its build
         entry), for the tokenizer loaded here (checked against the record by the caller)."""
-        variant = variant_from_record(build.get("variant"))
+        variant = variant_from_record(build.variant)
         return cls(tokenizer=tok, config=config,
                    seed_name=variant.seed_name(variant.base_config(config)),
-                   seed=build.get("seed"), samples=build.get("samples"),
-                   prompt_mode=build.get("prompt_mode"), variant=variant,
-                   sources_dir=sources_dir)
+                   seed=build.seed, samples=build.samples, prompt_mode=build.prompt_mode,
+                   variant=variant, sources_dir=sources_dir)
 
     def context(self) -> BuildContext:
         """A fresh build context (sources and resources load on first use)."""

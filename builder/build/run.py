@@ -18,6 +18,7 @@ import errno
 import os
 from pathlib import Path
 
+from ruler.builder.atomic import temp_prefix
 from ruler.builder.build.config import (BuildConfig, BuildReport, FileJob, FileResult,
                                         local_workers)
 from ruler.builder.build.executor import Executor, LocalExecutor
@@ -25,11 +26,10 @@ from ruler.builder.build.plan import job_key, plan_units, preflight, resolve_sou
 from ruler.builder.build.publish import Publisher, drop_config, entry_fields, listed_files
 from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.build.worker import Worker
-from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import manifest_lock, read_manifest, split_file, temp_prefix
+from ruler.builder.identity import build_differences
+from ruler.builder.manifest import Manifest, manifest_lock, split_file
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
 from ruler.cards.render import refresh_card
@@ -49,9 +49,10 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     units = plan_units(cfg)
     resolve_sources(ctx, units)  # in the worker's context: sent with it to other processes
 
-    manifest = read_manifest(out)
+    manifest = Manifest.load(out)
     identity = recipe.identity()
-    differs = _differences(manifest["builds"].get(config), identity, ctx)
+    ours = {sid: s.sha256 for sid, s in ctx.used_sources().items()}
+    differs = build_differences(manifest.build(config), identity, ours)
     if differs and not cfg.overwrite:
         n = len(listed_files(out, manifest, config))
         raise RulerError(
@@ -61,13 +62,14 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     kept: list[FileResult] = []
     todo: list[FileJob] = []
     for task, L in units:
-        job = FileJob(out, config, task, L, recipe.samples, job_key(identity, ctx, task, L))
+        job = FileJob(out, config, task, L, recipe.samples, job_key(identity, ctx, task, L),
+                      packages=identity["packages"], tokenizer_pinned=tok.identity.pinned)
         path = split_file(out, job.path)  # never written through a link in OUT
-        entry = None if differs else manifest["files"].get(job.path)
-        if entry and entry.get("build_key") == job.build_key and path.is_file() \
-                and file_sha256(path) == entry["sha256"]:
-            kept.append(FileResult(job.path, task, L, entry["rows"], skipped=True,
-                                   bytes=entry["bytes"]))
+        entry = None if differs else manifest.file(job.path)
+        if entry and entry.build_key == job.build_key and path.is_file() \
+                and file_sha256(path) == entry.sha256:
+            kept.append(FileResult(job.path, task, L, entry.rows, skipped=True,
+                                   bytes=entry.bytes))
         else:
             todo.append(job)
     preflight(worker, [(job.task, job.max_seq_length) for job in todo])
@@ -120,17 +122,6 @@ def _executor(cfg: BuildConfig, worker: Worker) -> Executor:
 
         return RayExecutor(worker, cfg.ray_address, cfg.workers)
     return LocalExecutor(worker, local_workers(cfg), cfg.start_method)
-
-
-def _differences(previous: dict | None, identity: dict, ctx: BuildContext) -> list[str]:
-    """What differs between OUT's build of this config and this one ([] when none yet)."""
-    if not previous:
-        return []
-    if not previous.get("identity"):
-        return ["no identity recorded (a manifest of an older ruler)"]
-    ours = {sid: s.sha256 for sid, s in ctx.used_sources().items()}
-    return (identity_differences(previous["identity"], identity)
-            + source_differences(previous.get("sources") or {}, ours))
 
 
 def check_out_folder(out: Path) -> None:

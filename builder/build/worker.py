@@ -21,12 +21,12 @@ from typing import Any, Callable, Generator, Iterable
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.context import BuildContext
-from ruler.builder.counting import ExactCounter, PieceCounter
+from ruler.builder.counting import ExactCounter, PieceCounter, counting_method
 from ruler.builder.errors import RulerError
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.hashing import file_sha256
 from ruler.builder.lifeline import die_with_parent
-from ruler.builder.manifest import REPEATED_FIELD, canonical_row_bytes
+from ruler.builder.manifest import FileEntry, canonical_row_bytes
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
 from ruler.builder.writer import SplitWriter
@@ -159,15 +159,15 @@ class Worker:
         return Row(row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
                    d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]))
 
-    def build_file(self, job: FileJob,
-                   tick: Callable[[int], None] | None = None) -> tuple[FileResult, dict, Path]:
+    def build_file(self, job: FileJob, tick: Callable[[int], None] | None = None
+                   ) -> tuple[FileResult, FileEntry, Path]:
         """Fit and write every sample of one file (see `write_file`)."""
         rows = (self.make_row(job.task, job.max_seq_length, i) for i in range(job.samples))
         return write_file(job, rows, tick, self.temp_tag)
 
 
 def write_file(job: FileJob, rows: Iterable[Row], tick: Callable[[int], None] | None = None,
-               temp_tag: str = "") -> tuple[FileResult, dict, Path]:
+               temp_tag: str = "") -> tuple[FileResult, FileEntry, Path]:
     """Write one file's rows to a temporary file beside its final path (in `job.out`).
     Returns its result, its manifest entry and the temporary path: the caller alone
     publishes files."""
@@ -181,8 +181,8 @@ def write_file(job: FileJob, rows: Iterable[Row], tick: Callable[[int], None] | 
             tick(1)
 
 
-def write_file_steps(job: FileJob, rows: Iterable[Row],
-                     temp_tag: str = "") -> Generator[None, None, tuple[FileResult, dict, Path]]:
+def write_file_steps(job: FileJob, rows: Iterable[Row], temp_tag: str = ""
+                     ) -> Generator[None, None, tuple[FileResult, FileEntry, Path]]:
     """`write_file` one row at a time: yields after each row is written and returns what
     `write_file` returns, so a caller that must yield itself (a Ray actor streaming progress
     to its driver) interleaves its own steps. Closed early, it removes the temporary file."""
@@ -199,16 +199,20 @@ def write_file_steps(job: FileJob, rows: Iterable[Row],
             repeated.append(made.repeated_share)
             yield
     path = writer.temp_path
-    entry = {"config": job.config, "task": job.task, "max_seq_length": L, "rows": writer.rows,
-             "bytes": path.stat().st_size, "sha256": file_sha256(path),
-             "content_sha256": writer.content_sha256, "build_key": job.build_key}
-    if max(repeated) > 0:  # only where a source ran out
-        entry[REPEATED_FIELD] = {"mean": round(sum(repeated) / len(repeated), 4),
-                                 "max": round(max(repeated), 4)}
+    # The file's manifest entry, whole: made here only, recorded as it is by the publisher.
+    entry = FileEntry(
+        config=job.config, task=job.task, max_seq_length=L, rows=writer.rows,
+        bytes=path.stat().st_size, sha256=file_sha256(path),
+        content_sha256=writer.content_sha256, build_key=job.build_key,
+        packages=dict(job.packages),
+        counting=counting_method(writer.rows, exact_rows, certified_rows, job.tokenizer_pinned),
+        # only where a source ran out
+        repeated_share={"mean": round(sum(repeated) / len(repeated), 4),
+                        "max": round(max(repeated), 4)} if max(repeated) > 0 else None)
     result = FileResult(job.path, job.task, L, writer.rows, skipped=False,
                         seconds=time.perf_counter() - started,
                         fill_mean=sum(fills) / len(fills), fill_min=min(fills), probes=probes,
-                        bytes=entry["bytes"], exact_rows=exact_rows,
+                        bytes=entry.bytes, exact_rows=exact_rows,
                         certified_rows=certified_rows, worker=worker_name(),
                         peak_rss_mb=peak_rss_mb())
     return result, entry, path
@@ -251,7 +255,7 @@ def init_pool_process(worker: Worker, events: Any, driver: int | None = None) ->
     _worker, _events = worker, events
 
 
-def build_file_in_pool(file_job: FileJob) -> tuple[FileResult, dict, Path]:
+def build_file_in_pool(file_job: FileJob) -> tuple[FileResult, FileEntry, Path]:
     """Build one file in a pool process. The parent learns which file each process works on
     (`("start"|"end", pid, path)`), to name it if the process dies, and gets progress ticks
     (`("tick", n)`) at most twice a second."""

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest import BuildEntry
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.verify.findings import Problem
 
 
-def tokenizer_for(config: str, build: Mapping[str, Any], overrides: Mapping[str, str],
+def tokenizer_for(config: str, build: BuildEntry, overrides: Mapping[str, str],
                    tokenizers_dir: str | None) -> tuple[Any, list[Problem]]:
     """The build's tokenizer, checked to be the one the manifest records."""
-    recorded = build.get("tokenizer", {})
+    recorded = build.tokenizer
     name = overrides.get(config) or recorded.get("name")
     where = f"config {config!r}"
     if not name:

@@ -89,7 +89,7 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
                     "length": int(row["length"]), "data_sha256": f.content_sha256,
                 }))
     provenance = {"dataset": data, "revision": ds.revision, "tokenizer_config": tokenizer_config,
-                  "prompt_mode": ds.build(tokenizer_config).get("prompt_mode"),
+                  "prompt_mode": ds.build(tokenizer_config).prompt_mode,
                   "files": {f.key: f.content_sha256 for f in files}, "limit": limit}
     return samples, provenance
 

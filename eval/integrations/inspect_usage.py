@@ -5,7 +5,10 @@ Kept apart from `inspect_task` (which imports inspect_ai) so the card renders wi
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ruler.builder.manifest import Manifest
 
 #: `inspect eval <TASK_NAME>`: the entry point `inspect_ai: ruler = ruler.eval.inspect`.
 TASK_NAME = "ruler/ruler"
@@ -55,14 +58,13 @@ def command(data: str, revision: str | None, config: str, length: int,
             f"  -T data={data}{rev} -T tokenizer_config={config} -T lengths={length}")
 
 
-def card_section(manifest: Mapping[str, Any], repo_id: str | None,
-                 revision: str | None) -> str:
+def card_section(manifest: Manifest, repo_id: str | None, revision: str | None) -> str:
     """The card's "Use with Inspect" section (body, after its heading)."""
-    files = manifest.get("files") or {}
-    if not files:
+    configs = [c for c in manifest.configs() if manifest.files_of(c)]
+    if not configs:
         return "Build some splits first."
-    first = min(files.values(), key=lambda e: (e["config"], int(e["max_seq_length"])))
-    config, length = first["config"], int(first["max_seq_length"])
+    config = configs[0]
+    length = manifest.lengths(config)[0]
     data = repo_id or "OUT"
     rev = revision if repo_id else None
     score = f"--data {data}" + (f" --revision {rev}" if rev else "")

@@ -51,7 +51,9 @@ from typing import Any, Mapping
 
 import yaml
 
+from ruler.builder.atomic import replace_folder
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.variants import reserved_output_budget
 
@@ -143,41 +145,35 @@ def dump_yaml(data: Mapping[str, Any]) -> str:
 
 # --- the files -----------------------------------------------------------------------------------
 
-def reasoning_configs(manifest: Mapping[str, Any]) -> list[str]:
+def reasoning_configs(manifest: Manifest) -> list[str]:
     """Configs with a reserved output budget (`ruler build --output-budget`): not exported.
     Their answer is the text after the model's reasoning, which lm-eval's generation tasks do
     not take apart before the metric; `ruler eval --mode reasoning` evaluates them."""
-    return sorted(c for c, b in manifest.get("builds", {}).items()
-                  if reserved_output_budget(b) is not None)
+    return [c for c in manifest.configs()
+            if reserved_output_budget(manifest.build(c).variant) is not None]
 
 
-def _files_by_config(manifest: Mapping[str, Any]) -> dict[str, list[tuple[str, int, str]]]:
-    """config -> [(task, L, relpath)] in upstream's task order, then by length (the configs
-    lm-eval can run: not `reasoning_configs`)."""
-    order = {t: i for i, t in enumerate(TASKS)}
+def _runnable(manifest: Manifest) -> dict[str, list[FileEntry]]:
+    """config -> its files by length, then in upstream's task order: the configs with files
+    lm-eval can run (not `reasoning_configs`)."""
     skip = set(reasoning_configs(manifest))
-    out: dict[str, list[tuple[str, int, str]]] = {}
-    for rel, e in manifest.get("files", {}).items():
-        if e["config"] in skip:
-            continue
-        out.setdefault(e["config"], []).append((e["task"], int(e["max_seq_length"]), rel))
-    return {c: sorted(v, key=lambda x: (x[1], order.get(x[0], len(order)), x[0]))
-            for c, v in sorted(out.items())}
+    by_config = {c: sorted(manifest.files_of(c), key=lambda f: f.max_seq_length)
+                 for c in manifest.configs() if c not in skip}
+    return {c: files for c, files in by_config.items() if files}
 
 
-def task_config(manifest: Mapping[str, Any], rel: str, source: TaskSource) -> dict[str, Any]:
+def task_config(manifest: Manifest, entry: FileEntry, source: TaskSource) -> dict[str, Any]:
     """The lm-eval task of one split file."""
-    entry = manifest["files"][rel]
-    config, task, length = entry["config"], entry["task"], int(entry["max_seq_length"])
+    config, task, length = entry.config, entry.task, entry.max_seq_length
     if task not in TASKS:
-        raise RulerError(f"manifest.json lists {rel} of unknown task {task!r}")
+        raise RulerError(f"manifest.json lists {entry.path} of unknown task {task!r}")
     spec = TASKS[task]
-    build = manifest.get("builds", {}).get(config, {})
-    generator = manifest.get("generator", {})
+    build = manifest.build(config)
+    generator = manifest.generator or {}
     return {
         "task": task_name(config, task, length),
         "task_alias": f"{task} {length}",
-        **source.dataset_fields(rel, str(length)),
+        **source.dataset_fields(entry.path, str(length)),
         "output_type": "generate_until",
         "doc_to_text": "input",
         "doc_to_target": "outputs",
@@ -193,9 +189,9 @@ def task_config(manifest: Mapping[str, Any], rel: str, source: TaskSource) -> di
             "ruler": {
                 "generator": f"{generator.get('name')} {generator.get('version')}",
                 "dataset": source.describe(), "config": config, "task": task,
-                "max_seq_length": length, "rows": int(entry["rows"]),
-                "metric": spec.metric, "prompt_mode": build.get("prompt_mode"),
-                "content_sha256": entry["content_sha256"],
+                "max_seq_length": length, "rows": entry.rows,
+                "metric": spec.metric, "prompt_mode": build.prompt_mode,
+                "content_sha256": entry.content_sha256,
             },
         },
     }
@@ -209,9 +205,9 @@ def _group(name: str, alias: str, members: list[str]) -> dict[str, Any]:
             "metadata": {"version": TASK_VERSION}}
 
 
-def export_files(manifest: Mapping[str, Any], source: TaskSource) -> dict[str, str]:
+def export_files(manifest: Manifest, source: TaskSource) -> dict[str, str]:
     """Every file of the task folder, name -> text, for the builds in `manifest`."""
-    by_config = _files_by_config(manifest)
+    by_config = _runnable(manifest)
     if not by_config:
         skipped = reasoning_configs(manifest)
         raise RulerError("the build holds no split files lm-eval can run: nothing to export"
@@ -220,12 +216,12 @@ def export_files(manifest: Mapping[str, Any], source: TaskSource) -> dict[str, s
     files: dict[str, str] = {}
     config_groups = []
     for config, entries in by_config.items():
-        lengths = sorted({L for _, L, _ in entries})
-        for task, L, rel in entries:
-            files[f"{task_name(config, task, L)}.yaml"] = dump_yaml(
-                task_config(manifest, rel, source))
+        lengths = manifest.lengths(config)
+        for entry in entries:
+            files[f"{task_name(config, entry.task, entry.max_seq_length)}.yaml"] = dump_yaml(
+                task_config(manifest, entry, source))
         for L in lengths:
-            members = [task_name(config, t, n) for t, n, _ in entries if n == L]
+            members = [task_name(config, f.task, L) for f in entries if f.max_seq_length == L]
             files[f"{length_group(config, L)}.yaml"] = dump_yaml(
                 _group(length_group(config, L), f"RULER {config} {L}", members))
         files[f"{config_group(config)}.yaml"] = dump_yaml(
@@ -243,7 +239,7 @@ def export_files(manifest: Mapping[str, Any], source: TaskSource) -> dict[str, s
 
 # --- utils.py ------------------------------------------------------------------------------------
 
-def render_utils(manifest: Mapping[str, Any] | None = None) -> str:
+def render_utils(manifest: Manifest | None = None) -> str:
     """`utils.py`: the hooks and the metric functions they call, as source text, with the imports
     the copied code needs (its annotations included: `typing.get_type_hints` and linters read
     them) found from the names it uses, so a change to the copied functions cannot leave one
@@ -251,7 +247,7 @@ def render_utils(manifest: Mapping[str, Any] | None = None) -> str:
     from ruler.eval import metrics
     from ruler.eval.integrations import lm_eval_hooks
 
-    generator = (manifest or {}).get("generator", {})
+    generator = (manifest.generator if manifest is not None else None) or {}
     row_metrics = ", ".join(f"{name!r}: {fn.__name__}" for name, fn in metrics.ROW_METRICS.items())
     body = [
         f"_CONTROL = re.compile({metrics._CONTROL.pattern!r})",
@@ -321,14 +317,12 @@ def run_command(config: str, length: int, prompt_mode: str | None, include_path:
             f"  --log_samples --output_path results/")
 
 
-def _example(manifest: Mapping[str, Any]) -> tuple[str, int, str | None]:
-    by_config = _files_by_config(manifest)
-    config = next(iter(by_config))
-    length = min(L for _, L, _ in by_config[config])
-    return config, length, manifest.get("builds", {}).get(config, {}).get("prompt_mode")
+def _example(manifest: Manifest) -> tuple[str, int, str | None]:
+    config = next(iter(_runnable(manifest)))
+    return config, manifest.lengths(config)[0], manifest.build(config).prompt_mode
 
 
-def folder_readme(manifest: Mapping[str, Any], source: TaskSource) -> str:
+def folder_readme(manifest: Manifest, source: TaskSource) -> str:
     config, length, mode = _example(manifest)
     score = "ruler score --predictions results/ --data"
     if source.on_hub:
@@ -355,7 +349,7 @@ def folder_readme(manifest: Mapping[str, Any], source: TaskSource) -> str:
         + reasoning_note(manifest))
 
 
-def reasoning_note(manifest: Mapping[str, Any]) -> str:
+def reasoning_note(manifest: Manifest) -> str:
     """Which configs were left out, and why ("" when none was)."""
     skipped = reasoning_configs(manifest)
     if not skipped:
@@ -377,10 +371,9 @@ BUILTIN_RULER_DIFFERENCES = (
 )
 
 
-def _chat_note(manifest: Mapping[str, Any]) -> str:
+def _chat_note(manifest: Manifest) -> str:
     """When to pass `--apply_chat_template`: for the configs counted with a chat template."""
-    modes = {c: manifest.get("builds", {}).get(c, {}).get("prompt_mode")
-             for c in _files_by_config(manifest)}
+    modes = {c: manifest.build(c).prompt_mode for c in _runnable(manifest)}
     base = sorted(c for c, m in modes.items() if m == "base")
     chat = sorted(c for c in modes if c not in base)
     need = ("`--apply_chat_template` is required{}: the lengths count the chat template, and "
@@ -396,12 +389,12 @@ def _chat_note(manifest: Mapping[str, Any]) -> str:
             skip.format(", ".join(f"`{c}`" for c in base), "", "those"))
 
 
-def card_section(manifest: Mapping[str, Any], repo_id: str | None,
+def card_section(manifest: Manifest, repo_id: str | None,
                  revision: str | None) -> str:
     """The card's "Use with lm-evaluation-harness" section (body, after its heading)."""
-    if not manifest.get("files"):
+    if not manifest.files:
         return "Build some splits first; then `ruler export lm-eval OUT` writes the task folder."
-    if not _files_by_config(manifest):
+    if not _runnable(manifest):
         return reasoning_note(manifest).strip()
     config, length, mode = _example(manifest)
     if repo_id and revision:
@@ -458,14 +451,7 @@ def write_export(files: Mapping[str, str], to: str | os.PathLike) -> Path:
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
         tmp.chmod(0o755)
-        if to.exists():
-            old = to.with_name(f".{to.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            to.rename(old)
-            tmp.rename(to)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(to)
+        replace_folder(tmp, to)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -477,7 +463,7 @@ def export_lm_eval(out: str | os.PathLike, to: str | os.PathLike | None = None,
                    absolute: bool = False) -> Path:
     """`ruler export lm-eval`: the task folder of build `out` (default `out/lm_eval`). Tasks of
     the local build name it relative to the task folder, or by its absolute path (`absolute`)."""
-    from ruler.builder.manifest import MANIFEST_NAME, read_manifest
+    from ruler.builder.manifest import MANIFEST_NAME
 
     out = Path(out)
     if not (out / MANIFEST_NAME).is_file():
@@ -494,5 +480,5 @@ def export_lm_eval(out: str | os.PathLike, to: str | os.PathLike | None = None,
         validate_repo_id(repo_id)
     to = Path(to) if to is not None else out / EXPORT_DIR
     source = TaskSource(repo_id, revision) if repo_id else local_source(out, to, absolute)
-    files = export_files(read_manifest(out), source)
+    files = export_files(Manifest.load(out), source)
     return write_export(files, to)
