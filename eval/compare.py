@@ -153,7 +153,7 @@ def _p(p: float) -> str:
 
 
 def to_markdown(c: Comparison) -> str:
-    head = [f"# RULER comparison: A - B", "",
+    head = ["# RULER comparison: A - B", "",
             f"A: `{c.a}` ({c.model_a or 'unknown model'}); B: `{c.b}` "
             f"({c.model_b or 'unknown model'}); tokenizer config `{c.config}`. Differences in "
             f"points (0..100) over the rows both runs answered; * significant at 5 %.", ""]

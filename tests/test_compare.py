@@ -122,7 +122,8 @@ def test_runs_on_another_build_or_config_are_refused(runs, tmp_path, capsys):
     other = tmp_path / "other"
     build(other, CONFIG, TASKS, (L,), samples=SAMPLES, workers=1, seed=43)
     other_run = _eval(other, tmp_path / "other-run")
-    with pytest.raises(RulerError, match="different builds: niah_multivalue/4096, niah_single_1/4096 differ"):
+    with pytest.raises(RulerError, match="different builds: niah_multivalue/4096, "
+                                         "niah_single_1/4096 differ"):
         compare_runs(runs["gold"], other_run)
     assert main(["compare", str(runs["gold"]), str(other_run)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
