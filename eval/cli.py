@@ -1,4 +1,4 @@
-"""`ruler eval`, `ruler score`, `ruler report`.
+"""`ruler eval`, `ruler score`, `ruler report`, `ruler compare`.
 
 Only argparse wiring lives here; vLLM, torch and matplotlib are imported by the handlers'
 callees when a command runs, so `ruler --help` stays fast.
@@ -27,6 +27,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     _register_eval(sub)
     _register_score(sub)
     _register_report(sub)
+    _register_compare(sub)
 
 
 def _register_eval(sub: argparse._SubParsersAction) -> None:
@@ -167,6 +168,26 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_report_cmd)
 
 
+def _register_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="paired comparison of two runs on the same rows (A - B, with test)",
+        description="Row by row, run A minus run B per task x length and per length over all "
+                    "tasks, on the\nrows both runs answered: the difference, its 95 % "
+                    "interval (paired bootstrap) and a\npaired test (McNemar's exact test "
+                    "where rows are 0/1, else a paired bootstrap). Runs on\ndifferent configs "
+                    "or builds (content hashes) are refused; rows answered in one run only\n"
+                    "are named.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_a", type=Path, metavar="RUN_A",
+                   help="results folder (or its scores.json)")
+    p.add_argument("run_b", type=Path, metavar="RUN_B",
+                   help="results folder (or its scores.json)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="also write compare.md, compare.json and compare.png here")
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(func=run_compare_cmd)
+
+
 def _json_object(text: str) -> dict:
     import json
 
@@ -303,6 +324,18 @@ def run_report_cmd(args: argparse.Namespace) -> int:
         files = {f.key: f.content_sha256 for f in ds.files(scores["config"])}
     _print_report(args.results, args.out, args.threshold, files, not args.no_plots,
                   args.depth_bins, args.min_depth_samples)
+    return 0
+
+
+def run_compare_cmd(args: argparse.Namespace) -> int:
+    from ruler.eval.compare import compare_runs, to_markdown, write_comparison
+
+    c = compare_runs(args.run_a, args.run_b)
+    print(to_markdown(c))
+    if args.out:
+        write_comparison(c, args.out, plots=not args.no_plots)
+        print(f"wrote {args.out}/compare.md, compare.json"
+              + ("" if args.no_plots else ", compare.png"))
     return 0
 
 
