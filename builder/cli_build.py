@@ -7,7 +7,7 @@ import multiprocessing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ruler.builder.build.config import (DEFAULT_OUT, EXECUTORS, MAX_SAMPLES,
+from ruler.builder.pipeline.config import (DEFAULT_OUT, EXECUTORS, MAX_SAMPLES,
                                          default_start_method)
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import SOURCES_ENV
@@ -140,7 +140,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ruler.builder.build import BuildConfig, run_build
+    from ruler.builder.pipeline import BuildConfig, run_build
     from ruler.builder.manifest import Manifest
 
     variant = variant_from_args(args)

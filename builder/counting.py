@@ -26,7 +26,7 @@ parts (Draft.refine: a needle line from its key's and value's parts).
 Whether a tokenizer really is additive at these junctions is a property of the tokenizer, not
 something to assume: tests/test_counting.py proves it for every registry tokenizer on every
 task, and the build certifies each task on its first sample before trusting it and spot-checks
-every file (builder.build), counting exactly wherever the shortcut does not hold.
+every file (builder.pipeline), counting exactly wherever the shortcut does not hold.
 """
 
 from __future__ import annotations

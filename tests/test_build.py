@@ -135,7 +135,7 @@ def test_lengths_accept_k_suffix_and_paper(tmp_path):
 
 
 def test_interrupted_build_keeps_finished_files_and_resumes(tmp_path, monkeypatch):
-    from ruler.builder.build.worker import Worker
+    from ruler.builder.pipeline.worker import Worker
 
     real = Worker.make_row
 
@@ -159,7 +159,7 @@ def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_
                                                                            monkeypatch):
     """Workers write whole files: one failing stops the build, the files finished before
     stay recorded, and neither its file nor the one the other worker was writing remains."""
-    from ruler.builder.build.worker import Worker
+    from ruler.builder.pipeline.worker import Worker
 
     real = Worker.make_row
 

@@ -24,7 +24,7 @@ from ruler.builder.verify.run import verify
 # sample 1: patched before the workers fork, so they inherit it.
 DYING_BUILD = r"""
 import os, signal, sys
-from ruler.builder.build.worker import Worker
+from ruler.builder.pipeline.worker import Worker
 
 victim = sys.argv[1]
 real = Worker.make_row

@@ -19,12 +19,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ruler.builder.build import BuildConfig
-from ruler.builder.build import ray_executor
-from ruler.builder.build.config import FileJob
-from ruler.builder.build.ray_executor import Arrival, FileBuilder, environment
-from ruler.builder.build.recipe import BuildRecipe
-from ruler.builder.build.worker import Worker, write_file
+from ruler.builder.pipeline import BuildConfig
+from ruler.builder.pipeline import ray_executor
+from ruler.builder.pipeline.config import FileJob
+from ruler.builder.pipeline.ray_executor import Arrival, FileBuilder, environment
+from ruler.builder.pipeline.recipe import BuildRecipe
+from ruler.builder.pipeline.worker import Worker, write_file
 from ruler.builder.cli_build import parse_lengths
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
@@ -168,7 +168,7 @@ def test_scratch_folders_of_dead_workers_are_removed(tmp_path):
 
 
 def test_the_package_and_the_executor_module_import_without_ray():
-    code = ("import sys; import ruler.builder.build.run, ruler.builder.build.ray_executor, "
+    code = ("import sys; import ruler.builder.pipeline.run, ruler.builder.pipeline.ray_executor, "
             "ruler.cli; assert 'ray' not in sys.modules, 'ray was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

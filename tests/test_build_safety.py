@@ -132,7 +132,7 @@ def test_a_complete_build_is_left_exactly_as_it_is(tmp_path):
 def test_a_build_that_runs_while_another_publishes_keeps_the_others_files(tmp_path, monkeypatch):
     """B reads the manifest, then A builds other tasks into the same folder while B fits;
     B's files are recorded next to A's, none lost (the last writer used to win)."""
-    from ruler.builder.build.worker import Worker
+    from ruler.builder.pipeline.worker import Worker
 
     out = tmp_path / "out"
     real = Worker.make_row
@@ -159,7 +159,7 @@ def test_a_build_that_runs_while_another_publishes_keeps_the_others_files(tmp_pa
 
 def test_a_build_with_another_identity_that_starts_meanwhile_stops_cleanly(tmp_path,
                                                                          monkeypatch):
-    from ruler.builder.build.worker import Worker
+    from ruler.builder.pipeline.worker import Worker
 
     out = tmp_path / "out"
     real = Worker.make_row
@@ -331,7 +331,7 @@ def test_one_sample_at_a_length_near_a_tasks_minimum_builds(tmp_path):
 
 def test_a_resumed_build_after_a_package_upgrade_refuses_instead_of_mixing(tmp_path,
                                                                           monkeypatch):
-    import ruler.builder.build.recipe as recipe  # where a build's identity is made
+    import ruler.builder.pipeline.recipe as recipe  # where a build's identity is made
     from ruler.builder.packages import content_packages
 
     out = tmp_path / "out"
@@ -431,7 +431,7 @@ def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(small_disk, wor
 
 READ_ONLY_AT_PUBLISH = r"""
 import os, subprocess, sys
-from ruler.builder.build.publish import Publisher
+from ruler.builder.pipeline.publish import Publisher
 
 real = Publisher.publish
 

@@ -157,7 +157,7 @@ def test_generator_licence_matches_pyproject():
 KILLED_AT_THE_CARD = """
 import os, sys
 from pathlib import Path
-import ruler.builder.build.publish as publish
+import ruler.builder.pipeline.publish as publish
 
 def killed(out):
     (Path(out) / ".README.md.k1ll3d.tmp").write_text("half a card")

@@ -11,7 +11,7 @@ import pytest
 
 from build_helpers import build, rows
 from conftest import TOKENIZERS
-from ruler.builder.build.worker import Worker
+from ruler.builder.pipeline.worker import Worker
 from ruler.builder.manifest import read_manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from ruler.builder.build import BuildConfig
+from ruler.builder.pipeline import BuildConfig
 from ruler.builder.context import BuildContext
 from ruler.builder.depths import DEPTHS, DepthBin, bin_of, check_depth_bins
 from ruler.builder.errors import RulerError
@@ -186,8 +186,8 @@ def test_needles_regex_reads_values_in_input_order():
 def test_a_spawned_worker_gets_the_variant_config_and_bins():
     import pickle
 
-    from ruler.builder.build.recipe import BuildRecipe
-    from ruler.builder.build.worker import Worker
+    from ruler.builder.pipeline.recipe import BuildRecipe
+    from ruler.builder.pipeline.worker import Worker
 
     cfg = BuildConfig(tokenizer="gpt-4", tasks=swept_tasks(), variant=DepthSweep(10))
     recipe = BuildRecipe.from_config(cfg, th.tokenizer("gpt-4"))

@@ -60,7 +60,7 @@ def test_build_and_merge_refuse_a_build_of_an_older_ruler(built, tmp_path, capsy
 def test_a_build_of_an_older_ruler_recorded_meanwhile_stops_the_build(tmp_path, monkeypatch):
     """The publisher's check is the same one: a config that an older ruler recorded (no
     identity) while this build ran is not adopted as this build's."""
-    from ruler.builder.build.worker import Worker
+    from ruler.builder.pipeline.worker import Worker
 
     out = tmp_path / "out"
     real = Worker.make_row

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from build_helpers import build, rows
-from ruler.builder.build.recipe import BuildRecipe
+from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TaskSpec

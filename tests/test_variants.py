@@ -11,7 +11,7 @@ import yaml
 
 from build_helpers import build, rows
 from reasoning_helpers import expected_prompt, thinking_tokenizer
-from ruler.builder.build import BuildConfig
+from ruler.builder.pipeline import BuildConfig
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
 from ruler.builder.tokenizer_registry import load_tokenizer

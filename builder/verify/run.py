@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.build.config import default_start_method
+from ruler.builder.pipeline.config import default_start_method
 from ruler.builder.manifest import BuildEntry, FileEntry
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ruler.builder.build.config import BuildConfig
-from ruler.builder.build.worker import Worker
+from ruler.builder.pipeline.config import BuildConfig
+from ruler.builder.pipeline.worker import Worker
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import TooShortError
 from ruler.builder.identity import file_key

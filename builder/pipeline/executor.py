@@ -25,8 +25,8 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from ruler.builder.build.config import FileJob, FileResult
-from ruler.builder.build.worker import (Worker, build_file_in_pool, init_pool_process,
+from ruler.builder.pipeline.config import FileJob, FileResult
+from ruler.builder.pipeline.worker import (Worker, build_file_in_pool, init_pool_process,
                                         make_row_in_pool, write_file)
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry

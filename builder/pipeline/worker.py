@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable
 
-from ruler.builder.build.config import FileJob, FileResult
-from ruler.builder.build.recipe import BuildRecipe
+from ruler.builder.pipeline.config import FileJob, FileResult
+from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import ExactCounter, PieceCounter, counting_method
 from ruler.builder.errors import RulerError

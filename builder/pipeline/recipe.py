@@ -24,7 +24,7 @@ from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
 
 if TYPE_CHECKING:
-    from ruler.builder.build.config import BuildConfig
+    from ruler.builder.pipeline.config import BuildConfig
 
 
 @dataclass(frozen=True)

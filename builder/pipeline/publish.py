@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ruler.builder.build.config import FileResult
-from ruler.builder.build.recipe import BuildRecipe
+from ruler.builder.pipeline.config import FileResult
+from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import build_differences

@@ -46,9 +46,9 @@ from typing import Any, Iterator, Sequence
 
 from ruler.builder import __version__
 from ruler.builder.atomic import FILE_MODE, temp_file_beside
-from ruler.builder.build.config import FileJob, FileResult
-from ruler.builder.build.executor import Publish
-from ruler.builder.build.worker import Worker, worker_name, write_file_steps
+from ruler.builder.pipeline.config import FileJob, FileResult
+from ruler.builder.pipeline.executor import Publish
+from ruler.builder.pipeline.worker import Worker, worker_name, write_file_steps
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import FileEntry

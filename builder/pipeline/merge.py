@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ruler.builder.atomic import FILE_MODE, temp_file_beside
-from ruler.builder.build.publish import record_build
+from ruler.builder.pipeline.publish import record_build
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import build_differences

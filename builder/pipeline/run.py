@@ -19,13 +19,13 @@ import os
 from pathlib import Path
 
 from ruler.builder.atomic import temp_prefix
-from ruler.builder.build.config import (BuildConfig, BuildReport, FileJob, FileResult,
+from ruler.builder.pipeline.config import (BuildConfig, BuildReport, FileJob, FileResult,
                                         local_workers)
-from ruler.builder.build.executor import Executor, LocalExecutor
-from ruler.builder.build.plan import job_key, plan_units, preflight, resolve_sources
-from ruler.builder.build.publish import Publisher, drop_config, entry_fields, listed_files
-from ruler.builder.build.recipe import BuildRecipe
-from ruler.builder.build.worker import Worker
+from ruler.builder.pipeline.executor import Executor, LocalExecutor
+from ruler.builder.pipeline.plan import job_key, plan_units, preflight, resolve_sources
+from ruler.builder.pipeline.publish import Publisher, drop_config, entry_fields, listed_files
+from ruler.builder.pipeline.recipe import BuildRecipe
+from ruler.builder.pipeline.worker import Worker
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import build_differences
@@ -118,7 +118,7 @@ STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.E
 def _executor(cfg: BuildConfig, worker: Worker) -> Executor:
     """The executor `cfg.executor` names. Ray is imported only when its executor runs."""
     if cfg.executor == "ray":
-        from ruler.builder.build.ray_executor import RayExecutor
+        from ruler.builder.pipeline.ray_executor import RayExecutor
 
         return RayExecutor(worker, cfg.ray_address, cfg.workers)
     return LocalExecutor(worker, local_workers(cfg), cfg.start_method)
