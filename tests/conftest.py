@@ -1,18 +1,16 @@
 """Test-wide setup: pinned inputs from `../shared` (beside the checkout, also in CI).
 
 Library code never names that folder; tests point the documented environment variables at it.
+Helpers are plain modules in `helpers/`; this file holds only pytest hooks and fixtures.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
-SHARED = Path(os.environ.get("RULER_SHARED") or Path(__file__).resolve().parents[2] / "shared")
-TOKENIZERS = SHARED / "tokenizers"
-SOURCES = SHARED / "sources"
+from helpers.paths import SHARED, SOURCES, TOKENIZERS
 
 os.environ.setdefault("RULER_TOKENIZERS", str(TOKENIZERS))
 os.environ.setdefault("RULER_SOURCES", str(SOURCES))

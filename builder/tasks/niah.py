@@ -49,7 +49,7 @@ _WORD_KEY_NUMBER_LINE = re.compile(
 
 def _split_needle(line: str) -> tuple[str, ...]:
     """A needle line cut before its key, "is:" and value, and inside them where no token of
-    a registry tokenizer spans the cut (tests/test_counting.py scans the vocabularies): an
+    a registry tokenizer spans the cut (tests/builder/test_counting.py scans the vocabularies): an
     adjective-noun key at its hyphen, a number after its first three digits (" 123" |
     "4567.\n"), a UUID between its runs of letters and of digits, and after every third
     digit of a run, each hyphen kept with the run after it (" 3" | "f" | "2" | "a" ... |

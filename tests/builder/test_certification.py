@@ -1,4 +1,4 @@
-"""Exactness for tokenizers outside the registry: piece counting is proven (tests/test_counting)
+"""Exactness for tokenizers outside the registry: piece counting is proven (tests/builder/test_counting)
 only for the registry's tokenizers, so any other tokenizer gets every row certified against a
 whole-prompt tokenization unless the user accepts sampled certification; the card says which."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build, rows
-from conftest import TOKENIZERS
+from helpers.builds import build, rows
+from helpers.paths import TOKENIZERS
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.manifest import read_manifest
 from ruler.builder.tokenizer_registry import load_tokenizer

@@ -22,8 +22,8 @@ from ruler.builder.tasks.common_words import CommonWordsGenerator
 from ruler.builder.tasks.niah import _split_needle
 from ruler.builder.tokenizer_registry import registry
 
-from build_helpers import build
-from task_helpers import SEED, generator, tokenizer
+from helpers.builds import build
+from helpers.tasks import SEED, generator, tokenizer
 
 
 def _offsets(d):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from build_helpers import NIAH_TASKS, build, rows
+from helpers.builds import NIAH_TASKS, build, rows
 from ruler.builder.depths import bin_of, sample_bin
 from ruler.builder.manifest import content_sha256
 from ruler.builder.tasks.family import family_of, swept_tasks

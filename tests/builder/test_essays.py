@@ -8,7 +8,7 @@ import pytest
 
 from ruler.builder.essays import build_corpus, punkt_tokenizer, _sentence_ends
 
-from conftest import SOURCES
+from helpers.paths import SOURCES
 
 PUNKT = SOURCES / "nltk_data/tokenizers/punkt_tab/english"
 

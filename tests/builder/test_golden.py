@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build
+from helpers.builds import build
+from helpers.paths import ROOT
 from ruler.builder.identity import CONTENT_PACKAGES
 from ruler.builder.manifest import read_manifest
 from ruler.builder.tasks.catalog import TASKS
 
 GOLDEN = json.loads(Path(__file__).with_name("golden_content_sha256.json").read_text())
-CONSTRAINTS = Path(__file__).resolve().parents[1] / "constraints.txt"
+CONSTRAINTS = ROOT / "constraints.txt"
 
 
 @pytest.mark.slow
@@ -35,7 +36,7 @@ def test_rows_equal_the_committed_golden_hashes(tmp_path, tokenizer):
     assert len(want) == len(TASKS)
     changed = sorted(rel for rel in want if got.get(rel) != want[rel])
     assert not changed, (f"generated rows changed for {changed}: if deliberate, update "
-                         f"tests/golden_content_sha256.json (see this module's docstring)")
+                         f"tests/builder/golden_content_sha256.json (see this module's docstring)")
 
 
 def test_constraints_pin_every_package_that_shapes_content():

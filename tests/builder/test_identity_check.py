@@ -10,7 +10,7 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from build_helpers import build
+from helpers.builds import build
 
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import build_differences

@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from build_helpers import build, rows
+from helpers.builds import build, rows
 from ruler.builder.context import BuildContext
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS, make_generator

@@ -20,7 +20,7 @@ def test_the_fast_encoding_equals_json_for_every_kind_of_input():
 
 
 def test_the_fast_encoding_equals_json_on_built_rows(tmp_path):
-    from build_helpers import all_rows, build
+    from helpers.builds import all_rows, build
 
     build(tmp_path, "gpt-4", ["qa_1", "niah_multikey_3", "cwe"], [1024], 2)
     rows = [r for rs in all_rows(tmp_path).values() for r in rs]

@@ -7,7 +7,7 @@ import json
 import shutil
 
 import pytest
-from build_helpers import build
+from helpers.builds import build
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import (MANIFEST_NAME, BuildEntry, FileEntry, Manifest,

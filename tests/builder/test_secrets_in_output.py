@@ -23,8 +23,8 @@ from urllib.parse import quote
 
 import pytest
 
-from build_helpers import build
-from conftest import TOKENIZERS
+from helpers.builds import build
+from helpers.paths import TOKENIZERS
 from ruler.builder.tokenizer_registry import registry
 
 OPENAI_KEY = "sk-loopbackKey-9f8e7d6c5b4a39281706"

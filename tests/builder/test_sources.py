@@ -13,7 +13,7 @@ import pytest
 from ruler.builder import sources
 from ruler.cli import main
 from ruler.builder.errors import RulerError
-from conftest import SOURCES
+from helpers.paths import SOURCES
 
 
 @pytest.fixture()

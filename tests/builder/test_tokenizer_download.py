@@ -15,7 +15,7 @@ import pytest
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
-from conftest import TOKENIZERS
+from helpers.paths import TOKENIZERS
 
 COMMIT = "a09a35458c702b33eeacc393d103063234e8bc28"
 

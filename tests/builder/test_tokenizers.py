@@ -8,7 +8,7 @@ import pytest
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import cache_dir, load_tokenizer, registry
-from conftest import TOKENIZERS
+from helpers.paths import TOKENIZERS
 
 TEXT = ("July 2010What hard liquor, cigarettes, heroin, and crack have in common is\n"
         "that they're all more concentrated. Naïve café — 日本語 text, émigré.\tTabs too.")
@@ -187,7 +187,7 @@ def test_every_task_prompt_gives_the_same_ids_through_every_loader(name, drafts,
     tier checks one draft per task, the full suite two samples at two haystack sizes."""
     from ruler.builder.rng import sample_rng
     from ruler.builder.tasks import TASKS
-    from task_helpers import SEED, generator
+    from helpers.tasks import SEED, generator
 
     folder, packaged = _both_loaders(name, monkeypatch, tmp_path)
     for task in TASKS:
@@ -253,7 +253,7 @@ def test_a_build_is_the_same_bytes_and_verifies_and_evaluates_either_way(name, m
     from ruler.eval.backends.fake import FakeBackend, FakeOptions
     from ruler.eval.runner import EvalConfig, run_eval
 
-    from build_helpers import build
+    from helpers.builds import build
 
     tasks, folder_out, package_out = ("vt",), tmp_path / "folder", tmp_path / "package"
     build(folder_out, name, tasks, [4096], 20, workers=1)

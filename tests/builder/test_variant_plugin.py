@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from build_helpers import build, rows
+from helpers.builds import build, rows
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest

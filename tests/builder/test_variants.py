@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from build_helpers import build, rows
-from reasoning_helpers import expected_prompt, thinking_tokenizer
+from helpers.builds import build, rows
+from helpers.reasoning import expected_prompt, thinking_tokenizer
 from ruler.builder.pipeline import BuildConfig
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest

@@ -15,7 +15,8 @@ import pytest
 import yaml
 from datasets import load_dataset
 
-from build_helpers import build
+from helpers.builds import build
+from helpers.paths import ROOT
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.manifest import Manifest
 from ruler.builder.schema import ROW_SCHEMA
@@ -146,7 +147,7 @@ def test_one_folder_with_several_tokenizers_and_an_unofficial_build(out):
 
 
 def test_generator_licence_matches_pyproject():
-    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["license"] == GENERATOR_LICENSE
 
 

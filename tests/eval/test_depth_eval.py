@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build
+from helpers.builds import build
 from ruler.builder.variants import DepthSweep
 from ruler.cli import main
 from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP

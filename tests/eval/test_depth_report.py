@@ -196,9 +196,8 @@ def test_report_cli_sets_bins_and_minimum(tmp_path, capsys):
 
 
 def test_readme_shows_a_small_committed_heatmap_labelled_synthetic():
-    from pathlib import Path
+    from helpers.paths import ROOT as root
 
-    root = Path(__file__).resolve().parents[1]
     readme = (root / "README.md").read_text()
     image = root / "docs" / "depth_heatmap_synthetic.png"
     assert "](docs/depth_heatmap_synthetic.png)" in readme and "synthetic predictions" in readme

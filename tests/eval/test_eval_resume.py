@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build, rows
-from fake_openai import MODEL, FakeServer
+from helpers.builds import build, rows
+from helpers.fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main, make_parser
 from ruler.eval.backends import DEFAULT_BACKEND, BackendOptions, backend_names

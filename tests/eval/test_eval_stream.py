@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build, rows
+from helpers.builds import build, rows
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.cli import main

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from build_helpers import build, rows
+from helpers.builds import build, rows
 from ruler.cli import main
 from ruler.builder.errors import RulerError
 from ruler.eval.backends.fake import FakeBackend, FakeOptions

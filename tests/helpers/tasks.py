@@ -17,7 +17,7 @@ from ruler.builder.tasks.base import TaskGenerator
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
 
-from conftest import SOURCES  # pinned inputs beside the checkout
+from helpers.paths import SOURCES  # pinned inputs beside the checkout
 
 SEED = 42
 

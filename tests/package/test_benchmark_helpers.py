@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks.hotpotqa_proxy import main as make_proxy
 
-from build_helpers import build, rows
-from conftest import SOURCES
+from helpers.builds import build, rows
+from helpers.paths import SOURCES
 
 
 def _sentences(questions) -> set[str]:

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import TOKENIZERS
+from helpers.paths import TOKENIZERS
 from ruler.cli import main, make_parser
 
 
@@ -61,7 +61,7 @@ def _help_text(capsys, *command: str) -> str:
 
 
 def test_build_and_verify_spell_samples_alike_and_the_old_spelling_still_works(tmp_path, capsys):
-    from build_helpers import build
+    from helpers.builds import build
 
     assert "--samples" in _help_text(capsys, "build")
     text = _help_text(capsys, "verify")

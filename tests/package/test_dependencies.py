@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers.paths import ROOT as REPO
+
 DIST = "ruler-bench"
 
 

@@ -7,7 +7,8 @@ import fnmatch
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from helpers.paths import ROOT
+
 SCOPE = ("builder", "cards", "eval", "release.py", "cli.py")
 RAW_ACCESS = re.compile(r'manifest\[|\["builds"\]|\["files"\]')
 OWNERS = "builder/manifest*.py"

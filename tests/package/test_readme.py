@@ -9,9 +9,10 @@ from pathlib import Path
 
 from datasets import load_dataset
 
+from helpers.paths import ROOT
 from ruler.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = ROOT / "README.md"
 
 
 def _main_build_command() -> list[str]:

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from helpers.paths import ROOT as REPO
+
 README = REPO / "README.md"
 SECTION = "### Evaluating on a machine without a GPU"
 STEP_TIMEOUT = 1800  # seconds: the install is the long part (~2-4 min from the pip cache)

@@ -15,12 +15,12 @@ from datasets import load_dataset
 from huggingface_hub import HfApi, constants
 
 from ruler import release
-from build_helpers import build
+from helpers.builds import build
 from ruler.cli import main
 from ruler.builder.manifest import LOCK_NAME, Manifest
 from ruler.cards.render import write_card
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
-from fake_hub import FakeHub, hub_for_this_process
+from helpers.fake_hub import FakeHub, hub_for_this_process
 from ruler.builder.hashing import file_sha256
 
 TOKEN = "hf_loopbackSecretToken123"

@@ -9,7 +9,7 @@ from ruler.cli import main
 from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.manifest import content_sha256, read_manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
-from build_helpers import all_rows, build, rows
+from helpers.builds import all_rows, build, rows
 
 import pyarrow.parquet as pq
 

@@ -2,7 +2,7 @@
 reassembled on the driver side, is the local executor's file byte for byte; bytes that differ
 from their hash are refused with nothing left behind; a worker that would build other rows
 (other package versions, a changed source) refuses before any work; and the package imports,
-and the executor module loads, without Ray. The cluster itself: tests/test_build_ray.py."""
+and the executor module loads, without Ray. The cluster itself: tests/builder/pipeline/test_build_ray.py."""
 
 from __future__ import annotations
 

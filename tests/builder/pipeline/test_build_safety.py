@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import all_rows, build
-from conftest import TOKENIZERS
+from helpers.builds import all_rows, build
+from helpers.paths import TOKENIZERS
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import read_manifest
 from ruler.builder.tokenizer_registry import check_config_name, config_name

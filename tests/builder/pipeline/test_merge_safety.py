@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build
+from helpers.builds import build
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import read_manifest
 from ruler.cli import main

@@ -17,7 +17,7 @@ from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tasks.placement import document_order, essay_gold_cuts, line_gold_slots
 from ruler.builder.variants import NO_VARIANT, DepthSweep
 
-import task_helpers as th
+import helpers.tasks as th
 
 
 # --- bins ------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from ruler.builder.tasks.catalog import NIAH, TASKS
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.tasks.niah import DEPTHS, NEEDLE
 from ruler.builder.tokenizer_registry import load_tokenizer
-from build_helpers import NIAH_TASKS, build, rows
+from helpers.builds import NIAH_TASKS, build, rows
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py), the oracle.
 UPSTREAM_TEMPLATE = (

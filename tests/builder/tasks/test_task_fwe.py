@@ -15,7 +15,7 @@ from ruler.builder.fitting import fit_sample
 from ruler.builder.tasks.catalog import FREQ_WORDS, TASKS
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.tasks.freq_words import NOISE_TOKEN, zipf_counts
-from task_helpers import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
+from helpers.tasks import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py).
 UPSTREAM_TEMPLATE = (

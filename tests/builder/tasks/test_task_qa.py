@@ -13,7 +13,7 @@ from ruler.builder.fitting import fit_sample
 from ruler.builder.tasks.catalog import QA, TASKS
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.tasks.qa import fixed_permutation
-from task_helpers import (SEED, SOURCES, assert_lengths_and_fill, fit, fit_many, generator,
+from helpers.tasks import (SEED, SOURCES, assert_lengths_and_fill, fit, fit_many, generator,
                           tokenizer)
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py, qa.py).
@@ -213,7 +213,7 @@ def test_too_short_length_is_a_clear_error():
 
 
 def test_build_stops_before_writing_on_bad_qa_input(tmp_path):
-    from build_helpers import build
+    from helpers.builds import build
 
     out = tmp_path / "out"
     with pytest.raises(RulerError, match=r"has 100 questions; --samples 101"):

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from build_helpers import build
+from helpers.builds import build
 from ruler.cli import main
 from ruler.builder.manifest import content_sha256
 from ruler.builder.schema import ROW_SCHEMA

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from build_helpers import build
+from helpers.builds import build
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.eval.backends import BackendSpec, register_backend, unregister_backend
 from ruler.eval.backends.base import GenResult, finished_result

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build, rows
+from helpers.builds import build, rows
 from ruler.builder.errors import RulerError
 from ruler.cli import main
 from ruler.eval.backends import (BackendOptions, BackendSpec, GenResult, backend_names,
@@ -105,7 +105,7 @@ def test_the_fake_backend_reads_a_hub_dataset_at_the_runs_revision(data, tmp_pat
                                                                     monkeypatch):
     """Released, then main moves on without the rows: the fake reads the references of the
     rows asked for (only those files) at the tag's commit, as the run does."""
-    from fake_hub import hub_for_this_process
+    from helpers.fake_hub import hub_for_this_process
     from ruler.release import release
 
     repo = "ruler-org/fake-backend"

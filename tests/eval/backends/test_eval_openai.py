@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build
-from fake_openai import MODEL, FakeServer
+from helpers.builds import build
+from helpers.fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main
 from ruler.eval.backends.openai import OpenAIBackend, OpenAIOptions, backoff_seconds

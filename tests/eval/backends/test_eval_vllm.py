@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build, rows
-from reasoning_helpers import expected_prompt, thinking_tokenizer
+from helpers.builds import build, rows
+from helpers.reasoning import expected_prompt, thinking_tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import OutputBudget
 from ruler.cli import main

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from build_helpers import build, rows
+from helpers.builds import build, rows
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS

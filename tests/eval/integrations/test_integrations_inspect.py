@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build, rows
-from conftest import TOKENIZERS
+from helpers.builds import build, rows
+from helpers.paths import TOKENIZERS
 from ruler.eval.data import open_dataset
 from ruler.eval.score import score_file
 
@@ -133,7 +133,7 @@ def test_partial_answers_and_no_prefill_score_as_ruler_score_does(data, tmp_path
 
 def test_the_task_reads_a_release_tag_from_the_hub(data, tmp_path, monkeypatch):
     """`-T data=ORG/NAME -T revision=TAG`: the tag's rows, whatever main holds later."""
-    from fake_hub import hub_for_this_process
+    from helpers.fake_hub import hub_for_this_process
     from ruler import release
     from ruler.eval.integrations.inspect_task import ruler_samples
 

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from build_helpers import build, rows
-from conftest import TOKENIZERS
-from fake_hub import hub_for_this_process
+from helpers.builds import build, rows
+from helpers.paths import TOKENIZERS
+from helpers.fake_hub import hub_for_this_process
 from ruler import release
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
