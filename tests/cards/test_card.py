@@ -29,10 +29,8 @@ LENGTHS = (1024, 2048)
 
 
 @pytest.fixture(scope="module")
-def out(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("card") / "ruler"
-    build(folder, "gpt-4", TASKS_BUILT, LENGTHS, samples=3, workers=1)
-    return folder
+def out(built_gpt4_niah) -> Path:
+    return built_gpt4_niah  # gpt-4: TASKS_BUILT x LENGTHS x 3 samples (conftest; read only)
 
 
 def front_matter(text: str) -> dict:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers.builds import build
 from helpers.fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main
@@ -25,10 +24,8 @@ linux_proc = pytest.mark.skipif(not Path("/proc/self/stat").is_file(),
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("data")
-    build(out, CONFIG, TASKS, (1024,), samples=4, workers=1)
-    return out
+def data(built_qwen_niah) -> Path:
+    return built_qwen_niah  # CONFIG: TASKS x 1024 x 4 samples (conftest; read only)
 
 
 def _stat(pid: int) -> list[str] | None:

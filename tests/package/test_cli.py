@@ -60,14 +60,12 @@ def _help_text(capsys, *command: str) -> str:
     return " ".join(capsys.readouterr().out.split())
 
 
-def test_build_and_verify_spell_samples_alike_and_the_old_spelling_still_works(tmp_path, capsys):
-    from helpers.builds import build
-
+def test_build_and_verify_spell_samples_alike_and_the_old_spelling_still_works(
+        built_gpt4_niah_single, capsys):
     assert "--samples" in _help_text(capsys, "build")
     text = _help_text(capsys, "verify")
     assert "--samples SAMPLES" in text and "--sample " not in text
-    out = tmp_path / "out"
-    build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
+    out = built_gpt4_niah_single  # gpt-4: niah_single_1 x 1024 x 2 samples (read only)
     for flag in ("--samples", "--sample"):  # the old spelling is a hidden alias
         assert main(["verify", str(out), flag, "1", "--no-load", "--workers", "1"]) == 0
         capsys.readouterr()

@@ -15,7 +15,6 @@ from datasets import load_dataset
 from huggingface_hub import HfApi, constants
 
 from ruler import release
-from helpers.builds import build
 from ruler.cli import main
 from ruler.builder.manifest import LOCK_NAME, Manifest
 from ruler.cards.render import write_card
@@ -30,16 +29,10 @@ TASKS = ("niah_single_1", "niah_multikey_2")
 LENGTHS = (1024, 2048)
 
 
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("release") / "ruler"
-    build(folder, "gpt-4", TASKS, LENGTHS, samples=3, workers=1)
-    return folder
-
-
 @pytest.fixture
-def out(pristine, tmp_path) -> Path:
-    return Path(shutil.copytree(pristine, tmp_path / "ruler"))
+def out(built_gpt4_niah, tmp_path) -> Path:
+    """A copy of gpt-4: TASKS x LENGTHS x 3 samples (conftest), for each test to change."""
+    return Path(shutil.copytree(built_gpt4_niah, tmp_path / "ruler"))
 
 
 @pytest.fixture

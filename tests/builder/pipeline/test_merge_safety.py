@@ -22,11 +22,10 @@ REL = "data/gpt-4/niah_single_1/1024.parquet"
 
 
 @pytest.fixture(scope="module")
-def shard(tmp_path_factory) -> Path:
-    """A small real build (gpt-4: quick to load; niah_single_1: no sources)."""
-    out = tmp_path_factory.mktemp("shard") / "shard"
-    build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
-    return out
+def shard(built_gpt4_niah_single) -> Path:
+    """A small real build (gpt-4: quick to load; niah_single_1: no sources), from conftest:
+    read only, each test copies it."""
+    return built_gpt4_niah_single
 
 
 def _copy(shard: Path, to: Path) -> Path:

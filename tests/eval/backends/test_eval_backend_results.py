@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from helpers.builds import build
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.eval.backends import BackendSpec, register_backend, unregister_backend
 from ruler.eval.backends.base import GenResult, finished_result
@@ -86,9 +85,9 @@ def no_text():
     unregister_backend(spec.name)
 
 
-def test_a_result_without_text_from_any_backend_is_recorded_as_failed(no_text, tmp_path):
-    data = tmp_path / "data"
-    build(data, CONFIG, ("niah_single_1",), (1024,), samples=4, workers=1)
+def test_a_result_without_text_from_any_backend_is_recorded_as_failed(no_text, tmp_path,
+                                                                      built_qwen_niah):
+    data = built_qwen_niah  # CONFIG: niah_single_1 x 1024 x 4 samples (conftest; read only)
     out = tmp_path / "res"
     outcome = run_eval(EvalConfig(model="/models/m", data=str(data), tokenizer_config=CONFIG,
                                   out=out, backend=no_text, model_tokenizer=CONFIG,

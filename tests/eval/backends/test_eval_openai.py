@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from helpers.builds import build
 from helpers.fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main
@@ -23,10 +22,8 @@ TASKS = ("niah_single_1", "vt")
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("data")
-    build(out, CONFIG, TASKS, (1024,), samples=4, workers=1)
-    return out
+def data(built_qwen_niah_vt) -> Path:
+    return built_qwen_niah_vt  # CONFIG: TASKS x 1024 x 4 samples (conftest; read only)
 
 
 def _eval(data: Path, out: Path, url: str, concurrency: int, **opts) -> tuple:

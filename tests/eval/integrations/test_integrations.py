@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import inspect as pyinspect
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers.builds import build, rows
+from helpers.builds import rows
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS
@@ -33,10 +34,11 @@ L = 1024
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("integrations") / "ruler"
-    build(out, CONFIG, TASKS_BUILT, (L,), samples=3, workers=1)
-    return out
+def data(built_qwen_three, tmp_path_factory) -> Path:
+    """A copy of CONFIG: TASKS_BUILT x L x 3 samples (conftest): `ruler export lm-eval`
+    writes lm_eval/ into the build."""
+    folder = tmp_path_factory.mktemp("integrations") / "ruler"
+    return Path(shutil.copytree(built_qwen_three, folder))
 
 
 class _Loader(yaml.SafeLoader):

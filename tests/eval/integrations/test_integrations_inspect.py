@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.builds import build, rows
+from helpers.builds import rows
 from helpers.paths import TOKENIZERS
 from ruler.eval.data import open_dataset
 from ruler.eval.score import score_file
@@ -27,10 +27,8 @@ LIMIT = 2
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("inspect_data") / "ruler"
-    build(out, CONFIG, TASKS, (L,), samples=3, workers=1)
-    return out
+def data(built_qwen_three) -> Path:
+    return built_qwen_three  # CONFIG: TASKS x L x 3 samples (conftest; read only)
 
 
 @pytest.fixture(scope="module")

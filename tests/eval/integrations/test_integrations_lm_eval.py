@@ -44,10 +44,8 @@ ENGINE_TIMEOUT = 900  # seconds for one lm_eval run (CPU, shared machine)
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("lm_eval_data") / "ruler"
-    build(out, CONFIG, TASKS, (L,), samples=3, workers=1)
-    return out
+def data(built_qwen_three) -> Path:
+    return built_qwen_three  # CONFIG: TASKS x L x 3 samples (conftest; read only)
 
 
 @pytest.fixture(scope="module")
