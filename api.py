@@ -51,9 +51,9 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
     command's spellings ("4k,128k", "paper"); `options`: any other field of
     `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...).
     Returns the build's report (`.out`, `.config`, `.files`)."""
+    from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.pipeline import BuildConfig, run_build
     from ruler.builder.pipeline.config import DEFAULT_OUT
-    from ruler.builder.cli_build import parse_lengths, parse_tasks
 
     cfg = BuildConfig(tokenizer=tokenizer,
                       tasks=parse_tasks(None if tasks is None else _csv(tasks)),

@@ -36,9 +36,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchmarks.ray_cluster import RayCluster
+from ruler.builder.cli_build import parse_lengths, parse_tasks
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.pipeline.config import EXECUTORS, default_start_method
-from ruler.builder.cli_build import parse_lengths, parse_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 
@@ -147,7 +147,8 @@ def print_workers(files) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokenizer", default="llama-3.1")
     p.add_argument("--tasks", default="all")
     p.add_argument("--lengths", default="4096,32768")

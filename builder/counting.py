@@ -8,8 +8,8 @@ second to tokenize. Most of a draft is made of units that recur across probes an
 or value: at an adjective-noun key's hyphen (" bright" | "-lantern"), after a number's first
 three digits (" 123" | "4567."), between a UUID's runs of letters and digits. At such a
 junction no token of any registry tokenizer spans the two sides (the first two are pre-token
-boundaries; the others are scanned for in every vocabulary by tests/builder/test_counting.py), so the
-tokens of the whole are the tokens of the parts, and
+boundaries; the others are scanned for in every vocabulary by tests/builder/test_counting.py),
+so the tokens of the whole are the tokens of the parts, and
 
     prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:j])
 

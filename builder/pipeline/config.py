@@ -13,7 +13,6 @@ from ruler.builder.tasks import get_task
 from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.builder.variants import NO_VARIANT, Variant
 
-
 #: Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
 DEFAULT_OUT = "ruler-data"
 

@@ -25,11 +25,16 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from ruler.builder.pipeline.config import FileJob, FileResult
-from ruler.builder.pipeline.worker import (Worker, build_file_in_pool, init_pool_process,
-                                        make_row_in_pool, write_file)
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry
+from ruler.builder.pipeline.config import FileJob, FileResult
+from ruler.builder.pipeline.worker import (
+    Worker,
+    build_file_in_pool,
+    init_pool_process,
+    make_row_in_pool,
+    write_file,
+)
 
 #: What an executor hands each finished file to: (its result, its manifest entry, the
 #: temporary file beside its final path). The build's publisher moves it into place.

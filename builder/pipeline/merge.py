@@ -24,12 +24,18 @@ from pathlib import Path
 from typing import Sequence
 
 from ruler.builder.atomic import FILE_MODE, temp_file_beside
-from ruler.builder.pipeline.publish import record_build
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import build_differences
-from ruler.builder.manifest import (BuildEntry, FileEntry, Manifest, check_split_files,
-                                    manifest_lock, split_file)
+from ruler.builder.manifest import (
+    BuildEntry,
+    FileEntry,
+    Manifest,
+    check_split_files,
+    manifest_lock,
+    split_file,
+)
+from ruler.builder.pipeline.publish import record_build
 from ruler.builder.verify.folder import load_manifest
 from ruler.cards.render import refresh_card
 

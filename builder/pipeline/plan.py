@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ruler.builder.pipeline.config import BuildConfig
-from ruler.builder.pipeline.worker import Worker
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import TooShortError
 from ruler.builder.identity import file_key
+from ruler.builder.pipeline.config import BuildConfig
+from ruler.builder.pipeline.worker import Worker
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
 

@@ -17,12 +17,12 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ruler.builder.pipeline.config import FileResult
-from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import build_differences
 from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_lock, split_file
+from ruler.builder.pipeline.config import FileResult
+from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.cards.render import write_card
 
 

@@ -19,19 +19,24 @@ import os
 from pathlib import Path
 
 from ruler.builder.atomic import temp_prefix
-from ruler.builder.pipeline.config import (BuildConfig, BuildReport, FileJob, FileResult,
-                                        local_workers)
+from ruler.builder.errors import RulerError
+from ruler.builder.hashing import file_sha256
+from ruler.builder.identity import build_differences
+from ruler.builder.manifest import Manifest, manifest_lock, split_file
+from ruler.builder.pipeline.config import (
+    BuildConfig,
+    BuildReport,
+    FileJob,
+    FileResult,
+    local_workers,
+)
 from ruler.builder.pipeline.executor import Executor, LocalExecutor
 from ruler.builder.pipeline.plan import job_key, plan_units, preflight, resolve_sources
 from ruler.builder.pipeline.publish import Publisher, drop_config, entry_fields, listed_files
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
-from ruler.builder.identity import build_differences
-from ruler.builder.manifest import Manifest, manifest_lock, split_file
-from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
+from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.cards.render import refresh_card
 
 

@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable
 
-from ruler.builder.pipeline.config import FileJob, FileResult
-from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import ExactCounter, PieceCounter, counting_method
 from ruler.builder.errors import RulerError
@@ -27,6 +25,8 @@ from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.hashing import file_sha256
 from ruler.builder.lifeline import die_with_parent
 from ruler.builder.manifest import FileEntry, canonical_row_bytes
+from ruler.builder.pipeline.config import FileJob, FileResult
+from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
 from ruler.builder.writer import SplitWriter

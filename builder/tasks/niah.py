@@ -158,7 +158,8 @@ class NiahGenerator(TaskGenerator):
             units, sep, starts = self._line_units(rng, size, needles, taken, gold_needles,
                                                   swept)
 
-        template, prefix, type_v = self.spec.family.template, self.spec.family.answer_prefix, self.type_v
+        template, prefix = self.spec.family.template, self.spec.family.answer_prefix
+        type_v = self.type_v
         if self.num_q * self.num_v == 1:
             template, prefix, type_v = singular(template), singular(prefix), type_v[:-1]
         query = join_query([keys[i] for i in queried])

@@ -10,9 +10,16 @@ import textwrap
 
 import pytest
 
-from ruler.builder.atomic import (remove_stale_temps, replace_folder, replacing,
-                                  temp_file_beside, temp_prefix, write_bytes_atomic,
-                                  write_json_atomic, write_text_atomic)
+from ruler.builder.atomic import (
+    remove_stale_temps,
+    replace_folder,
+    replacing,
+    temp_file_beside,
+    temp_prefix,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
 from ruler.builder.temp_files import _TEMP_NAME, new_temp_tag
 
 

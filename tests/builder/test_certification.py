@@ -1,6 +1,7 @@
-"""Exactness for tokenizers outside the registry: piece counting is proven (tests/builder/test_counting)
-only for the registry's tokenizers, so any other tokenizer gets every row certified against a
-whole-prompt tokenization unless the user accepts sampled certification; the card says which."""
+"""Exactness for tokenizers outside the registry: piece counting is proven
+(tests/builder/test_counting) only for the registry's tokenizers, so any other tokenizer gets
+every row certified against a whole-prompt tokenization unless the user accepts sampled
+certification; the card says which."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import pytest
 
 from helpers.builds import build, rows
 from helpers.paths import TOKENIZERS
-from ruler.builder.pipeline.worker import Worker
 from ruler.builder.manifest import read_manifest
+from ruler.builder.pipeline.worker import Worker
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 

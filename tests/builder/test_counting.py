@@ -14,6 +14,8 @@ import re
 
 import pytest
 
+from helpers.builds import build
+from helpers.tasks import SEED, generator, tokenizer
 from ruler.builder.counting import ExactCounter, PieceCounter
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS
@@ -21,9 +23,6 @@ from ruler.builder.tasks.base import joined
 from ruler.builder.tasks.common_words import CommonWordsGenerator
 from ruler.builder.tasks.niah import _split_needle
 from ruler.builder.tokenizer_registry import registry
-
-from helpers.builds import build
-from helpers.tasks import SEED, generator, tokenizer
 
 
 def _offsets(d):
@@ -65,7 +64,8 @@ def test_piece_counts_equal_whole_prompt_counts(tok_name, task):
         assert pieces >= 4, "the draft is not cut into pieces, so nothing is proven"
 
 
-@pytest.mark.parametrize("tok_name", [t if t == "llama-3.1" else pytest.param(t, marks=pytest.mark.slow)
+@pytest.mark.parametrize("tok_name", [t if t == "llama-3.1"
+                                      else pytest.param(t, marks=pytest.mark.slow)
                                       for t in registry()])
 def test_piece_counts_hold_for_the_long_context_word_list(tok_name):
     """cwe beyond the wonderwords pool draws from the English word list (128K and up)."""
@@ -269,9 +269,9 @@ def _non_additive_tokenizer(folder):
 
 
 def test_a_tokenizer_that_merges_across_junctions_is_counted_whole(tmp_path):
-    from ruler.builder.tokenizer_registry import load_tokenizer
     from ruler.builder.context import BuildContext
     from ruler.builder.tasks import get_task, make_generator
+    from ruler.builder.tokenizer_registry import load_tokenizer
 
     folder = _non_additive_tokenizer(tmp_path / "merging-bpe")
     tok = load_tokenizer(str(folder))

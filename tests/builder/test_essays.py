@@ -6,9 +6,8 @@ from functools import lru_cache
 
 import pytest
 
-from ruler.builder.essays import build_corpus, punkt_tokenizer, _sentence_ends
-
 from helpers.paths import SOURCES
+from ruler.builder.essays import _sentence_ends, build_corpus, punkt_tokenizer
 
 PUNKT = SOURCES / "nltk_data/tokenizers/punkt_tab/english"
 

@@ -33,7 +33,9 @@ def test_fitted_size_is_the_largest_that_fits(ctx, task, L):
     gen = make_generator(TASKS[task], ctx, L)
     count = _count(ctx.tokenizer)
     for index in range(3):
-        rng = lambda: sample_rng(42, ctx.tokenizer_name, task, L, index)
+        def rng():
+            return sample_rng(42, ctx.tokenizer_name, task, L, index)
+
         fitted = fit_sample(gen, index, rng, count, L)
         n = fitted.draft.size
         assert fitted.length == count(fitted.draft) + 128 <= L

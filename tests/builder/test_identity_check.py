@@ -10,8 +10,8 @@ import shutil
 from dataclasses import replace
 
 import pytest
-from helpers.builds import build
 
+from helpers.builds import build
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import build_differences
 from ruler.builder.manifest import Manifest

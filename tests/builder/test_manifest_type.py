@@ -7,11 +7,10 @@ import json
 import shutil
 
 import pytest
-from helpers.builds import build
 
+from helpers.builds import build
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import (MANIFEST_NAME, BuildEntry, FileEntry, Manifest,
-                                    manifest_lock)
+from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, manifest_lock
 from ruler.builder.variants import OutputBudget
 
 TASKS = ("vt", "niah_single_1")

@@ -10,10 +10,10 @@ import zipfile
 
 import pytest
 
-from ruler.builder import sources
-from ruler.cli import main
-from ruler.builder.errors import RulerError
 from helpers.paths import SOURCES
+from ruler.builder import sources
+from ruler.builder.errors import RulerError
+from ruler.cli import main
 
 
 @pytest.fixture()

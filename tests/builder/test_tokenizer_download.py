@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from helpers.paths import TOKENIZERS
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
-from helpers.paths import TOKENIZERS
 
 COMMIT = "a09a35458c702b33eeacc393d103063234e8bc28"
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from helpers.paths import TOKENIZERS
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import cache_dir, load_tokenizer, registry
-from helpers.paths import TOKENIZERS
 
 TEXT = ("July 2010What hard liquor, cigarettes, heroin, and crack have in common is\n"
         "that they're all more concentrated. Naïve café — 日本語 text, émigré.\tTabs too.")
@@ -185,9 +185,9 @@ def test_every_task_prompt_gives_the_same_ids_through_every_loader(name, drafts,
     pre-filled prefix), base (BOS + input + prefix) and reasoning (template + generation
     prompt), and the input's tokens start at the same characters (gold positions). The fast
     tier checks one draft per task, the full suite two samples at two haystack sizes."""
+    from helpers.tasks import SEED, generator
     from ruler.builder.rng import sample_rng
     from ruler.builder.tasks import TASKS
-    from helpers.tasks import SEED, generator
 
     folder, packaged = _both_loaders(name, monkeypatch, tmp_path)
     for task in TASKS:
@@ -248,12 +248,11 @@ def test_a_build_is_the_same_bytes_and_verifies_and_evaluates_either_way(name, m
     """issue 21.5: vt's answer prefix ends with a space, which mistral-common strips from an
     assistant turn; built either way, the rows are the same bytes, and a build made one way
     resumes, verifies (rows re-tokenized and rebuilt) and evaluates where the other is set up."""
+    from helpers.builds import build
     from ruler.builder.manifest import read_manifest
     from ruler.builder.verify.run import verify
     from ruler.eval.backends.fake import FakeBackend, FakeOptions
     from ruler.eval.runner import EvalConfig, run_eval
-
-    from helpers.builds import build
 
     tasks, folder_out, package_out = ("vt",), tmp_path / "folder", tmp_path / "package"
     build(folder_out, name, tasks, [4096], 20, workers=1)

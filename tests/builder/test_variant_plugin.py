@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from helpers.builds import build, rows
-from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
+from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import Variant, register_variant, variant_from_record

@@ -11,9 +11,9 @@ import yaml
 
 from helpers.builds import build, rows
 from helpers.reasoning import expected_prompt, thinking_tokenizer
-from ruler.builder.pipeline import BuildConfig
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
+from ruler.builder.pipeline import BuildConfig
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import NO_VARIANT, OutputBudget
 from ruler.builder.verify.run import verify

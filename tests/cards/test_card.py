@@ -97,7 +97,7 @@ def test_body_is_rendered_from_catalog_schema_differences_and_manifest(out):
         assert row.endswith("| yes |") == (spec.name in TASKS_BUILT)
     for name in ROW_SCHEMA.names:
         assert _table_row(text, f"`{name}`")
-    for scope, what, why in DIFFERENCES:
+    for scope, what, _why in DIFFERENCES:
         assert f"| {scope} | {what.replace('|', chr(92) + '|')} |" in text
     tok = m["builds"]["gpt-4"]["tokenizer"]
     for name, digest in tok["files"].items():

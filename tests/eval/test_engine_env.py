@@ -10,8 +10,14 @@ import subprocess
 import sys
 
 from ruler.eval.backends.vllm import VLLMOptions
-from ruler.eval.engine_env import (TORCH_ADDONS, VLLM_CPU_DEFAULTS, addon_error, prepare_vllm,
-                                   vllm_cpu_build, vllm_cpu_env)
+from ruler.eval.engine_env import (
+    TORCH_ADDONS,
+    VLLM_CPU_DEFAULTS,
+    addon_error,
+    prepare_vllm,
+    vllm_cpu_build,
+    vllm_cpu_env,
+)
 
 CPU = "vllm-cpu 0.32.0"
 BOTH = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}

@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from ruler.eval.intervals import (Interval, paired_difference, score_interval,
-                                  uncertain_lengths, weighted_mean_interval, wilson)
+from ruler.eval.intervals import (
+    Interval,
+    paired_difference,
+    score_interval,
+    uncertain_lengths,
+    weighted_mean_interval,
+    wilson,
+)
 
 
 @pytest.mark.parametrize("k,n", [(7, 20), (0, 30), (30, 30), (1, 1), (250, 500), (499, 500)])

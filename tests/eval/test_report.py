@@ -19,9 +19,23 @@ import pytest
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import PAPER_LENGTH_WEIGHTS_INC, PAPER_LENGTHS, TASKS
-from ruler.eval.aggregate import (DEFAULT_THRESHOLD, effective_length, format_effective, format_length,
-                            length_weights, summarize, weighted_average)
-from ruler.eval.report import build_report, check_revision, to_csv, to_json, to_markdown, write_report
+from ruler.eval.aggregate import (
+    DEFAULT_THRESHOLD,
+    effective_length,
+    format_effective,
+    format_length,
+    length_weights,
+    summarize,
+    weighted_average,
+)
+from ruler.eval.report import (
+    build_report,
+    check_revision,
+    to_csv,
+    to_json,
+    to_markdown,
+    write_report,
+)
 from ruler.eval.score import SCORES_FORMAT
 
 # model: (4K, 8K, 16K, 32K, 64K, 128K), Avg., wAvg. (inc), wAvg. (dec), effective length

@@ -249,7 +249,8 @@ class FakeHub:
                     files.pop(path, None)
             files.update(adds)
             stored_lfs = {p for p in stored_lfs if p in files and p not in adds} | set(lfs)
-            digest = _sha(repo.head.sha.encode(), *(k.encode() + v for k, v in sorted(files.items())))
+            digest = _sha(repo.head.sha.encode(),
+                          *(k.encode() + v for k, v in sorted(files.items())))
             commit = Commit(digest, repo.head.sha, files, message, frozenset(stored_lfs))
             repo.commits.append(commit)
             self._mirror(repo)

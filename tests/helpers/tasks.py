@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from helpers.paths import SOURCES  # pinned inputs beside the checkout
 from ruler.builder.context import BuildContext
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.rng import sample_rng
@@ -16,8 +17,6 @@ from ruler.builder.tasks import get_task, make_generator
 from ruler.builder.tasks.base import TaskGenerator
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
-
-from helpers.paths import SOURCES  # pinned inputs beside the checkout
 
 SEED = 42
 

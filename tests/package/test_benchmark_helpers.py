@@ -7,7 +7,6 @@ import json
 import pytest
 
 from benchmarks.hotpotqa_proxy import main as make_proxy
-
 from helpers.builds import build, rows
 from helpers.paths import SOURCES
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from pathlib import Path
 
 from helpers.paths import ROOT
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 import shlex
-from pathlib import Path
 
 from datasets import load_dataset
 

@@ -14,13 +14,13 @@ import pytest
 from datasets import load_dataset
 from huggingface_hub import HfApi, constants
 
+from helpers.fake_hub import FakeHub, hub_for_this_process
 from ruler import release
-from ruler.cli import main
+from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import LOCK_NAME, Manifest
 from ruler.cards.render import write_card
+from ruler.cli import main
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
-from helpers.fake_hub import FakeHub, hub_for_this_process
-from ruler.builder.hashing import file_sha256
 
 TOKEN = "hf_loopbackSecretToken123"
 REPO = "ruler-org/ruler-test"
@@ -161,6 +161,7 @@ def test_release_rebuilds_rows_from_the_identity_before_uploading(out, hub, caps
     rel = "data/gpt-4/niah_single_1/1024.parquet"
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from ruler.builder.hashing import file_sha256
     from ruler.builder.manifest import content_sha256
     from ruler.builder.schema import ROW_SCHEMA

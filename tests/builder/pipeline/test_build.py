@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-
+import pyarrow.parquet as pq
 import pytest
 
-from ruler.cli import main
+from helpers.builds import all_rows, build, rows
 from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.manifest import content_sha256, read_manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
-from helpers.builds import all_rows, build, rows
-
-import pyarrow.parquet as pq
+from ruler.cli import main
 
 TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_3")
 

@@ -2,7 +2,8 @@
 reassembled on the driver side, is the local executor's file byte for byte; bytes that differ
 from their hash are refused with nothing left behind; a worker that would build other rows
 (other package versions, a changed source) refuses before any work; and the package imports,
-and the executor module loads, without Ray. The cluster itself: tests/builder/pipeline/test_build_ray.py."""
+and the executor module loads, without Ray. The cluster itself:
+tests/builder/pipeline/test_build_ray.py."""
 
 from __future__ import annotations
 
@@ -19,14 +20,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ruler.builder.pipeline import BuildConfig
-from ruler.builder.pipeline import ray_executor
+from ruler.builder.cli_build import parse_lengths
+from ruler.builder.errors import RulerError
+from ruler.builder.pipeline import BuildConfig, ray_executor
 from ruler.builder.pipeline.config import FileJob
 from ruler.builder.pipeline.ray_executor import Arrival, FileBuilder, environment
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker, write_file
-from ruler.builder.cli_build import parse_lengths
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 TOKENIZER = "gpt-4"
@@ -191,9 +191,8 @@ def test_long_lengths_and_units():
 
 
 def test_the_manifest_and_card_name_repeated_material(tmp_path):
-    from ruler.cards.repeated import repeated_section
-
     from ruler.builder.manifest import FileEntry, Manifest
+    from ruler.cards.repeated import repeated_section
 
     def entry(task: str, share: dict | None = None) -> FileEntry:
         return FileEntry("x", task, 1048576, rows=1, bytes=1, sha256="0" * 64,

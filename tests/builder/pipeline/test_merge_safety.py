@@ -5,7 +5,6 @@ merges into one target at the same time."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

@@ -7,18 +7,19 @@ import re
 import numpy as np
 import pytest
 
+from helpers.builds import NIAH_TASKS, build, rows
 from ruler.builder.tasks.catalog import NIAH, TASKS
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.tasks.niah import DEPTHS, NEEDLE
 from ruler.builder.tokenizer_registry import load_tokenizer
-from helpers.builds import NIAH_TASKS, build, rows
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py), the oracle.
 UPSTREAM_TEMPLATE = (
     "Some special magic {type_needle_v} are hidden within the following text. Make sure to "
     "memorize it. I will quiz you about the {type_needle_v} afterwards.\n{context}\nWhat are all "
     "the special magic {type_needle_v} for {query} mentioned in the provided text?")
-UPSTREAM_PREFIX = " The special magic {type_needle_v} for {query} mentioned in the provided text are"
+UPSTREAM_PREFIX = (" The special magic {type_needle_v} for {query} mentioned in the provided "
+                   "text are")
 LENGTHS = (4096, 8192)
 SAMPLES = 10
 
@@ -122,9 +123,9 @@ def test_essay_needles_sit_between_sentences_at_grid_depths(niah_build):
 @pytest.mark.parametrize("task", ["niah_multikey_2", "niah_multikey_3"])
 def test_distractor_lines_do_not_depend_on_the_sizes_probed_before(task):
     """The distractor memo (RNG checkpoints) gives the draft a fresh generator would."""
-    from ruler.builder.tasks import get_task, make_generator
     from ruler.builder.context import BuildContext
     from ruler.builder.rng import sample_rng
+    from ruler.builder.tasks import get_task, make_generator
 
     ctx = BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42)
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from scipy.special import zeta
 
+from helpers.tasks import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
 from ruler.builder.errors import TooShortError
 from ruler.builder.fitting import fit_sample
 from ruler.builder.tasks.catalog import FREQ_WORDS, TASKS
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.tasks.freq_words import NOISE_TOKEN, zipf_counts
-from helpers.tasks import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py).
 UPSTREAM_TEMPLATE = (

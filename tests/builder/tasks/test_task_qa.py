@@ -8,13 +8,20 @@ import re
 
 import pytest
 
+from helpers.tasks import (
+    SEED,
+    SOURCES,
+    assert_lengths_and_fill,
+    fit,
+    fit_many,
+    generator,
+    tokenizer,
+)
 from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.fitting import fit_sample
 from ruler.builder.tasks.catalog import QA, TASKS
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.tasks.qa import fixed_permutation
-from helpers.tasks import (SEED, SOURCES, assert_lengths_and_fill, fit, fit_many, generator,
-                          tokenizer)
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py, qa.py).
 UPSTREAM_TEMPLATE = (

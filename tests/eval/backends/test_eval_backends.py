@@ -14,9 +14,16 @@ import pytest
 from helpers.builds import build, rows
 from ruler.builder.errors import RulerError
 from ruler.cli import main
-from ruler.eval.backends import (BackendOptions, BackendSpec, GenResult, backend_names,
-                                 get_backend, register_backend, shared_options,
-                                 unregister_backend)
+from ruler.eval.backends import (
+    BackendOptions,
+    BackendSpec,
+    GenResult,
+    backend_names,
+    get_backend,
+    register_backend,
+    shared_options,
+    unregister_backend,
+)
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 
 CONFIG = "gpt-4"

@@ -105,7 +105,7 @@ def test_a_model_echoing_the_gold_answers_scores_100(data, tmp_path):
     assert _log_scores(log) == {**{f"{t}/{L}": 100.0 for t in TASKS}, "mean": 100.0}
     assert _ruler_scores(Path(log.location), data) == {f"{t}/{L}": 100.0 for t in TASKS}
     budgets = {"niah_single_1": 128, "vt": 30, "qa_1": 32}  # upstream's, per row
-    for task, max_tokens, temperature, roles, last in seen:
+    for task, max_tokens, temperature, roles, _last in seen:
         assert (max_tokens, temperature, roles) == (budgets[task], 0.0, ["user", "assistant"])
     assert {last for *_, last in seen} == {r["answer_prefix"] for t in TASKS
                                            for r in rows(data, CONFIG, t, L)[:LIMIT]}

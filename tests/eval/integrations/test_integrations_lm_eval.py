@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
-from helpers.paths import TOKENIZERS
 from helpers.fake_hub import hub_for_this_process
+from helpers.paths import TOKENIZERS
 from ruler import release
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
