@@ -26,9 +26,8 @@ from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards.repeated import repeated_section
+from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
-from ruler.eval.integrations.inspect_usage import card_section as inspect_card_section
-from ruler.eval.integrations.lm_eval_export import card_section as lm_eval_card_section
 
 CARD_NAME = "README.md"
 TEMPLATE_PATH = Path(__file__).resolve().parent / "template.md"
@@ -275,9 +274,10 @@ def _example(manifest: Manifest) -> tuple[str, str, str, list[int]]:
     return config, manifest.tasks(config)[0], str(lengths[0]), lengths
 
 
-def render_card(manifest: Manifest, repo_id: str | None = None,
-                revision: str | None = None) -> str:
-    """The card's text. `repo_id`/`revision` (set by `ruler release`) fill the load examples."""
+def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | None = None,
+                sections: Sequence[CardSection] = USAGE_SECTIONS) -> str:
+    """The card's text. `repo_id`/`revision` (set by `ruler release`) fill the load examples;
+    `sections` are the usage sections the template shows (`cards.sections`)."""
     front = yaml.safe_dump(front_matter(manifest), sort_keys=False, allow_unicode=True,
                            width=1000)
     config, task, split, lengths = _example(manifest)
@@ -302,8 +302,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None,
         differences_table=differences_table(),
         variants_section=variants_section(manifest),
         licence_list=licence_list(manifest),
-        lm_eval_section=lm_eval_card_section(manifest, repo_id, revision),
-        inspect_section=inspect_card_section(manifest, repo_id, revision),
+        **{s.key: s.body(manifest, repo_id, revision) for s in sections},
     )
     return f"---\n{front}---\n\n{body}"
 

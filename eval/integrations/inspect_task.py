@@ -33,12 +33,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import registry_info
 
 from ruler.builder.errors import RulerError
-from ruler.eval.integrations.inspect_usage import (
-    CELL_KEY,
-    MEAN_LABEL,
-    PREFILL_PROVIDERS,
-    greedy_settings,
-)
+from ruler.cards.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS, greedy_settings
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
 
 

@@ -129,6 +129,7 @@ def test_variant_of_a_thinking_template(tmp_path):
 def test_reasoning_configs_are_left_out_of_the_lm_eval_export_and_say_so(out):
     """lm-eval's generation tasks would score the whole output, thinking included: the export
     keeps the default config, leaves the reasoning config out, and says why."""
+    from ruler.cards import lm_eval_usage
     from ruler.eval.integrations import lm_eval_export as ex
 
     manifest = Manifest.load(out)
@@ -136,7 +137,7 @@ def test_reasoning_configs_are_left_out_of_the_lm_eval_export_and_say_so(out):
     assert "ruler_qwen2.5_vt_2048.yaml" in files
     assert not [name for name in files if "out256" in name]
     assert "Not exported: `qwen2.5--out256`" in files["README.md"]
-    assert "ruler eval --mode reasoning" in ex.card_section(manifest, None, None)
+    assert "ruler eval --mode reasoning" in lm_eval_usage.card_section(manifest, None, None)
     for rel in [rel for rel, f in manifest.files.items() if f.config != "qwen2.5--out256"]:
         manifest.remove_file(rel)  # only the variant's files are left
     with pytest.raises(RulerError, match="qwen2.5--out256 are evaluated with"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from pathlib import Path
 
 from helpers.paths import ROOT
 
@@ -54,3 +55,44 @@ def test_the_scan_sees_the_modules_it_guards():
             "builder/verify/folder.py"} <= scanned
     schema = (ROOT / "builder" / "manifest_schema.py").read_text(encoding="utf-8")
     assert RAW_ACCESS.search(schema)
+
+
+# --- imports only go down ------------------------------------------------------------------------
+
+#: Areas that may never import the evaluator (it sits above them). The card in particular is
+#: rendered by build, merge, release and verify. (`release.py` is not among them: a release
+#: bundles the lm-eval task folder, which `ruler.eval.integrations.lm_eval_export` writes.)
+BELOW_EVAL = ("builder", "cards")
+
+
+def _imported_modules(path: Path) -> set[str]:
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = set()
+    for node in ast.walk(tree):  # lazy imports inside functions count too
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
+def _upward_imports(areas, above: str) -> list[str]:
+    found = []
+    for name in areas:
+        path = ROOT / name
+        for module in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            for imported in sorted(_imported_modules(module)):
+                if imported == above or imported.startswith(above + "."):
+                    found.append(f"{module.relative_to(ROOT).as_posix()}: {imported}")
+    return found
+
+
+def test_nothing_below_the_evaluator_imports_it():
+    assert _upward_imports(BELOW_EVAL, "ruler.eval") == []
+
+
+def test_the_import_scan_finds_an_upward_import():
+    """The scan sees imports inside functions: the evaluator itself imports ruler.eval."""
+    assert any("eval/cli.py" in hit for hit in _upward_imports(("eval",), "ruler.eval"))
