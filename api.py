@@ -29,7 +29,7 @@ _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 if TYPE_CHECKING:  # the heavy imports happen inside the functions
     import datasets
 
-    from ruler.builder.build.config import BuildReport
+    from ruler.builder.pipeline.config import BuildReport
     from ruler.builder.verify.findings import VerifyReport
     from ruler.eval.runner import EvalOutcome
     from ruler.eval.score import ScoreReport
@@ -49,11 +49,11 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
 
     `tasks`: names or a comma-separated string (default: all 13); `lengths`: ints or the
     command's spellings ("4k,128k", "paper"); `options`: any other field of
-    `ruler.builder.build.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...).
+    `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...).
     Returns the build's report (`.out`, `.config`, `.files`)."""
-    from ruler.builder.build import BuildConfig, run_build
-    from ruler.builder.build.config import DEFAULT_OUT
     from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.builder.pipeline import BuildConfig, run_build
+    from ruler.builder.pipeline.config import DEFAULT_OUT
 
     cfg = BuildConfig(tokenizer=tokenizer,
                       tasks=parse_tasks(None if tasks is None else _csv(tasks)),

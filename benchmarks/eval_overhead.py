@@ -76,7 +76,7 @@ def main() -> int:
                                      max_position_embeddings=max(lengths) + 256))
     data = args.data
     if not data:
-        from ruler.builder.build import BuildConfig, run_build
+        from ruler.builder.pipeline import BuildConfig, run_build
 
         data = str(work / "data")
         run_build(BuildConfig(tokenizer=args.tokenizer_config, tasks=tasks, lengths=lengths,

@@ -7,9 +7,8 @@ import multiprocessing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ruler.builder.build.config import (DEFAULT_OUT, EXECUTORS, MAX_SAMPLES,
-                                         default_start_method)
 from ruler.builder.errors import RulerError
+from ruler.builder.pipeline.config import DEFAULT_OUT, EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
@@ -140,8 +139,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ruler.builder.build import BuildConfig, run_build
     from ruler.builder.manifest import Manifest
+    from ruler.builder.pipeline import BuildConfig, run_build
 
     variant = variant_from_args(args)
     tasks = variant.default_tasks() if args.tasks in (None, "all") else parse_tasks(args.tasks)

@@ -7,8 +7,9 @@ shows) and `ruler merge` (only builds of one identity join).
 
 The identity is (generator version, seed, samples, prompt mode, tokenizer fingerprint and
 repo@revision, versions of the packages that shape content, and a variant's parameters:
-`ruler.builder.variants`; the default config's identity has no variant key). Sources are per file: a build
-of a few tasks reads fewer sources, so each file's key adds the hashes of its task's sources.
+`ruler.builder.variants`; the default config's identity has no variant key). Sources are per
+file: a build of a few tasks reads fewer sources, so each file's key adds the hashes of its
+task's sources.
 """
 
 from __future__ import annotations

@@ -334,7 +334,8 @@ _INPUT_SLOT = '"input":""'
 def canonical_row_bytes(row: dict[str, Any]) -> bytes:
     """`canonical_row(row).encode("utf-8")`, faster for long inputs: json escapes a 128K
     prompt character by character (~4 ms), while an input holding no control character but
-    newlines is escaped by three byte replacements (tests/test_manifest.py compares both)."""
+    newlines is escaped by three byte replacements (tests/builder/test_manifest.py compares
+    both)."""
     text = row["input"]
     data = text.encode("utf-8") if isinstance(text, str) else b""
     # The slot occurs once: a key is unique, and a quote inside a JSON string is escaped.

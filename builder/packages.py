@@ -4,7 +4,7 @@ The one list of them (`CONTENT_PACKAGES`, `FILE_PACKAGES`) sits here, below ever
 reads it: a build's identity records the content packages of its tokenizer
 (`ruler.builder.identity`, which names them `identity.CONTENT_PACKAGES`), the manifest records
 the writer's whole environment (`manifest.TRACKED_PACKAGES`), and a Ray worker refuses to build
-under other versions than its driver's (`build/ray_executor.environment`).
+under other versions than its driver's (`pipeline/ray_executor.environment`).
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 A source is identified by its official URL, size and sha256. The bytes never live in this
 repository: they are found in `--sources DIR` (only there, when it is given: a folder that
 does not exist or lacks a file is an error, never a silent fall-back), else `$RULER_SOURCES`,
-then the user cache, or fetched from the official URL with `ruler sources fetch`. A file whose hash differs from the official
-one (e.g. a partial copy) may be used; the build then records its real hash and marks itself
-unofficial.
+then the user cache, or fetched from the official URL with `ruler sources fetch`. A file whose
+hash differs from the official one (e.g. a partial copy) may be used; the build then records its
+real hash and marks itself unofficial.
 """
 
 from __future__ import annotations
@@ -230,7 +230,8 @@ def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = Fal
             f"folder that has it.")
 
 
-def status(sources_dir: str | os.PathLike | None = None) -> list[tuple[SourceSpec, ResolvedSource | None, str]]:
+def status(sources_dir: str | os.PathLike | None = None
+           ) -> list[tuple[SourceSpec, ResolvedSource | None, str]]:
     """Every registered source with what was found (for `ruler sources list`)."""
     rows = []
     for spec in SOURCES.values():

@@ -30,8 +30,14 @@ from ruler.builder.atomic import replace_folder, write_bytes_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256, sha256_text
 from ruler.builder.hub_names import check_config_name
-from ruler.builder.tokenizer import (HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer,
-                                     Tokenizer, TokenizerIdentity, load_hf)
+from ruler.builder.tokenizer import (
+    HFTokenizer,
+    SentencePieceTokenizer,
+    TiktokenTokenizer,
+    Tokenizer,
+    TokenizerIdentity,
+    load_hf,
+)
 from ruler.builder.user_cache import user_cache_root
 
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
@@ -329,7 +335,8 @@ def _load_folder(path: Path, name: str | None = None, origin: str = "folder",
     name = name or config_name(resolved.name if path.is_dir() else resolved.stem)
     if path.is_dir() and (path / "tokenizer.json").is_file():
         files = {f.name: file_sha256(f) for f in sorted(path.iterdir())
-                 if f.name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")}
+                 if f.name in ("tokenizer.json", "tokenizer_config.json",
+                               "special_tokens_map.json")}
         with _loading(path):
             return _with_template_hash(HFTokenizer(path, TokenizerIdentity(
                 name=name, kind="hf", origin=origin, repo=repo, revision=revision,

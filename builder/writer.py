@@ -23,8 +23,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ruler.builder.errors import RulerError
 from ruler.builder.atomic import FILE_MODE, temp_file_beside
+from ruler.builder.errors import RulerError
 from ruler.builder.manifest import canonical_row_bytes
 from ruler.builder.schema import ROW_SCHEMA
 

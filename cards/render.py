@@ -17,10 +17,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import yaml
 
+from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_atomic
 from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
-from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_atomic
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
 from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES

@@ -264,8 +264,13 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
     from ruler.eval.integrations.sources import read_predictions
     from ruler.eval.predictions import index_records
     from ruler.eval.results_folder import SCORES_NAME
-    from ruler.eval.score import (check_scores_owner, default_scores_folder, run_cells,
-                                  score_source, write_scores)
+    from ruler.eval.score import (
+        check_scores_owner,
+        default_scores_folder,
+        run_cells,
+        score_source,
+        write_scores,
+    )
 
     if args.limit is not None and args.limit < 1:
         raise RulerError(f"--limit must be >= 1, got {args.limit}")

@@ -192,7 +192,7 @@ def plot(c: Comparison, path: Path) -> Path:
     ys = [r.diff.difference for r in overall]
     err = [[max(0.0, y - r.diff.interval.low) for y, r in zip(ys, overall)],
            [max(0.0, r.diff.interval.high - y) for y, r in zip(ys, overall)]]
-    for n, task in enumerate(in_task_order({r.task for r in c.by_task})):
+    for task in in_task_order({r.task for r in c.by_task}):
         mine = {format_length(r.length): r.diff.difference for r in c.by_task if r.task == task}
         ax.plot(labels, [mine.get(x, float("nan")) for x in labels], marker=".", alpha=0.35,
                 linewidth=0.8, label=task)

@@ -19,8 +19,7 @@ import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
-from ruler.builder.manifest import (MANIFEST_NAME, BuildEntry, Manifest, check_split_files,
-                                    data_path)
+from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, check_split_files, data_path
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 

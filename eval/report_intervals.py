@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from ruler.eval.aggregate import Summary, length_weights
-from ruler.eval.intervals import (METHOD_TEXT, Interval, uncertain_lengths,
-                                  weighted_mean_interval)
+from ruler.eval.intervals import METHOD_TEXT, Interval, uncertain_lengths, weighted_mean_interval
 
 
 @dataclass(frozen=True)

@@ -28,20 +28,36 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.errors import RulerError
 from ruler.builder.atomic import write_json_atomic
+from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.engine_env import addon_error
-from ruler.eval.predictions import (LONG_FIELDS, Key, Prediction, PredictionWriter, format_key,
-                                    index_records, iter_records)
-from ruler.eval.reasoning import (DEFAULT_END_MARKER, Extraction, extract_answer,
-                                  opens_reasoning, vllm_parser_extractor)
+from ruler.eval.predictions import (
+    LONG_FIELDS,
+    Key,
+    Prediction,
+    PredictionWriter,
+    format_key,
+    index_records,
+    iter_records,
+)
+from ruler.eval.reasoning import (
+    DEFAULT_END_MARKER,
+    Extraction,
+    extract_answer,
+    opens_reasoning,
+    vllm_parser_extractor,
+)
 from ruler.eval.render import Renderer
-from ruler.eval.results_folder import (PREDICTIONS_NAME, RUN_NAME, hold_results_folder,
-                                       recorded_files)
+from ruler.eval.results_folder import (
+    PREDICTIONS_NAME,
+    RUN_NAME,
+    hold_results_folder,
+    recorded_files,
+)
 from ruler.eval.score import score_folder
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 

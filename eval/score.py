@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ruler.builder.errors import RulerError
 from ruler.builder.atomic import write_json_atomic
+from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items
@@ -33,8 +33,7 @@ from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
-from ruler.eval.predictions import (LONG_FIELDS, Key, format_key, index_records,
-                                    read_records)
+from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 
 SCORES_FORMAT = "ruler-scores/1"

@@ -11,8 +11,7 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
-from ruler.builder.manifest import (MANIFEST_NAME, BuildEntry, FileEntry, Manifest,
-                                    check_split_files)
+from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name

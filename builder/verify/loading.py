@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+
 from ruler.builder.manifest import Manifest
 from ruler.builder.verify.findings import LoadResult
 

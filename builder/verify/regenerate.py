@@ -21,10 +21,10 @@ import os
 import random
 from typing import Any, Mapping
 
-from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.packages import content_packages
+from ruler.builder.pipeline.recipe import BuildRecipe
 
 
 def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
@@ -53,7 +53,7 @@ class Regenerator:
     def _worker(self, config: str):
         """The config's Worker, or a string saying why there is none."""
         if config not in self._workers:
-            from ruler.builder.build.worker import Worker
+            from ruler.builder.pipeline.worker import Worker
 
             recipe = self.recipes.get(config, "the manifest has no build of it")
             self._workers[config] = recipe if isinstance(recipe, str) else Worker(recipe)

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.build.config import default_start_method
 from ruler.builder.manifest import BuildEntry, FileEntry
+from ruler.builder.pipeline.config import default_start_method
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
 from ruler.builder.verify.folder import card_problems, load_manifest, manifest_problems

@@ -28,8 +28,8 @@ def tokenizer_for(config: str, build: BuildEntry, overrides: Mapping[str, str],
             or ident.chat_template_sha256 != recorded.get("chat_template_sha256"):
         return None, [Problem(where, f"tokenizer {name!r} loaded here has other files or chat "
                                      f"template than the build recorded in manifest.json")]
-    if recorded.get("pinned") and ident.pinned and (ident.repo, ident.revision) != (recorded.get("repo"),
-                                                                   recorded.get("revision")):
+    if recorded.get("pinned") and ident.pinned \
+            and (ident.repo, ident.revision) != (recorded.get("repo"), recorded.get("revision")):
         return None, [Problem(where, f"manifest.json records tokenizer {name!r} from "
                                      f"{recorded.get('repo')}@{recorded.get('revision')}, the "
                                      f"registry pins {ident.repo}@{ident.revision}")]

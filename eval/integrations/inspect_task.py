@@ -28,14 +28,12 @@ from typing import Any, Sequence
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
-from inspect_ai.scorer import (Metric, SampleScore, Score, Scorer, Target, grouped, metric,
-                               scorer)
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, grouped, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import registry_info
 
 from ruler.builder.errors import RulerError
-from ruler.cards.inspect_usage import (CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS,
-                                                   greedy_settings)
+from ruler.cards.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS, greedy_settings
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
 
 

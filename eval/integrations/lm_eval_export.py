@@ -55,9 +55,19 @@ from ruler.builder.atomic import replace_folder
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.tasks.catalog import TASKS
-from ruler.cards.lm_eval_usage import (ALL_GROUP, EXPORT_DIR, METRIC, config_group,
-                                       example_config, length_group, reasoning_configs,
-                                       reasoning_note, run_command, runnable_files, task_name)
+from ruler.cards.lm_eval_usage import (
+    ALL_GROUP,
+    EXPORT_DIR,
+    METRIC,
+    config_group,
+    example_config,
+    length_group,
+    reasoning_configs,
+    reasoning_note,
+    run_command,
+    runnable_files,
+    task_name,
+)
 
 #: lm-eval's task `metadata.version`: bump when the exported fields change meaning.
 TASK_VERSION = 1.0

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
+
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.eval.integrations.inspect_logs import is_inspect_log, log_files, read_inspect_log
