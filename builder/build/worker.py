@@ -135,9 +135,11 @@ class Worker:
         d = fitted.draft
         gold, (c0, c1) = marks[:-2], marks[-2:]
         spec = gen.spec
+        context, question = get_family(spec.family.name).split_prompt(d.input, d.context_span)
         row = {
-            "tokenizer": self.config, "task": task, "max_seq_length": L,
-            "index": index, "input": d.input, "answer_prefix": d.answer_prefix,
+            "tokenizer": self.config, "task": task, "max_seq_length": L, "index": index,
+            "input": d.input, "context": context, "question": question,
+            "answer_prefix": d.answer_prefix,
             "outputs": list(d.outputs), "length": fitted.length,
             "tokens_to_generate": spec.tokens_to_generate, "metric": spec.metric,
             "gold_token_positions": gold,
