@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ruler.builder.variants import VARIANTS
+from ruler.builder.variants import variant_kinds
 
 
 def variants_section(manifest: Mapping[str, Any]) -> str:
     """One subsection per kind of variant the manifest's builds hold, ending in a blank line;
-    "" when none does (the card then reads as it did before variants existed)."""
+    "" when none does (the card then reads as it did before variants existed). Each kind's
+    heading and explanation are its class's (`title`, `doc`): a registered variant brings its
+    own section."""
     builds = manifest.get("builds", {})
     parts = []
-    for kind in VARIANTS:
+    for kind in variant_kinds():
         configs = {c: b["variant"][kind.field] for c, b in sorted(builds.items())
                    if kind.field in (b.get("variant") or {})}
         if configs:

@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -22,42 +23,41 @@ from ruler.builder.build import BuildConfig
 from ruler.builder.build import ray_executor
 from ruler.builder.build.config import FileJob
 from ruler.builder.build.ray_executor import Arrival, FileBuilder, environment
+from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.build.worker import Worker, write_file
 from ruler.builder.cli_build import parse_lengths
-from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 TOKENIZER = "gpt-4"
 
 
-def _worker(sources_dir=None, tag="t1") -> Worker:
-    tok = load_tokenizer(TOKENIZER)
-    ctx = BuildContext(tok, TOKENIZER, 42, sources_dir)
-    return Worker(ctx, tok.default_mode(), config=TOKENIZER, temp_tag=tag)
+def _worker(sources_dir=None, tag="t1", tokenizer=TOKENIZER) -> Worker:
+    cfg = BuildConfig(tokenizer=tokenizer, sources_dir=sources_dir)
+    return Worker(BuildRecipe.from_config(cfg, load_tokenizer(tokenizer)), temp_tag=tag)
 
 
-def _job(task: str, L: int) -> FileJob:
-    return FileJob(task, L, f"data/{TOKENIZER}/{task}/{L}.parquet", "key")
+def _job(out: Path, task: str, L: int, samples: int) -> FileJob:
+    return FileJob(out, TOKENIZER, task, L, samples, "key")
 
 
-def _stream(worker: Worker, job: FileJob, samples: int) -> list[tuple]:
+def _stream(worker: Worker, job: FileJob) -> list[tuple]:
     builder = FileBuilder(pickle.dumps(worker), {}, environment(worker.ctx.tokenizer.identity.kind))
     try:
         assert builder.ready()["problems"] == []
-        return list(builder.build_file(TOKENIZER, job, samples))
+        return list(builder.build_file(job))
     finally:
         builder.close()
 
 
 def test_a_streamed_file_is_the_local_file_byte_for_byte(tmp_path, monkeypatch):
     monkeypatch.setattr(ray_executor, "CHUNK_BYTES", 1000)  # several chunks
-    worker, job = _worker(), _job("niah_single_1", 1024)
-    items = _stream(worker, job, 3)
+    worker, job = _worker(), _job(tmp_path / "ray", "niah_single_1", 1024, 3)
+    items = _stream(worker, job)
     kinds = [item[0] for item in items]
     assert kinds[:4] == ["row", "row", "row", "file"] and set(kinds[4:]) == {"chunk"}
     assert len(kinds) > 5
-    arrival = Arrival(tmp_path / "ray", job, "t1")
+    arrival = Arrival(job, "t1")
     assert sum(arrival.add(item) for item in items) == 3  # rows, for progress
     result, entry, path = arrival.finish()
     assert path.parent == tmp_path / "ray" / job.path.rsplit("/", 1)[0]
@@ -65,7 +65,7 @@ def test_a_streamed_file_is_the_local_file_byte_for_byte(tmp_path, monkeypatch):
     assert result.worker  # which worker built it, for the report
 
     rows = (worker.make_row(job.task, 1024, i) for i in range(3))
-    _, local_entry, local_path = write_file(tmp_path / "local", TOKENIZER, job, rows)
+    _, local_entry, local_path = write_file(replace(job, out=tmp_path / "local"), rows)
     assert entry == local_entry
     assert path.read_bytes() == local_path.read_bytes()
     assert pq.read_table(path).num_rows == 3
@@ -74,11 +74,11 @@ def test_a_streamed_file_is_the_local_file_byte_for_byte(tmp_path, monkeypatch):
 def test_items_arrive_whatever_the_order_of_chunks(tmp_path, monkeypatch):
     """A file re-run after a failure may resend chunks: each lands at its own offset."""
     monkeypatch.setattr(ray_executor, "CHUNK_BYTES", 500)
-    worker, job = _worker(), _job("vt", 1024)
-    items = _stream(worker, job, 2)
+    worker, job = _worker(), _job(tmp_path, "vt", 1024, 2)
+    items = _stream(worker, job)
     head = [i for i in items if i[0] != "chunk"]
     chunks = [i for i in items if i[0] == "chunk"]
-    arrival = Arrival(tmp_path, job, "t1")
+    arrival = Arrival(job, "t1")
     for item in head + chunks[::-1] + chunks[:1]:
         arrival.add(item)
     _, entry, path = arrival.finish()
@@ -86,9 +86,9 @@ def test_items_arrive_whatever_the_order_of_chunks(tmp_path, monkeypatch):
 
 
 def test_bytes_that_differ_from_their_hash_are_refused_and_removed(tmp_path):
-    worker, job = _worker(), _job("niah_single_1", 1024)
-    items = _stream(worker, job, 2)
-    arrival = Arrival(tmp_path, job, "t1")
+    worker, job = _worker(), _job(tmp_path, "niah_single_1", 1024, 2)
+    items = _stream(worker, job)
+    arrival = Arrival(job, "t1")
     for item in items:
         if item[0] == "chunk" and item[1] == 0:
             item = ("chunk", 0, b"X" + item[2][1:])
@@ -99,8 +99,8 @@ def test_bytes_that_differ_from_their_hash_are_refused_and_removed(tmp_path):
 
 
 def test_a_stream_that_ends_before_the_file_is_refused(tmp_path):
-    job = _job("niah_single_1", 1024)
-    arrival = Arrival(tmp_path, job, "t1")
+    job = _job(tmp_path, "niah_single_1", 1024, 1)
+    arrival = Arrival(job, "t1")
     arrival.add(("row",))
     with pytest.raises(RulerError, match="stream ended before the file"):
         arrival.finish()
@@ -114,7 +114,7 @@ def test_a_worker_with_other_versions_refuses_before_any_work():
         problems = builder.ready()["problems"]
         assert len(problems) == 1 and "numpy" in problems[0] and "0.0.1" in problems[0]
         with pytest.raises(RulerError, match="cannot build: other versions here: numpy"):
-            next(builder.build_file(TOKENIZER, _job("niah_single_1", 1024), 1))
+            next(builder.build_file(_job(Path("unused"), "niah_single_1", 1024, 1)))
     finally:
         builder.close()
 
@@ -124,10 +124,10 @@ def test_a_worker_whose_source_file_differs_refuses(tmp_path):
     shutil.copytree(Path(os.environ["RULER_SOURCES"]) / "squad", sources / "squad")
     worker = _worker(sources_dir=sources)
     squad = worker.ctx.source("squad")  # resolved by the driver, then sent
-    recipe = pickle.dumps(worker)
+    pickled = pickle.dumps(worker)
     with open(squad.path, "a", encoding="utf-8") as f:  # this "node" has other bytes
         f.write(" ")
-    builder = FileBuilder(recipe, {}, environment(worker.ctx.tokenizer.identity.kind))
+    builder = FileBuilder(pickled, {}, environment(worker.ctx.tokenizer.identity.kind))
     try:
         (problem,) = builder.ready()["problems"]
         assert f"source 'squad' at {squad.path} has other bytes" in problem
@@ -136,9 +136,8 @@ def test_a_worker_whose_source_file_differs_refuses(tmp_path):
 
 
 def test_a_worker_that_cannot_load_the_tokenizer_refuses(tmp_path, monkeypatch):
-    tok = load_tokenizer("llama-3.1")
-    ctx = BuildContext(tok, "llama-3.1", 42)
-    worker = Worker(ctx, tok.default_mode(), config="llama-3.1")
+    worker = _worker(tokenizer="llama-3.1")
+    tok = worker.recipe.tokenizer
     # this "node" has no tokenizer files and no cache, and the Hub is off
     env = {"RULER_TOKENIZERS": str(tmp_path / "nowhere"), "RULER_CACHE": str(tmp_path / "c"),
            "HF_HUB_OFFLINE": "1"}

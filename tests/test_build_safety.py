@@ -331,7 +331,7 @@ def test_one_sample_at_a_length_near_a_tasks_minimum_builds(tmp_path):
 
 def test_a_resumed_build_after_a_package_upgrade_refuses_instead_of_mixing(tmp_path,
                                                                           monkeypatch):
-    import ruler.builder.build.plan as plan
+    import ruler.builder.build.recipe as recipe  # where a build's identity is made
     from ruler.builder.identity import content_packages
 
     out = tmp_path / "out"
@@ -341,7 +341,7 @@ def test_a_resumed_build_after_a_package_upgrade_refuses_instead_of_mixing(tmp_p
     assert all(f["packages"] == content_packages("tiktoken")
                for f in recorded["files"].values())  # recorded per file too
     upgraded = dict(content_packages("tiktoken"), numpy="99.0.0")
-    monkeypatch.setattr(plan, "content_packages", lambda kind: upgraded)
+    monkeypatch.setattr(recipe, "content_packages", lambda kind: upgraded)
     with pytest.raises(RulerError, match=r"package versions \(numpy .* -> 99\.0\.0\)"):
         build(out, "gpt-4", ["vt"], [1024], 2, workers=1)
     assert read_manifest(out) == recorded

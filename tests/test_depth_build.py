@@ -16,6 +16,7 @@ from build_helpers import NIAH_TASKS, build, rows
 from ruler.builder.depths import bin_of, sample_bin
 from ruler.builder.manifest import content_sha256
 from ruler.builder.tasks.family import family_of, swept_tasks
+from ruler.builder.variants import DepthSweep
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
@@ -31,7 +32,7 @@ def folder(tmp_path_factory) -> Path:
     """The default config and its depth-swept variant, built into one folder."""
     out = tmp_path_factory.mktemp("depth") / "ruler"
     build(out, TOK, TASKS, LENGTHS, SAMPLES, workers=1)
-    build(out, TOK, TASKS, LENGTHS, SAMPLES, workers=1, depth_bins=BINS)
+    build(out, TOK, TASKS, LENGTHS, SAMPLES, workers=1, variant=DepthSweep(BINS))
     return out
 
 
@@ -78,7 +79,7 @@ def test_a_variant_build_leaves_the_default_files_as_they_were(folder, tmp_path)
 def test_variant_rows_are_deterministic_per_sample(folder, tmp_path):
     # one task and length alone, in two workers: the same rows as in the full variant build
     part = tmp_path / "part"
-    build(part, TOK, ("qa_1",), (4096,), SAMPLES, workers=2, depth_bins=BINS)
+    build(part, TOK, ("qa_1",), (4096,), SAMPLES, workers=2, variant=DepthSweep(BINS))
     rel = f"data/{VARIANT}/qa_1/4096.parquet"
     assert content_sha256(pq.read_table(part / rel)) == content_sha256(pq.read_table(folder / rel))
 
@@ -149,7 +150,7 @@ def test_depths_without_tasks_builds_the_swept_tasks(monkeypatch, tmp_path):
     monkeypatch.setattr(build_pkg, "run_build", capture)
     with pytest.raises(SystemExit):
         main(["build", "--tokenizer", TOK, "--depths", "10", "--out", str(tmp_path)])
-    assert seen["cfg"].tasks == swept_tasks() and seen["cfg"].depth_bins == 10
+    assert seen["cfg"].tasks == swept_tasks() and seen["cfg"].variant == DepthSweep(10)
 
 
 @pytest.mark.slow
@@ -170,7 +171,7 @@ def test_issue_build_4k_16k_bins_fill_and_verify(tmp_path):
     tok, samples, lengths = "llama-3.1", 20, (4096, 16384)
     out = tmp_path / "ruler"
     build(out, tok, swept_tasks(), lengths, samples)
-    build(out, tok, swept_tasks(), lengths, samples, depth_bins=10)
+    build(out, tok, swept_tasks(), lengths, samples, variant=DepthSweep(10))
     for task in swept_tasks():
         for L in lengths:
             swept, default = rows(out, f"{tok}--depth10", task, L), rows(out, tok, task, L)

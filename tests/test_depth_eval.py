@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from build_helpers import build
+from ruler.builder.variants import DepthSweep
 from ruler.cli import main
 from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP
 from ruler.eval.tiny_model import build_tiny_llama
@@ -27,7 +28,7 @@ CONFIG = f"{TOKENIZER}--depth{BINS}"
 def test_eval_score_and_report_on_a_depth_swept_config(tmp_path):
     data = tmp_path / "data"
     build(data, TOKENIZER, TASKS, (L,), SAMPLES, workers=1)  # the default config beside it
-    build(data, TOKENIZER, TASKS, (L,), SAMPLES, workers=1, depth_bins=BINS)
+    build(data, TOKENIZER, TASKS, (L,), SAMPLES, workers=1, variant=DepthSweep(BINS))
     model = build_tiny_llama(Path(os.environ["RULER_TOKENIZERS"]) / TOKENIZER,
                              tmp_path / "model", max_position_embeddings=1024)
     out = tmp_path / "results"

@@ -15,7 +15,7 @@ from ruler.builder.tasks import get_task, make_generator, niah
 from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tasks.placement import document_order, essay_gold_cuts, line_gold_slots
-from ruler.builder.variants import variant_config, variant_of
+from ruler.builder.variants import NO_VARIANT, DepthSweep
 
 import task_helpers as th
 
@@ -45,18 +45,18 @@ def test_every_bin_up_to_20_holds_a_point_of_upstreams_grid():
 # --- variant naming and validation -------------------------------------------------------------
 
 def test_variant_config_names_and_identity():
-    cfg = BuildConfig(tokenizer="gpt-4", tasks=swept_tasks(), depth_bins=10)
-    assert variant_of(cfg) == {"depth_bins": 10}
-    assert variant_config("gpt-4", variant_of(cfg)) == "gpt-4--depth10"
-    assert variant_of(replace(cfg, depth_bins=None)) == {}
-    assert variant_config("org--name", {}) == "org--name"
+    cfg = BuildConfig(tokenizer="gpt-4", tasks=swept_tasks(), variant=DepthSweep(10))
+    assert cfg.variant.record() == {"depth_bins": 10}
+    assert cfg.variant.config_name("gpt-4") == "gpt-4--depth10"
+    assert replace(cfg, variant=NO_VARIANT).variant.record() == {}
+    assert NO_VARIANT.config_name("org--name") == "org--name"
     assert swept_tasks() == tuple(t for t in STANDARD_TASKS if t.startswith(("niah", "qa")))
 
 
 @pytest.mark.parametrize("tasks", [("vt",), ("niah_single_1", "cwe"), ("fwe",)])
 def test_depths_refuse_tasks_without_a_gold_position(tasks):
     with pytest.raises(RulerError, match="no single gold position"):
-        BuildConfig(tokenizer="gpt-4", tasks=tasks, depth_bins=10)
+        BuildConfig(tokenizer="gpt-4", tasks=tasks, variant=DepthSweep(10))
 
 
 # --- placement rules ---------------------------------------------------------------------------
@@ -153,7 +153,7 @@ def test_two_gold_documents_reach_the_last_bin_longest_first():
 def _swept(tok: str, bins: int) -> BuildContext:
     base = th.context(tok)
     return BuildContext(base.tokenizer, base.tokenizer_name, base.seed, base.sources_dir,
-                        depth_bins=bins)
+                        variant=DepthSweep(bins))
 
 
 @pytest.mark.parametrize("task", ["niah_single_1", "niah_multikey_2"])
@@ -186,9 +186,17 @@ def test_needles_regex_reads_values_in_input_order():
 def test_a_spawned_worker_gets_the_variant_config_and_bins():
     import pickle
 
+    from ruler.builder.build.recipe import BuildRecipe
     from ruler.builder.build.worker import Worker
 
-    ctx = _swept("gpt-4", 10)
-    copy = pickle.loads(pickle.dumps(Worker(ctx, "base", config="gpt-4--depth10")))
-    assert copy.config == "gpt-4--depth10" and copy.ctx.depth_bins == 10
+    cfg = BuildConfig(tokenizer="gpt-4", tasks=swept_tasks(), variant=DepthSweep(10))
+    recipe = BuildRecipe.from_config(cfg, th.tokenizer("gpt-4"))
+    copy = pickle.loads(pickle.dumps(Worker(recipe)))
+    # the same recipe, its tokenizer loaded again (the same identity)
+    assert replace(copy.recipe, tokenizer=None) == replace(recipe, tokenizer=None)
+    assert copy.recipe.tokenizer.identity == recipe.tokenizer.identity
+    assert copy.recipe.config == "gpt-4--depth10"
+    assert copy.ctx.variant == DepthSweep(10)
     assert copy.ctx.tokenizer_name == "gpt-4"  # the seeds stay the default config's
+    # the generators of the copy ask the variant where sample 13's gold goes
+    assert copy.generator("niah_single_1", 4096).depth_bin(13) == DepthBin(3, 10)

@@ -30,6 +30,7 @@ import pytest
 from build_helpers import build, rows
 from reasoning_helpers import expected_prompt, thinking_tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.builder.variants import OutputBudget
 from ruler.cli import main
 from ruler.eval.tiny_model import build_tiny_llama
 
@@ -345,7 +346,8 @@ def think_model(tmp_path_factory, think_tokenizer) -> Path:
 @pytest.fixture(scope="module")
 def think_data(tmp_path_factory, think_tokenizer) -> Path:
     out = tmp_path_factory.mktemp("think-data")
-    build(out, str(think_tokenizer), TASKS, (1024,), samples=2, workers=1, output_budget=BUDGET)
+    build(out, str(think_tokenizer), TASKS, (1024,), samples=2, workers=1,
+          variant=OutputBudget(BUDGET))
     return out
 
 

@@ -23,6 +23,7 @@ from ruler.builder.manifest import read_manifest, write_manifest
 from ruler.builder.tasks.catalog import STANDARD_TASKS, get_task
 from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
+from ruler.builder.variants import DepthSweep, OutputBudget
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
@@ -71,11 +72,11 @@ def test_context_plus_question_is_input_for_every_task_variant_and_tokenizer(tmp
                                                                            tokenizer):
     tok = load_tokenizer(tokenizer)
     build(tmp_path, tokenizer, STANDARD_TASKS, LENGTHS, 1, workers=1)
-    build(tmp_path, tokenizer, swept_tasks(), LENGTHS, 1, workers=1, depth_bins=BINS)
+    build(tmp_path, tokenizer, swept_tasks(), LENGTHS, 1, workers=1, variant=DepthSweep(BINS))
     configs = {tokenizer, f"{tokenizer}--depth{BINS}"}
     if tok.has_chat_template:  # the reasoning variant counts the prompt with its template
         build(tmp_path, tokenizer, STANDARD_TASKS, LENGTHS, 1, workers=1,
-              output_budget=BUDGET)
+              variant=OutputBudget(BUDGET))
         configs.add(f"{tokenizer}--out{BUDGET}")
     files = all_rows(tmp_path)
     assert {Path(p).parts[1] for p in files} == configs
@@ -89,8 +90,10 @@ def test_context_plus_question_is_input_for_every_task_variant_and_tokenizer(tmp
 def test_verify_finds_a_moved_question_boundary(tmp_path):
     """`ruler verify` checks the equality on every row and, where it re-derives gold spans,
     that the cut is the task family's."""
-    build(tmp_path, "gpt-4", ("niah_single_1", "vt"), (1024,), 2, workers=1)
-    assert verify(tmp_path).ok
+    build(tmp_path, "gpt-4", ("niah_single_1", "vt", "cwe", "fwe", "qa_1"), (1024,), 2,
+          workers=1)
+    report = verify(tmp_path, full=True)  # every row's cut checked against its family's
+    assert report.ok and all(f.gold_checked == 2 for f in report.files), report.all_problems()
     rel = "data/gpt-4/vt/1024.parquet"
     rows = pq.read_table(tmp_path / rel).to_pylist()
     rows[0]["context"] += rows[0]["question"][:9]  # "Question:" moved into the context

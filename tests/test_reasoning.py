@@ -16,6 +16,7 @@ from build_helpers import build, rows
 from reasoning_helpers import expected_prompt, thinking_tokenizer
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.builder.variants import OutputBudget
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.reasoning import extract_answer, opens_reasoning, start_marker_for
@@ -109,7 +110,8 @@ def think(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def data(tmp_path_factory, think) -> Path:
     out = tmp_path_factory.mktemp("data")
-    build(out, str(think), TASKS, (1024,), samples=3, workers=1, output_budget=BUDGET)
+    build(out, str(think), TASKS, (1024,), samples=3, workers=1,
+          variant=OutputBudget(BUDGET))
     return out
 
 

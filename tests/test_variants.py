@@ -14,7 +14,7 @@ from reasoning_helpers import expected_prompt, thinking_tokenizer
 from ruler.builder.build import BuildConfig
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import output_budget_suffix, variant_config
+from ruler.builder.variants import NO_VARIANT, OutputBudget
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
@@ -22,17 +22,18 @@ TASKS = ("niah_single_1", "vt", "qa_1")
 
 
 def test_variant_names():
-    assert output_budget_suffix(16384) == "out16k"
-    assert output_budget_suffix(1000) == "out1000"
-    assert variant_config("llama-3.1", {"output_budget": 16384}) == "llama-3.1--out16k"
-    assert variant_config("llama-3.1", {}) == "llama-3.1"
+    assert OutputBudget(16384).suffix() == "out16k"
+    assert OutputBudget(1000).suffix() == "out1000"
+    assert OutputBudget(16384).config_name("llama-3.1") == "llama-3.1--out16k"
+    assert NO_VARIANT.config_name("llama-3.1") == "llama-3.1"
 
 
 def test_a_budget_must_leave_room_at_every_length():
     with pytest.raises(RulerError, match="4096, 16384.*exceed"):
-        BuildConfig(tokenizer="qwen2.5", lengths=(4096, 16384, 32768), output_budget=16384)
+        BuildConfig(tokenizer="qwen2.5", lengths=(4096, 16384, 32768),
+                    variant=OutputBudget(16384))
     with pytest.raises(RulerError, match="positive"):
-        BuildConfig(tokenizer="qwen2.5", output_budget=0)
+        BuildConfig(tokenizer="qwen2.5", variant=OutputBudget(0))
 
 
 def test_a_tokenizer_without_chat_template_is_refused(tmp_path, capsys):
@@ -47,7 +48,7 @@ def test_a_tokenizer_without_chat_template_is_refused(tmp_path, capsys):
 def out(tmp_path_factory) -> Path:
     """qwen2.5's default config and its 256-token variant, side by side in one folder."""
     out = tmp_path_factory.mktemp("variant")
-    build(out, "qwen2.5", TASKS, (2048,), samples=3, workers=1, output_budget=256)
+    build(out, "qwen2.5", TASKS, (2048,), samples=3, workers=1, variant=OutputBudget(256))
     build(out, "qwen2.5", TASKS, (2048,), samples=3, workers=1)
     return out
 
@@ -116,7 +117,7 @@ def test_variant_of_a_thinking_template(tmp_path):
     think = thinking_tokenizer(Path(os.environ["RULER_TOKENIZERS"]) / "qwen2.5",
                                tmp_path / "qwen-think")
     build(tmp_path / "o", str(think), ("niah_single_1",), (1024,), samples=2, workers=1,
-          output_budget=100)
+          variant=OutputBudget(100))
     tok = load_tokenizer(str(think))
     for r in rows(tmp_path / "o", "qwen-think--out100", "niah_single_1", 1024):
         text = expected_prompt(r["input"])

@@ -7,12 +7,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ruler.builder.depths import check_depth_bins
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import get_task
 from ruler.builder.tasks.catalog import STANDARD_TASKS
-from ruler.builder.tasks.family import family_of, swept_tasks
-from ruler.builder.variants import check_one_variant, check_output_budget
+from ruler.builder.variants import NO_VARIANT, Variant
 
 
 def default_start_method() -> str:
@@ -59,11 +57,10 @@ class BuildConfig:
     progress: bool = True
     exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
     start_method: str = field(default_factory=default_start_method)
-    # Variant (builder.variants): sample i's gold items in depth bin i mod depth_bins, in
-    # config <tokenizer>--depth<N>; None builds the default config.
-    depth_bins: int | None = None
-    # Variant: a reserved output budget, config `<tokenizer>--out16k` (builder.variants).
-    output_budget: int | None = None
+    # The variant to build (builder.variants: DepthSweep(10) makes config
+    # <tokenizer>--depth10, OutputBudget(16384) <tokenizer>--out16k); NO_VARIANT builds the
+    # default config.
+    variant: Variant = NO_VARIANT
     # Replace OUT's files of this config when they were built with another identity (seed,
     # samples, tokenizer, package versions); without it such a build refuses.
     overwrite: bool = False
@@ -88,8 +85,10 @@ class BuildConfig:
         if too_long > MAX_LENGTH:
             raise RulerError(f"--lengths: at most 2M ({MAX_LENGTH:,} tokens), the longest this "
                              f"builder is tested at; got {too_long:,}")
-        check_one_variant(self)
-        check_output_budget(self.output_budget, self.lengths)
+        if not isinstance(self.variant, Variant):
+            raise RulerError(f"variant must be a ruler.builder.variants.Variant (NO_VARIANT for "
+                             f"the default config), got {self.variant!r}")
+        self.variant.check(self)
         if self.samples < 1:
             raise RulerError(f"--samples must be >= 1, got {self.samples}")
         if self.samples > MAX_SAMPLES:
@@ -109,14 +108,6 @@ class BuildConfig:
                              f"got {self.executor!r}")
         if self.ray_address is not None and self.executor != "ray":
             raise RulerError("--ray-address needs --executor ray")
-        if self.depth_bins is not None:
-            check_depth_bins(self.depth_bins)
-            fixed = [t for t in self.tasks if not family_of(t).sweepable]
-            if fixed:
-                raise RulerError(f"--depths sweeps the gold position of "
-                                 f"{', '.join(swept_tasks())}; "
-                                 f"{', '.join(fixed)} ha{'s' if len(fixed) == 1 else 've'} no "
-                                 f"single gold position (leave them out of --tasks)")
         methods = multiprocessing.get_all_start_methods()
         if self.start_method not in methods:
             raise RulerError(f"--start-method {self.start_method!r} is not available here; "
@@ -125,12 +116,25 @@ class BuildConfig:
 
 @dataclass(frozen=True)
 class FileJob:
-    """One split file to build: pure data, the same wherever it runs."""
+    """One split file to build: pure data, the same wherever it runs. The rows themselves
+    come from the build recipe the worker holds; the job says which file, where, and under
+    which build key."""
 
+    out: Path  # the folder the file is written in (a Ray worker writes to its own scratch)
+    config: str
     task: str
     max_seq_length: int
-    path: str  # relative to OUT: data/<config>/<task>/<L>.parquet
+    samples: int  # rows 0 .. samples-1
     build_key: str  # changes whenever anything that shapes the file's rows changes
+
+    @property
+    def path(self) -> str:
+        """Relative to `out`: data/<config>/<task>/<L>.parquet."""
+        # Imported here: the CLI imports this module for its flags' defaults, and the
+        # manifest module pulls in pyarrow.
+        from ruler.builder.manifest import data_path
+
+        return data_path(self.config, self.task, self.max_seq_length)
 
 
 @dataclass

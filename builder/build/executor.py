@@ -1,8 +1,8 @@
-"""The local executor: run file jobs in this process or in a pool of worker processes.
+"""Executors, and the local one: run file jobs in this process or in a pool of worker processes.
 
-Executors only run work; they never touch the manifest. Each finished file is handed to
-`publish(result, entry, temporary_path)`, which the build supplies: the driver alone publishes
-and records files.
+An executor (`Executor`: the local one here, Ray's in `ray_executor`) only runs work; it never
+touches the manifest. Each finished file is handed to `publish(result, entry, temporary_path)`,
+which the build supplies: the driver alone publishes and records files.
 
 The pool is a `concurrent.futures.ProcessPoolExecutor`: a worker that dies (the out-of-memory
 killer's SIGKILL, a crash in native code) breaks the pool at once, and the build fails within
@@ -23,14 +23,34 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
 from ruler.builder.build.config import FileJob, FileResult
 from ruler.builder.build.worker import (Worker, build_file_in_pool, init_pool_process,
                                         make_row_in_pool, write_file)
 from ruler.builder.errors import RulerError
 
+#: What an executor hands each finished file to: (its result, its manifest entry, the
+#: temporary file beside its final path). The build's publisher moves it into place.
 Publish = Callable[[FileResult, dict, Path], None]
+
+
+class Executor(Protocol):
+    """Runs file jobs somewhere and hands each finished file to `publish`, in this process.
+
+    Used as a context manager: entering connects or prepares (a cluster that cannot be
+    reached fails there, before OUT is touched); leaving stops whatever still runs and
+    removes what it left, also when the build fails or is interrupted. `progress` (a tqdm
+    bar or None) is set by the build after entering and counts rows.
+    """
+
+    progress: Any
+
+    def __enter__(self) -> "Executor": ...
+
+    def __exit__(self, exc_type, exc, tb) -> None: ...
+
+    def run(self, jobs: Sequence[FileJob], publish: Publish) -> None: ...
 
 
 class WorkerDied(RulerError):
@@ -79,28 +99,25 @@ class LocalExecutor:
                                                        os.getpid()))
         return self._pool
 
-    def run(self, out: Path, config: str, jobs: Sequence[FileJob], samples: int,
-            publish: Publish) -> None:
+    def run(self, jobs: Sequence[FileJob], publish: Publish) -> None:
         if not jobs:
             return
         if self.workers == 1:
             tick = self.progress.update if self.progress is not None else None
             for job in jobs:
-                publish(*self.worker.build_file(out, config, job, samples, tick))
+                publish(*self.worker.build_file(job, tick))
         elif len(jobs) >= self.workers:
-            self._files_in_workers(out, config, jobs, samples, publish)
+            self._files_in_workers(jobs, publish)
         else:
-            self._samples_in_workers(out, config, jobs, samples, publish)
+            self._samples_in_workers(jobs, publish)
 
-    def _files_in_workers(self, out: Path, config: str, jobs: Sequence[FileJob], samples: int,
-                          publish: Publish) -> None:
+    def _files_in_workers(self, jobs: Sequence[FileJob], publish: Publish) -> None:
         """Each worker fits and writes whole files, longest first: no rows cross processes,
         each worker's piece cache serves every sample of its file, and the last files to
         finish are the short ones, so all workers stay busy to the end."""
         pool = self._start(len(jobs))
         ordered = sorted(jobs, key=lambda job: -job.max_seq_length)
-        pending: set[Future] = {pool.submit(build_file_in_pool, (out, config, job, samples))
-                                for job in ordered}
+        pending: set[Future] = {pool.submit(build_file_in_pool, job) for job in ordered}
         try:
             while pending:
                 done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -144,19 +161,18 @@ class LocalExecutor:
             how = "exit code unknown" if code is None else f"exit code {code}"
         return WorkerDied(sorted(named), how)
 
-    def _samples_in_workers(self, out: Path, config: str, jobs: Sequence[FileJob],
-                            samples: int, publish: Publish) -> None:
+    def _samples_in_workers(self, jobs: Sequence[FileJob], publish: Publish) -> None:
         """Fewer files than workers: files one after another, written here, while the
         workers fit the samples of one stream across all files, so they start the next file
         while the last rows of the current one are still being fitted and written."""
-        pool = self._start(len(jobs) * samples)
-        rows = ((job.task, job.max_seq_length, i) for job in jobs for i in range(samples))
+        pool = self._start(sum(job.samples for job in jobs))
+        rows = ((job.task, job.max_seq_length, i) for job in jobs for i in range(job.samples))
         window = _window(self.workers, max(job.max_seq_length for job in jobs))
         stream = _bounded_map(pool, make_row_in_pool, rows, window, self._watch)
         tick = self.progress.update if self.progress is not None else None
         for job in jobs:
             try:
-                written = write_file(out, config, job, itertools.islice(stream, samples), tick,
+                written = write_file(job, itertools.islice(stream, job.samples), tick,
                                      self.worker.temp_tag)
             except BrokenProcessPool:
                 self._watch()
@@ -187,18 +203,18 @@ def _window(workers: int, max_seq_length: int) -> int:
     return max(2 * workers, min(64, (256 << 20) // (8 * max_seq_length)))
 
 
-def _bounded_map(pool: ProcessPoolExecutor, fn, jobs: Iterable, window: int,
+def _bounded_map(pool: ProcessPoolExecutor, fn, calls: Iterable[tuple], window: int,
                  watch: Callable[[], None]) -> Iterator:
-    """`pool.map(fn, jobs)` in order, with at most `window` results in flight or waiting:
-    at 1M tokens a row is megabytes, and workers must not run ahead of the writer without
-    bound. `watch` runs once the workers are started."""
+    """`fn(*args)` for each `args` of `calls` in the pool, results in order, with at most
+    `window` results in flight or waiting: at 1M tokens a row is megabytes, and workers must
+    not run ahead of the writer without bound. `watch` runs once the workers are started."""
     pending: collections.deque = collections.deque()
-    jobs = iter(jobs)
-    for job in itertools.islice(jobs, window):
-        pending.append(pool.submit(fn, job))
+    calls = iter(calls)
+    for args in itertools.islice(calls, window):
+        pending.append(pool.submit(fn, *args))
     watch()
     while pending:
         result = pending.popleft().result()
-        for job in itertools.islice(jobs, 1):
-            pending.append(pool.submit(fn, job))
+        for args in itertools.islice(calls, 1):
+            pending.append(pool.submit(fn, *args))
         yield result

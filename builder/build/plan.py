@@ -9,25 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ruler.builder import __version__
 from ruler.builder.build.config import BuildConfig
 from ruler.builder.build.worker import Worker
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import TooShortError
-from ruler.builder.identity import content_packages, file_key, make_identity
+from ruler.builder.identity import file_key
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
-from ruler.builder.tokenizer import Tokenizer
-from ruler.builder.variants import variant_of
-
-
-def build_identity(cfg: BuildConfig, tok: Tokenizer, mode: str) -> dict[str, Any]:
-    """Everything that, when changed, makes existing files of this config stale (see
-    `ruler.builder.identity`); a variant's parameters are part of it."""
-    return make_identity(generator_version=__version__, seed=cfg.seed, samples=cfg.samples,
-                         prompt_mode=mode, tokenizer=tok.identity.as_manifest(),
-                         packages=content_packages(*tok.identity.content_kinds),
-                         variant=variant_of(cfg))
 
 
 def job_key(identity: dict[str, Any], ctx: BuildContext, task: str, L: int) -> str:
@@ -50,14 +38,14 @@ def resolve_sources(ctx: BuildContext, units: Sequence[tuple[str, int]]) -> None
             ctx.source(source_id)
 
 
-def preflight(worker: Worker, units: Sequence[tuple[str, int]], samples: int) -> None:
+def preflight(worker: Worker, units: Sequence[tuple[str, int]]) -> None:
     """Fail before writing anything: sample counts and the smallest samples' fit.
 
     The smallest draft of sample 0 is checked always; when it takes more than half of L (a
     length near a task's minimum, where samples differ in whether they fit), every sample's
     smallest draft is checked, so a too-short length never fails in the middle of a build.
     """
-    ctx = worker.ctx
+    ctx, samples = worker.ctx, worker.recipe.samples
     count = worker.exact.prompt_length  # small drafts: whole-prompt counts are cheap
     for task, L in units:
         gen = worker.generator(task, L)
@@ -65,7 +53,7 @@ def preflight(worker: Worker, units: Sequence[tuple[str, int]], samples: int) ->
 
         def needed(index: int) -> int:
             rng = sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index)
-            return count(gen.draft(index, rng, gen.min_size)) + gen.spec.tokens_to_generate
+            return count(gen.draft(index, rng, gen.min_size)) + gen.tokens_to_generate
 
         worst = needed(0)
         if L >= worst > L // 2:

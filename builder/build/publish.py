@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from ruler.builder.build.config import BuildConfig, FileResult
+from ruler.builder.build.config import FileResult
+from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import counting_method
 from ruler.builder.errors import RulerError
@@ -24,7 +25,6 @@ from ruler.builder.identity import identity_differences, source_differences
 from ruler.builder.manifest import (data_path, manifest_lock, read_manifest, split_file,
                                     write_manifest)
 from ruler.builder.tasks import TASKS
-from ruler.builder.variants import variant_of
 from ruler.cards.render import write_card
 
 
@@ -102,12 +102,13 @@ def record_build(out: Path, manifest: dict[str, Any], config: str, entry: Mappin
     write_card(out)
 
 
-def entry_fields(cfg: BuildConfig, mode: str, identity: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a config's build entry that come from the command, not from its files."""
-    fields = {"prompt_mode": mode, "seed": cfg.seed, "samples": cfg.samples,
-              "generator_version": identity["generator_version"],
+def entry_fields(recipe: BuildRecipe, identity: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a config's build entry that come from the recipe, not from its files
+    (`BuildRecipe.from_manifest` reads them back)."""
+    fields = {"prompt_mode": recipe.prompt_mode, "seed": recipe.seed,
+              "samples": recipe.samples, "generator_version": identity["generator_version"],
               "packages": identity["packages"], "identity": identity}
-    variant = variant_of(cfg)
+    variant = recipe.variant.record()
     return {**fields, "variant": variant} if variant else fields
 
 

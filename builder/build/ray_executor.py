@@ -3,16 +3,17 @@
 `ruler build --executor ray [--ray-address ADDR]`. Ray is imported only here, and only when
 the executor runs: the package imports and builds without it.
 
-Each Ray worker is an actor (`FileBuilder`) holding one `Worker`, sent once per actor as the
-recipe a spawned pool process gets (`Worker.__reduce__`: the context with its tokenizer as a
-load recipe, resources dropped), so it loads the tokenizer and corpora once and keeps its piece
-caches across the files it builds. A file job is one call to the actor, a Ray generator that
-fits and writes the whole file on the worker's own node (a node elsewhere cannot write this
-machine's OUT), then streams it back: one item per row (progress), the file's result and
-manifest entry, then its bytes in chunks. This process writes the chunks to a temporary file
-beside the final path, checks its size and sha256 against the entry and hands it to
-`publish`, the local executor's path: files appear whole, are recorded under the manifest lock,
-and an interrupted build resumes. The rows are the local executor's rows (same `Worker`).
+Each Ray worker is an actor (`FileBuilder`) holding one `Worker`, sent once per actor as a
+spawned pool process gets it (`Worker.__reduce__`: the build recipe with its tokenizer as a
+load recipe, the context with its resolved sources, resources dropped), so it loads the
+tokenizer and corpora once and keeps its piece caches across the files it builds. A file job
+is one call to the actor, a Ray generator that fits and writes the whole file on the worker's
+own node (a node elsewhere cannot write this machine's OUT), then streams it back: one item
+per row (progress), the file's result and manifest entry, then its bytes in chunks. This
+process writes the chunks to a temporary file beside the final path, checks its size and
+sha256 against the entry and hands it to `publish`, the local executor's path: files appear
+whole, are recorded under the manifest lock, and an interrupted build resumes. The rows are
+the local executor's rows (same `Worker`).
 
 Why a stream of fixed items: at 1M tokens a file of 500 rows is ~800 MB, which chunks keep
 out of the workers' memory; and Ray retries a generator by running it again and skipping the
@@ -40,19 +41,19 @@ import shutil
 import socket
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from ruler.builder import __version__
 from ruler.builder.build.config import FileJob, FileResult
+from ruler.builder.build.executor import Publish
 from ruler.builder.build.worker import Worker, worker_name, write_file_steps
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import content_packages
 from ruler.builder.sources import recheck
 from ruler.builder.writer import temp_prefix
-
-Publish = Callable[[FileResult, dict, Path], None]
 
 #: Re-runs of a file whose Ray worker died (or whose node was lost) before the build gives up.
 RETRIES = 3
@@ -96,12 +97,12 @@ def forwarded_env() -> dict[str, str]:
 class FileBuilder:
     """Builds whole files on one Ray worker and streams them back (see the module docstring).
 
-    `recipe` is `pickle.dumps(worker)`: unpickled here, after the driver's environment is
-    set, so the tokenizer loads the way the driver's did. Nothing here raises at start-up:
+    `pickled_worker` is `pickle.dumps(worker)`: unpickled here, after the driver's environment
+    is set, so the tokenizer loads the way the driver's did. Nothing here raises at start-up:
     problems are reported by `ready()` and refuse every file.
     """
 
-    def __init__(self, recipe: bytes, env: dict[str, str], expected: dict[str, str]):
+    def __init__(self, pickled_worker: bytes, env: dict[str, str], expected: dict[str, str]):
         os.environ.update(env)
         self.where = _where()
         self.problems: list[str] = []
@@ -109,11 +110,11 @@ class FileBuilder:
         _remove_stale_scratch()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         try:
-            self.worker = pickle.loads(recipe)
+            self.worker = pickle.loads(pickled_worker)
         except Exception as e:  # a tokenizer or package this node cannot load
             self.problems.append(f"cannot load the build here: {e}")
             return
-        ours = environment(*self.worker.ctx.tokenizer.identity.content_kinds)
+        ours = environment(*self.worker.recipe.tokenizer.identity.content_kinds)
         differs = [f"{k} {ours.get(k, 'not installed')} (the driver has {v})"
                    for k, v in sorted(expected.items()) if ours.get(k) != v]
         if differs:
@@ -126,14 +127,15 @@ class FileBuilder:
     def ready(self) -> dict[str, Any]:
         return {"where": self.where, "problems": self.problems}
 
-    def build_file(self, config: str, job: FileJob, samples: int) -> Iterator[tuple]:
-        """Fit and write `job` here, then yield ROW per row, ("file", result, entry) and
-        ("chunk", offset, bytes) until the file is sent."""
+    def build_file(self, job: FileJob) -> Iterator[tuple]:
+        """Fit and write `job` here (in this worker's scratch folder, not the driver's OUT),
+        then yield ROW per row, ("file", result, entry) and ("chunk", offset, bytes) until
+        the file is sent."""
         if self.problems or self.worker is None:
             raise RulerError(f"Ray worker {self.where} cannot build: {'; '.join(self.problems)}")
         worker = self.worker
-        rows = (worker.make_row(job.task, job.max_seq_length, i) for i in range(samples))
-        steps = write_file_steps(self.scratch, config, job, rows, worker.temp_tag)
+        rows = (worker.make_row(job.task, job.max_seq_length, i) for i in range(job.samples))
+        steps = write_file_steps(replace(job, out=self.scratch), rows, worker.temp_tag)
         result, entry, path = yield from _row_items(steps)
         result.worker = self.where
         try:
@@ -196,11 +198,11 @@ def _alive(pid: int) -> bool:
 
 class Arrival:
     """One file arriving from a Ray worker: its chunks are written at their offsets to a
-    temporary file beside the final path (named like the build's other temporary files, so
-    the build removes it if it stops), checked against the entry, then handed over."""
+    temporary file beside the final path in `job.out` (named like the build's other temporary
+    files, so the build removes it if it stops), checked against the entry, then handed over."""
 
-    def __init__(self, out: Path, job: FileJob, temp_tag: str):
-        self.final = Path(out) / job.path
+    def __init__(self, job: FileJob, temp_tag: str):
+        self.final = Path(job.out) / job.path
         self.job, self.temp_tag = job, temp_tag
         self.result: FileResult | None = None
         self.entry: dict | None = None
@@ -326,8 +328,7 @@ class RayExecutor:
 
     # -- running --------------------------------------------------------------------------
 
-    def run(self, out: Path, config: str, jobs: Sequence[FileJob], samples: int,
-            publish: Publish) -> None:
+    def run(self, jobs: Sequence[FileJob], publish: Publish) -> None:
         if not jobs:
             return
         ray = self._ray
@@ -340,12 +341,12 @@ class RayExecutor:
         # ActorUnavailableError instead of being re-run, so one place counts every attempt.
         builder = ray.remote(FileBuilder).options(num_cpus=1, max_restarts=-1,
                                                   max_task_retries=0)
-        recipe = pickle.dumps(self.worker)
-        expected = environment(*self.worker.ctx.tokenizer.identity.content_kinds)
+        pickled = pickle.dumps(self.worker)
+        expected = environment(*self.worker.recipe.tokenizer.identity.content_kinds)
         env = forwarded_env()
-        self._actors = [builder.remote(recipe, env, expected)
+        self._actors = [builder.remote(pickled, env, expected)
                         for _ in range(min(len(jobs), self.workers or cpus))]
-        _Schedule(self, out, config, jobs, samples, publish, cpus).run()
+        _Schedule(self, jobs, publish, cpus).run()
 
     def release(self, actor) -> None:
         """Let an idle worker remove its scratch folder, then end it (its CPU is free)."""
@@ -362,11 +363,10 @@ class _Schedule:
     """The driver's loop: files longest first to whichever worker is ready, items of the
     running files as they come, failed files re-run on a restarted (or another) worker."""
 
-    def __init__(self, executor: RayExecutor, out: Path, config: str, jobs: Sequence[FileJob],
-                 samples: int, publish: Publish, cpus: int):
+    def __init__(self, executor: RayExecutor, jobs: Sequence[FileJob], publish: Publish,
+                 cpus: int):
         self.ex, self.ray = executor, executor._ray
-        self.out, self.config, self.samples, self.publish, self.cpus = (
-            out, config, samples, publish, cpus)
+        self.publish, self.cpus = publish, cpus
         self.queue = collections.deque(sorted(jobs, key=lambda job: -job.max_seq_length))
         self.attempts: dict[str, int] = collections.Counter()
         self.running = executor._running  # generator -> (actor, Arrival)
@@ -428,9 +428,9 @@ class _Schedule:
             self.ex.release(actor)
             return
         job = self.queue.popleft()
-        arrival = Arrival(self.out, job, self.ex.worker.temp_tag)
+        arrival = Arrival(job, self.ex.worker.temp_tag)
         self.ex._arrivals.append(arrival)
-        self.running[actor.build_file.remote(self.config, job, self.samples)] = (actor, arrival)
+        self.running[actor.build_file.remote(job)] = (actor, arrival)
 
     def _item(self, stream) -> None:
         ray = self.ray

@@ -20,19 +20,17 @@ from pathlib import Path
 
 from ruler.builder.build.config import (BuildConfig, BuildReport, FileJob, FileResult,
                                         local_workers)
-from ruler.builder.build.executor import LocalExecutor
-from ruler.builder.build.plan import (build_identity, job_key, plan_units, preflight,
-                                      resolve_sources)
+from ruler.builder.build.executor import Executor, LocalExecutor
+from ruler.builder.build.plan import job_key, plan_units, preflight, resolve_sources
 from ruler.builder.build.publish import Publisher, drop_config, entry_fields, listed_files
+from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.build.worker import Worker
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import identity_differences, source_differences
-from ruler.builder.manifest import (data_path, manifest_lock, read_manifest, split_file,
-                                    temp_prefix)
-from ruler.builder.tokenizer_registry import config_name, load_tokenizer
-from ruler.builder.variants import OUTPUT_BUDGET_MODE, variant_config, variant_of
+from ruler.builder.manifest import manifest_lock, read_manifest, split_file, temp_prefix
+from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
 from ruler.cards.render import refresh_card
 
@@ -42,29 +40,17 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     out = Path(cfg.out)
     check_out_folder(out)
     tok = load_tokenizer(cfg.tokenizer, cfg.tokenizers_dir)
-    # A variant is its own config; its samples keep the default config's seeds (the context's
-    # tokenizer name), so sample i differs from the default's sample i only by the variant.
-    seed_name = config_name(tok.name)
-    config = variant_config(seed_name, variant_of(cfg))
-    mode = tok.default_mode()
-    if cfg.output_budget is not None:
-        if not tok.has_chat_template:
-            raise RulerError(f"--output-budget builds prompts for reasoning models (chat template "
-                             f"with a generation prompt); tokenizer {tok.name!r} has no chat "
-                             f"template")
-        mode = OUTPUT_BUDGET_MODE
-    ctx = BuildContext(tok, seed_name, cfg.seed, cfg.sources_dir, depth_bins=cfg.depth_bins)
-    # Piece counting is proven additive for the registry's tokenizers only (tests); any other
-    # tokenizer gets every row certified, unless the user accepts sampled certification.
-    certify_all = not tok.identity.pinned and not cfg.sampled_certification
-    worker = Worker(ctx, mode, exact_counts=cfg.exact_counts, config=config,
-                    output_budget=cfg.output_budget, certify_every_row=certify_all,
-                    temp_tag=new_temp_tag())
+    # A variant is its own config; its samples keep the default config's seeds (the recipe's
+    # seed name), so sample i differs from the default's sample i only by the variant.
+    recipe = BuildRecipe.from_config(cfg, tok)
+    config = recipe.config
+    worker = Worker(recipe, temp_tag=new_temp_tag())
+    ctx = worker.ctx
     units = plan_units(cfg)
-    resolve_sources(ctx, units)
+    resolve_sources(ctx, units)  # in the worker's context: sent with it to other processes
 
     manifest = read_manifest(out)
-    identity = build_identity(cfg, tok, mode)
+    identity = recipe.identity()
     differs = _differences(manifest["builds"].get(config), identity, ctx)
     if differs and not cfg.overwrite:
         n = len(listed_files(out, manifest, config))
@@ -75,23 +61,22 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     kept: list[FileResult] = []
     todo: list[FileJob] = []
     for task, L in units:
-        rel = data_path(config, task, L)
-        path = split_file(out, rel)  # never written through a link in OUT
-        key = job_key(identity, ctx, task, L)
-        entry = None if differs else manifest["files"].get(rel)
-        if entry and entry.get("build_key") == key and path.is_file() \
+        job = FileJob(out, config, task, L, recipe.samples, job_key(identity, ctx, task, L))
+        path = split_file(out, job.path)  # never written through a link in OUT
+        entry = None if differs else manifest["files"].get(job.path)
+        if entry and entry.get("build_key") == job.build_key and path.is_file() \
                 and file_sha256(path) == entry["sha256"]:
-            kept.append(FileResult(rel, task, L, entry["rows"], skipped=True,
+            kept.append(FileResult(job.path, task, L, entry["rows"], skipped=True,
                                    bytes=entry["bytes"]))
         else:
-            todo.append(FileJob(task, L, rel, key))
-    preflight(worker, [(job.task, job.max_seq_length) for job in todo], cfg.samples)
+            todo.append(job)
+    preflight(worker, [(job.task, job.max_seq_length) for job in todo])
     remove_stale_temp_files(out)  # of builds that were killed; never a running build's
     if not todo:  # up to date: leave OUT exactly as it is (it may be read-only) ...
         refresh_card(out)  # ... unless a run killed before its last card write left it stale
         return BuildReport(out, config, _in_plan_order(kept, units))
 
-    publisher = Publisher(out, config, entry_fields(cfg, mode, identity), ctx)
+    publisher = Publisher(out, config, entry_fields(recipe, identity), ctx)
     bar = None
     try:
         # Entered first: a Ray cluster that cannot be reached fails before OUT is touched.
@@ -102,7 +87,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
                 print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built with "
                       f"{'; '.join(differs)}")
             bar = executor.progress = _progress(cfg, len(todo) * cfg.samples)
-            executor.run(out, config, todo, cfg.samples, publisher.publish)
+            executor.run(todo, publisher.publish)
     except OSError as e:
         if e.errno not in STORAGE_ERRORS:
             raise
@@ -128,7 +113,7 @@ STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.E
                   errno.EFBIG, errno.EIO}
 
 
-def _executor(cfg: BuildConfig, worker: Worker):
+def _executor(cfg: BuildConfig, worker: Worker) -> Executor:
     """The executor `cfg.executor` names. Ray is imported only when its executor runs."""
     if cfg.executor == "ray":
         from ruler.builder.build.ray_executor import RayExecutor

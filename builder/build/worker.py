@@ -1,10 +1,10 @@
 """The work itself: fit samples to their length, certify the counts, write whole files.
 
-A `Worker` holds everything fitting needs (the build context, the counters with their piece
-caches, one generator per task and length) and nothing about where it runs: the build runs one
-in its own process when it has one worker, and the local executor gives one to each pool
-process through the pool initializer (inherited by `fork`, or rebuilt from a recipe under
-`spawn`: see `__reduce__`).
+A `Worker` is made from a build recipe and holds everything fitting needs (the build context,
+the counters with their piece caches, one generator per task and length) and nothing about
+where it runs: the build runs one in its own process when it has one worker, and the local
+executor gives one to each pool process through the pool initializer (inherited by `fork`, or
+rebuilt from its recipe under `spawn`: see `__reduce__`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import signal
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable
 
 from ruler.builder.build.config import FileJob, FileResult
+from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import ExactCounter, PieceCounter
 from ruler.builder.errors import RulerError
@@ -28,55 +30,59 @@ from ruler.builder.manifest import REPEATED_FIELD, canonical_row_bytes
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
 from ruler.builder.tasks.family import get_family
-from ruler.builder.variants import with_output_budget
 from ruler.builder.writer import SplitWriter
 
 #: Besides each worker's first sample of a task, every n-th sample of a file (sample 0 included)
 #: is also counted whole: at 128K a whole-prompt count takes about a second.
 SPOT_CHECK_EVERY = 500
 
-#: A fitted row: the row, its canonical bytes (for the content hash), the probes spent,
-#: whether it was counted by whole-prompt tokenization, whether its piece count was
-#: checked against a whole-prompt count (certified), and the share of its context that
-#: repeats source material (a source used up before L: builder.tasks.base.Draft).
-Row = tuple[dict[str, Any], bytes, int, bool, bool, float]
+
+@dataclass(frozen=True)
+class Row:
+    """A fitted row and what making it cost and proved."""
+
+    row: dict[str, Any]
+    canonical: bytes  # the row's canonical encoding (for the content hash)
+    probes: int  # length probes spent fitting it
+    counted_exactly: bool  # counted by whole-prompt tokenization
+    certified: bool  # its piece count was checked against a whole-prompt count
+    # The share of its context that repeats source material (a source used up before L:
+    # builder.tasks.base.Draft).
+    repeated_share: float
 
 
 class Worker:
-    """Fits samples of one build (one tokenizer, seed and prompt mode) for dataset config
-    `config` (default: the tokenizer's config; a variant's differs, its seeds do not).
+    """Fits samples of one build, as its recipe says (tokenizer, seeds, prompt mode, variant,
+    dataset config).
 
-    `certify_every_row` checks every row's piece count against a whole-prompt count (for
-    tokenizers whose additivity no test has proven); else the first sample of each task and
-    every SPOT_CHECK_EVERY-th are checked. `temp_tag` marks this build's temporary files, so
-    a build cleans up its own and never another's writing the same file at the same time.
-    `output_budget`: the reserved output budget of that variant (builder.variants).
+    With `recipe.certify_every_row` every row's piece count is checked against a whole-prompt
+    count (for tokenizers whose additivity no test has proven); else the first sample of each
+    task and every SPOT_CHECK_EVERY-th are checked. `temp_tag` marks this build's temporary
+    files, so a build cleans up its own and never another's writing the same file at the
+    same time. `ctx`: the build context to use (default: a fresh one from the recipe); the
+    build resolves its sources in it before the worker is sent to other processes.
     """
 
-    def __init__(self, ctx: BuildContext, mode: str, exact_counts: bool = False,
-                 config: str | None = None, output_budget: int | None = None,
-                 certify_every_row: bool = False, temp_tag: str = ""):
-        self.ctx, self.mode, self.exact_counts = ctx, mode, exact_counts
-        self.config = config or ctx.tokenizer_name
-        self.output_budget = output_budget
-        self.certify_every_row, self.temp_tag = certify_every_row, temp_tag
-        self.exact = ExactCounter(ctx.tokenizer, mode)
-        self.fast = self.exact if exact_counts else PieceCounter(ctx.tokenizer, mode)
+    def __init__(self, recipe: BuildRecipe, temp_tag: str = "", ctx: BuildContext | None = None):
+        self.recipe, self.temp_tag = recipe, temp_tag
+        self.ctx = ctx if ctx is not None else recipe.context()
+        tok, mode = recipe.tokenizer, recipe.prompt_mode
+        self.exact = ExactCounter(tok, mode)
+        self.fast = self.exact if recipe.exact_counts else PieceCounter(tok, mode)
         self._generators: dict[tuple[str, int], TaskGenerator] = {}
         # task -> whether piece counts agreed with whole-prompt counts on its first sample
         self._certified: dict[str, bool] = {}
 
     def __reduce__(self):
-        # Sent to a spawned process: the context (its tokenizer as a load recipe, resources
-        # dropped), not the caches, which the new process fills again.
-        return Worker, (self.ctx, self.mode, self.exact_counts, self.config,
-                        self.output_budget, self.certify_every_row, self.temp_tag)
+        # Sent to a spawned process or a Ray worker: the recipe (its tokenizer as a load
+        # recipe, its variant by class) and the context with the sources the build resolved
+        # (resources dropped), not the caches, which the new process fills again.
+        return Worker, (self.recipe, self.temp_tag, self.ctx)
 
     def generator(self, task: str, L: int) -> TaskGenerator:
         key = (task, L)
         if key not in self._generators:
-            spec = with_output_budget(get_task(task), self.output_budget)
-            self._generators[key] = make_generator(spec, self.ctx, L)
+            self._generators[key] = make_generator(get_task(task), self.ctx, L)
         return self._generators[key]
 
     def _fit(self, gen: TaskGenerator, index: int,
@@ -108,12 +114,12 @@ class Worker:
             return self._fit(gen, index, self.exact), True, False
         fitted, marks = self._fit(gen, index, self.fast)
         first = task not in self._certified
-        if first or self.certify_every_row or index % SPOT_CHECK_EVERY == 0:
+        if first or self.recipe.certify_every_row or index % SPOT_CHECK_EVERY == 0:
             d = fitted.draft
-            agrees = (self.exact.prompt_length(d) + gen.spec.tokens_to_generate == fitted.length
+            agrees = (self.exact.prompt_length(d) + gen.tokens_to_generate == fitted.length
                       and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
                                                      + list(d.context_span)) == marks)
-            if not agrees and not first and not self.certify_every_row:
+            if not agrees and not first and not self.recipe.certify_every_row:
                 raise RulerError(
                     f"task {task}, L={gen.max_seq_length}, sample {index}: piece token counts "
                     f"disagree with whole-prompt tokenization for tokenizer "
@@ -127,7 +133,7 @@ class Worker:
     def make_row(self, task: str, L: int, index: int) -> Row:
         """Fit sample `index` of (task, L) and make its row."""
         gen = self.generator(task, L)
-        if self.exact_counts:
+        if self.recipe.exact_counts:
             (fitted, marks), counted_exactly, certified = \
                 self._fit(gen, index, self.exact), True, False
         else:
@@ -137,39 +143,38 @@ class Worker:
         spec = gen.spec
         context, question = get_family(spec.family.name).split_prompt(d.input, d.context_span)
         row = {
-            "tokenizer": self.config, "task": task, "max_seq_length": L, "index": index,
+            "tokenizer": self.recipe.config, "task": task, "max_seq_length": L, "index": index,
             "input": d.input, "context": context, "question": question,
             "answer_prefix": d.answer_prefix,
             "outputs": list(d.outputs), "length": fitted.length,
-            "tokens_to_generate": spec.tokens_to_generate, "metric": spec.metric,
+            "tokens_to_generate": gen.tokens_to_generate, "metric": spec.metric,
             "gold_token_positions": gold,
             "gold_depths": [(p - c0) / max(1, c1 - c0) for p in gold], "haystack_size": d.size,
         }
-        swept = gen.depth_bin(index)
-        if swept is not None:
-            # Placement aims by the units' own token counts; the row records in-context
-            # positions. A row outside its bin must never be written.
-            miss = get_family(spec.family.name).bin_miss(row["gold_depths"], swept)
-            if miss:
-                raise RulerError(f"task {task}, L={L}, sample {index}: {miss}; the gold item "
-                                 f"cannot be placed in this bin at this length (use fewer "
-                                 f"--depths or a longer length)")
-        return (row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
-                d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]))
+        # The variant's own rule, checked on the row as written (a depth sweep aims by the
+        # units' token counts; the row records in-context positions): a row that breaks it
+        # must never be written.
+        problem = self.recipe.variant.row_problem(spec, index, row)
+        if problem:
+            raise RulerError(f"task {task}, L={L}, sample {index}: {problem}"
+                             + (f"; {self.recipe.variant.row_advice}"
+                                if self.recipe.variant.row_advice else ""))
+        return Row(row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
+                   d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]))
 
-    def build_file(self, out: Path, config: str, job: FileJob, samples: int,
+    def build_file(self, job: FileJob,
                    tick: Callable[[int], None] | None = None) -> tuple[FileResult, dict, Path]:
         """Fit and write every sample of one file (see `write_file`)."""
-        rows = (self.make_row(job.task, job.max_seq_length, i) for i in range(samples))
-        return write_file(out, config, job, rows, tick, self.temp_tag)
+        rows = (self.make_row(job.task, job.max_seq_length, i) for i in range(job.samples))
+        return write_file(job, rows, tick, self.temp_tag)
 
 
-def write_file(out: Path, config: str, job: FileJob, rows: Iterable[Row],
-               tick: Callable[[int], None] | None = None,
+def write_file(job: FileJob, rows: Iterable[Row], tick: Callable[[int], None] | None = None,
                temp_tag: str = "") -> tuple[FileResult, dict, Path]:
-    """Write one file's rows to a temporary file beside its final path. Returns its result,
-    its manifest entry and the temporary path: the caller alone publishes files."""
-    steps = write_file_steps(out, config, job, rows, temp_tag)
+    """Write one file's rows to a temporary file beside its final path (in `job.out`).
+    Returns its result, its manifest entry and the temporary path: the caller alone
+    publishes files."""
+    steps = write_file_steps(job, rows, temp_tag)
     while True:
         try:
             next(steps)
@@ -179,7 +184,7 @@ def write_file(out: Path, config: str, job: FileJob, rows: Iterable[Row],
             tick(1)
 
 
-def write_file_steps(out: Path, config: str, job: FileJob, rows: Iterable[Row],
+def write_file_steps(job: FileJob, rows: Iterable[Row],
                      temp_tag: str = "") -> Generator[None, None, tuple[FileResult, dict, Path]]:
     """`write_file` one row at a time: yields after each row is written and returns what
     `write_file` returns, so a caller that must yield itself (a Ray actor streaming progress
@@ -187,17 +192,17 @@ def write_file_steps(out: Path, config: str, job: FileJob, rows: Iterable[Row],
     started = time.perf_counter()
     L = job.max_seq_length
     fills, probes, exact_rows, certified_rows, repeated = [], 0, 0, 0, []
-    with SplitWriter(out / job.path, L, publish=False, temp_tag=temp_tag) as writer:
-        for row, canonical, spent, counted_exactly, certified, share in rows:
-            writer.write(row, canonical)
-            fills.append(row["length"] / L)
-            probes += spent
-            exact_rows += counted_exactly
-            certified_rows += certified
-            repeated.append(share)
+    with SplitWriter(job.out / job.path, L, publish=False, temp_tag=temp_tag) as writer:
+        for made in rows:
+            writer.write(made.row, made.canonical)
+            fills.append(made.row["length"] / L)
+            probes += made.probes
+            exact_rows += made.counted_exactly
+            certified_rows += made.certified
+            repeated.append(made.repeated_share)
             yield
     path = writer.temp_path
-    entry = {"config": config, "task": job.task, "max_seq_length": L, "rows": writer.rows,
+    entry = {"config": job.config, "task": job.task, "max_seq_length": L, "rows": writer.rows,
              "bytes": path.stat().st_size, "sha256": file_sha256(path),
              "content_sha256": writer.content_sha256, "build_key": job.build_key}
     if max(repeated) > 0:  # only where a source ran out
@@ -249,11 +254,10 @@ def init_pool_process(worker: Worker, events: Any, driver: int | None = None) ->
     _worker, _events = worker, events
 
 
-def build_file_in_pool(job: tuple[Path, str, FileJob, int]) -> tuple[FileResult, dict, Path]:
+def build_file_in_pool(file_job: FileJob) -> tuple[FileResult, dict, Path]:
     """Build one file in a pool process. The parent learns which file each process works on
     (`("start"|"end", pid, path)`), to name it if the process dies, and gets progress ticks
     (`("tick", n)`) at most twice a second."""
-    out, config, file_job, samples = job
     pending, last = 0, time.monotonic()
 
     def tick(n: int) -> None:
@@ -265,7 +269,7 @@ def build_file_in_pool(job: tuple[Path, str, FileJob, int]) -> tuple[FileResult,
 
     _events.put(("start", os.getpid(), file_job.path))
     try:
-        done = _worker.build_file(out, config, file_job, samples, tick)
+        done = _worker.build_file(file_job, tick)
     finally:
         _events.put(("end", os.getpid(), file_job.path))
     if pending:
@@ -273,5 +277,5 @@ def build_file_in_pool(job: tuple[Path, str, FileJob, int]) -> tuple[FileResult,
     return done
 
 
-def make_row_in_pool(job: tuple[str, int, int]) -> Row:
-    return _worker.make_row(*job)
+def make_row_in_pool(task: str, L: int, index: int) -> Row:
+    return _worker.make_row(task, L, index)

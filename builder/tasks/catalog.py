@@ -43,14 +43,12 @@ class TaskSpec:
     family: FamilySpec
     params: Mapping[str, Any] = field(default_factory=dict)
     sources: tuple[str, ...] = ()  # ids in builder.sources.SOURCES this task reads
-    # A variant build's reserved output budget (builder.variants); None: upstream's budget.
-    output_budget: int | None = None
 
     @property
     def tokens_to_generate(self) -> int:
-        """The tokens a row reserves for the answer: upstream's per-family budget, or the
-        reserved output budget of an `--output-budget` variant."""
-        return self.output_budget or self.family.tokens_to_generate
+        """The tokens a row reserves for the answer: upstream's per-family budget (a build
+        variant may reserve another: builder.variants, TaskGenerator.tokens_to_generate)."""
+        return self.family.tokens_to_generate
 
     @property
     def metric(self) -> str:

@@ -15,7 +15,7 @@ from ruler.builder.manifest import MANIFEST_NAME, check_split_files, read_manife
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
-from ruler.builder.variants import variant_config
+from ruler.builder.variants import variant_from_record
 from ruler.builder.verify.findings import Problem
 from ruler.cards.render import card_is_current, configs_yaml
 
@@ -129,7 +129,8 @@ def build_problems(config: str, build: Mapping[str, Any],
                                        f"pinned and official sources give {official}"))
     variant = build.get("variant") or {}
     if variant or build.get("identity", {}).get("variant"):
-        named = variant_config(config_name(str(build["tokenizer"].get("name"))), variant)
+        named = variant_from_record(variant).config_name(
+            config_name(str(build["tokenizer"].get("name"))))
         if named != config or build.get("identity", {}).get("variant") != variant:
             problems.append(Problem(where, f"variant {variant} does not match the config name "
                                            f"(expected {named!r}) or the build identity"))

@@ -9,15 +9,14 @@ from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
-from ruler.builder.depths import sample_bin
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import canonical_row_bytes, content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA, schema_problem
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
-from ruler.builder.tasks.family import get_family
-from ruler.builder.variants import with_output_budget
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
+from ruler.builder.tasks.family import family_of
+from ruler.builder.variants import NO_VARIANT, Variant
+from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
 
 
@@ -40,23 +39,18 @@ def sample_indices(n: int, full: bool, sample: int) -> set[int]:
 class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
-    def __init__(self, res: FileResult, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                 plan: RowsPlan, variant: Mapping[str, Any] | None = None):
+    def __init__(self, res: FileReport, entry: Mapping[str, Any], tokenizer, mode: str | None,
+                 plan: RowsPlan, variant: Variant = NO_VARIANT):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
-        variant = variant or {}
-        spec = TASKS.get(entry["task"])
-        if spec is not None:  # a variant's budget (builder.variants) replaces the task's own
-            spec = with_output_budget(spec, variant.get("output_budget"))
-        # A depth-swept config: row i's gold must lie in bin i mod depth_bins.
-        self.family = get_family(spec.family.name) if spec is not None else None
-        self.depth_bins = variant.get("depth_bins") if self.family is not None \
-            and self.family.sweepable else None
+        self.variant = variant  # the build's: its budget and its own row rule are expected
+        self.spec = spec = TASKS.get(entry["task"])
         self.expected = {"tokenizer": entry["config"], "task": entry["task"],
                          "max_seq_length": entry["max_seq_length"]}
         if spec is not None:
-            self.expected.update(tokens_to_generate=spec.tokens_to_generate, metric=spec.metric)
+            self.expected.update(tokens_to_generate=variant.tokens_to_generate(spec),
+                                 metric=spec.metric)
         else:
             res.problems.append(Problem(res.path, f"unknown task {entry['task']!r}"))
         self.L = entry["max_seq_length"]
@@ -85,8 +79,8 @@ class RowChecker:
         if why:
             self.answers_ok = False
             self.res.problems.append(Problem(path, f"answer not recoverable: {why}", row=i))
-        miss = self.depth_bins and self.family.bin_miss(row["gold_depths"],
-                                                        sample_bin(i, self.depth_bins))
+        # the variant's own rule (a depth sweep: row i's gold in bin i mod N)
+        miss = self.spec is not None and self.variant.row_problem(self.spec, i, row)
         if miss:
             self.answers_ok = False
             self.res.problems.append(Problem(path, miss, row=i))
@@ -136,8 +130,8 @@ class RowChecker:
             self.res.problems.append(Problem(self.res.path, f"gold items: {spans}", row=i))
             return
         offsets, (c0, c1) = spans
-        cut = self.family.question_start(row["input"], (c0, c1)) if self.family else None
-        if cut is not None and cut != len(row["context"]):
+        cut = family_of(row["task"]).question_start(row["input"], (c0, c1))
+        if cut != len(row["context"]):
             self.res.problems.append(Problem(
                 self.res.path, f"question starts at character {len(row['context'])}, the "
                                f"task family's split of input puts it at {cut}", row=i))
@@ -175,9 +169,10 @@ class RowChecker:
 def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                variant: Mapping[str, Any] | None = None) -> FileResult:
-    """Check one split file; `variant` is its build's (the manifest's `variant` entry)."""
-    res = FileResult(rel)
+                variant: Variant = NO_VARIANT) -> FileReport:
+    """Check one split file; `variant` is its build's (read from the manifest's `variant`
+    entry)."""
+    res = FileReport(rel)
     path = out / rel
     if not path.is_file():
         res.problems.append(Problem(rel, "missing (listed in manifest.json)"))

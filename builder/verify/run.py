@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ruler.builder.build.config import default_start_method
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, VerifyReport
+from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
+from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
 from ruler.builder.verify.folder import card_problems, load_manifest, manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.regenerate import Regenerator
@@ -52,13 +53,16 @@ class FileChecks:
     out: Path
     builds: Mapping[str, Any]
     tokenizers: Mapping[str, Any]  # config -> Tokenizer, or None where it did not load
+    # config -> its build's variant, read from the manifest here (sent to pool processes as
+    # objects: a plug-in variant need not be registered there)
+    variants: Mapping[str, Variant]
     full: bool
     sample: int
     regenerate: int = 0
     regenerator: Regenerator | None = None
     full_unpinned: bool = False  # every row re-tokenized for tokenizers outside the registry
 
-    def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileResult:
+    def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileReport:
         rel, entry = job
         config = entry.get("config")
         build = self.builds.get(config, {})
@@ -66,7 +70,7 @@ class FileChecks:
                              and not (build.get("tokenizer") or {}).get("pinned"))
         return verify_file(self.out, rel, entry, self.tokenizers.get(config),
                            build.get("prompt_mode"), full, self.sample, self.regenerate,
-                           self.regenerator, build.get("variant"))
+                           self.regenerator, self.variants.get(config, NO_VARIANT))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer
@@ -77,7 +81,7 @@ def _init_pool_process(checks: FileChecks) -> None:
     _checks = checks
 
 
-def _check_in_pool(job: tuple[str, Mapping[str, Any]]) -> FileResult:
+def _check_in_pool(job: tuple[str, Mapping[str, Any]]) -> FileReport:
     return _checks(job)
 
 
@@ -105,7 +109,9 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
         report.problems += problems
     # The generators also give QA rows' gold documents, so they exist even without
     # `regenerate`; they load sources only when a check needs them.
-    checks = FileChecks(out, manifest["builds"], toks, full, sample, regenerate,
+    variants = {config: variant_from_record(build.get("variant"))
+                for config, build in manifest["builds"].items()}
+    checks = FileChecks(out, manifest["builds"], toks, variants, full, sample, regenerate,
                         Regenerator(manifest["builds"], toks, sources_dir), full_unpinned)
     # Most tokens first, so the workers finish together; results are reported in path order.
     jobs = sorted(manifest["files"].items(),
