@@ -28,6 +28,7 @@ from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards.repeated import repeated_section
 from ruler.cards.variants import variants_section
 from ruler.eval.integrations.inspect_usage import card_section as inspect_card_section
+from ruler.eval.integrations.kvpress_export import card_section as kvpress_card_section
 from ruler.eval.integrations.lm_eval_export import card_section as lm_eval_card_section
 
 CARD_NAME = "README.md"
@@ -323,6 +324,7 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
         licence_list=licence_list(manifest),
         lm_eval_section=lm_eval_card_section(manifest, repo_id, revision),
         inspect_section=inspect_card_section(manifest, repo_id, revision),
+        kvpress_section=kvpress_card_section(manifest, repo_id, revision),
     )
     return f"---\n{front}---\n\n{body}"
 
