@@ -83,38 +83,44 @@ def test_the_export_loads_as_kvpress_loads_ruler(data, tmp_path, capsys):
         # one config per length, by name too (the card's YAML)
         assert _load(out, tmp_path, name=str(L)).to_list() == got
     meta = json.loads((out / kx.METADATA_NAME).read_text())
-    assert meta["prompt_tokens"] == {"checked": len(TASKS) * len(LENGTHS), "mismatched": [],
+    assert meta["prompt_tokens"] == {"checked": len(TASKS), "mismatched": [],
                                      "template": True}
     assert meta["source"]["dataset"] == str(data.resolve())
     card = (out / "README.md").read_text()
     front = yaml.safe_load(card.split("---\n")[1])
     assert [c["config_name"] for c in front["configs"]] == ["4096", "8192"]
     assert f"- source: the local build `{data.resolve()}`" in card
-    assert "token for token on the 10 rows checked" in card
+    assert "token for token on the 5 rows checked (each task's first" in card
     assert kx.PREDICT_SCRIPT in card
 
 
-def test_the_answer_prefix_makes_kvpress_prompt_the_one_ruler_counted(tmp_path, capsys):
-    """Llama 3's template trims the assistant turn's leading space: kvpress, which appends
-    answer_prefix after the generation prompt, must get it trimmed; its prompt text (template
-    of the user turn context + question, generation prompt, answer_prefix) is then ruler's,
-    and so are its tokens (context and question tokenized apart)."""
+@pytest.mark.parametrize("tokenizer, trims", [("llama-3.1", True), ("gemma-3", True),
+                                               ("mistral-nemo", False), ("qwen2.5", False)])
+def test_the_answer_prefix_makes_kvpress_prompt_the_one_ruler_counted(tokenizer, trims,
+                                                                      tmp_path, capsys):
+    """Every registry tokenizer with a chat template. Llama 3's and Gemma 3's templates trim
+    the assistant turn (its leading space; vt's trailing one too): kvpress, which appends answer_prefix after the
+    generation prompt, must get it trimmed. Its prompt text (the template of the user turn
+    context + question, the generation prompt, answer_prefix) is then ruler's, and so are its
+    tokens (context and question tokenized apart)."""
     data = tmp_path / "ruler"
-    build(data, "llama-3.1", ("niah_single_1", "qa_1"), (4096,), 2, workers=1)
+    build(data, tokenizer, ("niah_single_1", "vt", "qa_1"), (4096,), 2, workers=1)
     code, text = _export(capsys, data, "--out", tmp_path / "kv")
     assert code == 0, text
-    tok = load_tokenizer("llama-3.1")
+    tok = load_tokenizer(tokenizer)
     for r in _load(tmp_path / "kv", tmp_path, data_dir="4096").to_list():
-        src = rows(data, "llama-3.1", r["task"], 4096)[r["index"]]
+        src = rows(data, tokenizer, r["task"], 4096)[r["index"]]
         assert src["answer_prefix"].startswith(" ")
-        assert r["answer_prefix"] == src["answer_prefix"][1:]
+        # (both ends: vt's prefix ends with a space)
+        assert r["answer_prefix"] == (src["answer_prefix"].strip() if trims
+                                      else src["answer_prefix"])
         kvpress_text = tok.hf.apply_chat_template(
             [{"role": "user", "content": r["context"] + r["question"]}],
             add_generation_prompt=True, tokenize=False) + r["answer_prefix"]
         assert kvpress_text == tok.render_chat(src["input"], src["answer_prefix"])
         assert len(tok.encode(kvpress_text)) == src["length"] - src["tokens_to_generate"]
     meta = json.loads((tmp_path / "kv" / kx.METADATA_NAME).read_text())
-    assert meta["prompt_tokens"]["checked"] == 2 and not meta["prompt_tokens"]["mismatched"]
+    assert meta["prompt_tokens"] == {"checked": 3, "mismatched": [], "template": True}
 
 
 def test_a_base_tokenizer_keeps_the_prefix_and_the_card_names_kvpress_newline(tmp_path,

@@ -24,9 +24,9 @@ template it puts `context` into the user turn, cuts the rendering where the cont
 and appends `question` + the rest of the template (the end of the user turn and the
 generation prompt) + `answer_prefix`. ruler's prompt is the template applied to the user turn
 `input` with the assistant turn pre-filled by the row's answer prefix, which a template may
-change (Llama 3's and Gemma 3's trim its leading space). So the exported `answer_prefix` is
+change (Llama 3's and Gemma 3's trim its spaces). So the exported `answer_prefix` is
 the text ruler's rendering has after the generation prompt, and kvpress's prompt is ruler's,
-character for character; the first row of every file is also tokenized both ways (context and
+character for character; each task's first row is also tokenized both ways (context and
 question apart, as kvpress does, and whole, as `length` was counted). A tokenizer without a
 chat template gets the row's prefix: kvpress then adds "\\n" between question and prefix,
 which ruler's base prompt does not have (the card says so).
@@ -128,6 +128,7 @@ class KvpressPrompt:
     mode: str
     checked: int = 0  # rows tokenized both ways
     mismatched: list[str] = field(default_factory=list)  # those whose tokens differ
+    _tasks_checked: set = field(default_factory=set)
 
     @property
     def renders_template(self) -> bool:
@@ -166,9 +167,12 @@ class KvpressPrompt:
 
     def check_tokens(self, row: Mapping[str, Any], answer_prefix: str) -> None:
         """Tokenize the prompt as kvpress does (its two parts apart, no special tokens added)
-        and as ruler counted it (whole); note a row where they differ."""
-        if not self.renders_template:
+        and as ruler counted it (whole); note a row where they differ. Once per task: where
+        the prompt is cut, and the template around it, do not depend on the length (the
+        export writes the shortest length first), and a 128K prompt takes seconds to encode."""
+        if not self.renders_template or row["task"] in self._tasks_checked:
             return
+        self._tasks_checked.add(row["task"])
         before, after = self._user_turn_ends(row["context"])
         kvpress_ids = (self.tok.encode(before)
                        + self.tok.encode(row["question"] + after + answer_prefix))
@@ -317,10 +321,9 @@ def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: K
     with pq.ParquetWriter(path, EXPORT_SCHEMA, compression="zstd") as writer:
         for f in files:
             buffer: list[dict[str, Any]] = []
-            for n, row in enumerate(_rows(ds, f, limit)):
+            for row in _rows(ds, f, limit):
                 prefix = prompt.answer_prefix(row)
-                if n == 0:
-                    prompt.check_tokens(row, prefix)
+                prompt.check_tokens(row, prefix)
                 _same_group(seen, row, prefix)
                 buffer.append({"context": row["context"], "question": row["question"],
                                "answer_prefix": prefix, "answer": list(row["outputs"]),
@@ -425,7 +428,7 @@ def render_card(e: KvpressExport) -> str:
         prompt_note = (
             f"kvpress's prompt is ruler's, character for character (the chat template of "
             f"{tok_text}, the assistant turn pre-filled), and token for token on the "
-            f"{tokens['checked']} rows checked (the first of every task and length).")
+            f"{tokens['checked']} rows checked (each task's first, at the shortest length).")
     reasoning = (
         "\n- This is a reserved-output-budget config (a reasoning model's): `answer_prefix` is "
         "empty and the prompt ends with the generation prompt; for a template with "
