@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ruler.builder.build.config import EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.errors import RulerError
+from ruler.builder.pipeline.config import DEFAULT_OUT, EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import variant_from_args, variant_kinds
 
-DEFAULT_OUT = "ruler-data"
+if TYPE_CHECKING:
+    from ruler.builder.manifest import BuildEntry
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
@@ -82,7 +84,6 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help=f"samples per task and length (500, as upstream; at most "
                         f"{MAX_SAMPLES:,})")
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
-    # Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
                    help=f"output folder (./{DEFAULT_OUT})")
     p.add_argument("--workers", type=int, default=None,
@@ -138,8 +139,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ruler.builder.build import BuildConfig, run_build
-    from ruler.builder.manifest import read_manifest
+    from ruler.builder.manifest import Manifest
+    from ruler.builder.pipeline import BuildConfig, run_build
 
     variant = variant_from_args(args)
     tasks = variant.default_tasks() if args.tasks in (None, "all") else parse_tasks(args.tasks)
@@ -165,21 +166,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "
               f"this tokenizer's counts do not add up across the prompt's piece junctions "
               f"(slower, same exactness): {', '.join(f.path for f in fallback)}")
-    why = unofficial_reasons(read_manifest(report.out)["builds"].get(report.config) or {})
+    why = unofficial_reasons(Manifest.load(report.out).build(report.config))
     if why:
         print(f"note: {report.config} is an unofficial build ({'; '.join(why)}); the manifest "
               f"and the card say so, and `ruler release` refuses it without --allow-unofficial")
     return 0
 
 
-def unofficial_reasons(build: dict) -> list[str]:
+def unofficial_reasons(build: BuildEntry | None) -> list[str]:
     """Why a config's build entry (manifest.json) is not official; [] when it is."""
-    if build.get("official", True):
+    if build is None or build.official in (True, None):
         return []
-    tokenizer = build.get("tokenizer") or {}
+    tokenizer = build.tokenizer
     reasons = [] if tokenizer.get("pinned") else [
         f"tokenizer {tokenizer.get('name')!r} is not a pinned registry tokenizer"]
-    for sid, source in sorted((build.get("sources") or {}).items()):
+    for sid, source in sorted((build.sources or {}).items()):
         if not source.get("official"):
             reasons.append(f"source {sid} is not the official file ({source.get('file')}, "
                            f"sha256 {str(source.get('sha256'))[:12]}, official "

@@ -1,9 +1,9 @@
 """What a well-formed `manifest.json` holds, checked once, where it is read.
 
 Every command that reads a manifest (build, merge, verify, release, eval, score, export) reads
-it through `ruler.builder.manifest.read_manifest`, which calls `check_manifest`: a manifest is
-input from disk, possibly damaged or hostile (a shard from another machine), and its entries
-become paths and arguments. So before any command uses it:
+it through `ruler.builder.manifest.Manifest.load` (or `.from_json`), which calls
+`check_manifest`: a manifest is input from disk, possibly damaged or hostile (a shard from
+another machine), and its entries become paths and arguments. So before any command uses it:
 
 - each file entry is a split file: a config the manifest has a build of, a task of the catalog,
   a positive integer length, and its key is exactly `data/<config>/<task>/<L>.parquet`: a

@@ -184,9 +184,10 @@ def variant_from_args(args: argparse.Namespace) -> Variant:
     return chosen[0] if chosen else NO_VARIANT
 
 
-def reserved_output_budget(build: Mapping[str, Any]) -> int | None:
-    """A build entry's reserved output budget, or None for a config without one."""
-    value = (build.get("variant") or {}).get(OutputBudget.field)
+def reserved_output_budget(variant: Mapping[str, Any] | None) -> int | None:
+    """The reserved output budget a build entry's `variant` records, or None for a config
+    without one."""
+    value = (variant or {}).get(OutputBudget.field)
     return None if value is None else int(value)
 
 
@@ -343,3 +344,56 @@ class OutputBudget(Variant):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "OutputBudget | None":
         return None if args.output_budget is None else cls(args.output_budget)
+
+
+@register_variant
+@dataclass(frozen=True)
+class Replicate(Variant):
+    """Replicate `index` of the default config: other per-sample seeds, nothing else changed
+    (`ruler build --replicate I`).
+
+    One flag value is one config, as for every variant (one `variant` entry and identity per
+    build in the manifest), so K replicates are K builds: `--replicate 1` .. `--replicate K`
+    (the README shows the loop)."""
+
+    index: int
+
+    field = "replicate"
+    title = "Replicate configs, for seed-to-seed variance (`ruler build --replicate I`)"
+    doc = (
+        "Config `<tokenizer>--rep<I>` is an independent redraw of the benchmark: the same "
+        "tasks, lengths, sample count, templates, budgets and length fitting as config "
+        "`<tokenizer>`, with every sample's seed drawn from the name `<tokenizer>--rep<I>` "
+        "instead of `<tokenizer>` (other needles, keys, values, questions, haystack "
+        "positions and documents). Evaluating a model on `<tokenizer>` and on replicates "
+        "1..K measures how much its score moves with the draw of the samples alone, beside "
+        "the per-row intervals `ruler report` gives; `ruler compare` pairs two runs on the "
+        "same replicate, never across replicates (their rows differ)."
+    )
+
+    @property
+    def value(self) -> int:
+        return self.index
+
+    def suffix(self) -> str:
+        return f"rep{self.index}"
+
+    def check(self, cfg: Any) -> None:
+        index = self.index
+        if isinstance(index, bool) or not isinstance(index, int) or index < 1:
+            raise RulerError(f"--replicate must be a positive integer, got {index!r}")
+
+    def seed_name(self, base_config: str) -> str:
+        return self.config_name(base_config)
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--replicate", type=int, default=None, metavar="I",
+            help="build replicate I (1, 2, ...) of the default config: config "
+                 "<tokenizer>--repI, same tasks, lengths and samples with other per-sample "
+                 "seeds, to measure seed-to-seed variance (K replicates: one build per I)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "Replicate | None":
+        return None if args.replicate is None else cls(args.replicate)

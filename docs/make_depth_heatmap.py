@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ruler.builder.build import BuildConfig, run_build
+from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.niah import gold_values_in_order
 from ruler.builder.variants import DepthSweep

@@ -152,7 +152,7 @@ class TaskGenerator(ABC):
         """The largest haystack the inputs allow (None: unbounded)."""
         return None
 
-    def check_samples(self, num_samples: int) -> None:
+    def check_samples(self, num_samples: int) -> None:  # noqa: B027 (a hook: no limit by default)
         """Raise RulerError if the sources cannot supply `num_samples` samples."""
 
     def depth_bin(self, index: int) -> DepthBin | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, TypeVar
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 
 @dataclass(frozen=True)
@@ -279,3 +279,16 @@ def get_task(name: str) -> TaskSpec:
         raise RulerError(
             f"unknown task {name!r}; known tasks: {', '.join(TASKS)}"
         ) from None
+
+
+def task_rank(name: str) -> tuple[int, str]:
+    """Sort key of a task name in upstream's order (the catalog's); names it does not know
+    come after every task, by name."""
+    order = {task: i for i, task in enumerate(TASKS)}
+    return order.get(name, len(order)), name
+
+
+def in_task_order(names: Iterable[str]) -> list[str]:
+    """`names` (once each) in upstream's task order, unknown names after, by name: the order
+    of every list of tasks ruler shows (card, reports, exports)."""
+    return sorted(set(names), key=task_rank)

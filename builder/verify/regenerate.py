@@ -21,9 +21,10 @@ import os
 import random
 from typing import Any, Mapping
 
-from ruler.builder.build.recipe import BuildRecipe
 from ruler.builder.errors import RulerError
-from ruler.builder.identity import content_packages
+from ruler.builder.manifest import BuildEntry
+from ruler.builder.packages import content_packages
+from ruler.builder.pipeline.recipe import BuildRecipe
 
 
 def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
@@ -35,7 +36,7 @@ def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
 
 
 class Regenerator:
-    def __init__(self, builds: Mapping[str, Mapping[str, Any]], tokenizers: Mapping[str, Any],
+    def __init__(self, builds: Mapping[str, BuildEntry], tokenizers: Mapping[str, Any],
                  sources_dir: str | os.PathLike | None):
         self.builds, self.tokenizers = builds, tokenizers
         # config -> its build's recipe, or a string saying why there is none
@@ -52,7 +53,7 @@ class Regenerator:
     def _worker(self, config: str):
         """The config's Worker, or a string saying why there is none."""
         if config not in self._workers:
-            from ruler.builder.build.worker import Worker
+            from ruler.builder.pipeline.worker import Worker
 
             recipe = self.recipes.get(config, "the manifest has no build of it")
             self._workers[config] = recipe if isinstance(recipe, str) else Worker(recipe)
@@ -65,7 +66,7 @@ class Regenerator:
         worker = self._worker(config)
         if isinstance(worker, str):
             return worker
-        recorded = (self.builds.get(config) or {}).get("sources") or {}
+        recorded = self.builds[config].sources or {}  # a worker exists: so does the build
         for sid in get_task(task).sources:
             try:
                 found = worker.ctx.source(sid)
@@ -89,11 +90,11 @@ class Regenerator:
 
     def version_note(self, config: str) -> str:
         """Why a rebuilt row may differ besides damage: other package versions here."""
-        build = self.builds.get(config) or {}
+        build = self.builds.get(config)
         tok = self.tokenizers.get(config)
-        if tok is None or not build.get("packages"):
+        if tok is None or build is None or not build.packages:
             return ""
         here = content_packages(*tok.identity.content_kinds)
         changed = [f"{p} {v} recorded, {here.get(p)} here"
-                   for p, v in sorted(build["packages"].items()) if here.get(p) != v]
+                   for p, v in sorted(build.packages.items()) if here.get(p) != v]
         return f" (package versions differ: {', '.join(changed)})" if changed else ""

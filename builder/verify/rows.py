@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from ruler.builder.hashing import file_sha256
-from ruler.builder.manifest import canonical_row_bytes, content_sha256_rows
+from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA, schema_problem
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
@@ -39,21 +39,21 @@ def sample_indices(n: int, full: bool, sample: int) -> set[int]:
 class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
-    def __init__(self, res: FileReport, entry: Mapping[str, Any], tokenizer, mode: str | None,
+    def __init__(self, res: FileReport, entry: FileEntry, tokenizer, mode: str | None,
                  plan: RowsPlan, variant: Variant = NO_VARIANT):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
         self.variant = variant  # the build's: its budget and its own row rule are expected
-        self.spec = spec = TASKS.get(entry["task"])
-        self.expected = {"tokenizer": entry["config"], "task": entry["task"],
-                         "max_seq_length": entry["max_seq_length"]}
+        self.spec = spec = TASKS.get(entry.task)
+        self.expected = {"tokenizer": entry.config, "task": entry.task,
+                         "max_seq_length": entry.max_seq_length}
         if spec is not None:
             self.expected.update(tokens_to_generate=variant.tokens_to_generate(spec),
                                  metric=spec.metric)
         else:
-            res.problems.append(Problem(res.path, f"unknown task {entry['task']!r}"))
-        self.L = entry["max_seq_length"]
+            res.problems.append(Problem(res.path, f"unknown task {entry.task!r}"))
+        self.L = entry.max_seq_length
         self.fields_ok = self.answers_ok = spec is not None
 
     def __call__(self, i: int, row: dict) -> None:
@@ -166,7 +166,7 @@ class RowChecker:
                                f"{regen.version_note(row['tokenizer'])}", row=i))
 
 
-def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
+def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
                 variant: Variant = NO_VARIANT) -> FileReport:
@@ -178,10 +178,10 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
         res.problems.append(Problem(rel, "missing (listed in manifest.json)"))
         return res
     size, digest = path.stat().st_size, file_sha256(path)
-    if size != entry.get("bytes") or digest != entry.get("sha256"):
+    if size != entry.bytes or digest != entry.sha256:
         res.problems.append(Problem(rel, f"file bytes differ from manifest.json ({size} bytes, "
-                                         f"sha256 {digest}; manifest: {entry.get('bytes')} "
-                                         f"bytes, sha256 {entry.get('sha256')})"))
+                                         f"sha256 {digest}; manifest: {entry.bytes} "
+                                         f"bytes, sha256 {entry.sha256})"))
     else:
         res.bytes_ok = True
     try:
@@ -195,7 +195,7 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
         return res
     n = parquet.metadata.num_rows
     plan = RowsPlan(sample_indices(n, full, sample),
-                    rows_to_regenerate(n, regenerate, entry["content_sha256"]), regenerator)
+                    rows_to_regenerate(n, regenerate, entry.content_sha256), regenerator)
     check = RowChecker(res, entry, tokenizer, mode, plan, variant)
 
     def rows():
@@ -213,12 +213,11 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
     except Exception as e:
         res.problems.append(Problem(rel, f"not readable as Parquet: {type(e).__name__}: {e}"))
         return res
-    if res.rows != entry.get("rows"):
-        res.problems.append(Problem(rel, f"{res.rows} rows, manifest.json says "
-                                         f"{entry.get('rows')}"))
-    if content != entry.get("content_sha256"):
+    if res.rows != entry.rows:
+        res.problems.append(Problem(rel, f"{res.rows} rows, manifest.json says {entry.rows}"))
+    if content != entry.content_sha256:
         res.problems.append(Problem(rel, "row content differs from manifest.json "
                                          "(content_sha256)"))
-    res.content_ok = res.rows == entry.get("rows") and content == entry.get("content_sha256")
+    res.content_ok = res.rows == entry.rows and content == entry.content_sha256
     res.rows_ok, res.answers_ok = check.fields_ok, check.answers_ok
     return res

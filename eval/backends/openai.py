@@ -27,10 +27,19 @@ from typing import Iterable, Iterator
 
 from ruler.builder.errors import RulerError
 from ruler.builder.scrub import register_secret, scrub
-from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, at_least,
-                                      context_limit, feed_ready, finished_result,
-                                      missing_requirement_error, options_as, prompt_list,
-                                      shared_options)
+from ruler.eval.backends.base import (
+    BackendOptions,
+    GenRequest,
+    GenResult,
+    at_least,
+    context_limit,
+    feed_ready,
+    finished_result,
+    missing_requirement_error,
+    options_as,
+    prompt_list,
+    shared_options,
+)
 from ruler.eval.backends.registry import BackendSpec
 
 MAX_BACKOFF = 60.0

@@ -47,7 +47,9 @@ import pyarrow.parquet as pq
 import yaml
 
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest import BuildEntry
 from ruler.builder.schema import schema_problem
+from ruler.cards.kvpress_usage import SPLIT
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 
 #: kvpress's columns, in the order its RULER dataset has them.
@@ -65,11 +67,10 @@ EXPORT_SCHEMA = pa.schema([
     pa.field("max_seq_length", pa.int64(), nullable=False),
     pa.field("index", pa.int64(), nullable=False),
 ])
-SPLIT = "test"
 METADATA_NAME = "ruler_kvpress.json"
 CARD_NAME = "README.md"
 #: The kvpress release this export's layout and prompt rendering were checked against
-#: (tests/test_kvpress.py runs its pipeline on an export).
+#: (tests/eval/integrations/test_kvpress.py runs its pipeline on an export).
 KVPRESS_CHECKED = "0.5.5"
 #: The columns read from the build's split files.
 _SOURCE_COLUMNS = ("tokenizer", "task", "max_seq_length", "index", "input", "context",
@@ -81,9 +82,10 @@ def split_file_name(length: int) -> str:
     return f"{length}/{SPLIT}-00000-of-00001.parquet"
 
 
-#: The script the README's "Using with kvpress" section runs (tests/test_kvpress.py runs it
-#: from there) and the export's card shows: kvpress's own pipeline on the exported rows, with
-#: no press and two presses, each writing predictions keyed as `ruler score` reads them.
+#: The script the README's "Using with kvpress" section runs (tests/eval/integrations/
+#: test_kvpress.py runs it from there) and the export's card shows: kvpress's own pipeline on
+#: the exported rows, with no press and two presses, each writing predictions keyed as
+#: `ruler score` reads them.
 PREDICT_SCRIPT = '''\
 """kvpress's pipeline on a `ruler export kvpress` folder: one predictions file per press.
 
@@ -223,8 +225,8 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
         _check_columns(f)
     build = ds.build(config)
     prompt = KvpressPrompt(_build_tokenizer(ds, config, build, tokenizer)
-                           if build.get("tokenizer", {}).get("chat_template_sha256") else None,
-                           build.get("prompt_mode") or "chat")
+                           if build.tokenizer.get("chat_template_sha256") else None,
+                           build.prompt_mode or "chat")
     result = KvpressExport(out, _source_record(ds, config, build, revision), config,
                            limit=limit,
                            tasks=_ordered_tasks(files),
@@ -255,7 +257,7 @@ def _check_columns(f: SplitFile) -> None:
         raise RulerError(f"{f.path}: {schema_problem(schema)}")
 
 
-def _build_tokenizer(ds: Dataset, config: str, build: Mapping[str, Any],
+def _build_tokenizer(ds: Dataset, config: str, build: BuildEntry,
                      override: str | None):
     """The build's tokenizer, checked to be the one its manifest records (its chat template
     renders the prompts)."""
@@ -271,26 +273,26 @@ def _build_tokenizer(ds: Dataset, config: str, build: Mapping[str, Any],
     return tok
 
 
-def _source_record(ds: Dataset, config: str, build: Mapping[str, Any],
+def _source_record(ds: Dataset, config: str, build: BuildEntry,
                    asked: str | None) -> dict[str, Any]:
     from ruler.builder.hashing import file_sha256
     from ruler.builder.manifest import MANIFEST_NAME
 
-    tok = build.get("tokenizer") or {}
+    tok = build.tokenizer
     on_hub = ds.revision is not None
     return {
         "dataset": ds.spec if on_hub else str(Path(ds.spec).expanduser().resolve()),
         "revision": ds.revision,  # the commit the files came from
         "revision_asked": asked,  # what the user named (a tag, a branch, the commit)
         "manifest_sha256": file_sha256(ds.root / MANIFEST_NAME),
-        "generator": ds.manifest.get("generator", {}),
+        "generator": dict(ds.manifest.generator or {}),
         "config": config,
         "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision")},
-        "prompt_mode": build.get("prompt_mode"),
-        "variant": build.get("variant") or {},
-        "seed": build.get("seed"),
-        "samples": build.get("samples"),
-        "official": bool(build.get("official")),
+        "prompt_mode": build.prompt_mode,
+        "variant": dict(build.variant or {}),
+        "seed": build.seed,
+        "samples": build.samples,
+        "official": bool(build.official),
     }
 
 
@@ -434,6 +436,12 @@ def render_card(e: KvpressExport) -> str:
         "empty and the prompt ends with the generation prompt; for a template with "
         "`enable_thinking`, call the pipeline with `enable_thinking=True` (kvpress's default "
         "turns thinking off)." if s.get("prompt_mode") == "reasoning" else "")
+    built_by = (f"{s['generator'].get('name', 'ruler')} {s['generator'].get('version', '')}, "
+                f"seed {s['seed']}, {s['samples']} samples per task and length, "
+                + ("official" if s["official"] else "unofficial (see the source card)"))
+    columns = "\n".join(f"| {name} | {meaning} |" for name, meaning in COLUMN_DOCS)
+    score_command = (f"ruler score --predictions predictions-knorm.jsonl {data_arg} "
+                     f"--tokenizer-config {e.config} --lengths {L}{score_limit}")
     front = yaml.safe_dump(front_matter(e), sort_keys=False, allow_unicode=True)
     rows = "\n".join(f"| `{L_}` | {n} |" for L_, n in sorted(e.lengths.items()))
     return f"""---
@@ -447,7 +455,7 @@ written by `ruler export kvpress` (layout and prompt checked against kvpress {KV
 - source: {where}, manifest sha256 `{s['manifest_sha256']}`
 - config: `{e.config}` (prompt mode {s['prompt_mode']}{_variant_text(s['variant'])})
 - tokenizer: {tok_text}
-- built by: {s['generator'].get('name', 'ruler')} {s['generator'].get('version', '')}, seed {s['seed']}, {s['samples']} samples per task and length, {'official' if s['official'] else 'unofficial (see the source card)'}
+- built by: {built_by}
 - rows: {limited}
 
 | length (`data_dir`) | rows |
@@ -465,13 +473,7 @@ ds = load_dataset("path/to/this/folder", data_dir="{L}", split="{SPLIT}")  # as 
 
 | column | meaning |
 |---|---|
-| `context` | the prompt up to the question: the task's instruction, the haystack (needles, documents, list), and for vt and cwe a solved example before them |
-| `question` | the task's query text after the context; `context + question` is ruler's `input` |
-| `answer_prefix` | the text the assistant turn starts with, as ruler's prompt renders it after the generation prompt |
-| `answer` | the references (list of strings) |
-| `task` | the RULER task (`qa_1`, `qa_2` are scored with string_match_part, the others with string_match_all, as kvpress does) |
-| `max_new_tokens` | the task's generation budget |
-| `tokenizer`, `max_seq_length`, `index` | the row's key in the ruler build (kvpress ignores them; `ruler score` reads predictions keyed by them) |
+{columns}
 
 ## Prompt
 
@@ -489,7 +491,7 @@ runs in its tests):
 
 ```bash
 python kvpress_predict.py MODEL path/to/this/folder {L} cuda:0
-ruler score --predictions predictions-knorm.jsonl {data_arg} --tokenizer-config {e.config} --lengths {L}{score_limit}
+{score_command}
 ```
 
 Score where ruler is installed (`pip install ruler-bench`); kvpress's environment needs only
@@ -501,21 +503,23 @@ are there for `ruler score` too.
 """
 
 
+#: The export card's column table.
+COLUMN_DOCS = (
+    ("`context`", "the prompt up to the question: the task's instruction, the haystack "
+                  "(needles, documents, list), and for vt and cwe a solved example before them"),
+    ("`question`", "the task's query text after the context; `context + question` is ruler's "
+                   "`input`"),
+    ("`answer_prefix`", "the text the assistant turn starts with, as ruler's prompt renders it "
+                        "after the generation prompt"),
+    ("`answer`", "the references (list of strings)"),
+    ("`task`", "the RULER task (`qa_1`, `qa_2` are scored with string_match_part, the others "
+               "with string_match_all, as kvpress does)"),
+    ("`max_new_tokens`", "the task's generation budget"),
+    ("`tokenizer`, `max_seq_length`, `index`", "the row's key in the ruler build (kvpress "
+                                               "ignores them; `ruler score` reads predictions "
+                                               "keyed by them)"),
+)
+
+
 def _variant_text(variant: Mapping[str, Any]) -> str:
     return "".join(f", {k} = {v}" for k, v in sorted(variant.items()))
-
-
-def card_section(manifest: Mapping[str, Any], repo_id: str | None,
-                 revision: str | None) -> str:
-    """The build card's "Use with kvpress" section (body, after its heading)."""
-    source = (f"{repo_id} --revision {revision}" if repo_id and revision else "OUT")
-    return (
-        f"`ruler export kvpress` writes a config's rows in the schema of kvpress's RULER "
-        f"dataset (`context`, `question`, `answer_prefix`, `answer`, `task`, "
-        f"`max_new_tokens`; one `data_dir` per length, split `{SPLIT}`), with an "
-        f"`answer_prefix` that makes kvpress's prompt equal ruler's:\n\n"
-        f"```bash\nruler export kvpress {source} --out ruler-kvpress   # --tokenizer-config C "
-        f"with several configs; --limit 4 for a calibration subset\n```\n\n"
-        f"```python\nds = load_dataset(\"ruler-kvpress\", data_dir=\"4096\", split=\"{SPLIT}\")"
-        f"\n```\n\nIts card shows how to run kvpress's pipeline on it and score the "
-        f"predictions with `ruler score`.")
