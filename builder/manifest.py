@@ -54,6 +54,7 @@ from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
 from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
+from ruler.builder.schema import LONG_TEXT_COLUMNS
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 
 MANIFEST_NAME = "manifest.json"
@@ -328,23 +329,30 @@ def canonical_row(row: dict[str, Any]) -> str:
 
 # Control characters JSON escapes other than "\n" (which the fast path replaces itself).
 _OTHER_CONTROLS = bytes(c for c in range(32) if c != 10)
-_INPUT_SLOT = '"input":""'
 
 
 def canonical_row_bytes(row: dict[str, Any]) -> bytes:
     """`canonical_row(row).encode("utf-8")`, faster for long inputs: json escapes a 128K
-    prompt character by character (~4 ms), while an input holding no control character but
-    newlines is escaped by three byte replacements (tests/builder/test_manifest.py compares
-    both)."""
-    text = row["input"]
-    data = text.encode("utf-8") if isinstance(text, str) else b""
-    # The slot occurs once: a key is unique, and a quote inside a JSON string is escaped.
-    parts = canonical_row({**row, "input": ""}).split(_INPUT_SLOT)
-    if not data or len(parts) != 2 or len(data.translate(None, _OTHER_CONTROLS)) != len(data):
+    prompt character by character (~4 ms), while a text holding no control character but
+    newlines is escaped by three byte replacements; done for the columns that hold a whole
+    context (`schema.LONG_TEXT_COLUMNS`: `input`, `context`). tests/builder/test_manifest.py
+    compares both encodings."""
+    long = [k for k in LONG_TEXT_COLUMNS if isinstance(row.get(k), str) and row[k]]
+    data = {k: row[k].encode("utf-8") for k in long}
+    if not long or any(len(d.translate(None, _OTHER_CONTROLS)) != len(d) for d in data.values()):
         return canonical_row(row).encode("utf-8")
-    before, after = parts
-    escaped = data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
-    return b"".join((before.encode("utf-8"), b'"input":"', escaped, b'"', after.encode("utf-8")))
+    # Each slot occurs once: a key is unique, and a quote inside a JSON string is escaped.
+    text = canonical_row({**row, **dict.fromkeys(long, "")})
+    parts, rest = [], text
+    for k in sorted(long, key=lambda k: text.find(f'"{k}":""')):
+        pieces = rest.split(f'"{k}":""')
+        if len(pieces) != 2:
+            return canonical_row(row).encode("utf-8")
+        before, rest = pieces
+        escaped = data[k].replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+        parts += [before.encode("utf-8"), f'"{k}":"'.encode("utf-8"), escaped, b'"']
+    parts.append(rest.encode("utf-8"))
+    return b"".join(parts)
 
 
 def content_sha256_rows(rows: Iterable[dict[str, Any]]) -> str:

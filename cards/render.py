@@ -22,7 +22,7 @@ from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
-from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
+from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards.repeated import repeated_section
@@ -44,6 +44,8 @@ COLUMN_DOCS: Mapping[str, str] = {
     "max_seq_length": "the split's L: the context length the row was built for",
     "index": "sample number 0..N-1 within (task, L)",
     "input": "the raw prompt (task template with its context), no chat template applied",
+    "context": "`input` up to the question: instruction, haystack (see below)",
+    "question": "the rest of `input`: the task's query text after the context",
     "answer_prefix": "text the assistant turn starts with (pre-filled, not generated)",
     "outputs": "the references the metric looks for in the prediction",
     "length": "exact tokens the model is given (chat template, or BOS + text for base "
@@ -295,6 +297,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         revision_arg=revision_arg, two_splits_line=two,
         revision_example=revision or "<tag>",
         schema_table=_table(["column", "type", "meaning"], schema_rows()),
+        prompt_split_doc=PROMPT_SPLIT_DOC,
         gold_doc=GOLD_POSITION_DOC,
         repeated_section=repeated_section(manifest),
         packages_table=packages_table(manifest),

@@ -1,7 +1,8 @@
 """The sections of the dataset card that describe how to use it with other tools.
 
 The card renderer receives these as input (`render_card(..., sections=...)`) instead of
-importing the tools' modules: the texts live in `cards` (`lm_eval_usage`, `inspect_usage`),
+importing the tools' modules: the texts live in `cards` (`lm_eval_usage`, `inspect_usage`,
+`kvpress_usage`),
 below the evaluator that implements them, so the card is the same whoever renders it (build,
 merge, release, verify's staleness check) and rendering it never imports `eval`.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ruler.builder.manifest import Manifest
-from ruler.cards import inspect_usage, lm_eval_usage
+from ruler.cards import inspect_usage, kvpress_usage, lm_eval_usage
 
 
 @dataclass(frozen=True)
@@ -28,4 +29,5 @@ class CardSection:
 USAGE_SECTIONS: tuple[CardSection, ...] = (
     CardSection("lm_eval_section", lm_eval_usage.card_section),
     CardSection("inspect_section", inspect_usage.card_section),
+    CardSection("kvpress_section", kvpress_usage.card_section),
 )

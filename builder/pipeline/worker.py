@@ -29,6 +29,7 @@ from ruler.builder.pipeline.config import FileJob, FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
+from ruler.builder.tasks.family import get_family
 from ruler.builder.writer import SplitWriter
 
 #: Besides each worker's first sample of a task, every n-th sample of a file (sample 0 included)
@@ -140,9 +141,11 @@ class Worker:
         d = fitted.draft
         gold, (c0, c1) = marks[:-2], marks[-2:]
         spec = gen.spec
+        context, question = get_family(spec.family.name).split_prompt(d.input, d.context_span)
         row = {
-            "tokenizer": self.recipe.config, "task": task, "max_seq_length": L,
-            "index": index, "input": d.input, "answer_prefix": d.answer_prefix,
+            "tokenizer": self.recipe.config, "task": task, "max_seq_length": L, "index": index,
+            "input": d.input, "context": context, "question": question,
+            "answer_prefix": d.answer_prefix,
             "outputs": list(d.outputs), "length": fitted.length,
             "tokens_to_generate": gen.tokens_to_generate, "metric": spec.metric,
             "gold_token_positions": gold,

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
-from ruler.builder.schema import ROW_SCHEMA
+from ruler.builder.schema import ROW_SCHEMA, schema_problem
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
+from ruler.builder.tasks.family import family_of
 from ruler.builder.variants import NO_VARIANT, Variant
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
@@ -65,6 +66,12 @@ class RowChecker:
             self.fields_ok = False
             self.res.problems.append(Problem(path, "; ".join(wrong), row=i))
             return  # a row of the wrong task would only add confusing answer findings
+        if row["context"] + row["question"] != row["input"]:
+            self.fields_ok = False
+            self.res.problems.append(Problem(path, f"context ({len(row['context'])} chars) + "
+                                                   f"question ({len(row['question'])} chars) "
+                                                   f"!= input ({len(row['input'])} chars)",
+                                             row=i))
         try:
             why = check_row(row)
         except Exception as e:  # a malformed row must be reported, not crash the run
@@ -123,6 +130,11 @@ class RowChecker:
             self.res.problems.append(Problem(self.res.path, f"gold items: {spans}", row=i))
             return
         offsets, (c0, c1) = spans
+        cut = family_of(row["task"]).question_start(row["input"], (c0, c1))
+        if cut != len(row["context"]):
+            self.res.problems.append(Problem(
+                self.res.path, f"question starts at character {len(row['context'])}, the "
+                               f"task family's split of input puts it at {cut}", row=i))
         marks = self.tokenizer.token_index_at(row["input"], [*offsets, c0, c1])
         gold, (t0, t1) = marks[:-2], marks[-2:]
         depths = [(p - t0) / max(1, t1 - t0) for p in gold]
@@ -179,7 +191,7 @@ def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | No
         res.problems.append(Problem(rel, f"not readable as Parquet: {type(e).__name__}: {e}"))
         return res
     if not schema.remove_metadata().equals(ROW_SCHEMA):
-        res.problems.append(Problem(rel, f"schema differs from ROW_SCHEMA: {schema}"))
+        res.problems.append(Problem(rel, schema_problem(schema)))
         return res
     n = parquet.metadata.num_rows
     plan = RowsPlan(sample_indices(n, full, sample),

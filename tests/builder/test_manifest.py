@@ -10,13 +10,24 @@ ROW = {"tokenizer": "llama-3.1", "task": "qa_1", "max_seq_length": 4096, "index"
        "gold_depths": [0.1, 1e-05], "haystack_size": 7}
 
 
+INPUTS = ["", "plain", 'say "hi"\\n', "back\\slash \\\\ and \\n", "line\nline\n\n",
+          "tab\there", "cr\r\nlf", "bell\x07", "naïve café — 日本語 😀", '"input":""',
+          '"context":""', "ends with backslash \\", "\x00nul", "\u2028 line separator",
+          "\x7f del"]
+
+
 def test_the_fast_encoding_equals_json_for_every_kind_of_input():
-    inputs = ["", "plain", 'say "hi"\\n', "back\\slash \\\\ and \\n", "line\nline\n\n",
-              "tab\there", "cr\r\nlf", "bell\x07", "naïve café — 日本語 😀", '"input":""',
-              "ends with backslash \\", "\x00nul", "\u2028 line separator", "\x7f del"]
-    for text in inputs:
-        row = {**ROW, "input": text}
+    for text in INPUTS:
+        row = {**ROW, "input": text, "context": text[:3], "question": text[3:]}
         assert canonical_row_bytes(row) == canonical_row(row).encode("utf-8"), text
+
+
+def test_the_fast_encoding_equals_json_for_every_pair_of_context_and_input():
+    # Both long columns take the fast path, each alone or together, whatever the other holds.
+    for context in INPUTS:
+        for text in INPUTS:
+            row = {**ROW, "input": text, "context": context, "question": "?"}
+            assert canonical_row_bytes(row) == canonical_row(row).encode("utf-8"), (context, text)
 
 
 def test_the_fast_encoding_equals_json_on_built_rows(tmp_path):

@@ -18,21 +18,20 @@ fast.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from helpers.paths import ROOT as REPO
+from helpers.readme_shell import run_lines as _bash
+from helpers.readme_shell import user_env as _user_env
 
 README = REPO / "README.md"
 SECTION = "### Evaluating on a machine without a GPU"
-STEP_TIMEOUT = 1800  # seconds: the install is the long part (~2-4 min from the pip cache)
 ADDONS = ("torchvision", "torchaudio", "torchcodec")
 
 
@@ -71,39 +70,6 @@ def _copy_checkout(dst: Path) -> Path:
             (dst / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst / rel)
     return dst
-
-
-def _pip_cache_dir() -> str | None:
-    found = subprocess.run([sys.executable, "-m", "pip", "cache", "dir"], capture_output=True,
-                           text=True)
-    return found.stdout.strip() if found.returncode == 0 and found.stdout.strip() else None
-
-
-def _user_env(tmp: Path) -> dict[str, str]:
-    """This environment without anything that would do the README's work for it: no VLLM_*
-    variable, no venv, caches in tmp (but pip's, which makes the install quick)."""
-    drop = ("VLLM_", "TORCHINDUCTOR_", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "DO_NOT_TRACK")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-    pip_cache = _pip_cache_dir()
-    if pip_cache:
-        env["PIP_CACHE_DIR"] = pip_cache
-    env["XDG_CACHE_HOME"] = str(tmp / "cache")  # vLLM's and ruler's caches
-    env.setdefault("HF_HUB_OFFLINE", "1")  # the tokenizer comes from $RULER_TOKENIZERS
-    return env
-
-
-def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """The script's lines in one bash, stopping at the first that fails (with its status), each
-    line's time printed (`pytest -s` shows them)."""
-    lines = script.splitlines()
-    timed = "\n".join(f"_t=$SECONDS; {{ {line}\n}} || exit $?; "
-                      f"echo \"[step {n}] took $((SECONDS - _t)) s\" >&2"
-                      for n, line in enumerate(lines))
-    done = subprocess.run(["bash", "-c", timed], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=STEP_TIMEOUT)
-    for n, took in re.findall(r"^\[step (\d+)\] took (\d+ s)$", done.stderr, re.M):
-        print(f"{took:>6}  {lines[int(n)]}")
-    return done
 
 
 def _predictions(folder: Path) -> dict[tuple, tuple]:
