@@ -39,6 +39,7 @@ import pickle
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -69,6 +70,9 @@ FORWARDED_ENV_PREFIXES = ("RULER_",)
 FORWARDED_ENV = ("HF_HUB_OFFLINE", "HF_ENDPOINT")
 #: Scratch folders of Ray workers: ruler-ray-<pid>-*, removed when their process is gone.
 SCRATCH_PREFIX = "ruler-ray-"
+#: The Ray concurrency group of a worker's control calls (`close`): its own thread, so a
+#: worker busy building a file still answers at once when the build stops.
+CONTROL_GROUP = "control"
 
 # Stream items (tuples; the first element says which).
 ROW = ("row",)
@@ -103,6 +107,7 @@ class FileBuilder:
         self.where = _where()
         self.problems: list[str] = []
         self.worker: Worker | None = None
+        self.closed = threading.Event()
         _remove_stale_scratch()
         self.scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
         try:
@@ -130,11 +135,12 @@ class FileBuilder:
         if self.problems or self.worker is None:
             raise RulerError(f"Ray worker {self.where} cannot build: {'; '.join(self.problems)}")
         worker = self.worker
-        rows = (worker.make_row(job.task, job.max_seq_length, i) for i in range(job.samples))
-        steps = write_file_steps(replace(job, out=self.scratch), rows, worker.temp_tag)
-        result, entry, path = yield from _row_items(steps)
-        result.worker = self.where
+        rows = self._rows(worker, job)
+        path = None
         try:
+            steps = write_file_steps(replace(job, out=self.scratch), rows, worker.temp_tag)
+            result, entry, path = yield from _row_items(steps)
+            result.worker = self.where
             yield ("file", result, entry)
             with open(path, "rb") as f:
                 offset = 0
@@ -142,9 +148,21 @@ class FileBuilder:
                     yield ("chunk", offset, data)
                     offset += len(data)
         finally:
-            path.unlink(missing_ok=True)
+            if path is not None:
+                path.unlink(missing_ok=True)
+            if self.closed.is_set():  # the writer may have re-made folders after close()
+                shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _rows(self, worker: Worker, job: FileJob):
+        for i in range(job.samples):
+            if self.closed.is_set():
+                raise RulerError(f"Ray worker {self.where} was closed")
+            yield worker.make_row(job.task, job.max_seq_length, i)
 
     def close(self) -> None:
+        """Remove the scratch folder. Runs in the control group's thread, beside a file being
+        built: that build stops at its next row (its writer removes its temporary file)."""
+        self.closed.set()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -305,7 +323,7 @@ class RayExecutor:
             except Exception:
                 pass
         try:
-            ray.get([a.close.remote() for a in self._actors],
+            ray.get([close_actor(a) for a in self._actors],
                     timeout=30 if exc_type is None else 5)
         except Exception:
             pass
@@ -332,8 +350,7 @@ class RayExecutor:
         # re-runs the file it was building, RETRIES times at most per file. Ray's own re-run
         # of calls (max_task_retries) is off: after a lost node a streaming call fails with
         # ActorUnavailableError instead of being re-run, so one place counts every attempt.
-        builder = ray.remote(FileBuilder).options(num_cpus=1, max_restarts=-1,
-                                                  max_task_retries=0)
+        builder = actor_class(ray)
         pickled = pickle.dumps(self.worker)
         expected = environment(*self.worker.recipe.tokenizer.identity.content_kinds)
         env = forwarded_env()
@@ -345,11 +362,24 @@ class RayExecutor:
         """Let an idle worker remove its scratch folder, then end it (its CPU is free)."""
         ray = self._ray
         try:
-            ray.get(actor.close.remote(), timeout=30)
+            ray.get(close_actor(actor), timeout=30)
         except Exception:
             pass
         ray.kill(actor, no_restart=True)
         self._actors.remove(actor)
+
+
+def actor_class(ray):
+    """FileBuilder as the Ray actor class a build runs: one CPU each; Ray restarts a worker
+    that dies, this process alone re-runs its file (see `RayExecutor.run`); `close` in a
+    control thread of its own (`CONTROL_GROUP`)."""
+    return ray.remote(num_cpus=1, max_restarts=-1, max_task_retries=0,
+                      concurrency_groups={CONTROL_GROUP: 1})(FileBuilder)
+
+
+def close_actor(actor):
+    """`actor.close()` in its control thread: answered even while the actor builds a file."""
+    return actor.close.options(concurrency_group=CONTROL_GROUP).remote()
 
 
 class _Schedule:

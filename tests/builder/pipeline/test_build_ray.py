@@ -264,3 +264,53 @@ def test_without_an_address_a_ray_instance_is_started_here_and_stopped(local_ref
     while _raylets() - before and time.monotonic() < deadline:
         time.sleep(0.5)
     assert not _raylets() - before  # its Ray instance is gone with it
+
+
+BUSY_WORKER = """
+import json, os, pickle, sys, time
+from pathlib import Path
+import ray
+from ruler.builder.pipeline import BuildConfig
+from ruler.builder.pipeline.config import FileJob
+from ruler.builder.pipeline.ray_executor import actor_class, close_actor, environment, forwarded_env
+from ruler.builder.pipeline.recipe import BuildRecipe
+from ruler.builder.pipeline.worker import Worker
+from ruler.builder.tokenizer_registry import load_tokenizer
+
+ray.init(address=sys.argv[1], logging_level="ERROR")
+tok = load_tokenizer("llama-3.1")
+worker = Worker(BuildRecipe.from_config(BuildConfig(tokenizer="llama-3.1"), tok), temp_tag="t")
+actor = actor_class(ray).remote(pickle.dumps(worker), forwarded_env(),
+                                environment(*tok.identity.content_kinds))
+job = FileJob(Path("unused"), "llama-3.1", "niah_single_2", 32768, 2000, "key",
+              packages={}, tokenizer_pinned=True)
+stream = actor.build_file.remote(job)
+ray.get(next(stream))  # the first row is built: the worker is busy with the file
+started = time.monotonic()
+try:
+    ray.get(close_actor(actor), timeout=5)
+    answered = time.monotonic() - started
+except ray.exceptions.GetTimeoutError:
+    answered = None
+try:  # the file stops at its next row
+    for item in stream:
+        ray.get(item)
+    ended = "finished"
+except Exception as e:
+    ended = type(e).__name__ + ": " + str(e).splitlines()[-1]
+where = ray.get(actor.ready.remote())["where"]
+print(json.dumps({"answered": answered, "ended": ended, "pid": where}))
+"""
+
+
+def test_a_worker_busy_with_a_file_closes_at_once_and_removes_its_scratch(cluster):
+    """Ctrl-C's path on the driver gives busy workers a few seconds to close: `close` runs in
+    its own thread, not queued behind a file that may take minutes."""
+    done = subprocess.run([sys.executable, "-c", BUSY_WORKER, cluster.address], env=cluster.env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["answered"] is not None and got["answered"] < 5, got
+    assert "was closed" in got["ended"], got
+    pid = int(got["pid"].rsplit(":", 1)[1])
+    assert not list(Path(tempfile.gettempdir()).glob(f"ruler-ray-{pid}-*"))
