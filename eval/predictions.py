@@ -46,6 +46,7 @@ class Prediction:
     raw_prediction: str | None = None
     reasoning: str = ""
     backend: str = ""  # the engine that answered (a results folder may hold several)
+    model: str = ""  # the model that answered: a predictions file copied away still says
 
     @property
     def key(self) -> Key:

@@ -466,4 +466,5 @@ def _prediction(row: RenderedRow, cfg: EvalConfig, mode: str) -> Prediction:
     if n + row.tokens_to_generate != row.length and not cfg.allow_length_mismatch:
         raise _mismatch_error(cfg, mode, 1, f"{format_key(row.key)}: {n} + "
                                             f"{row.tokens_to_generate} != {row.length}")
-    return Prediction(*row.key, prediction=None, prompt_tokens=n, data_sha256=row.data_sha256)
+    return Prediction(*row.key, prediction=None, prompt_tokens=n, data_sha256=row.data_sha256,
+                      model=cfg.model)

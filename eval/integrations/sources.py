@@ -4,7 +4,8 @@
 - an lm-eval `samples_<task>_<date>.jsonl` file;
 - an Inspect log (`.eval`, or a `.json` log);
 - anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.predictions`); a
-  results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json).
+  results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json),
+  and records that all name one model (`ruler eval` writes it into each) bring that model.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def _read(path: Path) -> PredictionSource:
     run = path.parent / RUN_NAME
     if path.name == PREDICTIONS_NAME and run.is_file():
         return _results_folder(path, run)
-    return PredictionSource(read_records(path))
+    records = read_records(path)
+    return PredictionSource(records, _named_model(records))
 
 
 def _results_folder(path: Path, run_path: Path) -> PredictionSource:
@@ -75,6 +77,13 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
                             model if isinstance(model, str) else None,
                             limit if isinstance(limit, int) and limit > 0 else None,
                             mode=mode if isinstance(mode, str) else None, asked=asked)
+
+
+def _named_model(records: list[dict]) -> str | None:
+    """The model every record names (`ruler eval` writes it into each), else None."""
+    names = {r.get("model") for r in records}
+    name = names.pop() if len(names) == 1 else None
+    return name if isinstance(name, str) and name else None
 
 
 def _cell(key: str) -> tuple[str, int]:
