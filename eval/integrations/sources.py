@@ -67,6 +67,7 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
     try:
         run = json.loads(run_path.read_text(encoding="utf-8"))
         limit, model, mode = run.get("limit"), run.get("model"), run.get("mode")
+        serving = run.get("serving")
         config = run["dataset"]["config"]
         asked = {(config, *_cell(key)) for key in run["dataset"]["files"]}
     except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
@@ -76,7 +77,8 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
     return PredictionSource(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             model if isinstance(model, str) else None,
                             limit if isinstance(limit, int) and limit > 0 else None,
-                            mode=mode if isinstance(mode, str) else None, asked=asked)
+                            mode=mode if isinstance(mode, str) else None, asked=asked,
+                            serving=serving if isinstance(serving, list) else None)
 
 
 def _named_model(records: list[dict]) -> str | None:
