@@ -5,7 +5,10 @@ How a row is sent — token ids or text to /completions, or chat messages — is
 (`openai_api`: the three forms, and the probe that checks, before the first row, that the
 server sees the prompt the build counted). Every answer's `usage.prompt_tokens` is compared
 with the row's rendered count where the server reports it: a row that differs ran on another
-prompt than the build's, and stops the run (`--allow-prompt-mismatch`: kept, flagged).
+prompt than the build's, is recorded as failed (redone on resume) and stops the run — one row
+is proof enough, since the usual cause (a server chat template other than the model's) is
+systematic and every further row would be compute spent on another prompt
+(`--allow-prompt-mismatch`: such rows are kept, flagged).
 
 What the server reports is used: its context (vLLM's `max_model_len`, llama.cpp's
 `meta.n_ctx` in /v1/models) when `--max-model-len` is not given, and its slots (llama.cpp's
