@@ -12,4 +12,19 @@ place (sub-modules are still found, but this file is not run).
 
 from ruler.builder import __version__
 
-__all__ = ["__version__"]
+#: The Python API (`ruler.api`): one function per command, imported on first use so that
+#: `import ruler` stays light.
+__all__ = ["build", "load", "verify", "evaluate", "score", "__version__"]
+_API = frozenset(__all__) - {"__version__"}
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from ruler import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ruler' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API])

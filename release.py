@@ -28,11 +28,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_errors import hub_error
 from ruler.builder.hub_names import validate_repo_id, validate_tag
+
+if TYPE_CHECKING:
+    from ruler.builder.manifest import Manifest
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 REPO_TYPE = "dataset"
@@ -76,13 +79,13 @@ class ReleaseResult:
 
 # --- local checks ------------------------------------------------------------------------------
 
-def default_tag(manifest: Mapping[str, Any]) -> str:
+def default_tag(manifest: Manifest) -> str:
     """`v<generator version>-<12 hex>`: the hex hashes every file's content hash, so the same
     build always gets the same tag and a different build a different one."""
     h = hashlib.sha256()
-    for rel, entry in sorted(manifest["files"].items()):
-        h.update(f"{rel} {entry['content_sha256']}\n".encode())
-    return f"v{manifest['generator']['version']}-{h.hexdigest()[:12]}"
+    for rel, entry in sorted(manifest.files.items()):
+        h.update(f"{rel} {entry.content_sha256}\n".encode())
+    return f"v{(manifest.generator or {}).get('version')}-{h.hexdigest()[:12]}"
 
 
 def resolve_endpoint(endpoint: str | None) -> str:
@@ -90,8 +93,8 @@ def resolve_endpoint(endpoint: str | None) -> str:
     return (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
 
 
-def check_official(manifest: Mapping[str, Any], allow_unofficial: bool) -> None:
-    unofficial = sorted(c for c, b in manifest["builds"].items() if not b.get("official"))
+def check_official(manifest: Manifest, allow_unofficial: bool) -> None:
+    unofficial = [c for c in manifest.configs() if not manifest.build(c).official]
     if unofficial and not allow_unofficial:
         raise RulerError(
             f"config(s) {', '.join(unofficial)} are unofficial builds (tokenizer not pinned or a "
@@ -99,15 +102,15 @@ def check_official(manifest: Mapping[str, Any], allow_unofficial: bool) -> None:
             f"release them anyway (the card says so)")
 
 
-def source_files(manifest: Mapping[str, Any], sources_dir: str | None) -> list[PlannedFile]:
+def source_files(manifest: Manifest, sources_dir: str | None) -> list[PlannedFile]:
     """The pinned inputs the builds read, under `sources/<registry relpath>`, each checked to
     be the very bytes the manifest recorded."""
     from ruler.builder.sources import SOURCES, resolve
 
     recorded: dict[str, str] = {}
-    for build in manifest["builds"].values():
-        for sid, entry in build.get("sources", {}).items():
-            if recorded.setdefault(sid, entry["sha256"]) != entry["sha256"]:
+    for build in manifest.builds.values():
+        for sid, sha256 in build.source_hashes.items():
+            if recorded.setdefault(sid, sha256) != sha256:
                 raise RulerError(f"configs use different copies of source {sid!r}; release them "
                                  f"separately or without --with-sources")
     files = []
@@ -132,7 +135,7 @@ def source_files(manifest: Mapping[str, Any], sources_dir: str | None) -> list[P
     return files
 
 
-def lm_eval_files(manifest: Mapping[str, Any], repo_id: str, tag: str) -> list[PlannedFile]:
+def lm_eval_files(manifest: Manifest, repo_id: str, tag: str) -> list[PlannedFile]:
     """The lm-evaluation-harness task folder, its tasks reading this release's tag."""
     from ruler.eval.integrations.lm_eval_export import EXPORT_DIR, TaskSource, export_files
 
@@ -143,7 +146,7 @@ def lm_eval_files(manifest: Mapping[str, Any], repo_id: str, tag: str) -> list[P
     return files
 
 
-def make_plan(out: Path, manifest: Mapping[str, Any], repo_id: str, tag: str, endpoint: str,
+def make_plan(out: Path, manifest: Manifest, repo_id: str, tag: str, endpoint: str,
               private: bool, with_sources: bool = False,
               sources_dir: str | None = None) -> ReleasePlan:
     from ruler.builder.manifest import MANIFEST_NAME
@@ -153,7 +156,7 @@ def make_plan(out: Path, manifest: Mapping[str, Any], repo_id: str, tag: str, en
     files = [PlannedFile("README.md", len(card), content=card),
              PlannedFile(MANIFEST_NAME, (out / MANIFEST_NAME).stat().st_size,
                          local=out / MANIFEST_NAME)]
-    for rel in sorted(manifest["files"]):
+    for rel in sorted(manifest.files):
         files.append(PlannedFile(rel, (out / rel).stat().st_size, local=out / rel))
     files += lm_eval_files(manifest, repo_id, tag)
     if with_sources:
@@ -286,7 +289,7 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     manifest = load_manifest(out)
     tag = tag or default_tag(manifest)
     validate_tag(tag)
-    if not manifest["files"]:
+    if not manifest.files:
         raise RulerError(f"{out} holds no split files: nothing to release")
     check_official(manifest, allow_unofficial)
     if not dry_run and api is None:

@@ -36,9 +36,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchmarks.ray_cluster import RayCluster
-from ruler.builder.build import BuildConfig, run_build
-from ruler.builder.build.config import EXECUTORS, default_start_method
 from ruler.builder.cli_build import parse_lengths, parse_tasks
+from ruler.builder.pipeline import BuildConfig, run_build
+from ruler.builder.pipeline.config import EXECUTORS, default_start_method
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 
@@ -92,7 +92,7 @@ def tokenize_pass(out: Path, tokenizer: str, mode: str, workers: int) -> tuple[f
 #: (label, how to find it in the profile): cumulative time of the matching functions.
 PHASES = (
     ("load tokenizer", "tokenizer_registry.py", "load_tokenizer"),
-    ("check inputs (preflight, corpora)", "builder/build/plan.py", "preflight"),
+    ("check inputs (preflight, corpora)", "builder/pipeline/plan.py", "preflight"),
     ("fit samples (total)", "builder/fitting.py", "fit_sample"),
     ("  draft text", "builder/tasks/", "draft"),
     ("  count pieces", "builder/counting.py", "piece_counts"),
@@ -147,7 +147,8 @@ def print_workers(files) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokenizer", default="llama-3.1")
     p.add_argument("--tasks", default="all")
     p.add_argument("--lengths", default="4096,32768")

@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ruler.builder.build import BuildConfig, run_build
 from ruler.builder.cli_build import parse_lengths, parse_tasks
 from ruler.builder.depths import bin_of, sample_bin
+from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.tasks.family import family_of, swept_tasks
+from ruler.builder.variants import DepthSweep
 
 
 def _margin(depth: float, index: int, bins: int) -> float:
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     common = dict(tokenizer=args.tokenizer, tasks=tasks, lengths=lengths, samples=args.samples,
                   out=out, workers=args.workers, progress=False)
     seconds = {}
-    for name, extra in (("variant", {"depth_bins": args.depths}),
+    for name, extra in (("variant", {"variant": DepthSweep(args.depths)}),
                         *(() if args.no_default else (("default", {}),))):
         start = time.perf_counter()
         report = run_build(BuildConfig(**common, **extra))

@@ -76,7 +76,7 @@ def main() -> int:
                                      max_position_embeddings=max(lengths) + 256))
     data = args.data
     if not data:
-        from ruler.builder.build import BuildConfig, run_build
+        from ruler.builder.pipeline import BuildConfig, run_build
 
         data = str(work / "data")
         run_build(BuildConfig(tokenizer=args.tokenizer_config, tasks=tasks, lengths=lengths,
@@ -84,7 +84,7 @@ def main() -> int:
 
     # The prompts of the bare run: the same rows, rendered the same way, outside the timing.
     ds = open_dataset(data)
-    mode = ds.build(args.tokenizer_config)["prompt_mode"]
+    mode = ds.build(args.tokenizer_config).prompt_mode
     tok = load_tokenizer(model)
     rows = [r for f in ds.files(args.tokenizer_config, tasks, lengths) for r in ds.rows(f)]
     prompt_ids = [tok.prompt_ids(r["input"], r["answer_prefix"], mode) for r in rows]

@@ -5,9 +5,10 @@ process so its memory figures are its own):
 
   fake      the whole `ruler eval` pipeline (open and hash-check the data, load the tokenizer,
             check counts, render every row in the pool, stream, write predictions.jsonl,
-            score) with the fake backend (empty answers, at once): peak memory of the evaluator (engine
-            excluded: there is none), time to the first request handed to the backend (from
-            process start and from `run_eval`'s start), rows and prompt tokens per second.
+            score) with the fake backend (empty answers, at once): peak memory of the
+            evaluator (engine excluded: there is none), time to the first request handed to
+            the backend (from process start and from `run_eval`'s start), rows and prompt
+            tokens per second.
             Targets on the paper setup: peak <= 2 GB, first request <= 30 s.
   overhead  per length, the wall time of `run_eval` with the vllm backend against a bare
             `LLM.generate` on the same rows, pre-rendered (untimed) token ids, greedy, each
@@ -218,7 +219,7 @@ def run_overhead(args: argparse.Namespace) -> None:
         model = str(build_tiny_llama(tok_dir / args.tokenizer_config, work / "model",
                                      max_position_embeddings=max(lengths) + 256))
     ds = open_dataset(args.data)
-    mode = ds.build(args.tokenizer_config)["prompt_mode"]
+    mode = ds.build(args.tokenizer_config).prompt_mode
     tok = load_tokenizer(args.model_tokenizer or model)
     engine_opts = dict(model=model, dtype=args.dtype, max_model_len=max(lengths),
                        engine_kwargs={"enable_prefix_caching": False})
@@ -282,7 +283,7 @@ def run_overhead(args: argparse.Namespace) -> None:
               f"one-time: tokenizer load, file hashes, count checks, scoring)")
     backend.close()
     print(f"\nmodel {model}\ndata {args.data} config {args.tokenizer_config}")
-    for L, n, tokens, b, e, g in results:
+    for L, n, _tokens, b, e, g in results:
         print(f"  {L:>6}: {n} rows, bare {b:.2f}s, run_eval {e:.2f}s ({100 * (e - b) / b:+.1f} %), "
               f"streaming {g:.2f}s ({100 * (g - b) / b:+.1f} %)")
     if not args.keep:

@@ -99,15 +99,17 @@ def _row_scores_upstream(path: Path) -> dict[tuple[str, int], list[float]]:
 
 
 def _row_scores_ours(results: Path) -> dict[tuple[str, int], dict[int, float]]:
-    """Per-row values of a `ruler eval` results folder, by (task, length) and sample index."""
-    from ruler.eval.predictions import read_predictions  # noqa: PLC0415 (heavy-ish, lazy)
-
+    """Per-row values of a `ruler eval` results folder, by (task, length) and sample index:
+    the `row_scores` its scores.json records (predictions records carry neither the metric
+    nor the references; the scoring that wrote scores.json read them from the dataset)."""
+    scores = json.loads((results / "scores.json").read_text(encoding="utf-8"))
     cells: dict[tuple[str, int], dict[int, float]] = {}
-    for p in read_predictions(results / "predictions.jsonl"):
-        if p.get("status", "ok") != "ok":
-            continue
-        value = ROW_METRICS[p["metric"]](postprocess_pred(p["prediction"]), p["references"])
-        cells.setdefault((p["task"], int(p["max_seq_length"])), {})[int(p["index"])] = value
+    for c in scores["cells"]:
+        if "row_scores" not in c:
+            raise SystemExit(f"{results}/scores.json has no per-row values (written by an older "
+                             f"ruler): re-score it with `ruler score`")
+        cells[(c["task"], int(c["max_seq_length"]))] = {int(i): float(v)
+                                                        for i, v in c["row_scores"]}
     return cells
 
 

@@ -3,4 +3,7 @@ sources, the Parquet writer, manifest, `ruler build`, `ruler sources` and `ruler
 
 #: The package's version, recorded in every manifest as the generator's version (and in each
 #: file's build key). Code reads it from here, never from `ruler/__init__.py`: see there.
-__version__ = "0.1.0"
+#: Raised when generated rows change shape or content, so that a build folder of an older
+#: version is refused (build, merge) instead of mixed with new files: 0.2.0 added the
+#: `context` and `question` columns (`builder.schema.PROMPT_PARTS_SINCE`).
+__version__ = "0.2.0"

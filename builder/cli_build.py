@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ruler.builder.build.config import EXECUTORS, MAX_SAMPLES, default_start_method
-from ruler.builder.depths import MAX_DEPTH_BINS
 from ruler.builder.errors import RulerError
+from ruler.builder.pipeline.config import DEFAULT_OUT, EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
-from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
+from ruler.builder.variants import variant_from_args, variant_kinds
 
-DEFAULT_OUT = "ruler-data"
+if TYPE_CHECKING:
+    from ruler.builder.manifest import BuildEntry
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
@@ -83,7 +84,6 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help=f"samples per task and length (500, as upstream; at most "
                         f"{MAX_SAMPLES:,})")
     p.add_argument("--seed", type=int, default=42, help="base seed (42, as upstream)")
-    # Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
     p.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),
                    help=f"output folder (./{DEFAULT_OUT})")
     p.add_argument("--workers", type=int, default=None,
@@ -105,13 +105,6 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="how worker processes start (default here: %(default)s; fork shares "
                         "the loaded tokenizer and corpora, spawn loads them in each worker; "
                         "the rows are the same)")
-    p.add_argument("--depths", type=int, default=None, metavar="N",
-                   help=f"build the position-controlled variant instead of the default config: "
-                        f"config <tokenizer>--depthN, where sample i's gold needle(s) or gold "
-                        f"document(s) sit in depth bin i mod N (N = 2..{MAX_DEPTH_BINS}; e.g. "
-                        f"10); all else as the default, same per-sample seeds. Tasks: those whose "
-                        f"family places its gold items (the needle and QA tasks, the default "
-                        f"with --depths)")
     p.add_argument("--exact-counts", action="store_true",
                    help="count every length probe by tokenizing the whole prompt (slow; the "
                         "default sums cached token counts of the prompt's pieces, checked "
@@ -137,32 +130,27 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "whole-prompt tokenization on sampled rows only (faster); by default "
                         "every row is checked, as piece counting is proven only for the "
                         "registry's tokenizers. The card records which")
-    p.add_argument("--output-budget", type=int, default=None, metavar="N",
-                   help="reasoning-model variant: reserve N tokens for the output in place of "
-                        "each task's tokens_to_generate and count prompts as a reasoning model "
-                        "gets them (chat template + generation prompt, no answer prefix); "
-                        "written as its own config <tokenizer>--out16k (N = 16384) and "
-                        "evaluated with `ruler eval --mode reasoning`")
+    # Each registered variant adds its own flag(s) (builder.variants): --depths, --output-budget
+    for kind in variant_kinds():
+        kind.add_arguments(p)
     # SIGTERM (a scheduler, `kill PID`) stops a build as Ctrl-C does: workers stopped, this
     # build's temporary files removed (ruler.cli.Terminated).
     p.set_defaults(func=run, interrupt_on_sigterm=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    from ruler.builder.build import BuildConfig, run_build
-    from ruler.builder.manifest import read_manifest
+    from ruler.builder.manifest import Manifest
+    from ruler.builder.pipeline import BuildConfig, run_build
 
-    tasks = parse_tasks(args.tasks)
-    if args.depths is not None and args.tasks in (None, "all"):
-        tasks = swept_tasks()
+    variant = variant_from_args(args)
+    tasks = variant.default_tasks() if args.tasks in (None, "all") else parse_tasks(args.tasks)
     cfg = BuildConfig(
         tokenizer=args.tokenizer, tasks=tasks, lengths=parse_lengths(args.lengths),
         samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
         shard=parse_shard(args.shard), sources_dir=args.sources_dir,
         tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
-        exact_counts=args.exact_counts, start_method=args.start_method, depth_bins=args.depths,
+        exact_counts=args.exact_counts, start_method=args.start_method, variant=variant,
         overwrite=args.overwrite, sampled_certification=args.sampled_certification,
-        output_budget=args.output_budget,
         executor=args.executor, ray_address=args.ray_address,
     )
     report = run_build(cfg)
@@ -178,21 +166,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "
               f"this tokenizer's counts do not add up across the prompt's piece junctions "
               f"(slower, same exactness): {', '.join(f.path for f in fallback)}")
-    why = unofficial_reasons(read_manifest(report.out)["builds"].get(report.config) or {})
+    why = unofficial_reasons(Manifest.load(report.out).build(report.config))
     if why:
         print(f"note: {report.config} is an unofficial build ({'; '.join(why)}); the manifest "
               f"and the card say so, and `ruler release` refuses it without --allow-unofficial")
     return 0
 
 
-def unofficial_reasons(build: dict) -> list[str]:
+def unofficial_reasons(build: BuildEntry | None) -> list[str]:
     """Why a config's build entry (manifest.json) is not official; [] when it is."""
-    if build.get("official", True):
+    if build is None or build.official in (True, None):
         return []
-    tokenizer = build.get("tokenizer") or {}
+    tokenizer = build.tokenizer
     reasons = [] if tokenizer.get("pinned") else [
         f"tokenizer {tokenizer.get('name')!r} is not a pinned registry tokenizer"]
-    for sid, source in sorted((build.get("sources") or {}).items()):
+    for sid, source in sorted((build.sources or {}).items()):
         if not source.get("official"):
             reasons.append(f"source {sid} is not the official file ({source.get('file')}, "
                            f"sha256 {str(source.get('sha256'))[:12]}, official "

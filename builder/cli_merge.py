@@ -20,7 +20,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ruler.builder.build.merge import merge
+    from ruler.builder.pipeline.merge import merge
 
     result = merge(args.inputs, args.out)
     print(f"merged into {result.out}: {len(result.copied)} file(s) copied, "

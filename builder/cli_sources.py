@@ -19,9 +19,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--sources", dest="sources_dir", default=None)
     ls.set_defaults(func=run_list)
     f = s.add_parser("fetch", help="download official files and check their sha256")
-    f.add_argument("ids", nargs="*", help=f"sources to fetch (default: all downloadable: "
-                                          f"{', '.join(k for k, v in sources.SOURCES.items() if v.urls)})")
-    f.add_argument("--dest", default=None, help=f"target folder (default: {sources.default_cache_dir()})")
+    downloadable = ", ".join(k for k, v in sources.SOURCES.items() if v.urls)
+    f.add_argument("ids", nargs="*",
+                   help=f"sources to fetch (default: all downloadable: {downloadable})")
+    f.add_argument("--dest", default=None,
+                   help=f"target folder (default: {sources.default_cache_dir()})")
     f.set_defaults(func=run_fetch)
 
 
@@ -32,7 +34,8 @@ def run_list(args: argparse.Namespace) -> int:
             missing += 1
             print(f"{spec.id:10} MISSING   {message}")
         else:
-            tag = "official" if found.official else "UNOFFICIAL (hash differs: builds are marked unofficial)"
+            tag = ("official" if found.official
+                   else "UNOFFICIAL (hash differs: builds are marked unofficial)")
             print(f"{spec.id:10} {tag:9} {found.path}  sha256 {found.sha256[:16]}…")
     return 1 if missing else 0
 
@@ -41,7 +44,8 @@ def run_fetch(args: argparse.Namespace) -> int:
     ids = args.ids or [k for k, v in sources.SOURCES.items() if v.urls]
     unknown = [i for i in ids if i not in sources.SOURCES]
     if unknown:
-        raise RulerError(f"unknown source(s) {', '.join(unknown)}; known: {', '.join(sources.SOURCES)}")
+        raise RulerError(f"unknown source(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(sources.SOURCES)}")
     for source_id in ids:
         got = sources.fetch(source_id, args.dest)
         print(f"{source_id}: {got.path} (sha256 {got.sha256[:16]}…, official)")

@@ -1,4 +1,5 @@
-"""Everything a generator may read: the tokenizer, resolved sources, and loaded resources.
+"""Everything a generator may read: the tokenizer, the build's variant, resolved sources, and
+loaded resources.
 
 Resources (essay corpus, word lists, QA files) load lazily once per process and are shared
 by all generators. A forked worker inherits the loaded resources; a spawned one is sent the
@@ -13,6 +14,7 @@ from typing import Any, Callable
 
 from ruler.builder.sources import ResolvedSource, resolve
 from ruler.builder.tokenizer import Tokenizer
+from ruler.builder.variants import NO_VARIANT, Variant
 
 
 @dataclass
@@ -21,9 +23,10 @@ class BuildContext:
     tokenizer_name: str  # the tokenizer's default config name; part of every sample's seed
     seed: int = 42
     sources_dir: str | os.PathLike | None = None
-    # Depth-swept build: sample i's gold items go in depth bin i mod depth_bins (generators
-    # read it through TaskGenerator.depth_bin). None: upstream's placement.
-    depth_bins: int | None = None
+    # The build's variant (builder.variants): generators ask it where a sample's gold items
+    # go and how many tokens a row reserves for the answer (TaskGenerator.depth_bin,
+    # .tokens_to_generate). NO_VARIANT: upstream's rules.
+    variant: Variant = NO_VARIANT
     _sources: dict[str, ResolvedSource] = field(default_factory=dict)
     _resources: dict[str, Any] = field(default_factory=dict)
 

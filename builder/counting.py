@@ -8,8 +8,8 @@ second to tokenize. Most of a draft is made of units that recur across probes an
 or value: at an adjective-noun key's hyphen (" bright" | "-lantern"), after a number's first
 three digits (" 123" | "4567."), between a UUID's runs of letters and digits. At such a
 junction no token of any registry tokenizer spans the two sides (the first two are pre-token
-boundaries; the others are scanned for in every vocabulary by tests/test_counting.py), so the
-tokens of the whole are the tokens of the parts, and
+boundaries; the others are scanned for in every vocabulary by tests/builder/test_counting.py),
+so the tokens of the whole are the tokens of the parts, and
 
     prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:j])
 
@@ -24,9 +24,9 @@ does not add mid-text. A piece seen for the first time may be counted from finer
 parts (Draft.refine: a needle line from its key's and value's parts).
 
 Whether a tokenizer really is additive at these junctions is a property of the tokenizer, not
-something to assume: tests/test_counting.py proves it for every registry tokenizer on every
+something to assume: tests/builder/test_counting.py proves it for every registry tokenizer on every
 task, and the build certifies each task on its first sample before trusting it and spot-checks
-every file (builder.build), counting exactly wherever the shortcut does not hold.
+every file (builder.pipeline), counting exactly wherever the shortcut does not hold.
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ COUNTING_METHODS = {
 
 def counting_method(rows: int, exact_rows: int, certified_rows: int, pinned: bool) -> str:
     """The COUNTING_METHODS key of a file from its row counts and whether its tokenizer is
-    a pinned registry one (whose additivity tests/test_counting.py proves)."""
+    a pinned registry one (whose additivity tests/builder/test_counting.py proves)."""
     if exact_rows >= rows:
         return "whole-prompt"
     if exact_rows + certified_rows >= rows:

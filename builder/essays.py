@@ -197,7 +197,8 @@ def build_corpus(essay_json: Path, punkt_english_dir: Path) -> EssayCorpus:
     sent_ends = _sentence_ends(punkt_tokenizer(punkt_english_dir), single + " " + single)
     first = tuple(b for b in sent_ends if b < period)
     seam = (period - 1,) if (period - 1) in first else ()
-    later = tuple(sorted({b - period for b in sent_ends if period <= b < 2 * period - 1} | set(seam)))
+    later = tuple(sorted({b - period for b in sent_ends if period <= b < 2 * period - 1}
+                         | set(seam)))
     return EssayCorpus(tuple(words), single + " " + single, tuple(ends), first, later)
 
 

@@ -7,48 +7,27 @@ shows) and `ruler merge` (only builds of one identity join).
 
 The identity is (generator version, seed, samples, prompt mode, tokenizer fingerprint and
 repo@revision, versions of the packages that shape content, and a variant's parameters:
-`ruler.builder.variants`; the default config's identity has no variant key). Sources are per file: a build
-of a few tasks reads fewer sources, so each file's key adds the hashes of its task's sources.
+`ruler.builder.variants`; the default config's identity has no variant key). Sources are per
+file: a build of a few tasks reads fewer sources, so each file's key adds the hashes of its
+task's sources.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import json
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+# The packages that shape rows: one list, in the lowest layer that reads it (the manifest
+# records the writer's environment too); the identity records its tokenizer's share of it.
+from ruler.builder.packages import CONTENT_PACKAGES  # noqa: F401 (identity.CONTENT_PACKAGES)
 from ruler.builder.tokenizer import TokenizerIdentity
 
-#: Packages whose versions can change generated rows, by what they shape: the task generators
-#: (numpy Generator streams, scipy's zeta for fwe, the word lists, punkt sentence splitting),
-#: then each tokenizer backend (token counts, offsets, chat template rendering by jinja2).
-#: pyarrow shapes file bytes, not rows: `content_sha256` is independent of it.
-CONTENT_PACKAGES: Mapping[str, tuple[str, ...]] = {
-    "common": ("numpy", "scipy", "wonderwords", "english-words", "nltk"),
-    "hf": ("tokenizers", "transformers", "jinja2"),
-    "tiktoken": ("tiktoken",),
-    "sentencepiece": ("sentencepiece", "protobuf"),
-    "tekken": ("mistral-common", "tiktoken"),
-}
-NOT_INSTALLED = "not installed"
+if TYPE_CHECKING:
+    from ruler.builder.manifest import BuildEntry
+
 #: A package one identity records and the other does not (it does not shape that build's rows).
 NOT_RECORDED = "not recorded"
-
-
-def content_packages(*tokenizer_kinds: str) -> dict[str, str]:
-    """Installed versions of the packages that shape a build's rows with a tokenizer of these
-    kinds (`TokenizerIdentity.content_kinds`: a registry name that more than one backend
-    loads records the packages of each)."""
-    names = (*CONTENT_PACKAGES["common"],
-             *(p for kind in tokenizer_kinds for p in CONTENT_PACKAGES.get(kind, ())))
-    versions = {}
-    for dist in sorted(set(names)):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = NOT_INSTALLED
-    return versions
 
 
 def tokenizer_fingerprint(record: Mapping[str, Any]) -> str:
@@ -73,14 +52,12 @@ def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mod
     return {**identity, "variant": dict(sorted(variant.items()))} if variant else identity
 
 
-def identity_of_build(build: Mapping[str, Any]) -> dict[str, Any]:
+def identity_of_build(build: BuildEntry) -> dict[str, Any]:
     """The identity recomputed from a manifest build entry's recorded fields."""
-    return make_identity(generator_version=build.get("generator_version"),
-                         seed=build.get("seed"), samples=build.get("samples"),
-                         prompt_mode=build.get("prompt_mode"),
-                         tokenizer=build.get("tokenizer") or {},
-                         packages=build.get("packages") or {},
-                         variant=build.get("variant") or None)
+    return make_identity(generator_version=build.generator_version, seed=build.seed,
+                         samples=build.samples, prompt_mode=build.prompt_mode,
+                         tokenizer=build.tokenizer, packages=build.packages or {},
+                         variant=build.variant or None)
 
 
 def file_key(identity: Mapping[str, Any], task: str, max_seq_length: int,
@@ -119,3 +96,18 @@ def source_differences(old: Mapping[str, Mapping[str, Any]],
     return [f"source {sid} sha256 {old[sid].get('sha256', '')[:12]} -> {sha[:12]}"
             for sid, sha in sorted(new.items())
             if sid in old and old[sid].get("sha256") != sha]
+
+
+def build_differences(previous: BuildEntry | None, identity: Mapping[str, Any],
+                      sources: Mapping[str, str]) -> list[str]:
+    """What differs between a folder's recorded build of a config (`previous`, its manifest
+    entry) and a build of `identity` that reads `sources` (id -> sha256), one phrase each;
+    [] when the folder has no build of the config yet, or the same one. The one check of
+    `ruler build` (before and while it runs) and `ruler merge`: a recorded build without an
+    identity (a manifest of an older ruler) is never taken for the same build."""
+    if previous is None:
+        return []
+    if not previous.identity:
+        return ["no identity recorded (a manifest of an older ruler)"]
+    return (identity_differences(previous.identity, identity)
+            + source_differences(previous.sources or {}, sources))

@@ -13,46 +13,61 @@ Layout (format_version 1):
 themselves, so content can be compared across library versions. A build's `identity` and each
 file's `build_key` are defined in `ruler.builder.identity`.
 
-Several processes may build into one folder at once (other tasks, `--shard i/n`): whoever
-changes the manifest holds `manifest_lock(OUT)`, re-reads it, changes it and writes it
-atomically before letting go, so no writer loses another's entries.
+The manifest is the contract every area reads (build, merge, card, verify, release, eval), so
+it is read and written only here, as a typed object: `Manifest` with its `BuildEntry` and
+`FileEntry` records and the queries readers need (configs, the files of a config, its tasks
+and lengths). `Manifest.load` checks what it reads (`manifest_schema`): its entries name split
+files of known configs, tasks and lengths, nothing else. `to_json` gives back exactly the dict
+that was read, fields of a newer writer included (kept in each record's `extra`), so a
+manifest this version rewrites loses nothing.
 
-A manifest is read only through `read_manifest`, which checks it (`manifest_schema`): its
-entries name split files of known configs, tasks and lengths, nothing else. A split file is
-opened only through `split_file`, which follows no symbolic link below the folder.
+Several processes may build into one folder at once (other tasks, `--shard i/n`): whoever
+changes the manifest holds `manifest_lock(OUT)`, re-reads it, changes it and saves it
+atomically before letting go, so no writer loses another's entries:
+
+    with manifest_lock(out):
+        m = Manifest.load(out)
+        ...
+        m.save(out)
+
+A split file is opened only through `split_file`, which follows no symbolic link below the
+folder.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 import importlib.metadata
 import json
 import os
-import tempfile
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterable, Iterator
+from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
 from ruler.builder import __version__
+from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
+from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
+from ruler.builder.schema import LONG_TEXT_COLUMNS
+from ruler.builder.tasks.catalog import in_task_order, task_rank
 
 MANIFEST_NAME = "manifest.json"
 #: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
 #: dataset loader nor `ruler release` ever sees it.
 LOCK_NAME = ".manifest.lock"
-#: A file entry's field, present where a task's source ran out before L and was repeated (as
-#: upstream repeats it): {"mean", "max"} over the rows of the share of a row's context, in
-#: characters, that repeats text of the source already in that context. The card reports it.
-REPEATED_FIELD = "repeated_share"
 GENERATOR_NAME = "ruler-bench"
 
-#: Packages whose versions can change generated content or file bytes.
-TRACKED_PACKAGES = ("pyarrow", "tokenizers", "transformers", "tiktoken", "sentencepiece",
-                    "mistral-common", "nltk", "wonderwords", "english-words", "numpy", "scipy",
-                    "datasets")
+#: The environment the top-level `packages` records (the last writer's): what shapes file
+#: bytes and rows (`packages.FILE_PACKAGES`, every tokenizer kind's `CONTENT_PACKAGES`), and
+#: `datasets`, the loader the card's examples and `ruler verify` read the folder with.
+TRACKED_PACKAGES = tuple(dict.fromkeys(
+    (*FILE_PACKAGES, *(p for kind in CONTENT_PACKAGES.values() for p in kind), "datasets")))
 
 
 def package_versions() -> dict[str, str]:
@@ -65,26 +80,206 @@ def package_versions() -> dict[str, str]:
     return versions
 
 
-def empty_manifest() -> dict[str, Any]:
-    return {"format_version": FORMAT_VERSION,
-            "generator": {"name": GENERATOR_NAME, "version": __version__},
-            "packages": package_versions(), "builds": {}, "files": {}}
+def data_path(config: str, task: str, max_seq_length: int) -> str:
+    """Path of one split file, relative to the build folder."""
+    return f"data/{config}/{task}/{max_seq_length}.parquet"
 
 
-def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
-    """The manifest of a build folder, checked (`manifest_schema`), or an empty one when the
-    folder has none yet."""
-    path = Path(out) / MANIFEST_NAME
-    if not path.exists():
-        return empty_manifest()
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as e:
-        raise RulerError(f"{path} is not valid JSON ({e}): restore it, or build into another "
-                         f"folder") from None
-    except OSError as e:
-        raise RulerError(f"cannot read {path}: {e.strerror or e}") from None
-    return check_manifest(manifest, str(path))
+# --- the records ------------------------------------------------------------------------------
+# A record's optional fields are None where the manifest does not have them (a manifest of an
+# older version, a build made without that option), and `to_json` leaves them out again: no
+# field of the format may be null (`manifest_schema`), so None never stands for a value.
+
+class _Record:
+    """JSON <-> dataclass for one manifest record; keys it does not know stay in `extra`."""
+
+    #: Fields `to_json` always writes (the schema requires them).
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]):
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        return cls(**{k: v for k, v in record.items() if k in known},
+                   extra={k: v for k, v in record.items() if k not in known})
+
+    def to_json(self) -> dict[str, Any]:
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name != "extra"
+               and (f.name in self.REQUIRED or getattr(self, f.name) is not None)}
+        return copy.deepcopy({**self.extra, **own})
+
+
+@dataclass(frozen=True)
+class FileEntry(_Record):
+    """One split file: what it is (config, task, L), what it holds (rows, hashes) and what
+    built it (build key, package versions, how its lengths were counted)."""
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("config", "task", "max_seq_length", "rows", "bytes",
+                                           "sha256", "content_sha256")
+
+    config: str
+    task: str
+    max_seq_length: int
+    rows: int
+    bytes: int
+    sha256: str
+    content_sha256: str
+    build_key: str | None = None
+    packages: dict[str, str] | None = None
+    counting: str | None = None  # a key of builder.counting.COUNTING_METHODS
+    # Present where the task's source ran out before L and was repeated (as upstream repeats
+    # it): {"mean", "max"} over the rows of the share of a row's context, in characters, that
+    # repeats text of the source already in that context. The card reports it.
+    repeated_share: dict[str, float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        """Its path relative to the build folder: its key in the manifest."""
+        return data_path(self.config, self.task, self.max_seq_length)
+
+
+@dataclass(frozen=True)
+class BuildEntry(_Record):
+    """One config's build: the tokenizer record, the identity fields (`builder.identity`), and
+    what its files and sources make of it (sources, official, tasks, lengths, counting)."""
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ("tokenizer",)
+
+    tokenizer: dict[str, Any]  # TokenizerIdentity.as_manifest()
+    prompt_mode: str | None = None
+    seed: int | None = None
+    samples: int | None = None
+    generator_version: str | None = None
+    packages: dict[str, str] | None = None
+    identity: dict[str, Any] | None = None
+    counting: list[str] | None = None
+    sources: dict[str, dict[str, Any]] | None = None  # id -> ResolvedSource.as_manifest()
+    official: bool | None = None
+    tasks: list[str] | None = None
+    lengths: list[int] | None = None
+    variant: dict[str, int] | None = None  # builder.variants: {field: value}
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def source_hashes(self) -> dict[str, str]:
+        """id -> sha256 of the sources the build recorded."""
+        return {sid: s.get("sha256") for sid, s in (self.sources or {}).items()}
+
+
+@dataclass
+class Manifest:
+    """A build folder's manifest. Writers change it only under `manifest_lock`, after
+    re-reading it (`load`), and `save` it before letting go."""
+
+    format_version: int = FORMAT_VERSION
+    generator: dict[str, str] | None = None  # {name, version} of the last writer
+    packages: dict[str, str] | None = None  # the last writer's environment (TRACKED_PACKAGES)
+    builds: dict[str, BuildEntry] = field(default_factory=dict)
+    files: dict[str, FileEntry] = field(default_factory=dict)  # path -> entry, sorted by path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    # --- reading and writing ------------------------------------------------------------------
+
+    @classmethod
+    def empty(cls) -> Manifest:
+        return cls(generator={"name": GENERATOR_NAME, "version": __version__},
+                   packages=package_versions())
+
+    @classmethod
+    def load(cls, out: str | os.PathLike) -> Manifest:
+        """The manifest of build folder `out`, checked (`manifest_schema`), or an empty one
+        when the folder has none yet."""
+        path = Path(out) / MANIFEST_NAME
+        if not path.exists():
+            return cls.empty()
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RulerError(f"{path} is not valid JSON ({e}): restore it, or build into "
+                             f"another folder") from None
+        except OSError as e:
+            raise RulerError(f"cannot read {path}: {e.strerror or e}") from None
+        return cls._of(check_manifest(data, str(path)))
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = MANIFEST_NAME) -> Manifest:
+        """A manifest from its parsed JSON (one downloaded from the Hub, a test's edit),
+        checked as `load` checks it; `where` names it in errors."""
+        return cls._of(check_manifest(copy.deepcopy(data), where))
+
+    @classmethod
+    def _of(cls, data: dict[str, Any]) -> Manifest:
+        top = {"format_version", "generator", "packages", "builds", "files"}
+        return cls(format_version=data["format_version"], generator=data.get("generator"),
+                   packages=data.get("packages"),
+                   builds={c: BuildEntry.from_json(b) for c, b in data["builds"].items()},
+                   files={r: FileEntry.from_json(f) for r, f in data["files"].items()},
+                   extra={k: v for k, v in data.items() if k not in top})
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest as JSON data: exactly the dict `load` read when nothing changed."""
+        data = {**copy.deepcopy(self.extra), "format_version": self.format_version,
+                "builds": {c: b.to_json() for c, b in self.builds.items()},
+                "files": {r: f.to_json() for r, f in self.files.items()}}
+        for name in ("generator", "packages"):
+            if getattr(self, name) is not None:
+                data[name] = copy.deepcopy(getattr(self, name))
+        return data
+
+    def save(self, out: str | os.PathLike) -> None:
+        """Write `OUT/manifest.json` atomically, recording this process's package versions
+        (hold `manifest_lock` when others may write too)."""
+        self.packages = package_versions()
+        write_json_atomic(Path(out) / MANIFEST_NAME, self.to_json())
+
+    # --- queries ------------------------------------------------------------------------------
+
+    def configs(self) -> list[str]:
+        """The configs with a build entry, by name."""
+        return sorted(self.builds)
+
+    def build(self, config: str) -> BuildEntry | None:
+        return self.builds.get(config)
+
+    def file(self, rel: str) -> FileEntry | None:
+        """The entry of split file `rel` (`data/<config>/<task>/<L>.parquet`), if listed."""
+        return self.files.get(rel)
+
+    def files_of(self, config: str, tasks: Iterable[str] | None = None,
+                 lengths: Iterable[int] | None = None) -> list[FileEntry]:
+        """The files of `config` (only of these tasks and lengths, when given), in upstream's
+        task order, then by length."""
+        tasks = None if tasks is None else set(tasks)
+        lengths = None if lengths is None else {int(L) for L in lengths}
+        found = [f for f in self.files.values() if f.config == config
+                 and (tasks is None or f.task in tasks)
+                 and (lengths is None or f.max_seq_length in lengths)]
+        return sorted(found, key=lambda f: (task_rank(f.task), f.max_seq_length))
+
+    def tasks(self, config: str) -> list[str]:
+        """The tasks `config` has files of, in upstream's order."""
+        return in_task_order(f.task for f in self.files_of(config))
+
+    def lengths(self, config: str) -> list[int]:
+        """The lengths `config` has files of, ascending."""
+        return sorted({f.max_seq_length for f in self.files_of(config)})
+
+    # --- changes (under the lock) -------------------------------------------------------------
+
+    def put_file(self, entry: FileEntry) -> None:
+        """Record a split file, replacing an earlier entry; files stay sorted by path."""
+        self.files[entry.path] = entry
+        self.files = dict(sorted(self.files.items()))
+
+    def remove_file(self, rel: str) -> None:
+        del self.files[rel]
+
+    def put_build(self, config: str, entry: BuildEntry) -> None:
+        self.builds[config] = entry
+
+    def remove_build(self, config: str) -> None:
+        self.builds.pop(config, None)
 
 
 def split_file(root: str | os.PathLike, rel: str) -> Path:
@@ -128,67 +323,36 @@ def manifest_lock(out: str | os.PathLike) -> Iterator[None]:
         lock.release()
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `path` whole or not at all: a temporary file beside it (`.<name>.*.tmp`, removed
-    on any failure), then `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=temp_prefix(path), suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def temp_prefix(path: Path, tag: str = "") -> str:
-    """Temporary files of `path` (this module's, the split writer's) are named
-    `<prefix>*.tmp` beside it; `tag` (one build's) narrows them to those of one build."""
-    return f".{Path(path).name}.{tag + '.' if tag else ''}"
-
-
-def remove_stale_temps(path: Path) -> None:
-    """Remove temporary files of `path` that a killed writer left (`write_text_atomic`). Only
-    for a file written under the manifest lock, by its holder: no other writer is mid-write."""
-    for tmp in path.parent.glob(f"{temp_prefix(path)}*tmp"):
-        tmp.unlink(missing_ok=True)
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)
-                      + "\n")
-
-
-def write_manifest(out: str | os.PathLike, manifest: dict[str, Any]) -> None:
-    """Write atomically (hold `manifest_lock` when others may write too)."""
-    manifest["packages"] = package_versions()
-    write_json_atomic(Path(out) / MANIFEST_NAME, manifest)
-
-
 def canonical_row(row: dict[str, Any]) -> str:
     return json.dumps(row, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 # Control characters JSON escapes other than "\n" (which the fast path replaces itself).
 _OTHER_CONTROLS = bytes(c for c in range(32) if c != 10)
-_INPUT_SLOT = '"input":""'
 
 
 def canonical_row_bytes(row: dict[str, Any]) -> bytes:
     """`canonical_row(row).encode("utf-8")`, faster for long inputs: json escapes a 128K
-    prompt character by character (~4 ms), while an input holding no control character but
-    newlines is escaped by three byte replacements (tests/test_manifest.py compares both)."""
-    text = row["input"]
-    data = text.encode("utf-8") if isinstance(text, str) else b""
-    # The slot occurs once: a key is unique, and a quote inside a JSON string is escaped.
-    parts = canonical_row({**row, "input": ""}).split(_INPUT_SLOT)
-    if not data or len(parts) != 2 or len(data.translate(None, _OTHER_CONTROLS)) != len(data):
+    prompt character by character (~4 ms), while a text holding no control character but
+    newlines is escaped by three byte replacements; done for the columns that hold a whole
+    context (`schema.LONG_TEXT_COLUMNS`: `input`, `context`). tests/builder/test_manifest.py
+    compares both encodings."""
+    long = [k for k in LONG_TEXT_COLUMNS if isinstance(row.get(k), str) and row[k]]
+    data = {k: row[k].encode("utf-8") for k in long}
+    if not long or any(len(d.translate(None, _OTHER_CONTROLS)) != len(d) for d in data.values()):
         return canonical_row(row).encode("utf-8")
-    before, after = parts
-    escaped = data.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
-    return b"".join((before.encode("utf-8"), b'"input":"', escaped, b'"', after.encode("utf-8")))
+    # Each slot occurs once: a key is unique, and a quote inside a JSON string is escaped.
+    text = canonical_row({**row, **dict.fromkeys(long, "")})
+    parts, rest = [], text
+    for k in sorted(long, key=lambda k: text.find(f'"{k}":""')):
+        pieces = rest.split(f'"{k}":""')
+        if len(pieces) != 2:
+            return canonical_row(row).encode("utf-8")
+        before, rest = pieces
+        escaped = data[k].replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+        parts += [before.encode("utf-8"), f'"{k}":"'.encode("utf-8"), escaped, b'"']
+    parts.append(rest.encode("utf-8"))
+    return b"".join(parts)
 
 
 def content_sha256_rows(rows: Iterable[dict[str, Any]]) -> str:
@@ -207,6 +371,8 @@ def content_sha256(table: pa.Table) -> str:
     return content_sha256_rows(rows())
 
 
-def data_path(config: str, task: str, max_seq_length: int) -> str:
-    """Path of one split file, relative to the build folder."""
-    return f"data/{config}/{task}/{max_seq_length}.parquet"
+def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
+    """`Manifest.load(out)` as its JSON data: for tools and tests that look at the format
+    itself. Code reads the typed `Manifest`."""
+    return Manifest.load(out).to_json()
+

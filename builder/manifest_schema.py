@@ -1,9 +1,9 @@
 """What a well-formed `manifest.json` holds, checked once, where it is read.
 
 Every command that reads a manifest (build, merge, verify, release, eval, score, export) reads
-it through `ruler.builder.manifest.read_manifest`, which calls `check_manifest`: a manifest is
-input from disk, possibly damaged or hostile (a shard from another machine), and its entries
-become paths and arguments. So before any command uses it:
+it through `ruler.builder.manifest.Manifest.load` (or `.from_json`), which calls
+`check_manifest`: a manifest is input from disk, possibly damaged or hostile (a shard from
+another machine), and its entries become paths and arguments. So before any command uses it:
 
 - each file entry is a split file: a config the manifest has a build of, a task of the catalog,
   a positive integer length, and its key is exactly `data/<config>/<task>/<L>.parquet`: a
@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_names import check_config_name
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.variants import VARIANTS, variant_config
+from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
 
 FORMAT_VERSION = 1
 
@@ -89,11 +89,18 @@ def _source(v: Any) -> bool:
         and _or_none(_str)(v.get("file"))
 
 
-_VARIANT_FIELDS = {k.field for k in VARIANTS}
+def _unknown_variant(v: Any) -> str | None:
+    """The first field of a `variant` entry that no registered variant has, if any."""
+    if not isinstance(v, dict):
+        return None
+    known = {kind.field for kind in variant_kinds()}
+    return next((k for k in v if k not in known), None)
 
 
 def _variant(v: Any) -> bool:
-    return isinstance(v, dict) and set(v) <= _VARIANT_FIELDS and all(map(_positive, v.values()))
+    # Asked of the registry when a manifest is read, so a variant registered after this
+    # module was imported (a plug-in) is known.
+    return record_ok(v)
 
 
 def _identity(v: Any) -> bool:
@@ -162,12 +169,17 @@ def check_manifest(manifest: Any, where: str) -> dict[str, Any]:
 def _check_build(config: str, build: Any, where: str) -> None:
     if not isinstance(build, dict):
         raise RulerError(f"{where}: build {config!r} is not a record (a JSON object)")
+    unknown = _unknown_variant(build.get("variant"))
+    if unknown:
+        raise RulerError(f"{where}: build {config!r} records variant {unknown!r}, which no "
+                         f"registered variant knows: import the module that registers it "
+                         f"(ruler.builder.variants.register_variant) before reading this "
+                         f"folder, or use the ruler that built it")
     wrong = _wrong(build, BUILD_FIELDS)
     if wrong:
         raise RulerError(f"{where}: build {config!r} has missing or malformed {', '.join(wrong)}")
     # A variant's config is its tokenizer's config name plus the suffix its parameters give.
-    suffix = variant_config("", build.get("variant") or {})
-    base = config[:-len(suffix)] if suffix and config.endswith(suffix) else config
+    base = variant_from_record(build.get("variant")).base_config(config)
     check_config_name(base, f"build {config!r} of {where}")
 
 

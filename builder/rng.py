@@ -26,7 +26,8 @@ def sample_rng(seed: int, tokenizer: str, task: str, max_seq_length: int, index:
 def below(rng: random.Random, n: int) -> int:
     """`rng.randrange(n)` for n >= 1, the same draw (CPython's rejection sampling on
     `getrandbits`) without its three Python-level calls: needle haystacks draw two values
-    per line, tens of thousands per sample. tests/test_rng.py checks it against randrange."""
+    per line, tens of thousands per sample. tests/builder/test_rng.py checks it against
+    randrange."""
     k = n.bit_length()
     r = rng.getrandbits(k)
     while r >= n:

@@ -10,6 +10,8 @@ ROW_SCHEMA = pa.schema([
     pa.field("max_seq_length", pa.int64(), nullable=False),  # the split's L
     pa.field("index", pa.int64(), nullable=False),           # sample number 0..N-1
     pa.field("input", pa.string(), nullable=False),          # raw prompt, no chat template
+    pa.field("context", pa.string(), nullable=False),        # input up to the question
+    pa.field("question", pa.string(), nullable=False),       # the rest: context + question == input
     pa.field("answer_prefix", pa.string(), nullable=False),  # pre-filled assistant text
     pa.field("outputs", pa.list_(pa.string()), nullable=False),  # references for the metric
     pa.field("length", pa.int64(), nullable=False),          # prompt tokens + tokens_to_generate
@@ -22,11 +24,46 @@ ROW_SCHEMA = pa.schema([
 
 COLUMNS = tuple(ROW_SCHEMA.names)
 
+#: Text columns that hold a whole context (hashed by `manifest.canonical_row_bytes`' fast path).
+LONG_TEXT_COLUMNS = ("input", "context")
+
+#: The generator version that added `context` and `question` (ruler.builder.__version__):
+#: rows of an older build lack them.
+PROMPT_PARTS_SINCE = "0.2.0"
+
+#: How `input` splits into `context` and `question`, for the dataset card.
+PROMPT_SPLIT_DOC = (
+    "context and question: `context + question == input` exactly, for every row. `question` is "
+    "the task's text after the context, as upstream's templates place it (niah: \"What are all "
+    "the special magic ...?\"; vt, cwe, fwe: \"Question: ...\"; qa: the repeated instruction "
+    "\"Answer the question based on the given documents. ...\" and \"Question: ...\"). "
+    "`context` is everything before it: the task's instruction before the haystack (every "
+    "template opens with one), the solved example before that where the task has one (vt, "
+    "cwe), the haystack itself, and the newlines that end it. So the question is never part "
+    "of `context`, and a query-agnostic method can compress `context` before seeing it. The "
+    "cut is a clean token junction (\"...\\n\" | \"What\"): `context` tokenized alone gives "
+    "the first tokens of `input`, so gold_token_positions (token indices in `input`) are also "
+    "indices in `context`'s tokens, and `question` tokenized alone gives the rest (with the "
+    "registry's tokenizers; a SentencePiece model such as llama-2 prefixes a space to any text "
+    "it encodes alone, which changes the question's first token)."
+)
+
 #: What `gold_token_positions` / `gold_depths` mean, for the dataset card.
 GOLD_POSITION_DOC = (
     "gold_token_positions: index of the first token of each gold item (needle, variable line, "
     "gold document; each occurrence of one where a long context repeats its source) when "
     "`input` is tokenized alone (no chat template, no special tokens); "
-    "gold_depths: the same position as a fraction of the context's tokens (0 = start of the "
-    "haystack, 1 = its end). Empty for cwe/fwe, whose answers are spread through the text."
+    "gold_depths: the same position as a fraction of the haystack's tokens (0 = its start, "
+    "1 = its end). Empty for cwe/fwe, whose answers are spread through the text."
 )
+
+
+def schema_problem(schema: pa.Schema) -> str:
+    """What is wrong with a split file's schema (not ROW_SCHEMA), in one line: a file of a
+    build made before `context` and `question` existed says so and how to rebuild."""
+    missing = [n for n in ROW_SCHEMA.names if n not in schema.names]
+    if missing and set(missing) <= {"context", "question"}:
+        return (f"rows have no {' and '.join(missing)} column(s): written by a ruler older than "
+                f"{PROMPT_PARTS_SINCE}; rebuild the config with this version (`ruler build ... "
+                f"--overwrite`) to add them")
+    return f"schema differs from ROW_SCHEMA: {schema}"

@@ -3,9 +3,9 @@
 A source is identified by its official URL, size and sha256. The bytes never live in this
 repository: they are found in `--sources DIR` (only there, when it is given: a folder that
 does not exist or lacks a file is an error, never a silent fall-back), else `$RULER_SOURCES`,
-then the user cache, or fetched from the official URL with `ruler sources fetch`. A file whose hash differs from the official
-one (e.g. a partial copy) may be used; the build then records its real hash and marks itself
-unofficial.
+then the user cache, or fetched from the official URL with `ruler sources fetch`. A file whose
+hash differs from the official one (e.g. a partial copy) may be used; the build then records its
+real hash and marks itself unofficial.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from ruler.builder.atomic import replace_folder, replacing
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.user_cache import user_cache_root
@@ -229,7 +230,8 @@ def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = Fal
             f"folder that has it.")
 
 
-def status(sources_dir: str | os.PathLike | None = None) -> list[tuple[SourceSpec, ResolvedSource | None, str]]:
+def status(sources_dir: str | os.PathLike | None = None
+           ) -> list[tuple[SourceSpec, ResolvedSource | None, str]]:
     """Every registered source with what was found (for `ruler sources list`)."""
     rows = []
     for spec in SOURCES.values():
@@ -241,8 +243,12 @@ def status(sources_dir: str | os.PathLike | None = None) -> list[tuple[SourceSpe
 
 
 def _download(url: str, dest: Path, timeout: float) -> None:
-    with urllib.request.urlopen(url, timeout=timeout) as response, open(dest, "wb") as out:
-        shutil.copyfileobj(response, out, 1 << 20)
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response, open(dest, "wb") as out:
+            shutil.copyfileobj(response, out, 1 << 20)
+    except (OSError, http.client.HTTPException, ValueError) as e:
+        # ValueError: not a URL; HTTPException: a connection dropped mid-body
+        raise RulerError(f"{url}: {e!r}" if not str(e) else f"{url}: {e}") from None
 
 
 def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
@@ -271,23 +277,18 @@ def _fetch_into(spec: SourceSpec, urls: Sequence[str], target: Path,
                 timeout: float) -> ResolvedSource:
     errors = []
     for url in urls:
-        with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            tmp_file = Path(tmp) / "download"
-            try:
-                _download(url, tmp_file, timeout)
-            except (OSError, http.client.HTTPException, ValueError) as e:
-                # ValueError: not a URL; HTTPException: a connection dropped mid-body
-                errors.append(f"{url}: {e!r}" if not str(e) else f"{url}: {e}")
-                continue
-            try:
-                if spec.is_directory:
-                    _install_zip_member_dir(spec, tmp_file, Path(tmp), target)
-                else:
+        try:
+            if spec.is_directory:
+                with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+                    _download(url, Path(tmp) / "download", timeout)
+                    _install_zip_member_dir(spec, Path(tmp) / "download", Path(tmp), target)
+            else:
+                with replacing(target) as tmp_file:  # in place only once its hash matches
+                    _download(url, tmp_file, timeout)
                     _check_file(spec, tmp_file, url)
-                    os.replace(tmp_file, target)
-            except RulerError as e:
-                errors.append(str(e))
-                continue
+        except RulerError as e:
+            errors.append(str(e))
+            continue
         return _inspect(spec, target)
     raise RulerError(f"could not fetch source {spec.id!r}: " + "; ".join(errors))
 
@@ -325,7 +326,4 @@ def _install_zip_member_dir(spec: SourceSpec, archive: Path, tmp: Path, target: 
         got = file_sha256(staging / name) if (staging / name).exists() else "missing"
         if got != expected:
             raise RulerError(f"punkt_tab/english/{name}: sha256 {got}, expected {expected}")
-    if target.exists():
-        shutil.rmtree(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(staging, target)
+    replace_folder(staging, target)

@@ -52,7 +52,7 @@ class TokenizerIdentity:
     @property
     def content_kinds(self) -> tuple[str, ...]:
         """The backends whose packages shape this tokenizer's rows (see
-        `ruler.builder.identity.content_packages`)."""
+        `ruler.builder.packages.content_packages`)."""
         return (self.kind, *(k for k in self.other_backends if k != self.kind))
 
     def fingerprint(self) -> str:

@@ -26,11 +26,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from ruler.builder.atomic import replace_folder, write_bytes_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256, sha256_text
 from ruler.builder.hub_names import check_config_name
-from ruler.builder.tokenizer import (HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer,
-                                     Tokenizer, TokenizerIdentity, load_hf)
+from ruler.builder.tokenizer import (
+    HFTokenizer,
+    SentencePieceTokenizer,
+    TiktokenTokenizer,
+    Tokenizer,
+    TokenizerIdentity,
+    load_hf,
+)
 from ruler.builder.user_cache import user_cache_root
 
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
@@ -223,9 +230,7 @@ def _tiktoken_encoding(entry: Mapping[str, Any], folder: Path | None):
     cache.mkdir(parents=True, exist_ok=True)
     cached = cache / hashlib.sha1(entry["url"].encode()).hexdigest()
     if folder is not None and not cached.exists():
-        tmp = cached.with_suffix(".tmp")
-        shutil.copyfile(folder / file_name, tmp)
-        os.replace(tmp, cached)
+        write_bytes_atomic(cached, (folder / file_name).read_bytes())
     with _env("TIKTOKEN_CACHE_DIR", str(cache)):
         # tiktoken checks the file against its own expected hash, and downloads it if absent.
         try:
@@ -318,9 +323,7 @@ def _hub_download(repo: str, revision: str, files: list[str], target: Path,
                 f"could not download tokenizer files {files} of {repo}@{revision} from the "
                 f"Hub: {type(e).__name__}: {_first_line(e)}. Offline, set ${TOKENIZERS_ENV} "
                 f"to a folder holding the pinned files.")) from None
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
+        replace_folder(staging, target)
 
 
 # --- folders and Hub ids ------------------------------------------------------------------
@@ -332,7 +335,8 @@ def _load_folder(path: Path, name: str | None = None, origin: str = "folder",
     name = name or config_name(resolved.name if path.is_dir() else resolved.stem)
     if path.is_dir() and (path / "tokenizer.json").is_file():
         files = {f.name: file_sha256(f) for f in sorted(path.iterdir())
-                 if f.name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")}
+                 if f.name in ("tokenizer.json", "tokenizer_config.json",
+                               "special_tokens_map.json")}
         with _loading(path):
             return _with_template_hash(HFTokenizer(path, TokenizerIdentity(
                 name=name, kind="hf", origin=origin, repo=repo, revision=revision,

@@ -2,134 +2,398 @@
 
 Convention (shared by every variant): a variant is its own dataset config named
 `<tokenizer>--<suffix>` (its per-task configs `<tokenizer>--<suffix>--<task>`), so it never
-mixes with the default rows. Its parameter is a `BuildConfig` field, part of the build
-identity, recorded in the manifest's build entry under `variant` (e.g. `{"depth_bins": 10}`)
-and explained by the card (`VARIANTS`); `verify`, `--regenerate` and `ruler eval` read it back
-from there. A variant's samples draw from the default config's per-sample seeds (the seed
-names the tokenizer, not the variant), so sample i of a variant asks what sample i of the
-default config asks wherever the variant's rule does not change it. One build makes one
-variant at most.
+mixes with the default rows. Its parameter is part of the build identity, recorded in the
+manifest's build entry under `variant` (e.g. `{"depth_bins": 10}`) and explained by the card;
+`verify`, `--regenerate` and `ruler eval` read it back from there. A variant's samples draw
+from the default config's per-sample seeds (the seed names the tokenizer, not the variant),
+so sample i of a variant asks what sample i of the default config asks wherever the variant's
+rule does not change it. One build makes one variant at most.
+
+A variant is one registered class (`register_variant`): its manifest field, config suffix,
+card text, checks and `ruler build` flag live on it, and it is the ONE channel into
+generation: the build recipe carries the variant object to the worker and, through the build
+context, to every generator, which ask it (`depth_bin`, `tokens_to_generate`, ...). The
+default config is a variant too, `NO_VARIANT`, whose answers are upstream's rules, so no caller
+branches on "is there a variant". See the README's "Adding a variant".
 """
 
 from __future__ import annotations
 
-import dataclasses
+import argparse
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import TaskSpec
+from ruler.builder.tasks.catalog import TASKS, TaskSpec
+from ruler.builder.tasks.family import family_of, get_family, swept_tasks
+
+if TYPE_CHECKING:
+    from ruler.builder.tokenizer import Tokenizer
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The rules a build follows. This base class is the default config (`NO_VARIANT`):
+    upstream's rules, no suffix, nothing recorded. A variant subclasses it as a frozen
+    dataclass with one field, its parameter, and overrides what its rule changes.
+
+    Instances travel to worker processes inside the build recipe (pickled by class name under
+    `spawn` and to Ray workers), so a subclass must be defined at the top level of a module
+    that those processes can import.
+    """
+
+    #: The key of the manifest's `variant` entry (and of the identity's); "" for the default.
+    field: ClassVar[str] = ""
+    #: The card's heading and explanation: what differs from the default config and why.
+    title: ClassVar[str] = ""
+    doc: ClassVar[str] = ""
+    #: Added to a build error when a row breaks the variant's rule (`row_problem`).
+    row_advice: ClassVar[str] = ""
+
+    # --- what is recorded ---------------------------------------------------------------------
+
+    @property
+    def value(self) -> Any:
+        """The variant's parameter, as the manifest records it (None for the default)."""
+        return None
+
+    def record(self) -> dict[str, Any]:
+        """The manifest's `variant` entry: `{field: value}`, {} for the default config."""
+        return {self.field: self.value} if self.field else {}
+
+    def suffix(self) -> str:
+        """The config-name suffix (`depth10`); "" for the default config."""
+        return ""
+
+    def config_name(self, base: str) -> str:
+        """The dataset config of this variant of the tokenizer config `base`."""
+        suffix = self.suffix()
+        return f"{base}--{suffix}" if suffix else base
+
+    def base_config(self, config: str) -> str:
+        """The tokenizer config that `config` is this variant of (itself when its name does
+        not end with this variant's suffix: `ruler verify` reports such a config)."""
+        end = f"--{self.suffix()}" if self.suffix() else ""
+        return config[:-len(end)] if end and config.endswith(end) else config
+
+    @classmethod
+    def accepts(cls, value: Any) -> bool:
+        """Whether a manifest may record `value` for this kind (a positive integer here)."""
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+    @classmethod
+    def from_value(cls, value: Any) -> "Variant":
+        """The variant a manifest records as `{field: value}`."""
+        return cls(value)
+
+    # --- what a build checks ------------------------------------------------------------------
+
+    def check(self, cfg: Any) -> None:
+        """Refuse a BuildConfig this variant cannot build (RulerError naming the flag)."""
+
+    def default_tasks(self) -> tuple[str, ...]:
+        """The tasks `ruler build` makes when --tasks is not given."""
+        return tuple(TASKS)
+
+    # --- what generation asks -----------------------------------------------------------------
+
+    def prompt_mode(self, tokenizer: "Tokenizer") -> str:
+        """The prompt mode rows are counted in (`builder.tokenizer.PROMPT_MODES`)."""
+        return tokenizer.default_mode()
+
+    def seed_name(self, base_config: str) -> str:
+        """The name every sample's seed is drawn from: the default config's, so sample i of
+        a variant keeps sample i's keys, values and questions."""
+        return base_config
+
+    def tokens_to_generate(self, spec: TaskSpec) -> int:
+        """The tokens a row of `spec` reserves for the answer (part of its fitted length)."""
+        return spec.tokens_to_generate
+
+    def depth_bin(self, index: int) -> DepthBin | None:
+        """The depth bin sample `index`'s gold items go in; None: upstream's placement."""
+        return None
+
+    def row_problem(self, spec: TaskSpec, index: int, row: Mapping[str, Any]) -> str | None:
+        """What is wrong with row `index` of `spec` under this variant's rule, or None. The
+        build refuses such a row; `ruler verify` reports it."""
+        return None
+
+    # --- the `ruler build` flag ---------------------------------------------------------------
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """Add this kind's `ruler build` flag(s)."""
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "Variant | None":
+        """The variant the parsed flags ask for, or None when they do not ask for this kind."""
+        return None
+
+
+#: The default config: upstream's rules.
+NO_VARIANT = Variant()
+
+_KINDS: dict[str, type[Variant]] = {}
+
+
+def register_variant(cls: type[Variant]) -> type[Variant]:
+    """Register a kind of variant (usable as a class decorator). Its `field` names it in
+    manifests; registering runs when its module is imported, which must happen before a
+    manifest recording it is read (the schema refuses unknown variants)."""
+    if not (isinstance(cls, type) and issubclass(cls, Variant)) or not cls.field:
+        raise TypeError(f"{cls!r} is not a Variant subclass with a `field`")
+    known = _KINDS.get(cls.field)
+    if known is not None and (known.__module__, known.__qualname__) != \
+            (cls.__module__, cls.__qualname__):
+        raise ValueError(f"variant field {cls.field!r} is taken by {known.__qualname__}")
+    _KINDS[cls.field] = cls
+    return cls
+
+
+def variant_kinds() -> tuple[type[Variant], ...]:
+    """Every registered kind, in registration order (the card's and the CLI's order)."""
+    return tuple(_KINDS.values())
+
+
+def record_ok(record: Any) -> bool:
+    """Whether a manifest's `variant` entry names at most one registered kind, with a value
+    that kind accepts."""
+    return isinstance(record, dict) and len(record) <= 1 and all(
+        k in _KINDS and _KINDS[k].accepts(v) for k, v in record.items())
+
+
+def variant_from_record(record: Mapping[str, Any] | None) -> Variant:
+    """The variant a manifest's `variant` entry records (NO_VARIANT for none)."""
+    if not record:
+        return NO_VARIANT
+    if not record_ok(record):
+        raise RulerError(f"unknown or malformed variant {dict(record)!r} (known: "
+                         f"{', '.join(_KINDS)}, one per build)")
+    (field, value), = record.items()
+    return _KINDS[field].from_value(value)
+
+
+def variant_from_args(args: argparse.Namespace) -> Variant:
+    """The variant `ruler build`'s flags ask for (NO_VARIANT for none)."""
+    chosen = [v for kind in variant_kinds() if (v := kind.from_args(args)) is not None]
+    if len(chosen) > 1:
+        raise RulerError(f"one variant per build: got {', '.join(sorted(v.field for v in chosen))}"
+                         f"; build each into its own config with its own command")
+    return chosen[0] if chosen else NO_VARIANT
+
+
+def reserved_output_budget(variant: Mapping[str, Any] | None) -> int | None:
+    """The reserved output budget a build entry's `variant` records, or None for a config
+    without one."""
+    value = (variant or {}).get(OutputBudget.field)
+    return None if value is None else int(value)
+
+
+# --- the variants ruler ships --------------------------------------------------------------------
+
+@register_variant
+@dataclass(frozen=True)
+class DepthSweep(Variant):
+    """Sample i's gold items in depth bin i mod `bins` (`ruler build --depths N`)."""
+
+    bins: int
+
+    field = "depth_bins"
+    title = "Position-controlled configs (`ruler build --depths N`)"
+    doc = (
+        "Config `<tokenizer>--depth<N>` holds the needle (niah_*) and QA tasks with the gold "
+        "position swept over N equal depth bins of the context (bin b: a `gold_depths` value "
+        "in [b/N, (b+1)/N)): sample i's queried needle(s), or its gold document(s) (their "
+        "mean start), sit in bin i mod N, so every bin holds samples/N rows of every task "
+        "and length, and the rows give a depth x length picture (upstream RULER reports one "
+        "score per task and length). Placement: essay haystacks use the points of "
+        "upstream's 40-point sentence grid that fall inside the bin, nearest its centre "
+        "(several queried needles take several points, and share one when the bin has too "
+        "few); noise and needle-line haystacks use the line nearest the bin's centre; QA "
+        "moves its gold document(s) as one block to the document slot nearest the bin's "
+        "centre, and a distractor document spanning the whole bin moves to the far end of "
+        "the context first. Depth is aimed by the token counts of the "
+        "units and checked on the row's recorded token depth (the build refuses a row "
+        "outside its bin, `ruler verify` checks every row). Other needles, distractors, "
+        "the documents chosen, templates, budgets and length fitting follow the default "
+        "rules. Sample i keeps the seed of sample i in config `<tokenizer>`: same keys, "
+        "values, question and distractors, another position, so the two configs compare "
+        "sample by sample. vt, cwe and fwe are not built: their answers are spread over "
+        "the context."
+    )
+    row_advice = ("the gold item cannot be placed in this bin at this length (use fewer "
+                  "--depths or a longer length)")
+
+    @property
+    def value(self) -> int:
+        return self.bins
+
+    def suffix(self) -> str:
+        return f"depth{self.bins}"
+
+    def check(self, cfg: Any) -> None:
+        check_depth_bins(self.bins)
+        fixed = [t for t in cfg.tasks if not family_of(t).sweepable]
+        if fixed:
+            raise RulerError(f"--depths sweeps the gold position of {', '.join(swept_tasks())}; "
+                             f"{', '.join(fixed)} ha{'s' if len(fixed) == 1 else 've'} no "
+                             f"single gold position (leave them out of --tasks)")
+
+    def default_tasks(self) -> tuple[str, ...]:
+        return swept_tasks()
+
+    def depth_bin(self, index: int) -> DepthBin:
+        return sample_bin(index, self.bins)
+
+    def row_problem(self, spec: TaskSpec, index: int, row: Mapping[str, Any]) -> str | None:
+        family = get_family(spec.family.name)
+        if not family.sweepable:
+            return None
+        return family.bin_miss(row["gold_depths"], sample_bin(index, self.bins))
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--depths", type=int, default=None, metavar="N",
+            help=f"build the position-controlled variant instead of the default config: "
+                 f"config <tokenizer>--depthN, where sample i's gold needle(s) or gold "
+                 f"document(s) sit in depth bin i mod N (N = 2..{MAX_DEPTH_BINS}; e.g. "
+                 f"10); all else as the default, same per-sample seeds. Tasks: those whose "
+                 f"family places its gold items (the needle and QA tasks, the default with "
+                 f"--depths)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "DepthSweep | None":
+        return None if args.depths is None else cls(args.depths)
+
 
 #: The prompt mode an output-budget variant is counted in (builder.tokenizer.PROMPT_MODES).
 OUTPUT_BUDGET_MODE = "reasoning"
 
 
-def output_budget_suffix(budget: int) -> str:
-    """`out16k` for 16384 (a multiple of 1024 in K, as lengths are written), else `out<N>`."""
-    return f"out{budget // 1024}k" if budget % 1024 == 0 else f"out{budget}"
-
-
+@register_variant
 @dataclass(frozen=True)
-class VariantKind:
-    """One kind of variant."""
+class OutputBudget(Variant):
+    """A reserved output budget for reasoning models (`ruler build --output-budget N`)."""
 
-    field: str  # the BuildConfig field and the key in the manifest's "variant" entry
-    suffix: Callable[[Any], str]  # value -> config-name suffix
-    title: str  # the card's heading
-    doc: str  # the card's explanation: what differs from the default config and why
+    budget: int
 
+    field = "output_budget"
+    title = "Reserved output budget, for reasoning models (`ruler build --output-budget N`)"
+    doc = (
+        "Models that think before they answer need room for the thinking and no pre-filled "
+        "answer (RULER's maintainers advise, for a 128K model, about 112K of input and 16K "
+        "of output: NVIDIA/RULER issue #99). In config `<tokenizer>--out<N>` (`out16k` for "
+        "16384): the prompt is the tokenizer's chat template with the user turn `input` and "
+        "a generation prompt, with no `answer_prefix` (prompt mode `reasoning`; "
+        "`answer_prefix` is kept in the rows as data only); every row is fitted to "
+        "`length` = prompt tokens + the reserved budget <= L, and `tokens_to_generate` "
+        "holds that budget instead of the task's own (the Tasks table keeps upstream's "
+        "per-task budgets), so `max_tokens = tokens_to_generate` is right for these rows; "
+        "samples use the same per-sample seeds as the tokenizer's default config (the same "
+        "keys, values and questions wherever they do not depend on the haystack's size, "
+        "with a shorter haystack); scoring is unchanged: RULER's metrics on the answer, the "
+        "text after the model's reasoning ends (`ruler eval --mode reasoning`, the default "
+        "for these configs, stores both the raw output and the answer, and counts rows "
+        "whose reasoning ran out of budget)."
+    )
 
-VARIANTS: tuple[VariantKind, ...] = (
-    VariantKind(
-        field="depth_bins",
-        suffix=lambda n: f"depth{n}",
-        title="Position-controlled configs (`ruler build --depths N`)",
-        doc=(
-            "Config `<tokenizer>--depth<N>` holds the needle (niah_*) and QA tasks with the gold "
-            "position swept over N equal depth bins of the context (bin b: a `gold_depths` value "
-            "in [b/N, (b+1)/N)): sample i's queried needle(s), or its gold document(s) (their "
-            "mean start), sit in bin i mod N, so every bin holds samples/N rows of every task "
-            "and length, and the rows give a depth x length picture (upstream RULER reports one "
-            "score per task and length). Placement: essay haystacks use the points of "
-            "upstream's 40-point sentence grid that fall inside the bin, nearest its centre "
-            "(several queried needles take several points, and share one when the bin has too "
-            "few); noise and needle-line haystacks use the line nearest the bin's centre; QA "
-            "moves its gold document(s) as one block to the document slot nearest the bin's "
-            "centre, and a distractor document spanning the whole bin moves to the far end of "
-            "the context first. Depth is aimed by the token counts of the "
-            "units and checked on the row's recorded token depth (the build refuses a row "
-            "outside its bin, `ruler verify` checks every row). Other needles, distractors, "
-            "the documents chosen, templates, budgets and length fitting follow the default "
-            "rules. Sample i keeps the seed of sample i in config `<tokenizer>`: same keys, "
-            "values, question and distractors, another position, so the two configs compare "
-            "sample by sample. vt, cwe and fwe are not built: their answers are spread over "
-            "the context."
-        ),
-    ),
-    VariantKind(
-        field="output_budget",
-        suffix=output_budget_suffix,
-        title="Reserved output budget, for reasoning models (`ruler build --output-budget N`)",
-        doc=(
-            "Models that think before they answer need room for the thinking and no pre-filled "
-            "answer (RULER's maintainers advise, for a 128K model, about 112K of input and 16K "
-            "of output: NVIDIA/RULER issue #99). In config `<tokenizer>--out<N>` (`out16k` for "
-            "16384): the prompt is the tokenizer's chat template with the user turn `input` and "
-            "a generation prompt, with no `answer_prefix` (prompt mode `reasoning`; "
-            "`answer_prefix` is kept in the rows as data only); every row is fitted to "
-            "`length` = prompt tokens + the reserved budget <= L, and `tokens_to_generate` "
-            "holds that budget instead of the task's own (the Tasks table keeps upstream's "
-            "per-task budgets), so `max_tokens = tokens_to_generate` is right for these rows; "
-            "samples use the same per-sample seeds as the tokenizer's default config (the same "
-            "keys, values and questions wherever they do not depend on the haystack's size, "
-            "with a shorter haystack); scoring is unchanged: RULER's metrics on the answer, the "
-            "text after the model's reasoning ends (`ruler eval --mode reasoning`, the default "
-            "for these configs, stores both the raw output and the answer, and counts rows "
-            "whose reasoning ran out of budget)."
-        ),
-    ),
-)
+    @property
+    def value(self) -> int:
+        return self.budget
 
+    def suffix(self) -> str:
+        """`out16k` for 16384 (a multiple of 1024 in K, as lengths are written), else
+        `out<N>`."""
+        b = self.budget
+        return f"out{b // 1024}k" if b % 1024 == 0 else f"out{b}"
 
-def variant_of(cfg: Any) -> dict[str, Any]:
-    """The variant parameters set on a BuildConfig (empty for the default config)."""
-    return {k.field: getattr(cfg, k.field) for k in VARIANTS
-            if getattr(cfg, k.field, None) is not None}
+    def check(self, cfg: Any) -> None:
+        """Refuse a budget that leaves no room for a prompt at some requested length."""
+        budget = self.budget
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise RulerError(f"--output-budget must be a positive integer, got {budget!r}")
+        short = sorted(L for L in cfg.lengths if L <= budget)
+        if short:
+            raise RulerError(f"--output-budget {budget} leaves no room for the prompt at "
+                             f"length(s) {', '.join(map(str, short))}: every length must exceed "
+                             f"it (e.g. --lengths 32k,64k,128k for a 16K budget)")
 
+    def prompt_mode(self, tokenizer: "Tokenizer") -> str:
+        if not tokenizer.has_chat_template:
+            raise RulerError(f"--output-budget builds prompts for reasoning models (chat template "
+                             f"with a generation prompt); tokenizer {tokenizer.name!r} has no "
+                             f"chat template")
+        return OUTPUT_BUDGET_MODE
 
-def variant_config(base: str, variant: Mapping[str, Any]) -> str:
-    """The dataset config name of `variant` of tokenizer config `base`."""
-    return base + "".join(f"--{k.suffix(variant[k.field])}" for k in VARIANTS
-                          if k.field in variant)
+    def tokens_to_generate(self, spec: TaskSpec) -> int:
+        return self.budget
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--output-budget", type=int, default=None, metavar="N",
+            help="reasoning-model variant: reserve N tokens for the output in place of "
+                 "each task's tokens_to_generate and count prompts as a reasoning model "
+                 "gets them (chat template + generation prompt, no answer prefix); "
+                 "written as its own config <tokenizer>--out16k (N = 16384) and "
+                 "evaluated with `ruler eval --mode reasoning`")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "OutputBudget | None":
+        return None if args.output_budget is None else cls(args.output_budget)
 
 
-def check_one_variant(cfg: Any) -> None:
-    """A build makes the default config or one variant of it."""
-    chosen = variant_of(cfg)
-    if len(chosen) > 1:
-        raise RulerError(f"one variant per build: got {', '.join(sorted(chosen))}; build each "
-                         f"into its own config with its own command")
+@register_variant
+@dataclass(frozen=True)
+class Replicate(Variant):
+    """Replicate `index` of the default config: other per-sample seeds, nothing else changed
+    (`ruler build --replicate I`).
 
+    One flag value is one config, as for every variant (one `variant` entry and identity per
+    build in the manifest), so K replicates are K builds: `--replicate 1` .. `--replicate K`
+    (the README shows the loop)."""
 
-def reserved_output_budget(build: Mapping[str, Any]) -> int | None:
-    """A build entry's reserved output budget, or None for a config without one."""
-    value = (build.get("variant") or {}).get("output_budget")
-    return None if value is None else int(value)
+    index: int
 
+    field = "replicate"
+    title = "Replicate configs, for seed-to-seed variance (`ruler build --replicate I`)"
+    doc = (
+        "Config `<tokenizer>--rep<I>` is an independent redraw of the benchmark: the same "
+        "tasks, lengths, sample count, templates, budgets and length fitting as config "
+        "`<tokenizer>`, with every sample's seed drawn from the name `<tokenizer>--rep<I>` "
+        "instead of `<tokenizer>` (other needles, keys, values, questions, haystack "
+        "positions and documents). Evaluating a model on `<tokenizer>` and on replicates "
+        "1..K measures how much its score moves with the draw of the samples alone, beside "
+        "the per-row intervals `ruler report` gives; `ruler compare` pairs two runs on the "
+        "same replicate, never across replicates (their rows differ)."
+    )
 
-def with_output_budget(spec: TaskSpec, output_budget: int | None) -> TaskSpec:
-    """The task as a variant builds it: `tokens_to_generate` = the reserved budget."""
-    return spec if output_budget is None else dataclasses.replace(spec, output_budget=output_budget)
+    @property
+    def value(self) -> int:
+        return self.index
 
+    def suffix(self) -> str:
+        return f"rep{self.index}"
 
-def check_output_budget(output_budget: int | None, lengths: tuple[int, ...]) -> None:
-    """Refuse a budget that leaves no room for a prompt at some requested length."""
-    if output_budget is None:
-        return
-    if isinstance(output_budget, bool) or not isinstance(output_budget, int) or output_budget < 1:
-        raise RulerError(f"--output-budget must be a positive integer, got {output_budget!r}")
-    short = sorted(L for L in lengths if L <= output_budget)
-    if short:
-        raise RulerError(f"--output-budget {output_budget} leaves no room for the prompt at "
-                         f"length(s) {', '.join(map(str, short))}: every length must exceed it "
-                         f"(e.g. --lengths 32k,64k,128k for a 16K budget)")
+    def check(self, cfg: Any) -> None:
+        index = self.index
+        if isinstance(index, bool) or not isinstance(index, int) or index < 1:
+            raise RulerError(f"--replicate must be a positive integer, got {index!r}")
+
+    def seed_name(self, base_config: str) -> str:
+        return self.config_name(base_config)
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--replicate", type=int, default=None, metavar="I",
+            help="build replicate I (1, 2, ...) of the default config: config "
+                 "<tokenizer>--repI, same tasks, lengths and samples with other per-sample "
+                 "seeds, to measure seed-to-seed variance (K replicates: one build per I)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "Replicate | None":
+        return None if args.replicate is None else cls(args.replicate)

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import canonical_row_bytes, temp_prefix
+from ruler.builder.manifest import canonical_row_bytes
 from ruler.builder.schema import ROW_SCHEMA
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
@@ -86,10 +86,7 @@ class SplitWriter:
         self._content = hashlib.sha256()
         self.rows = 0
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, self._tmp = tempfile.mkstemp(dir=self.path.parent,
-                                             prefix=temp_prefix(self.path, temp_tag),
-                                             suffix=".tmp")
+            fd, self._tmp = temp_file_beside(self.path, temp_tag)
         except OSError as e:
             raise self._failed(e) from None
         self._sink = _Sink(fd)
@@ -144,7 +141,7 @@ class SplitWriter:
                 self._sink.close()
                 self._check()
                 try:
-                    os.chmod(self._tmp, 0o644)  # mkstemp makes 0600; a dataset is for sharing
+                    os.chmod(self._tmp, FILE_MODE)
                     if self.publish:
                         os.replace(self._tmp, self.path)
                 except OSError as e:

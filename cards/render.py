@@ -17,18 +17,17 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import yaml
 
+from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_atomic
 from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import (MANIFEST_NAME, manifest_lock, read_manifest,
-                                    remove_stale_temps, temp_prefix, write_text_atomic)
-from ruler.builder.schema import GOLD_POSITION_DOC, ROW_SCHEMA
+from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
+from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards.repeated import repeated_section
+from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
-from ruler.eval.integrations.inspect_usage import card_section as inspect_card_section
-from ruler.eval.integrations.lm_eval_export import card_section as lm_eval_card_section
 
 CARD_NAME = "README.md"
 TEMPLATE_PATH = Path(__file__).resolve().parent / "template.md"
@@ -45,6 +44,8 @@ COLUMN_DOCS: Mapping[str, str] = {
     "max_seq_length": "the split's L: the context length the row was built for",
     "index": "sample number 0..N-1 within (task, L)",
     "input": "the raw prompt (task template with its context), no chat template applied",
+    "context": "`input` up to the question: instruction, haystack (see below)",
+    "question": "the rest of `input`: the task's query text after the context",
     "answer_prefix": "text the assistant turn starts with (pre-filled, not generated)",
     "outputs": "the references the metric looks for in the prediction",
     "length": "exact tokens the model is given (chat template, or BOS + text for base "
@@ -61,44 +62,31 @@ COLUMN_DOCS: Mapping[str, str] = {
 
 # --- YAML front matter -----------------------------------------------------------------------
 
-def _task_order(task: str) -> tuple[int, str]:
-    # upstream's task order; unknown names (should not happen) sort last, by name
-    order = list(TASKS)
-    return (order.index(task) if task in order else len(order), task)
+def _built_configs(manifest: Manifest) -> list[str]:
+    """The configs that have split files, by name (a build entry alone shows nothing)."""
+    return [c for c in manifest.configs() if manifest.files_of(c)]
 
 
-def _files_by_config(manifest: Mapping[str, Any]) -> dict[str, dict[str, dict[int, int]]]:
-    """config -> task -> length -> rows, from the manifest's file entries."""
-    out: dict[str, dict[str, dict[int, int]]] = {}
-    for entry in manifest["files"].values():
-        tasks = out.setdefault(entry["config"], {})
-        tasks.setdefault(entry["task"], {})[entry["max_seq_length"]] = entry["rows"]
-    return {c: {t: out[c][t] for t in sorted(out[c], key=_task_order)} for c in sorted(out)}
-
-
-def _lengths(tasks: Mapping[str, Mapping[int, int]]) -> list[int]:
-    return sorted({L for by_length in tasks.values() for L in by_length})
-
-
-def configs_yaml(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
+def configs_yaml(manifest: Manifest) -> list[dict[str, Any]]:
     """One config per tokenizer (all tasks) and one per tokenizer and task; splits = lengths."""
     configs = []
-    for config, tasks in _files_by_config(manifest).items():
+    for config in _built_configs(manifest):
         configs.append({"config_name": config, "data_files": [
-            {"split": str(L), "path": f"data/{config}/*/{L}.parquet"} for L in _lengths(tasks)]})
-        for task, by_length in tasks.items():
+            {"split": str(L), "path": f"data/{config}/*/{L}.parquet"}
+            for L in manifest.lengths(config)]})
+        for task in manifest.tasks(config):
             configs.append({"config_name": f"{config}--{task}", "data_files": [
-                {"split": str(L), "path": f"data/{config}/{task}/{L}.parquet"}
-                for L in sorted(by_length)]})
+                {"split": str(f.max_seq_length), "path": f.path}
+                for f in manifest.files_of(config, tasks=[task])]})
     return configs
 
 
-def _used_sources(manifest: Mapping[str, Any]) -> list[str]:
-    ids = {sid for build in manifest["builds"].values() for sid in build.get("sources", {})}
+def _used_sources(manifest: Manifest) -> list[str]:
+    ids = {sid for build in manifest.builds.values() for sid in build.sources or {}}
     return [sid for sid in SOURCES if sid in ids] + sorted(ids - set(SOURCES))
 
 
-def licence_yaml(manifest: Mapping[str, Any]) -> dict[str, str]:
+def licence_yaml(manifest: Manifest) -> dict[str, str]:
     """The Hub `license` field for what the rows actually contain."""
     used = set(_used_sources(manifest))
     if "essays" in used:  # text (c) Paul Graham sits next to generated and CC BY-SA text
@@ -117,8 +105,8 @@ def _size_category(rows: int) -> str:
     return "1M<n<10M"
 
 
-def front_matter(manifest: Mapping[str, Any]) -> dict[str, Any]:
-    rows = sum(f["rows"] for f in manifest["files"].values())
+def front_matter(manifest: Manifest) -> dict[str, Any]:
+    rows = sum(f.rows for f in manifest.files.values())
     return {
         "pretty_name": "RULER (tokenizer-exact builds)",
         "language": ["en"],
@@ -156,27 +144,26 @@ def _yes(flag: bool) -> str:
 
 # --- body sections ---------------------------------------------------------------------------
 
-def contents_table(manifest: Mapping[str, Any]) -> str:
+def contents_table(manifest: Manifest) -> str:
     rows = []
-    for config, tasks in _files_by_config(manifest).items():
-        build = manifest["builds"].get(config, {})
-        tok = build.get("tokenizer", {})
+    for config in _built_configs(manifest):
+        build = manifest.build(config)
+        tok = build.tokenizer
         origin = f"{tok['repo']}@{tok['revision'] or 'unrecorded revision'}" if tok.get("repo") \
             else tok.get("kind")
-        lengths = _lengths(tasks)
         rows.append([_code(config), f"{tok.get('name', config)} ({origin})",
-                     build.get("prompt_mode"), len(tasks),
-                     ", ".join(f"`{L}`" for L in lengths), build.get("samples"),
-                     sum(sum(t.values()) for t in tasks.values()),
-                     _yes(bool(build.get("official")))])
+                     build.prompt_mode, len(manifest.tasks(config)),
+                     ", ".join(f"`{L}`" for L in manifest.lengths(config)), build.samples,
+                     sum(f.rows for f in manifest.files_of(config)),
+                     _yes(bool(build.official))])
     if not rows:
         return "This folder holds no split files yet."
     return _table(["config", "tokenizer", "prompt", "tasks", "splits (L)", "samples per task",
                    "rows", "official"], rows)
 
 
-def task_table(manifest: Mapping[str, Any]) -> str:
-    built = {t for tasks in _files_by_config(manifest).values() for t in tasks}
+def task_table(manifest: Manifest) -> str:
+    built = {f.task for f in manifest.files.values()}
     rows = []
     for spec in TASKS.values():
         if spec.name not in STANDARD_TASKS and spec.name not in built:
@@ -202,13 +189,13 @@ def _type_name(t: pa.DataType) -> str:
     return {"string": "string", "int64": "int64", "double": "float64"}.get(str(t), str(t))
 
 
-def packages_table(manifest: Mapping[str, Any]) -> str:
-    packages = manifest.get("packages", {})
+def packages_table(manifest: Manifest) -> str:
+    packages = manifest.packages or {}
     return _table(["package", "version"], [[p, v] for p, v in sorted(packages.items())])
 
 
-def build_section(config: str, build: Mapping[str, Any]) -> str:
-    tok = build.get("tokenizer", {})
+def build_section(config: str, build: BuildEntry) -> str:
+    tok = build.tokenizer
     template = _code(tok.get("chat_template_sha256")) if tok.get("chat_template_sha256") \
         else "none (base prompt: `input` + `answer_prefix` with the tokenizer's own special " \
         "tokens, e.g. BOS)"
@@ -218,20 +205,20 @@ def build_section(config: str, build: Mapping[str, Any]) -> str:
         f"repo {_code(tok.get('repo'))}, revision {_code(tok.get('revision'))}; "
         f"files equal the registry's pin: {_yes(bool(tok.get('pinned')))}",
         f"- chat template sha256: {template}",
-        f"- prompt mode: `{build.get('prompt_mode')}`; seed: `{build.get('seed')}`; "
-        f"samples per task and length: {build.get('samples')}",
-        *(["- variant: " + ", ".join(f"`{k}={v}`" for k, v in build["variant"].items())
-           + " (see Variant configs)"] if build.get("variant") else []),
+        f"- prompt mode: `{build.prompt_mode}`; seed: `{build.seed}`; "
+        f"samples per task and length: {build.samples}",
+        *(["- variant: " + ", ".join(f"`{k}={v}`" for k, v in build.variant.items())
+           + " (see Variant configs)"] if build.variant else []),
         f"- official build (pinned tokenizer, official sources): "
-        f"{_yes(bool(build.get('official')))}",
-        f"- lengths counted by: {counting_text(build.get('counting') or [])}",
+        f"{_yes(bool(build.official))}",
+        f"- lengths counted by: {counting_text(build.counting or [])}",
         f"- package versions that shape the rows: "
-        f"{', '.join(f'{p} {v}' for p, v in sorted((build.get('packages') or {}).items())) or '—'}",
+        f"{', '.join(f'{p} {v}' for p, v in sorted((build.packages or {}).items())) or '—'}",
         "",
         _table(["tokenizer file", "sha256"],
                [[f, _code(h)] for f, h in sorted(tok.get("files", {}).items())]), "",
     ]
-    sources = build.get("sources", {})
+    sources = build.sources or {}
     if sources:
         lines.append(_table(
             ["source", "file", "sha256", "official", "official sha256"],
@@ -249,13 +236,12 @@ def counting_text(methods: Sequence[str]) -> str:
     return "; ".join(f"{COUNTING_METHODS.get(m, m)} (`{m}`)" for m in methods)
 
 
-def builds_section(manifest: Mapping[str, Any]) -> str:
-    builds = manifest.get("builds", {})
-    return "\n\n".join(build_section(c, builds[c]) for c in sorted(builds))
+def builds_section(manifest: Manifest) -> str:
+    return "\n\n".join(build_section(c, manifest.build(c)) for c in manifest.configs())
 
 
-def official_note(manifest: Mapping[str, Any]) -> str:
-    unofficial = sorted(c for c, b in manifest.get("builds", {}).items() if not b.get("official"))
+def official_note(manifest: Manifest) -> str:
+    unofficial = [c for c in manifest.configs() if not manifest.build(c).official]
     if not unofficial:
         return ""
     names = ", ".join(f"`{c}`" for c in unofficial)
@@ -268,7 +254,7 @@ def differences_table() -> str:
     return _table(["scope", "what differs", "why"], DIFFERENCES)
 
 
-def licence_list(manifest: Mapping[str, Any]) -> str:
+def licence_list(manifest: Manifest) -> str:
     lines = [f"- The generator (`ruler-bench`) and the rows it synthesises: {GENERATOR_LICENSE}."]
     for sid in _used_sources(manifest):
         spec = SOURCES.get(sid)
@@ -281,19 +267,19 @@ def licence_list(manifest: Mapping[str, Any]) -> str:
 
 # --- the card --------------------------------------------------------------------------------
 
-def _example(manifest: Mapping[str, Any]) -> tuple[str, str, str, list[int]]:
-    by_config = _files_by_config(manifest)
-    if not by_config:
+def _example(manifest: Manifest) -> tuple[str, str, str, list[int]]:
+    configs = _built_configs(manifest)
+    if not configs:
         return "<tokenizer>", "<task>", "<L>", []
-    config = next(iter(by_config))
-    tasks = by_config[config]
-    lengths = _lengths(tasks)
-    return config, next(iter(tasks)), str(lengths[0]), lengths
+    config = configs[0]
+    lengths = manifest.lengths(config)
+    return config, manifest.tasks(config)[0], str(lengths[0]), lengths
 
 
-def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
-                revision: str | None = None) -> str:
-    """The card's text. `repo_id`/`revision` (set by `ruler release`) fill the load examples."""
+def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | None = None,
+                sections: Sequence[CardSection] = USAGE_SECTIONS) -> str:
+    """The card's text. `repo_id`/`revision` (set by `ruler release`) fill the load examples;
+    `sections` are the usage sections the template shows (`cards.sections`)."""
     front = yaml.safe_dump(front_matter(manifest), sort_keys=False, allow_unicode=True,
                            width=1000)
     config, task, split, lengths = _example(manifest)
@@ -301,7 +287,7 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
     revision_arg = f', revision="{revision}"' if revision else ""
     two = (f'ds = load_dataset("{repo}", "{config}", split="{lengths[0]}+{lengths[1]}"'
            f'{revision_arg})\n') if len(lengths) > 1 else ""
-    generator = manifest.get("generator", {})
+    generator = manifest.generator or {}
     body = Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(
         generator=f"{generator.get('name')} {generator.get('version')}",
         official_note=official_note(manifest),
@@ -311,6 +297,7 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
         revision_arg=revision_arg, two_splits_line=two,
         revision_example=revision or "<tag>",
         schema_table=_table(["column", "type", "meaning"], schema_rows()),
+        prompt_split_doc=PROMPT_SPLIT_DOC,
         gold_doc=GOLD_POSITION_DOC,
         repeated_section=repeated_section(manifest),
         packages_table=packages_table(manifest),
@@ -318,8 +305,7 @@ def render_card(manifest: Mapping[str, Any], repo_id: str | None = None,
         differences_table=differences_table(),
         variants_section=variants_section(manifest),
         licence_list=licence_list(manifest),
-        lm_eval_section=lm_eval_card_section(manifest, repo_id, revision),
-        inspect_section=inspect_card_section(manifest, repo_id, revision),
+        **{s.key: s.body(manifest, repo_id, revision) for s in sections},
     )
     return f"---\n{front}---\n\n{body}"
 
@@ -330,13 +316,13 @@ def write_card(out_dir: Path) -> Path:
     cards a killed writer left are removed (under the lock no other writer is mid-write)."""
     out_dir = Path(out_dir)
     path = out_dir / CARD_NAME
-    text = render_card(read_manifest(out_dir))
+    text = render_card(Manifest.load(out_dir))
     remove_stale_temps(path)
     write_text_atomic(path, text)  # never a half-written card beside finished data
     return path
 
 
-def card_is_current(text: str, manifest: Mapping[str, Any]) -> bool:
+def card_is_current(text: str, manifest: Manifest) -> bool:
     """Whether `text` is the card `manifest` renders: locally (no repo), or for the repo and
     tag a card rendered by `ruler release` names in its evaluation example."""
     if text == render_card(manifest):
@@ -363,7 +349,7 @@ def refresh_card(out_dir: Path) -> bool:
     leftovers = any(path.parent.glob(f"{temp_prefix(path)}*tmp"))
     try:
         current = path.is_file() and card_is_current(path.read_text(encoding="utf-8"),
-                                                     read_manifest(out_dir))
+                                                     Manifest.load(out_dir))
     except UnicodeDecodeError:
         current = False
     if current and not leftovers:

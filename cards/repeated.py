@@ -3,9 +3,7 @@ source, where a source ran out before L (manifest field `repeated_share`)."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
-
-from ruler.builder.manifest import REPEATED_FIELD
+from ruler.builder.manifest import Manifest
 
 INTRO = (
     "Some sources hold less text than a long context needs: SQuAD v2.0 dev has 1,204 distinct "
@@ -21,10 +19,10 @@ INTRO = (
 )
 
 
-def repeated_section(manifest: Mapping[str, Any]) -> str:
+def repeated_section(manifest: Manifest) -> str:
     """The section, ending in a blank line; "" when no file repeats its source."""
-    rows = sorted(((f["config"], f["task"], f["max_seq_length"], f[REPEATED_FIELD])
-                   for f in manifest["files"].values() if f.get(REPEATED_FIELD)),
+    rows = sorted(((f.config, f.task, f.max_seq_length, f.repeated_share)
+                   for f in manifest.files.values() if f.repeated_share),
                   key=lambda r: (r[0], r[2], r[1]))
     if not rows:
         return ""

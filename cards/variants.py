@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from ruler.builder.manifest import Manifest
+from ruler.builder.variants import variant_kinds
 
-from ruler.builder.variants import VARIANTS
 
-
-def variants_section(manifest: Mapping[str, Any]) -> str:
+def variants_section(manifest: Manifest) -> str:
     """One subsection per kind of variant the manifest's builds hold, ending in a blank line;
-    "" when none does (the card then reads as it did before variants existed)."""
-    builds = manifest.get("builds", {})
+    "" when none does (the card then reads as it did before variants existed). Each kind's
+    heading and explanation are its class's (`title`, `doc`): a registered variant brings its
+    own section."""
+    variants = {c: manifest.build(c).variant or {} for c in manifest.configs()}
     parts = []
-    for kind in VARIANTS:
-        configs = {c: b["variant"][kind.field] for c, b in sorted(builds.items())
-                   if kind.field in (b.get("variant") or {})}
+    for kind in variant_kinds():
+        configs = {c: v[kind.field] for c, v in variants.items() if kind.field in v}
         if configs:
             listed = ", ".join(f"`{c}` ({kind.field} = {v})" for c, v in configs.items())
             parts.append(f"### {kind.title}\n\n{kind.doc}\n\nConfigs here: {listed}.")

@@ -17,9 +17,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ruler.builder.build import BuildConfig, run_build
+from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.niah import gold_values_in_order
+from ruler.builder.variants import DepthSweep
 from ruler.eval.data import open_dataset
 from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP
 from ruler.eval.report import write_report
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="ruler-depth-example-"))
     report = run_build(BuildConfig(tokenizer=args.tokenizer, tasks=NIAH,
                                    lengths=(4096, 8192, 16384, 32768), samples=args.samples,
-                                   out=work / "data", depth_bins=10))
+                                   out=work / "data", variant=DepthSweep(10)))
     ds = open_dataset(str(work / "data"))
     records = {}
     for f in ds.files(report.config):

@@ -1,4 +1,4 @@
-"""`ruler eval`, `ruler score`, `ruler report`.
+"""`ruler eval`, `ruler score`, `ruler report`, `ruler compare`.
 
 Only argparse wiring lives here; vLLM, torch and matplotlib are imported by the handlers'
 callees when a command runs, so `ruler --help` stays fast.
@@ -17,6 +17,8 @@ from ruler.eval.backends import add_backend_arguments, backend_names, get_backen
 
 if TYPE_CHECKING:
     from ruler.eval.backends import BackendOptions
+    from ruler.eval.runner import EvalConfig
+    from ruler.eval.score import ScoreReport
 
 _SHOWN = 10
 
@@ -25,6 +27,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     _register_eval(sub)
     _register_score(sub)
     _register_report(sub)
+    _register_compare(sub)
 
 
 def _register_eval(sub: argparse._SubParsersAction) -> None:
@@ -165,6 +168,26 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_report_cmd)
 
 
+def _register_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="paired comparison of two runs on the same rows (A - B, with test)",
+        description="Row by row, run A minus run B per task x length and per length over all "
+                    "tasks, on the\nrows both runs answered: the difference, its 95 % "
+                    "interval (paired bootstrap) and a\npaired test (McNemar's exact test "
+                    "where rows are 0/1, else a paired bootstrap). Runs on\ndifferent configs "
+                    "or builds (content hashes) are refused; rows answered in one run only\n"
+                    "are named.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_a", type=Path, metavar="RUN_A",
+                   help="results folder (or its scores.json)")
+    p.add_argument("run_b", type=Path, metavar="RUN_B",
+                   help="results folder (or its scores.json)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="also write compare.md, compare.json and compare.png here")
+    p.add_argument("--no-plots", action="store_true")
+    p.set_defaults(func=run_compare_cmd)
+
+
 def _json_object(text: str) -> dict:
     import json
 
@@ -180,13 +203,14 @@ def _json_object(text: str) -> dict:
 
 # --- handlers -------------------------------------------------------------------------------
 
-def run_eval_cmd(args: argparse.Namespace) -> int:
+def eval_config(args: argparse.Namespace) -> "EvalConfig":
+    """`ruler eval`'s flags as the run's configuration (the CLI and `ruler.evaluate`)."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
-    from ruler.eval.runner import EvalConfig, run_eval
+    from ruler.eval.runner import EvalConfig
 
     out = args.out or Path("results") / re.sub(r"[^\w.-]+", "--", Path(args.model).name)
     opts = backend_options(args)
-    cfg = EvalConfig(
+    return EvalConfig(
         model=args.model, data=args.data, tokenizer_config=args.tokenizer_config, out=out,
         backend=args.backend, tasks=parse_tasks(args.tasks) if args.tasks else (),
         lengths=parse_lengths(args.lengths) if args.lengths else (), mode=args.mode,
@@ -195,6 +219,13 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
         backend_options=opts, chat_template_kwargs=args.chat_template_kwargs,
         reasoning_end_marker=args.reasoning_end_marker,
         reasoning_parser=args.reasoning_parser, render_workers=args.render_workers)
+
+
+def run_eval_cmd(args: argparse.Namespace) -> int:
+    from ruler.eval.runner import run_eval
+
+    cfg = eval_config(args)
+    out = cfg.out
     outcome = run_eval(cfg)
     for note in outcome.notes:
         print(note)
@@ -225,14 +256,21 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
     return get_backend(args.backend).options(args)
 
 
-def run_score_cmd(args: argparse.Namespace) -> int:
+def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
+    """Score `ruler score`'s predictions and write scores.json (the CLI and `ruler.score`);
+    returns the report and the folder written."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.eval.data import open_dataset
     from ruler.eval.integrations.sources import read_predictions
     from ruler.eval.predictions import index_records
     from ruler.eval.results_folder import SCORES_NAME
-    from ruler.eval.score import (check_scores_owner, default_scores_folder, run_cells,
-                                  score_source, write_scores)
+    from ruler.eval.score import (
+        check_scores_owner,
+        default_scores_folder,
+        run_cells,
+        score_source,
+        write_scores,
+    )
 
     if args.limit is not None and args.limit < 1:
         raise RulerError(f"--limit must be >= 1, got {args.limit}")
@@ -253,6 +291,13 @@ def run_score_cmd(args: argparse.Namespace) -> int:
     out = args.out or default_scores_folder(args.predictions)
     check_scores_owner(out / SCORES_NAME, report.predictions)
     write_scores(out / SCORES_NAME, report)
+    return report, out
+
+
+def run_score_cmd(args: argparse.Namespace) -> int:
+    from ruler.eval.results_folder import SCORES_NAME
+
+    report, out = score_to_folder(args)
     for c in report.cells:
         score = "n/a" if c.score is None else f"{c.score:.2f}"
         print(f"{c.task:24s} {c.max_seq_length:>7d}  {score:>6s}  ({c.scored}/{c.rows} scored, "
@@ -284,6 +329,18 @@ def run_report_cmd(args: argparse.Namespace) -> int:
         files = {f.key: f.content_sha256 for f in ds.files(scores["config"])}
     _print_report(args.results, args.out, args.threshold, files, not args.no_plots,
                   args.depth_bins, args.min_depth_samples)
+    return 0
+
+
+def run_compare_cmd(args: argparse.Namespace) -> int:
+    from ruler.eval.compare import compare_runs, to_markdown, write_comparison
+
+    c = compare_runs(args.run_a, args.run_b)
+    print(to_markdown(c))
+    if args.out:
+        write_comparison(c, args.out, plots=not args.no_plots)
+        print(f"wrote {args.out}/compare.md, compare.json"
+              + ("" if args.no_plots else ", compare.png"))
     return 0
 
 

@@ -18,10 +18,8 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import MANIFEST_NAME, check_split_files, data_path, read_manifest
-from ruler.builder.manifest_schema import check_manifest
 from ruler.builder.hashing import file_sha256
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, check_split_files, data_path
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -47,30 +45,28 @@ class Dataset:
     spec: str  # what the user passed: a folder or ORG/NAME
     revision: str | None
     root: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     # files whose bytes were checked against the manifest (each is hashed once per run)
     _checked: set = field(default_factory=set, compare=False, repr=False)
 
     @property
     def configs(self) -> list[str]:
-        return sorted(self.manifest.get("builds", {}))
+        return self.manifest.configs()
 
-    def build(self, config: str) -> dict[str, Any]:
-        builds = self.manifest.get("builds", {})
-        if config not in builds:
+    def build(self, config: str) -> BuildEntry:
+        build = self.manifest.build(config)
+        if build is None:
             raise RulerError(f"dataset {self.spec} has no tokenizer config {config!r}; it has: "
-                             f"{', '.join(sorted(builds)) or 'none'}")
-        return builds[config]
+                             f"{', '.join(self.configs) or 'none'}")
+        return build
 
     def files(self, config: str, tasks: Sequence[str] | None = None,
               lengths: Sequence[int] | None = None) -> list[SplitFile]:
         """The split files of a config, filtered; an asked-for task or length that is absent
         is an error (a typo must not turn into an empty, perfect-looking run)."""
         self.build(config)
-        entries = [(rel, e) for rel, e in self.manifest.get("files", {}).items()
-                   if e.get("config") == config]
-        have_tasks = {e["task"] for _, e in entries}
-        have_lengths = {int(e["max_seq_length"]) for _, e in entries}
+        have_tasks = set(self.manifest.tasks(config))
+        have_lengths = set(self.manifest.lengths(config))
         for t in tasks or ():
             if t not in have_tasks:
                 raise RulerError(f"dataset {self.spec} config {config!r} has no task {t!r}; it "
@@ -79,13 +75,11 @@ class Dataset:
             if int(L) not in have_lengths:
                 raise RulerError(f"dataset {self.spec} config {config!r} has no length {L}; it "
                                  f"has: {', '.join(map(str, sorted(have_lengths)))}")
-        order = {t: i for i, t in enumerate(TASKS)}
-        out = [SplitFile(config, e["task"], int(e["max_seq_length"]), self.root / rel,
-                         e["content_sha256"], int(e["rows"]))
-               for rel, e in entries
-               if (not tasks or e["task"] in tasks)
-               and (not lengths or int(e["max_seq_length"]) in {int(L) for L in lengths})]
-        return sorted(out, key=lambda f: (f.max_seq_length, order.get(f.task, 99), f.task))
+        # by length, then in upstream's task order (files_of's order within a length)
+        entries = sorted(self.manifest.files_of(config, tasks or None, lengths or None),
+                         key=lambda e: e.max_seq_length)
+        return [SplitFile(config, e.task, e.max_seq_length, self.root / e.path,
+                          e.content_sha256, e.rows) for e in entries]
 
     def rows(self, f: SplitFile, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """The rows of one split file (optionally only some columns), after checking its
@@ -105,10 +99,10 @@ class Dataset:
     def _check(self, f: SplitFile) -> None:
         if f.path in self._checked:
             return
-        entry = self.manifest["files"][data_path(f.config, f.task, f.max_seq_length)]
+        entry = self.manifest.file(data_path(f.config, f.task, f.max_seq_length))
         if not f.path.is_file():
             raise RulerError(f"{f.path} is listed in the manifest of {self.spec} but missing")
-        if file_sha256(f.path) != entry["sha256"]:
+        if file_sha256(f.path) != entry.sha256:
             raise RulerError(f"{f.path} differs from the manifest of {self.spec} (sha256): the "
                              f"file was changed after the build; rebuild or re-download it")
         self._checked.add(f.path)
@@ -120,8 +114,8 @@ def default_config(ds: Dataset) -> str:
     return _only_config(ds.spec, ds.manifest)
 
 
-def _only_config(spec: str, manifest: dict[str, Any]) -> str:
-    configs = sorted(manifest.get("builds", {}))
+def _only_config(spec: str, manifest: Manifest) -> str:
+    configs = manifest.configs()
     if len(configs) == 1:
         return configs[0]
     if not configs:
@@ -140,8 +134,8 @@ def open_dataset(spec: str, revision: str | None = None, config: str | None = No
     if path.is_dir():
         if not (path / MANIFEST_NAME).is_file():
             raise RulerError(f"{path} is not a ruler build: it has no {MANIFEST_NAME}")
-        manifest = read_manifest(path)  # checked: split files of known configs, tasks, lengths
-        check_split_files(path, manifest["files"])  # reached through no link below the folder
+        manifest = Manifest.load(path)  # checked: split files of known configs, tasks, lengths
+        check_split_files(path, manifest.files)  # reached through no link below the folder
         return Dataset(spec, None, path, manifest)
     if _HUB_ID.match(spec):
         return _open_hub(spec, revision, config, list(tasks or ()), list(lengths or ()),
@@ -160,16 +154,15 @@ def _open_hub(repo: str, revision: str | None, config: str | None, tasks: list[s
         revision = HfApi().dataset_info(repo, revision=revision).sha
         manifest_file = hf_hub_download(repo, MANIFEST_NAME, repo_type="dataset",
                                         revision=revision)
-        manifest = check_manifest(json.loads(Path(manifest_file).read_text(encoding="utf-8")),
-                                  f"{MANIFEST_NAME} of {repo}@{revision}")
+        manifest = Manifest.from_json(
+            json.loads(Path(manifest_file).read_text(encoding="utf-8")),
+            f"{MANIFEST_NAME} of {repo}@{revision}")
         # The snapshot's files are links into huggingface_hub's own cache (its blobs), which
         # it made from these checked paths: they are not checked for links.
         if config is None and one_config:
             config = _only_config(repo, manifest)
-        wanted = [rel for rel, e in manifest.get("files", {}).items()
-                  if (config is None or e.get("config") == config)
-                  and (not tasks or e["task"] in tasks)
-                  and (not lengths or int(e["max_seq_length"]) in lengths)]
+        wanted = [f.path for c in ([config] if config is not None else manifest.configs())
+                  for f in manifest.files_of(c, tasks or None, lengths or None)]
         root = Path(snapshot_download(repo, repo_type="dataset", revision=revision,
                                       allow_patterns=[MANIFEST_NAME, *wanted]))
     except RulerError:

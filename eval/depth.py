@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.builder.depths import bin_of
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.builder.tasks.family import DepthItem, first_gold_item, get_family
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred
 
@@ -143,14 +143,13 @@ class DepthTables:
 def depth_table(items: Mapping[str, Sequence[Sequence[float]]], bins: int,
                 min_samples: int = DEFAULT_MIN_SAMPLES) -> DepthTables:
     """Bin `items` ("task/L" -> [[depth, score], ...], as in scores.json)."""
-    order = {t: i for i, t in enumerate(TASKS)}
     cells: dict[str, dict[int, list[DepthCell]]] = {}
     for key, cell_items in items.items():
         if not cell_items:
             continue
         task, L = key.rsplit("/", 1)
         cells.setdefault(task, {})[int(L)] = bin_cells(cell_items, bins, min_samples)
-    tasks = sorted(cells, key=lambda t: (order.get(t, 99), t))
+    tasks = in_task_order(cells)
     cells = {t: dict(sorted(cells[t].items())) for t in tasks}
     lengths = sorted({L for by_L in cells.values() for L in by_L})
     niah_tasks = [t for t in tasks

@@ -14,6 +14,7 @@ import io
 from pathlib import Path
 from typing import Sequence
 
+from ruler.builder.atomic import replacing
 from ruler.eval.aggregate import format_length
 from ruler.eval.depth import DepthCell, DepthTables
 
@@ -141,6 +142,7 @@ def write_heatmaps(t: DepthTables, out: Path, model: str | None) -> list[Path]:
     for name, cells, title in jobs:
         fig, _, _ = heatmap_figure(cells, t.lengths, t.bins, title)
         paths.append(folder / name)
-        fig.savefig(paths[-1], dpi=HEATMAP_DPI)
+        with replacing(paths[-1]) as tmp:
+            fig.savefig(tmp, dpi=HEATMAP_DPI, format="png")
         plt.close(fig)
     return paths

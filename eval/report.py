@@ -12,6 +12,11 @@ for. When any row asked for is missing or failed — including whole cells a res
 run asked for (run.json) that its scores.json has not scored yet, as after an interrupted
 `ruler eval` — the results are partial: the effective length, Avg. and wAvg. are not given
 (nor the mean of a length with an incomplete cell), and the incomplete cells are named.
+
+Uncertainty (eval.report_intervals): every score with its 95 % interval where scores.json
+recorded its rows, and the mean per length, Avg. and wAvg. with bootstrap intervals over rows
+where those numbers are given; lengths whose interval contains the threshold are marked, since
+the effective length could go either way there. Older scores.json without rows: no intervals.
 """
 
 from __future__ import annotations
@@ -23,13 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import TASKS, in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.intervals import METHOD_TEXT, Interval
+from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
 from ruler.eval.serving import markdown as serving_markdown
 
@@ -53,6 +60,7 @@ class Report:
     incomplete: list[tuple[str, int]] = field(default_factory=list)
     unscored: set[tuple[str, int]] = field(default_factory=set)
     selection: dict[str, Any] = field(default_factory=dict)  # scores.json's (what was asked)
+    intervals: ReportIntervals | None = None  # None: the scores record no rows (older ones)
     # How the prompts were served and the server's prompt-count check (eval.serving)
     serving: list[dict[str, Any]] | None = None
     prompt_check: dict[str, int] | None = None
@@ -118,9 +126,9 @@ def load_scores(results: str | Path) -> dict[str, Any]:
 
 def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where: str) -> None:
     """Refuse scores made from other rows than the given dataset's (content hashes differ)."""
-    changed = sorted(k for k, sha in scores["dataset"]["files"].items()
+    changed = sorted(k for k, sha in recorded_files(scores).items()
                      if k in dataset_files and dataset_files[k] != sha)
-    absent = sorted(k for k in scores["dataset"]["files"] if k not in dataset_files)
+    absent = sorted(k for k in recorded_files(scores) if k not in dataset_files)
     if changed or absent:
         raise RulerError(f"{where} was scored on a different revision of the dataset: "
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
@@ -139,14 +147,13 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     config's own, else DEFAULT_DEPTH_BINS. `asked`: "task/L" cells asked for besides the
     scores' own files (a results folder's run), unscored ones making the results partial."""
     cells = {(c["task"], int(c["max_seq_length"])): c for c in scores["cells"]}
-    unscored = {_cell_key(k) for k in (*scores["dataset"]["files"], *asked)} - set(cells)
+    unscored = {_cell_key(k) for k in (*recorded_files(scores), *asked)} - set(cells)
     if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
-    order = {t: i for i, t in enumerate(TASKS)}
-    tasks = sorted({t for t, _ in (*cells, *unscored)}, key=lambda t: (order.get(t, 99), t))
+    tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
     incomplete = sorted([k for k, c in cells.items() if not cell_complete(c)] + list(unscored),
-                        key=lambda k: (k[1], order.get(k[0], 99), k[0]))
+                        key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
     for L in lengths:
         values = [cells[(t, L)]["score"] if (t, L) in cells else None for t in tasks]
@@ -158,9 +165,11 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     if "depth_items" in scores:
         bins = depth_bins or scores.get("depth_bins") or DEFAULT_DEPTH_BINS
         depth = depth_table(scores["depth_items"], bins, min_depth_samples)
+    summary = summarize(by_length, threshold, partial=bool(incomplete))
     return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
-                  cells, summarize(by_length, threshold, partial=bool(incomplete)), depth,
-                  scores.get("mode"), incomplete, unscored, scores.get("selection") or {},
+                  cells, summary, depth, scores.get("mode"), incomplete, unscored,
+                  scores.get("selection") or {},
+                  report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
                   scores.get("serving"), scores.get("prompt_check"))
 
 
@@ -172,7 +181,7 @@ def _run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     try:
         run = json.loads((folder / RUN_NAME).read_text(encoding="utf-8"))
         dataset = run["dataset"]
-        files = list(dataset["files"])
+        files = list(recorded_files(run))
     except (OSError, ValueError, KeyError, TypeError):
         return []  # no run here (scores of `ruler score`), or not one of ours
     own = (scores.get("predictions") or {}).get("path")
@@ -205,19 +214,21 @@ def to_markdown(r: Report) -> str:
                "|---" * (len(cols) + 4) + "|",
                f"| {r.summary.effective_label} | "
                + " | ".join(_underline(s.by_length[L], s.threshold) for L in r.lengths)
-               + f" | {_fmt(s.avg)} | {_fmt(s.wavg_inc)} | {_fmt(s.wavg_dec)} |", "",
+               + f" | {_fmt(s.avg)} | {_fmt(s.wavg_inc)} | {_fmt(s.wavg_dec)} |",
+               *_interval_row(r), "",
                f"Per-length score: the plain mean of the {len(r.tasks)} task scores. "
                f"Effective length: the largest length whose score exceeds {s.threshold} at it "
                f"and at every shorter length (scores above it are underlined); weights of "
                f"wAvg: k/{len(r.lengths) * (len(r.lengths) + 1) // 2} for the k-th shortest "
-               f"length (inc) or longest (dec).", ""]
+               f"length (inc) or longest (dec).", "", *_uncertainty_text(r)]
     table = ["## Scores per task", "", "| Task | " + " | ".join(cols) + " |",
              "|---" * (len(cols) + 1) + "|"]
     for t in r.tasks:
-        table.append(f"| {t} | " + " | ".join(_cell(r.cells.get((t, L))) for L in r.lengths)
-                     + " |")
+        table.append(f"| {t} | " + " | ".join(_cell(r.cells.get((t, L)), _ci(r, t, L))
+                                               for L in r.lengths) + " |")
     table.append(f"| **{r.mean_label}** | "
-                 + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" for L in r.lengths) + " |")
+                 + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
+                              for L in r.lengths) + " |")
     reasoning = r.mode == "reasoning"
     counts = ["", "## Rows: answered / nulls / skipped / failed / missing"
               + (" / budget exhausted" if reasoning else ""), "",
@@ -244,15 +255,50 @@ def to_markdown(r: Report) -> str:
                      + ([""] + depth if depth else [])) + "\n"
 
 
+def _ci(r: Report, task: str | None, L: int) -> str:
+    """" [low, high]" after a cell's score (task None: the length's mean), "" without one."""
+    if r.intervals is None:
+        return ""
+    i = r.intervals.by_length.get(L) if task is None else r.intervals.cells.get((task, L))
+    return f" {format_interval(i)}" if i else ""
+
+
+def _interval_row(r: Report) -> list[str]:
+    """The headline table's second row: the 95 % interval of each number above it, lengths
+    where the threshold lies inside it marked ‡."""
+    ri = r.intervals
+    if ri is None or all(i is None for i in ri.by_length.values()):
+        return []
+    marked = [format_interval(ri.by_length[L]) + (" ‡" if L in ri.uncertain else "")
+              if ri.by_length[L] else "n/a" for L in r.lengths]
+    tail = [format_interval(i) or "n/a" for i in (ri.avg, ri.wavg_inc, ri.wavg_dec)]
+    return ["| 95 % interval | " + " | ".join(marked + tail) + " |"]
+
+
+def _uncertainty_text(r: Report) -> list[str]:
+    """The uncertain lengths in words, and the method, where the report has intervals."""
+    ri = r.intervals
+    if ri is None:
+        return []
+    lines = []
+    if ri.uncertain:
+        where = ", ".join(format_length(L) for L in ri.uncertain)
+        lines += [f"‡ Uncertain at {where}: the interval contains the threshold "
+                  f"{r.summary.threshold}, so whether the length passes, and with it the "
+                  f"effective length ({r.summary.effective_label}), could go either way at this "
+                  f"sample size.", ""]
+    return lines + [f"Uncertainty: {METHOD_TEXT} Score cells show `score [low, high]`.", ""]
+
+
 def _underline(v: float | None, threshold: float) -> str:
     return "n/a" if v is None else (f"<ins>{v:.1f}</ins>" if v > threshold else f"{v:.1f}")
 
 
-def _cell(c: dict | None) -> str:
+def _cell(c: dict | None, ci: str = "") -> str:
     if c is None:
         return "—"
     flag = "*" if c["skipped"] or c["errors"] or c["missing"] else ""
-    return _fmt(c["score"], 2) + flag
+    return _fmt(c["score"], 2) + flag + ci
 
 
 def _counts(c: dict | None, reasoning: bool = False) -> str:
@@ -276,19 +322,25 @@ def to_csv(r: Report) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["task", "max_seq_length", "metric", "score", "rows", "scored", "nulls",
-                "skipped", "errors", "missing", "budget_exhausted"])
+                "skipped", "errors", "missing", "budget_exhausted", "ci_low", "ci_high"])
+    ri = r.intervals
     for t in r.tasks:
         for L in r.lengths:
             c = r.cells.get((t, L))
             if c:
                 w.writerow([t, L, c["metric"], "" if c["score"] is None else c["score"],
                             c["rows"], c["scored"], c["nulls"], c["skipped"], c["errors"],
-                            c["missing"], c.get("budget_exhausted", 0)])
+                            c["missing"], c.get("budget_exhausted", 0),
+                            *_csv_interval(ri.cells.get((t, L)) if ri else None)])
     for L in r.lengths:
         v = r.summary.by_length[L]
         w.writerow([r.mean_label, L, "mean", "" if v is None else round(v, 4), "", "", "", "",
-                    "", "", ""])
+                    "", "", "", *_csv_interval(ri.by_length.get(L) if ri else None)])
     return buf.getvalue()
+
+
+def _csv_interval(i: Interval | None) -> list:
+    return ["", ""] if i is None else i.to_json()
 
 
 def to_json(r: Report) -> dict[str, Any]:
@@ -309,7 +361,10 @@ def to_json(r: Report) -> dict[str, Any]:
         "incomplete_cells": [f"{t}/{L}" for t, L in r.incomplete],
         "coverage": {t: {str(L): r.coverage(t, L) for L in r.lengths
                          if r.coverage(t, L) is not None} for t in r.tasks},
-        "cells": [r.cells[k] for k in sorted(r.cells)],
+        # scores.json keeps the rows' values; the report only their intervals
+        "cells": [{k: v for k, v in r.cells[c].items() if k != "row_scores"}
+                  for c in sorted(r.cells)],
+        "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,
     }
 
@@ -325,23 +380,28 @@ def plot(r: Report, out: Path) -> list[Path]:
     paths = []
     fig, ax = plt.subplots(figsize=(9, 5.5))
     colors = plt.get_cmap("tab20").colors  # 13 tasks: tab10 would repeat colours
+    ri = r.intervals
     for n, t in enumerate(r.tasks):
         ys = [r.cells[(t, L)]["score"] if (t, L) in r.cells else None for L in xs]
-        ax.plot(labels, [float("nan") if y is None else y for y in ys], marker="osD^v"[n % 5],
-                color=colors[n % len(colors)], label=t)
+        cis = [ri.cells.get((t, L)) if ri else None for L in xs]
+        ax.errorbar(labels, [float("nan") if y is None else y for y in ys],
+                    yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
+                    color=colors[n % len(colors)], label=t)
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
            title=f"RULER per task: {r.model or ''}")
     ax.legend(fontsize=7, ncol=2, loc="lower left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     paths.append(out / "scores_by_task.png")
-    fig.savefig(paths[-1], dpi=110)
+    with replacing(paths[-1]) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     means = [r.summary.by_length[L] for L in xs]
-    ax.plot(labels, [float("nan") if m is None else m for m in means], marker="o",
-            label=r.mean_label)
+    ax.errorbar(labels, [float("nan") if m is None else m for m in means], marker="o",
+                yerr=_error_bars(means, [ri.by_length.get(L) if ri else None for L in xs]),
+                capsize=4, label=r.mean_label + (" (95 % interval)" if ri else ""))
     ax.axhline(r.summary.threshold, color="gray", linestyle="--",
                label=f"threshold {r.summary.threshold}")
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
@@ -350,9 +410,18 @@ def plot(r: Report, out: Path) -> list[Path]:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     paths.append(out / "scores_overall.png")
-    fig.savefig(paths[-1], dpi=110)
+    with replacing(paths[-1]) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
     plt.close(fig)
     return paths
+
+
+def _error_bars(ys: list[float | None], intervals: list[Interval | None]) -> list[list[float]]:
+    """Matplotlib's asymmetric yerr ([below], [above]): 0 where there is no interval."""
+    below = [0.0 if y is None or i is None else max(0.0, y - i.low) for y, i in zip(ys, intervals)]
+    above = [0.0 if y is None or i is None else max(0.0, i.high - y)
+             for y, i in zip(ys, intervals)]
+    return [below, above]
 
 
 def write_report(results: str | Path, out: Path | None = None,
@@ -367,11 +436,11 @@ def write_report(results: str | Path, out: Path | None = None,
                      asked=_run_files(Path(results), scores))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(to_markdown(r), encoding="utf-8")
-    (out / "report.csv").write_text(to_csv(r), encoding="utf-8")
+    write_text_atomic(out / "report.md", to_markdown(r))
+    write_text_atomic(out / "report.csv", to_csv(r))
     write_json_atomic(out / "report.json", to_json(r))
     if r.depth:
-        (out / "report_depth.csv").write_text(depth_csv(r.depth), encoding="utf-8")
+        write_text_atomic(out / "report_depth.csv", depth_csv(r.depth))
     if plots:
         plot(r, out)
         if r.depth and r.depth.tasks:

@@ -28,19 +28,36 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.engine_env import addon_error
-from ruler.eval.predictions import (LONG_FIELDS, Key, Prediction, PredictionWriter, format_key,
-                                    index_records, iter_records)
-from ruler.eval.reasoning import (DEFAULT_END_MARKER, Extraction, extract_answer,
-                                  opens_reasoning, vllm_parser_extractor)
+from ruler.eval.predictions import (
+    LONG_FIELDS,
+    Key,
+    Prediction,
+    PredictionWriter,
+    format_key,
+    index_records,
+    iter_records,
+)
+from ruler.eval.reasoning import (
+    DEFAULT_END_MARKER,
+    Extraction,
+    extract_answer,
+    opens_reasoning,
+    vllm_parser_extractor,
+)
 from ruler.eval.render import Renderer
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, hold_results_folder
+from ruler.eval.results_folder import (
+    PREDICTIONS_NAME,
+    RUN_NAME,
+    hold_results_folder,
+    recorded_files,
+)
 from ruler.eval.score import score_folder
 from ruler.eval.serving import prepare_backend, record_serving
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
@@ -152,10 +169,10 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
 
 def _prompt_mode(ds: Dataset, cfg: EvalConfig) -> str:
     build = ds.build(cfg.tokenizer_config)
-    mode = cfg.mode or build.get("prompt_mode") or "chat"
+    mode = cfg.mode or build.prompt_mode or "chat"
     if mode not in PROMPT_MODES:
         raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
-    if mode == OUTPUT_BUDGET_MODE and reserved_output_budget(build) is None:
+    if mode == OUTPUT_BUDGET_MODE and reserved_output_budget(build.variant) is None:
         raise RulerError(
             f"--mode reasoning needs rows fitted with a reserved output budget, and config "
             f"{cfg.tokenizer_config!r} was built without one: build the variant with `ruler "
@@ -215,11 +232,8 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
     has results for must be the very same rows (content hash) as now. Returns the run record
     to write once the backend has started, and the folder's previous one (None if new)."""
     settings = _run_settings(cfg, mode)
-    info = {"dataset": {"spec": cfg.data, "revision": ds.revision,
-                        "config": cfg.tokenizer_config, "files": {}},
-            "model": cfg.model, "backend": cfg.backend, **settings}
     path = out / RUN_NAME
-    old = None
+    old, before, kept = None, {}, {}
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         for field_, new in (("model", cfg.model), *settings.items()):
@@ -229,12 +243,13 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
         if old["dataset"]["config"] != cfg.tokenizer_config:
             raise RulerError(f"results folder {out} holds tokenizer config "
                              f"{old['dataset']['config']!r}, not {cfg.tokenizer_config!r}")
-        _check_same_files(old["dataset"]["files"], _selection_fingerprint(files), str(out))
-        info["dataset"]["files"] = dict(old["dataset"]["files"])
-        for kept in ("backend", "backends", "max_model_len", "serving"):
-            if kept in old:
-                info[kept] = old[kept]
-    info["dataset"]["files"].update(_selection_fingerprint(files))
+        before = dict(recorded_files(old))
+        _check_same_files(before, _selection_fingerprint(files), str(out))
+        kept = {k: old[k] for k in ("backend", "backends", "max_model_len", "serving") if k in old}
+    info = {"dataset": {"spec": cfg.data, "revision": ds.revision,
+                        "config": cfg.tokenizer_config,
+                        "files": {**before, **_selection_fingerprint(files)}},
+            "model": cfg.model, "backend": cfg.backend, **settings, **kept}
     return info, old
 
 

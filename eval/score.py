@@ -9,7 +9,9 @@ Each (task, L) cell of the selection gets upstream's task score over the rows th
 answered; rows skipped (too long for the model), failed, or absent from the predictions are
 counted and listed, never scored as zero. A selection with a row missing or failed is partial:
 the report then withholds the averages over it (`ruler.eval.report`). Predictions whose key
-is not a row of the dataset are listed as unknown. A prediction carrying a `data_sha256`
+is not a row of the dataset are listed as unknown. Each cell also keeps its answered rows'
+values (`row_scores`) and its score's 95 % interval (`ruler.eval.intervals`), which the report
+and `ruler compare` read. A prediction carrying a `data_sha256`
 different from the split file's is an error: it was made from another revision of the dataset.
 """
 
@@ -22,17 +24,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.manifest import write_json_atomic
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.integrations.sources import fingerprint, read_predictions
-from ruler.eval.metrics import postprocess_pred, task_score
-from ruler.eval.predictions import (LONG_FIELDS, Key, format_key, index_records,
-                                    read_records)
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.intervals import score_interval
+from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
+from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.serving import prompt_check
 
 SCORES_FORMAT = "ruler-scores/1"
@@ -54,6 +56,14 @@ class CellScore:
     skip_reasons: list[str] = field(default_factory=list)
     # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
     budget_exhausted: int = 0
+    # The answered rows' values (0..1, `ROW_METRICS` on the post-processed prediction) as
+    # [[index, value], ...] in row order: what intervals and paired comparisons are computed
+    # from (`ruler report`, `ruler compare`). `score` stays upstream's aggregate.
+    row_scores: list[list[float]] = field(default_factory=list)
+    # The score's 95 % interval on 0..100 ([low, high]) and how it was made
+    # (`ruler.eval.intervals`); None when no row was answered.
+    ci95: list[float] | None = None
+    ci_method: str | None = None
 
 
 def cell_done(cell: Mapping[str, Any]) -> int:
@@ -151,15 +161,13 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
     unknown = [format_key(k) for k in sorted(records) if k not in seen or
                records[k].get("_unknown")]
-    order = {t: i for i, t in enumerate(TASKS)}
     return ScoreReport(
         dataset={"spec": ds.spec, "revision": ds.revision,
                  "files": {f.key: f.content_sha256 for f in files}},
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
         depth_items=depth_items,
-        depth_bins=(ds.build(config).get("variant") or {}).get("depth_bins"),
-        selection={"tasks": sorted({f.task for f in files},
-                                   key=lambda t: (order.get(t, 99), t)),
+        depth_bins=(ds.build(config).variant or {}).get("depth_bins"),
+        selection={"tasks": in_task_order(f.task for f in files),
                    "lengths": sorted({f.max_seq_length for f in files}), "limit": limit,
                    "by": selected_by})
 
@@ -197,7 +205,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
     if len(metrics) != 1:
         raise RulerError(f"{f.path}: rows disagree on the metric: {sorted(metrics)}")
     metric = metrics.pop()
-    answered, refs, reasons = [], [], Counter()
+    answered, refs, answered_index, reasons = [], [], [], Counter()
     skipped = errors = exhausted = 0
     missing = []
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
@@ -215,14 +223,20 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
         else:
             answered.append(str(p["prediction"]))
             refs.append(list(rows[i]["outputs"]))
+            answered_index.append(i)
             if depth_items is not None:
                 depth_items.extend(row_items(rows[i], answered[-1]))
             exhausted += p.get("reasoning") == "budget_exhausted"
     score = task_score(metric, answered, refs) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
+    values = [ROW_METRICS[metric](postprocess_pred(a), r) for a, r in zip(answered, refs)]
+    interval = score_interval(values, key=f"{f.config}/{f.key}") if values else None
     cell = CellScore(f.task, f.max_seq_length, metric, score, len(considered), len(answered),
                      nulls, skipped, errors, len(missing), f.content_sha256,
-                     [f"{n}x {why}" for why, n in reasons.most_common()], exhausted)
+                     [f"{n}x {why}" for why, n in reasons.most_common()], exhausted,
+                     row_scores=[[i, v] for i, v in zip(answered_index, values)],
+                     ci95=interval.to_json() if interval else None,
+                     ci_method=interval.method if interval else None)
     return cell, missing
 
 
@@ -310,7 +324,7 @@ def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
-    keys = {tuple(k.split("/")) for k in run["dataset"]["files"]}
+    keys = {tuple(k.split("/")) for k in recorded_files(run)}
     files = [f for f in ds.files(run["dataset"]["config"])
              if (f.task, str(f.max_seq_length)) in keys]
     report = score_predictions(ds, records, files, model=run.get("model"),

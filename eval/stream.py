@@ -103,7 +103,7 @@ class PromptStream:
             return
         self._started = True
         if self.workers > 0:
-            from ruler.builder.build.config import default_start_method
+            from ruler.builder.pipeline.config import default_start_method
 
             method = self.start_method or default_start_method()
             context = multiprocessing.get_context(method)

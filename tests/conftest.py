@@ -1,18 +1,18 @@
 """Test-wide setup: pinned inputs from `../shared` (beside the checkout, also in CI).
 
 Library code never names that folder; tests point the documented environment variables at it.
+Helpers are plain modules in `helpers/`; this file holds only pytest hooks and fixtures.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(os.environ.get("RULER_SHARED") or Path(__file__).resolve().parents[2] / "shared")
-TOKENIZERS = SHARED / "tokenizers"
-SOURCES = SHARED / "sources"
+from helpers.paths import SHARED, SOURCES, TOKENIZERS
 
 os.environ.setdefault("RULER_TOKENIZERS", str(TOKENIZERS))
 os.environ.setdefault("RULER_SOURCES", str(SOURCES))
@@ -23,3 +23,66 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 def pytest_configure(config):
     if not TOKENIZERS.is_dir() or not SOURCES.is_dir():
         raise pytest.UsageError(f"pinned inputs not found at {SHARED}; set RULER_SHARED")
+
+
+# --- builds several modules read: built once per session ----------------------------------------
+# Read only: a test that changes a build copies it first (shutil.copytree into its tmp_path); a
+# change is caught when the session ends (the error names the build). ruler is imported inside
+# the fixtures: the environment above must be set before anything imports huggingface_hub.
+
+def _files(out: Path) -> dict[str, tuple[int, int]]:
+    """Every file of a build with its size and modification time (the manifest lock aside:
+    readers that take it touch it)."""
+    from ruler.builder.manifest import LOCK_NAME
+
+    return {p.relative_to(out).as_posix(): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(out.rglob("*")) if p.is_file() and p.name != LOCK_NAME}
+
+
+def _shared_build(tmp_path_factory, name: str, tokenizer: str, tasks: tuple[str, ...],
+                  lengths: tuple[int, ...], samples: int) -> Iterator[Path]:
+    from helpers.builds import build
+
+    out = tmp_path_factory.mktemp(name) / "ruler"
+    build(out, tokenizer, tasks, lengths, samples=samples, workers=1)
+    files = _files(out)
+    yield out
+    changed = sorted(set(files.items()) ^ set(_files(out).items()))
+    assert not changed, (f"a test changed the shared build {name} ({changed[:3]}): copy it "
+                         f"first (shutil.copytree into tmp_path)")
+
+
+@pytest.fixture(scope="session")
+def built_gpt4_niah(tmp_path_factory) -> Iterator[Path]:
+    """gpt-4: niah_single_1, niah_multikey_2 x 1024, 2048 x 3 samples (card, release)."""
+    yield from _shared_build(tmp_path_factory, "gpt4_niah", "gpt-4",
+                             ("niah_single_1", "niah_multikey_2"), (1024, 2048), 3)
+
+
+@pytest.fixture(scope="session")
+def built_qwen_three(tmp_path_factory) -> Iterator[Path]:
+    """qwen2.5: niah_single_1, vt, qa_1 x 1024 x 3 samples (the integrations: lm-eval
+    export, Inspect, lm-eval)."""
+    yield from _shared_build(tmp_path_factory, "qwen_three", "qwen2.5",
+                             ("niah_single_1", "vt", "qa_1"), (1024,), 3)
+
+
+@pytest.fixture(scope="session")
+def built_qwen_niah_vt(tmp_path_factory) -> Iterator[Path]:
+    """qwen2.5: niah_single_1, vt x 1024 x 4 samples (the openai backend, resumed evals)."""
+    yield from _shared_build(tmp_path_factory, "qwen_niah_vt", "qwen2.5",
+                             ("niah_single_1", "vt"), (1024,), 4)
+
+
+@pytest.fixture(scope="session")
+def built_qwen_niah(tmp_path_factory) -> Iterator[Path]:
+    """qwen2.5: niah_single_1 x 1024 x 4 samples (eval processes, backend results)."""
+    yield from _shared_build(tmp_path_factory, "qwen_niah", "qwen2.5", ("niah_single_1",),
+                             (1024,), 4)
+
+
+@pytest.fixture(scope="session")
+def built_gpt4_niah_single(tmp_path_factory) -> Iterator[Path]:
+    """gpt-4: niah_single_1 x 1024 x 2 samples (merge's shard, the command line's verify)."""
+    yield from _shared_build(tmp_path_factory, "gpt4_niah_single", "gpt-4", ("niah_single_1",),
+                             (1024,), 2)

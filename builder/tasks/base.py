@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
-from ruler.builder.depths import DepthBin, sample_bin
+from ruler.builder.depths import DepthBin
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import get_family
 
@@ -152,16 +152,21 @@ class TaskGenerator(ABC):
         """The largest haystack the inputs allow (None: unbounded)."""
         return None
 
-    def check_samples(self, num_samples: int) -> None:
+    def check_samples(self, num_samples: int) -> None:  # noqa: B027 (a hook: no limit by default)
         """Raise RulerError if the sources cannot supply `num_samples` samples."""
 
     def depth_bin(self, index: int) -> DepthBin | None:
-        """The bin sample `index`'s gold items go in, in a depth-swept build (`ctx.depth_bins`);
-        None where upstream's placement applies."""
-        bins = self.ctx.depth_bins
-        if bins is None or not get_family(self.spec.family.name).sweepable:
+        """The bin sample `index`'s gold items go in, as the build's variant says (a
+        depth-swept build); None where upstream's placement applies."""
+        if not get_family(self.spec.family.name).sweepable:
             return None
-        return sample_bin(index, bins)
+        return self.ctx.variant.depth_bin(index)
+
+    @property
+    def tokens_to_generate(self) -> int:
+        """The tokens a row reserves for the answer, as the build's variant says (upstream's
+        per-task budget by default)."""
+        return self.ctx.variant.tokens_to_generate(self.spec)
 
     @abstractmethod
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:

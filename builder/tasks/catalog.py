@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping, TypeVar
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 
 @dataclass(frozen=True)
@@ -43,14 +43,12 @@ class TaskSpec:
     family: FamilySpec
     params: Mapping[str, Any] = field(default_factory=dict)
     sources: tuple[str, ...] = ()  # ids in builder.sources.SOURCES this task reads
-    # A variant build's reserved output budget (builder.variants); None: upstream's budget.
-    output_budget: int | None = None
 
     @property
     def tokens_to_generate(self) -> int:
-        """The tokens a row reserves for the answer: upstream's per-family budget, or the
-        reserved output budget of an `--output-budget` variant."""
-        return self.output_budget or self.family.tokens_to_generate
+        """The tokens a row reserves for the answer: upstream's per-family budget (a build
+        variant may reserve another: builder.variants, TaskGenerator.tokens_to_generate)."""
+        return self.family.tokens_to_generate
 
     @property
     def metric(self) -> str:
@@ -281,3 +279,16 @@ def get_task(name: str) -> TaskSpec:
         raise RulerError(
             f"unknown task {name!r}; known tasks: {', '.join(TASKS)}"
         ) from None
+
+
+def task_rank(name: str) -> tuple[int, str]:
+    """Sort key of a task name in upstream's order (the catalog's); names it does not know
+    come after every task, by name."""
+    order = {task: i for i, task in enumerate(TASKS)}
+    return order.get(name, len(order)), name
+
+
+def in_task_order(names: Iterable[str]) -> list[str]:
+    """`names` (once each) in upstream's task order, unknown names after, by name: the order
+    of every list of tasks ruler shows (card, reports, exports)."""
+    return sorted(set(names), key=task_rank)

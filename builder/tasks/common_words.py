@@ -214,9 +214,14 @@ def check_row(row: Mapping) -> str | None:
     return strictly_most_frequent(counts, outputs)
 
 
-def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]]:
-    """No gold items: the answer is an aggregate over the whole list."""
-    return [], (0, 0)
+def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:
+    """No gold items (the answer is an aggregate over the whole list); the context is the
+    task's list, after the solved example's (the template's head opens both)."""
+    head, tail = template_ends(COMMON_WORDS.template)
+    text: str = row["input"]
+    if head not in text or not text.endswith(tail):
+        return "task text not found"
+    return [], (text.rindex(head) + len(head), len(text) - len(tail))
 
 
 FAMILY = register_family(TaskFamily(

@@ -55,6 +55,18 @@ def no_depth_columns(spec: TaskSpec) -> tuple[str, ...]:
     return ()
 
 
+def question_after_context(text: str, context_span: tuple[int, int]) -> int:
+    """Where a row's `question` starts in its `input`: at the template's text that follows the
+    context (upstream's templates all put the query there), past the newlines that end the
+    context's last line. The instruction before the context, and a solved example before
+    that (vt, cwe), stay in `context`: they hold no part of this sample's query, so a
+    query-agnostic compressor may see them. The cut is a clean junction ("...\\n" | "What"),
+    where the builder already cuts its pieces (`base.end_with_tail`), so the two parts
+    tokenized apart give the tokens of the whole."""
+    end = context_span[1]
+    return end + len(text[end:]) - len(text[end:].lstrip("\n"))
+
+
 @dataclass(frozen=True)
 class TaskFamily:
     """What the builder, `ruler verify` and the evaluator need of a family.
@@ -81,6 +93,11 @@ class TaskFamily:
             task `spec` beyond task, metric, outputs and gold_depths.
         depth_group: the group of tasks the depth report also averages this family's tasks
             into (its "all niah" heatmap), or None.
+        question_start: `question_start(input, context_span)`: where the row's `question`
+            starts in `input`, given the context's character span (`Draft.context_span`, or
+            re-derived by `gold_spans`); `context` is everything before it. The default,
+            `question_after_context`, suits templates that end with the query after the
+            context; the cut should be a clean junction (see builder.counting).
     """
 
     name: str
@@ -94,6 +111,17 @@ class TaskFamily:
     depth_items: Callable[[Mapping[str, Any]], list[DepthItem]] = first_gold_item
     depth_columns: Callable[[TaskSpec], tuple[str, ...]] = no_depth_columns
     depth_group: str | None = None
+    question_start: Callable[[str, tuple[int, int]], int] = question_after_context
+
+    def split_prompt(self, text: str, context_span: tuple[int, int]) -> tuple[str, str]:
+        """(`context`, `question`) of a row's `input`: `context + question == input`, the cut
+        where `question_start` puts it (never inside the context itself)."""
+        cut = self.question_start(text, context_span)
+        if not context_span[1] <= cut <= len(text):
+            raise ValueError(f"task family {self.name!r}: the question starts at character "
+                             f"{cut}, inside the context (which ends at {context_span[1]}) or "
+                             f"past the end of the input ({len(text)})")
+        return text[:cut], text[cut:]
 
     def bin_miss(self, depths: Sequence[float], bin: DepthBin) -> str | None:
         """None when a row's placed depths (from its recorded `depths`) lie in `bin`, else

@@ -48,7 +48,7 @@ class FreqWordsGenerator(TaskGenerator):
         self.alpha = float(p["alpha"])
         self.wordlen = int(p["coded_wordlen"])
         # Upstream subtracts tokens_to_generate from the budget before dividing (PR #93).
-        budget = max_seq_length - spec.tokens_to_generate
+        budget = max_seq_length - self.tokens_to_generate
         self.vocab_size = max(NUM_ANSWERS + 2, budget // TOKENS_PER_VOCAB_WORD)
 
     @property
@@ -117,9 +117,14 @@ def check_row(row: Mapping) -> str | None:
     return strictly_most_frequent(counts, outputs)
 
 
-def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]]:
-    """No gold items: the answer is an aggregate over the whole text."""
-    return [], (0, 0)
+def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:
+    """No gold items (the answer is an aggregate over the whole text); the context is the
+    coded text between the template's ends."""
+    head, tail = template_ends(FREQ_WORDS.template)
+    text: str = row["input"]
+    if not text.startswith(head) or not text.endswith(tail):
+        return "task text not found"
+    return [], (len(head), len(text) - len(tail))
 
 
 FAMILY = register_family(TaskFamily(

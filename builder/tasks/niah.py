@@ -49,7 +49,7 @@ _WORD_KEY_NUMBER_LINE = re.compile(
 
 def _split_needle(line: str) -> tuple[str, ...]:
     """A needle line cut before its key, "is:" and value, and inside them where no token of
-    a registry tokenizer spans the cut (tests/test_counting.py scans the vocabularies): an
+    a registry tokenizer spans the cut (tests/builder/test_counting.py scans the vocabularies): an
     adjective-noun key at its hyphen, a number after its first three digits (" 123" |
     "4567.\n"), a UUID between its runs of letters and of digits, and after every third
     digit of a run, each hyphen kept with the run after it (" 3" | "f" | "2" | "a" ... |
@@ -158,7 +158,8 @@ class NiahGenerator(TaskGenerator):
             units, sep, starts = self._line_units(rng, size, needles, taken, gold_needles,
                                                   swept)
 
-        template, prefix, type_v = self.spec.family.template, self.spec.family.answer_prefix, self.type_v
+        template, prefix = self.spec.family.template, self.spec.family.answer_prefix
+        type_v = self.type_v
         if self.num_q * self.num_v == 1:
             template, prefix, type_v = singular(template), singular(prefix), type_v[:-1]
         query = join_query([keys[i] for i in queried])

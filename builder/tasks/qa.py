@@ -28,8 +28,8 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ruler.builder.errors import RulerError
 from ruler.builder.depths import DepthBin
+from ruler.builder.errors import RulerError
 from ruler.builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
 from ruler.builder.tasks.catalog import QA
 from ruler.builder.tasks.family import DepthItem, TaskFamily, register_family

@@ -1,6 +1,6 @@
 """`ruler verify`, in one module per concern:
 
-  findings  Problem, FileResult, LoadResult, VerifyReport
+  findings  Problem, FileReport, LoadResult, VerifyReport
   folder    the manifest's structure and build entries, the identity and build keys
             recomputed from them, stray files, the card's configs
   rows      one split file: bytes, schema, content hash, every row's checks, re-tokenizing,

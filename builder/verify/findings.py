@@ -20,7 +20,10 @@ class Problem:
 
 
 @dataclass
-class FileResult:
+class FileReport:
+    """What verify found in one split file (the build's own `FileResult` is what building
+    or keeping a file gave)."""
+
     path: str
     rows: int = 0
     bytes_ok: bool = False
@@ -54,7 +57,7 @@ class LoadResult:
 @dataclass
 class VerifyReport:
     out: Path
-    files: list[FileResult] = field(default_factory=list)
+    files: list[FileReport] = field(default_factory=list)
     loads: list[LoadResult] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)  # folder-wide ones
 

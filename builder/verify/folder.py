@@ -5,23 +5,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Iterable
 
 import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
-from ruler.builder.manifest import MANIFEST_NAME, check_split_files, read_manifest
+from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
-from ruler.builder.variants import variant_config
+from ruler.builder.variants import variant_from_record
 from ruler.builder.verify.findings import Problem
 from ruler.cards.render import card_is_current, configs_yaml
 
 
-def load_manifest(out: Path) -> dict[str, Any]:
-    """The manifest, strictly: unlike `read_manifest`, a missing one is an error here. Its
+def load_manifest(out: Path) -> Manifest:
+    """The manifest, strictly: unlike `Manifest.load`, a missing one is an error here. Its
     structure is checked where it is read (`manifest_schema`), so every later check can
     index entries without guarding each access; its split files are reached through no
     symbolic link (`split_file`)."""
@@ -30,14 +30,14 @@ def load_manifest(out: Path) -> dict[str, Any]:
         raise RulerError(f"{out} is not a folder")
     if not path.is_file():
         raise RulerError(f"{path} not found: {out} is not a `ruler build` output folder")
-    manifest = read_manifest(out)
-    check_split_files(out, manifest["files"])
+    manifest = Manifest.load(out)
+    check_split_files(out, manifest.files)
     return manifest
 
 
-def manifest_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
+def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
     problems = []
-    listed = set(manifest["files"])
+    listed = set(manifest.files)
     on_disk, links = _data_tree(out)
     for rel in sorted(on_disk - listed):
         problems.append(Problem(rel, "Parquet file not listed in manifest.json"))
@@ -49,9 +49,10 @@ def manifest_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
                                 f"temporary file of a build that ended without publishing it "
                                 f"(process {stale.pid} no longer runs): run the build again, "
                                 f"which removes it, or delete it"))
-    for config, build in sorted(manifest["builds"].items()):
-        problems += build_problems(config, build, manifest["files"])
-        problems += identity_problems(config, build, manifest["files"])
+    for config in manifest.configs():
+        build, files = manifest.build(config), manifest.files_of(config)
+        problems += build_problems(config, build, files)
+        problems += identity_problems(config, build, files)
     return problems
 
 
@@ -71,72 +72,72 @@ def _data_tree(out: Path) -> tuple[set[str], list[str]]:
     return files, sorted(links)
 
 
-def identity_problems(config: str, build: Mapping[str, Any],
-                      files: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
+def identity_problems(config: str, build: BuildEntry,
+                      files: Iterable[FileEntry]) -> list[Problem]:
     """The build identity, recomputed from the entry's recorded fields (seed, samples, prompt
     mode, tokenizer record, package versions, generator version), must equal the recorded
     identity, and each file's build key must be the one that identity gives: an edited seed,
     revision or version cannot pass. Each file holds the build's sample count."""
     where = f"{MANIFEST_NAME} build {config!r}"
     recomputed = identity_of_build(build)
-    differs = identity_differences(build.get("identity") or {"identity": "missing"}, recomputed)
+    differs = identity_differences(build.identity or {"identity": "missing"}, recomputed)
     problems = []
     if differs:
         problems.append(Problem(where, f"its recorded identity does not match its fields "
                                        f"(identity -> fields: {'; '.join(differs)})"))
-    sources = build.get("sources") or {}
-    for rel, entry in sorted(files.items()):
-        if entry.get("config") != config:
-            continue
-        if entry["rows"] != build.get("samples"):
-            problems.append(Problem(rel, f"{entry['rows']} rows, the build's samples are "
-                                         f"{build.get('samples')}"))
-        spec = TASKS[entry["task"]]  # a known task: checked where the manifest is read
+    sources = build.sources or {}
+    for entry in sorted(files, key=lambda f: f.path):
+        rel = entry.path
+        if entry.rows != build.samples:
+            problems.append(Problem(rel, f"{entry.rows} rows, the build's samples are "
+                                         f"{build.samples}"))
+        spec = TASKS[entry.task]  # a known task: checked where the manifest is read
         hashes = {sid: (sources.get(sid) or {}).get("sha256") for sid in spec.sources}
-        key = file_key(recomputed, entry["task"], entry["max_seq_length"], hashes)
-        if entry.get("build_key") != key:
+        key = file_key(recomputed, entry.task, entry.max_seq_length, hashes)
+        if entry.build_key != key:
             problems.append(Problem(rel, "build_key is not the one the build's recorded seed, "
                                          "samples, tokenizer, package versions and sources "
                                          "give (an edited manifest?)"))
-        if entry.get("packages") != build.get("packages"):
+        if entry.packages != build.packages:
             problems.append(Problem(rel, "package versions differ from its build's"))
     return problems
 
 
-def build_problems(config: str, build: Mapping[str, Any],
-                    files: Mapping[str, Mapping[str, Any]]) -> list[Problem]:
+def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -> list[Problem]:
     """A build entry must agree with its files and with itself: `ruler release` trusts its
     `official` flag, so a hand-edited flag must not pass."""
     where = f"{MANIFEST_NAME} build {config!r}"
     problems = []
-    mine = [f for f in files.values() if f.get("config") == config]
-    tasks = {f["task"] for f in mine}
-    lengths = sorted({f["max_seq_length"] for f in mine})
-    if set(build.get("tasks", [])) != tasks or sorted(build.get("lengths", [])) != lengths:
-        problems.append(Problem(where, f"lists tasks {build.get('tasks')} and lengths "
-                                       f"{build.get('lengths')}, its files have "
+    mine = list(files)
+    tasks = {f.task for f in mine}
+    lengths = sorted({f.max_seq_length for f in mine})
+    if set(build.tasks or []) != tasks or sorted(build.lengths or []) != lengths:
+        problems.append(Problem(where, f"lists tasks {build.tasks} and lengths "
+                                       f"{build.lengths}, its files have "
                                        f"{sorted(tasks)} and {lengths}"))
-    sources = build.get("sources", {})
+    sources = build.sources or {}
     for sid, s in sorted(sources.items()):
         if bool(s.get("official")) != (s.get("sha256") == s.get("official_sha256")):
             problems.append(Problem(where, f"source {sid!r}: `official` disagrees with its "
                                            f"sha256 and official_sha256"))
-    official = bool(build.get("tokenizer", {}).get("pinned")) and all(
+    official = bool(build.tokenizer.get("pinned")) and all(
         s.get("official") and s.get("sha256") == s.get("official_sha256")
         for s in sources.values())
-    if bool(build.get("official")) != official:
-        problems.append(Problem(where, f"`official` is {build.get('official')}, but tokenizer "
+    if bool(build.official) != official:
+        problems.append(Problem(where, f"`official` is {build.official}, but tokenizer "
                                        f"pinned and official sources give {official}"))
-    variant = build.get("variant") or {}
-    if variant or build.get("identity", {}).get("variant"):
-        named = variant_config(config_name(str(build["tokenizer"].get("name"))), variant)
-        if named != config or build.get("identity", {}).get("variant") != variant:
+    variant = build.variant or {}
+    recorded = (build.identity or {}).get("variant")
+    if variant or recorded:
+        named = variant_from_record(variant).config_name(
+            config_name(str(build.tokenizer.get("name"))))
+        if named != config or recorded != variant:
             problems.append(Problem(where, f"variant {variant} does not match the config name "
                                            f"(expected {named!r}) or the build identity"))
     return problems
 
 
-def card_problems(out: Path, manifest: Mapping[str, Any]) -> list[Problem]:
+def card_problems(out: Path, manifest: Manifest) -> list[Problem]:
     """The card's `configs` must be exactly those the manifest implies (load_dataset reads
     them), and the whole card the one the manifest renders (a build killed between writing
     the manifest and the card leaves a stale one; a re-run of the build re-renders it)."""

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping
 
+from ruler.builder.manifest import Manifest
 from ruler.builder.verify.findings import LoadResult
 
 
-def expected_splits(manifest: Mapping[str, Any]) -> dict[tuple[str, str], int]:
+def expected_splits(manifest: Manifest) -> dict[tuple[str, str], int]:
     """(config name, split) -> rows, for every config the card declares."""
     expected: dict[tuple[str, str], int] = {}
-    for entry in manifest["files"].values():
-        c, t, L, n = entry["config"], entry["task"], str(entry["max_seq_length"]), entry["rows"]
+    for entry in manifest.files.values():
+        c, t, L, n = entry.config, entry.task, str(entry.max_seq_length), entry.rows
         expected[(c, L)] = expected.get((c, L), 0) + n
         expected[(f"{c}--{t}", L)] = n
     return dict(sorted(expected.items()))
 
 
-def check_loading(out: Path, manifest: Mapping[str, Any]) -> list[LoadResult]:
+def check_loading(out: Path, manifest: Manifest) -> list[LoadResult]:
     """`load_dataset` every config and split, as a user would, into a throw-away cache."""
     import datasets
 

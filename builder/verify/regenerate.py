@@ -6,9 +6,13 @@ them byte for byte equal to the stored rows proves far more than hashes can (has
 the files are what the manifest says; this proves the manifest's build made them). The same
 generators give `ruler verify` each QA question's gold documents.
 
-A `Regenerator` makes, per config and lazily in each process that needs one, the build's
-`Worker`: the tokenizer verify loaded (and checked against the manifest), the recorded seed and
-prompt mode, and the sources found here, each checked to be the bytes the build recorded.
+A `Regenerator` holds, per config, the build's recipe as the manifest records it
+(`BuildRecipe.from_manifest`: the tokenizer verify loaded and checked against the manifest,
+the recorded seed, prompt mode and variant, the sources found here), and makes from it,
+lazily in each process that needs one, the build's own `Worker`; each source the rows read is
+checked to be the bytes the build recorded. The recipes are made here, in the process that
+read the manifest, and sent to pool processes as they are (a plug-in variant travels as its
+class, which pickle imports there).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import random
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
-from ruler.builder.identity import content_packages
+from ruler.builder.manifest import BuildEntry
+from ruler.builder.packages import content_packages
+from ruler.builder.pipeline.recipe import BuildRecipe
 
 
 def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
@@ -30,9 +36,15 @@ def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
 
 
 class Regenerator:
-    def __init__(self, builds: Mapping[str, Mapping[str, Any]], tokenizers: Mapping[str, Any],
+    def __init__(self, builds: Mapping[str, BuildEntry], tokenizers: Mapping[str, Any],
                  sources_dir: str | os.PathLike | None):
-        self.builds, self.tokenizers, self.sources_dir = builds, tokenizers, sources_dir
+        self.builds, self.tokenizers = builds, tokenizers
+        # config -> its build's recipe, or a string saying why there is none
+        self.recipes: dict[str, BuildRecipe | str] = {
+            config: ("its tokenizer did not load (see above)" if tokenizers.get(config) is None
+                     else BuildRecipe.from_manifest(config, build, tokenizers[config],
+                                                    sources_dir))
+            for config, build in builds.items()}
         self._workers: dict[str, Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
@@ -41,22 +53,10 @@ class Regenerator:
     def _worker(self, config: str):
         """The config's Worker, or a string saying why there is none."""
         if config not in self._workers:
-            from ruler.builder.build.worker import Worker
-            from ruler.builder.context import BuildContext
-            from ruler.builder.tokenizer_registry import config_name
+            from ruler.builder.pipeline.worker import Worker
 
-            build, tok = self.builds.get(config) or {}, self.tokenizers.get(config)
-            if tok is None:
-                self._workers[config] = "its tokenizer did not load (see above)"
-            else:
-                # A variant config keeps the seeds of its tokenizer's default config.
-                variant = build.get("variant") or {}
-                seed_name = (config_name(str((build.get("tokenizer") or {}).get("name")))
-                             if variant else config)
-                ctx = BuildContext(tok, seed_name, build.get("seed"), self.sources_dir,
-                                   depth_bins=variant.get("depth_bins"))
-                self._workers[config] = Worker(ctx, build.get("prompt_mode"), config=config,
-                                               output_budget=variant.get("output_budget"))
+            recipe = self.recipes.get(config, "the manifest has no build of it")
+            self._workers[config] = recipe if isinstance(recipe, str) else Worker(recipe)
         return self._workers[config]
 
     def generator(self, config: str, task: str, max_seq_length: int):
@@ -66,7 +66,7 @@ class Regenerator:
         worker = self._worker(config)
         if isinstance(worker, str):
             return worker
-        recorded = (self.builds.get(config) or {}).get("sources") or {}
+        recorded = self.builds[config].sources or {}  # a worker exists: so does the build
         for sid in get_task(task).sources:
             try:
                 found = worker.ctx.source(sid)
@@ -85,16 +85,16 @@ class Regenerator:
         gen = self.generator(config, task, max_seq_length)
         if isinstance(gen, str):
             return gen
-        row, canonical, *_ = self._worker(config).make_row(task, max_seq_length, index)
-        return row, canonical
+        made = self._worker(config).make_row(task, max_seq_length, index)
+        return made.row, made.canonical
 
     def version_note(self, config: str) -> str:
         """Why a rebuilt row may differ besides damage: other package versions here."""
-        build = self.builds.get(config) or {}
+        build = self.builds.get(config)
         tok = self.tokenizers.get(config)
-        if tok is None or not build.get("packages"):
+        if tok is None or build is None or not build.packages:
             return ""
         here = content_packages(*tok.identity.content_kinds)
         changed = [f"{p} {v} recorded, {here.get(p)} here"
-                   for p, v in sorted(build["packages"].items()) if here.get(p) != v]
+                   for p, v in sorted(build.packages.items()) if here.get(p) != v]
         return f" (package versions differ: {', '.join(changed)})" if changed else ""

@@ -5,19 +5,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pyarrow.parquet as pq
 
-from ruler.builder.depths import sample_bin
 from ruler.builder.hashing import file_sha256
-from ruler.builder.manifest import canonical_row_bytes, content_sha256_rows
-from ruler.builder.schema import ROW_SCHEMA
+from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
+from ruler.builder.schema import ROW_SCHEMA, schema_problem
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
-from ruler.builder.tasks.family import get_family
-from ruler.builder.variants import with_output_budget
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, Problem
+from ruler.builder.tasks.family import family_of
+from ruler.builder.variants import NO_VARIANT, Variant
+from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
 
 
@@ -40,26 +39,21 @@ def sample_indices(n: int, full: bool, sample: int) -> set[int]:
 class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
-    def __init__(self, res: FileResult, entry: Mapping[str, Any], tokenizer, mode: str | None,
-                 plan: RowsPlan, variant: Mapping[str, Any] | None = None):
+    def __init__(self, res: FileReport, entry: FileEntry, tokenizer, mode: str | None,
+                 plan: RowsPlan, variant: Variant = NO_VARIANT):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
-        variant = variant or {}
-        spec = TASKS.get(entry["task"])
-        if spec is not None:  # a variant's budget (builder.variants) replaces the task's own
-            spec = with_output_budget(spec, variant.get("output_budget"))
-        # A depth-swept config: row i's gold must lie in bin i mod depth_bins.
-        self.family = get_family(spec.family.name) if spec is not None else None
-        self.depth_bins = variant.get("depth_bins") if self.family is not None \
-            and self.family.sweepable else None
-        self.expected = {"tokenizer": entry["config"], "task": entry["task"],
-                         "max_seq_length": entry["max_seq_length"]}
+        self.variant = variant  # the build's: its budget and its own row rule are expected
+        self.spec = spec = TASKS.get(entry.task)
+        self.expected = {"tokenizer": entry.config, "task": entry.task,
+                         "max_seq_length": entry.max_seq_length}
         if spec is not None:
-            self.expected.update(tokens_to_generate=spec.tokens_to_generate, metric=spec.metric)
+            self.expected.update(tokens_to_generate=variant.tokens_to_generate(spec),
+                                 metric=spec.metric)
         else:
-            res.problems.append(Problem(res.path, f"unknown task {entry['task']!r}"))
-        self.L = entry["max_seq_length"]
+            res.problems.append(Problem(res.path, f"unknown task {entry.task!r}"))
+        self.L = entry.max_seq_length
         self.fields_ok = self.answers_ok = spec is not None
 
     def __call__(self, i: int, row: dict) -> None:
@@ -72,6 +66,12 @@ class RowChecker:
             self.fields_ok = False
             self.res.problems.append(Problem(path, "; ".join(wrong), row=i))
             return  # a row of the wrong task would only add confusing answer findings
+        if row["context"] + row["question"] != row["input"]:
+            self.fields_ok = False
+            self.res.problems.append(Problem(path, f"context ({len(row['context'])} chars) + "
+                                                   f"question ({len(row['question'])} chars) "
+                                                   f"!= input ({len(row['input'])} chars)",
+                                             row=i))
         try:
             why = check_row(row)
         except Exception as e:  # a malformed row must be reported, not crash the run
@@ -79,8 +79,8 @@ class RowChecker:
         if why:
             self.answers_ok = False
             self.res.problems.append(Problem(path, f"answer not recoverable: {why}", row=i))
-        miss = self.depth_bins and self.family.bin_miss(row["gold_depths"],
-                                                        sample_bin(i, self.depth_bins))
+        # the variant's own rule (a depth sweep: row i's gold in bin i mod N)
+        miss = self.spec is not None and self.variant.row_problem(self.spec, i, row)
         if miss:
             self.answers_ok = False
             self.res.problems.append(Problem(path, miss, row=i))
@@ -130,6 +130,11 @@ class RowChecker:
             self.res.problems.append(Problem(self.res.path, f"gold items: {spans}", row=i))
             return
         offsets, (c0, c1) = spans
+        cut = family_of(row["task"]).question_start(row["input"], (c0, c1))
+        if cut != len(row["context"]):
+            self.res.problems.append(Problem(
+                self.res.path, f"question starts at character {len(row['context'])}, the "
+                               f"task family's split of input puts it at {cut}", row=i))
         marks = self.tokenizer.token_index_at(row["input"], [*offsets, c0, c1])
         gold, (t0, t1) = marks[:-2], marks[-2:]
         depths = [(p - t0) / max(1, t1 - t0) for p in gold]
@@ -161,21 +166,22 @@ class RowChecker:
                                f"{regen.version_note(row['tokenizer'])}", row=i))
 
 
-def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: str | None,
+def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                variant: Mapping[str, Any] | None = None) -> FileResult:
-    """Check one split file; `variant` is its build's (the manifest's `variant` entry)."""
-    res = FileResult(rel)
+                variant: Variant = NO_VARIANT) -> FileReport:
+    """Check one split file; `variant` is its build's (read from the manifest's `variant`
+    entry)."""
+    res = FileReport(rel)
     path = out / rel
     if not path.is_file():
         res.problems.append(Problem(rel, "missing (listed in manifest.json)"))
         return res
     size, digest = path.stat().st_size, file_sha256(path)
-    if size != entry.get("bytes") or digest != entry.get("sha256"):
+    if size != entry.bytes or digest != entry.sha256:
         res.problems.append(Problem(rel, f"file bytes differ from manifest.json ({size} bytes, "
-                                         f"sha256 {digest}; manifest: {entry.get('bytes')} "
-                                         f"bytes, sha256 {entry.get('sha256')})"))
+                                         f"sha256 {digest}; manifest: {entry.bytes} "
+                                         f"bytes, sha256 {entry.sha256})"))
     else:
         res.bytes_ok = True
     try:
@@ -185,11 +191,11 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
         res.problems.append(Problem(rel, f"not readable as Parquet: {type(e).__name__}: {e}"))
         return res
     if not schema.remove_metadata().equals(ROW_SCHEMA):
-        res.problems.append(Problem(rel, f"schema differs from ROW_SCHEMA: {schema}"))
+        res.problems.append(Problem(rel, schema_problem(schema)))
         return res
     n = parquet.metadata.num_rows
     plan = RowsPlan(sample_indices(n, full, sample),
-                    rows_to_regenerate(n, regenerate, entry["content_sha256"]), regenerator)
+                    rows_to_regenerate(n, regenerate, entry.content_sha256), regenerator)
     check = RowChecker(res, entry, tokenizer, mode, plan, variant)
 
     def rows():
@@ -207,12 +213,11 @@ def verify_file(out: Path, rel: str, entry: Mapping[str, Any], tokenizer, mode: 
     except Exception as e:
         res.problems.append(Problem(rel, f"not readable as Parquet: {type(e).__name__}: {e}"))
         return res
-    if res.rows != entry.get("rows"):
-        res.problems.append(Problem(rel, f"{res.rows} rows, manifest.json says "
-                                         f"{entry.get('rows')}"))
-    if content != entry.get("content_sha256"):
+    if res.rows != entry.rows:
+        res.problems.append(Problem(rel, f"{res.rows} rows, manifest.json says {entry.rows}"))
+    if content != entry.content_sha256:
         res.problems.append(Problem(rel, "row content differs from manifest.json "
                                          "(content_sha256)"))
-    res.content_ok = res.rows == entry.get("rows") and content == entry.get("content_sha256")
+    res.content_ok = res.rows == entry.rows and content == entry.content_sha256
     res.rows_ok, res.answers_ok = check.fields_ok, check.answers_ok
     return res

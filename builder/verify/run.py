@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.build.config import default_start_method
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileResult, VerifyReport
+from ruler.builder.manifest import BuildEntry, FileEntry
+from ruler.builder.pipeline.config import default_start_method
+from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
+from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
 from ruler.builder.verify.folder import card_problems, load_manifest, manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.regenerate import Regenerator
@@ -50,23 +52,24 @@ class FileChecks:
     spawn, tokenizers as load recipes)."""
 
     out: Path
-    builds: Mapping[str, Any]
+    builds: Mapping[str, BuildEntry]
     tokenizers: Mapping[str, Any]  # config -> Tokenizer, or None where it did not load
+    # config -> its build's variant, read from the manifest here (sent to pool processes as
+    # objects: a plug-in variant need not be registered there)
+    variants: Mapping[str, Variant]
     full: bool
     sample: int
     regenerate: int = 0
     regenerator: Regenerator | None = None
     full_unpinned: bool = False  # every row re-tokenized for tokenizers outside the registry
 
-    def __call__(self, job: tuple[str, Mapping[str, Any]]) -> FileResult:
+    def __call__(self, job: tuple[str, FileEntry]) -> FileReport:
         rel, entry = job
-        config = entry.get("config")
-        build = self.builds.get(config, {})
-        full = self.full or (self.full_unpinned
-                             and not (build.get("tokenizer") or {}).get("pinned"))
-        return verify_file(self.out, rel, entry, self.tokenizers.get(config),
-                           build.get("prompt_mode"), full, self.sample, self.regenerate,
-                           self.regenerator, build.get("variant"))
+        build = self.builds[entry.config]  # every file's config has a build entry (schema)
+        full = self.full or (self.full_unpinned and not build.tokenizer.get("pinned"))
+        return verify_file(self.out, rel, entry, self.tokenizers.get(entry.config),
+                           build.prompt_mode, full, self.sample, self.regenerate,
+                           self.regenerator, self.variants.get(entry.config, NO_VARIANT))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer
@@ -77,7 +80,7 @@ def _init_pool_process(checks: FileChecks) -> None:
     _checks = checks
 
 
-def _check_in_pool(job: tuple[str, Mapping[str, Any]]) -> FileResult:
+def _check_in_pool(job: tuple[str, FileEntry]) -> FileReport:
     return _checks(job)
 
 
@@ -99,18 +102,18 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
     report.problems += manifest_problems(out, manifest)
     report.problems += card_problems(out, manifest)
     toks: dict[str, Any] = {}
-    for config in sorted(manifest["builds"]):
-        toks[config], problems = tokenizer_for(config, manifest["builds"][config],
+    for config in manifest.configs():
+        toks[config], problems = tokenizer_for(config, manifest.build(config),
                                                tokenizers or {}, tokenizers_dir)
         report.problems += problems
     # The generators also give QA rows' gold documents, so they exist even without
     # `regenerate`; they load sources only when a check needs them.
-    checks = FileChecks(out, manifest["builds"], toks, full, sample, regenerate,
-                        Regenerator(manifest["builds"], toks, sources_dir), full_unpinned)
+    variants = {config: variant_from_record(build.variant)
+                for config, build in manifest.builds.items()}
+    checks = FileChecks(out, manifest.builds, toks, variants, full, sample, regenerate,
+                        Regenerator(manifest.builds, toks, sources_dir), full_unpinned)
     # Most tokens first, so the workers finish together; results are reported in path order.
-    jobs = sorted(manifest["files"].items(),
-                  key=lambda kv: -int(kv[1].get("max_seq_length") or 0)
-                  * int(kv[1].get("rows") or 0))
+    jobs = sorted(manifest.files.items(), key=lambda kv: -kv[1].max_seq_length * kv[1].rows)
     pool = None
     if workers > 1 and len(jobs) > 1:
         mp = multiprocessing.get_context(start_method or default_start_method())

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest import BuildEntry
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.verify.findings import Problem
 
 
-def tokenizer_for(config: str, build: Mapping[str, Any], overrides: Mapping[str, str],
+def tokenizer_for(config: str, build: BuildEntry, overrides: Mapping[str, str],
                    tokenizers_dir: str | None) -> tuple[Any, list[Problem]]:
     """The build's tokenizer, checked to be the one the manifest records."""
-    recorded = build.get("tokenizer", {})
+    recorded = build.tokenizer
     name = overrides.get(config) or recorded.get("name")
     where = f"config {config!r}"
     if not name:
@@ -27,8 +28,8 @@ def tokenizer_for(config: str, build: Mapping[str, Any], overrides: Mapping[str,
             or ident.chat_template_sha256 != recorded.get("chat_template_sha256"):
         return None, [Problem(where, f"tokenizer {name!r} loaded here has other files or chat "
                                      f"template than the build recorded in manifest.json")]
-    if recorded.get("pinned") and ident.pinned and (ident.repo, ident.revision) != (recorded.get("repo"),
-                                                                   recorded.get("revision")):
+    if recorded.get("pinned") and ident.pinned \
+            and (ident.repo, ident.revision) != (recorded.get("repo"), recorded.get("revision")):
         return None, [Problem(where, f"manifest.json records tokenizer {name!r} from "
                                      f"{recorded.get('repo')}@{recorded.get('revision')}, the "
                                      f"registry pins {ident.repo}@{ident.revision}")]

@@ -24,12 +24,29 @@ module and one line here (or, outside the package, one `register_backend(spec)` 
 from __future__ import annotations
 
 from ruler.eval.backends import fake, hf, openai, vllm
-from ruler.eval.backends.base import (Backend, BackendOptions, GenRequest, GenResult,
-                                      context_limit, feed_ready, finished_result,
-                                      missing_requirement_error, prompt_list, shared_options)
-from ruler.eval.backends.registry import (DEFAULT_BACKEND, BackendSpec, add_backend_arguments,
-                                          backend_names, get_backend, make_backend,
-                                          register_backend, require_backend, unregister_backend)
+from ruler.eval.backends.base import (
+    Backend,
+    BackendOptions,
+    GenRequest,
+    GenResult,
+    context_limit,
+    feed_ready,
+    finished_result,
+    missing_requirement_error,
+    prompt_list,
+    shared_options,
+)
+from ruler.eval.backends.registry import (
+    DEFAULT_BACKEND,
+    BackendSpec,
+    add_backend_arguments,
+    backend_names,
+    get_backend,
+    make_backend,
+    register_backend,
+    require_backend,
+    unregister_backend,
+)
 
 __all__ = ["DEFAULT_BACKEND", "Backend", "BackendOptions", "BackendSpec", "GenRequest",
            "GenResult", "add_backend_arguments", "backend_names", "context_limit", "feed_ready",

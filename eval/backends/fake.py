@@ -23,8 +23,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, finished_result,
-                                      options_as, shared_options)
+from ruler.eval.backends.base import (
+    BackendOptions,
+    GenRequest,
+    GenResult,
+    finished_result,
+    options_as,
+    shared_options,
+)
 from ruler.eval.backends.registry import BackendSpec
 
 ANSWERS = ("gold", "empty", "none")

@@ -8,9 +8,18 @@ from dataclasses import dataclass
 from typing import Any, Callable, Container, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, add_dtype_argument,
-                                      context_limit, finished_result, missing_requirement_error,
-                                      options_as, prompt_list, shared_options)
+from ruler.eval.backends.base import (
+    BackendOptions,
+    GenRequest,
+    GenResult,
+    add_dtype_argument,
+    context_limit,
+    finished_result,
+    missing_requirement_error,
+    options_as,
+    prompt_list,
+    shared_options,
+)
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error
 

@@ -40,12 +40,29 @@ from urllib.parse import urlsplit
 
 from ruler.builder.errors import RulerError
 from ruler.builder.scrub import register_secret, scrub
-from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, at_least,
-                                      context_limit, feed_ready, finished_result,
-                                      missing_requirement_error, options_as, shared_options)
-from ruler.eval.backends.openai_api import (APIS, DEFAULT_API, ENDPOINTS, INSTEAD,
-                                            PREFIX_TURNS, Rejected, Wire, negotiate,
-                                            prompt_tokens)
+from ruler.eval.backends.base import (
+    BackendOptions,
+    GenRequest,
+    GenResult,
+    at_least,
+    context_limit,
+    feed_ready,
+    finished_result,
+    missing_requirement_error,
+    options_as,
+    shared_options,
+)
+from ruler.eval.backends.openai_api import (
+    APIS,
+    DEFAULT_API,
+    ENDPOINTS,
+    INSTEAD,
+    PREFIX_TURNS,
+    Rejected,
+    Wire,
+    negotiate,
+    prompt_tokens,
+)
 from ruler.eval.backends.registry import BackendSpec
 
 MAX_BACKOFF = 60.0

@@ -29,10 +29,19 @@ from itertools import count
 from typing import Any, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
-from ruler.eval.backends.base import (BackendOptions, GenRequest, GenResult, add_dtype_argument,
-                                      at_least, feed_ready, finished_result,
-                                      missing_requirement_error, options_as, prompt_list,
-                                      shared_options)
+from ruler.eval.backends.base import (
+    BackendOptions,
+    GenRequest,
+    GenResult,
+    add_dtype_argument,
+    at_least,
+    feed_ready,
+    finished_result,
+    missing_requirement_error,
+    options_as,
+    prompt_list,
+    shared_options,
+)
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error, prepare_vllm
 

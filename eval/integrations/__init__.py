@@ -6,11 +6,12 @@ Modules, one job each:
   lm_eval_export  `ruler export lm-eval`: a task folder (one task per tokenizer, task and
                   length, groups per length, tokenizer and all) for a build or a Hub revision
   lm_eval_samples lm-eval's `samples_*.jsonl` (or output folder) -> prediction records
-  inspect_usage   the Inspect task's name, parameters and card section (no inspect_ai import)
   inspect_task    the Inspect task `ruler` (dataset, prefilled solver, RULER scorer)
   inspect_logs    Inspect `.eval`/`.json` logs -> prediction records
   prediction_source  what a reader returns: records, and the run's model and limit
   sources         which reader a `ruler score --predictions` path needs
   cli             `ruler export`
+The names and card texts both sides share live below, in `ruler.cards` (`lm_eval_usage`,
+`inspect_usage`), so the dataset card never imports this package.
 lm_eval and inspect_ai are imported only inside the functions that need them.
 """

@@ -1,4 +1,5 @@
-"""`ruler export lm-eval`: argparse wiring only (the work is in `lm_eval_export`)."""
+"""`ruler export lm-eval | kvpress`: argparse wiring only (the work is in `lm_eval_export` and
+`kvpress_export`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "export", help="write task files for other evaluation frameworks (lm-eval)",
+        "export", help="write task files for other evaluation frameworks (lm-eval, kvpress)",
         description="Write a build's tasks in another framework's format.")
     targets = p.add_subparsers(dest="target", metavar="FRAMEWORK")
     targets.required = True
@@ -40,6 +41,35 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                          "move alone); by default it is named relative to the task folder, so "
                          "the two can move together")
     lm.set_defaults(func=run_export_lm_eval)
+    kv = targets.add_parser(
+        "kvpress", help="a dataset folder in kvpress's RULER schema (load_dataset(DIR, "
+                        "data_dir=L, split='test'))",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Write one tokenizer config of SOURCE (a build folder, or a Hub dataset "
+                    "ORG/NAME at --revision)\nas a dataset folder in the schema of kvpress's "
+                    "RULER dataset: one data_dir per length, split\ntest, columns context, "
+                    "question, answer_prefix, answer, task, max_new_tokens (and the\nrow's "
+                    "ruler key: tokenizer, max_seq_length, index). answer_prefix is rendered so "
+                    "that\nkvpress's prompt equals ruler's. Then:\n\n"
+                    "  load_dataset(DIR, data_dir=\"4096\", split=\"test\")   # as kvpress "
+                    "loads RULER\n\nThe folder's README.md says which build, tokenizer and "
+                    "revision it came from, and how\nto run kvpress's pipeline and score its "
+                    "predictions with `ruler score`.")
+    kv.add_argument("source", metavar="SOURCE", help="build folder OUT, or a Hub dataset ORG/NAME")
+    kv.add_argument("--out", type=Path, required=True, metavar="DIR",
+                    help="the folder to write; an earlier kvpress export there is replaced")
+    kv.add_argument("--revision", default=None, help="Hub dataset revision (tag or commit)")
+    kv.add_argument("--tokenizer-config", default=None, metavar="CONFIG",
+                    help="the config to export (default: the dataset's only one)")
+    kv.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
+    kv.add_argument("--lengths", default=None, help="comma-separated lengths (default: all)")
+    kv.add_argument("--limit", type=int, default=None, metavar="N",
+                    help="only the first N rows of each task and length (a calibration "
+                         "subset: e.g. 4)")
+    kv.add_argument("--tokenizer", default=None, metavar="PATH",
+                    help="the build's tokenizer, where it is not found as the build found it "
+                         "(a folder or registry name; checked against the manifest)")
+    kv.set_defaults(func=run_export_kvpress)
 
 
 def run_export_lm_eval(args: argparse.Namespace) -> int:
@@ -49,4 +79,24 @@ def run_export_lm_eval(args: argparse.Namespace) -> int:
     files = sum(1 for _ in to.glob("*.yaml"))
     print(f"wrote {to}: {files} task and group files and utils.py; e.g.\n"
           f"  lm_eval --include_path {to} --tasks {ALL_GROUP} ... (see {to / 'README.md'})")
+    return 0
+
+
+def run_export_kvpress(args: argparse.Namespace) -> int:
+    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.eval.integrations.kvpress_export import SPLIT, export_kvpress
+
+    done = export_kvpress(args.source, args.out, args.revision, args.tokenizer_config,
+                          parse_tasks(args.tasks) if args.tasks else None,
+                          parse_lengths(args.lengths) if args.lengths else None,
+                          args.limit, args.tokenizer)
+    counts = ", ".join(f"{L}: {n}" for L, n in done.lengths.items())
+    print(f"wrote {done.out}: config {done.config}, rows per length {counts}; load with\n"
+          f"  load_dataset({str(done.out)!r}, data_dir=\"{next(iter(done.lengths))}\", "
+          f"split=\"{SPLIT}\")  (see {done.out / 'README.md'})")
+    bad = done.tokens.get("mismatched") or []
+    if bad:
+        print(f"note: kvpress tokenizes context and question apart; on {len(bad)} of "
+              f"{done.tokens['checked']} rows checked that differs from ruler's count "
+              f"(e.g. {bad[0]}): the card says so")
     return 0

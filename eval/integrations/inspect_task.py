@@ -28,14 +28,12 @@ from typing import Any, Sequence
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
-from inspect_ai.scorer import (Metric, SampleScore, Score, Scorer, Target, grouped, metric,
-                               scorer)
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, grouped, metric, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import registry_info
 
 from ruler.builder.errors import RulerError
-from ruler.eval.integrations.inspect_usage import (CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS,
-                                                   greedy_settings)
+from ruler.cards.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS, greedy_settings
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
 
 
@@ -89,7 +87,7 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
                     "length": int(row["length"]), "data_sha256": f.content_sha256,
                 }))
     provenance = {"dataset": data, "revision": ds.revision, "tokenizer_config": tokenizer_config,
-                  "prompt_mode": ds.build(tokenizer_config).get("prompt_mode"),
+                  "prompt_mode": ds.build(tokenizer_config).prompt_mode,
                   "files": {f.key: f.content_sha256 for f in files}, "limit": limit}
     return samples, provenance
 

@@ -14,13 +14,14 @@ import hashlib
 import json
 import os
 from pathlib import Path
+
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.eval.integrations.inspect_logs import is_inspect_log, log_files, read_inspect_log
 from ruler.eval.integrations.lm_eval_samples import is_samples_file, read_samples, samples_files
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, read_records
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, recorded_files
 
 
 def read_predictions(path: str | os.PathLike) -> PredictionSource:
@@ -69,7 +70,7 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
         limit, model, mode = run.get("limit"), run.get("model"), run.get("mode")
         serving = run.get("serving")
         config = run["dataset"]["config"]
-        asked = {(config, *_cell(key)) for key in run["dataset"]["files"]}
+        asked = {(config, *_cell(key)) for key in recorded_files(run)}
     except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
         raise RulerError(f"{run_path} beside {path.name} is not a readable run record "
                          f"({type(e).__name__}); move {path.name} elsewhere to score it "

@@ -1,0 +1,81 @@
+"""The build recipe: everything that decides a config's rows, in one value.
+
+A row is a pure function of the recipe and (task, L, index), given the sources and the
+package versions. The recipe is made in exactly two ways: from the `ruler build` command
+(`from_config`) and from the manifest's record of a build (`from_manifest`), so `ruler
+verify --regenerate` rebuilds rows from the same object the build used, never from fields
+gathered again by hand. Workers are made from a recipe; it travels to worker processes and
+Ray workers pickled (the tokenizer as its load recipe, the variant by its class).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ruler.builder import __version__
+from ruler.builder.context import BuildContext
+from ruler.builder.identity import make_identity
+from ruler.builder.manifest import BuildEntry
+from ruler.builder.packages import content_packages
+from ruler.builder.tokenizer import Tokenizer
+from ruler.builder.tokenizer_registry import config_name
+from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
+
+if TYPE_CHECKING:
+    from ruler.builder.pipeline.config import BuildConfig
+
+
+@dataclass(frozen=True)
+class BuildRecipe:
+    tokenizer: Tokenizer
+    config: str  # the dataset config the rows belong to (their `tokenizer` column)
+    seed_name: str  # the name every sample's seed is drawn from (the default config's)
+    seed: int
+    samples: int
+    prompt_mode: str  # how prompts are counted (builder.tokenizer.PROMPT_MODES)
+    variant: Variant = NO_VARIANT
+    sources_dir: str | os.PathLike | None = None
+    # How piece counts are proven; the rows are the same either way.
+    exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
+    certify_every_row: bool = False  # check every row's piece count, not sampled rows only
+
+    @classmethod
+    def from_config(cls, cfg: "BuildConfig", tok: Tokenizer) -> "BuildRecipe":
+        """The recipe of a `ruler build` command, for its loaded tokenizer."""
+        variant, base = cfg.variant, config_name(tok.name)
+        return cls(tokenizer=tok, config=variant.config_name(base),
+                   seed_name=variant.seed_name(base), seed=cfg.seed, samples=cfg.samples,
+                   prompt_mode=variant.prompt_mode(tok), variant=variant,
+                   sources_dir=cfg.sources_dir, exact_counts=cfg.exact_counts,
+                   # Piece counting is proven additive for the registry's tokenizers only
+                   # (tests); any other tokenizer gets every row certified, unless the user
+                   # accepts sampled certification.
+                   certify_every_row=not tok.identity.pinned and not cfg.sampled_certification)
+
+    @classmethod
+    def from_manifest(cls, config: str, build: BuildEntry, tok: Tokenizer,
+                      sources_dir: str | os.PathLike | None) -> "BuildRecipe":
+        """The recipe of `config`'s build as the manifest records it (`build`: its build
+        entry), for the tokenizer loaded here (checked against the record by the caller)."""
+        variant = variant_from_record(build.variant)
+        return cls(tokenizer=tok, config=config,
+                   seed_name=variant.seed_name(variant.base_config(config)),
+                   seed=build.seed, samples=build.samples, prompt_mode=build.prompt_mode,
+                   variant=variant, sources_dir=sources_dir)
+
+    def context(self) -> BuildContext:
+        """A fresh build context (sources and resources load on first use)."""
+        return BuildContext(self.tokenizer, self.seed_name, self.seed, self.sources_dir,
+                            variant=self.variant)
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that, when changed, makes existing files of this config stale (see
+        `ruler.builder.identity`); a variant's parameters are part of it."""
+        tok = self.tokenizer
+        return make_identity(generator_version=__version__, seed=self.seed,
+                             samples=self.samples, prompt_mode=self.prompt_mode,
+                             tokenizer=tok.identity.as_manifest(),
+                             packages=content_packages(*tok.identity.content_kinds),
+                             variant=self.variant.record())

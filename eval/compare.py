@@ -1,0 +1,219 @@
+"""`ruler compare RUN_A RUN_B`: is run A better than run B, row by row?
+
+Both runs are scores.json files (or the results folders holding them) of the same dataset
+config and the same split files (content hashes): the same rows, so each row's value in A
+and in B is a pair, and the comparison is paired (`ruler.eval.intervals.paired_difference`):
+McNemar's exact test where both sides' rows are binary, a paired bootstrap otherwise, and a
+paired bootstrap interval of the difference. Only rows both runs answered are compared; the
+others (skipped, failed, missing in one run) are counted and named, never scored.
+
+Per length, the overall difference pools the shared rows of every task at that length (with
+the same rows per task, as a complete run has, this is the mean of the per-task differences).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
+from ruler.builder.errors import RulerError
+from ruler.builder.tasks.catalog import in_task_order, task_rank
+from ruler.eval.aggregate import format_length
+from ruler.eval.intervals import METHOD_TEXT, PairedDifference, paired_difference
+from ruler.eval.report import load_scores
+
+COMPARE_FILES = ("compare.md", "compare.json", "compare.png")
+_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the comparison: a task at a length, or a length overall (task None)."""
+
+    task: str | None
+    length: int
+    a: float  # mean of A's shared rows, 0..100
+    b: float
+    diff: PairedDifference
+
+    def to_json(self) -> dict[str, Any]:
+        d = self.diff
+        return {"task": self.task, "max_seq_length": self.length, "rows": d.rows,
+                "a": round(self.a, 2), "b": round(self.b, 2),
+                "difference": round(d.difference, 2), "ci95": d.interval.to_json(),
+                "interval_method": d.interval.method, "test": d.test,
+                "p_value": d.p_value, "significant": d.significant,
+                "a_only": d.a_only, "b_only": d.b_only}
+
+
+@dataclass
+class Comparison:
+    a: str  # where run A came from
+    b: str
+    model_a: str | None
+    model_b: str | None
+    config: str
+    rows: list[Row]  # per task x length, then per length overall
+    not_shared: dict[str, list[str]] = field(default_factory=dict)  # "a_only"/"b_only" keys
+    cells_only: dict[str, list[str]] = field(default_factory=dict)  # cells in one run only
+
+    @property
+    def by_task(self) -> list[Row]:
+        return [r for r in self.rows if r.task is not None]
+
+    @property
+    def overall(self) -> list[Row]:
+        return [r for r in self.rows if r.task is None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.a, "b": self.b, "model_a": self.model_a, "model_b": self.model_b,
+                "config": self.config, "method": METHOD_TEXT,
+                "by_task": [r.to_json() for r in self.by_task],
+                "by_length": [r.to_json() for r in self.overall],
+                "rows_not_shared": self.not_shared, "cells_in_one_run_only": self.cells_only}
+
+
+def _rows_of(scores: Mapping[str, Any], where: str) -> dict[tuple[str, int], dict[int, float]]:
+    cells = {}
+    for c in scores["cells"]:
+        if "row_scores" not in c:
+            raise RulerError(f"{where} records no per-row values (scored by an older ruler): "
+                             f"re-score it with `ruler score` to compare it")
+        cells[(c["task"], int(c["max_seq_length"]))] = {int(i): float(v)
+                                                        for i, v in c["row_scores"]}
+    return cells
+
+
+def check_same_rows(a: Mapping[str, Any], b: Mapping[str, Any], where_a: str,
+                    where_b: str) -> None:
+    """Refuse runs that were not made on the same rows: another config, or a split file both
+    name with other contents."""
+    if a["config"] != b["config"]:
+        raise RulerError(f"{where_a} and {where_b} are runs on different dataset configs "
+                         f"({a['config']!r} vs {b['config']!r}): a paired comparison needs the "
+                         f"same rows")
+    files_a = a["dataset"].get("files") or {}
+    files_b = b["dataset"].get("files") or {}
+    differ = sorted(k for k in set(files_a) & set(files_b) if files_a[k] != files_b[k])
+    if differ:
+        raise RulerError(f"{where_a} and {where_b} were scored on different builds: "
+                         f"{', '.join(differ[:_SHOWN])} differ in content_sha256; compare runs "
+                         f"on the same dataset revision")
+    if not set(files_a) & set(files_b):
+        raise RulerError(f"{where_a} and {where_b} share no (task, length) file: nothing to "
+                         f"compare")
+
+
+def compare_scores(a: Mapping[str, Any], b: Mapping[str, Any], where_a: str = "A",
+                   where_b: str = "B") -> Comparison:
+    check_same_rows(a, b, where_a, where_b)
+    config = a["config"]
+    rows_a, rows_b = _rows_of(a, where_a), _rows_of(b, where_b)
+    cells = sorted(set(rows_a) & set(rows_b), key=lambda k: (k[1], task_rank(k[0])))
+    only = {"a_only": [], "b_only": []}
+    lines: list[Row] = []
+    pooled: dict[int, tuple[list[float], list[float]]] = {}
+    for task, L in cells:
+        ra, rb = rows_a[(task, L)], rows_b[(task, L)]
+        shared = sorted(set(ra) & set(rb))
+        only["a_only"] += [f"{config}/{task}/{L}/{i}" for i in sorted(set(ra) - set(rb))]
+        only["b_only"] += [f"{config}/{task}/{L}/{i}" for i in sorted(set(rb) - set(ra))]
+        if not shared:
+            continue
+        xa, xb = [ra[i] for i in shared], [rb[i] for i in shared]
+        lines.append(_row(task, L, xa, xb, f"{config}/{task}/{L}"))
+        pa, pb = pooled.setdefault(L, ([], []))
+        pa += xa
+        pb += xb
+    lines += [_row(None, L, xa, xb, f"{config}/overall/{L}")
+              for L, (xa, xb) in sorted(pooled.items())]
+    in_one = {"a_only": [f"{t}/{L}" for t, L in sorted(set(rows_a) - set(rows_b))],
+              "b_only": [f"{t}/{L}" for t, L in sorted(set(rows_b) - set(rows_a))]}
+    if not lines:
+        raise RulerError(f"{where_a} and {where_b} have no answered row in common: nothing "
+                         f"to compare")
+    return Comparison(where_a, where_b, a.get("model"), b.get("model"), config, lines, only,
+                      in_one)
+
+
+def _row(task: str | None, L: int, xa: list[float], xb: list[float], key: str) -> Row:
+    return Row(task, L, sum(xa) / len(xa) * 100, sum(xb) / len(xb) * 100,
+               paired_difference(xa, xb, key=key))
+
+
+def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
+    """Compare two results folders (or scores.json files)."""
+    return compare_scores(load_scores(run_a), load_scores(run_b), str(run_a), str(run_b))
+
+
+def _p(p: float) -> str:
+    return f"{p:.3g}" if p >= 0.001 else "< 0.001"
+
+
+def to_markdown(c: Comparison) -> str:
+    head = ["# RULER comparison: A - B", "",
+            f"A: `{c.a}` ({c.model_a or 'unknown model'}); B: `{c.b}` "
+            f"({c.model_b or 'unknown model'}); tokenizer config `{c.config}`. Differences in "
+            f"points (0..100) over the rows both runs answered; * significant at 5 %.", ""]
+    table = ["| Task | Length | Rows | A | B | A - B | 95 % interval | Test | p |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in c.by_task + c.overall:
+        d = r.diff
+        name = r.task or "**all tasks**"
+        test = d.test + (f" ({d.a_only}/{d.b_only})" if d.test == "mcnemar" else "")
+        table.append(f"| {name} | {format_length(r.length)} | {d.rows} | {r.a:.2f} | "
+                     f"{r.b:.2f} | {d.difference:+.2f}{'*' if d.significant else ''} | "
+                     f"[{d.interval.low:.1f}, {d.interval.high:.1f}] | {test} | "
+                     f"{_p(d.p_value)} |")
+    notes = ["", "McNemar (a/b): rows right in A only / in B only. "
+                 f"Uncertainty: {METHOD_TEXT}"]
+    for side, name in (("a_only", "A"), ("b_only", "B")):
+        keys = c.not_shared.get(side) or []
+        if keys:
+            notes.append(f"\nRows answered in {name} only (not compared): {len(keys)}: "
+                         + ", ".join(keys[:_SHOWN]) + (" ..." if len(keys) > _SHOWN else ""))
+        cells = c.cells_only.get(side) or []
+        if cells:
+            notes.append(f"\nCells scored in {name} only (not compared): {', '.join(cells)}")
+    return "\n".join(head + table + notes) + "\n"
+
+
+def plot(c: Comparison, path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    overall = c.overall
+    labels = [format_length(r.length) for r in overall]
+    ys = [r.diff.difference for r in overall]
+    err = [[max(0.0, y - r.diff.interval.low) for y, r in zip(ys, overall)],
+           [max(0.0, r.diff.interval.high - y) for y, r in zip(ys, overall)]]
+    for task in in_task_order({r.task for r in c.by_task}):
+        mine = {format_length(r.length): r.diff.difference for r in c.by_task if r.task == task}
+        ax.plot(labels, [mine.get(x, float("nan")) for x in labels], marker=".", alpha=0.35,
+                linewidth=0.8, label=task)
+    ax.errorbar(labels, ys, yerr=err, marker="o", capsize=5, color="black", linewidth=2,
+                label="all tasks (95 % interval)")
+    ax.axhline(0, color="gray", linestyle="--")
+    ax.set(xlabel="context length", ylabel="A - B (points)",
+           title=f"RULER A - B: {c.model_a or 'A'} vs {c.model_b or 'B'}")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with replacing(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png")
+    plt.close(fig)
+    return path
+
+
+def write_comparison(c: Comparison, out: Path, plots: bool = True) -> None:
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "compare.md", to_markdown(c))
+    write_json_atomic(out / "compare.json", c.to_json())
+    if plots:
+        plot(c, out / "compare.png")

@@ -1,0 +1,525 @@
+"""`ruler export kvpress`: a build's rows as a dataset folder in NVIDIA kvpress's RULER schema.
+
+kvpress (the KV-cache compression library and its leaderboard) reads RULER as
+`load_dataset(DATASET, data_dir="4096", split="test")`: one folder per length, split `test`,
+the columns `context`, `question`, `answer_prefix`, `answer` (list of strings), `task` and
+`max_new_tokens`. Its `kv-press-text-generation` pipeline prefills (and compresses) the
+context, then asks each question; its evaluation groups rows by `context` (one
+`answer_prefix` per context) and scores `predicted_answer` against `answer` with RULER's
+metrics, chosen by the task name's first word (`qa` -> part, else all).
+
+The folder written here:
+
+  <L>/test-00000-of-00001.parquet   one per length: every task's rows, tasks in upstream's
+                                    order, each task's rows by index
+  README.md                         the card: which build, tokenizer and revision; how to run
+  ruler_kvpress.json                the same facts for programs (and what marks the folder)
+
+Besides kvpress's six columns every row keeps its ruler key (`tokenizer`, `max_seq_length`,
+`index`): kvpress ignores them (its evaluation writes every column but `context` into its
+predictions.csv), and predictions keyed by them are what `ruler score` reads.
+
+Why `answer_prefix` is not the row's own: kvpress renders the prompt itself. With a chat
+template it puts `context` into the user turn, cuts the rendering where the context ends,
+and appends `question` + the rest of the template (the end of the user turn and the
+generation prompt) + `answer_prefix`. ruler's prompt is the template applied to the user turn
+`input` with the assistant turn pre-filled by the row's answer prefix, which a template may
+change (Llama 3's and Gemma 3's trim its spaces). So the exported `answer_prefix` is
+the text ruler's rendering has after the generation prompt, and kvpress's prompt is ruler's,
+character for character; each task's first row is also tokenized both ways (context and
+question apart, as kvpress does, and whole, as `length` was counted). A tokenizer without a
+chat template gets the row's prefix: kvpress then adds "\\n" between question and prefix,
+which ruler's base prompt does not have (the card says so).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from ruler.builder.errors import RulerError
+from ruler.builder.manifest import BuildEntry
+from ruler.builder.schema import schema_problem
+from ruler.cards.kvpress_usage import SPLIT
+from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
+
+#: kvpress's columns, in the order its RULER dataset has them.
+KVPRESS_COLUMNS = ("context", "question", "answer_prefix", "answer", "task", "max_new_tokens")
+#: ruler's row key, kept beside them (`ruler score` reads predictions keyed by it).
+KEY_COLUMNS = ("tokenizer", "max_seq_length", "index")
+EXPORT_SCHEMA = pa.schema([
+    pa.field("context", pa.string(), nullable=False),
+    pa.field("question", pa.string(), nullable=False),
+    pa.field("answer_prefix", pa.string(), nullable=False),
+    pa.field("answer", pa.list_(pa.string()), nullable=False),
+    pa.field("task", pa.string(), nullable=False),
+    pa.field("max_new_tokens", pa.int64(), nullable=False),
+    pa.field("tokenizer", pa.string(), nullable=False),
+    pa.field("max_seq_length", pa.int64(), nullable=False),
+    pa.field("index", pa.int64(), nullable=False),
+])
+METADATA_NAME = "ruler_kvpress.json"
+CARD_NAME = "README.md"
+#: The kvpress release this export's layout and prompt rendering were checked against
+#: (tests/eval/integrations/test_kvpress.py runs its pipeline on an export).
+KVPRESS_CHECKED = "0.5.5"
+#: The columns read from the build's split files.
+_SOURCE_COLUMNS = ("tokenizer", "task", "max_seq_length", "index", "input", "context",
+                   "question", "answer_prefix", "outputs", "tokens_to_generate")
+_BATCH = 64
+
+
+def split_file_name(length: int) -> str:
+    return f"{length}/{SPLIT}-00000-of-00001.parquet"
+
+
+#: The script the README's "Using with kvpress" section runs (tests/eval/integrations/
+#: test_kvpress.py runs it from there) and the export's card shows: kvpress's own pipeline on
+#: the exported rows, with no press and two presses, each writing predictions keyed as
+#: `ruler score` reads them.
+PREDICT_SCRIPT = '''\
+"""kvpress's pipeline on a `ruler export kvpress` folder: one predictions file per press.
+
+usage: python kvpress_predict.py MODEL EXPORT_FOLDER LENGTH [DEVICE]
+"""
+import json
+import sys
+
+from datasets import load_dataset
+from kvpress import KnormPress, StreamingLLMPress
+from transformers import pipeline
+
+model, folder, length = sys.argv[1:4]
+device = sys.argv[4] if len(sys.argv) > 4 else "cpu"
+pipe = pipeline("kv-press-text-generation", model=model, device=device)
+rows = load_dataset(folder, data_dir=length, split="test")
+presses = {"no_press": None, "knorm": KnormPress(compression_ratio=0.5),
+           "streaming_llm": StreamingLLMPress(compression_ratio=0.5)}
+for name, press in presses.items():
+    with open(f"predictions-{name}.jsonl", "w") as f:
+        for row in rows:
+            answer = pipe(row["context"], question=row["question"],
+                          answer_prefix=row["answer_prefix"], press=press,
+                          max_new_tokens=row["max_new_tokens"])["answer"]
+            key = {k: row[k] for k in ("tokenizer", "task", "max_seq_length", "index")}
+            f.write(json.dumps({**key, "prediction": answer}) + "\\n")
+'''
+
+
+# --- kvpress's prompt ----------------------------------------------------------------------------
+
+@dataclass
+class KvpressPrompt:
+    """The prompt kvpress's pipeline builds for a row, made to equal ruler's.
+
+    `tok` is the build's tokenizer (None: the build has no chat template, and kvpress's
+    prompt is BOS + context + question + "\\n" + answer_prefix, which differs from ruler's base
+    prompt by that newline); `mode` the build's prompt mode (chat, or reasoning for an
+    `--output-budget` config: no answer prefix, a generation prompt)."""
+
+    tok: Any
+    mode: str
+    checked: int = 0  # rows tokenized both ways
+    mismatched: list[str] = field(default_factory=list)  # those whose tokens differ
+    _tasks_checked: set = field(default_factory=set)
+
+    @property
+    def renders_template(self) -> bool:
+        return self.tok is not None and self.mode in ("chat", "reasoning")
+
+    def _user_turn_ends(self, context: str) -> tuple[str, str]:
+        """kvpress's cut of the chat template around the context: the rendering of the user
+        turn `context + separator` with a generation prompt, split at the separator (a run
+        of '#' longer than any in the context, as kvpress makes it)."""
+        separator = "#" * (len(context) + 10)
+        rendered = self.tok.hf.apply_chat_template(
+            [{"role": "user", "content": context + separator}], add_generation_prompt=True,
+            tokenize=False, enable_thinking=False)
+        parts = rendered.split(separator)
+        if len(parts) != 2:
+            raise RulerError(f"the chat template of tokenizer {self.tok.name!r} renders the "
+                             f"user turn {len(parts) - 1} times: kvpress's pipeline cannot cut "
+                             f"it at the context")
+        return parts[0], parts[1]
+
+    def answer_prefix(self, row: Mapping[str, Any]) -> str:
+        """The `answer_prefix` with which kvpress's prompt for `row` is ruler's."""
+        if not self.renders_template:
+            return row["answer_prefix"]
+        before, after = self._user_turn_ends(row["context"])
+        head = before + row["question"] + after
+        ruler = (self.tok.render_reasoning(row["input"]) if self.mode == "reasoning"
+                 else self.tok.render_chat(row["input"], row["answer_prefix"]))
+        if not ruler.startswith(head):
+            raise RulerError(
+                f"{_where(row)}: the chat template of tokenizer {self.tok.name!r} does not "
+                f"render ruler's prompt as the user turn followed by the generation prompt, "
+                f"which is how kvpress's pipeline builds it; this build cannot be exported for "
+                f"kvpress with the same prompt")
+        return ruler[len(head):]
+
+    def check_tokens(self, row: Mapping[str, Any], answer_prefix: str) -> None:
+        """Tokenize the prompt as kvpress does (its two parts apart, no special tokens added)
+        and as ruler counted it (whole); note a row where they differ. Once per task: where
+        the prompt is cut, and the template around it, do not depend on the length (the
+        export writes the shortest length first), and a 128K prompt takes seconds to encode."""
+        if not self.renders_template or row["task"] in self._tasks_checked:
+            return
+        self._tasks_checked.add(row["task"])
+        before, after = self._user_turn_ends(row["context"])
+        kvpress_ids = (self.tok.encode(before)
+                       + self.tok.encode(row["question"] + after + answer_prefix))
+        ruler_ids = self.tok.prompt_ids(row["input"], row["answer_prefix"], self.mode)
+        self.checked += 1
+        if kvpress_ids != ruler_ids:
+            self.mismatched.append(f"{_where(row)} ({len(kvpress_ids)} tokens in kvpress, "
+                                   f"{len(ruler_ids)} counted)")
+
+
+def _where(row: Mapping[str, Any]) -> str:
+    return f"{row['tokenizer']}/{row['task']}/{row['max_seq_length']} row {row['index']}"
+
+
+# --- the export ----------------------------------------------------------------------------------
+
+@dataclass
+class KvpressExport:
+    """What was written: per length the rows, and the facts the card and metadata state."""
+
+    out: Path
+    source: dict[str, Any]
+    config: str
+    lengths: dict[int, int] = field(default_factory=dict)  # L -> rows
+    tasks: list[str] = field(default_factory=list)
+    build_tasks: list[str] = field(default_factory=list)  # all the config's tasks
+    limit: int | None = None
+    tokens: dict[str, Any] = field(default_factory=dict)
+
+
+def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = None,
+                   config: str | None = None, tasks: Sequence[str] | None = None,
+                   lengths: Sequence[int] | None = None, limit: int | None = None,
+                   tokenizer: str | None = None) -> KvpressExport:
+    """`ruler export kvpress`: the rows of `source` (a build folder or a Hub dataset ORG/NAME
+    at `revision`), one config (the only one, or `config`), optionally only some tasks and
+    lengths and the first `limit` rows of each, written to `out` in kvpress's schema."""
+    if limit is not None and limit < 1:
+        raise RulerError(f"--limit must be >= 1, got {limit}")
+    out = Path(out)
+    _check_target(out)
+    ds = open_dataset(source, revision, config, tasks, lengths, one_config=config is None)
+    config = config or default_config(ds)
+    files = ds.files(config, tasks or None, lengths or None)
+    if not files:
+        raise RulerError(f"dataset {source} config {config!r} has no files")
+    for f in files:
+        _check_columns(f)
+    build = ds.build(config)
+    prompt = KvpressPrompt(_build_tokenizer(ds, config, build, tokenizer)
+                           if build.tokenizer.get("chat_template_sha256") else None,
+                           build.prompt_mode or "chat")
+    result = KvpressExport(out, _source_record(ds, config, build, revision), config,
+                           limit=limit,
+                           tasks=_ordered_tasks(files),
+                           build_tasks=_ordered_tasks(ds.files(config)))
+    by_length: dict[int, list[SplitFile]] = {}
+    for f in files:
+        by_length.setdefault(f.max_seq_length, []).append(f)
+    tmp = _temp_folder(out)
+    try:
+        for L, group in sorted(by_length.items()):
+            result.lengths[L] = _write_length(tmp / split_file_name(L), ds, group, prompt,
+                                              limit)
+        result.tokens = {"checked": prompt.checked, "mismatched": prompt.mismatched,
+                         "template": prompt.renders_template}
+        (tmp / METADATA_NAME).write_text(json.dumps(metadata(result), indent=2,
+                                                    sort_keys=True) + "\n", encoding="utf-8")
+        (tmp / CARD_NAME).write_text(render_card(result), encoding="utf-8")
+        _publish(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return result
+
+
+def _check_columns(f: SplitFile) -> None:
+    schema = pq.ParquetFile(f.path).schema_arrow
+    if "context" not in schema.names or "question" not in schema.names:
+        raise RulerError(f"{f.path}: {schema_problem(schema)}")
+
+
+def _build_tokenizer(ds: Dataset, config: str, build: BuildEntry,
+                     override: str | None):
+    """The build's tokenizer, checked to be the one its manifest records (its chat template
+    renders the prompts)."""
+    from ruler.builder.verify.tokenizers import tokenizer_for
+
+    tok, problems = tokenizer_for(config, build, {config: override} if override else {}, None)
+    if problems:
+        raise RulerError(f"the exported answer prefixes are rendered with the build's chat "
+                         f"template: {problems[0].message} (or pass --tokenizer PATH)")
+    if getattr(tok, "hf", None) is None:
+        raise RulerError(f"tokenizer {tok.name!r} of config {config!r} has a chat template but "
+                         f"is not a Hugging Face tokenizer")
+    return tok
+
+
+def _source_record(ds: Dataset, config: str, build: BuildEntry,
+                   asked: str | None) -> dict[str, Any]:
+    from ruler.builder.hashing import file_sha256
+    from ruler.builder.manifest import MANIFEST_NAME
+
+    tok = build.tokenizer
+    on_hub = ds.revision is not None
+    return {
+        "dataset": ds.spec if on_hub else str(Path(ds.spec).expanduser().resolve()),
+        "revision": ds.revision,  # the commit the files came from
+        "revision_asked": asked,  # what the user named (a tag, a branch, the commit)
+        "manifest_sha256": file_sha256(ds.root / MANIFEST_NAME),
+        "generator": dict(ds.manifest.generator or {}),
+        "config": config,
+        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision")},
+        "prompt_mode": build.prompt_mode,
+        "variant": dict(build.variant or {}),
+        "seed": build.seed,
+        "samples": build.samples,
+        "official": bool(build.official),
+    }
+
+
+def _ordered_tasks(files: Iterable[SplitFile]) -> list[str]:
+    seen: list[str] = []
+    for f in files:
+        if f.task not in seen:
+            seen.append(f.task)
+    return seen
+
+
+def _rows(ds: Dataset, f: SplitFile, limit: int | None) -> Iterator[dict[str, Any]]:
+    n = 0
+    for batch in ds.iter_rows(f, _SOURCE_COLUMNS, _BATCH):
+        for row in batch:
+            if limit is not None and n >= limit:
+                return
+            n += 1
+            yield row
+
+
+def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: KvpressPrompt,
+                  limit: int | None) -> int:
+    """One length's file: every task's rows (the first `limit` of each), streamed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    seen: dict[str, tuple[str, int, str]] = {}  # context -> (answer_prefix, budget, row)
+    written = 0
+    with pq.ParquetWriter(path, EXPORT_SCHEMA, compression="zstd") as writer:
+        for f in files:
+            buffer: list[dict[str, Any]] = []
+            for row in _rows(ds, f, limit):
+                prefix = prompt.answer_prefix(row)
+                prompt.check_tokens(row, prefix)
+                _same_group(seen, row, prefix)
+                buffer.append({"context": row["context"], "question": row["question"],
+                               "answer_prefix": prefix, "answer": list(row["outputs"]),
+                               "task": row["task"],
+                               "max_new_tokens": row["tokens_to_generate"],
+                               **{k: row[k] for k in KEY_COLUMNS}})
+                if len(buffer) == _BATCH:
+                    writer.write_table(pa.Table.from_pylist(buffer, schema=EXPORT_SCHEMA))
+                    written += len(buffer)
+                    buffer = []
+            if buffer:
+                writer.write_table(pa.Table.from_pylist(buffer, schema=EXPORT_SCHEMA))
+                written += len(buffer)
+    return written
+
+
+def _same_group(seen: dict[str, tuple[str, int, str]], row: Mapping[str, Any],
+                prefix: str) -> None:
+    """kvpress asks all questions of one context in one call, with the first row's answer
+    prefix and budget: rows sharing a context must share those (it asserts the prefix)."""
+    key = row["context"]
+    mine = (prefix, row["tokens_to_generate"], _where(row))
+    other = seen.setdefault(key, mine)
+    if other[:2] != mine[:2]:
+        raise RulerError(f"{mine[2]} and {other[2]} have the same context but another answer "
+                         f"prefix or budget: kvpress would ask both with one of them")
+
+
+# --- the folder ----------------------------------------------------------------------------------
+
+def _check_target(out: Path) -> None:
+    if out.exists() and not (out.is_dir() and (not any(out.iterdir())
+                                               or (out / METADATA_NAME).is_file())):
+        raise RulerError(f"--out {out} exists and is not a kvpress export of ruler: choose "
+                         f"another --out (or remove it)")
+
+
+def _temp_folder(out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
+
+
+def _publish(tmp: Path, out: Path) -> None:
+    """The folder whole or not at all: an earlier export there is replaced by one rename."""
+    tmp.chmod(0o755)
+    if out.exists():
+        old = out.with_name(f".{out.name}.old")
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        tmp.rename(out)
+
+
+def metadata(e: KvpressExport) -> dict[str, Any]:
+    return {"format": "kvpress-ruler", "kvpress_checked": KVPRESS_CHECKED, "split": SPLIT,
+            "columns": [*KVPRESS_COLUMNS, *KEY_COLUMNS], "source": e.source,
+            "tasks": e.tasks, "lengths": {str(L): n for L, n in e.lengths.items()},
+            "limit": e.limit, "prompt_tokens": e.tokens}
+
+
+def front_matter(e: KvpressExport) -> dict[str, Any]:
+    """One config per length (named by it), whose split `test` is that length's file: what
+    `load_dataset(DIR, "4096")` reads; `data_dir="4096"` (kvpress's way) reads the same."""
+    return {"configs": [{"config_name": str(L),
+                         "data_files": [{"split": SPLIT, "path": f"{L}/{SPLIT}-*"}]}
+                        for L in sorted(e.lengths)],
+            "tags": ["ruler", "long-context", "kvpress"]}
+
+
+def render_card(e: KvpressExport) -> str:
+    s = e.source
+    tok = s["tokenizer"]
+    asked = (f" (`{s['revision_asked']}`)" if s.get("revision_asked")
+             and s["revision_asked"] != s["revision"] else "")
+    where = (f"Hub dataset `{s['dataset']}` at commit `{s['revision']}`{asked}" if s["revision"]
+             else f"the local build `{s['dataset']}`")
+    tok_text = f"`{tok['name']}`" + (f" ({tok['repo']}@{tok['revision']})"
+                                      if tok.get("repo") else "")
+    lengths = sorted(e.lengths)
+    L = lengths[0]
+    limited = (f"the first {e.limit} rows of each task and length" if e.limit
+               else "every row")
+    data_arg = (f"--data {s['dataset']} --revision {s['revision_asked'] or s['revision']}"
+                if s["revision"] else f"--data {s['dataset']}")
+    score_limit = (f" --tasks {','.join(e.tasks)}" if e.tasks != e.build_tasks else "") + \
+        (f" --limit {e.limit}" if e.limit else "")
+    tokens = e.tokens
+    if not tokens.get("template"):
+        prompt_note = (
+            "The build's tokenizer has no chat template: kvpress's prompt is BOS + `context` + "
+            "`question` + \"\\n\" + `answer_prefix`, ruler's has no \"\\n\" before the prefix "
+            "(`length` was counted without it).")
+    elif tokens.get("mismatched"):
+        prompt_note = (
+            f"kvpress's prompt text equals ruler's, but tokenized as kvpress does (context "
+            f"and question apart) it differs from ruler's count on "
+            f"{len(tokens['mismatched'])} of {tokens['checked']} rows checked (e.g. "
+            f"{tokens['mismatched'][0]}).")
+    else:
+        prompt_note = (
+            f"kvpress's prompt is ruler's, character for character (the chat template of "
+            f"{tok_text}, the assistant turn pre-filled), and token for token on the "
+            f"{tokens['checked']} rows checked (each task's first, at the shortest length).")
+    reasoning = (
+        "\n- This is a reserved-output-budget config (a reasoning model's): `answer_prefix` is "
+        "empty and the prompt ends with the generation prompt; for a template with "
+        "`enable_thinking`, call the pipeline with `enable_thinking=True` (kvpress's default "
+        "turns thinking off)." if s.get("prompt_mode") == "reasoning" else "")
+    built_by = (f"{s['generator'].get('name', 'ruler')} {s['generator'].get('version', '')}, "
+                f"seed {s['seed']}, {s['samples']} samples per task and length, "
+                + ("official" if s["official"] else "unofficial (see the source card)"))
+    columns = "\n".join(f"| {name} | {meaning} |" for name, meaning in COLUMN_DOCS)
+    score_command = (f"ruler score --predictions predictions-knorm.jsonl {data_arg} "
+                     f"--tokenizer-config {e.config} --lengths {L}{score_limit}")
+    front = yaml.safe_dump(front_matter(e), sort_keys=False, allow_unicode=True)
+    rows = "\n".join(f"| `{L_}` | {n} |" for L_, n in sorted(e.lengths.items()))
+    return f"""---
+{front}---
+
+# RULER for kvpress: `{e.config}`, {', '.join(map(str, lengths))}
+
+RULER rows in the schema of [kvpress](https://github.com/NVIDIA/kvpress)'s RULER dataset,
+written by `ruler export kvpress` (layout and prompt checked against kvpress {KVPRESS_CHECKED}).
+
+- source: {where}, manifest sha256 `{s['manifest_sha256']}`
+- config: `{e.config}` (prompt mode {s['prompt_mode']}{_variant_text(s['variant'])})
+- tokenizer: {tok_text}
+- built by: {built_by}
+- rows: {limited}
+
+| length (`data_dir`) | rows |
+|---|---|
+{rows}
+
+Tasks: {', '.join(f'`{t}`' for t in e.tasks)}.
+
+```python
+from datasets import load_dataset
+ds = load_dataset("path/to/this/folder", data_dir="{L}", split="{SPLIT}")  # as kvpress loads RULER
+```
+
+## Columns
+
+| column | meaning |
+|---|---|
+{columns}
+
+## Prompt
+
+{prompt_note}{reasoning}
+- The rows were fitted to the build's tokenizer: use a model whose tokenizer it is.
+
+## Run kvpress and score with ruler
+
+Save as `kvpress_predict.py` (kvpress's `kv-press-text-generation` pipeline on these rows, with
+no press, Knorm and StreamingLLM at compression ratio 0.5; the script the generator's README
+runs in its tests):
+
+```python
+{PREDICT_SCRIPT}```
+
+```bash
+python kvpress_predict.py MODEL path/to/this/folder {L} cuda:0
+{score_command}
+```
+
+Score where ruler is installed (`pip install ruler-bench`); kvpress's environment needs only
+kvpress. kvpress's evaluation script (`evaluation/evaluate.py` in its repository, not in the
+pip package) takes a dataset name from its `DATASET_REGISTRY` and calls `load_dataset(that,
+data_dir=..., split="test")`: make its `"ruler"` entry this folder's path and pass
+`--data_dir {L}`. Its predictions.csv keeps every column but `context`, so the key columns
+are there for `ruler score` too.
+"""
+
+
+#: The export card's column table.
+COLUMN_DOCS = (
+    ("`context`", "the prompt up to the question: the task's instruction, the haystack "
+                  "(needles, documents, list), and for vt and cwe a solved example before them"),
+    ("`question`", "the task's query text after the context; `context + question` is ruler's "
+                   "`input`"),
+    ("`answer_prefix`", "the text the assistant turn starts with, as ruler's prompt renders it "
+                        "after the generation prompt"),
+    ("`answer`", "the references (list of strings)"),
+    ("`task`", "the RULER task (`qa_1`, `qa_2` are scored with string_match_part, the others "
+               "with string_match_all, as kvpress does)"),
+    ("`max_new_tokens`", "the task's generation budget"),
+    ("`tokenizer`, `max_seq_length`, `index`", "the row's key in the ruler build (kvpress "
+                                               "ignores them; `ruler score` reads predictions "
+                                               "keyed by them)"),
+)
+
+
+def _variant_text(variant: Mapping[str, Any]) -> str:
+    return "".join(f", {k} = {v}" for k, v in sorted(variant.items()))

@@ -1,0 +1,304 @@
+"""Piece counting (builder.counting) equals whole-prompt tokenization, or is not used.
+
+The proof the builder relies on: for every registry tokenizer and every task, the token count
+of a draft summed from its pieces, and the token positions of its gold spans, equal those of
+tokenizing the whole prompt (chat template, answer prefix, special tokens). The guard for
+other tokenizers: a tokenizer that merges across the junctions is detected, and its files are
+counted whole, giving the same rows as `--exact-counts`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from helpers.builds import build
+from helpers.tasks import SEED, generator, tokenizer
+from ruler.builder.counting import ExactCounter, PieceCounter
+from ruler.builder.rng import sample_rng
+from ruler.builder.tasks import TASKS
+from ruler.builder.tasks.base import joined
+from ruler.builder.tasks.common_words import CommonWordsGenerator
+from ruler.builder.tasks.niah import _split_needle
+from ruler.builder.tokenizer_registry import registry
+
+
+def _offsets(d):
+    return [a for a, _ in d.gold_spans] + list(d.context_span)
+
+
+def _assert_counts_agree(gen, index: int, size: int) -> int:
+    tok = gen.ctx.tokenizer
+    fast, exact = PieceCounter(tok, tok.default_mode()), ExactCounter(tok, tok.default_mode())
+    rng = sample_rng(SEED, gen.ctx.tokenizer_name, gen.spec.name, gen.max_seq_length, index)
+    d = gen.draft(index, rng, size)
+    assert "".join(d.pieces) == d.input
+    assert fast.prompt_length(d) == exact.prompt_length(d), (gen.spec.name, index, size)
+    assert fast.token_positions(d, _offsets(d)) == exact.token_positions(d, _offsets(d))
+    return len(d.pieces)
+
+
+#: The fast tier's pairs: each kind of haystack and junction (noise, essay and needle
+#: haystacks; word, number and UUID needles; vt, cwe, fwe, qa), each with another registry
+#: tokenizer. The full suite proves every (task, tokenizer) pair.
+FAST_PAIRS = {("niah_single_1", "llama-3.1"), ("niah_single_3", "qwen2.5"),
+              ("niah_multikey_3", "mistral-nemo"), ("vt", "gemma-3"), ("cwe", "llama-2"),
+              ("fwe", "gpt-4"), ("qa_1", "gpt-4o")}
+
+
+def _tasks_by_tokenizer():
+    for task in TASKS:
+        for tok in registry():
+            slow = () if (task, tok) in FAST_PAIRS else (pytest.mark.slow,)
+            yield pytest.param(task, tok, marks=slow, id=f"{task}-{tok}")
+
+
+@pytest.mark.parametrize("task,tok_name", _tasks_by_tokenizer())
+def test_piece_counts_equal_whole_prompt_counts(tok_name, task):
+    gen = generator(task, tok_name, 4096)
+    for index in range(3):
+        for size in (gen.min_size, gen.min_size + 7 * gen.calibration_step):
+            pieces = _assert_counts_agree(gen, index, size)
+        assert pieces >= 4, "the draft is not cut into pieces, so nothing is proven"
+
+
+@pytest.mark.parametrize("tok_name", [t if t == "llama-3.1"
+                                      else pytest.param(t, marks=pytest.mark.slow)
+                                      for t in registry()])
+def test_piece_counts_hold_for_the_long_context_word_list(tok_name):
+    """cwe beyond the wonderwords pool draws from the English word list (128K and up)."""
+    gen = generator("cwe", tok_name, 131072)
+    assert isinstance(gen, CommonWordsGenerator)
+    assert _assert_counts_agree(gen, 0, len(gen.pool) + 50) > 40_000
+
+
+def _vocabulary(tok) -> list[str]:
+    from ruler.builder.tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
+
+    if isinstance(tok, HFTokenizer):
+        return [tok.backend.decode([i]) for i in range(tok.backend.get_vocab_size())]
+    if isinstance(tok, TiktokenTokenizer):
+        return [b.decode("utf-8", "replace") for b in tok.enc.token_byte_values()]
+    assert isinstance(tok, SentencePieceTokenizer)
+    return [tok.sp.id_to_piece(i) for i in range(tok.sp.get_piece_size())]
+
+
+def _needle_text_tokens(vocab: list[str]) -> list[str]:
+    """The tokens that could lie inside a needle's key or value: made of letters, digits,
+    "-", "." and spaces (not special tokens such as "<unused1>" or byte tokens "<0x0A>")."""
+    return [t for t in vocab if re.fullmatch(r"[ \u2581A-Za-z0-9.\n-]+", t)]
+
+
+@pytest.mark.parametrize("tok_name", list(registry()))
+def test_no_token_spans_a_cut_inside_a_key_or_value(tok_name):
+    """Why " bright" | "-lantern" and a UUID's " 3" | "f" | "2" | ... | "-bd" are clean
+    junctions for every key, not only those sampled: a BPE merge (or unigram piece) across
+    one would be a token holding a letter or digit then "-", a digit then a letter, or a
+    letter then a digit."""
+    vocab = _vocabulary(tokenizer(tok_name))
+    assert len(vocab) > 30_000
+    spanning = re.compile(r"[A-Za-z0-9]-|[0-9][A-Za-z]|[A-Za-z][0-9]")
+    assert [t for t in _needle_text_tokens(vocab) if spanning.search(t)] == []
+
+
+def _pre_tokenizer_patterns(tok) -> str:
+    """The regular expressions a tokenizer splits pre-tokens with, as one string."""
+    from ruler.builder.tokenizer import HFTokenizer, TiktokenTokenizer
+
+    if isinstance(tok, TiktokenTokenizer):
+        return tok.enc._pat_str
+    if isinstance(tok, HFTokenizer):
+        return " ".join(re.findall(r'"Regex":\s*("(?:[^"\\]|\\.)*")',
+                                   tok.backend.to_str())).encode().decode("unicode_escape")
+    return ""
+
+
+@pytest.mark.parametrize("tok_name", list(registry()))
+def test_a_number_after_its_first_three_digits_is_a_clean_junction(tok_name):
+    """Why " 123" | "4567.\n" is clean for every number, not only those sampled: either no
+    token holds two digits (digits are tokens one by one), or the pre-tokenizer groups digits
+    by at most three from the left of a run, so "123" ends a pre-token. Either way the digits
+    after the cut group as they do after a newline, the anchor of a piece starting with a
+    digit. Then the counts of sampled lines, edge numbers included, add up."""
+    tok = tokenizer(tok_name)
+    digit_pairs = [t for t in _needle_text_tokens(_vocabulary(tok)) if re.search(r"[0-9][0-9]", t)]
+    assert digit_pairs == [] or r"\p{N}{1,3}" in _pre_tokenizer_patterns(tok), tok_name
+    counter = PieceCounter(tok, "base")
+    for number in (1000000, 1000001, 1999999, 4567890, 9999999, 9000000, 1234567):
+        line = f"One of the special magic numbers for bright-lantern is: {number}.\n"
+        pieces = _split_needle(line)
+        assert pieces[-2:] == (f" {str(number)[:3]}", f"{str(number)[3:]}.\n")
+        whole = tok.count(".\n" + line) - tok.count(".\n")  # in context, after a line
+        assert sum(counter.piece_counts(list(pieces))) == whole, (tok_name, number)
+
+
+def test_a_needle_line_is_cut_the_same_by_the_one_match_path_and_word_by_word():
+    import ruler.builder.tasks.niah as niah
+
+    lines = [f"One of the special magic {kind} for {key} is: {value}.{end}"
+             for kind in ("numbers", "uuids") for end in ("", "\n")
+             for key in ("bright-lantern", "a-b-c", "x", "3f2a9c1e-bd4f-4a1b-9c2d-aabbccddeeff")
+             for value in ("1234567", "123", "12345678-3c6f-4f0e-9d43-5b7c2b1a8d11")]
+    assert sum(bool(niah._WORD_KEY_NUMBER_LINE.fullmatch(line)) for line in lines) == 8
+    fast = [_split_needle(line) for line in lines]
+    with_words = [niah._split_needle_by_words(line) for line in lines]
+    assert fast == with_words and all("".join(p) == line for p, line in zip(fast, lines))
+
+
+def test_needle_lines_are_cut_before_key_value_and_at_an_adjective_noun_hyphen():
+    line = "One of the special magic numbers for bright-lantern is: 1234567.\n"
+    assert _split_needle(line) == ("One of the special magic numbers for", " bright",
+                                   "-lantern", " is:", " 123", "4567.\n")
+    uuid_line = ("One of the special magic uuids for 3f2a9c1e-bd4f-4a1b-9c2d-aabbccddeeff is: "
+                 "12345678-3c6f-4f0e-9d43-5b7c2b1a8d11.\n")
+    pieces = _split_needle(uuid_line)
+    assert "".join(pieces) == uuid_line
+    assert pieces[1:11] == (" 3", "f", "2", "a", "9", "c", "1", "e", "-bd", "4")
+    assert pieces[pieces.index(" is:") + 1:][:4] == (" 123", "456", "78", "-3")
+    assert pieces[-1] == "11.\n"
+
+
+def test_one_tasks_one_off_pieces_do_not_evict_another_tasks_cache(monkeypatch):
+    """Random numbers fill their task's scope; the words cached for cwe stay cached."""
+    import ruler.builder.counting as counting
+
+    monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 300)
+    monkeypatch.setattr(counting, "MAX_TOTAL_PIECES", 500)
+    tok = tokenizer("llama-3.1")
+    counter = PieceCounter(tok, tok.default_mode())
+    words = [" lantern", " bright", " river", " meadow"] * 10
+    counter.scope("cwe")
+    counter.piece_counts(words)
+    counter.scope("niah_multikey_2")
+    for start in range(0, 1000, 100):  # 1,000 one-off numbers, 100 per draft
+        counter.piece_counts([f" {n}." for n in range(10**6 + start, 10**6 + start + 100)])
+    tokenized: list[str] = []
+    real = tok.count_batch
+    monkeypatch.setattr(tok, "count_batch", lambda texts: tokenized.extend(texts) or real(texts))
+    counter.scope("cwe")
+    assert counter.piece_counts(words) == [tok.count("." + w) - tok.count(".") for w in words]
+    assert tokenized == []  # answered from the cache
+    # the numbers' own scope was emptied when it reached its bound, never grew past it
+    assert 0 < len(counter._scopes["niah_multikey_2"]) <= 300
+
+
+def test_refined_counts_equal_counts_of_whole_pieces_even_when_refining_evicts(monkeypatch):
+    """A new line counted from cached parts (Draft.refine) gets the count of the line itself;
+    parts that overflow the scope empty it midway without losing the counts asked for."""
+    import ruler.builder.counting as counting
+
+    tok = tokenizer("llama-3.1")
+    lines = [f"One of the special magic uuids for {k:08x}-bd4f-4a1b-9c2d-{k:012x} is: "
+             f"{k * 7919:08x}-3c6f-4f0e-9d43-{k * 104729:012x}.\n" for k in range(60)]
+    plain = PieceCounter(tok, "base").piece_counts(lines)
+    assert plain == [tok.count(".\n" + line) - tok.count(".\n") for line in lines]
+    monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 200)
+    refined = PieceCounter(tok, "base")
+    assert refined.piece_counts(lines[:5], _split_needle) == plain[:5]
+    # 254 distinct parts overflow the scope: refining empties it, evicting the 5 lines
+    # already counted, whose counts are still returned
+    assert refined.piece_counts(lines, _split_needle) == plain
+    assert lines[0] not in refined._cache
+
+
+def test_the_total_bound_evicts_the_largest_other_scope(monkeypatch):
+    import ruler.builder.counting as counting
+
+    monkeypatch.setattr(counting, "MAX_CACHED_PIECES", 300)
+    monkeypatch.setattr(counting, "MAX_TOTAL_PIECES", 400)
+    tok = tokenizer("llama-3.1")
+    counter = PieceCounter(tok, tok.default_mode())
+    for name, n in (("a", 250), ("b", 100), ("c", 100)):
+        counter.scope(name)
+        counter.piece_counts([f" {name}{i}" for i in range(n)])
+    assert {k: len(v) for k, v in counter._scopes.items() if v} == {"b": 100, "c": 100}
+
+
+def test_clean_units_with_empty_runs_are_cut_as_the_per_unit_path_cuts_them():
+    import random
+
+    rng = random.Random(0)
+    for _ in range(300):
+        units: list[str] = []
+        for _ in range(rng.randint(2, 9)):  # empty runs, never two next to each other
+            empty = rng.random() < 0.3 and (not units or units[-1] != "")
+            units.append("" if empty else rng.choice(["Aa b.", "Needle c.", "D."]))
+        opened = [" " + u for u in units[1:]]
+        fast = joined("Head:\n", units, " ", "\nTail", clean=True, opened=opened)
+        assert fast == joined("Head:\n", units, " ", "\nTail"), units
+
+
+def test_pieces_are_cut_only_at_clean_junctions():
+    text, pieces = joined("Head:\n", ["a b", "", "c", " d", "e"], " ", "\nTail")
+    assert text == "Head:\na b  c  d e\nTail" == "".join(pieces)
+    # the empty unit and the unit starting with a space are glued, never cut at whitespace
+    assert pieces == ("Head:\na b  c  d", " e\n", "Tail")  # the tail after its newline
+    text, pieces = joined("H\n", ["one", "two", " three", "four"], "\n", "\nT")
+    assert pieces == ("H\none\n", "two\n three\n", "four\n", "T")
+    _, pieces = joined("H\n", ["one", "two"], "\n", " \nT")  # no newline first: glued
+    assert pieces == ("H\none\n", "two \nT")
+
+
+def test_the_frame_ends_with_the_tail_alone_after_a_line_else_with_the_last_unit():
+    """The frame joins pieces[1] to its end through a junction of the end's own kind."""
+    lines = ("H\none\n", "two\n", "three\n", "four\n", "T?")
+    words = ("H\n1.", " w1", " 2.", " w2\n", "T?")
+    assert PieceCounter._frame_end(lines) == 4 and PieceCounter._frame_end(words) == 3
+    assert PieceCounter._frame_end(("H\na", "-b", " c", "-d", " e\n", "T?")) == 4
+
+
+def _non_additive_tokenizer(folder):
+    """A real BPE trained without pre-tokenization: its merges cross spaces and newlines."""
+    from tokenizers import Tokenizer, models, trainers
+
+    from ruler.builder.tasks.noise import NOISE_SENTENCE
+
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    corpus = [(NOISE_SENTENCE + "\n") * 5] * 50 + [
+        "Some special magic numbers are hidden within the following text. One of the special "
+        "magic numbers for the key is: 1234567.\nWhat are all the special magic numbers?"] * 50
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=400,
+                                                        special_tokens=["[UNK]"]))
+    folder.mkdir()
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]"}))
+    return folder
+
+
+def test_a_tokenizer_that_merges_across_junctions_is_counted_whole(tmp_path):
+    from ruler.builder.context import BuildContext
+    from ruler.builder.tasks import get_task, make_generator
+    from ruler.builder.tokenizer_registry import load_tokenizer
+
+    folder = _non_additive_tokenizer(tmp_path / "merging-bpe")
+    tok = load_tokenizer(str(folder))
+    gen = make_generator(get_task("niah_single_1"), BuildContext(tok, "merging-bpe", SEED), 1024)
+    d = gen.draft(0, sample_rng(SEED, "merging-bpe", "niah_single_1", 1024, 0), 20)
+    fast, exact = PieceCounter(tok, "base"), ExactCounter(tok, "base")
+    assert fast.prompt_length(d) != exact.prompt_length(d)  # the shortcut would be wrong here
+
+    kw = dict(tasks=["niah_single_1", "niah_multikey_2"], lengths=[1024], samples=3,
+              workers=1)
+    fast_report = build(tmp_path / "fast", str(folder), **kw)
+    build(tmp_path / "exact", str(folder), exact_counts=True, **kw)
+    by_task = {f.task: f for f in fast_report.files}
+    assert by_task["niah_single_1"].exact_rows == 3  # every row of the file counted whole
+    manifests = [json.loads((tmp_path / o / "manifest.json").read_text())["files"]
+                 for o in ("fast", "exact")]
+    assert {k: v["content_sha256"] for k, v in manifests[0].items()} == \
+        {k: v["content_sha256"] for k, v in manifests[1].items()}
+
+
+@pytest.mark.slow
+def test_fast_and_exact_builds_write_the_same_rows(tmp_path):
+    kw = dict(tasks=list(TASKS), lengths=[4096], samples=2)
+    fast = build(tmp_path / "fast", "llama-2", **kw)
+    build(tmp_path / "exact", "llama-2", exact_counts=True, **kw)
+    assert all(f.exact_rows == 0 for f in fast.files)
+    hashes = [{k: v["content_sha256"] for k, v in
+               json.loads((tmp_path / o / "manifest.json").read_text())["files"].items()}
+              for o in ("fast", "exact")]
+    assert len(hashes[0]) == len(TASKS) and hashes[0] == hashes[1]

@@ -1,0 +1,45 @@
+"""Golden rows: a small fixed build whose content hashes are committed here, so any change of
+generated output (code, or a package version the constraints file pins) is a visible,
+deliberate update of `golden_content_sha256.json`, never a silent one.
+
+The hashes are `content_sha256` of 13 tasks x 4K x 2 samples for a chat-template tokenizer
+(llama-3.1), a tiktoken encoding (gpt-4o) and a SentencePiece model (llama-2), generated with
+the versions in `constraints.txt`. To update them after a deliberate change, rebuild with
+`ruler build --tokenizer T --lengths 4096 --samples 2` and copy the manifest's
+`content_sha256` values, saying in the commit why the rows changed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers.builds import build
+from helpers.paths import ROOT
+from ruler.builder.identity import CONTENT_PACKAGES
+from ruler.builder.manifest import read_manifest
+from ruler.builder.tasks.catalog import TASKS
+
+GOLDEN = json.loads(Path(__file__).with_name("golden_content_sha256.json").read_text())
+CONSTRAINTS = ROOT / "constraints.txt"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tokenizer", ["llama-3.1", "gpt-4o", "llama-2"])
+def test_rows_equal_the_committed_golden_hashes(tmp_path, tokenizer):
+    build(tmp_path, tokenizer, tuple(TASKS), [4096], 2)
+    got = {rel: e["content_sha256"] for rel, e in read_manifest(tmp_path)["files"].items()}
+    want = {rel: h for rel, h in GOLDEN.items() if rel.startswith(f"data/{tokenizer}/")}
+    assert len(want) == len(TASKS)
+    changed = sorted(rel for rel in want if got.get(rel) != want[rel])
+    assert not changed, (f"generated rows changed for {changed}: if deliberate, update "
+                         f"tests/builder/golden_content_sha256.json (see this module's docstring)")
+
+
+def test_constraints_pin_every_package_that_shapes_content():
+    pins = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", CONSTRAINTS.read_text(), re.M))
+    content = {p for ps in CONTENT_PACKAGES.values() for p in ps}
+    assert set(pins) == content | {"pyarrow"}
