@@ -46,16 +46,27 @@ class Prediction:
     raw_prediction: str | None = None
     reasoning: str = ""
     backend: str = ""  # the engine that answered (a results folder may hold several)
+    model: str = ""  # the model that answered: a predictions file copied away still says
+    # Where the engine reports its own count of the prompt (a server's usage.prompt_tokens):
+    # that count, and why it differs from the row's rendering (empty: it does not). Such a
+    # row ran on another prompt than the build's (`--allow-prompt-mismatch` keeps it, flagged).
+    server_prompt_tokens: int | None = None
+    prompt_mismatch: str = ""
 
     @property
     def key(self) -> Key:
         return (self.tokenizer, self.task, self.max_seq_length, self.index)
 
     def record(self) -> dict[str, Any]:
-        """The JSON record; the reasoning fields only in reasoning mode."""
+        """The JSON record; the reasoning fields only in reasoning mode, the server's prompt
+        count only where the engine reports one."""
         rec = asdict(self)
         if not self.reasoning:
             del rec["raw_prediction"], rec["reasoning"]
+        if self.server_prompt_tokens is None:  # an engine that reports no count of its own
+            del rec["server_prompt_tokens"]
+        if not self.prompt_mismatch:
+            del rec["prompt_mismatch"]
         return rec
 
 

@@ -38,6 +38,7 @@ from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
+from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
                 "scores_overall.png", "report_depth.csv", HEATMAP_DIR)
@@ -60,6 +61,9 @@ class Report:
     unscored: set[tuple[str, int]] = field(default_factory=set)
     selection: dict[str, Any] = field(default_factory=dict)  # scores.json's (what was asked)
     intervals: ReportIntervals | None = None  # None: the scores record no rows (older ones)
+    # How the prompts were served and the server's prompt-count check (eval.serving)
+    serving: list[dict[str, Any]] | None = None
+    prompt_check: dict[str, int] | None = None
 
     @property
     def mean_label(self) -> str:
@@ -165,7 +169,8 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
                   cells, summary, depth, scores.get("mode"), incomplete, unscored,
                   scores.get("selection") or {},
-                  report_intervals(cells, tasks, lengths, summary, key=scores["config"]))
+                  report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
+                  scores.get("serving"), scores.get("prompt_check"))
 
 
 def _run_files(results: Path, scores: dict[str, Any]) -> list[str]:
@@ -196,6 +201,7 @@ def to_markdown(r: Report) -> str:
             f"Dataset `{r.dataset.get('spec')}`"
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
+    head += serving_markdown(r.serving, r.prompt_check)
     if not r.complete:
         done, asked = r.rows_done
         head += [f"**Partial results**: {done} of {asked} rows asked for have a result"
@@ -341,6 +347,7 @@ def to_json(r: Report) -> dict[str, Any]:
     s = r.summary
     return {
         "model": r.model, "config": r.config, "mode": r.mode, "dataset": r.dataset,
+        "serving": r.serving, "prompt_check": r.prompt_check,
         "tasks": r.tasks,
         "lengths": r.lengths,
         "scores": {t: {str(L): r.cells[(t, L)]["score"] for L in r.lengths if (t, L) in r.cells}

@@ -59,6 +59,7 @@ from ruler.eval.results_folder import (
     recorded_files,
 )
 from ruler.eval.score import score_folder
+from ruler.eval.serving import prepare_backend, record_serving
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 
 
@@ -99,6 +100,8 @@ class EvalOutcome:
     skip_reasons: list[str] = field(default_factory=list)
     retried_skipped: int = 0  # rows skipped by an earlier run for max_model_len, tried again
     notes: list[str] = field(default_factory=list)  # said to the user (a changed backend)
+    # rows answered on a prompt the server counted otherwise (--allow-prompt-mismatch)
+    prompt_mismatches: int = 0
 
 
 def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
@@ -132,18 +135,22 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     _preflight(ds, files, renderer, done, cfg)
 
     outcome = EvalOutcome(out, done_before=len(done), retried_skipped=len(retried))
+    opts = cfg.backend_options or BackendOptions(cfg.model)
     stream = PromptStream(ds, files, renderer, done, cfg.limit, cfg.render_workers,
-                          cfg.render_start_method)
+                          cfg.render_start_method,
+                          keep_texts=getattr(backend, "wants_row_texts", False)
+                          if backend is not None else opts.wants_row_texts)
     own_backend = backend is None
     try:
         if pending:
             stream.start()  # rendering runs while the model loads
             if backend is None:
-                backend = make_backend(cfg.backend,
-                                       cfg.backend_options or BackendOptions(cfg.model))
+                backend = make_backend(cfg.backend, opts)
+            serving = prepare_backend(backend, renderer)  # e.g. a server's probe
             # Only now, with the engine up, does the folder become (or stay) this run's: a run
             # that fails before generating anything leaves no run.json to pin the folder.
             outcome.notes.extend(_record_backend(run_info, old_run, cfg, backend, out))
+            outcome.notes.extend(record_serving(run_info, old_run, serving))
             write_json_atomic(out / RUN_NAME, run_info)
             skip_special = extract is None or not renderer.is_special_token(
                 cfg.reasoning_end_marker)
@@ -238,7 +245,7 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
                              f"{old['dataset']['config']!r}, not {cfg.tokenizer_config!r}")
         before = dict(recorded_files(old))
         _check_same_files(before, _selection_fingerprint(files), str(out))
-        kept = {k: old[k] for k in ("backend", "backends", "max_model_len") if k in old}
+        kept = {k: old[k] for k in ("backend", "backends", "max_model_len", "serving") if k in old}
     info = {"dataset": {"spec": cfg.data, "revision": ds.revision,
                         "config": cfg.tokenizer_config,
                         "files": {**before, **_selection_fingerprint(files)}},
@@ -428,10 +435,13 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             in_flight[row.key] = pred
             if outcome.first_request_s is None:
                 outcome.first_request_s = time.perf_counter() - started
-            return GenRequest(row.key, row.prompt_ids, row.tokens_to_generate, skip_special)
+            return GenRequest(row.key, row.prompt_ids, row.tokens_to_generate, skip_special,
+                              row.input_text, row.answer_prefix)
 
         for result in backend.generate(_Feed(stream, request)):
             pred = in_flight.pop(result.key)
+            pred.server_prompt_tokens = result.server_prompt_tokens
+            pred.prompt_mismatch = result.prompt_mismatch
             if not result.error and not isinstance(result.text, str):
                 result.error = f"the backend returned no text ({result.text!r})"
             if result.error:
@@ -447,6 +457,7 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
                     pred.reasoning = got.state
                     outcome.budget_exhausted += got.state == "budget_exhausted"
                 outcome.generated += 1
+                outcome.prompt_mismatches += bool(result.prompt_mismatch)
             pred.elapsed_s = round(time.perf_counter() - start, 4)
             writer.write(pred)
             bar.update(1)
@@ -481,4 +492,5 @@ def _prediction(row: RenderedRow, cfg: EvalConfig, mode: str) -> Prediction:
     if n + row.tokens_to_generate != row.length and not cfg.allow_length_mismatch:
         raise _mismatch_error(cfg, mode, 1, f"{format_key(row.key)}: {n} + "
                                             f"{row.tokens_to_generate} != {row.length}")
-    return Prediction(*row.key, prediction=None, prompt_tokens=n, data_sha256=row.data_sha256)
+    return Prediction(*row.key, prediction=None, prompt_tokens=n, data_sha256=row.data_sha256,
+                      model=cfg.model)

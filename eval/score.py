@@ -35,6 +35,7 @@ from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
+from ruler.eval.serving import prompt_check
 
 SCORES_FORMAT = "ruler-scores/1"
 
@@ -94,6 +95,10 @@ class ScoreReport:
     # What was scored: {"path": absolute path, "sha256": of its bytes} (`sources.fingerprint`);
     # `ruler score` refuses to overwrite the scores of other predictions with it.
     predictions: dict[str, str] | None = None
+    # How the prompts reached the model, where the run records it (run.json's `serving`), and
+    # the answered rows whose server prompt count was checked / differed (eval.serving).
+    serving: list[dict[str, Any]] | None = None
+    prompt_check: dict[str, int] | None = None
 
     @property
     def incomplete_cells(self) -> list[str]:
@@ -278,6 +283,7 @@ def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[
                                selected_by="run" if files is not None else None)
     report.mode = source.mode
     report.predictions = fingerprint(source)
+    report.serving, report.prompt_check = source.serving, prompt_check(records.values())
     return report
 
 
@@ -326,6 +332,7 @@ def score_folder(out: Path, ds: Dataset) -> ScoreReport:
                                selected_by="run")
     report.mode = run.get("mode")
     report.predictions = fingerprint(PredictionSource(origin=path, files=[path]))
+    report.serving, report.prompt_check = run.get("serving"), prompt_check(records.values())
     write_scores(out / SCORES_NAME, report)
     return report
 

@@ -50,6 +50,9 @@ class RenderedRow:
     tokens_to_generate: int
     length: int  # the dataset's count: prompt tokens + tokens_to_generate
     data_sha256: str
+    # The row's texts, kept only for a backend that sends text (`keep_texts`)
+    input_text: str | None = None
+    answer_prefix: str | None = None
 
 
 @dataclass
@@ -57,6 +60,7 @@ class _Chunk:
     file: SplitFile
     meta: list[tuple[int, int, int]]  # (index, tokens_to_generate, length) per row
     work: Future | list[tuple[str, str]]  # pool task, or the texts when rendering here
+    texts: list[tuple[str, str]] | None = None  # (input, answer_prefix) per row, if kept
 
     @property
     def tokens(self) -> int:
@@ -68,13 +72,16 @@ class PromptStream:
 
     `workers` = 0 renders in this process when a row is asked for. `start()` begins rendering
     before the first row is consumed (e.g. while the model loads); `close()` stops the pool.
+    `keep_texts`: each row also carries its input and answer prefix (for a backend that sends
+    text; they take about as much memory as the ids, within the same window).
     """
 
     def __init__(self, ds: Dataset, files: Sequence[SplitFile], renderer: Renderer,
                  done: Container[Key] = (), limit: int | None = None,
                  workers: int | None = None, start_method: str | None = None,
-                 ahead_tokens: int | None = None):
+                 ahead_tokens: int | None = None, keep_texts: bool = False):
         self.ds, self.files, self.renderer = ds, list(files), renderer
+        self.keep_texts = keep_texts
         self.done, self.limit = done, limit
         self.workers = default_render_workers() if workers is None else max(0, workers)
         self.start_method = start_method
@@ -123,10 +130,11 @@ class PromptStream:
             ids = self._result(chunk)
             self._fill()  # the pool keeps working while the consumer takes these rows
             f = chunk.file
+            texts = chunk.texts or [(None, None)] * len(ids)
             self._rows.extend(
                 RenderedRow((f.config, f.task, f.max_seq_length, index), prompt, ttg, length,
-                            f.content_sha256)
-                for (index, ttg, length), prompt in zip(chunk.meta, ids))
+                            f.content_sha256, *text)
+                for (index, ttg, length), prompt, text in zip(chunk.meta, ids, texts))
         return self._rows.popleft()
 
     def ready(self) -> bool:
@@ -170,7 +178,7 @@ class PromptStream:
                             for r in todo]
                     texts = [(r["input"], r["answer_prefix"]) for r in todo]
                     work = self._pool.submit(_render_chunk, texts) if self._pool else texts
-                    yield _Chunk(f, meta, work)
+                    yield _Chunk(f, meta, work, texts if self.keep_texts else None)
                 if seen >= wanted:
                     break
 

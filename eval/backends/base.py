@@ -21,6 +21,10 @@ class GenRequest:
     max_tokens: int
     # False keeps special tokens in the text (a reasoning end marker that is one)
     skip_special_tokens: bool = True
+    # The row's own texts, for a backend that sends text rather than ids (openai's text and
+    # chat APIs: `wants_row_texts`); None for the others, whose rows never carry them.
+    input_text: str | None = None
+    answer_prefix: str | None = None
 
 
 @dataclass
@@ -31,6 +35,11 @@ class GenResult:
     finish_reason: str = ""
     error: str = ""  # non-empty: the request failed (recorded, retried on resume)
     seconds: float = 0.0
+    # The engine's own count of the prompt it ran (a server's usage.prompt_tokens), where it
+    # reports one, and why it differs from the prompt the row was rendered to (empty: it does
+    # not, or it was not reported): such a row ran on another prompt than the build's.
+    server_prompt_tokens: int | None = None
+    prompt_mismatch: str = ""
 
 
 #: Finish reasons that mean the engine gave up on the request (vLLM: a request aborted, or an
@@ -55,6 +64,13 @@ def finished_result(key: Any, text: Any, output_tokens: int = 0, finish_reason: 
 
 
 class Backend(Protocol):
+    """What the runner needs of an engine. Two optional members, for engines that do not take
+    token ids (openai's text and chat APIs): `wants_row_texts` (True: requests carry the row's
+    `input_text` and `answer_prefix`), and `prepare(renderer)`, called once before the first
+    request with the renderer that made the rows' ids (so the engine can render what it sends
+    and check it against the server), returning what to record in run.json about how prompts
+    reached the model (`serving`), or None."""
+
     name: str
     max_model_len: int  # prompt + generated tokens the engine accepts
 
@@ -79,6 +95,12 @@ class BackendOptions:
 
     model: str
     max_model_len: int | None = None
+
+    @property
+    def wants_row_texts(self) -> bool:
+        """Whether the backend these options make sends text (its requests then carry the
+        row's input and answer prefix): the runner keeps them while rendering ahead."""
+        return False
 
 
 Options = TypeVar("Options", bound=BackendOptions)

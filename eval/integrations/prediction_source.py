@@ -18,6 +18,8 @@ class PredictionSource:
     # The (config, task, L) cells the run itself asked for, where it records them (run.json,
     # an Inspect log's task metadata, lm-eval's results file); None: not known.
     asked: set[tuple[str, str, int]] | None = None
+    # How a `ruler eval` run's prompts reached the model (run.json's `serving`), if recorded.
+    serving: list[dict[str, Any]] | None = None
 
     @classmethod
     def merge(cls, parts: list["PredictionSource"]) -> "PredictionSource":

@@ -4,7 +4,8 @@
 - an lm-eval `samples_<task>_<date>.jsonl` file;
 - an Inspect log (`.eval`, or a `.json` log);
 - anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.predictions`); a
-  results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json).
+  results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json),
+  and records that all name one model (`ruler eval` writes it into each) bring that model.
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ def _read(path: Path) -> PredictionSource:
     run = path.parent / RUN_NAME
     if path.name == PREDICTIONS_NAME and run.is_file():
         return _results_folder(path, run)
-    return PredictionSource(read_records(path))
+    records = read_records(path)
+    return PredictionSource(records, _named_model(records))
 
 
 def _results_folder(path: Path, run_path: Path) -> PredictionSource:
@@ -66,6 +68,7 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
     try:
         run = json.loads(run_path.read_text(encoding="utf-8"))
         limit, model, mode = run.get("limit"), run.get("model"), run.get("mode")
+        serving = run.get("serving")
         config = run["dataset"]["config"]
         asked = {(config, *_cell(key)) for key in recorded_files(run)}
     except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
@@ -75,7 +78,15 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
     return PredictionSource(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             model if isinstance(model, str) else None,
                             limit if isinstance(limit, int) and limit > 0 else None,
-                            mode=mode if isinstance(mode, str) else None, asked=asked)
+                            mode=mode if isinstance(mode, str) else None, asked=asked,
+                            serving=serving if isinstance(serving, list) else None)
+
+
+def _named_model(records: list[dict]) -> str | None:
+    """The model every record names (`ruler eval` writes it into each), else None."""
+    names = {r.get("model") for r in records}
+    name = names.pop() if len(names) == 1 else None
+    return name if isinstance(name, str) and name else None
 
 
 def _cell(key: str) -> tuple[str, int]:

@@ -530,3 +530,24 @@ def test_score_defaults_to_the_only_config_of_the_dataset(data, tmp_path, capsys
     with pytest.raises(RulerError, match=r"2 tokenizer configs \(llama-3.1, qwen2.5\).*"
                                          r"--tokenizer-config"):
         default_config(two)
+
+
+def test_score_out_keeps_the_model_name_of_predictions_moved_away_from_their_run(data,
+                                                                                tmp_path):
+    """Each prediction names its model: scored where it lies (with run.json beside it) or
+    copied elsewhere, the report says whose answers these are, not "unknown model"."""
+    out = tmp_path / "res"
+    run_eval(EvalConfig(model="/models/my-model", data=str(data), tokenizer_config=CONFIG,
+                        out=out, backend="fake", model_tokenizer=CONFIG, progress=False,
+                        render_workers=0),
+             backend=FakeBackend(FakeOptions("/models/my-model", data=str(data))))
+    moved = tmp_path / "elsewhere" / "preds.jsonl"
+    moved.parent.mkdir()
+    moved.write_bytes((out / "predictions.jsonl").read_bytes())
+    for predictions, scored in ((out / "predictions.jsonl", tmp_path / "s1"),
+                                (moved, tmp_path / "s2")):
+        assert main(["score", "--predictions", str(predictions), "--data", str(data),
+                     "--out", str(scored)]) == 0
+        assert json.loads((scored / "scores.json").read_text())["model"] == "/models/my-model"
+        assert (scored / "report.md").read_text().startswith(
+            "# RULER results: /models/my-model\n")

@@ -1,8 +1,12 @@
-"""A loopback OpenAI-compatible completions server for tests, misbehaving on request.
+"""A loopback OpenAI-compatible server for tests, misbehaving on request.
 
-Its answers are a pure function of the prompt ids it receives (`answer`), so runs at any
+Its answers are a pure function of the prompt it receives (`answer`), so runs at any
 concurrency must agree; a policy decides per request the status, extra headers, a delay and
-optionally the whole 200 body.
+optionally the whole 200 body. Requests with `max_tokens` 1 are the backend's start-up probe:
+answered at once (by `probe_policy`, default 200), kept apart (`probes`) from the rows'
+counters. `usage.prompt_tokens` is `prompt_tokens(body)` (default: the number of ids of a
+token-id prompt, nothing for text). /v1/models serves `models_entry`; /props `props` (404 when
+None), as llama.cpp's server does.
 """
 
 from __future__ import annotations
@@ -16,20 +20,43 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODEL = "served-model"
 
 
-def answer(prompt: list[int]) -> str:
-    return f"n={len(prompt)} s={sum(prompt) % 9973}"
+def answer(prompt) -> str:
+    if isinstance(prompt, list) and all(isinstance(t, int) for t in prompt):
+        return f"n={len(prompt)} s={sum(prompt) % 9973}"
+    return f"chars={len(json.dumps(prompt))}"
+
+
+def prompt_of(body: dict):
+    """What a request asks about: its `prompt` (ids or text), or its chat messages."""
+    return body["prompt"] if "prompt" in body else body.get("messages")
+
+
+def hashable(prompt):
+    return tuple(prompt) if isinstance(prompt, list) and all(
+        isinstance(t, int) for t in prompt) else json.dumps(prompt)
+
+
+def ids_count(body: dict) -> int | None:
+    prompt = body.get("prompt")
+    return len(prompt) if isinstance(prompt, list) else None
 
 
 class FakeServer:
     """`policy(prompt, attempt)` -> (status, extra headers, delay seconds[, 200 body]) per
     request; without a body, a 200 answers `answer(prompt)`."""
 
-    def __init__(self, policy=None, max_model_len=4096):
+    def __init__(self, policy=None, max_model_len=4096, prompt_tokens=ids_count,
+                 models_entry=None, props=None, probe_policy=None):
         self.policy = policy or (lambda prompt, attempt: (200, {}, 0.0))
+        self.probe_policy = probe_policy or (lambda body: (200, None))
         self.attempts: Counter = Counter()
         self.statuses: Counter = Counter()
+        self.probes: list[dict] = []  # the probe request bodies, in order
+        self.bodies: list[dict] = []  # the rows' request bodies, in order
         self.active = self.peak = 0
         self.lock = threading.Lock()
+        entry = models_entry if models_entry is not None else \
+            {"id": MODEL, "max_model_len": max_model_len}
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -47,19 +74,45 @@ class FakeServer:
                 self.wfile.write(data)
 
             def do_GET(self):
-                self._send(200, {"data": [{"id": MODEL, "max_model_len": max_model_len}]})
+                if self.path.rstrip("/").endswith("/props"):
+                    if props is None:
+                        self._send(404, {"error": {"message": "File Not Found"}})
+                    else:
+                        self._send(200, props)
+                    return
+                self._send(200, {"data": [entry]})
+
+            def _completion(self, body, prompt, text):
+                usage = {"completion_tokens": 4}
+                counted = prompt_tokens(body)
+                if counted is not None:
+                    usage["prompt_tokens"] = counted
+                if "messages" in body:
+                    return {"choices": [{"message": {"role": "assistant", "content": text},
+                                         "finish_reason": "stop"}], "usage": usage}
+                return {"choices": [{"text": text, "finish_reason": "stop"}], "usage": usage}
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                prompt = body["prompt"]
+                prompt = prompt_of(body)
+                if body.get("max_tokens") == 1:  # the start-up probe
+                    with server.lock:
+                        server.probes.append(body)
+                    status, reply = server.probe_policy(body)
+                    if status != 200:
+                        self._send(status, reply or {"error": {"message": f"status {status}"}})
+                    else:
+                        self._send(200, reply or self._completion(body, prompt, "x"))
+                    return
                 with server.lock:
-                    attempt = server.attempts[tuple(prompt)]
-                    server.attempts[tuple(prompt)] += 1
+                    attempt = server.attempts[hashable(prompt)]
+                    server.attempts[hashable(prompt)] += 1
+                    server.bodies.append(body)
                     server.active += 1
                     server.peak = max(server.peak, server.active)
                 counted = False
                 try:
-                    status, headers, delay, *body = server.policy(prompt, attempt)
+                    status, headers, delay, *reply = server.policy(prompt, attempt)
                     time.sleep(0.02 + delay)  # lets requests overlap
                     with server.lock:
                         server.statuses[status] += 1
@@ -70,9 +123,8 @@ class FakeServer:
                     if status != 200:
                         self._send(status, {"error": {"message": f"status {status}"}}, headers)
                         return
-                    self._send(200, body[0] if body else
-                               {"choices": [{"text": answer(prompt), "finish_reason": "stop"}],
-                                "usage": {"completion_tokens": 4}})
+                    self._send(200, reply[0] if reply else
+                               self._completion(body, prompt, answer(prompt)))
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout) and retries
                 finally:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers.builds import rows
 from helpers.fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main
@@ -176,3 +177,156 @@ def test_backoff_doubles_with_jitter_and_honours_retry_after():
     assert all(0.5 * 2 ** a <= w <= 1.5 * 2 ** a for a, w in enumerate(waits))
     assert backoff_seconds(3, 1.0, "2", rng) == 2.0
     assert backoff_seconds(0, 1.0, "600", rng) == 60.0
+
+
+# --- what the server makes of the prompt: the probe, every row's count, --api ---------------
+
+def _args(data: Path, url: str, out: Path, *extra: str) -> list[str]:
+    return ["eval", "--model", MODEL, "--model-tokenizer", CONFIG, "--data", str(data),
+            "--tokenizer-config", CONFIG, "--backend", "openai", "--base-url", url,
+            "--out", str(out), "--no-progress", *extra]
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+
+
+def test_a_server_that_counts_the_prompt_otherwise_is_refused_before_any_row(data, tmp_path,
+                                                                          capsys):
+    """A server that adds a token to every token-id prompt (a BOS of its own, say) shows on
+    the probe: the run stops before any row is sent and leaves no run.json. Allowed, every
+    row is kept and flagged, and the report says so."""
+    def one_more(body):
+        return len(body["prompt"]) + 1
+
+    out = tmp_path / "r"
+    with FakeServer(prompt_tokens=one_more) as server:
+        assert main(_args(data, server.url, out, "--no-report")) == 2
+        assert len(server.probes) == 1 and server.bodies == []
+    err = capsys.readouterr().err
+    assert "does not see the build's prompt (--api completions-ids): for a probe token-id " \
+           "prompt the server counted" in err and "--allow-prompt-mismatch" in err
+    assert not (out / "run.json").exists()
+
+    with FakeServer(prompt_tokens=one_more) as server:
+        assert main(_args(data, server.url, out, "--allow-prompt-mismatch")) == 0
+    records = _records(out)
+    assert len(records) == 8 and all(
+        r["status"] == "ok" and r["server_prompt_tokens"] == r["prompt_tokens"] + 1
+        and r["prompt_mismatch"].startswith("the server counted") for r in records)
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["prompt_check"] == {"checked": 8, "differ": 8}
+    (serving,) = scores["serving"]
+    assert serving["api"] == "completions-ids" and serving["probe_mismatch"]
+    report = (out / "report.md").read_text()
+    assert "**8 differ from the build's prompt**" in report and "PROMPT MISMATCH allowed" in report
+
+
+def test_a_server_that_refuses_token_ids_fails_at_once_naming_the_api_to_use(data, tmp_path,
+                                                                             capsys):
+    """llama-cpp-python's server answers a token-id prompt with HTTP 500 (its schema takes
+    strings): not retried five times, one line that names --api completions-text."""
+    def refuse(body):
+        return 500, {"error": {"message": "3 validation errors: 'loc': ('body', 'prompt', "
+                                          "'str'), 'msg': 'Input should be a valid string'"}}
+
+    with FakeServer(probe_policy=refuse) as server:
+        assert main(_args(data, server.url, tmp_path / "r")) == 2
+        assert len(server.probes) == 1 and server.bodies == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "refuses the first request (--api completions-ids: " \
+                             "/v1/completions): HTTP 500" in err[0]
+    assert "use --api completions-text or --api chat" in err[0]
+
+
+def test_a_row_the_server_counts_otherwise_stops_the_run_and_is_redone_on_resume(data,
+                                                                                tmp_path,
+                                                                                capsys):
+    order: list = []  # the rows' prompts, in the order they came (one at a time)
+    wrong = {"on": True}
+
+    def third_differs(body):
+        prompt = tuple(body["prompt"])
+        if body["max_tokens"] != 1 and prompt not in order:
+            order.append(prompt)
+        off = wrong["on"] and len(order) >= 3 and prompt == order[2]
+        return len(prompt) + (3 if off else 0)
+
+    out = tmp_path / "r"
+    args = _args(data, "", out, "--no-report", "--concurrency", "1")
+    with FakeServer(prompt_tokens=third_differs) as server:
+        args[args.index("--base-url") + 1] = server.url
+        assert main(args) == 2
+        assert len(server.bodies) == 3  # nothing after the row that differed
+        records = _records(out)
+        assert [r["status"] for r in records] == ["ok", "ok", "error"]
+        assert records[2]["reason"].startswith("prompt mismatch: the server counted") \
+            and records[2]["server_prompt_tokens"] == records[2]["prompt_tokens"] + 3
+        assert "the model saw another prompt than the build's" in capsys.readouterr().err
+        wrong["on"] = False
+        assert main(args) == 0
+    final = {(r["task"], r["index"]): r for r in _records(out)}
+    assert len(final) == 8 and all(r["status"] == "ok" and "prompt_mismatch" not in r
+                                   for r in final.values())
+
+
+def test_the_servers_context_and_slots_are_used(data, tmp_path):
+    """llama.cpp reports its context per slot (/v1/models meta.n_ctx) and its slots (/props):
+    no --max-model-len needed, and never more requests in flight than slots."""
+    entry = {"id": MODEL, "owned_by": "llamacpp", "meta": {"n_ctx": 2048}}
+    out = tmp_path / "r"
+    with FakeServer(models_entry=entry, props={"total_slots": 2}) as server:
+        assert main(_args(data, server.url, out, "--no-report", "--concurrency", "8")) == 0
+    assert server.peak == 2
+    (serving,) = json.loads((out / "run.json").read_text())["serving"]
+    assert (serving["max_model_len"], serving["max_model_len_source"]) == \
+        (2048, "the server's meta.n_ctx")
+    assert serving["concurrency"] == 2 and "lowered" in serving["concurrency_source"]
+    # A server that says nothing of its slots nor batches (llama-cpp-python's): one at a time.
+    with FakeServer(models_entry={"id": MODEL, "max_model_len": 4096}) as server:
+        assert main(_args(data, server.url, tmp_path / "r1", "--no-report")) == 0
+    assert server.peak == 1
+
+
+def test_text_api_sends_the_rendered_prompt_and_checks_its_count(data, tmp_path):
+    from ruler.builder.tokenizer_registry import load_tokenizer
+
+    tok = load_tokenizer(CONFIG)
+
+    def counted(body):  # a server with the same tokenizer (Qwen: no BOS to add)
+        return len(tok.encode(body["prompt"])) if isinstance(body.get("prompt"), str) else None
+
+    out = tmp_path / "r"
+    with FakeServer(prompt_tokens=counted) as server:
+        assert main(_args(data, server.url, out, "--api", "completions-text")) == 0
+    row = next(r for r in rows(data, CONFIG, TASKS[0], 1024) if r["index"] == 0)
+    assert server.bodies[0]["prompt"] == tok.render_chat(row["input"], row["answer_prefix"])
+    assert json.loads((out / "scores.json").read_text())["prompt_check"] == \
+        {"checked": 8, "differ": 0}
+
+
+def test_chat_api_puts_the_prefix_in_the_user_turn_where_the_server_does_not_continue_it(
+        data, tmp_path):
+    """A server that renders a pre-filled assistant turn as a finished one and opens a new
+    turn after it: the probe sees the extra tokens, the prefix goes to the end of the user's
+    message (upstream RULER's API client), and every row is counted against that rendering."""
+    from ruler.builder.tokenizer_registry import load_tokenizer
+
+    tok = load_tokenizer(CONFIG)
+
+    def template(body):  # the model's own template, always with a generation prompt
+        return len(tok.encode(tok.hf.apply_chat_template(body["messages"], tokenize=False,
+                                                         add_generation_prompt=True)))
+
+    out = tmp_path / "r"
+    with FakeServer(prompt_tokens=template) as server:
+        assert main(_args(data, server.url, out, "--api", "chat")) == 0
+    assert [len(p["messages"]) for p in server.probes] == [2, 1]
+    row = next(r for r in rows(data, CONFIG, TASKS[0], 1024) if r["index"] == 0)
+    assert server.bodies[0]["messages"] == [
+        {"role": "user", "content": row["input"] + row["answer_prefix"]}]
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["prompt_check"] == {"checked": 8, "differ": 0}
+    assert scores["serving"][0]["answer_prefix"] == "user turn"
+    assert "the answer prefix at the end of the user's message" in \
+        (out / "report.md").read_text()

