@@ -397,3 +397,64 @@ class Replicate(Variant):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Replicate | None":
         return None if args.replicate is None else cls(args.replicate)
+
+
+#: The prompt mode a base-model variant is counted in (builder.tokenizer.PROMPT_MODES).
+BASE_MODEL_MODE = "base"
+
+
+@register_variant
+@dataclass(frozen=True)
+class BaseModel(Variant):
+    """Rows counted as a base model gets them (`ruler build --base`): the tokenizer's special
+    tokens + input + answer prefix, no chat template. It has no parameter: the manifest
+    records `{"base_model": true}`."""
+
+    field = "base_model"
+    title = "Base-model configs (`ruler build --base`)"
+    doc = (
+        "Config `<tokenizer>--base` is for models without a chat template, evaluated as "
+        "upstream RULER evaluates base models (`--model_template_type base`): the model is "
+        "given the tokenizer's special tokens (e.g. BOS) + `input` + `answer_prefix`, and "
+        "every row is fitted to that count + `tokens_to_generate` <= L (prompt mode `base`; "
+        "`ruler eval --mode base` is the default for these configs). The default config of a "
+        "tokenizer with a chat template counts the chat-wrapped prompt instead, a few tokens "
+        "longer, so its haystacks are a few tokens shorter. Tasks, templates, answer prefixes, "
+        "budgets and per-sample seeds are the default config's: sample i asks what sample i "
+        "of config `<tokenizer>` asks, with a haystack fitted to the base prompt."
+    )
+
+    @property
+    def value(self) -> bool:
+        return True
+
+    def suffix(self) -> str:
+        return "base"
+
+    @classmethod
+    def accepts(cls, value: Any) -> bool:
+        return value is True
+
+    @classmethod
+    def from_value(cls, value: Any) -> "BaseModel":
+        return cls()
+
+    def prompt_mode(self, tokenizer: "Tokenizer") -> str:
+        if not tokenizer.has_chat_template:
+            raise RulerError(f"tokenizer {tokenizer.name!r} has no chat template: its default "
+                             f"config already counts prompts as a base model gets them (leave "
+                             f"out --base)")
+        return BASE_MODEL_MODE
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--base", action="store_true", default=None,
+            help="base-model variant: count prompts as a base model gets them (special "
+                 "tokens + input + answer prefix, no chat template), as upstream's "
+                 "--model_template_type base; written as its own config <tokenizer>--base and "
+                 "evaluated with `ruler eval --mode base` (the default for it)")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "BaseModel | None":
+        return cls() if getattr(args, "base", None) else None

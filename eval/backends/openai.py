@@ -300,7 +300,8 @@ class OpenAIBackend:
             raise RulerError(scrub(f"the server at {self.base} refuses the first request "
                                    f"(--api {self.opts.api}: {urlsplit(self.base).path}"
                                    f"{ENDPOINTS[self.opts.api]}): {str(e)[:300]}. "
-                                   f"{_sentence(INSTEAD[self.opts.api])}")) from None
+                                   f"{_sentence(INSTEAD[self.opts.api])}{self._v1_hint()}")
+                              ) from None
         if settled.mismatch and not self.opts.allow_prompt_mismatch:
             raise RulerError(scrub(f"the server at {self.base} does not see the build's prompt "
                                    f"(--api {self.opts.api}): {settled.mismatch}. "
@@ -348,7 +349,15 @@ class OpenAIBackend:
             raise Rejected(status, error.removeprefix(f"HTTP {status}: "))
         raise RulerError(scrub(f"the server at {self.base} did not answer a one-token request "
                                f"(--api {self.opts.api}) after {self.opts.retries} retries: "
-                               f"{error[:300]}"))
+                               f"{error[:300]}{self._v1_hint()}"))
+
+    def _v1_hint(self) -> str:
+        """llama.cpp and vLLM answer their own, non-OpenAI routes at the root (/completions):
+        a --base-url without /v1 reaches them."""
+        if urlsplit(self.base).path.rstrip("/").endswith("/v1"):
+            return ""
+        return (f" (OpenAI-compatible servers answer under /v1: did you mean --base-url "
+                f"{self.base}/v1?)")
 
     # --- requests ----------------------------------------------------------------------------
 

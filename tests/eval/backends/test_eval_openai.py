@@ -239,6 +239,24 @@ def test_a_server_that_refuses_token_ids_fails_at_once_naming_the_api_to_use(dat
     assert "use --api completions-text or --api chat" in err[0]
 
 
+def test_a_base_url_without_v1_that_reaches_a_native_route_says_so(data, tmp_path, capsys):
+    """llama.cpp answers /completions at its root in its own format (no `choices`): a
+    --base-url without /v1 gets there, and the one line says which URL was meant."""
+    def native(body):  # llama-server's own /completion reply
+        return 200, {"index": 0, "content": "\n", "tokens": [], "stop": True}
+
+    with FakeServer(probe_policy=native) as server:
+        root = server.url.removesuffix("/v1")
+        assert main(_args(data, root, tmp_path / "r", "--retries", "1")) == 2
+        assert server.bodies == []
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a completion" in err[0]
+    assert f"did you mean --base-url {root}/v1?" in err[0]
+    with FakeServer(probe_policy=native) as server:
+        assert main(_args(data, server.url, tmp_path / "r2", "--retries", "1")) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
 def test_a_row_the_server_counts_otherwise_stops_the_run_and_is_redone_on_resume(data,
                                                                                 tmp_path,
                                                                                 capsys):
