@@ -82,7 +82,10 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
     add_backend_arguments(p)  # --backend, and a group of flags per backend (backends.registry)
     p.add_argument("--out", type=Path, default=None,
                    help="results folder (default: results/<model name>)")
-    p.add_argument("--limit", type=int, default=None, help="first N samples per task and length")
+    p.add_argument("--limit", type=int, default=None,
+                   help="first N samples per task and length (a results folder run with "
+                        "--limit N may be resumed with a larger one, or none, to add rows; a "
+                        "smaller one is refused)")
     p.add_argument("--max-model-len", type=int, default=None,
                    help="context limit (prompt + generation); default: the model's / server's")
     p.add_argument("--render-workers", type=int, default=None,

@@ -226,6 +226,12 @@ def _run_settings(cfg: EvalConfig, mode: str) -> dict[str, Any]:
             "reasoning": reasoning}
 
 
+def _covers(limit: int | None, before: int | None) -> bool:
+    """Whether --limit `limit` takes in every row an earlier --limit `before` took (None: all
+    rows). A larger limit extends a folder: its scores then expect the larger count."""
+    return limit is None or (before is not None and limit >= before)
+
+
 def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[SplitFile],
                       mode: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A results folder holds one model, prompt mode and dataset config; any file it already
@@ -237,9 +243,13 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
     if path.is_file():
         old = json.loads(path.read_text(encoding="utf-8"))
         for field_, new in (("model", cfg.model), *settings.items()):
+            if field_ == "limit" and _covers(new, old.get(field_)):
+                continue  # the first N rows of each file stay the first N: more are added
             if old.get(field_) != new:
+                more = (" (a smaller --limit would score a subset of its rows)"
+                        if field_ == "limit" else "")
                 raise RulerError(f"results folder {out} holds a run with {field_} "
-                                 f"{old.get(field_)!r}, not {new!r}: use another --out")
+                                 f"{old.get(field_)!r}, not {new!r}{more}: use another --out")
         if old["dataset"]["config"] != cfg.tokenizer_config:
             raise RulerError(f"results folder {out} holds tokenizer config "
                              f"{old['dataset']['config']!r}, not {cfg.tokenizer_config!r}")

@@ -161,6 +161,27 @@ def test_a_run_that_fails_before_generating_does_not_pin_the_folder(data, tmp_pa
     assert (out / "run.json").read_text() == before
 
 
+def test_a_larger_limit_extends_a_folder_and_a_smaller_one_is_refused(data, tmp_path, capsys):
+    """Try a few rows, then more: --limit 2 then --limit 3 in one folder sends only the third
+    row of each file and scores the three; --limit 1 afterwards would score a subset."""
+    out = tmp_path / "r"
+    with FakeServer() as server:
+        assert main(_args(data, out, server.url, "--limit", "2")) == 0
+        assert main(_args(data, out, server.url, "--limit", "3")) == 0
+        assert len(server.bodies) == 3 * len(TASKS)  # each row sent once
+        assert main(_args(data, out, server.url, "--limit", "1")) == 2
+        assert "holds a run with limit 3, not 1 (a smaller --limit would score a subset " \
+               "of its rows)" in capsys.readouterr().err
+        assert main(_args(data, out, server.url)) == 0  # all rows: the fourth now
+        assert len(server.bodies) == 4 * len(TASKS)
+    assert sorted((r["task"], r["index"]) for r in _records(out)) == \
+        sorted((t, i) for t in TASKS for i in range(4))
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["selection"]["limit"] is None
+    assert [c["rows"] for c in scores["cells"]] == [4] * len(TASKS)
+    assert scores["coverage"]["complete"] and scores["coverage"]["done"] == 4 * len(TASKS)
+
+
 def test_eval_help_names_the_backends_and_the_default():
     text = make_parser()._subparsers._group_actions[0].choices["eval"].format_help()
     assert f"one of {', '.join(backend_names())} (default: {DEFAULT_BACKEND})" in \
