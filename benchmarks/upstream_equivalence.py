@@ -15,7 +15,8 @@ run of the same model on our rows gives the noise floor (llama.cpp is not bit-de
 Subcommands (all resumable: finished rows are skipped):
 
     upstream  --reference DIR --base-url URL --model NAME --lengths 4096 --samples 30 --out F.jsonl
-    summary   --upstream F.jsonl --ours RESULTS_DIR [--ours-again RESULTS_DIR2] [--json OUT]
+    summary   --upstream F.jsonl --ours RESULTS_DIR [--ours-again RESULTS_DIR2]
+              [--no-context RESULTS_DIR3] [--samples N] [--json OUT]
 
 The server: llama.cpp's `llama-server -m gemma-3-270m-q4_k_m.gguf -a gemma --host 127.0.0.1
 --port 8091 -c 4608 -np 1 -t 2 -fa on -cram 0` (../shared/notes/real-models-on-cpu.md).
@@ -89,12 +90,12 @@ def run_upstream(args: argparse.Namespace) -> int:
     return 0
 
 
-def _row_scores_upstream(path: Path) -> dict[tuple[str, int], list[float]]:
-    cells: dict[tuple[str, int], list[float]] = {}
+def _row_scores_upstream(path: Path) -> dict[tuple[str, int], dict[int, float]]:
+    cells: dict[tuple[str, int], dict[int, float]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         r = json.loads(line)
         value = ROW_METRICS[r["metric"]](postprocess_pred(r["prediction"]), r["references"])
-        cells.setdefault((r["task"], r["max_seq_length"]), []).append(value)
+        cells.setdefault((r["task"], r["max_seq_length"]), {})[int(r["sample"])] = value
     return cells
 
 
@@ -121,33 +122,76 @@ def _bootstrap_difference(a: np.ndarray, b: np.ndarray, rng: np.random.Generator
     return float(lo), float(hi)
 
 
+def _first(cell: dict[int, float], n: int) -> np.ndarray:
+    """The values of samples 0..n-1 (both sides are cut to the samples both have run)."""
+    return np.array([cell[i] for i in sorted(cell)[:n]])
+
+
+def _pooled(pairs: list[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator) -> dict:
+    """One test over every task: the mean over tasks of (ours - upstream), its 95 % interval
+    by a bootstrap stratified by task, and a two-sided permutation p-value that shuffles the
+    side labels within each task (the null: within a task, both generators' rows give the
+    model the same chance)."""
+    observed = float(np.mean([a.mean() - b.mean() for a, b in pairs]) * 100)
+    boot = np.zeros(BOOTSTRAP_DRAWS)
+    perm = np.zeros(BOOTSTRAP_DRAWS)
+    for a, b in pairs:
+        boot += (rng.choice(a, size=(BOOTSTRAP_DRAWS, a.size)).mean(axis=1)
+                 - rng.choice(b, size=(BOOTSTRAP_DRAWS, b.size)).mean(axis=1))
+        both = np.concatenate([a, b])
+        shuffled = rng.permuted(np.tile(both, (BOOTSTRAP_DRAWS, 1)), axis=1)
+        perm += shuffled[:, :a.size].mean(axis=1) - shuffled[:, a.size:].mean(axis=1)
+    boot, perm = boot / len(pairs) * 100, perm / len(pairs) * 100
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    p = (np.sum(np.abs(perm) >= abs(observed) - 1e-9) + 1) / (BOOTSTRAP_DRAWS + 1)
+    return {"tasks": len(pairs), "difference": round(observed, 2),
+            "ci95": [round(float(lo), 2), round(float(hi), 2)], "permutation_p": round(float(p), 4)}
+
+
 def run_summary(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     upstream = _row_scores_upstream(Path(args.upstream))
     ours = _row_scores_ours(Path(args.ours))
     again = _row_scores_ours(Path(args.ours_again)) if args.ours_again else {}
-    table = []
+    blind = _row_scores_ours(Path(args.no_context)) if args.no_context else {}
+    table, pairs = [], []
     for key in sorted(set(upstream) & set(ours), key=lambda k: (k[1], list(TASKS).index(k[0]))):
-        a, b = np.array(list(ours[key].values())), np.array(upstream[key])
+        n = min(len(ours[key]), len(upstream[key]), args.samples or 10**9)
+        a, b = _first(ours[key], n), _first(upstream[key], n)
         lo, hi = _bootstrap_difference(a, b, rng)
-        row = {"task": key[0], "length": key[1], "ours": round(a.mean() * 100, 2), "n_ours": a.size,
-               "upstream": round(b.mean() * 100, 2), "n_upstream": b.size,
+        pairs.append((a, b))
+        row = {"task": key[0], "length": key[1], "n": n, "ours": round(a.mean() * 100, 2),
+               "upstream": round(b.mean() * 100, 2),
                "difference": round((a.mean() - b.mean()) * 100, 2),
                "ci95": [round(lo, 2), round(hi, 2)], "significant": not lo <= 0 <= hi}
         if key in again:
-            shared = sorted(set(ours[key]) & set(again[key]))
+            shared = sorted(set(ours[key]) & set(again[key]))[:n]
             x = np.array([ours[key][i] for i in shared])
             y = np.array([again[key][i] for i in shared])
             row["noise_floor"] = {"rows": len(shared), "changed": int((x != y).sum()),
                                   "difference": round(float((x - y).mean() * 100), 2)}
+        if key in blind:
+            row["no_context"] = round(float(_first(blind[key], n).mean() * 100), 2)
         table.append(row)
-    print(f"{'task':<16} {'L':>6} {'ours':>7} {'upstream':>8} {'diff':>7}  95% CI")
+    print(f"{'task':<16} {'L':>6} {'n':>3} {'ours':>7} {'upstream':>8} {'diff':>7}  "
+          f"{'95% CI':<17} {'again: changed, diff':<21} {'no context':>10}")
     for r in table:
-        flag = "  *" if r["significant"] else ""
-        print(f"{r['task']:<16} {r['length']:>6} {r['ours']:>7.2f} {r['upstream']:>8.2f} "
-              f"{r['difference']:>7.2f}  [{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]{flag}")
+        flag = " *" if r["significant"] else "  "
+        nf = r.get("noise_floor")
+        noise = f"{nf['changed']}/{nf['rows']}, {nf['difference']:+.2f}" if nf else "-"
+        blind_score = f"{r['no_context']:.2f}" if "no_context" in r else "-"
+        ci = f"[{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]{flag}"
+        print(f"{r['task']:<16} {r['length']:>6} {r['n']:>3} {r['ours']:>7.2f} "
+              f"{r['upstream']:>8.2f} {r['difference']:>7.2f}  {ci:<17} {noise:<21} "
+              f"{blind_score:>10}")
+    pooled = _pooled(pairs, rng) if pairs else None
+    if pooled:
+        print(f"pooled over {pooled['tasks']} task x length cells: mean difference "
+              f"{pooled['difference']:+.2f} points, 95% CI [{pooled['ci95'][0]:.2f}, "
+              f"{pooled['ci95'][1]:.2f}], permutation p = {pooled['permutation_p']:.4f}")
     if args.json:
-        Path(args.json).write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"cells": table, "pooled": pooled}, indent=1)
+                                   + "\n", encoding="utf-8")
     return 0
 
 
@@ -168,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--upstream", required=True)
     s.add_argument("--ours", required=True, help="a `ruler eval` results folder")
     s.add_argument("--ours-again", help="a second run on the same rows (noise floor)")
+    s.add_argument("--no-context", help="a `ruler eval` results folder on the build's "
+                                        "--no-context config (the baseline column)")
+    s.add_argument("--samples", type=int, default=None,
+                   help="compare samples 0..N-1 only (default: all both sides have)")
     s.add_argument("--json")
     s.set_defaults(func=run_summary)
     args = p.parse_args(argv)
