@@ -38,6 +38,25 @@ class Renderer:
         return token_array(self.tok.prompt_ids(input_text, answer_prefix, self.mode,
                                                self.template_kwargs))
 
+    def prompt_text(self, input_text: str, answer_prefix: str = "") -> str | None:
+        """The rendered prompt as text, where the tokenizer renders through a Jinja template
+        (used to see what the template's generation prompt leaves open); else None."""
+        render = getattr(self.tok, "render_reasoning", None)
+        if self.mode != "reasoning" or render is None:
+            return None
+        return render(input_text, self.template_kwargs)
+
+    def is_special_token(self, text: str) -> bool:
+        """Whether `text` is one special token, which decoders drop by default (a reasoning
+        end marker that is one must be kept in the output to be found)."""
+        hf = getattr(self.tok, "hf", None)
+        if hf is None:
+            return False
+        added = getattr(hf, "added_tokens_decoder", {}) or {}
+        if any(t.content == text and t.special for t in added.values()):
+            return True
+        return text in set(getattr(hf, "all_special_tokens", ()) or ())
+
     # --- the prompt as text, for servers that tokenize it themselves (openai's text and chat
     # APIs): what they are sent and the counts their reports are checked against ----------
 

@@ -87,8 +87,10 @@ def data(tmp_path_factory) -> Path:
 def test_an_openai_server_that_echoes_the_key_never_gets_it_shown_or_saved(data, tmp_path):
     """Every completion is refused with a body that holds the key and the Authorization
     header: the rows are errors (exit 1), and neither the output nor predictions.jsonl holds
-    the key. A server that lists the key as a model name: one clear error line, no key."""
+    the key; the start-up probe refused the same way: one error line (exit 2), no key. A
+    server that lists the key as a model name: one clear error line, no key."""
     key_as_model = {"on": False}
+    probe_refused = {"on": False}
 
     class Echo(BaseHTTPRequestHandler):
         def do_GET(self):
@@ -96,7 +98,12 @@ def test_an_openai_server_that_echoes_the_key_never_gets_it_shown_or_saved(data,
             _reply(self, 200, {"data": [{"id": n, "max_model_len": 4096} for n in names]})
 
         def do_POST(self):
-            self.rfile.read(int(self.headers["Content-Length"]))
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if body.get("max_tokens") == 1 and not probe_refused["on"]:  # the start-up probe
+                _reply(self, 200, {"choices": [{"text": "x", "finish_reason": "length"}],
+                                   "usage": {"prompt_tokens": len(body["prompt"]),
+                                             "completion_tokens": 1}})
+                return
             _reply(self, 400, {"error": {"message": f"key {OPENAI_KEY} is not allowed "
                                                     f"(Authorization: "
                                                     f"{self.headers['Authorization']})"}})
@@ -112,9 +119,12 @@ def test_an_openai_server_that_echoes_the_key_never_gets_it_shown_or_saved(data,
                           "--no-progress", "--no-report", "--retries", "0"], env)
 
         refused = evaluate(out)
+        probe_refused["on"] = True
+        at_start = evaluate(tmp_path / "eval3")
         key_as_model["on"] = True
         listed = evaluate(tmp_path / "eval2")
     assert refused.returncode == 1, refused.stderr[-2000:]
+    assert at_start.returncode == 2 and "refuses the first request" in at_start.stderr
     reasons = [json.loads(line)["reason"] for line in
                (out / "predictions.jsonl").read_text().splitlines()]
     assert len(reasons) == 2 and all(r.startswith("HTTP 400: ") and "<redacted>" in r
@@ -122,7 +132,7 @@ def test_an_openai_server_that_echoes_the_key_never_gets_it_shown_or_saved(data,
     assert listed.returncode == 2 and "does not serve 'served-model'" in listed.stderr
     saved = [p.read_text() for p in out.rglob("*") if p.is_file()]
     assert_never_shown(OPENAI_KEY, refused.stdout, refused.stderr, listed.stdout,
-                       listed.stderr, *saved)
+                       listed.stderr, at_start.stdout, at_start.stderr, *saved)
 
 
 def test_a_tokenizer_download_whose_redirect_echoes_the_token_never_shows_it(tmp_path):
