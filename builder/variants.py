@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
 from ruler.builder.errors import RulerError
@@ -119,6 +119,16 @@ class Variant:
         """What is wrong with row `index` of `spec` under this variant's rule, or None. The
         build refuses such a row; `ruler verify` reports it."""
         return None
+
+    #: Whether a row's answers are in its `input` (verify checks them and their positions).
+    answers_in_input: ClassVar[bool] = True
+
+    def final_row(self, row: dict[str, Any], haystack: tuple[int, int],
+                  count: Callable[[str, str], int]) -> dict[str, Any]:
+        """The row as written, from the fitted row: `haystack` is the character span of the
+        haystack in `input`, `count(input, answer_prefix)` the prompt's tokens in the build's
+        prompt mode. The default: unchanged."""
+        return row
 
     # --- the `ruler build` flag ---------------------------------------------------------------
 
@@ -495,3 +505,69 @@ class BaseModel(Variant):
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "BaseModel | None":
         return cls() if getattr(args, "base", None) else None
+
+
+@register_variant
+@dataclass(frozen=True)
+class NoContext(Variant):
+    """The default config's rows without their haystack (`ruler build --no-context`): what a
+    model scores from the instruction and the question alone. No parameter: the manifest
+    records `{"no_context": true}`."""
+
+    field = "no_context"
+    title = "No-context baseline (`ruler build --no-context`)"
+    doc = (
+        "Config `<tokenizer>--nocontext` holds, for each row of config `<tokenizer>`, the same "
+        "row with its haystack cut out of `input`: the task's instruction (and vt's one-shot "
+        "example), the question and the answer prefix stay, the essays, noise, needles, word "
+        "lists and documents go. The sample is the default config's sample i (same seed, same "
+        "question and references), fitted at L as there and then cut; `length` counts the "
+        "short prompt that remains + `tokens_to_generate`, `gold_token_positions` and "
+        "`gold_depths` are empty and `haystack_size` is 0. A model scores near zero here on "
+        "every task whose answer lives only in the context (niah, vt, cwe, fwe: the oracle, "
+        "answering from the references, scores 100 on the default config) and at its "
+        "closed-book level on qa: the floor a context score should be read against. Scored "
+        "with RULER's metrics, like every config."
+    )
+
+    answers_in_input = False
+
+    @property
+    def value(self) -> bool:
+        return True
+
+    def suffix(self) -> str:
+        return "nocontext"
+
+    @classmethod
+    def accepts(cls, value: Any) -> bool:
+        return value is True
+
+    @classmethod
+    def from_value(cls, value: Any) -> "NoContext":
+        return cls()
+
+    def final_row(self, row: dict[str, Any], haystack: tuple[int, int],
+                  count: Callable[[str, str], int]) -> dict[str, Any]:
+        h0, h1 = haystack
+        text, cut = row["input"], len(row["context"])
+        if not 0 <= h0 <= h1 <= cut:
+            raise RulerError(f"task {row['task']}: the haystack (characters {h0}..{h1}) is not "
+                             f"inside the context (0..{cut}); cannot cut it out")
+        context = text[:h0] + text[h1:cut]
+        stripped = context + row["question"]
+        return {**row, "input": stripped, "context": context,
+                "length": count(stripped, row["answer_prefix"]) + row["tokens_to_generate"],
+                "gold_token_positions": [], "gold_depths": [], "haystack_size": 0}
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--no-context", action="store_true", default=None,
+            help="no-context baseline: the default config's rows with the haystack cut out "
+                 "(instruction, question and answer prefix kept), as config "
+                 "<tokenizer>--nocontext: what a model scores without the context")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "NoContext | None":
+        return cls() if getattr(args, "no_context", None) else None

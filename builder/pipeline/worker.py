@@ -130,6 +130,11 @@ class Worker:
             return (fitted, marks), False, True
         return (fitted, marks), False, False
 
+    def _count_prompt(self, input_text: str, answer_prefix: str) -> int:
+        """Whole-prompt tokens in the build's prompt mode (a variant's changed row)."""
+        return self.recipe.tokenizer.prompt_length(input_text, answer_prefix,
+                                                   self.recipe.prompt_mode)
+
     def make_row(self, task: str, L: int, index: int) -> Row:
         """Fit sample `index` of (task, L) and make its row."""
         gen = self.generator(task, L)
@@ -151,14 +156,15 @@ class Worker:
             "gold_token_positions": gold,
             "gold_depths": [(p - c0) / max(1, c1 - c0) for p in gold], "haystack_size": d.size,
         }
+        variant = self.recipe.variant
+        row = variant.final_row(row, d.context_span, self._count_prompt)
         # The variant's own rule, checked on the row as written (a depth sweep aims by the
         # units' token counts; the row records in-context positions): a row that breaks it
         # must never be written.
-        problem = self.recipe.variant.row_problem(spec, index, row)
+        problem = variant.row_problem(spec, index, row)
         if problem:
             raise RulerError(f"task {task}, L={L}, sample {index}: {problem}"
-                             + (f"; {self.recipe.variant.row_advice}"
-                                if self.recipe.variant.row_advice else ""))
+                             + (f"; {variant.row_advice}" if variant.row_advice else ""))
         return Row(row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
                    d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]))
 
