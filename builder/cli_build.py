@@ -12,10 +12,11 @@ from ruler.builder.pipeline.config import DEFAULT_OUT, EXECUTORS, MAX_SAMPLES, d
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
-from ruler.builder.variants import variant_from_args, variant_kinds
+from ruler.builder.variants import variant_kinds, variants_from_args
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry
+    from ruler.builder.pipeline import BuildConfig
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
@@ -130,7 +131,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "whole-prompt tokenization on sampled rows only (faster); by default "
                         "every row is checked, as piece counting is proven only for the "
                         "registry's tokenizers. The card records which")
-    # Each registered variant adds its own flag(s) (builder.variants): --depths, --output-budget
+    # Each registered variant adds its own flag(s) (builder.variants): --depths, --output-budget,
+    # --replicate / --replicates, --base
     for kind in variant_kinds():
         kind.add_arguments(p)
     # SIGTERM (a scheduler, `kill PID`) stops a build as Ctrl-C does: workers stopped, this
@@ -139,20 +141,31 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ruler.builder.manifest import Manifest
-    from ruler.builder.pipeline import BuildConfig, run_build
+    from ruler.builder.pipeline import BuildConfig
 
-    variant = variant_from_args(args)
-    tasks = variant.default_tasks() if args.tasks in (None, "all") else parse_tasks(args.tasks)
-    cfg = BuildConfig(
-        tokenizer=args.tokenizer, tasks=tasks, lengths=parse_lengths(args.lengths),
-        samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
-        shard=parse_shard(args.shard), sources_dir=args.sources_dir,
-        tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
-        exact_counts=args.exact_counts, start_method=args.start_method, variant=variant,
-        overwrite=args.overwrite, sampled_certification=args.sampled_certification,
-        executor=args.executor, ray_address=args.ray_address,
-    )
+    # One config per variant; `--replicates K` asks for K of them, built one after the other,
+    # each exactly as its own `--replicate i` command builds it.
+    variants = variants_from_args(args)
+    lengths, shard = parse_lengths(args.lengths), parse_shard(args.shard)
+    for variant in variants:
+        tasks = variant.default_tasks() if args.tasks in (None, "all") else parse_tasks(args.tasks)
+        _build_one(args, BuildConfig(
+            tokenizer=args.tokenizer, tasks=tasks, lengths=lengths,
+            samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
+            shard=shard, sources_dir=args.sources_dir,
+            tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
+            exact_counts=args.exact_counts, start_method=args.start_method, variant=variant,
+            overwrite=args.overwrite, sampled_certification=args.sampled_certification,
+            executor=args.executor, ray_address=args.ray_address,
+        ))
+    return 0
+
+
+def _build_one(args: argparse.Namespace, cfg: "BuildConfig") -> None:
+    """Build one config and print what was built."""
+    from ruler.builder.manifest import Manifest
+    from ruler.builder.pipeline import run_build
+
     report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]
     print(f"{report.config}: {len(built)} file(s) built, {len(report.files) - len(built)} "
@@ -170,7 +183,6 @@ def run(args: argparse.Namespace) -> int:
     if why:
         print(f"note: {report.config} is an unofficial build ({'; '.join(why)}); the manifest "
               f"and the card say so, and `ruler release` refuses it without --allow-unofficial")
-    return 0
 
 
 def unofficial_reasons(build: BuildEntry | None) -> list[str]:

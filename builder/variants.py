@@ -194,6 +194,15 @@ def variant_from_args(args: argparse.Namespace) -> Variant:
     return chosen[0] if chosen else NO_VARIANT
 
 
+def variants_from_args(args: argparse.Namespace) -> tuple[Variant, ...]:
+    """The configs one `ruler build` makes, in order: the one variant its flags ask for, or
+    with `--replicates K` the replicate configs 1..K (each built as `--replicate i` builds
+    it)."""
+    chosen = variant_from_args(args)
+    count = getattr(args, "replicates", None)
+    return (chosen,) if count is None else Replicate.series(count, chosen)
+
+
 def reserved_output_budget(variant: Mapping[str, Any] | None) -> int | None:
     """The reserved output budget a build entry's `variant` records, or None for a config
     without one."""
@@ -362,22 +371,26 @@ class Replicate(Variant):
     """Replicate `index` of the default config: other per-sample seeds, nothing else changed
     (`ruler build --replicate I`).
 
-    One flag value is one config, as for every variant (one `variant` entry and identity per
-    build in the manifest), so K replicates are K builds: `--replicate 1` .. `--replicate K`
-    (the README shows the loop)."""
+    One index is one config, as for every variant (one `variant` entry and identity per
+    config in the manifest). `--replicates K` builds replicates 1..K in one command, as K
+    builds `--replicate 1` .. `--replicate K` (`series`): each its own config, with the same
+    bytes."""
 
     index: int
 
     field = "replicate"
-    title = "Replicate configs, for seed-to-seed variance (`ruler build --replicate I`)"
+    title = ("Replicate configs, for seed-to-seed variance (`ruler build --replicates K`, "
+             "`--replicate I`)")
     doc = (
         "Config `<tokenizer>--rep<I>` is an independent redraw of the benchmark: the same "
         "tasks, lengths, sample count, templates, budgets and length fitting as config "
         "`<tokenizer>`, with every sample's seed drawn from the name `<tokenizer>--rep<I>` "
         "instead of `<tokenizer>` (other needles, keys, values, questions, haystack "
-        "positions and documents). Evaluating a model on `<tokenizer>` and on replicates "
+        "positions and documents). `ruler build --replicates K` builds replicates 1..K, "
+        "each its own config. Evaluating a model on `<tokenizer>` and on replicates "
         "1..K measures how much its score moves with the draw of the samples alone, beside "
-        "the per-row intervals `ruler report` gives; `ruler compare` pairs two runs on the "
+        "the per-row intervals `ruler report` gives: `ruler report` given those runs pools "
+        "them (mean and spread over replicates); `ruler compare` pairs two runs on the "
         "same replicate, never across replicates (their rows differ)."
     )
 
@@ -397,12 +410,36 @@ class Replicate(Variant):
         return self.config_name(base_config)
 
     @classmethod
+    def series(cls, count: Any, chosen: Variant = NO_VARIANT) -> tuple["Replicate", ...]:
+        """Replicates 1..`count` (`ruler build --replicates K`), refusing a count that is not a
+        positive integer or that comes with another variant flag (`chosen`: the variant the
+        other flags ask for)."""
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise RulerError(f"--replicates must be a positive integer (the number of "
+                             f"replicate configs to build), got {count!r}")
+        if isinstance(chosen, Replicate):
+            raise RulerError(f"--replicates {count} builds replicates 1..{count}; "
+                             f"--replicate {chosen.index} builds one: give only one of them")
+        if chosen != NO_VARIANT:
+            raise RulerError(f"--replicates redraws the default config and does not combine "
+                             f"with another variant (got {chosen.field} = {chosen.value!r}, "
+                             f"config <tokenizer>--{chosen.suffix()}): build it with its own "
+                             f"command")
+        return tuple(cls(i) for i in range(1, count + 1))
+
+    @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             "--replicate", type=int, default=None, metavar="I",
             help="build replicate I (1, 2, ...) of the default config: config "
                  "<tokenizer>--repI, same tasks, lengths and samples with other per-sample "
-                 "seeds, to measure seed-to-seed variance (K replicates: one build per I)")
+                 "seeds, to measure seed-to-seed variance")
+        parser.add_argument(
+            "--replicates", type=int, default=None, metavar="K",
+            help="build replicates 1..K of the default config in one command: K configs "
+                 "<tokenizer>--rep1 .. <tokenizer>--repK, each its own config with its own "
+                 "manifest entry, the same files as K builds with --replicate 1 .. K "
+                 "(`ruler report` given runs of one model on them pools them)")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Replicate | None":

@@ -150,13 +150,26 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
 
 def _register_report(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "report", help="Table-3 style report of a results folder (md, csv, json, png)",
+        "report", help="Table-3 style report of a results folder (md, csv, json, png), or "
+                       "of runs on replicates pooled",
         description="Per task x length scores, the mean per length, Avg., wAvg. (inc/dec) and "
                     "the effective\ncontext length, from RESULTS/scores.json; and the score by "
                     "depth bin of the gold items\nper task and length, with depth x length "
-                    "heatmaps (RESULTS/depth_heatmaps/*.png).")
-    p.add_argument("results", type=Path, help="results folder (or its scores.json)")
-    p.add_argument("--out", type=Path, default=None, help="output folder (default: RESULTS)")
+                    "heatmaps (RESULTS/depth_heatmaps/*.png).\n\n"
+                    "Several RESULTS: runs of one model on replicate configs of one tokenizer "
+                    "(`ruler build\n--replicates K`; the default config may be one of them), "
+                    "pooled: per task x length,\nthe mean per length, Avg. and wAvg., the mean "
+                    "over replicates ± their standard deviation\n[min..max]. Printed; with --out, "
+                    "also written to OUT/report_replicates.md, .csv, .json.\nRuns of other "
+                    "models, tokenizers, prompt modes or variants, or one replicate twice,\nare "
+                    "refused.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", type=Path, nargs="+", metavar="RESULTS",
+                   help="results folder (or its scores.json); several: runs on replicates, "
+                        "pooled")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output folder (default: RESULTS; several RESULTS: only printed "
+                        "unless given)")
     p.add_argument("--threshold", type=float, default=85.6,
                    help="effective-length threshold (default 85.6: Llama-2-7B at 4K)")
     p.add_argument("--data", default=None,
@@ -322,16 +335,49 @@ def run_report_cmd(args: argparse.Namespace) -> int:
         raise RulerError(f"--depth-bins must be >= 1, got {args.depth_bins}")
     if args.min_depth_samples < 0:
         raise RulerError(f"--min-depth-samples must be >= 0, got {args.min_depth_samples}")
-    files = None
-    if args.data:
-        from ruler.eval.data import open_dataset
-        from ruler.eval.report import load_scores
+    if len(args.results) > 1:
+        return _pooled_report(args)
+    results, = args.results
+    _print_report(results, args.out, args.threshold, _dataset_files(args, results),
+                  not args.no_plots, args.depth_bins, args.min_depth_samples)
+    return 0
 
-        scores = load_scores(args.results)
-        ds = open_dataset(args.data, args.revision, scores["config"])
-        files = {f.key: f.content_sha256 for f in ds.files(scores["config"])}
-    _print_report(args.results, args.out, args.threshold, files, not args.no_plots,
-                  args.depth_bins, args.min_depth_samples)
+
+def _dataset_files(args: argparse.Namespace, results: Path) -> dict | None:
+    """The content hashes of --data's files of the run's config (None without --data)."""
+    if not args.data:
+        return None
+    from ruler.eval.data import open_dataset
+    from ruler.eval.report import load_scores
+
+    scores = load_scores(results)
+    ds = open_dataset(args.data, args.revision, scores["config"])
+    return {f.key: f.content_sha256 for f in ds.files(scores["config"])}
+
+
+def _pooled_report(args: argparse.Namespace) -> int:
+    """`ruler report RUN RUN ...`: runs on replicates, pooled (eval.report_replicates)."""
+    from ruler.builder.atomic import write_json_atomic, write_text_atomic
+    from ruler.eval.report import build_report, check_revision, load_scores, run_files
+    from ruler.eval.report_replicates import pool_reports, to_csv, to_json, to_markdown
+
+    runs = []
+    for results in args.results:
+        scores = load_scores(results)
+        files = _dataset_files(args, results)
+        if files is not None:
+            check_revision(scores, files, str(results))
+        runs.append((str(results), scores, build_report(
+            scores, args.threshold, args.depth_bins, args.min_depth_samples,
+            asked=run_files(results, scores))))
+    pooled = pool_reports(runs)
+    print(to_markdown(pooled), end="")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.out / "report_replicates.md", to_markdown(pooled))
+        write_text_atomic(args.out / "report_replicates.csv", to_csv(pooled))
+        write_json_atomic(args.out / "report_replicates.json", to_json(pooled))
+        print(f"wrote {args.out}/report_replicates.md, .csv, .json")
     return 0
 
 

@@ -17,6 +17,8 @@ Uncertainty (eval.report_intervals): every score with its 95 % interval where sc
 recorded its rows, and the mean per length, Avg. and wAvg. with bootstrap intervals over rows
 where those numbers are given; lengths whose interval contains the threshold are marked, since
 the effective length could go either way there. Older scores.json without rows: no intervals.
+
+Several runs of one model on replicate configs: eval.report_replicates pools their reports.
 """
 
 from __future__ import annotations
@@ -173,7 +175,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   scores.get("serving"), scores.get("prompt_check"))
 
 
-def _run_files(results: Path, scores: dict[str, Any]) -> list[str]:
+def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     """The cells a `ruler eval` results folder's run asked for (run.json), when the scores are
     of that folder's predictions: a run interrupted after widening its selection left a
     scores.json of the earlier, smaller one."""
@@ -433,7 +435,7 @@ def write_report(results: str | Path, out: Path | None = None,
     if dataset_files is not None:
         check_revision(scores, dataset_files, str(results))
     r = build_report(scores, threshold, depth_bins, min_depth_samples,
-                     asked=_run_files(Path(results), scores))
+                     asked=run_files(Path(results), scores))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))

@@ -88,6 +88,9 @@ class ScoreReport:
     # and the dataset config's depth bins when it is depth-swept (`ruler build --depths N`).
     depth_items: dict[str, list[list[float]]] = field(default_factory=dict)
     depth_bins: int | None = None
+    # The dataset config's build variant, as its manifest entry records it ({} for a tokenizer's
+    # default config; builder.variants): `ruler report` pools replicates by it.
+    variant: dict[str, Any] = field(default_factory=dict)
     mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
     # What was asked for: {"tasks": [...], "lengths": [...], "limit": N or None, "by": who
     # chose it: "flags", "run", "config" (every file of the config) or "caller"}.
@@ -167,6 +170,7 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
         depth_items=depth_items,
         depth_bins=(ds.build(config).variant or {}).get("depth_bins"),
+        variant=dict(ds.build(config).variant or {}),
         selection={"tasks": in_task_order(f.task for f in files),
                    "lengths": sorted({f.max_seq_length for f in files}), "limit": limit,
                    "by": selected_by})

@@ -74,3 +74,54 @@ def test_the_build_flag(out, capsys):
     assert f"{TOK}--rep1: 0 file(s) built, {len(TASKS)} up to date" in capsys.readouterr().out
     assert main([*argv, "--replicate", "0"]) == 2
     assert "--replicate must be a positive integer" in capsys.readouterr().err
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    """Every file of a build folder, by relative path (the lock file aside)."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock")}
+
+
+def test_replicates_k_builds_k_configs_as_k_single_builds_would(tmp_path, capsys):
+    """`--replicates 2` = `--replicate 1` then `--replicate 2`: the same configs, manifest
+    entries, card and file bytes."""
+    argv = ["build", "--tokenizer", TOK, "--tasks", ",".join(TASKS), "--lengths", str(L),
+            "--samples", str(SAMPLES), "--no-progress", "--workers", "1"]
+    assert main([*argv, "--out", str(tmp_path / "k"), "--replicates", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert f"{TOK}--rep1: {len(TASKS)} file(s) built" in printed
+    assert f"{TOK}--rep2: {len(TASKS)} file(s) built" in printed
+    for i in (1, 2):
+        assert main([*argv, "--out", str(tmp_path / "one"), "--replicate", str(i)]) == 0
+    one, k = _tree(tmp_path / "one"), _tree(tmp_path / "k")
+    assert sorted(k) == sorted(one)
+    assert {p for p in k if p.endswith(".parquet")} == {
+        f"data/{TOK}--rep{i}/{t}/{L}.parquet" for i in (1, 2) for t in TASKS}
+    assert all(k[p] == one[p] for p in k), [p for p in k if k[p] != one[p]]
+    builds = json.loads(k["manifest.json"])["builds"]
+    assert sorted(builds) == [f"{TOK}--rep1", f"{TOK}--rep2"]
+    assert [builds[f"{TOK}--rep{i}"]["variant"] for i in (1, 2)] == [{"replicate": 1},
+                                                                     {"replicate": 2}]
+
+
+@pytest.mark.parametrize("extra, says", [
+    (["--replicates", "0"], "--replicates must be a positive integer"),
+    (["--replicates", "-2"], "--replicates must be a positive integer"),
+    (["--replicates", "3", "--replicate", "1"], "give only one of them"),
+    (["--replicates", "3", "--depths", "4"], "does not combine with another variant"),
+    (["--replicates", "3", "--base"], "does not combine with another variant"),
+])
+def test_replicates_refuses_bad_k_in_one_line(tmp_path, capsys, extra, says):
+    out = tmp_path / "never"
+    assert main(["build", "--tokenizer", TOK, "--tasks", TASKS[0], "--lengths", str(L),
+                 "--samples", str(SAMPLES), "--out", str(out), "--no-progress", *extra]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.startswith("ruler: error: ") and err.count("\n") == 1, err
+    assert not out.exists()
+
+
+def test_replicates_flag_is_explained_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["build", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--replicates K" in text and "build replicates 1..K of the default config" in text
