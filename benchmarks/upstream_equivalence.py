@@ -99,6 +99,26 @@ def _row_scores_upstream(path: Path) -> dict[tuple[str, int], dict[int, float]]:
     return cells
 
 
+def _prompt_tokens_upstream(path: Path) -> dict[tuple[str, int], dict[int, int]]:
+    """Prompt tokens the server counted for each upstream row (the context a model read)."""
+    cells: dict[tuple[str, int], dict[int, int]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        cells.setdefault((r["task"], r["max_seq_length"]), {})[int(r["sample"])] = \
+            int(r["prompt_tokens"])
+    return cells
+
+
+def _prompt_tokens_ours(results: Path) -> dict[tuple[str, int], dict[int, int]]:
+    cells: dict[tuple[str, int], dict[int, int]] = {}
+    for line in (results / "predictions.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        if r.get("status") == "ok" and r.get("prompt_tokens") is not None:
+            cells.setdefault((r["task"], int(r["max_seq_length"])), {})[int(r["index"])] = \
+                int(r["prompt_tokens"])
+    return cells
+
+
 def _row_scores_ours(results: Path) -> dict[tuple[str, int], dict[int, float]]:
     """Per-row values of a `ruler eval` results folder, by (task, length) and sample index:
     the `row_scores` its scores.json records (predictions records carry neither the metric
@@ -154,6 +174,8 @@ def run_summary(args: argparse.Namespace) -> int:
     ours = _row_scores_ours(Path(args.ours))
     again = _row_scores_ours(Path(args.ours_again)) if args.ours_again else {}
     blind = _row_scores_ours(Path(args.no_context)) if args.no_context else {}
+    read_up = _prompt_tokens_upstream(Path(args.upstream))
+    read_ours = _prompt_tokens_ours(Path(args.ours))
     table, pairs = [], []
     for key in sorted(set(upstream) & set(ours), key=lambda k: (k[1], list(TASKS).index(k[0]))):
         n = min(len(ours[key]), len(upstream[key]), args.samples or 10**9)
@@ -164,6 +186,10 @@ def run_summary(args: argparse.Namespace) -> int:
                "upstream": round(b.mean() * 100, 2),
                "difference": round((a.mean() - b.mean()) * 100, 2),
                "ci95": [round(lo, 2), round(hi, 2)], "significant": not lo <= 0 <= hi}
+        # the prompt tokens each side's model read: upstream leaves many rows short of L
+        row["prompt_tokens"] = {side: round(float(_first(cells.get(key, {}), n).mean()))
+                                if cells.get(key) else None
+                                for side, cells in (("ours", read_ours), ("upstream", read_up))}
         if key in again:
             shared = sorted(set(ours[key]) & set(again[key]))[:n]
             x = np.array([ours[key][i] for i in shared])
@@ -174,16 +200,18 @@ def run_summary(args: argparse.Namespace) -> int:
             row["no_context"] = round(float(_first(blind[key], n).mean() * 100), 2)
         table.append(row)
     print(f"{'task':<16} {'L':>6} {'n':>3} {'ours':>7} {'upstream':>8} {'diff':>7}  "
-          f"{'95% CI':<17} {'again: changed, diff':<21} {'no context':>10}")
+          f"{'95% CI':<17} {'tokens ours/up':>14}  {'again: changed, diff':<21} "
+          f"{'no context':>10}")
     for r in table:
         flag = " *" if r["significant"] else "  "
         nf = r.get("noise_floor")
         noise = f"{nf['changed']}/{nf['rows']}, {nf['difference']:+.2f}" if nf else "-"
         blind_score = f"{r['no_context']:.2f}" if "no_context" in r else "-"
         ci = f"[{r['ci95'][0]:.2f}, {r['ci95'][1]:.2f}]{flag}"
+        read = f"{r['prompt_tokens']['ours']}/{r['prompt_tokens']['upstream']}"
         print(f"{r['task']:<16} {r['length']:>6} {r['n']:>3} {r['ours']:>7.2f} "
-              f"{r['upstream']:>8.2f} {r['difference']:>7.2f}  {ci:<17} {noise:<21} "
-              f"{blind_score:>10}")
+              f"{r['upstream']:>8.2f} {r['difference']:>7.2f}  {ci:<17} {read:>14}  "
+              f"{noise:<21} {blind_score:>10}")
     pooled = _pooled(pairs, rng) if pairs else None
     if pooled:
         print(f"pooled over {pooled['tasks']} task x length cells: mean difference "
