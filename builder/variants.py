@@ -446,13 +446,31 @@ class Replicate(Variant):
         return None if args.replicate is None else cls(args.replicate)
 
 
+@dataclass(frozen=True)
+class SwitchVariant(Variant):
+    """A variant without a parameter, switched on by its flag: the manifest records
+    `{field: true}`."""
+
+    @property
+    def value(self) -> bool:
+        return True
+
+    @classmethod
+    def accepts(cls, value: Any) -> bool:
+        return value is True
+
+    @classmethod
+    def from_value(cls, value: Any) -> "SwitchVariant":
+        return cls()
+
+
 #: The prompt mode a base-model variant is counted in (builder.tokenizer.PROMPT_MODES).
 BASE_MODEL_MODE = "base"
 
 
 @register_variant
 @dataclass(frozen=True)
-class BaseModel(Variant):
+class BaseModel(SwitchVariant):
     """Rows counted as a base model gets them (`ruler build --base`): the tokenizer's special
     tokens + input + answer prefix, no chat template. It has no parameter: the manifest
     records `{"base_model": true}`."""
@@ -471,20 +489,8 @@ class BaseModel(Variant):
         "of config `<tokenizer>` asks, with a haystack fitted to the base prompt."
     )
 
-    @property
-    def value(self) -> bool:
-        return True
-
     def suffix(self) -> str:
         return "base"
-
-    @classmethod
-    def accepts(cls, value: Any) -> bool:
-        return value is True
-
-    @classmethod
-    def from_value(cls, value: Any) -> "BaseModel":
-        return cls()
 
     def prompt_mode(self, tokenizer: "Tokenizer") -> str:
         if not tokenizer.has_chat_template:
@@ -509,7 +515,7 @@ class BaseModel(Variant):
 
 @register_variant
 @dataclass(frozen=True)
-class NoContext(Variant):
+class NoContext(SwitchVariant):
     """The default config's rows without their haystack (`ruler build --no-context`): what a
     model scores from the instruction and the question alone. No parameter: the manifest
     records `{"no_context": true}`."""
@@ -532,20 +538,8 @@ class NoContext(Variant):
 
     answers_in_input = False
 
-    @property
-    def value(self) -> bool:
-        return True
-
     def suffix(self) -> str:
         return "nocontext"
-
-    @classmethod
-    def accepts(cls, value: Any) -> bool:
-        return value is True
-
-    @classmethod
-    def from_value(cls, value: Any) -> "NoContext":
-        return cls()
 
     def final_row(self, row: dict[str, Any], haystack: tuple[int, int],
                   count: Callable[[str, str], int]) -> dict[str, Any]:
