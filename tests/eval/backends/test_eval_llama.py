@@ -16,14 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
+from benchmarks.llama_server import LlamaCppPythonServer, LlamaServer, ServerError
 from helpers.builds import build
 from helpers.paths import TOKENIZERS
 from ruler.cli import main
@@ -35,8 +32,6 @@ TASKS = ("niah_single_1", "vt")
 LENGTH = 4096
 SAMPLES = 2
 MODEL = "gemma-3-270m"
-#: Seconds the server may take to load the model and answer /health (~10 s when quiet).
-START_TIMEOUT = 180
 
 
 def _needed(var: str, what: str) -> Path:
@@ -74,60 +69,13 @@ def template_file(tmp_path_factory) -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class LlamaServer:
-    """llama-server on 127.0.0.1 in its own process group: up within START_TIMEOUT (or the
-    test fails with its log), stopped in teardown."""
-
-    def __init__(self, binary: Path, gguf: Path, log: Path, *extra: str):
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}/v1"
-        self.log_path = log
-        cmd = [str(binary), "-m", str(gguf), "-a", MODEL, "--host", "127.0.0.1", "--port",
-               str(self.port), "-c", str(LENGTH), "-np", "1", "-t", "2", "-fa", "on",
-               "-cram", "0", *extra]
-        self.log = open(log, "w")
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-
-    def wait_ready(self) -> None:
-        import httpx
-
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"llama-server exited with {self.proc.returncode}:\n"
-                            f"{self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=2).status_code \
-                        == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        pytest.fail(f"llama-server not ready after {START_TIMEOUT}s:\n"
-                    f"{self.log_path.read_text()[-3000:]}")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        self.log.close()
-
-
 def _server(binary: Path, gguf: Path, log: Path, *extra: str):
-    server = LlamaServer(binary, gguf, log, *extra)
+    server = LlamaServer(binary, gguf, log, *extra, alias=MODEL, context=LENGTH)
     try:
-        server.wait_ready()
+        server.start()
+    except ServerError as e:
+        pytest.fail(str(e))
+    try:
         yield server
     finally:
         server.stop()
@@ -206,3 +154,34 @@ def test_a_wrong_chat_template_on_the_server_is_refused_or_flagged(binary, gguf,
     scores = json.loads((out / "scores.json").read_text())
     assert scores["prompt_check"] == {"checked": 1, "differ": 1}
     assert "**1 differ from the build's prompt**" in (out / "report.md").read_text()
+
+
+def test_llama_cpp_python_server_scores_text_prompts(gguf, data, tmp_path):
+    """llama-cpp-python's own server takes no token ids: the rendered prompt goes as text, its
+    BOS left to the server, and the server's count still equals the build's on every row."""
+    python = os.environ.get("RULER_LLAMA_CPP_PYTHON")
+    if not python:
+        pytest.skip("$RULER_LLAMA_CPP_PYTHON does not name a Python with "
+                    "llama-cpp-python[server] installed (it compiles llama.cpp, ~15 min on 2 "
+                    "cores: not built in CI)")
+    server = LlamaCppPythonServer(Path(python), gguf, tmp_path / "server.log", alias=MODEL,
+                                  context=LENGTH)
+    try:
+        server.start()
+    except ServerError as e:
+        pytest.fail(str(e))
+    try:
+        out = tmp_path / "text"
+        # It reports no context: --max-model-len is the user's to give.
+        assert _eval(data, server.url, out, "--api", "completions-text",
+                     "--max-model-len", str(LENGTH), "--concurrency", "1") == 0
+    finally:
+        server.stop()
+    records = _records(out)
+    assert len(records) == len(TASKS) * SAMPLES
+    assert all(r["status"] == "ok" and r["server_prompt_tokens"] == r["prompt_tokens"]
+               for r in records)
+    scores = json.loads((out / "scores.json").read_text())
+    (serving,) = scores["serving"]
+    assert serving["api"] == "completions-text" and serving["bos_in_text"] is False
+    assert scores["prompt_check"] == {"checked": len(records), "differ": 0}
