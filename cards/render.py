@@ -25,6 +25,7 @@ from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
+from ruler.cards import real_model
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
@@ -303,6 +304,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         packages_table=packages_table(manifest),
         builds_section=builds_section(manifest),
         differences_table=differences_table(),
+        real_model_section=real_model.card_section(),
         variants_section=variants_section(manifest),
         licence_list=licence_list(manifest),
         **{s.key: s.body(manifest, repo_id, revision) for s in sections},

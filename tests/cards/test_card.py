@@ -112,6 +112,24 @@ def test_body_is_rendered_from_catalog_schema_differences_and_manifest(out):
     assert "Unofficial build" not in text
 
 
+def test_the_card_shows_the_real_model_check_from_its_measurement(out):
+    """Every card carries the measured equivalence with upstream (cards/real_model.json): the
+    pooled difference and one row per task with both scores, the difference and its interval,
+    and the no-context score."""
+    text = (out / "README.md").read_text()
+    section = text[text.index("## Checked with a real model"):]
+    section = section[:section.index("\n## ", 5)]
+    measured = json.loads((ROOT / "cards" / "real_model.json").read_text())
+    pooled = measured["pooled"]
+    assert f"{pooled['difference']:+.1f} points [{pooled['ci95'][0]:+.1f}, " in section
+    for cell in measured["cells"]:
+        row = _table_row(section, cell["task"])
+        assert f"| {cell['ours']:.1f} | {cell['upstream']:.1f} | {cell['difference']:+.1f} " \
+            in row and row.endswith(f"| {cell['no_context']:.1f} |")
+    assert {c["task"] for c in measured["cells"]} == set(TASKS)
+    assert "the oracle (answering from the references) scores 100" in section
+
+
 def test_release_rendering_names_the_repo_and_tag(out):
     text = render_card(Manifest.load(out), repo_id="nvidia-fans/ruler", revision="v1")
     assert 'load_dataset("nvidia-fans/ruler", "gpt-4", split="1024", revision="v1")' in text

@@ -173,6 +173,7 @@ def test_the_wheel_holds_only_ruler_and_runs_from_a_fresh_venv(tmp_path):
     assert top == {"ruler"}
     assert "ruler/tokenizers_cache/registry.json" in names
     assert "ruler/cards/template.md" in names
+    assert "ruler/cards/real_model.json" in names  # the card's real-model section
     assert not [n for n in names if n.startswith(("ruler/tests/", "ruler/benchmarks/"))]
 
     venv = tmp_path / "venv"
