@@ -198,6 +198,7 @@ def run_summary(args: argparse.Namespace) -> int:
                                   "difference": round(float((x - y).mean() * 100), 2)}
         if key in blind:
             row["no_context"] = round(float(_first(blind[key], n).mean() * 100), 2)
+            row["no_context_rows"] = min(n, len(blind[key]))
         table.append(row)
     print(f"{'task':<16} {'L':>6} {'n':>3} {'ours':>7} {'upstream':>8} {'diff':>7}  "
           f"{'95% CI':<17} {'tokens ours/up':>14}  {'again: changed, diff':<21} "

@@ -62,7 +62,9 @@ def card_section() -> str:
         rows = sum(x["rows"] for x in noise)
         lines += ["", f"The same rows evaluated a second time (the noise floor): {changed} of "
                       f"{rows} rows scored differently."]
-    lines += ["", "No context: the same rows with the haystack cut out (`ruler build "
+    blind = sorted({c["no_context_rows"] for c in cells if "no_context_rows" in c})
+    first = f"the first {blind[-1]} of " if blind and blind[-1] < samples[-1] else ""
+    lines += ["", f"No context: {first}the same rows with the haystack cut out (`ruler build "
               "--no-context`); the oracle (answering from the references) scores 100 on "
               "every task. " + run["finding"], "", f"Made with: `{run['command']}`."]
     return "\n".join(lines)
