@@ -42,12 +42,12 @@ def model_entries(doc: Any) -> list[dict[str, Any]]:
     """/v1/models' entries ({"data": [{"id": ...}, ...]}); entries that are not objects are
     left out. A document without `data` lists nothing (the served model is then unknown)."""
     if not isinstance(doc, dict):
-        raise Damaged(f"{shape_of(doc)}, not the model list object {{\"data\": [...]}}")
+        raise Damaged(f"{shape_of(doc)}, not an object {{\"data\": [...]}}")
     data = doc.get("data")
     if data is None:
         return []
     if not isinstance(data, list):
-        raise Damaged(f"its `data` is {shape_of(data)}, not a list of models")
+        raise Damaged(f"`data` is {shape_of(data)}, not a list of models")
     return [m for m in data if isinstance(m, dict)]
 
 

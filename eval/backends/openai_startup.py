@@ -120,9 +120,9 @@ class Startup:
                 raise Damaged(f"more than {INFO_MAX_BYTES} bytes")
             entries = model_entries(reply.json())
         except Damaged as e:
-            raise RulerError(scrub(f"the server at {self.base} answers GET {path} with {e}: "
-                                   f"not an OpenAI-compatible model list (is --base-url the "
-                                   f"server's /v1?)")) from None
+            raise RulerError(scrub(f"the server at {self.base} answers GET {path} with no "
+                                   f"OpenAI-compatible model list ({e}): is --base-url the "
+                                   f"server's /v1?")) from None
         names = [m.get("id") for m in entries]
         if names and model not in names:
             raise RulerError(scrub(f"the server at {self.base} does not serve {model!r}; "
