@@ -52,6 +52,15 @@ def _known_tokens() -> list[str]:
     return sorted({t for t in tokens if t and len(t) >= _MIN_SECRET}, key=len, reverse=True)
 
 
+def redact_known(text: str) -> str:
+    """`text` with the known secrets replaced, and nothing else: for text that is data (a
+    model's answer, a name a server gave), where `scrub`'s patterns would also change
+    ordinary words ("bearer of ...")."""
+    for token in _known_tokens():
+        text = text.replace(token, REDACTED)
+    return text
+
+
 def scrub(text: str, extra: tuple[str, ...] = ()) -> str:
     """`text` without the known secrets, any `hf_...`-shaped string or bearer credential."""
     for token in (*extra, *_known_tokens()):

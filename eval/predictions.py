@@ -50,8 +50,14 @@ class Prediction:
     # Where the engine reports its own count of the prompt (a server's usage.prompt_tokens):
     # that count, and why it differs from the row's rendering (empty: it does not). Such a
     # row ran on another prompt than the build's (`--allow-prompt-mismatch` keeps it, flagged).
-    server_prompt_tokens: int | None = None
+    server_prompt_tokens: int | float | None = None
     prompt_mismatch: str = ""
+    # A server's (only where there is something to say): why the prompt count was not
+    # checked, the model it answered as when not the one asked for, counts it reported in an
+    # unexpected form (ruler.eval.backends.openai_replies).
+    prompt_unchecked: str = ""
+    server_model: str = ""
+    server_notes: str = ""
 
     @property
     def key(self) -> Key:
@@ -65,8 +71,9 @@ class Prediction:
             del rec["raw_prediction"], rec["reasoning"]
         if self.server_prompt_tokens is None:  # an engine that reports no count of its own
             del rec["server_prompt_tokens"]
-        if not self.prompt_mismatch:
-            del rec["prompt_mismatch"]
+        for name in ("prompt_mismatch", "prompt_unchecked", "server_model", "server_notes"):
+            if not rec[name]:
+                del rec[name]
         return rec
 
 

@@ -65,7 +65,7 @@ class Report:
     intervals: ReportIntervals | None = None  # None: the scores record no rows (older ones)
     # How the prompts were served and the server's prompt-count check (eval.serving)
     serving: list[dict[str, Any]] | None = None
-    prompt_check: dict[str, int] | None = None
+    prompt_check: dict[str, Any] | None = None
 
     @property
     def mean_label(self) -> str:

@@ -30,9 +30,17 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
+from ruler.builder.scrub import redact_known, scrub
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
-from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend
+from ruler.eval.backends import (
+    Backend,
+    BackendOptions,
+    GenRequest,
+    GenResult,
+    make_backend,
+    require_backend,
+)
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.engine_env import addon_error
 from ruler.eval.predictions import (
@@ -59,7 +67,7 @@ from ruler.eval.results_folder import (
     recorded_files,
 )
 from ruler.eval.score import score_folder
-from ruler.eval.serving import prepare_backend, record_serving
+from ruler.eval.serving import PromptCheck, prepare_backend, record_serving
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 
 
@@ -102,6 +110,9 @@ class EvalOutcome:
     notes: list[str] = field(default_factory=list)  # said to the user (a changed backend)
     # rows answered on a prompt the server counted otherwise (--allow-prompt-mismatch)
     prompt_mismatches: int = 0
+    # this run's answered rows whose prompt count the engine reported and was checked, or
+    # was not (a server that reports none, or not as a number): see eval.serving
+    prompt_check: PromptCheck = field(default_factory=PromptCheck)
 
 
 def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
@@ -156,6 +167,7 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
                 cfg.reasoning_end_marker)
             _generate(backend, stream, pending, out, outcome, cfg, extract, skip_special,
                       started)
+            outcome.notes.extend(outcome.prompt_check.console_lines())
     finally:
         stream.close()
         if own_backend and backend is not None:
@@ -450,29 +462,41 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
 
         for result in backend.generate(_Feed(stream, request)):
             pred = in_flight.pop(result.key)
-            pred.server_prompt_tokens = result.server_prompt_tokens
-            pred.prompt_mismatch = result.prompt_mismatch
+            _take_server_report(pred, result)
             if not result.error and not isinstance(result.text, str):
                 result.error = f"the backend returned no text ({result.text!r})"
             if result.error:
-                pred.status, pred.reason = "error", result.error
+                pred.status, pred.reason = "error", scrub(result.error)
                 outcome.errors += 1
             else:
-                pred.prediction = result.text
+                # A server may put the API key into its answer: never stored (the rest is).
+                text = redact_known(result.text)
+                pred.prediction = text
                 pred.output_tokens = result.output_tokens
                 pred.finish_reason = result.finish_reason
                 if extract is not None:
-                    got = extract(result.text or "", result.finish_reason)
-                    pred.raw_prediction, pred.prediction = result.text, got.answer
+                    got = extract(text, result.finish_reason)
+                    pred.raw_prediction, pred.prediction = text, got.answer
                     pred.reasoning = got.state
                     outcome.budget_exhausted += got.state == "budget_exhausted"
                 outcome.generated += 1
                 outcome.prompt_mismatches += bool(result.prompt_mismatch)
+                outcome.prompt_check.add(pred.record())
             pred.elapsed_s = round(time.perf_counter() - start, 4)
             writer.write(pred)
             bar.update(1)
     outcome.generate_seconds = time.perf_counter() - start
     bar.close()
+
+
+def _take_server_report(pred: Prediction, result: GenResult) -> None:
+    """What the engine reported beside the answer, onto the prediction (server text: the API
+    key redacted)."""
+    pred.server_prompt_tokens = result.server_prompt_tokens
+    pred.prompt_mismatch = result.prompt_mismatch
+    pred.prompt_unchecked = result.prompt_unchecked
+    pred.server_model = redact_known(result.server_model)
+    pred.server_notes = redact_known(result.server_notes)
 
 
 class _Feed:

@@ -38,8 +38,14 @@ class GenResult:
     # The engine's own count of the prompt it ran (a server's usage.prompt_tokens), where it
     # reports one, and why it differs from the prompt the row was rendered to (empty: it does
     # not, or it was not reported): such a row ran on another prompt than the build's.
-    server_prompt_tokens: int | None = None
+    server_prompt_tokens: int | float | None = None
     prompt_mismatch: str = ""
+    # A server's: why the prompt count could not be checked (none reported, not a number),
+    # the model it says answered where that is not the one asked for, and what else it
+    # reported in an unexpected form (a count as a string, a negative completion count).
+    prompt_unchecked: str = ""
+    server_model: str = ""
+    server_notes: str = ""
 
 
 #: Finish reasons that mean the engine gave up on the request (vLLM: a request aborted, or an

@@ -10,21 +10,33 @@ is proof enough, since the usual cause (a server chat template other than the mo
 systematic and every further row would be compute spent on another prompt
 (`--allow-prompt-mismatch`: such rows are kept, flagged).
 
+Where the server reports no count (or one that is not a number), the row is recorded as
+unchecked, with why, and counted apart in the console and the report; a count in another
+numeric form (4055.0, "4055") is compared as the number it is, and noted. The `model` a reply
+says answered it is recorded (per row where it is not the one asked for, and the probe's in
+run.json's `serving`) and shown, not refused: vLLM and llama-server answer with the name asked
+for, but hosted APIs answer as a dated snapshot of an alias, and proxies as the model they
+routed to, both legitimately.
+
 What the server reports is used: its context (vLLM's `max_model_len`, llama.cpp's
 `meta.n_ctx` in /v1/models) when `--max-model-len` is not given, and its slots (llama.cpp's
 /props `total_slots`) as the concurrency: requests beyond them would only queue at the server,
 where the waiting would count against each request's `--timeout`. Servers that batch
 continuously (vLLM, SGLang) get 32 requests at a time, any other server that says nothing one
-(`--concurrency` sets it).
+(`--concurrency` sets it); never more than MAX_CONCURRENCY (256) in flight, whatever a server
+claims. Start-up (`openai_startup`) is bounded by `--startup-timeout`, and every reply by its
+size (`openai_http`: a completion by what `max_tokens` tokens can take).
 
 At most `concurrency` requests are in flight (the server batches them continuously); the
 runner's rows are pulled only as slots free up. A request that times out, cannot connect, or
 gets 429 / 5xx is retried with exponential backoff and jitter (honouring `Retry-After`), up
 to `retries` times; any other 4xx is the request's own fault and is not retried. A 200 that
 carries no completion (garbage JSON, no choices, `text` null or absent, finish_reason "error"
-or "abort") is a failure of the server's, retried the same way. A request that still fails is
-recorded as an error, which a resumed run retries. The probe is not retried on 500 or 4xx: a
-server that refuses the request form fails the run at once, in one line naming the API to use.
+or "abort", more text than `max_tokens` tokens can make) is a failure of the server's,
+retried the same way. A request that still fails is recorded as an error, which a resumed run
+retries. The probe is not retried on 500 or 4xx: a server that refuses the request form fails
+the run at once, in one line naming the API to use. Server text reaches messages and files
+only scrubbed of the API key (`ruler.builder.scrub`), and the runner redacts it from answers.
 """
 
 from __future__ import annotations
@@ -61,20 +73,33 @@ from ruler.eval.backends.openai_api import (
     Rejected,
     Wire,
     negotiate,
-    prompt_tokens,
 )
+from ruler.eval.backends.openai_http import (
+    Reply,
+    completion_max_bytes,
+    completion_max_chars,
+    fetch,
+)
+from ruler.eval.backends.openai_replies import (
+    Damaged,
+    answered_model,
+    field_text,
+    first_choice,
+    output_count,
+    token_ids,
+    usage_count,
+)
+from ruler.eval.backends.openai_startup import STARTUP_TIMEOUT, Startup
 from ruler.eval.backends.registry import BackendSpec
 
 MAX_BACKOFF = 60.0
 #: Requests in flight on a server that batches continuously (vLLM, SGLang: /v1/models'
 #: owned_by) and reports no slots: enough to keep it busy without queueing long.
 DEFAULT_CONCURRENCY = 32
+#: Requests in flight at most, whatever a server reports (a /props total_slots of 100000 is
+#: not a reason for 100000 threads and connections) or --concurrency asks.
+MAX_CONCURRENCY = 256
 BATCHING_SERVERS = frozenset({"vllm", "sglang"})
-#: Seconds for the start-up questions (/models, /props): a server that is up answers at once.
-INFO_TIMEOUT = 30.0
-#: Statuses the probe retries: the server is starting, overloaded or behind a busy gateway.
-#: Any other error on a one-token request means the server cannot serve this form at all.
-PROBE_RETRYABLE = frozenset({429, 502, 503, 504})
 INSTALL_HINT = "--backend openai needs httpx, which is not installed: pip install httpx"
 
 
@@ -86,6 +111,7 @@ class OpenAIOptions(BackendOptions):
     timeout: float = 600.0
     retries: int = 5
     retry_backoff: float = 1.0  # seconds before the first retry; doubles each time
+    startup_timeout: float = STARTUP_TIMEOUT  # per start-up phase (openai_startup)
     api: str = DEFAULT_API  # one of openai_api.APIS
     answer_prefix_turn: str = "auto"  # chat API: one of openai_api.PREFIX_TURNS
     allow_prompt_mismatch: bool = False  # keep rows whose server prompt differs (flagged)
@@ -115,15 +141,22 @@ def add_arguments(group: argparse._ArgumentGroup) -> None:
                             "(usage.prompt_tokens) differs from the build's rendering, flagged "
                             "(default: the run stops at the first one)")
     group.add_argument("--concurrency", type=int, default=None,
-                       help="requests in flight (default: the server's slots where it reports "
-                            "them, as llama.cpp does; 32 for vLLM and SGLang, which batch; "
-                            "else 1; never more than its slots)")
+                       help=f"requests in flight (default: the server's slots where it reports "
+                            f"them, as llama.cpp does; 32 for vLLM and SGLang, which batch; "
+                            f"else 1; never more than its slots, nor than {MAX_CONCURRENCY})")
     group.add_argument("--timeout", type=float, default=600.0,
                        help="seconds per request before it is retried")
     group.add_argument("--retries", type=int, default=5,
                        help="retries of a request that times out or gets 429/5xx, with "
                             "exponential backoff (then recorded as failed; re-running retries "
                             "it)")
+    group.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT,
+                       metavar="SECONDS",
+                       help="seconds the server has to answer at start-up, for its model list "
+                            "and slots, then again for the one-token probe; a server that is "
+                            "still loading its model (HTTP 503, as llama-server answers "
+                            "meanwhile) or does not answer is waited for that long, saying so "
+                            "(default: %(default)g; raise it for a model that loads slowly)")
 
 
 def options(args: argparse.Namespace) -> OpenAIOptions:
@@ -131,16 +164,25 @@ def options(args: argparse.Namespace) -> OpenAIOptions:
         raise RulerError("--backend openai renders prompts locally: pass --model-tokenizer "
                          "(the served model's tokenizer folder or registry name)")
     at_least(args, 1, "concurrency")
+    _check_concurrency(args.concurrency)
     if args.retries < 0 or args.timeout <= 0:
         raise RulerError("--retries must be >= 0 and --timeout > 0")
+    if not args.startup_timeout > 0:  # also NaN
+        raise RulerError(f"--startup-timeout must be > 0, got {args.startup_timeout:g}")
     if args.answer_prefix_turn != "auto" and args.api != "chat":
         raise RulerError(f"--answer-prefix-turn places the answer prefix among chat messages: "
                          f"it needs --api chat, not --api {args.api}")
     return OpenAIOptions(**shared_options(args), base_url=args.base_url,
                          concurrency=args.concurrency, timeout=args.timeout,
                          retries=args.retries, api=args.api,
+                         startup_timeout=args.startup_timeout,
                          answer_prefix_turn=args.answer_prefix_turn,
                          allow_prompt_mismatch=args.allow_prompt_mismatch)
+
+
+def _check_concurrency(value: int | None) -> None:
+    if value is not None and value > MAX_CONCURRENCY:
+        raise RulerError(f"--concurrency must be <= {MAX_CONCURRENCY}, got {value}")
 
 
 def retryable(status: int) -> bool:
@@ -159,16 +201,6 @@ def backoff_seconds(attempt: int, base: float, retry_after: str | None,
     return min(MAX_BACKOFF, base * 2 ** attempt) * rng.uniform(0.5, 1.5)
 
 
-@dataclass(frozen=True)
-class ServerInfo:
-    """What the server says about itself at start-up."""
-
-    max_model_len: int | None = None
-    context_source: str = ""  # which field max_model_len came from
-    slots: int | None = None  # requests it runs at once (llama.cpp), where it says
-    owned_by: str = ""  # /v1/models' owned_by: "vllm", "llamacpp", ...
-
-
 class OpenAIBackend:
     name = "openai"
 
@@ -176,6 +208,7 @@ class OpenAIBackend:
         opts = options_as(opts, OpenAIOptions)
         if opts.api not in APIS:
             raise RulerError(f"--api {opts.api!r}: choose one of {', '.join(APIS)}")
+        _check_concurrency(opts.concurrency)
         try:
             import httpx
         except ImportError as e:
@@ -199,8 +232,10 @@ class OpenAIBackend:
         self.wire: Wire | None = None  # settled by prepare(): how rows are sent
         self.renderer: Any = None
         self._stop = ""  # a row's prompt differed from the build's: the run stops with this
+        self._probe_model: str | None = None  # the model the probe's reply named
+        self.startup = Startup(httpx, self.client, self.base, opts.startup_timeout)
         try:
-            self.server = self._server_info()
+            self.server = self.startup.server_info(self.model)
         except BaseException:
             self.client.close()
             raise
@@ -214,50 +249,15 @@ class OpenAIBackend:
 
     # --- start-up: what the server reports, and the probe -----------------------------------
 
-    def _server_info(self) -> ServerInfo:
-        try:
-            resp = self.client.get("/models", timeout=INFO_TIMEOUT)
-            resp.raise_for_status()
-            models = resp.json()
-        except (self.httpx.HTTPError, ValueError) as e:
-            raise RulerError(scrub(f"cannot reach the OpenAI-compatible server at "
-                                   f"{self.base}: {type(e).__name__}: {e}")) from None
-        data = [m for m in (models.get("data") or []) if isinstance(m, dict)]
-        names = [m.get("id") for m in data]
-        if names and self.model not in names:
-            raise RulerError(scrub(f"the server at {self.base} does not serve {self.model!r}; "
-                                   f"it serves: {', '.join(map(str, names))}"))
-        served = next((m for m in data if m.get("id") == self.model), {})
-        length, source = None, ""
-        if _positive_int(served.get("max_model_len")):  # vLLM
-            length, source = served["max_model_len"], "the server's max_model_len"
-        elif _positive_int((served.get("meta") or {}).get("n_ctx")):  # llama.cpp: per slot
-            length, source = served["meta"]["n_ctx"], "the server's meta.n_ctx"
-        return ServerInfo(length, source, self._slots(), str(served.get("owned_by") or ""))
-
-    def _slots(self) -> int | None:
-        """llama.cpp's /props `total_slots` (at the server's root, beside /v1), else None."""
-        try:
-            resp = self.client.get(f"{self._root}/props", timeout=INFO_TIMEOUT)
-            slots = resp.json().get("total_slots") if resp.status_code == 200 else None
-        except (self.httpx.HTTPError, ValueError, AttributeError):
-            return None
-        return slots if _positive_int(slots) else None
-
-    @property
-    def _root(self) -> str:
-        """The server's root, where llama.cpp and vLLM have their own routes beside /v1."""
-        return self.base[:-3] if self.base.endswith("/v1") else self.base
-
     def _server_render(self, body: dict[str, Any]) -> tuple[str, Any] | None:
         """The server's own rendering of a chat request without generating, where it has a
         route for it: llama.cpp's /apply-template (the prompt text), vLLM's /tokenize (the
         token ids); else None."""
         if self.server.owned_by == "llamacpp":
-            route, kind, request = "/apply-template", "text", {
+            route, read, request = "/apply-template", _prompt_text, {
                 k: body[k] for k in ("messages", "chat_template_kwargs") if k in body}
         elif self.server.owned_by == "vllm":
-            route, kind = "/tokenize", "ids"
+            route, read = "/tokenize", _prompt_ids
             request = {"model": self.model, "messages": body["messages"],
                        "add_generation_prompt": not body.get("continue_final_message", False),
                        "continue_final_message": bool(body.get("continue_final_message")),
@@ -265,17 +265,15 @@ class OpenAIBackend:
                           if "chat_template_kwargs" in body else {})}
         else:
             return None
-        try:
-            resp = self.client.post(f"{self._root}{route}", json=request, timeout=INFO_TIMEOUT)
-            value = resp.json().get("prompt" if kind == "text" else "tokens") \
-                if resp.status_code == 200 else None
-        except (self.httpx.HTTPError, ValueError, AttributeError):
-            return None
-        ok = isinstance(value, str) if kind == "text" else isinstance(value, list)
-        return (kind, value) if ok else None
+        reply = self.startup.request("POST", f"{self.startup.root}{route}",
+                                     f"the probe's rendering (POST {route})", request)
+        return self.startup.document(reply, read)
 
     def _concurrency(self) -> tuple[int, str]:
         asked, slots = self.opts.concurrency, self.server.slots
+        if slots and slots > MAX_CONCURRENCY and (asked is None or asked > MAX_CONCURRENCY):
+            return MAX_CONCURRENCY, (f"the server's {slots} slot(s) (/props total_slots), "
+                                     f"capped at {MAX_CONCURRENCY} requests in flight")
         if slots and (asked is None or asked > slots):
             # More would only queue at the server, and the wait would count against --timeout.
             return slots, (f"the server's {slots} slot(s) (/props total_slots)"
@@ -293,6 +291,7 @@ class OpenAIBackend:
         """Settle how rows are sent (the probe), refuse a server that does not see the
         build's prompt (unless allowed), and return the run's record of it."""
         self.renderer = renderer
+        self.startup.begin()
         try:
             settled = negotiate(self.opts.api, self.opts.answer_prefix_turn, renderer,
                                 self._send_probe, self._server_render)
@@ -307,17 +306,21 @@ class OpenAIBackend:
                                    f"(--api {self.opts.api}): {settled.mismatch}. "
                                    + self._mismatch_advice()))
         self.wire = settled.wire
-        return {"backend": self.name, "base_url": scrub(self.base),
-                "endpoint": urlsplit(self.base).path + self.wire.endpoint,
-                **self.wire.record(), "probe_mismatch": settled.mismatch or None,
-                "probe_compared_whole": settled.exact or None,
-                "probe_note": settled.note or None,
-                "allow_prompt_mismatch": self.opts.allow_prompt_mismatch,
-                "server": self.server.owned_by or None,
-                "max_model_len": self.max_model_len,
-                "max_model_len_source": "--max-model-len" if self.opts.max_model_len
-                else self.server.context_source,
-                "concurrency": self.concurrency, "concurrency_source": self.concurrency_source}
+        return _scrubbed({
+            "backend": self.name, "base_url": self.base,
+            "endpoint": urlsplit(self.base).path + self.wire.endpoint,
+            **self.wire.record(), "probe_mismatch": settled.mismatch or None,
+            "probe_compared_whole": settled.exact or None,
+            "probe_note": settled.note or None,
+            "allow_prompt_mismatch": self.opts.allow_prompt_mismatch,
+            "server": self.server.owned_by or None,
+            "max_model_len": self.max_model_len,
+            "max_model_len_source": "--max-model-len" if self.opts.max_model_len
+            else self.server.context_source,
+            "concurrency": self.concurrency, "concurrency_source": self.concurrency_source,
+            # the model asked for, and the one the probe's reply named (hosted APIs: a dated
+            # snapshot of an alias; see the module's docstring)
+            "model": self.model, "server_model": self._probe_model})
 
     def _mismatch_advice(self) -> str:
         tokenizer = getattr(getattr(self.renderer, "tok", None), "name", "the build's")
@@ -334,19 +337,30 @@ class OpenAIBackend:
         return how + "; or pass --allow-prompt-mismatch to keep such rows, flagged"
 
     def _send_probe(self, endpoint: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The probe's reply, a completion; waited for while the server is starting
+        (`openai_startup`), retried `retries` times when it is no completion, `Rejected`
+        for any other status."""
         full = {"model": self.model, **body, "max_tokens": 1, "temperature": 0.0,
                 "stream": False}
-
-        def accept(data: Any) -> tuple[Any, str]:
-            if not isinstance(data, dict) or not data.get("choices"):
-                return None, f"not a completion: {str(data)[:300]}"
-            return data, ""
-
-        data, error, status = self._post(endpoint, full, accept, PROBE_RETRYABLE.__contains__)
-        if data is not None:
+        error = ""
+        for attempt in range(self.opts.retries + 1):
+            if attempt:
+                time.sleep(backoff_seconds(attempt - 1, self.opts.retry_backoff, None,
+                                           self._rng))
+            reply = self.startup.request("POST", endpoint, "a one-token request (the "
+                                         "start-up probe)", full, completion_max_bytes(1))
+            if reply.status != 200:
+                raise Rejected(reply.status, reply.excerpt(500))
+            try:
+                if reply.over:
+                    raise Damaged(_too_big(reply, 1))
+                data = reply.json()
+                first_choice(data)
+            except Damaged as e:
+                error = f"not a completion: {e}: {reply.excerpt(300)}"
+                continue
+            self._probe_model = answered_model(data)
             return data
-        if status is not None and status != 200 and status not in PROBE_RETRYABLE:
-            raise Rejected(status, error.removeprefix(f"HTTP {status}: "))
         raise RulerError(scrub(f"the server at {self.base} did not answer a one-token request "
                                f"(--api {self.opts.api}) after {self.opts.retries} retries: "
                                f"{error[:300]}{self._v1_hint()}"))
@@ -361,39 +375,33 @@ class OpenAIBackend:
 
     # --- requests ----------------------------------------------------------------------------
 
-    def _post(self, endpoint: str, body: dict[str, Any],
-              accept: Callable[[Any], tuple[Any, str]],
-              retry_status: Callable[[int], bool]) -> tuple[Any, str, int | None]:
-        """POST with retries: (accepted value, "", 200), or (None, the last error, its HTTP
-        status or None). `accept(json)` -> (value, error): an error retries the request."""
+    def _post(self, endpoint: str, body: dict[str, Any], max_bytes: int,
+              accept: Callable[[Reply], tuple[Any, str]]) -> tuple[Any, str]:
+        """POST with retries: (accepted value, ""), or (None, the last error, scrubbed).
+        `accept(the reply of a 200)` -> (value, error): an error retries the request."""
         httpx = self.httpx
-        error, status = "", None
+        error = ""
         for attempt in range(self.opts.retries + 1):
             retry_after = None
             try:
-                resp = self.client.post(endpoint, json=body)
+                reply = fetch(httpx, self.client, "POST", endpoint, timeout=self.opts.timeout,
+                              max_bytes=max_bytes, body=body)
             except httpx.TransportError as e:  # connect / read timeouts, refused, reset
-                error, status = f"{type(e).__name__}: {e}", None
+                error = scrub(f"{type(e).__name__}: {e}")
             else:
-                status = resp.status_code
-                if status == 200:
-                    try:
-                        value, error = accept(resp.json())
-                    except ValueError as e:
-                        error = f"malformed response ({type(e).__name__}: {e}): " \
-                                f"{resp.text[:300]}"
-                    else:
-                        if not error:
-                            return value, "", 200
+                if reply.status == 200:
+                    value, error = accept(reply)
+                    if not error:
+                        return value, ""
                 else:
-                    error = f"HTTP {status}: {resp.text[:500]}"
-                    if not retry_status(status):
+                    error = f"HTTP {reply.status}: {reply.excerpt(500)}"
+                    if not retryable(reply.status):
                         break  # the request itself is wrong: retrying will not help
-                    retry_after = resp.headers.get("retry-after")
+                    retry_after = reply.headers.get("retry-after")
             if attempt < self.opts.retries:
                 time.sleep(backoff_seconds(attempt, self.opts.retry_backoff, retry_after,
                                            self._rng))
-        return None, error, status
+        return None, error
 
     def _one(self, r: GenRequest) -> GenResult:
         wire = self.wire or Wire(self.opts.api)
@@ -403,32 +411,57 @@ class OpenAIBackend:
             body["skip_special_tokens"] = False  # vLLM's extension; others ignore it
         start = time.perf_counter()
 
-        def accept(data: Any) -> tuple[Any, str]:
+        def accept(reply: Reply) -> tuple[Any, str]:
+            if reply.over:
+                return None, _too_big(reply, r.max_tokens)
             try:
+                data = reply.json()
                 text, finish = wire.answer(data, body)
-                tokens = int((data.get("usage") or {}).get("completion_tokens") or 0)
-            except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
-                return None, f"malformed response ({type(e).__name__}: {e}): {str(data)[:300]}"
+            except Damaged as e:
+                return None, f"malformed response ({e}): {reply.excerpt(300)}"
+            if isinstance(text, str) and len(text) > completion_max_chars(r.max_tokens):
+                return None, (f"the server's completion has {len(text)} characters, more than "
+                              f"{r.max_tokens} token(s) (max_tokens) can make (at most "
+                              f"{completion_max_chars(r.max_tokens)}): refused")
+            tokens, tokens_note = output_count(data)
             result = finished_result(r.key, text, tokens, finish, time.perf_counter() - start)
             if result.error:
                 # A 200 without an answer (`text` null or absent, finish_reason "error"): a
                 # server-side failure, retried like a 5xx.
-                return None, f"HTTP 200 without a completion: {result.error}: {str(data)[:300]}"
-            result.server_prompt_tokens = prompt_tokens(data)
-            return result, ""
+                return None, (f"HTTP 200 without a completion: {result.error}: "
+                              f"{reply.excerpt(300)}")
+            return self._reported(result, data, tokens_note), ""
 
-        result, error, _ = self._post(wire.endpoint, body, accept, retryable)
+        result, error = self._post(wire.endpoint, body, completion_max_bytes(r.max_tokens),
+                                   accept)
         if result is None:
             # the reason is saved in predictions.jsonl and printed: server text, scrubbed
-            return GenResult(r.key, None, error=scrub(error), seconds=time.perf_counter() - start)
+            return GenResult(r.key, None, error=error, seconds=time.perf_counter() - start)
         return self._checked(r, result, wire)
+
+    def _reported(self, result: GenResult, data: Any, tokens_note: str) -> GenResult:
+        """The result with what the server reported beside the answer: its prompt count
+        (or why there is none to check), the model it answered as where that is not the one
+        asked for, and notes on counts given in another form than a JSON integer."""
+        count = usage_count(data, "prompt_tokens")
+        result.server_prompt_tokens = count.value
+        notes = [tokens_note]
+        if count.value is None:
+            result.prompt_unchecked = count.note
+        else:
+            notes.append(count.note)
+        model = answered_model(data)
+        if model is not None and model != self.model:
+            result.server_model = model
+        result.server_notes = "; ".join(n for n in notes if n)
+        return result
 
     def _checked(self, r: GenRequest, result: GenResult, wire: Wire) -> GenResult:
         """The result, its prompt count compared with the row's rendering where the server
         reports one: a row that differs fails and stops the run, unless allowed (flagged)."""
         got = result.server_prompt_tokens
         if got is None or self.renderer is None:
-            return result
+            return result  # unchecked, and the result says why (`prompt_unchecked`)
         want = wire.expected_tokens(r, self.renderer)
         if got == want:
             return result
@@ -484,8 +517,29 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+def _too_big(reply: Reply, max_tokens: int) -> str:
+    announced = f" ({reply.declared} by its Content-Length)" if reply.declared else ""
+    return (f"the server's reply is more than {reply.limit} bytes{announced} for a "
+            f"completion of at most {max_tokens} token(s) (max_tokens): refused, read no "
+            f"further")
+
+
+def _prompt_text(doc: Any) -> tuple[str, Any] | None:
+    """llama.cpp's /apply-template answer: ("text", the prompt) where it is a string."""
+    text = field_text(doc, "prompt")
+    return None if text is None else ("text", text)
+
+
+def _prompt_ids(doc: Any) -> tuple[str, Any] | None:
+    """vLLM's /tokenize answer: ("ids", the token ids) where they are a list of integers."""
+    ids = token_ids(doc)
+    return None if ids is None else ("ids", ids)
+
+
+def _scrubbed(record: dict[str, Any]) -> dict[str, Any]:
+    """The record with every string scrubbed of credentials: it holds server text (error
+    excerpts, the server's rendering, the model it named), and is written to run.json."""
+    return {k: scrub(v) if isinstance(v, str) else v for k, v in record.items()}
 
 
 SPEC = BackendSpec(

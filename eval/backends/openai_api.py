@@ -39,6 +39,12 @@ from typing import Any, Callable
 
 from ruler.builder.errors import RulerError
 from ruler.eval.backends.base import GenRequest, prompt_list
+from ruler.eval.backends.openai_replies import (
+    choice_text,
+    finish_reason,
+    first_choice,
+    usage_count,
+)
 
 APIS = ("completions-ids", "completions-text", "chat")
 DEFAULT_API = "completions-ids"
@@ -119,17 +125,15 @@ class Wire:
             body["chat_template_kwargs"] = dict(renderer.template_kwargs)
         return body
 
-    def answer(self, data: dict[str, Any], body: dict[str, Any]) -> tuple[Any, Any]:
-        """(text, finish_reason) of a 200 answer to `body`; KeyError & co. when it is not
-        one."""
-        choice = data["choices"][0]
-        if self.api != "chat":
-            return choice.get("text"), choice.get("finish_reason")
-        text = (choice.get("message") or {}).get("content")
+    def answer(self, data: Any, body: dict[str, Any]) -> tuple[Any, str]:
+        """(text, finish_reason) of a 200 answer to `body` (the text as sent: not a string
+        when it is no answer); `openai_replies.Damaged` when the reply has no choice."""
+        choice = first_choice(data)
+        text = choice_text(choice, self.api == "chat")
         sent = prefilled(body)
         if self.echoes_prefix and isinstance(text, str) and sent and text.startswith(sent):
             text = text[len(sent):]  # the server repeated the pre-filled turn
-        return text, choice.get("finish_reason")
+        return text, finish_reason(choice)
 
     def expected_tokens(self, r: GenRequest, renderer: Any) -> int:
         """The prompt tokens the server must count for this request: the row's ids, or, with
@@ -173,10 +177,10 @@ def prefilled(body: dict[str, Any]) -> str | None:
     return last.get("content") if last.get("role") == "assistant" else None
 
 
-def prompt_tokens(data: dict[str, Any]) -> int | None:
-    """The server's usage.prompt_tokens, where it reports one."""
-    value = (data.get("usage") or {}).get("prompt_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def prompt_tokens(data: Any) -> int | float | None:
+    """The server's usage.prompt_tokens as a number, in whatever numeric form it came
+    (`openai_replies.usage_count`), where it reports one."""
+    return usage_count(data, "prompt_tokens").value
 
 
 #: `server_render(body)`: the server's own rendering of a chat request, where it offers one

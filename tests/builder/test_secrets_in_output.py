@@ -135,6 +135,72 @@ def test_an_openai_server_that_echoes_the_key_never_gets_it_shown_or_saved(data,
                        listed.stderr, at_start.stdout, at_start.stderr, *saved)
 
 
+def assert_no_piece(secret: str, *texts: str, piece: int = 10) -> None:
+    """Not even a part of `secret` (any `piece` characters of it in a row): a message cut in
+    the middle of the secret must not leave its first characters."""
+    for text in texts:
+        for at in range(len(secret) - piece + 1):
+            assert secret[at:at + piece] not in text, (secret[at:at + piece], text[-3000:])
+
+
+def test_an_openai_server_that_cuts_or_answers_with_the_key_never_gets_any_of_it_saved(
+        data, tmp_path):
+    """A 401 whose body echoes the raw key (no "Bearer ") exactly where the backend cuts
+    server text (the probe's message at 300 characters, a row's reason at 500): nothing of the
+    key is shown or saved. A server that puts the key into its completions and names it as
+    the model it answered as: every file of the results folder and every line printed are
+    free of it, the rest of the answer kept."""
+    mode = {"now": "refuse probe"}
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_GET(self):
+            _reply(self, 200, {"data": [{"id": MODEL, "max_model_len": 4096}]})
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            probe = body.get("max_tokens") == 1
+            if mode["now"] == "refuse probe" or (mode["now"] == "refuse rows" and not probe):
+                # a copy of the key straddles character 290 of the body (300 of the probe's
+                # message), another character 500 (a row's reason)
+                text = "." * 270 + OPENAI_KEY + "." * 165 + OPENAI_KEY + "." * 40
+                self.send_response(401)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(text)))
+                self.end_headers()
+                self.wfile.write(text.encode())
+                return
+            text = "x" if probe else f"The key is {OPENAI_KEY}, the answer 42."
+            _reply(self, 200, {"model": OPENAI_KEY,
+                               "choices": [{"text": text, "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": len(body["prompt"]),
+                                         "completion_tokens": 9}})
+
+    env = {"OPENAI_API_KEY": OPENAI_KEY}
+    runs = {}
+    with Loopback(Echo) as server:
+        for step in ("refuse probe", "refuse rows", "answer with the key"):
+            mode["now"] = step
+            runs[step] = ruler(["eval", "--model", MODEL, "--model-tokenizer", CONFIG,
+                                "--data", str(data), "--tokenizer-config", CONFIG,
+                                "--backend", "openai", "--base-url", f"{server.url}/v1",
+                                "--out", str(tmp_path / step.replace(" ", "-")),
+                                "--no-progress", "--retries", "0"], env)
+    assert runs["refuse probe"].returncode == 2
+    assert "refuses the first request" in runs["refuse probe"].stderr
+    assert runs["refuse rows"].returncode == 1
+    assert runs["answer with the key"].returncode == 0, runs["answer with the key"].stderr
+    answered = [json.loads(line) for line in
+                (tmp_path / "answer-with-the-key" / "predictions.jsonl").read_text()
+                .splitlines()]
+    assert [r["prediction"] for r in answered] == ["The key is <redacted>, the answer 42."] * 2
+    assert all(r["server_model"] == "<redacted>" for r in answered)
+    saved = [p.read_bytes().decode("utf-8", "replace") for p in tmp_path.rglob("*")
+             if p.is_file()]  # the report's figures too
+    assert len(saved) >= 8  # predictions, run.json, scores.json, report.md of two runs
+    assert_no_piece(OPENAI_KEY, *saved, *(r.stdout for r in runs.values()),
+                    *(r.stderr for r in runs.values()))
+
+
 def test_a_tokenizer_download_whose_redirect_echoes_the_token_never_shows_it(tmp_path):
     """The Hub redirects each tokenizer file to its CDN with the caller's token in the URL;
     the CDN asks the client to slow down once (429), so huggingface_hub's retry warning

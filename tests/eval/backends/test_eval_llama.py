@@ -112,7 +112,7 @@ def test_a_real_model_answers_through_llama_server_in_each_api(api, gemma_server
                and isinstance(r["prediction"], str) and r["output_tokens"] > 0
                for r in records)
     scores = json.loads((out / "scores.json").read_text())
-    assert scores["prompt_check"] == {"checked": len(records), "differ": 0}
+    assert scores["prompt_check"] == {"checked": len(records), "unchecked": 0, "differ": 0}
     assert all(c["scored"] == SAMPLES and c["score"] is not None for c in scores["cells"])
     (serving,) = scores["serving"]
     assert serving["api"] == api and serving["prompt_tokens_checked"] is True
@@ -154,7 +154,7 @@ def test_a_wrong_chat_template_on_the_server_is_refused_or_flagged(binary, gguf,
     assert record["status"] == "ok" and record["prompt_mismatch"] \
         and record["server_prompt_tokens"] != record["prompt_tokens"]
     scores = json.loads((out / "scores.json").read_text())
-    assert scores["prompt_check"] == {"checked": 1, "differ": 1}
+    assert scores["prompt_check"] == {"checked": 1, "unchecked": 0, "differ": 1}
     assert "**1 differ from the build's prompt**" in (out / "report.md").read_text()
 
 
@@ -186,4 +186,4 @@ def test_llama_cpp_python_server_scores_text_prompts(gguf, data, tmp_path):
     scores = json.loads((out / "scores.json").read_text())
     (serving,) = scores["serving"]
     assert serving["api"] == "completions-text" and serving["bos_in_text"] is False
-    assert scores["prompt_check"] == {"checked": len(records), "differ": 0}
+    assert scores["prompt_check"] == {"checked": len(records), "unchecked": 0, "differ": 0}

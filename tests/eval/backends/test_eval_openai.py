@@ -215,7 +215,7 @@ def test_a_server_that_counts_the_prompt_otherwise_is_refused_before_any_row(dat
         r["status"] == "ok" and r["server_prompt_tokens"] == r["prompt_tokens"] + 1
         and r["prompt_mismatch"].startswith("the server counted") for r in records)
     scores = json.loads((out / "scores.json").read_text())
-    assert scores["prompt_check"] == {"checked": 8, "differ": 8}
+    assert scores["prompt_check"] == {"checked": 8, "unchecked": 0, "differ": 8}
     (serving,) = scores["serving"]
     assert serving["api"] == "completions-ids" and serving["probe_mismatch"]
     report = (out / "report.md").read_text()
@@ -320,7 +320,7 @@ def test_text_api_sends_the_rendered_prompt_and_checks_its_count(data, tmp_path)
     row = next(r for r in rows(data, CONFIG, TASKS[0], 1024) if r["index"] == 0)
     assert server.bodies[0]["prompt"] == tok.render_chat(row["input"], row["answer_prefix"])
     assert json.loads((out / "scores.json").read_text())["prompt_check"] == \
-        {"checked": 8, "differ": 0}
+        {"checked": 8, "unchecked": 0, "differ": 0}
 
 
 def test_chat_api_puts_the_prefix_in_the_user_turn_where_the_server_does_not_continue_it(
@@ -344,7 +344,7 @@ def test_chat_api_puts_the_prefix_in_the_user_turn_where_the_server_does_not_con
     assert server.bodies[0]["messages"] == [
         {"role": "user", "content": row["input"] + row["answer_prefix"]}]
     scores = json.loads((out / "scores.json").read_text())
-    assert scores["prompt_check"] == {"checked": 8, "differ": 0}
+    assert scores["prompt_check"] == {"checked": 8, "unchecked": 0, "differ": 0}
     assert scores["serving"][0]["answer_prefix"] == "user turn"
     assert "the answer prefix at the end of the user's message" in \
         (out / "report.md").read_text()

@@ -254,7 +254,8 @@ def test_openai_backend_sends_text_or_chat_that_vllm_renders_to_the_builds_ids(
     assert _comparable(_predictions(out)) == _comparable(_predictions(hf_results))
     scores = json.loads((out / "scores.json").read_text())
     answered = sum(c["scored"] for c in scores["cells"])
-    assert answered and scores["prompt_check"] == {"checked": answered, "differ": 0}
+    assert answered and scores["prompt_check"] == {"checked": answered, "unchecked": 0,
+                                                   "differ": 0}
     (serving,) = scores["serving"]
     assert serving["concurrency"] == 32 and serving["max_model_len"] == 1536
     if api == "chat":
