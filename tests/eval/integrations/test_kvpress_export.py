@@ -25,6 +25,7 @@ from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import OutputBudget
 from ruler.cli import main
 from ruler.eval.integrations import kvpress_export as kx
+from ruler.eval.integrations.export_folder import RECORD_NAME
 
 TASKS = ("niah_single_1", "vt", "cwe", "fwe", "qa_1")
 LENGTHS = (4096, 8192)
@@ -152,7 +153,8 @@ def test_a_calibration_subset_and_predictions_keyed_from_it_score_in_ruler(data,
     code, text = _export(capsys, data, "--out", out, "--tokenizer-config", "qwen2.5",
                          "--tasks", "niah_single_1,cwe", "--lengths", "8192", "--limit", "2")
     assert code == 0, text
-    assert sorted(p.name for p in out.iterdir()) == ["8192", "README.md", kx.METADATA_NAME]
+    assert sorted(p.name for p in out.iterdir()) == sorted(["8192", "README.md",
+                                                           kx.METADATA_NAME, RECORD_NAME])
     got = _load(out, tmp_path, data_dir="8192").to_list()
     assert [(r["task"], r["index"]) for r in got] == [("niah_single_1", 0), ("niah_single_1", 1),
                                                       ("cwe", 0), ("cwe", 1)]
@@ -212,8 +214,8 @@ def test_refusals_are_one_line(data, tmp_path, capsys):
                    "--lengths", "4096")[0] == 0
     assert _export(capsys, data, "--out", tmp_path / "kv", "--tokenizer-config", "qwen2.5",
                    "--lengths", "8192")[0] == 0
-    assert sorted(p.name for p in (tmp_path / "kv").iterdir()) == [
-        "8192", "README.md", kx.METADATA_NAME]
+    assert sorted(p.name for p in (tmp_path / "kv").iterdir()) == sorted([
+        "8192", "README.md", kx.METADATA_NAME, RECORD_NAME])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kv")]
 
 
