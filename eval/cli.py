@@ -177,8 +177,8 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--revision", default=None)
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--depth-bins", type=int, default=None, metavar="N",
-                   help="depth bins of the score-by-depth tables (default: the dataset "
-                        "config's own for a --depths build, else 10)")
+                   help="depth bins of the score-by-depth tables, 1..100 (default: the "
+                        "dataset config's own for a --depths build, else 10)")
     p.add_argument("--min-depth-samples", type=int, default=5, metavar="K",
                    help="mark depth cells scored on fewer than K items (default 5)")
     p.set_defaults(func=run_report_cmd)
@@ -269,6 +269,11 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
         raise RulerError(f"--limit must be >= 1, got {args.limit}")
     if args.render_workers is not None and args.render_workers < 0:
         raise RulerError(f"--render-workers must be >= 0, got {args.render_workers}")
+    from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
+
+    if args.render_workers is not None and args.render_workers > MAX_LOCAL_WORKERS:
+        raise RulerError(f"--render-workers: at most {MAX_LOCAL_WORKERS} processes on this "
+                         f"machine (each holds a tokenizer); got {args.render_workers:,}")
     return get_backend(args.backend).options(args)
 
 
@@ -331,8 +336,11 @@ def run_score_cmd(args: argparse.Namespace) -> int:
 
 
 def run_report_cmd(args: argparse.Namespace) -> int:
-    if args.depth_bins is not None and args.depth_bins < 1:
-        raise RulerError(f"--depth-bins must be >= 1, got {args.depth_bins}")
+    from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
+
+    if args.depth_bins is not None and not 1 <= args.depth_bins <= MAX_REPORT_DEPTH_BINS:
+        raise RulerError(f"--depth-bins must be from 1 to {MAX_REPORT_DEPTH_BINS} (a bin per "
+                         f"percent of the context at most), got {args.depth_bins:,}")
     if args.min_depth_samples < 0:
         raise RulerError(f"--min-depth-samples must be >= 0, got {args.min_depth_samples}")
     if len(args.results) > 1:
