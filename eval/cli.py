@@ -63,7 +63,7 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                         "dataset's only config")
     p.add_argument("--model-tokenizer", default=None,
                    help="tokenizer that renders prompts (default: --model; required for "
-                        "openai when --model is not a folder)")
+                        "openai when --model is not a folder; fake: the dataset config's own)")
     p.add_argument("--lengths", default=None, help="comma-separated lengths (default: all)")
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
     p.add_argument("--mode", choices=("chat", "base", "reasoning"), default=None,

@@ -32,7 +32,15 @@ from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
-from ruler.eval.backends import Backend, BackendOptions, GenRequest, make_backend, require_backend
+from ruler.eval.backends import (
+    Backend,
+    BackendOptions,
+    GenRequest,
+    backend_names,
+    get_backend,
+    make_backend,
+    require_backend,
+)
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.engine_env import addon_error
 from ruler.eval.predictions import (
@@ -110,6 +118,8 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
                       one_config=True)
     if not cfg.tokenizer_config:
         cfg = replace(cfg, tokenizer_config=default_config(ds))
+    if cfg.model_tokenizer is None and not _runs_a_model(cfg.backend):
+        cfg = replace(cfg, model_tokenizer=_dataset_tokenizer(ds, cfg.tokenizer_config))
     files = ds.files(cfg.tokenizer_config, cfg.tasks or None, cfg.lengths or None)
     if not files:
         raise RulerError(f"dataset {cfg.data} config {cfg.tokenizer_config!r} has no files")
@@ -179,6 +189,22 @@ def _prompt_mode(ds: Dataset, cfg: EvalConfig) -> str:
             f"build --tokenizer ... --output-budget 16384` and evaluate its config "
             f"{cfg.tokenizer_config}--out16k")
     return mode
+
+
+def _runs_a_model(backend: str) -> bool:
+    """Whether the backend named `backend` has a model (and so a tokenizer) of its own; a
+    backend outside the table (a test's instance) is taken to have one."""
+    return backend not in backend_names() or get_backend(backend).runs_a_model
+
+
+def _dataset_tokenizer(ds: Dataset, config: str) -> str:
+    """The tokenizer the config was built with, as its manifest names it (a registry name, a
+    folder, org/name@revision): a backend without a model renders prompts with it."""
+    name = ds.build(config).tokenizer.get("name")
+    if not name:
+        raise RulerError(f"the manifest names no tokenizer for config {config!r}: pass "
+                         f"--model-tokenizer (a tokenizer folder or registry name)")
+    return str(name)
 
 
 def _model_tokenizer(cfg: EvalConfig) -> Tokenizer:

@@ -72,6 +72,23 @@ def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
     assert report["complete"] and (report["avg"], report["effective_length"]) == (100.0, L)
 
 
+def test_the_fake_backend_needs_no_model_tokenizer(data, tmp_path, capsys):
+    """`--backend fake --model fake`, as the README calls it "no model": the prompts are
+    rendered with the dataset config's tokenizer (issue 30.12); --model-tokenizer still
+    overrides it, and the counts check still holds it to the build."""
+    out = tmp_path / "no-model"
+    assert main(["eval", "--backend", "fake", "--model", "fake", "--data", str(data), "--out",
+                 str(out), "--no-progress", "--no-report", "--render-workers", "0"]) == 0
+    scores = json.loads((out / "scores.json").read_text())
+    assert [(c["task"], c["score"], c["scored"]) for c in scores["cells"]] == \
+        [(t, 100.0, 3) for t in TASKS]
+    capsys.readouterr()
+    assert main(["eval", "--backend", "fake", "--model", "fake", "--model-tokenizer", "qwen2.5",
+                 "--data", str(data), "--out", str(tmp_path / "other-tokenizer"),
+                 "--no-progress", "--no-report", "--render-workers", "0"]) == 2
+    assert "qwen2.5" in capsys.readouterr().err  # its counts differ from the build's
+
+
 def test_the_fake_backends_empty_answers_score_0_and_the_rows_are_answered(data, tmp_path):
     out = tmp_path / "empty"
     assert _eval(data, out, "--fake-answers", "empty") == 0
