@@ -258,7 +258,7 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
         print(f"  {outcome.errors} request(s) failed (see {out}/predictions.jsonl); re-run the "
               f"same command to retry them", file=sys.stderr)
     if not args.no_report:
-        _print_report(out, None)
+        _print_headline(out)
     return 1 if outcome.errors else 0
 
 
@@ -399,6 +399,18 @@ def run_compare_cmd(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}/compare.md, compare.json"
               + ("" if args.no_plots else ", compare.png"))
     return 0
+
+
+def _print_headline(results: Path) -> None:
+    """Write the report into the results folder and print its headline (the full report has
+    row counts, coverage and score by depth too: hundreds of lines for a full run)."""
+    from ruler.eval.report import headline_markdown, write_report
+
+    r = write_report(results)
+    print(headline_markdown(r))
+    print(r.status_line())
+    print(f"full report: {results / 'report.md'} (rows, coverage, notes and score by depth; "
+          f"also report.csv, report.json and the plots)")
 
 
 def _print_report(results: Path, out: Path | None, threshold: float = 85.6,
