@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ruler.builder.errors import RulerError
 from ruler.eval.backends import add_backend_arguments, backend_names, get_backend
+from ruler.eval.engine_env import VLLM_CPU_DEFAULTS
 
 if TYPE_CHECKING:
     from ruler.eval.backends import BackendOptions
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from ruler.eval.score import ScoreReport
 
 _SHOWN = 10
+#: What `ruler eval --help` says of vLLM's CPU build, from what `engine_env` sets.
+_CPU_NOTE = ("vLLM's CPU build (vllm-cpu): ruler eval sets "
+             + " and ".join(f"{name}={value}" for name, (value, _) in VLLM_CPU_DEFAULTS.items())
+             + "\nwhere you have not set them (the cache size also not where "
+               "--gpu-memory-utilization sizes it),\nand says so; set them yourself for other "
+               "values (a long context needs a larger VLLM_CPU_KVCACHE_SPACE, in GiB).")
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -51,8 +58,7 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                     "ran out of budget are counted in the report.",
         epilog="One node, 8 GPUs: --backend vllm --data-parallel-size 8 (8 replicas), or "
                "--tensor-parallel-size 8\nfor a model that needs them all; a 70B model on 8 "
-               "GPUs: --tensor-parallel-size 4 --data-parallel-size 2.\nCPU (vllm-cpu) runs "
-               "need VLLM_CPU_KVCACHE_SPACE (GiB), see .ci/vllm-env.sh.")
+               "GPUs: --tensor-parallel-size 4 --data-parallel-size 2.\n" + _CPU_NOTE)
     p.add_argument("--model", required=True,
                    help="model folder or Hub id (vllm, hf); the served model name (openai)")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
