@@ -51,6 +51,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
+from ruler.cards.render import tokenizer_origin
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.integrations.export_folder import (
     ExportKind,
@@ -296,7 +297,7 @@ def _source_record(ds: Dataset, config: str, build: BuildEntry,
         "manifest_sha256": file_sha256(ds.root / MANIFEST_NAME),
         "generator": dict(ds.manifest.generator or {}),
         "config": config,
-        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision")},
+        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision", "pinned")},
         "prompt_mode": build.prompt_mode,
         "variant": dict(build.variant or {}),
         "seed": build.seed,
@@ -388,8 +389,7 @@ def render_card(e: KvpressExport) -> str:
              and s["revision_asked"] != s["revision"] else "")
     where = (f"Hub dataset `{s['dataset']}` at commit `{s['revision']}`{asked}" if s["revision"]
              else f"the local build `{s['dataset']}`")
-    tok_text = f"`{tok['name']}`" + (f" ({tok['repo']}@{tok['revision']})"
-                                      if tok.get("repo") else "")
+    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(tok)})" if tok.get("repo") else "")
     lengths = sorted(e.lengths)
     L = lengths[0]
     limited = (f"the first {e.limit} rows of each task and length" if e.limit

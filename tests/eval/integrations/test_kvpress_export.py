@@ -244,3 +244,20 @@ def test_the_export_command_is_listed(capsys):
     with pytest.raises(SystemExit):
         main(["export", "--help"])
     assert "kvpress" in capsys.readouterr().out
+
+
+def test_the_card_says_what_is_known_of_a_pinned_tokenizers_revision():
+    """A registry pin without a recorded Hub commit (mistral-nemo's): the export's card says
+    its files are pinned by hash, never "@None" (issue 30.15g)."""
+    tok = {"name": "mistral-nemo", "kind": "hf", "repo": "mistralai/Mistral-Nemo-Instruct-2407",
+           "revision": None, "pinned": True}
+    source = {"dataset": "/data/ruler", "revision": None, "revision_asked": None,
+              "manifest_sha256": "0" * 64, "generator": {"name": "ruler-bench", "version": "1"},
+              "config": "mistral-nemo", "tokenizer": tok, "prompt_mode": "chat", "variant": {},
+              "seed": 42, "samples": 2, "official": True}
+    card = kx.render_card(kx.KvpressExport(
+        Path("/data/kv"), source, "mistral-nemo", lengths={4096: 2}, tasks=["vt"],
+        build_tasks=["vt"], tokens={"checked": 1, "mismatched": [], "template": True}))
+    assert "@None" not in card
+    assert ("- tokenizer: `mistral-nemo` (mistralai/Mistral-Nemo-Instruct-2407, files pinned by "
+            "sha256; Hub commit not recorded)") in card
