@@ -11,7 +11,9 @@ Each function takes the command's options as keyword arguments, spelled as the f
 (`max_model_len=8192` is `--max-model-len 8192`), and checks them exactly as the command does:
 `evaluate` and `score` go through the command's own parser, so defaults, choices and every
 backend's options have one source of truth. Errors are `RulerError` (the one line the command
-would print). Nothing is printed that the command prints, except progress bars when asked.
+would print); so is a keyword a function does not take (`OptionError`, a `TypeError` too, as
+Python's own would be), naming it and the ones it takes. Nothing is printed that the command
+prints, except progress bars when asked.
 """
 
 from __future__ import annotations
@@ -35,6 +37,20 @@ if TYPE_CHECKING:  # the heavy imports happen inside the functions
     from ruler.eval.score import ScoreReport
 
 
+class OptionError(RulerError, TypeError):
+    """A keyword argument the function does not take: a `RulerError` (the one line naming it
+    and the ones it takes) that is also what Python raises for an unknown keyword."""
+
+
+def _check_keywords(function: str, given: Iterable[str], accepted: Iterable[str]) -> None:
+    """Refuse keywords outside `accepted`, naming them and the accepted ones."""
+    accepted = sorted(set(accepted))
+    unknown = sorted(set(given) - set(accepted))
+    if unknown:
+        raise OptionError(f"ruler.{function}(): unknown keyword(s) {', '.join(unknown)}; it "
+                          f"takes {', '.join(accepted)}")
+
+
 def _csv(value: Any) -> str:
     if isinstance(value, (str, int)):
         return str(value)
@@ -49,12 +65,19 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
 
     `tasks`: names or a comma-separated string (default: all 13); `lengths`: ints or the
     command's spellings ("4k,128k", "paper"); `options`: any other field of
-    `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...).
-    Returns the build's report (`.out`, `.config`, `.files`)."""
+    `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...),
+    and `no_progress` as the flag spells it (the opposite of `progress`). Returns the build's
+    report (`.out`, `.config`, `.files`)."""
+    from dataclasses import fields
+
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.pipeline import BuildConfig, run_build
     from ruler.builder.pipeline.config import DEFAULT_OUT
 
+    _check_keywords("build", options, {f.name for f in fields(BuildConfig)} - {"tokenizer"}
+                    | {"no_progress"})
+    if "no_progress" in options:
+        progress = not options.pop("no_progress")
     cfg = BuildConfig(tokenizer=tokenizer,
                       tasks=parse_tasks(None if tasks is None else _csv(tasks)),
                       lengths=parse_lengths(_csv(lengths)), samples=samples,
@@ -88,8 +111,13 @@ def load(data: str | Path, config: str | None = None, length: int | str = 4096, 
 def verify(out: str | Path, **options: Any) -> "VerifyReport":
     """`ruler verify`: check a build folder (`.ok`, `.all_problems()`); `options` as
     `ruler.builder.verify.run.verify` takes them (full, regenerate, workers, load, ...)."""
+    import inspect
+
     from ruler.builder.verify.run import verify as verify_folder
 
+    _check_keywords("verify", options, [
+        name for name, p in inspect.signature(verify_folder).parameters.items()
+        if p.kind is p.KEYWORD_ONLY])
     return verify_folder(out, **options)
 
 
@@ -113,17 +141,31 @@ def _flags(options: Mapping[str, Any]) -> list[str]:
     return argv
 
 
-def _parse(command: str, options: Mapping[str, Any]) -> argparse.Namespace:
-    """The command's own parser on the options; a usage error becomes a RulerError."""
+def _parse(command: str, options: Mapping[str, Any],
+           also: Iterable[str] = ()) -> argparse.Namespace:
+    """The command's own parser on the options: a keyword that is none of its flags (nor in
+    `also`, what the function itself takes besides), or a value it refuses, becomes a
+    RulerError naming it."""
+    import contextlib
+    import io
+
     from ruler.cli import make_parser
 
+    function = command if command != "eval" else "evaluate"
     parser = make_parser()
+    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    flags = [o for a in subcommands.choices[command]._actions for o in a.option_strings
+             if o.startswith("--") and o != "--help"]
+    _check_keywords(function, options, [*(f[2:].replace("-", "_") for f in flags), *also])
     argv = [command, *_flags(options)]
+    said = io.StringIO()
     try:
-        return parser.parse_args(argv)
-    except SystemExit as e:  # argparse printed the usage line to stderr
-        raise RulerError(f"ruler.{command if command != 'eval' else 'evaluate'}(): invalid "
-                         f"options {argv[1:]} (see `ruler {command} --help`)") from e
+        with contextlib.redirect_stderr(said):
+            return parser.parse_args(argv)
+    except SystemExit as e:  # argparse's usage line and its reason, e.g. an invalid choice
+        why = said.getvalue().strip().splitlines()
+        reason = why[-1].split("error: ", 1)[-1] if why else f"invalid options {argv[1:]}"
+        raise RulerError(f"ruler.{function}(): {reason} (see `ruler {command} --help`)") from e
 
 
 def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
@@ -134,7 +176,7 @@ def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
     from ruler.eval.runner import run_eval
 
     options = {"no_progress": not options.pop("progress", False), **options}
-    args = _parse("eval", {"model": model, "data": str(data), **options})
+    args = _parse("eval", {"model": model, "data": str(data), **options}, also=["progress"])
     return run_eval(eval_config(args))
 
 

@@ -28,7 +28,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 #: Permissions of published files: mkstemp makes 0600, a dataset folder is for sharing.
 FILE_MODE = 0o644
@@ -91,10 +91,14 @@ def remove_stale_temps(path: str | os.PathLike) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def replace_folder(staging: str | os.PathLike, target: str | os.PathLike) -> None:
+def replace_folder(staging: str | os.PathLike, target: str | os.PathLike,
+                   check_old: Callable[[Path], None] | None = None) -> None:
     """Move the complete folder `staging` to `target` (in the same folder, so one file system),
     replacing the folder there: the old one is renamed aside, the new one moved in, the old
-    one removed, so `target` is the old folder or the new one, never a mix of the two."""
+    one removed, so `target` is the old folder or the new one, never a mix of the two.
+    `check_old(old)` runs on the old folder once it is aside (it sees whatever was added to
+    `target` until then): an exception from it puts the old folder back and leaves `staging`
+    where it is."""
     staging, target = Path(staging), Path(target)
     if not target.exists():
         staging.rename(target)
@@ -103,6 +107,8 @@ def replace_folder(staging: str | os.PathLike, target: str | os.PathLike) -> Non
     shutil.rmtree(old, ignore_errors=True)  # left by a writer killed between two renames
     target.rename(old)
     try:
+        if check_old is not None:
+            check_old(old)
         staging.rename(target)
     except BaseException:
         old.rename(target)

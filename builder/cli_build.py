@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from ruler.builder.pipeline import BuildConfig
 
 
+#: What the build summary's "fill" is (the worker's `fill_mean`/`fill_min`).
+FILL_DEFINITION = ("fill: a row's length / L, the share of the length L it uses, where length = "
+                   "its prompt's tokens + tokens_to_generate <= L; mean and smallest over the "
+                   "file's rows")
+
+
 def parse_lengths(text: str) -> tuple[int, ...]:
     """`4096,8192` or `4k,128k,1m` (k = 1024, m = 1024^2), and the named sets `paper`
     (4K..128K) and `long` (256K, 512K, 1M), alone or combined: `paper,long`."""
@@ -174,6 +180,8 @@ def _build_one(args: argparse.Namespace, cfg: "BuildConfig") -> None:
         on = f", on Ray worker {f.worker}" if args.executor == "ray" else ""
         print(f"  {f.path}: {f.rows} rows, fill mean {f.fill_mean:.4f} min {f.fill_min:.4f}, "
               f"{f.seconds:.1f}s, {f.bytes / 1e6:.2f} MB{on}")
+    if built:
+        print(f"  ({FILL_DEFINITION})")
     fallback = [f for f in built if f.exact_rows and not args.exact_counts]
     if fallback:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "

@@ -145,13 +145,25 @@ def _yes(flag: bool) -> str:
 
 # --- body sections ---------------------------------------------------------------------------
 
+def tokenizer_origin(tok: Mapping[str, Any]) -> str:
+    """Where a build's tokenizer comes from, as far as its record knows: `repo@revision`; for a
+    registry pin without a recorded Hub commit, that its files are pinned by hash (what makes
+    the build official), never an "unrecorded revision" beside "official: yes"."""
+    if not tok.get("repo"):
+        return str(tok.get("kind"))
+    if tok.get("revision"):
+        return f"{tok['repo']}@{tok['revision']}"
+    if tok.get("pinned"):
+        return f"{tok['repo']}, files pinned by sha256; Hub commit not recorded"
+    return f"{tok['repo']}, revision not recorded"
+
+
 def contents_table(manifest: Manifest) -> str:
     rows = []
     for config in _built_configs(manifest):
         build = manifest.build(config)
         tok = build.tokenizer
-        origin = f"{tok['repo']}@{tok['revision'] or 'unrecorded revision'}" if tok.get("repo") \
-            else tok.get("kind")
+        origin = tokenizer_origin(tok)
         rows.append([_code(config), f"{tok.get('name', config)} ({origin})",
                      build.prompt_mode, len(manifest.tasks(config)),
                      ", ".join(f"`{L}`" for L in manifest.lengths(config)), build.samples,
@@ -203,7 +215,7 @@ def build_section(config: str, build: BuildEntry) -> str:
     lines = [
         f"### Config `{config}`", "",
         f"- tokenizer: `{tok.get('name')}` ({tok.get('kind')}, from {tok.get('origin')}); "
-        f"repo {_code(tok.get('repo'))}, revision {_code(tok.get('revision'))}; "
+        f"repo {_code(tok.get('repo'))}, revision {_revision_text(tok)}; "
         f"files equal the registry's pin: {_yes(bool(tok.get('pinned')))}",
         f"- chat template sha256: {template}",
         f"- prompt mode: `{build.prompt_mode}`; seed: `{build.seed}`; "
@@ -228,6 +240,14 @@ def build_section(config: str, build: BuildEntry) -> str:
     else:
         lines.append("Sources: none (these tasks read no third-party input).")
     return "\n".join(lines)
+
+
+def _revision_text(tok: Mapping[str, Any]) -> str:
+    if tok.get("revision"):
+        return _code(tok["revision"])
+    if tok.get("repo") and tok.get("pinned"):
+        return "not recorded (the registry pins the files by their sha256, below)"
+    return "not recorded" if tok.get("repo") else "—"
 
 
 def counting_text(methods: Sequence[str]) -> str:

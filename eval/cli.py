@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ruler.builder.errors import RulerError
 from ruler.eval.backends import add_backend_arguments, backend_names, get_backend
+from ruler.eval.engine_env import VLLM_CPU_DEFAULTS
 
 if TYPE_CHECKING:
     from ruler.eval.backends import BackendOptions
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from ruler.eval.score import ScoreReport
 
 _SHOWN = 10
+#: What `ruler eval --help` says of vLLM's CPU build, from what `engine_env` sets.
+_CPU_NOTE = ("vLLM's CPU build (vllm-cpu): ruler eval sets "
+             + " and ".join(f"{name}={value}" for name, (value, _) in VLLM_CPU_DEFAULTS.items())
+             + "\nwhere you have not set them (the cache size also not where "
+               "--gpu-memory-utilization sizes it),\nand says so; set them yourself for other "
+               "values (a long context needs a larger VLLM_CPU_KVCACHE_SPACE, in GiB).")
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -51,8 +58,7 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                     "ran out of budget are counted in the report.",
         epilog="One node, 8 GPUs: --backend vllm --data-parallel-size 8 (8 replicas), or "
                "--tensor-parallel-size 8\nfor a model that needs them all; a 70B model on 8 "
-               "GPUs: --tensor-parallel-size 4 --data-parallel-size 2.\nCPU (vllm-cpu) runs "
-               "need VLLM_CPU_KVCACHE_SPACE (GiB), see .ci/vllm-env.sh.")
+               "GPUs: --tensor-parallel-size 4 --data-parallel-size 2.\n" + _CPU_NOTE)
     p.add_argument("--model", required=True,
                    help="model folder or Hub id (vllm, hf); the served model name (openai)")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
@@ -63,7 +69,7 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                         "dataset's only config")
     p.add_argument("--model-tokenizer", default=None,
                    help="tokenizer that renders prompts (default: --model; required for "
-                        "openai when --model is not a folder)")
+                        "openai when --model is not a folder; fake: the dataset config's own)")
     p.add_argument("--lengths", default=None, help="comma-separated lengths (default: all)")
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
     p.add_argument("--mode", choices=("chat", "base", "reasoning"), default=None,
@@ -177,8 +183,8 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--revision", default=None)
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--depth-bins", type=int, default=None, metavar="N",
-                   help="depth bins of the score-by-depth tables (default: the dataset "
-                        "config's own for a --depths build, else 10)")
+                   help="depth bins of the score-by-depth tables, 1..100 (default: the "
+                        "dataset config's own for a --depths build, else 10)")
     p.add_argument("--min-depth-samples", type=int, default=5, metavar="K",
                    help="mark depth cells scored on fewer than K items (default 5)")
     p.set_defaults(func=run_report_cmd)
@@ -258,7 +264,7 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
         print(f"  {outcome.errors} request(s) failed (see {out}/predictions.jsonl); re-run the "
               f"same command to retry them", file=sys.stderr)
     if not args.no_report:
-        _print_report(out, None)
+        _print_headline(out)
     return 1 if outcome.errors else 0
 
 
@@ -269,6 +275,11 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
         raise RulerError(f"--limit must be >= 1, got {args.limit}")
     if args.render_workers is not None and args.render_workers < 0:
         raise RulerError(f"--render-workers must be >= 0, got {args.render_workers}")
+    from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
+
+    if args.render_workers is not None and args.render_workers > MAX_LOCAL_WORKERS:
+        raise RulerError(f"--render-workers: at most {MAX_LOCAL_WORKERS} processes on this "
+                         f"machine (each holds a tokenizer); got {args.render_workers:,}")
     return get_backend(args.backend).options(args)
 
 
@@ -331,8 +342,11 @@ def run_score_cmd(args: argparse.Namespace) -> int:
 
 
 def run_report_cmd(args: argparse.Namespace) -> int:
-    if args.depth_bins is not None and args.depth_bins < 1:
-        raise RulerError(f"--depth-bins must be >= 1, got {args.depth_bins}")
+    from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
+
+    if args.depth_bins is not None and not 1 <= args.depth_bins <= MAX_REPORT_DEPTH_BINS:
+        raise RulerError(f"--depth-bins must be from 1 to {MAX_REPORT_DEPTH_BINS} (a bin per "
+                         f"percent of the context at most), got {args.depth_bins:,}")
     if args.min_depth_samples < 0:
         raise RulerError(f"--min-depth-samples must be >= 0, got {args.min_depth_samples}")
     if len(args.results) > 1:
@@ -391,6 +405,18 @@ def run_compare_cmd(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}/compare.md, compare.json"
               + ("" if args.no_plots else ", compare.png"))
     return 0
+
+
+def _print_headline(results: Path) -> None:
+    """Write the report into the results folder and print its headline (the full report has
+    row counts, coverage and score by depth too: hundreds of lines for a full run)."""
+    from ruler.eval.report import headline_markdown, write_report
+
+    r = write_report(results)
+    print(headline_markdown(r))
+    print(r.status_line())
+    print(f"full report: {results / 'report.md'} (rows, coverage, notes and score by depth; "
+          f"also report.csv, report.json and the plots)")
 
 
 def _print_report(results: Path, out: Path | None, threshold: float = 85.6,

@@ -32,6 +32,8 @@ from ruler.eval.metrics import ROW_METRICS, postprocess_pred
 
 #: Bins of a report on a build that was not depth-swept (a swept one uses its own N).
 DEFAULT_DEPTH_BINS = 10
+#: The most bins a report takes (`--depth-bins`): every table and heatmap has a row per bin.
+MAX_REPORT_DEPTH_BINS = 100
 #: A cell scored on fewer items than this is marked in tables and plots.
 DEFAULT_MIN_SAMPLES = 5
 #: Decimals kept of a depth in scores.json (bins are at least 1/20 wide).

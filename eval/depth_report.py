@@ -4,7 +4,8 @@ Tables come from `eval.depth.DepthTables`; the JSON form is `DepthTables.as_json
 put depth on the vertical axis (0 = start of the context, at the top, as needle-in-a-haystack
 pictures do) and length on the horizontal one, one cell per (depth bin, length), coloured on a
 fixed 0-100 scale so pictures of different models compare; a cell scored on fewer items than
-the minimum is hatched and labelled with its count.
+the minimum (a group's cell: where one of its tasks has) is hatched and labelled with its count,
+and a legend under the map says so.
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def depth_markdown(t: DepthTables) -> list[str]:
     lines = ["## Score by depth", "",
              f"Score (x100) of the gold items in each of {t.bins} depth bins of the context "
              f"(0% = its start), with the number of items scored in brackets; † marks cells "
-             f"with fewer than {t.min_samples} items. Needle tasks count each queried needle "
+             f"with fewer than {t.min_samples} items (in the {NIAH_GROUP} table, cells where a "
+             f"task has fewer than {t.min_samples} items or none: each task weighs the same in "
+             f"its mean), and the heatmaps hatch them. Needle tasks count each queried needle "
              f"at its own depth (found or not in the prediction); QA rows count once, at the mean "
              f"depth of their gold documents, and vt rows at their chain's first line, with the "
              f"row's score; cwe and fwe have no gold position.",
@@ -86,15 +89,27 @@ def depth_csv(t: DepthTables) -> str:
     return buf.getvalue()
 
 
+def hatch_meaning(t: DepthTables, group: bool) -> str:
+    """Why a cell of a heatmap is hatched (the legend's text): a task's cell holds fewer than
+    the minimum items; a group's cell has a task whose cell does, or that has none there
+    (`depth.group_cells`), whatever the group's own count."""
+    if not group:
+        return f"hatched: fewer than {t.min_samples} items in the cell (n = items)"
+    return (f"hatched: a task has fewer than {t.min_samples} items in the cell, or none\n"
+            f"(each of the {len(t.niah_tasks)} tasks weighs the same in the mean; n = items "
+            f"of all tasks)")
+
+
 def heatmap_figure(cells_by_length: dict[int, list[DepthCell]], lengths: Sequence[int],
-                   bins: int, title: str):
-    """A matplotlib figure: one cell per (depth bin, length). Returns (figure, axes, mesh)."""
+                   bins: int, title: str, hatched: str = "hatched: too few items"):
+    """A matplotlib figure: one cell per (depth bin, length); where a cell is hatched, a legend
+    below the map says why (`hatched`, from `hatch_meaning`). Returns (figure, axes, mesh)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
     import numpy as np
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Patch, Rectangle
 
     grid = np.full((bins, len(lengths)), np.nan)
     for x, L in enumerate(lengths):
@@ -124,7 +139,14 @@ def heatmap_figure(cells_by_length: dict[int, list[DepthCell]], lengths: Sequenc
     ax.set(xlabel="context length", ylabel="depth of the gold item in the context")
     ax.set_title(title, fontsize=9)
     fig.colorbar(mesh, ax=ax, label="score", fraction=0.06, pad=0.03)
-    fig.tight_layout()
+    if any(c.too_few for cells in cells_by_length.values() for c in cells):
+        fig.set_figheight(fig.get_figheight() + 0.45)
+        fig.legend(handles=[Patch(facecolor="white", edgecolor="#333333", hatch="///",
+                                  label=hatched)],
+                   loc="lower center", fontsize=7, frameon=False)
+        fig.tight_layout(rect=(0, 0.09, 1, 1))
+    else:
+        fig.tight_layout()
     return fig, ax, mesh
 
 
@@ -135,12 +157,13 @@ def write_heatmaps(t: DepthTables, out: Path, model: str | None) -> list[Path]:
     folder = out / HEATMAP_DIR
     folder.mkdir(parents=True, exist_ok=True)
     who = model or "unknown model"
-    jobs = [(NIAH_HEATMAP, t.niah, f"{NIAH_GROUP} ({len(t.niah_tasks)} tasks): {who}")] \
-        if t.niah else []
-    jobs += [(f"{task}.png", t.cells[task], f"{task}: {who}") for task in t.tasks]
+    jobs = [(NIAH_HEATMAP, t.niah, f"{NIAH_GROUP} ({len(t.niah_tasks)} tasks): {who}",
+             hatch_meaning(t, group=True))] if t.niah else []
+    jobs += [(f"{task}.png", t.cells[task], f"{task}: {who}", hatch_meaning(t, group=False))
+             for task in t.tasks]
     paths = []
-    for name, cells, title in jobs:
-        fig, _, _ = heatmap_figure(cells, t.lengths, t.bins, title)
+    for name, cells, title, hatched in jobs:
+        fig, _, _ = heatmap_figure(cells, t.lengths, t.bins, title, hatched)
         paths.append(folder / name)
         with replacing(paths[-1]) as tmp:
             fig.savefig(tmp, dpi=HEATMAP_DPI, format="png")

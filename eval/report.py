@@ -197,8 +197,9 @@ def _fmt(v: float | None, digits: int = 1) -> str:
     return "n/a" if v is None else f"{v:.{digits}f}"
 
 
-def to_markdown(r: Report) -> str:
-    s = r.summary
+def _head(r: Report) -> list[str]:
+    """The report's title, what it covers, how the rows were served, and whether it is
+    partial."""
     head = [f"# RULER results: {r.model or 'unknown model'}", "",
             f"Dataset `{r.dataset.get('spec')}`"
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
@@ -211,18 +212,26 @@ def to_markdown(r: Report) -> str:
                  + ", so the effective length, Avg. and wAvg. are not given, nor the mean of "
                    "a length with an incomplete cell. Incomplete cells (rows with a result / "
                    "rows asked for): " + ", ".join(r.incomplete_labels()) + ".", ""]
+    return head
+
+
+def _summary_table(r: Report) -> list[str]:
+    """The headline numbers: the score per length, the effective length, Avg. and wAvg., with
+    their intervals."""
+    s = r.summary
     cols = [format_length(L) for L in r.lengths]
-    summary = ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
-               "|---" * (len(cols) + 4) + "|",
-               f"| {r.summary.effective_label} | "
-               + " | ".join(_underline(s.by_length[L], s.threshold) for L in r.lengths)
-               + f" | {_fmt(s.avg)} | {_fmt(s.wavg_inc)} | {_fmt(s.wavg_dec)} |",
-               *_interval_row(r), "",
-               f"Per-length score: the plain mean of the {len(r.tasks)} task scores. "
-               f"Effective length: the largest length whose score exceeds {s.threshold} at it "
-               f"and at every shorter length (scores above it are underlined); weights of "
-               f"wAvg: k/{len(r.lengths) * (len(r.lengths) + 1) // 2} for the k-th shortest "
-               f"length (inc) or longest (dec).", "", *_uncertainty_text(r)]
+    return ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
+            "|---" * (len(cols) + 4) + "|",
+            f"| {r.summary.effective_label} | "
+            + " | ".join(_underline(s.by_length[L], s.threshold) for L in r.lengths)
+            + f" | {_fmt(s.avg)} | {_fmt(s.wavg_inc)} | {_fmt(s.wavg_dec)} |",
+            *_interval_row(r)]
+
+
+def _task_table(r: Report) -> list[str]:
+    """The score of every task x length, with the mean per length."""
+    s = r.summary
+    cols = [format_length(L) for L in r.lengths]
     table = ["## Scores per task", "", "| Task | " + " | ".join(cols) + " |",
              "|---" * (len(cols) + 1) + "|"]
     for t in r.tasks:
@@ -231,6 +240,25 @@ def to_markdown(r: Report) -> str:
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
                               for L in r.lengths) + " |")
+    return table
+
+
+def headline_markdown(r: Report) -> str:
+    """What `ruler eval` prints when it is done: the report's head (what it covers, how the
+    rows were served, whether it is partial), the headline numbers and the score of every task
+    x length; the rest (row counts, coverage, notes, score by depth) is in report.md."""
+    return "\n".join(_head(r) + _summary_table(r) + [""] + _task_table(r)) + "\n"
+
+
+def to_markdown(r: Report) -> str:
+    s = r.summary
+    summary = [*_summary_table(r), "",
+               f"Per-length score: the plain mean of the {len(r.tasks)} task scores. "
+               f"Effective length: the largest length whose score exceeds {s.threshold} at it "
+               f"and at every shorter length (scores above it are underlined); weights of "
+               f"wAvg: k/{len(r.lengths) * (len(r.lengths) + 1) // 2} for the k-th shortest "
+               f"length (inc) or longest (dec).", "", *_uncertainty_text(r)]
+    head, table, cols = _head(r), _task_table(r), [format_length(L) for L in r.lengths]
     reasoning = r.mode == "reasoning"
     counts = ["", "## Rows: answered / nulls / skipped / failed / missing"
               + (" / budget exhausted" if reasoning else ""), "",

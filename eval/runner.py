@@ -38,6 +38,8 @@ from ruler.eval.backends import (
     BackendOptions,
     GenRequest,
     GenResult,
+    backend_names,
+    get_backend,
     make_backend,
     require_backend,
 )
@@ -121,6 +123,8 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
                       one_config=True)
     if not cfg.tokenizer_config:
         cfg = replace(cfg, tokenizer_config=default_config(ds))
+    if cfg.model_tokenizer is None and not _runs_a_model(cfg.backend):
+        cfg = replace(cfg, model_tokenizer=_dataset_tokenizer(ds, cfg.tokenizer_config))
     files = ds.files(cfg.tokenizer_config, cfg.tasks or None, cfg.lengths or None)
     if not files:
         raise RulerError(f"dataset {cfg.data} config {cfg.tokenizer_config!r} has no files")
@@ -191,6 +195,22 @@ def _prompt_mode(ds: Dataset, cfg: EvalConfig) -> str:
             f"build --tokenizer ... --output-budget 16384` and evaluate its config "
             f"{cfg.tokenizer_config}--out16k")
     return mode
+
+
+def _runs_a_model(backend: str) -> bool:
+    """Whether the backend named `backend` has a model (and so a tokenizer) of its own; a
+    backend outside the table (a test's instance) is taken to have one."""
+    return backend not in backend_names() or get_backend(backend).runs_a_model
+
+
+def _dataset_tokenizer(ds: Dataset, config: str) -> str:
+    """The tokenizer the config was built with, as its manifest names it (a registry name, a
+    folder, org/name@revision): a backend without a model renders prompts with it."""
+    name = ds.build(config).tokenizer.get("name")
+    if not name:
+        raise RulerError(f"the manifest names no tokenizer for config {config!r}: pass "
+                         f"--model-tokenizer (a tokenizer folder or registry name)")
+    return str(name)
 
 
 def _model_tokenizer(cfg: EvalConfig) -> Tokenizer:

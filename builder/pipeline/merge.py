@@ -21,7 +21,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.errors import RulerError
@@ -36,6 +36,7 @@ from ruler.builder.manifest import (
     split_file,
 )
 from ruler.builder.pipeline.publish import record_build
+from ruler.builder.seed_series import seed_clash
 from ruler.builder.verify.folder import load_manifest
 from ruler.cards.render import refresh_card
 
@@ -68,6 +69,8 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
             _check_same_identity(config, build, builds.get(config), target.build(config),
                                  src, out)
             builds.setdefault(config, (src, build))
+            _check_same_seed(config, build, src, builds)
+            _check_same_seed(config, build, src, {c: (out, b) for c, b in target.builds.items()})
         for rel, entry in manifest.files.items():
             _check_file(src, rel, entry)
             if rel in files and files[rel][1].content_sha256 != entry.content_sha256:
@@ -121,6 +124,19 @@ def _check_same_identity(config: str, build: BuildEntry, seen: tuple[Path, Build
                              f"({'; '.join(differs)}); {outcome}")
 
 
+def _check_same_seed(config: str, build: BuildEntry, src: Path,
+                     others: Mapping[str, tuple[Path, BuildEntry]],
+                     outcome: str = "nothing was merged") -> None:
+    """`config` of `src` shares the base seed of the configs of its tokenizer config among
+    `others` (config -> (the folder holding it, its entry): the inputs', or OUT's)."""
+    clash = seed_clash({c: b for c, (_, b) in others.items()}, config, build.variant,
+                       build.seed)
+    if clash:
+        where = others[clash.other][0]
+        raise RulerError(clash.message(f"{where}" if where == src
+                                       else f"{where} (merging {src})", outcome))
+
+
 def _check_file(src: Path, rel: str, entry: FileEntry) -> None:
     """The input file has the recorded bytes (its entry's shape was checked when read)."""
     path = split_file(src, rel)
@@ -150,6 +166,8 @@ def _publish_copy(src: Path, out: Path, rel: str, entry: FileEntry, build: Build
             manifest = Manifest.load(out)
             _check_same_identity(config, build, None, manifest.build(config), src, out,
                                  outcome)
+            _check_same_seed(config, build, src,
+                             {c: (out, b) for c, b in manifest.builds.items()}, outcome)
             mine = manifest.file(rel)
             if mine is not None and mine.content_sha256 != entry.content_sha256:
                 raise RulerError(f"conflicting file {rel}: {out} and {src} hold other rows "

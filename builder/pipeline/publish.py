@@ -23,6 +23,7 @@ from ruler.builder.identity import build_differences
 from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_lock, split_file
 from ruler.builder.pipeline.config import FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
+from ruler.builder.seed_series import seed_clash
 from ruler.cards.render import write_card
 
 
@@ -57,6 +58,13 @@ class Publisher:
                              f"with a different identity while this one ran "
                              f"({'; '.join(differs)}); this build stopped, its unfinished "
                              f"files were not published")
+        clash = seed_clash(manifest.builds, self.config, self._fields.get("variant"),
+                           self._fields["seed"])
+        if clash:
+            raise RulerError(clash.message(str(self.out), "another build recorded it while "
+                                                          "this one ran; this build stopped, "
+                                                          "its unfinished files were not "
+                                                          "published"))
 
     def _record(self, manifest: Manifest) -> None:
         """Write the config's build entry, the manifest, then the card rendered from it

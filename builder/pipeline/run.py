@@ -35,6 +35,7 @@ from ruler.builder.pipeline.plan import job_key, plan_units, preflight, resolve_
 from ruler.builder.pipeline.publish import Publisher, drop_config, entry_fields, listed_files
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
+from ruler.builder.seed_series import seed_clash
 from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.cards.render import refresh_card
@@ -64,6 +65,10 @@ def run_build(cfg: BuildConfig) -> BuildReport:
             f"{out} holds {n} file(s) of config {config!r} built with another identity "
             f"({'; '.join(differs)}): pass --overwrite to replace them, or build into another "
             f"--out (a new task or length of the same build is simply added)")
+    clash = seed_clash(manifest.builds, config, recipe.variant.record(), recipe.seed)
+    if clash:
+        raise RulerError(clash.message(str(out), f"build with --seed {clash.other_seed}, or "
+                                                 f"into another --out"))
     kept: list[FileResult] = []
     todo: list[FileJob] = []
     for task, L in units:

@@ -7,6 +7,7 @@ import os
 from typing import Sequence
 
 from ruler.builder.errors import RulerError
+from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
 from ruler.builder.verify.findings import DEFAULT_SAMPLE
 
 
@@ -58,6 +59,9 @@ def run_cli(args) -> int:
         raise RulerError(f"--samples must be >= 1, got {args.samples}")
     if args.workers < 1:
         raise RulerError(f"--workers must be >= 1, got {args.workers}")
+    if args.workers > MAX_LOCAL_WORKERS:  # a pool forks all of them at once
+        raise RulerError(f"--workers: at most {MAX_LOCAL_WORKERS} processes on this machine; "
+                         f"got {args.workers:,}")
     if args.regenerate < 0:
         raise RulerError(f"--regenerate must be >= 0, got {args.regenerate}")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we parallelise by process

@@ -12,8 +12,10 @@ a policy (`--fake-answers`):
   listed, retried on resume): what a broken engine does.
 
 It has no context limit of its own: `--max-model-len` sets one, and rows above it are skipped
-as with a real engine. It counts no tokens (`output_tokens` is 0). Tests that need another
-behaviour subclass `FakeBackend` and override `answer`.
+as with a real engine. It has no tokenizer either: prompts are rendered and counted with the
+dataset config's own (`--model-tokenizer` overrides it), so `--model` is only a name. It
+counts no tokens (`output_tokens` is 0). Tests that need another behaviour subclass
+`FakeBackend` and override `answer`.
 """
 
 from __future__ import annotations
@@ -108,5 +110,6 @@ class FakeBackend:
 
 SPEC = BackendSpec(
     name="fake", factory=FakeBackend,
-    summary="no model: answers from the rows' references (--fake-answers), for checks",
-    add_arguments=add_arguments, options=options)
+    summary="no model: answers from the rows' references (--fake-answers), for checks; "
+            "prompts rendered with the dataset config's tokenizer",
+    add_arguments=add_arguments, options=options, runs_a_model=False)

@@ -42,6 +42,9 @@ class BackendSpec:
     add_arguments: Callable[[argparse._ArgumentGroup], None] = lambda group: None
     # The backend's options from the parsed flags (checked: a bad value is a RulerError).
     options: Callable[[argparse.Namespace], BackendOptions] = _base_options
+    # False for a backend without a model (fake): there is no model tokenizer to default to,
+    # so prompts are rendered with the dataset config's own unless --model-tokenizer says.
+    runs_a_model: bool = True
 
 
 _BACKENDS: dict[str, BackendSpec] = {}

@@ -6,6 +6,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ruler.eval.integrations.export_folder import RECORD_NAME
+
+#: Both exports' rule for a folder that exists.
+REPLACES = (f"An earlier export there is replaced, only while it holds nothing but the files "
+            f"it wrote (listed in its {RECORD_NAME}); a folder holding anything else is "
+            f"refused, naming it")
+
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -16,26 +23,27 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     lm = targets.add_parser(
         "lm-eval", help="an lm-evaluation-harness task folder (use with --include_path)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Write an lm-evaluation-harness task folder for the build OUT: one task per "
+        description="Write an lm-evaluation-harness task folder for the build BUILD: one task per "
                     "(tokenizer config,\ntask, length), named ruler_<config>_<task>_<L>, with "
                     "RULER's prompt fields, greedy\ndecoding up to the task's tokens_to_generate "
                     "and RULER's metric (0-100); groups\nruler_<config>_<L>, ruler_<config> and "
                     "ruler_all. Then:\n\n  lm_eval --model hf --model_args "
                     "pretrained=<model>,max_length=<L> --apply_chat_template \\\n"
-                    "    --include_path OUT/lm_eval --tasks ruler_<config>_<L> --log_samples "
-                    "--output_path results/\n  ruler score --predictions results/ --data OUT\n\n"
+                    "    --include_path BUILD/lm_eval --tasks ruler_<config>_<L> --log_samples "
+                    "--output_path results/\n  ruler score --predictions results/ --data BUILD\n\n"
                     "--apply_chat_template is for builds counted with a chat template (the "
                     "default); max_length\nmust be >= L, or lm-eval left-truncates the prompt.",
         epilog="`ruler release` uploads the same folder (tasks reading the released tag) into "
                "the dataset repo's lm_eval/.")
-    lm.add_argument("out", type=Path, metavar="OUT", help="the build folder (with manifest.json)")
+    lm.add_argument("build", type=Path, metavar="BUILD",
+                    help="the build folder (with manifest.json)")
     lm.add_argument("--repo", default=None, metavar="ORG/NAME",
-                    help="the tasks load this Hub dataset (with --revision) instead of OUT")
+                    help="the tasks load this Hub dataset (with --revision) instead of BUILD")
     lm.add_argument("--revision", default=None, metavar="TAG",
                     help="the Hub revision (release tag or commit) the tasks load")
-    lm.add_argument("--to", type=Path, default=None, metavar="DIR",
-                    help="the task folder to write (default: OUT/lm_eval); an earlier export "
-                         "there is replaced")
+    lm.add_argument("--out", "--to", dest="to", type=Path, default=None, metavar="DIR",
+                    help=f"the task folder to write (default: BUILD/lm_eval; --to: the same, the "
+                         f"older spelling). {REPLACES}")
     lm.add_argument("--absolute", action="store_true",
                     help="name the build folder by its absolute path (the task folder can then "
                          "move alone); by default it is named relative to the task folder, so "
@@ -56,8 +64,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "revision it came from, and how\nto run kvpress's pipeline and score its "
                     "predictions with `ruler score`.")
     kv.add_argument("source", metavar="SOURCE", help="build folder OUT, or a Hub dataset ORG/NAME")
-    kv.add_argument("--out", type=Path, required=True, metavar="DIR",
-                    help="the folder to write; an earlier kvpress export there is replaced")
+    kv.add_argument("--out", "--to", dest="out", type=Path, required=True, metavar="DIR",
+                    help=f"the folder to write (--to: the same; both exports take either "
+                         f"spelling). {REPLACES}")
     kv.add_argument("--revision", default=None, help="Hub dataset revision (tag or commit)")
     kv.add_argument("--tokenizer-config", default=None, metavar="CONFIG",
                     help="the config to export (default: the dataset's only one)")
@@ -75,7 +84,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 def run_export_lm_eval(args: argparse.Namespace) -> int:
     from ruler.eval.integrations.lm_eval_export import ALL_GROUP, export_lm_eval
 
-    to = export_lm_eval(args.out, args.to, args.repo, args.revision, args.absolute)
+    to = export_lm_eval(args.build, args.to, args.repo, args.revision, args.absolute)
     files = sum(1 for _ in to.glob("*.yaml"))
     print(f"wrote {to}: {files} task and group files and utils.py; e.g.\n"
           f"  lm_eval --include_path {to} --tasks {ALL_GROUP} ... (see {to / 'README.md'})")

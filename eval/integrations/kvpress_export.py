@@ -13,7 +13,9 @@ The folder written here:
   <L>/test-00000-of-00001.parquet   one per length: every task's rows, tasks in upstream's
                                     order, each task's rows by index
   README.md                         the card: which build, tokenizer and revision; how to run
-  ruler_kvpress.json                the same facts for programs (and what marks the folder)
+  ruler_kvpress.json                the same facts for programs
+  ruler_export_files.json           the files the export wrote (`export_folder`: exporting
+                                    again replaces only them)
 
 Besides kvpress's six columns every row keeps its ruler key (`tokenizer`, `max_seq_length`,
 `index`): kvpress ignores them (its evaluation writes every column but `context` into its
@@ -37,7 +39,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
@@ -50,7 +51,14 @@ from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
+from ruler.cards.render import tokenizer_origin
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
+from ruler.eval.integrations.export_folder import (
+    ExportKind,
+    check_target,
+    publish,
+    staging_folder,
+)
 
 #: kvpress's columns, in the order its RULER dataset has them.
 KVPRESS_COLUMNS = ("context", "question", "answer_prefix", "answer", "task", "max_new_tokens")
@@ -68,6 +76,8 @@ EXPORT_SCHEMA = pa.schema([
     pa.field("index", pa.int64(), nullable=False),
 ])
 METADATA_NAME = "ruler_kvpress.json"
+#: What refusals name: the command, its flag for the folder it writes, what that is.
+KIND = ExportKind("ruler export kvpress", "--out", "a kvpress export of ruler")
 CARD_NAME = "README.md"
 #: The kvpress release this export's layout and prompt rendering were checked against
 #: (tests/eval/integrations/test_kvpress.py runs its pipeline on an export).
@@ -215,7 +225,7 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
     if limit is not None and limit < 1:
         raise RulerError(f"--limit must be >= 1, got {limit}")
     out = Path(out)
-    _check_target(out)
+    check_target(out, KIND)  # before any work; again when it is replaced
     ds = open_dataset(source, revision, config, tasks, lengths, one_config=config is None)
     config = config or default_config(ds)
     files = ds.files(config, tasks or None, lengths or None)
@@ -234,7 +244,7 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
     by_length: dict[int, list[SplitFile]] = {}
     for f in files:
         by_length.setdefault(f.max_seq_length, []).append(f)
-    tmp = _temp_folder(out)
+    tmp = staging_folder(out)
     try:
         for L, group in sorted(by_length.items()):
             result.lengths[L] = _write_length(tmp / split_file_name(L), ds, group, prompt,
@@ -244,10 +254,10 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
         (tmp / METADATA_NAME).write_text(json.dumps(metadata(result), indent=2,
                                                     sort_keys=True) + "\n", encoding="utf-8")
         (tmp / CARD_NAME).write_text(render_card(result), encoding="utf-8")
-        _publish(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    publish(tmp, out, KIND)
     return result
 
 
@@ -287,7 +297,7 @@ def _source_record(ds: Dataset, config: str, build: BuildEntry,
         "manifest_sha256": file_sha256(ds.root / MANIFEST_NAME),
         "generator": dict(ds.manifest.generator or {}),
         "config": config,
-        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision")},
+        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision", "pinned")},
         "prompt_mode": build.prompt_mode,
         "variant": dict(build.variant or {}),
         "seed": build.seed,
@@ -356,31 +366,6 @@ def _same_group(seen: dict[str, tuple[str, int, str]], row: Mapping[str, Any],
 
 # --- the folder ----------------------------------------------------------------------------------
 
-def _check_target(out: Path) -> None:
-    if out.exists() and not (out.is_dir() and (not any(out.iterdir())
-                                               or (out / METADATA_NAME).is_file())):
-        raise RulerError(f"--out {out} exists and is not a kvpress export of ruler: choose "
-                         f"another --out (or remove it)")
-
-
-def _temp_folder(out: Path) -> Path:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
-
-
-def _publish(tmp: Path, out: Path) -> None:
-    """The folder whole or not at all: an earlier export there is replaced by one rename."""
-    tmp.chmod(0o755)
-    if out.exists():
-        old = out.with_name(f".{out.name}.old")
-        shutil.rmtree(old, ignore_errors=True)
-        out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        tmp.rename(out)
-
-
 def metadata(e: KvpressExport) -> dict[str, Any]:
     return {"format": "kvpress-ruler", "kvpress_checked": KVPRESS_CHECKED, "split": SPLIT,
             "columns": [*KVPRESS_COLUMNS, *KEY_COLUMNS], "source": e.source,
@@ -404,8 +389,7 @@ def render_card(e: KvpressExport) -> str:
              and s["revision_asked"] != s["revision"] else "")
     where = (f"Hub dataset `{s['dataset']}` at commit `{s['revision']}`{asked}" if s["revision"]
              else f"the local build `{s['dataset']}`")
-    tok_text = f"`{tok['name']}`" + (f" ({tok['repo']}@{tok['revision']})"
-                                      if tok.get("repo") else "")
+    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(tok)})" if tok.get("repo") else "")
     lengths = sorted(e.lengths)
     L = lengths[0]
     limited = (f"the first {e.limit} rows of each task and length" if e.limit

@@ -9,6 +9,8 @@ The folder is flat, so every YAML file finds `utils.py` beside it:
   utils.py                        RULER's post-processing and metrics, generated (see below)
   ruler_data.py                   (tasks of a local build) loads a split from the build folder
   README.md                       what the folder is and how to run it
+  ruler_export_files.json         the files the export wrote (`export_folder`: exporting again
+                                  replaces only them)
 
 Every YAML file is `yaml.safe_dump` of a dict built here from the manifest and the task
 catalog; nothing is written by hand or by string formatting. Why the task fields are what they
@@ -44,14 +46,12 @@ import inspect
 import os
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
-from ruler.builder.atomic import replace_folder
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.tasks.catalog import TASKS
@@ -67,6 +67,12 @@ from ruler.cards.lm_eval_usage import (
     run_command,
     runnable_files,
     task_name,
+)
+from ruler.eval.integrations.export_folder import (
+    ExportKind,
+    check_target,
+    publish,
+    staging_folder,
 )
 
 #: lm-eval's task `metadata.version`: bump when the exported fields change meaning.
@@ -310,28 +316,24 @@ def folder_readme(manifest: Manifest, source: TaskSource) -> str:
 
 # --- writing -------------------------------------------------------------------------------------
 
-def _is_export(folder: Path) -> bool:
-    utils = folder / UTILS_NAME
-    return utils.is_file() and _GENERATED_MARK in utils.read_text(encoding="utf-8")[:400]
+#: What refusals name: the command, its flag for the task folder, what that folder is.
+KIND = ExportKind("ruler export lm-eval", "--out", "an lm-eval export of ruler")
 
 
 def write_export(files: Mapping[str, str], to: str | os.PathLike) -> Path:
     """Write the folder whole or not at all: a temporary sibling, then one rename. An earlier
-    export there is replaced; any other non-empty folder is refused."""
+    export there is replaced, only while it holds nothing but the files it wrote
+    (`export_folder`); any other non-empty folder is refused, naming what it holds."""
     to = Path(to)
-    if to.exists() and not (to.is_dir() and (not any(to.iterdir()) or _is_export(to))):
-        raise RulerError(f"{to} exists and is not an lm-eval export of ruler: choose another "
-                         f"--to (or remove it)")
-    to.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=to.parent, prefix=f".{to.name}."))
+    check_target(to, KIND)
+    tmp = staging_folder(to)
     try:
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")
-        tmp.chmod(0o755)
-        replace_folder(tmp, to)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    publish(tmp, to, KIND)
     return to
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from helpers.builds import build, rows
-from ruler.builder.variants import Replicate, variant_from_record
+from ruler.builder.variants import MAX_REPLICATES, Replicate, variant_from_record
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
@@ -107,6 +107,9 @@ def test_replicates_k_builds_k_configs_as_k_single_builds_would(tmp_path, capsys
 @pytest.mark.parametrize("extra, says", [
     (["--replicates", "0"], "--replicates must be a positive integer"),
     (["--replicates", "-2"], "--replicates must be a positive integer"),
+    # impossible sizes, refused before anything is made (10**8 filled 13.7 GB in ten minutes)
+    (["--replicates", "100000000"], "--replicates: at most 100 replicate configs"),
+    (["--replicates", str(MAX_REPLICATES + 1)], f"at most {MAX_REPLICATES} replicate configs"),
     (["--replicates", "3", "--replicate", "1"], "give only one of them"),
     (["--replicates", "3", "--depths", "4"], "does not combine with another variant"),
     (["--replicates", "3", "--base"], "does not combine with another variant"),

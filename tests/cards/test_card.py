@@ -162,6 +162,23 @@ def test_one_folder_with_several_tokenizers_and_an_unofficial_build(out):
     assert front_matter(render_card(Manifest.from_json(m)))["license"] == "other"
 
 
+def test_a_pinned_tokenizer_without_a_recorded_commit_says_what_is_known(out):
+    """mistral-nemo's registry pin records no Hub commit (its files' hashes are the identity):
+    the card says so, never "@unrecorded revision" beside "official: yes" (issue 30.15g)."""
+    m = manifest_of(out)
+    tok = dict(m["builds"]["gpt-4"]["tokenizer"], repo="org/tok", revision=None, pinned=True)
+    m["builds"]["gpt-4"]["tokenizer"] = tok
+    text = " ".join(render_card(Manifest.from_json(m)).split())
+    assert "unrecorded revision" not in text
+    assert "gpt-4 (org/tok, files pinned by sha256; Hub commit not recorded)" in text
+    assert "revision not recorded (the registry pins the files by their sha256, below)" in text
+    m["builds"]["gpt-4"]["tokenizer"] = dict(tok, pinned=False)  # nothing pins it: say only that
+    text = " ".join(render_card(Manifest.from_json(m)).split())
+    assert "gpt-4 (org/tok, revision not recorded)" in text and "pins the files" not in text
+    m["builds"]["gpt-4"]["tokenizer"] = dict(tok, revision="abc123")
+    assert "gpt-4 (org/tok@abc123)" in render_card(Manifest.from_json(m))
+
+
 def test_generator_licence_matches_pyproject():
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["project"]["license"] == GENERATOR_LICENSE

