@@ -90,11 +90,6 @@ def test_cli_sources_list(capsys, monkeypatch, tmp_path):
     assert "MISSING" in capsys.readouterr().out
 
 
-def test_cli_fetch_without_url_is_a_clear_error(capsys):
-    assert main(["sources", "fetch", "essays"]) == 2
-    assert "no official download URL" in capsys.readouterr().err
-
-
 # --- issue 21.13: --sources is never silently replaced; a failed fetch leaves no folder ---------
 
 def test_a_sources_folder_that_does_not_exist_is_an_error_naming_it(tmp_path, capsys):
