@@ -202,7 +202,8 @@ def unofficial_reasons(build: BuildEntry | None) -> list[str]:
         f"tokenizer {tokenizer.get('name')!r} is not a pinned registry tokenizer"]
     for sid, source in sorted((build.sources or {}).items()):
         if not source.get("official"):
+            note = f": {source['note']}" if source.get("note") else ""
             reasons.append(f"source {sid} is not the official file ({source.get('file')}, "
                            f"sha256 {str(source.get('sha256'))[:12]}, official "
-                           f"{str(source.get('official_sha256'))[:12]})")
+                           f"{str(source.get('official_sha256'))[:12]}){note}")
     return reasons or ["its manifest entry says so"]

@@ -6,6 +6,7 @@ import argparse
 
 from ruler.builder import sources
 from ruler.builder.errors import RulerError
+from ruler.builder.essay_fetch import converter_versions
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -18,12 +19,29 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     ls = s.add_parser("list", help="show each source, where it was found, and if it is official")
     ls.add_argument("--sources", dest="sources_dir", default=None)
     ls.set_defaults(func=run_list)
-    f = s.add_parser("fetch", help="download official files and check their sha256")
-    downloadable = ", ".join(k for k, v in sources.SOURCES.items() if v.urls)
+    f = s.add_parser(
+        "fetch", help="download official files and check their sha256; make the essays as "
+                      "upstream's scraper does",
+        description="Download SQuAD, HotpotQA and punkt_tab from their official URLs (sha256 "
+                    "checked: a file with other bytes is refused). The essay corpus has no "
+                    "official file: upstream publishes a scraper and its URL list, so `fetch "
+                    "essays` downloads those 218 essays and converts them as that script does "
+                    "(needs `pip install 'ruler-bench[essays]'`: html2text and beautifulsoup4 "
+                    "at the pinned versions). The result is official when its sha256 "
+                    "equals the pinned corpus's; otherwise it is written all the same, builds "
+                    "from it are marked unofficial, and essays/PaulGrahamEssays.fetch.json "
+                    "beside it names the essays that differ or are missing (`ruler sources "
+                    "list` shows them).")
+    downloadable = ", ".join(k for k, v in sources.SOURCES.items() if v.urls or v.scraper)
     f.add_argument("ids", nargs="*",
                    help=f"sources to fetch (default: all downloadable: {downloadable})")
     f.add_argument("--dest", default=None,
                    help=f"target folder (default: {sources.default_cache_dir()})")
+    f.add_argument("--mirror", default=None, metavar="BASE",
+                   help="fetch the same URLs from a mirror laid out as host/path, as `wget -x` "
+                        "makes it (http://www.paulgraham.com/avg.html is "
+                        "BASE/www.paulgraham.com/avg.html); http(s):// or file:// "
+                        f"(default: ${sources.MIRROR_ENV}, else the original hosts)")
     f.set_defaults(func=run_fetch)
 
 
@@ -37,16 +55,23 @@ def run_list(args: argparse.Namespace) -> int:
             tag = ("official" if found.official
                    else "UNOFFICIAL (hash differs: builds are marked unofficial)")
             print(f"{spec.id:10} {tag:9} {found.path}  sha256 {found.sha256[:16]}…")
+            if found.note:
+                print(f"{'':10} {found.note}")
     return 1 if missing else 0
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    ids = args.ids or [k for k, v in sources.SOURCES.items() if v.urls]
+    ids = args.ids or [k for k, v in sources.SOURCES.items() if v.urls or v.scraper]
     unknown = [i for i in ids if i not in sources.SOURCES]
     if unknown:
         raise RulerError(f"unknown source(s) {', '.join(unknown)}; "
                          f"known: {', '.join(sources.SOURCES)}")
+    if any(sources.SOURCES[i].scraper for i in ids):
+        converter_versions()  # before any download: the missing package is one clear line
     for source_id in ids:
-        got = sources.fetch(source_id, args.dest)
-        print(f"{source_id}: {got.path} (sha256 {got.sha256[:16]}…, official)")
+        got = sources.fetch(source_id, args.dest, mirror=args.mirror)
+        tag = "official" if got.official else "UNOFFICIAL: builds from it are marked unofficial"
+        print(f"{source_id}: {got.path} (sha256 {got.sha256[:16]}…, {tag})")
+        if got.note:
+            print(f"  {got.note}")
     return 0

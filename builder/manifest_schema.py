@@ -86,7 +86,7 @@ def _share(v: Any) -> bool:
 def _source(v: Any) -> bool:
     return isinstance(v, dict) and _sha256(v.get("sha256")) \
         and _bool(v.get("official", False)) and _or_none(_str)(v.get("official_sha256")) \
-        and _or_none(_str)(v.get("file"))
+        and _or_none(_str)(v.get("file")) and _or_none(_str)(v.get("note"))
 
 
 def _unknown_variant(v: Any) -> str | None:

@@ -3,9 +3,12 @@
 A source is identified by its official URL, size and sha256. The bytes never live in this
 repository: they are found in `--sources DIR` (only there, when it is given: a folder that
 does not exist or lacks a file is an error, never a silent fall-back), else `$RULER_SOURCES`,
-then the user cache, or fetched from the official URL with `ruler sources fetch`. A file whose
-hash differs from the official one (e.g. a partial copy) may be used; the build then records its
-real hash and marks itself unofficial.
+then the user cache, or fetched with `ruler sources fetch`: from the official URL, or for the
+essays, which upstream publishes only as a scraper and its URL list, by that procedure
+(`essay_fetch`). `--mirror` / `$RULER_SOURCES_MIRROR` fetches the same URLs from a mirror laid
+out as host/path. A file whose hash differs from the official one (e.g. a partial copy) may be
+used; the build then records its real hash, and why where it is known, and marks itself
+unofficial.
 """
 
 from __future__ import annotations
@@ -23,10 +26,14 @@ from typing import Iterable, Mapping, Sequence
 
 from ruler.builder.atomic import replace_folder, replacing
 from ruler.builder.errors import RulerError
+from ruler.builder.essay_fetch import fetch_essays
+from ruler.builder.essay_record import read_record
 from ruler.builder.hashing import file_sha256
+from ruler.builder.mirror import mirrored
 from ruler.builder.user_cache import user_cache_root
 
 SOURCES_ENV = "RULER_SOURCES"
+MIRROR_ENV = "RULER_SOURCES_MIRROR"
 
 
 @dataclass(frozen=True)
@@ -40,6 +47,8 @@ class SourceSpec:
         size: size in bytes of the official file (None for directories).
         sha256: sha256 of the official file, or for a directory a mapping of file -> sha256.
         alternatives: glob patterns (relative to a sources dir) of accepted non-official copies.
+        scraper: for a source that upstream publishes only as a procedure, what `ruler sources
+            fetch` runs to make it (the file is official when the result's sha256 is `sha256`).
     """
 
     id: str
@@ -51,6 +60,7 @@ class SourceSpec:
     license: str
     alternatives: tuple[str, ...] = ()
     how_to_get: str = ""
+    scraper: str = ""
 
     @property
     def is_directory(self) -> bool:
@@ -70,11 +80,14 @@ SOURCES: Mapping[str, SourceSpec] = {
             license="essays (c) Paul Graham; used as haystack text as in RULER",
             alternatives=("essays/*.json",),
             how_to_get=(
-                "upstream publishes only a scraper (RULER scripts/data/synthetic/json/"
-                "download_paulgraham_essay.py); put the pinned PaulGrahamEssays.json at "
+                "run `ruler sources fetch essays` (needs `pip install 'ruler-bench[essays]'`: "
+                "it downloads the 218 essays upstream's scraper downloads and converts them as "
+                "it does), or put the pinned PaulGrahamEssays.json at "
                 "<sources>/essays/PaulGrahamEssays.json, or take it from a release made with "
                 "`ruler release --with-sources` (its sources/ folder)"
             ),
+            scraper=("RULER's scripts/data/synthetic/json/download_paulgraham_essay.py over its "
+                     "PaulGrahamEssays_URLs.txt (builder/essay_list.json)"),
         ),
         SourceSpec(
             id="squad",
@@ -133,6 +146,7 @@ class ResolvedSource:
     path: Path
     sha256: str  # for directories: sha256 over the sorted "name sha256" lines
     official: bool
+    note: str = ""  # why it is not the official file, where that is known (a fetch record)
 
     def as_manifest(self) -> dict:
         return {
@@ -142,6 +156,7 @@ class ResolvedSource:
             "official": self.official,
             "official_sha256": _directory_digest(self.spec.sha256)
             if self.spec.is_directory else self.spec.sha256,
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -186,7 +201,9 @@ def _inspect(spec: SourceSpec, path: Path) -> ResolvedSource:
             raise RulerError(f"source {spec.id!r} at {path} is missing {', '.join(missing)}")
         return ResolvedSource(spec, path, _directory_digest(found), found == dict(spec.sha256))
     digest = file_sha256(path)
-    return ResolvedSource(spec, path, digest, digest == spec.sha256)
+    official = digest == spec.sha256
+    record = read_record(path, digest) if spec.scraper and not official else None
+    return ResolvedSource(spec, path, digest, official, record.summary() if record else "")
 
 
 def resolve(source_id: str, sources_dir: str | os.PathLike | None = None) -> ResolvedSource:
@@ -219,7 +236,7 @@ def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = Fal
     """Why `spec` was not found in `dirs` (`explicit`: the one folder --sources named)."""
     dest = f" --dest {dirs[0]}" if explicit else ""
     how = (f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.urls[0]})" if spec.urls
-           else spec.how_to_get)
+           else spec.how_to_get.replace(f"fetch {spec.id}`", f"fetch {spec.id}{dest}`"))
     if explicit:
         return (f"source {spec.id!r} ({spec.title}) not found in --sources {dirs[0]}: expected "
                 f"{dirs[0] / spec.relpath}. To get it: {how}; or point --sources at a folder "
@@ -251,22 +268,37 @@ def _download(url: str, dest: Path, timeout: float) -> None:
         raise RulerError(f"{url}: {e!r}" if not str(e) else f"{url}: {e}") from None
 
 
-def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
-          urls: Sequence[str] | None = None, timeout: float = 60.0) -> ResolvedSource:
-    """Download the official file into `dest_root` (default: the user cache) and check its hash.
+def mirror_base(mirror: str | None = None) -> str | None:
+    """The mirror to fetch from: `mirror` (`--mirror`), else `$RULER_SOURCES_MIRROR`, else none."""
+    return mirror or os.environ.get(MIRROR_ENV) or None
 
-    Nothing is left behind on failure: the download goes to a temporary file that is renamed
-    into place only after the size and sha256 match the registry.
+
+def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
+          urls: Sequence[str] | None = None, timeout: float = 60.0,
+          mirror: str | None = None) -> ResolvedSource:
+    """Download the official file into `dest_root` (default: the user cache) and check its hash;
+    for a scraped source (the essays), run upstream's procedure (`essay_fetch.fetch_essays`)
+    unless `urls` names copies of the finished file.
+
+    `mirror` (default `$RULER_SOURCES_MIRROR`) serves the same URLs laid out as host/path.
+    Nothing is left behind on failure: a download goes to a temporary file that is renamed
+    into place only after the size and sha256 match the registry. A scraped source is written
+    whatever its hash; it is official only with the registry's, and its record says why not.
     """
     spec = SOURCES[source_id]
-    urls = list(urls if urls is not None else spec.urls)
-    if not urls:
+    mirror = mirror_base(mirror)
+    scrape = spec.scraper and urls is None  # given URLs: a copy of the finished file
+    urls = [mirrored(u, mirror) for u in (urls if urls is not None else spec.urls)]
+    if not urls and not scrape:
         raise RulerError(f"source {spec.id!r} has no official download URL: {spec.how_to_get}")
     root = Path(dest_root) if dest_root else default_cache_dir()
     target = root / spec.relpath
     created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        if scrape:
+            fetch_essays(target, spec.sha256, mirror=mirror, timeout=timeout)
+            return _inspect(spec, target)
         return _fetch_into(spec, urls, target, timeout)
     except BaseException:
         _remove_empty(created)  # deepest first: only the folders made here, if still empty

@@ -237,6 +237,8 @@ def build_section(config: str, build: BuildEntry) -> str:
             ["source", "file", "sha256", "official", "official sha256"],
             [[sid, _code(s.get("file")), _code(s.get("sha256")), _yes(bool(s.get("official"))),
               _code(s.get("official_sha256"))] for sid, s in sorted(sources.items())]))
+        lines.extend(f"\n- `{sid}` is not the official file: {s['note']}"
+                     for sid, s in sorted(sources.items()) if s.get("note"))
     else:
         lines.append("Sources: none (these tasks read no third-party input).")
     return "\n".join(lines)

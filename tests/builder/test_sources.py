@@ -90,11 +90,6 @@ def test_cli_sources_list(capsys, monkeypatch, tmp_path):
     assert "MISSING" in capsys.readouterr().out
 
 
-def test_cli_fetch_without_url_is_a_clear_error(capsys):
-    assert main(["sources", "fetch", "essays"]) == 2
-    assert "no official download URL" in capsys.readouterr().err
-
-
 # --- issue 21.13: --sources is never silently replaced; a failed fetch leaves no folder ---------
 
 def test_a_sources_folder_that_does_not_exist_is_an_error_naming_it(tmp_path, capsys):
@@ -182,3 +177,19 @@ def test_cli_fetch_that_cannot_connect_leaves_no_folder(tmp_path, capsys, monkey
     err = capsys.readouterr().err
     assert "could not fetch source 'squad'" in err and len(err.strip().splitlines()) == 1
     assert not dest.exists()
+
+
+def test_mirror_serves_every_source_at_host_path(http_root, tmp_path, monkeypatch):
+    """--mirror / $RULER_SOURCES_MIRROR: the official URL's host/path below the mirror's base."""
+    root, url = http_root
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for f in (SOURCES / "nltk_data/tokenizers/punkt_tab/english").iterdir():
+            z.writestr(f"punkt_tab/english/{f.name}", f.read_bytes())
+    official = sources.SOURCES["punkt_tab"].urls[0]
+    (root / official.split("://", 1)[1]).parent.mkdir(parents=True)
+    (root / official.split("://", 1)[1]).write_bytes(buf.getvalue())
+    assert sources.fetch("punkt_tab", tmp_path / "a", mirror=url + "/").official
+    monkeypatch.setenv(sources.MIRROR_ENV, url)
+    assert main(["sources", "fetch", "punkt_tab", "--dest", str(tmp_path / "b")]) == 0
+    assert (tmp_path / "b/nltk_data/tokenizers/punkt_tab/english/collocations.tab").is_file()

@@ -1,0 +1,15 @@
+"""Where a source's URL is on a mirror (`ruler sources fetch --mirror`, `$RULER_SOURCES_MIRROR`).
+
+A mirror holds each file at host/path below its base, the layout `wget -x` (or `wget -m`) makes:
+http://www.paulgraham.com/avg.html is <base>/www.paulgraham.com/avg.html. Any base urllib opens
+works: https://, http:// or file:// (a local copy).
+"""
+
+from __future__ import annotations
+
+
+def mirrored(url: str, base: str | None) -> str:
+    """`url` on the mirror at `base`, or `url` itself without one."""
+    if not base:
+        return url
+    return f"{base.rstrip('/')}/{url.split('://', 1)[-1]}"
