@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
+from ruler.eval import strict_json
 
 KEY_COLUMNS = ("tokenizer", "task", "max_seq_length", "index")
 REQUIRED_COLUMNS = (*KEY_COLUMNS, "prediction")
@@ -167,11 +168,13 @@ def _iter_jsonl(path: Path, tolerate_torn_tail: bool,
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = strict_json.parse(line)
             except json.JSONDecodeError as e:
                 if tolerate_torn_tail and not line.endswith("\n") and not fh.read(1):
                     return  # an interrupted write: resume redoes this row
                 raise RulerError(f"{path}:{n}: not a JSON object ({e.msg})") from None
+            except strict_json.NotPlainJSON as e:
+                raise RulerError(f"{path}:{n}: {e}") from None
             if not isinstance(record, dict):
                 raise RulerError(f"{path}:{n}: expected a JSON object per line")
             for name in drop:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -39,7 +38,8 @@ from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, writ
 from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
-from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
+from ruler.eval.results_schema import read_run, read_scores
+from ruler.eval.score import cell_complete, cell_done
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
@@ -120,10 +120,7 @@ def load_scores(results: str | Path) -> dict[str, Any]:
     path = path / SCORES_NAME if path.is_dir() else path
     if not path.is_file():
         raise RulerError(f"{path} not found: run `ruler eval` or `ruler score` first")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("format") != SCORES_FORMAT:
-        raise RulerError(f"{path} is not a ruler scores file (format {data.get('format')!r})")
-    return data
+    return read_scores(path)
 
 
 def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where: str) -> None:
@@ -178,14 +175,13 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     """The cells a `ruler eval` results folder's run asked for (run.json), when the scores are
     of that folder's predictions: a run interrupted after widening its selection left a
-    scores.json of the earlier, smaller one."""
+    scores.json of the earlier, smaller one. A run.json that is there but damaged is one
+    clear error: without it, cells the run asked for could go unnoticed."""
     folder = results if results.is_dir() else results.parent
-    try:
-        run = json.loads((folder / RUN_NAME).read_text(encoding="utf-8"))
-        dataset = run["dataset"]
-        files = list(recorded_files(run))
-    except (OSError, ValueError, KeyError, TypeError):
-        return []  # no run here (scores of `ruler score`), or not one of ours
+    if not (folder / RUN_NAME).is_file():
+        return []  # no run here: scores of `ruler score`
+    run = read_run(folder / RUN_NAME)
+    dataset, files = run["dataset"], list(recorded_files(run))
     own = (scores.get("predictions") or {}).get("path")
     if dataset.get("config") != scores.get("config") or (
             own and own != str((folder / PREDICTIONS_NAME).resolve())):

@@ -17,7 +17,6 @@ different from the split file's is an error: it was made from another revision o
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -27,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.eval import strict_json
 from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.prediction_source import PredictionSource
@@ -35,9 +35,8 @@ from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
+from ruler.eval.results_schema import SCORES_FORMAT, read_run
 from ruler.eval.serving import prompt_check
-
-SCORES_FORMAT = "ruler-scores/1"
 
 
 @dataclass
@@ -324,7 +323,7 @@ def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None =
 def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     """Score a `ruler eval` results folder and write its scores.json: the selection is the
     run's files (every --tasks/--lengths it was run with) at its --limit."""
-    run = json.loads((out / RUN_NAME).read_text(encoding="utf-8"))
+    run = read_run(out / RUN_NAME)
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
@@ -357,8 +356,8 @@ def check_scores_owner(path: Path, predictions: Mapping[str, str] | None) -> Non
     if not path.exists():
         return
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        old = strict_json.parse(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: says nothing of its owner
         old = None
     owner = old.get("predictions") if isinstance(old, dict) else None
     if not isinstance(owner, dict) or predictions is None:
