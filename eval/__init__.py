@@ -15,6 +15,7 @@ Modules, one job each:
   results_folder  the file names of a results folder (run.json, predictions, scores), its lock
   strict_json  JSON from users' files: a key twice, NaN, runaway nesting refused in one line
   results_schema  the shape of run.json and scores.json, checked where they are read
+  build_tie  whether a prediction was made from the very row it is scored against
   runner     `ruler eval`: check, stream rows to the backend, skip what does not fit, save
   score      predictions vs the dataset's rows -> scores.json
   report     scores.json -> report.md / .csv / .json and PNG plots

@@ -108,6 +108,13 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                     "export lm-eval` tasks (a samples_*.jsonl file or\nthe --output_path "
                     "folder) or an Inspect log of the ruler task (.eval, or a folder of "
                     "them).\n\n"
+                    "Each prediction is checked against its row of this build by what it "
+                    "carries of it:\ndata_sha256 (the split file's content_sha256), "
+                    "input_sha256 (sha256 of the row's input) or\ninput, length. Anything "
+                    "that differs is refused (made from another build). Scored rows tied\nby "
+                    "neither data_sha256 nor the input are UNVERIFIED, said in the report and "
+                    "in scores.json\n(`tied_to_build`): an equal length alone proves little."
+                    "\n\n"
                     "Coverage is counted against what was asked for: the tasks and lengths of "
                     "--tasks / --lengths;\nelse the files the run itself asked for, where it "
                     "records them (a `ruler eval` results\nfolder's run.json, an Inspect log, "
@@ -143,8 +150,9 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                    help="folder for scores.json and the report (default: PREDICTIONS.scores/ "
                         "beside a file, or the PREDICTIONS folder itself)")
     p.add_argument("--strict", action="store_true",
-                   help="exit 1 when any row asked for is missing or failed, or predictions "
-                        "match no row")
+                   help="exit 1 when any row asked for is missing or failed, predictions "
+                        "match no row, or scored rows are unverified (tied to this build by "
+                        "neither data_sha256 nor input_sha256/input)")
     p.set_defaults(func=run_score_cmd)
 
 
@@ -327,7 +335,8 @@ def run_score_cmd(args: argparse.Namespace) -> int:
             print(f"{len(keys)} {what}: {shown}", file=sys.stderr)
     print(f"wrote {out / SCORES_NAME} (full lists of missing/unknown keys inside)")
     _print_report(out, None)
-    return 1 if args.strict and (not report.complete or report.unknown) else 0
+    return 1 if args.strict and (not report.complete or report.unknown or report.unverified) \
+        else 0
 
 
 def run_report_cmd(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import reprlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -113,10 +114,12 @@ def _check_fields(record: dict[str, Any]) -> None:
             f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
         raise ValueError(f"prediction is {kind} ({str(pred)[:40]}), expected a string (the "
                          f"model's answer) or null (no answer)")
-    for name in ("data_sha256", "reason"):
+    for name in ("data_sha256", "reason", "input_sha256", "input"):
         value = record.get(name)
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"{name} {value!r} is not a string")
+            raise ValueError(f"{name} {reprlib.repr(value)} is not a string")
+    if record.get("length") is not None:  # the row's length, which ties it to the build
+        key_integer(record["length"], "length")
 
 
 def format_key(key: Key) -> str:

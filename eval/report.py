@@ -39,7 +39,7 @@ from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.results_schema import read_run, read_scores
-from ruler.eval.score import cell_complete, cell_done
+from ruler.eval.score import cell_complete, cell_done, tie_totals
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
@@ -66,6 +66,9 @@ class Report:
     # How the prompts were served and the server's prompt-count check (eval.serving)
     serving: list[dict[str, Any]] | None = None
     prompt_check: dict[str, int] | None = None
+    # How the scored rows are tied to the build (score.tie_totals); None: not recorded (older
+    # scores.json)
+    tied_to_build: dict[str, Any] | None = None
 
     @property
     def mean_label(self) -> str:
@@ -102,17 +105,34 @@ class Report:
         return (f"{len(self.tasks)} task(s) x {len(self.lengths)} length(s){by}"
                 + (f", first {limit} rows of each" if limit else ""))
 
+    @property
+    def unverified(self) -> int:
+        return (self.tied_to_build or {}).get("unverified", 0)
+
+    def unverified_text(self) -> str:
+        """The scored rows nothing ties to this build, in words ("" when there are none)."""
+        if not self.unverified:
+            return ""
+        tie = self.tied_to_build
+        weak = (f"; {tie['length_only']} carry only a length equal to the row's, which "
+                f"another build's row can share" if tie.get("length_only") else "")
+        return (f"{self.unverified} of {tie['scored']} scored rows carry nothing that ties "
+                f"them to this build (no data_sha256 or prompt in the predictions{weak}): "
+                f"predictions made from another build of config {self.config!r} (another seed "
+                f"or revision) would score as wrong answers")
+
     def status_line(self) -> str:
         """One line on what the numbers cover, for the terminal."""
         done, asked = self.rows_done
         scope = f"{done} of {asked} rows asked for have a result" + (
             " in the cells scored" if self.unscored else "")
+        unverified = f"; UNVERIFIED: {self.unverified_text()}" if self.unverified else ""
         if self.complete:
-            return f"complete: {scope} ({self.selection_text()})"
+            return f"complete: {scope} ({self.selection_text()}){unverified}"
         return (f"PARTIAL: {scope}; incomplete cells: {', '.join(self.incomplete_labels())}; "
                 f"effective length, Avg. and wAvg. withheld. Complete the predictions "
                 f"(re-running `ruler eval` resumes), or score only what was run "
-                f"(`ruler score --tasks/--lengths/--limit`)")
+                f"(`ruler score --tasks/--lengths/--limit`){unverified}")
 
 
 def load_scores(results: str | Path) -> dict[str, Any]:
@@ -169,7 +189,9 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   cells, summary, depth, scores.get("mode"), incomplete, unscored,
                   scores.get("selection") or {},
                   report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
-                  scores.get("serving"), scores.get("prompt_check"))
+                  scores.get("serving"), scores.get("prompt_check"),
+                  tie_totals(scores["cells"]) if any("unverified" in c for c in scores["cells"])
+                  else None)
 
 
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
@@ -200,6 +222,11 @@ def to_markdown(r: Report) -> str:
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
     head += serving_markdown(r.serving, r.prompt_check)
+    if r.unverified:
+        cells = ", ".join(f"{t} @ {format_length(L)} ({c['unverified']})"
+                          for (t, L), c in sorted(r.cells.items(), key=lambda kv: (
+                              kv[0][1], task_rank(kv[0][0]))) if c.get("unverified"))
+        head += [f"**Unverified rows**: {r.unverified_text()}. Cells: {cells}.", ""]
     if not r.complete:
         done, asked = r.rows_done
         head += [f"**Partial results**: {done} of {asked} rows asked for have a result"
@@ -345,7 +372,7 @@ def to_json(r: Report) -> dict[str, Any]:
     s = r.summary
     return {
         "model": r.model, "config": r.config, "mode": r.mode, "dataset": r.dataset,
-        "serving": r.serving, "prompt_check": r.prompt_check,
+        "serving": r.serving, "prompt_check": r.prompt_check, "tied_to_build": r.tied_to_build,
         "tasks": r.tasks,
         "lengths": r.lengths,
         "scores": {t: {str(L): r.cells[(t, L)]["score"] for L in r.lengths if (t, L) in r.cells}

@@ -109,6 +109,10 @@ def _selection(v: Any) -> bool:
         and _or_none(_positive)(v.get("limit")) and _or_none(_str)(v.get("by"))
 
 
+def _tied_by(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
+
+
 #: field -> (check, required)
 Fields = Mapping[str, tuple[Check, bool]]
 
@@ -119,7 +123,8 @@ CELL_FIELDS: Fields = {
     "missing": (_count, True), "data_sha256": (_str, False),
     "skip_reasons": (_list_of(_str), False), "budget_exhausted": (_count, False),
     "row_scores": (_list_of(_row_score), False), "ci95": (_or_none(_pair_of(_number)), False),
-    "ci_method": (_or_none(_str), False),
+    "ci_method": (_or_none(_str), False), "unverified": (_count, False),
+    "tied_by": (_tied_by, False),
 }
 SCORES_FIELDS: Fields = {
     "config": (_str, True), "dataset": (_dataset, True), "cells": (_list_of(_dict), True),

@@ -4,8 +4,9 @@ lm-eval (`--log_samples --output_path DIR`) writes `DIR/<model>/samples_<task>_<
 line per document with the logged `doc` (for an exported task: a row of the dataset, with its
 key columns) and `filtered_resps` (the completion generated after the answer prefix), and
 `results_<date>.json`, whose `configs` keep each exported task's metadata. The split file's
-`content_sha256` recorded there becomes the records' `data_sha256`, so `ruler score` refuses
-samples made from another revision of the dataset.
+`content_sha256` recorded there becomes the records' `data_sha256`, and the logged doc's
+`input` (its digest) and `length` go with each record, so `ruler score` refuses samples made
+from another revision of the dataset, with or without the results file beside them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ruler.builder.errors import RulerError
+from ruler.eval.build_tie import prompt_digest
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS, key_of, read_records
 from ruler.eval.strict_json import read_json
@@ -99,11 +101,23 @@ def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
         raise RulerError(f"{where}: the logged doc's {e}") from None
     resps = sample.get("filtered_resps")
     prediction = resps[0] if isinstance(resps, list) and resps else resps
-    record = {**dict(zip(KEY_COLUMNS, key)), "data_sha256": hashes.get(key[:3], "")}
+    record = {**dict(zip(KEY_COLUMNS, key)), "data_sha256": hashes.get(key[:3], ""),
+              **row_evidence(doc)}
     if isinstance(prediction, str):
         return {**record, "prediction": prediction, "status": "ok"}
     return {**record, "prediction": None, "status": "error",
             "reason": f"lm-eval logged no text response ({prediction!r})"}
+
+
+def row_evidence(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the logged doc (the row lm-eval read) holds that ties the sample to this build's
+    row (`ruler.eval.build_tie`): the digest of its prompt `input`, and its `length`."""
+    out: dict[str, Any] = {}
+    if isinstance(doc.get("input"), str):
+        out["input_sha256"] = prompt_digest(doc["input"])
+    if doc.get("length") is not None:
+        out["length"] = doc["length"]  # checked, as every record's, where records are indexed
+    return out
 
 
 def read_samples(paths: list[Path]) -> PredictionSource:

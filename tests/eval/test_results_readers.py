@@ -247,6 +247,7 @@ SCORES_DAMAGE = {
     "prompt check a string": (_json(_set("prompt_check", "all")), "prompt_check"),
     "an unknown variant": (_json(_set("variant", {"foo": 1})), "variant"),
     "serving an object": (_json(_set("serving", {"backend": "x"})), "serving"),
+    "unverified a string": (_json(_set("cells", 0, "unverified", "3")), "unverified"),
 }
 
 
