@@ -200,12 +200,24 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
                     "interval (paired bootstrap) and a\npaired test (McNemar's exact test "
                     "where rows are 0/1, else a paired bootstrap). Runs on\ndifferent configs "
                     "or builds (content hashes) are refused; rows answered in one run only\n"
-                    "are named.",
+                    "are named.\n\n"
+                    "A run is a results folder (or its scores.json), or predictions in any "
+                    "form `ruler score`\nreads (a JSONL/Parquet file, lm-eval output, an "
+                    "Inspect log): those are scored against --data\nhere, as `ruler score` "
+                    "would, without writing anything.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_a", type=Path, metavar="RUN_A",
-                   help="results folder (or its scores.json)")
+                   help="results folder (or its scores.json), or predictions as `ruler score` "
+                        "reads them (with --data)")
     p.add_argument("run_b", type=Path, metavar="RUN_B",
-                   help="results folder (or its scores.json)")
+                   help="results folder (or its scores.json), or predictions (with --data)")
+    p.add_argument("--data", default=None,
+                   help="the dataset (build folder or Hub id) to score predictions against; "
+                        "scores are checked to be of its rows")
+    p.add_argument("--revision", default=None, help="Hub dataset revision")
+    p.add_argument("--tokenizer-config", default=None,
+                   help="the config to score predictions on (default: the dataset's only "
+                        "one, else the one the predictions name)")
     p.add_argument("--out", type=Path, default=None,
                    help="also write compare.md, compare.json and compare.png here")
     p.add_argument("--no-plots", action="store_true")
@@ -284,15 +296,11 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
     """Score `ruler score`'s predictions and write scores.json (the CLI and `ruler.score`);
     returns the report and the folder written."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
-    from ruler.eval.data import open_dataset
-    from ruler.eval.integrations.sources import read_predictions
-    from ruler.eval.predictions import index_records
     from ruler.eval.results_folder import SCORES_NAME
     from ruler.eval.score import (
         check_scores_owner,
         default_scores_folder,
-        run_cells,
-        score_source,
+        score_path,
         write_scores,
     )
 
@@ -300,18 +308,8 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
         raise RulerError(f"--limit must be >= 1, got {args.limit}")
     tasks = parse_tasks(args.tasks) if args.tasks else None
     lengths = parse_lengths(args.lengths) if args.lengths else None
-    source = read_predictions(args.predictions)
-    records = index_records(source.records, str(args.predictions))
-    # What a Hub dataset fetches: name the config, tasks and lengths where they are known.
-    named = {k[0] for k in records}
-    config = args.tokenizer_config or (named.pop() if len(named) == 1 else None)
-    fetch_tasks, fetch_lengths = tasks, lengths
-    if config and not (tasks or lengths) and run_cells(source, config):
-        cells = run_cells(source, config)
-        fetch_tasks, fetch_lengths = {t for t, _ in cells}, {L for _, L in cells}
-    ds = open_dataset(args.data, args.revision, config, fetch_tasks, fetch_lengths)
-    report = score_source(ds, source, records, args.tokenizer_config, tasks, lengths,
-                          args.limit)
+    report = score_path(args.predictions, args.data, args.revision, args.tokenizer_config,
+                        tasks, lengths, args.limit)
     out = args.out or default_scores_folder(args.predictions)
     check_scores_owner(out / SCORES_NAME, report.predictions)
     write_scores(out / SCORES_NAME, report)
@@ -393,7 +391,7 @@ def _pooled_report(args: argparse.Namespace) -> int:
 def run_compare_cmd(args: argparse.Namespace) -> int:
     from ruler.eval.compare import compare_runs, to_markdown, write_comparison
 
-    c = compare_runs(args.run_a, args.run_b)
+    c = compare_runs(args.run_a, args.run_b, args.data, args.revision, args.tokenizer_config)
     print(to_markdown(c))
     if args.out:
         write_comparison(c, args.out, plots=not args.no_plots)

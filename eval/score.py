@@ -31,7 +31,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval import strict_json
 from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
-from ruler.eval.data import Dataset, SplitFile, default_config
+from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.integrations.sources import fingerprint, read_predictions
@@ -381,6 +381,24 @@ def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None =
     Inspect log; see `ruler.eval.integrations.sources`)."""
     source = read_predictions(predictions)
     records = index_records(source.records, str(predictions))
+    return score_source(ds, source, records, config, tasks, lengths, limit)
+
+
+def score_path(predictions: str | os.PathLike, data: str, revision: str | None = None,
+               config: str | None = None, tasks: Sequence[str] | None = None,
+               lengths: Sequence[int] | None = None, limit: int | None = None) -> ScoreReport:
+    """`score_file` against the dataset `data` (a build folder or Hub id at `revision`): of a
+    Hub dataset only the files the predictions can be scored on are fetched (the config they
+    name, and the cells their run asked for where it records them)."""
+    source = read_predictions(predictions)
+    records = index_records(source.records, str(predictions))
+    named = {k[0] for k in records}
+    fetch_config = config or (named.pop() if len(named) == 1 else None)
+    fetch_tasks, fetch_lengths = tasks, lengths
+    cells = run_cells(source, fetch_config) if fetch_config and not (tasks or lengths) else None
+    if cells:
+        fetch_tasks, fetch_lengths = {t for t, _ in cells}, {L for _, L in cells}
+    ds = open_dataset(data, revision, fetch_config, fetch_tasks, fetch_lengths)
     return score_source(ds, source, records, config, tasks, lengths, limit)
 
 
