@@ -74,13 +74,13 @@ def _dataset(v: Any) -> bool:
         and _or_none(_str)(v.get("revision"))
 
 
+def _share(v: Any) -> bool:
+    return _number(v) and 0 <= v <= 1
+
+
 def _row_score(v: Any) -> bool:
     """[index, value]: a row's value is 0..1 (`ruler.eval.metrics.ROW_METRICS`)."""
     return isinstance(v, list) and len(v) == 2 and _count(v[0]) and _share(v[1])
-
-
-def _share(v: Any) -> bool:
-    return _number(v) and 0 <= v <= 1
 
 
 def _depth_items(v: Any) -> bool:
