@@ -13,6 +13,9 @@ Modules, one job each:
   reasoning  reasoning mode: the answer after the model's thinking, and its state
   predictions  prediction records: append-as-you-go JSONL, streamed reading, key checks
   results_folder  the file names of a results folder (run.json, predictions, scores), its lock
+  strict_json  JSON from users' files: a key twice, NaN, runaway nesting refused in one line
+  results_schema  the shape of run.json and scores.json, checked where they are read
+  build_tie  whether a prediction was made from the very row it is scored against
   runner     `ruler eval`: check, stream rows to the backend, skip what does not fit, save
   score      predictions vs the dataset's rows -> scores.json
   report     scores.json -> report.md / .csv / .json and PNG plots

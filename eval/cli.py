@@ -114,6 +114,13 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                     "export lm-eval` tasks (a samples_*.jsonl file or\nthe --output_path "
                     "folder) or an Inspect log of the ruler task (.eval, or a folder of "
                     "them).\n\n"
+                    "Each prediction is checked against its row of this build by what it "
+                    "carries of it:\ndata_sha256 (the split file's content_sha256), "
+                    "input_sha256 (sha256 of the row's input) or\ninput, length. Anything "
+                    "that differs is refused (made from another build). Scored rows tied\nby "
+                    "neither data_sha256 nor the input are UNVERIFIED, said in the report and "
+                    "in scores.json\n(`tied_to_build`): an equal length alone proves little."
+                    "\n\n"
                     "Coverage is counted against what was asked for: the tasks and lengths of "
                     "--tasks / --lengths;\nelse the files the run itself asked for, where it "
                     "records them (a `ruler eval` results\nfolder's run.json, an Inspect log, "
@@ -149,8 +156,9 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                    help="folder for scores.json and the report (default: PREDICTIONS.scores/ "
                         "beside a file, or the PREDICTIONS folder itself)")
     p.add_argument("--strict", action="store_true",
-                   help="exit 1 when any row asked for is missing or failed, or predictions "
-                        "match no row")
+                   help="exit 1 when any row asked for is missing or failed, predictions "
+                        "match no row, or scored rows are unverified (tied to this build by "
+                        "neither data_sha256 nor input_sha256/input)")
     p.set_defaults(func=run_score_cmd)
 
 
@@ -198,12 +206,24 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
                     "interval (paired bootstrap) and a\npaired test (McNemar's exact test "
                     "where rows are 0/1, else a paired bootstrap). Runs on\ndifferent configs "
                     "or builds (content hashes) are refused; rows answered in one run only\n"
-                    "are named.",
+                    "are named.\n\n"
+                    "A run is a results folder (or its scores.json), or predictions in any "
+                    "form `ruler score`\nreads (a JSONL/Parquet file, lm-eval output, an "
+                    "Inspect log): those are scored against --data\nhere, as `ruler score` "
+                    "would, without writing anything.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run_a", type=Path, metavar="RUN_A",
-                   help="results folder (or its scores.json)")
+                   help="results folder (or its scores.json), or predictions as `ruler score` "
+                        "reads them (with --data)")
     p.add_argument("run_b", type=Path, metavar="RUN_B",
-                   help="results folder (or its scores.json)")
+                   help="results folder (or its scores.json), or predictions (with --data)")
+    p.add_argument("--data", default=None,
+                   help="the dataset (build folder or Hub id) to score predictions against; "
+                        "scores are checked to be of its rows")
+    p.add_argument("--revision", default=None, help="Hub dataset revision")
+    p.add_argument("--tokenizer-config", default=None,
+                   help="the config to score predictions on (default: the dataset's only "
+                        "one, else the one the predictions name)")
     p.add_argument("--out", type=Path, default=None,
                    help="also write compare.md, compare.json and compare.png here")
     p.add_argument("--no-plots", action="store_true")
@@ -287,15 +307,11 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
     """Score `ruler score`'s predictions and write scores.json (the CLI and `ruler.score`);
     returns the report and the folder written."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
-    from ruler.eval.data import open_dataset
-    from ruler.eval.integrations.sources import read_predictions
-    from ruler.eval.predictions import index_records
     from ruler.eval.results_folder import SCORES_NAME
     from ruler.eval.score import (
         check_scores_owner,
         default_scores_folder,
-        run_cells,
-        score_source,
+        score_path,
         write_scores,
     )
 
@@ -303,18 +319,8 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
         raise RulerError(f"--limit must be >= 1, got {args.limit}")
     tasks = parse_tasks(args.tasks) if args.tasks else None
     lengths = parse_lengths(args.lengths) if args.lengths else None
-    source = read_predictions(args.predictions)
-    records = index_records(source.records, str(args.predictions))
-    # What a Hub dataset fetches: name the config, tasks and lengths where they are known.
-    named = {k[0] for k in records}
-    config = args.tokenizer_config or (named.pop() if len(named) == 1 else None)
-    fetch_tasks, fetch_lengths = tasks, lengths
-    if config and not (tasks or lengths) and run_cells(source, config):
-        cells = run_cells(source, config)
-        fetch_tasks, fetch_lengths = {t for t, _ in cells}, {L for _, L in cells}
-    ds = open_dataset(args.data, args.revision, config, fetch_tasks, fetch_lengths)
-    report = score_source(ds, source, records, args.tokenizer_config, tasks, lengths,
-                          args.limit)
+    report = score_path(args.predictions, args.data, args.revision, args.tokenizer_config,
+                        tasks, lengths, args.limit)
     out = args.out or default_scores_folder(args.predictions)
     check_scores_owner(out / SCORES_NAME, report.predictions)
     write_scores(out / SCORES_NAME, report)
@@ -338,7 +344,8 @@ def run_score_cmd(args: argparse.Namespace) -> int:
             print(f"{len(keys)} {what}: {shown}", file=sys.stderr)
     print(f"wrote {out / SCORES_NAME} (full lists of missing/unknown keys inside)")
     _print_report(out, None)
-    return 1 if args.strict and (not report.complete or report.unknown) else 0
+    return 1 if args.strict and (not report.complete or report.unknown or report.unverified) \
+        else 0
 
 
 def run_report_cmd(args: argparse.Namespace) -> int:
@@ -398,7 +405,7 @@ def _pooled_report(args: argparse.Namespace) -> int:
 def run_compare_cmd(args: argparse.Namespace) -> int:
     from ruler.eval.compare import compare_runs, to_markdown, write_comparison
 
-    c = compare_runs(args.run_a, args.run_b)
+    c = compare_runs(args.run_a, args.run_b, args.data, args.revision, args.tokenizer_config)
     print(to_markdown(c))
     if args.out:
         write_comparison(c, args.out, plots=not args.no_plots)

@@ -1,6 +1,7 @@
 """`ruler compare RUN_A RUN_B`: is run A better than run B, row by row?
 
-Both runs are scores.json files (or the results folders holding them) of the same dataset
+Both runs are scores.json files (or the results folders holding them), or predictions that
+`ruler score` reads, scored here against the dataset given (`--data`), of the same dataset
 config and the same split files (content hashes): the same rows, so each row's value in A
 and in B is a pair, and the comparison is paired (`ruler.eval.intervals.paired_difference`):
 McNemar's exact test where both sides' rows are binary, a paired bootstrap otherwise, and a
@@ -21,8 +22,12 @@ from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import format_length
+from ruler.eval.data import open_dataset
+from ruler.eval.integrations.inspect_logs import is_inspect_log
 from ruler.eval.intervals import METHOD_TEXT, PairedDifference, paired_difference
-from ruler.eval.report import load_scores
+from ruler.eval.report import check_revision, load_scores
+from ruler.eval.results_folder import SCORES_NAME
+from ruler.eval.score import score_path, tie_totals
 
 COMPARE_FILES = ("compare.md", "compare.json", "compare.png")
 _SHOWN = 5
@@ -58,6 +63,8 @@ class Comparison:
     rows: list[Row]  # per task x length, then per length overall
     not_shared: dict[str, list[str]] = field(default_factory=dict)  # "a_only"/"b_only" keys
     cells_only: dict[str, list[str]] = field(default_factory=dict)  # cells in one run only
+    # "a"/"b" -> scored rows nothing ties to the build (score.tie_totals), where there are any
+    unverified: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def by_task(self) -> list[Row]:
@@ -72,7 +79,8 @@ class Comparison:
                 "config": self.config, "method": METHOD_TEXT,
                 "by_task": [r.to_json() for r in self.by_task],
                 "by_length": [r.to_json() for r in self.overall],
-                "rows_not_shared": self.not_shared, "cells_in_one_run_only": self.cells_only}
+                "rows_not_shared": self.not_shared, "cells_in_one_run_only": self.cells_only,
+                "unverified": self.unverified}
 
 
 def _rows_of(scores: Mapping[str, Any], where: str) -> dict[tuple[str, int], dict[int, float]]:
@@ -134,8 +142,10 @@ def compare_scores(a: Mapping[str, Any], b: Mapping[str, Any], where_a: str = "A
     if not lines:
         raise RulerError(f"{where_a} and {where_b} have no answered row in common: nothing "
                          f"to compare")
+    unverified = {side: totals for side, run in (("a", a), ("b", b))
+                  if (totals := tie_totals(run["cells"]))["unverified"]}
     return Comparison(where_a, where_b, a.get("model"), b.get("model"), config, lines, only,
-                      in_one)
+                      in_one, unverified)
 
 
 def _row(task: str | None, L: int, xa: list[float], xb: list[float], key: str) -> Row:
@@ -143,9 +153,43 @@ def _row(task: str | None, L: int, xa: list[float], xb: list[float], key: str) -
                paired_difference(xa, xb, key=key))
 
 
-def compare_runs(run_a: str | Path, run_b: str | Path) -> Comparison:
-    """Compare two results folders (or scores.json files)."""
-    return compare_scores(load_scores(run_a), load_scores(run_b), str(run_a), str(run_b))
+def compare_runs(run_a: str | Path, run_b: str | Path, data: str | None = None,
+                 revision: str | None = None, config: str | None = None) -> Comparison:
+    """Compare two runs, each a results folder, a scores.json, or predictions that `ruler
+    score` reads (scored here against `data`, a build folder or Hub id at `revision`, its
+    config `config` or the one the predictions name). With `data`, scores are checked to be
+    of its rows."""
+    return compare_scores(run_scores(run_a, data, revision, config),
+                          run_scores(run_b, data, revision, config), str(run_a), str(run_b))
+
+
+def holds_scores(run: str | Path) -> bool:
+    """Whether `run` names scores (a folder with scores.json, or a JSON file that is not an
+    Inspect log), rather than predictions."""
+    run = Path(run)
+    if run.is_dir():
+        return (run / SCORES_NAME).is_file()
+    return run.suffix == ".json" and not (run.is_file() and is_inspect_log(run))
+
+
+def run_scores(run: str | Path, data: str | None = None, revision: str | None = None,
+               config: str | None = None) -> dict[str, Any]:
+    """The scores of one side of a comparison (see `compare_runs`)."""
+    if holds_scores(run):
+        scores = load_scores(run)
+        if data is not None:
+            ds = open_dataset(data, revision, scores["config"])
+            check_revision(scores, {f.key: f.content_sha256 for f in ds.files(scores["config"])},
+                           str(run))
+        return scores
+    if not Path(run).exists():
+        raise RulerError(f"{run} not found: name a results folder, its scores.json, or a "
+                         f"predictions file (with --data)")
+    if data is None:
+        raise RulerError(f"{run} holds predictions, not scores (no {SCORES_NAME}): pass --data "
+                         f"(the dataset they were made from) to score them here, or score them "
+                         f"first with `ruler score`")
+    return score_path(run, data, revision, config).to_json()
 
 
 def _p(p: float) -> str:
@@ -169,14 +213,19 @@ def to_markdown(c: Comparison) -> str:
                      f"{_p(d.p_value)} |")
     notes = ["", "McNemar (a/b): rows right in A only / in B only. "
                  f"Uncertainty: {METHOD_TEXT}"]
-    for side, name in (("a_only", "A"), ("b_only", "B")):
-        keys = c.not_shared.get(side) or []
+    for side, name in (("a", "A"), ("b", "B")):
+        keys = c.not_shared.get(f"{side}_only") or []
         if keys:
             notes.append(f"\nRows answered in {name} only (not compared): {len(keys)}: "
                          + ", ".join(keys[:_SHOWN]) + (" ..." if len(keys) > _SHOWN else ""))
-        cells = c.cells_only.get(side) or []
+        cells = c.cells_only.get(f"{side}_only") or []
         if cells:
             notes.append(f"\nCells scored in {name} only (not compared): {', '.join(cells)}")
+        tie = c.unverified.get(side)
+        if tie:
+            notes.append(f"\nUnverified rows in {name}: {tie['unverified']} of {tie['scored']} "
+                         f"scored rows carry nothing that ties them to the build they were "
+                         f"scored on (no data_sha256 or prompt in the predictions)")
     return "\n".join(head + table + notes) + "\n"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import reprlib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -19,6 +20,7 @@ from typing import Any, Callable, Iterable, Iterator
 import pyarrow.parquet as pq
 
 from ruler.builder.errors import RulerError
+from ruler.eval import strict_json
 
 KEY_COLUMNS = ("tokenizer", "task", "max_seq_length", "index")
 REQUIRED_COLUMNS = (*KEY_COLUMNS, "prediction")
@@ -119,10 +121,12 @@ def _check_fields(record: dict[str, Any]) -> None:
             f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
         raise ValueError(f"prediction is {kind} ({str(pred)[:40]}), expected a string (the "
                          f"model's answer) or null (no answer)")
-    for name in ("data_sha256", "reason"):
+    for name in ("data_sha256", "reason", "input_sha256", "input"):
         value = record.get(name)
         if value is not None and not isinstance(value, str):
-            raise ValueError(f"{name} {value!r} is not a string")
+            raise ValueError(f"{name} {reprlib.repr(value)} is not a string")
+    if record.get("length") is not None:  # the row's length, which ties it to the build
+        key_integer(record["length"], "length")
 
 
 def format_key(key: Key) -> str:
@@ -174,11 +178,13 @@ def _iter_jsonl(path: Path, tolerate_torn_tail: bool,
             if not line.strip():
                 continue
             try:
-                record = json.loads(line)
+                record = strict_json.parse(line)
             except json.JSONDecodeError as e:
                 if tolerate_torn_tail and not line.endswith("\n") and not fh.read(1):
                     return  # an interrupted write: resume redoes this row
                 raise RulerError(f"{path}:{n}: not a JSON object ({e.msg})") from None
+            except strict_json.NotPlainJSON as e:
+                raise RulerError(f"{path}:{n}: {e}") from None
             if not isinstance(record, dict):
                 raise RulerError(f"{path}:{n}: expected a JSON object per line")
             for name in drop:

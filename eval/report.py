@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -39,7 +38,8 @@ from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, writ
 from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
-from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
+from ruler.eval.results_schema import read_run, read_scores
+from ruler.eval.score import cell_complete, cell_done, tie_totals
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
@@ -66,6 +66,9 @@ class Report:
     # How the prompts were served and the server's prompt-count check (eval.serving)
     serving: list[dict[str, Any]] | None = None
     prompt_check: dict[str, Any] | None = None
+    # How the scored rows are tied to the build (score.tie_totals); None: not recorded (older
+    # scores.json)
+    tied_to_build: dict[str, Any] | None = None
 
     @property
     def mean_label(self) -> str:
@@ -102,17 +105,34 @@ class Report:
         return (f"{len(self.tasks)} task(s) x {len(self.lengths)} length(s){by}"
                 + (f", first {limit} rows of each" if limit else ""))
 
+    @property
+    def unverified(self) -> int:
+        return (self.tied_to_build or {}).get("unverified", 0)
+
+    def unverified_text(self) -> str:
+        """The scored rows nothing ties to this build, in words ("" when there are none)."""
+        if not self.unverified:
+            return ""
+        tie = self.tied_to_build
+        weak = (f"; {tie['length_only']} carry only a length equal to the row's, which "
+                f"another build's row can share" if tie.get("length_only") else "")
+        return (f"{self.unverified} of {tie['scored']} scored rows carry nothing that ties "
+                f"them to this build (no data_sha256 or prompt in the predictions{weak}): "
+                f"predictions made from another build of config {self.config!r} (another seed "
+                f"or revision) would score as wrong answers")
+
     def status_line(self) -> str:
         """One line on what the numbers cover, for the terminal."""
         done, asked = self.rows_done
         scope = f"{done} of {asked} rows asked for have a result" + (
             " in the cells scored" if self.unscored else "")
+        unverified = f"; UNVERIFIED: {self.unverified_text()}" if self.unverified else ""
         if self.complete:
-            return f"complete: {scope} ({self.selection_text()})"
+            return f"complete: {scope} ({self.selection_text()}){unverified}"
         return (f"PARTIAL: {scope}; incomplete cells: {', '.join(self.incomplete_labels())}; "
                 f"effective length, Avg. and wAvg. withheld. Complete the predictions "
                 f"(re-running `ruler eval` resumes), or score only what was run "
-                f"(`ruler score --tasks/--lengths/--limit`)")
+                f"(`ruler score --tasks/--lengths/--limit`){unverified}")
 
 
 def load_scores(results: str | Path) -> dict[str, Any]:
@@ -120,10 +140,7 @@ def load_scores(results: str | Path) -> dict[str, Any]:
     path = path / SCORES_NAME if path.is_dir() else path
     if not path.is_file():
         raise RulerError(f"{path} not found: run `ruler eval` or `ruler score` first")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("format") != SCORES_FORMAT:
-        raise RulerError(f"{path} is not a ruler scores file (format {data.get('format')!r})")
-    return data
+    return read_scores(path)
 
 
 def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where: str) -> None:
@@ -172,20 +189,21 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   cells, summary, depth, scores.get("mode"), incomplete, unscored,
                   scores.get("selection") or {},
                   report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
-                  scores.get("serving"), scores.get("prompt_check"))
+                  scores.get("serving"), scores.get("prompt_check"),
+                  tie_totals(scores["cells"]) if any("unverified" in c for c in scores["cells"])
+                  else None)
 
 
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     """The cells a `ruler eval` results folder's run asked for (run.json), when the scores are
     of that folder's predictions: a run interrupted after widening its selection left a
-    scores.json of the earlier, smaller one."""
+    scores.json of the earlier, smaller one. A run.json that is there but damaged is one
+    clear error: without it, cells the run asked for could go unnoticed."""
     folder = results if results.is_dir() else results.parent
-    try:
-        run = json.loads((folder / RUN_NAME).read_text(encoding="utf-8"))
-        dataset = run["dataset"]
-        files = list(recorded_files(run))
-    except (OSError, ValueError, KeyError, TypeError):
-        return []  # no run here (scores of `ruler score`), or not one of ours
+    if not (folder / RUN_NAME).is_file():
+        return []  # no run here: scores of `ruler score`
+    run = read_run(folder / RUN_NAME)
+    dataset, files = run["dataset"], list(recorded_files(run))
     own = (scores.get("predictions") or {}).get("path")
     if dataset.get("config") != scores.get("config") or (
             own and own != str((folder / PREDICTIONS_NAME).resolve())):
@@ -205,6 +223,11 @@ def _head(r: Report) -> list[str]:
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
     head += serving_markdown(r.serving, r.prompt_check)
+    if r.unverified:
+        cells = ", ".join(f"{t} @ {format_length(L)} ({c['unverified']})"
+                          for (t, L), c in sorted(r.cells.items(), key=lambda kv: (
+                              kv[0][1], task_rank(kv[0][0]))) if c.get("unverified"))
+        head += [f"**Unverified rows**: {r.unverified_text()}. Cells: {cells}.", ""]
     if not r.complete:
         done, asked = r.rows_done
         head += [f"**Partial results**: {done} of {asked} rows asked for have a result"
@@ -377,7 +400,7 @@ def to_json(r: Report) -> dict[str, Any]:
     s = r.summary
     return {
         "model": r.model, "config": r.config, "mode": r.mode, "dataset": r.dataset,
-        "serving": r.serving, "prompt_check": r.prompt_check,
+        "serving": r.serving, "prompt_check": r.prompt_check, "tied_to_build": r.tied_to_build,
         "tasks": r.tasks,
         "lengths": r.lengths,
         "scores": {t: {str(L): r.cells[(t, L)]["score"] for L in r.lengths if (t, L) in r.cells}

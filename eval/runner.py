@@ -68,6 +68,7 @@ from ruler.eval.results_folder import (
     hold_results_folder,
     recorded_files,
 )
+from ruler.eval.results_schema import read_run
 from ruler.eval.score import score_folder
 from ruler.eval.serving import PromptCheck, prepare_backend, record_serving
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
@@ -273,7 +274,7 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
     path = out / RUN_NAME
     old, before, kept = None, {}, {}
     if path.is_file():
-        old = json.loads(path.read_text(encoding="utf-8"))
+        old = read_run(path)
         for field_, new in (("model", cfg.model), *settings.items()):
             if field_ == "limit" and _covers(new, old.get(field_)):
                 continue  # the first N rows of each file stay the first N: more are added

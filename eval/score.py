@@ -11,13 +11,15 @@ counted and listed, never scored as zero. A selection with a row missing or fail
 the report then withholds the averages over it (`ruler.eval.report`). Predictions whose key
 is not a row of the dataset are listed as unknown. Each cell also keeps its answered rows'
 values (`row_scores`) and its score's 95 % interval (`ruler.eval.intervals`), which the report
-and `ruler compare` read. A prediction carrying a `data_sha256`
-different from the split file's is an error: it was made from another revision of the dataset.
+and `ruler compare` read. Each prediction is tied to its row by what it carries of it
+(`ruler.eval.build_tie`: data_sha256, the prompt, the length): anything that differs is an
+error (it was made from another build of the config), and answered rows tied by neither their
+data_sha256 nor their prompt are counted per cell as unverified (`tied_to_build` in
+scores.json); only of tied rows is a server's prompt-count check carried into the scores.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -27,7 +29,9 @@ from typing import Any, Mapping, Sequence
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
-from ruler.eval.data import Dataset, SplitFile, default_config
+from ruler.eval import strict_json
+from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
+from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.integrations.sources import fingerprint, read_predictions
@@ -35,9 +39,8 @@ from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
+from ruler.eval.results_schema import SCORES_FORMAT, read_run
 from ruler.eval.serving import prompt_check
-
-SCORES_FORMAT = "ruler-scores/1"
 
 
 @dataclass
@@ -64,6 +67,11 @@ class CellScore:
     # (`ruler.eval.intervals`); None when no row was answered.
     ci95: list[float] | None = None
     ci_method: str | None = None
+    # How the answered rows are tied to this build (`ruler.eval.build_tie`): kind -> rows
+    # ("length": rows carrying an equal length and nothing more), and the rows neither their
+    # data_sha256 nor their prompt ties to it (scored, but they may come from another build).
+    tied_by: dict[str, int] = field(default_factory=dict)
+    unverified: int = 0
 
 
 def cell_done(cell: Mapping[str, Any]) -> int:
@@ -118,8 +126,34 @@ class ScoreReport:
                 "done": sum(cell_done(asdict(c)) for c in self.cells),
                 "complete": self.complete, "incomplete_cells": self.incomplete_cells}
 
+    @property
+    def tied_to_build(self) -> dict[str, Any]:
+        """The scored rows, how many are tied to this build (by kind) and how many nothing
+        ties to it (`unverified`)."""
+        return tie_totals([asdict(c) for c in self.cells])
+
+    @property
+    def unverified(self) -> int:
+        return self.tied_to_build["unverified"]
+
     def to_json(self) -> dict[str, Any]:
-        return {"format": SCORES_FORMAT, **asdict(self), "coverage": self.coverage}
+        return {"format": SCORES_FORMAT, **asdict(self), "coverage": self.coverage,
+                "tied_to_build": self.tied_to_build}
+
+
+def tie_totals(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Over `cells` (scores.json's): rows scored, tied to the build (and by what), and
+    unverified (of which `length_only` carry an equal length and nothing more). Cells of older
+    scores.json record no ties: their rows count as neither."""
+    by: Counter = Counter()
+    for c in cells:
+        by.update(c.get("tied_by") or {})
+    recorded = [c for c in cells if "unverified" in c]
+    return {"scored": sum(c["scored"] for c in recorded),
+            "tied": sum(by[k] for k in TIE_KINDS),
+            "by": {k: by[k] for k in TIE_KINDS if by[k]},
+            "unverified": sum(c["unverified"] for c in recorded),
+            "length_only": by[LENGTH_ONLY]}
 
 
 def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
@@ -193,23 +227,15 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
     if not preds:
         return _unanswered_file(f, limit)
     # Only the columns scoring reads: a 128K row's input is megabytes.
-    all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index",) + row_columns(f.task))))
+    all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index", "length")
+                                                      + row_columns(f.task))))
     rows = {int(r["index"]): r for r in all_rows}
-    for i, p in preds.items():
-        if i not in rows:
-            p["_unknown"] = True
-            continue
-        sha = p.get("data_sha256")
-        if sha and sha != f.content_sha256:
-            raise RulerError(f"prediction {format_key((f.config, f.task, f.max_seq_length, i))} "
-                             f"was made from a different revision of the dataset "
-                             f"(content_sha256 {sha[:12]}, the data has "
-                             f"{f.content_sha256[:12]})")
+    _tie_to_rows(ds, f, preds, rows)
     metrics = {r["metric"] for r in rows.values()}
     if len(metrics) != 1:
         raise RulerError(f"{f.path}: rows disagree on the metric: {sorted(metrics)}")
     metric = metrics.pop()
-    answered, refs, answered_index, reasons = [], [], [], Counter()
+    answered, refs, answered_index, reasons, tied_by = [], [], [], Counter(), Counter()
     skipped = errors = exhausted = 0
     missing = []
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
@@ -228,6 +254,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
             answered.append(str(p["prediction"]))
             refs.append(list(rows[i]["outputs"]))
             answered_index.append(i)
+            tied_by[p.get("_tied")] += 1
             if depth_items is not None:
                 depth_items.extend(row_items(rows[i], answered[-1]))
             exhausted += p.get("reasoning") == "budget_exhausted"
@@ -240,8 +267,38 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
                      [f"{n}x {why}" for why, n in reasons.most_common()], exhausted,
                      row_scores=[[i, v] for i, v in zip(answered_index, values)],
                      ci95=interval.to_json() if interval else None,
-                     ci_method=interval.method if interval else None)
+                     ci_method=interval.method if interval else None,
+                     tied_by={k: tied_by[k] for k in (*TIE_KINDS, LENGTH_ONLY) if tied_by[k]},
+                     unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS))
     return cell, missing
+
+
+def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict],
+                 rows: Mapping[int, Mapping[str, Any]]) -> None:
+    """Mark each prediction with how it is tied to its row (`_tied`, `ruler.eval.build_tie`)
+    or as naming no row (`_unknown`); refuse predictions made from other rows than these,
+    naming them."""
+    digests = _input_digests(ds, f) if any(carried_digest(p) for p in preds.values()) else {}
+    wrong = []
+    for i, p in preds.items():
+        if i not in rows:
+            p["_unknown"] = True
+            continue
+        p["_tied"], why = tie(p, f.content_sha256, rows[i], digests.get(i))
+        if why:
+            wrong.append(f"{format_key((f.config, f.task, f.max_seq_length, i))} ({why})")
+    if wrong:
+        more = f" and {len(wrong) - 3} more" if len(wrong) > 3 else ""
+        raise RulerError(f"{len(wrong)} prediction(s) were made from a different revision of "
+                         f"the dataset than {ds.spec} (another build of config {f.config!r}): "
+                         f"{', '.join(wrong[:3])}{more}; score them against the build they "
+                         f"were made from")
+
+
+def _input_digests(ds: Dataset, f: SplitFile) -> dict[int, str]:
+    """Each row's prompt digest, read in batches (a 128K file holds ~300 MB of input)."""
+    return {int(r["index"]): prompt_digest(r["input"])
+            for batch in ds.iter_rows(f, ("index", "input"), batch_size=64) for r in batch}
 
 
 def _reason_kind(reason: str) -> str:
@@ -287,8 +344,14 @@ def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[
                                selected_by="run" if files is not None else None)
     report.mode = source.mode
     report.predictions = fingerprint(source)
-    report.serving, report.prompt_check = source.serving, prompt_check(records.values())
+    report.serving, report.prompt_check = source.serving, prompt_check(tied(records))
     return report
+
+
+def tied(records: Mapping[Key, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records scoring tied to the build (`_tie_to_rows`): only of these may a report say
+    anything about how the build's prompts were served."""
+    return [r for r in records.values() if r.get("_tied") in TIE_KINDS]
 
 
 def run_cells(source: PredictionSource, config: str) -> set[tuple[str, int]]:
@@ -321,10 +384,28 @@ def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None =
     return score_source(ds, source, records, config, tasks, lengths, limit)
 
 
+def score_path(predictions: str | os.PathLike, data: str, revision: str | None = None,
+               config: str | None = None, tasks: Sequence[str] | None = None,
+               lengths: Sequence[int] | None = None, limit: int | None = None) -> ScoreReport:
+    """`score_file` against the dataset `data` (a build folder or Hub id at `revision`): of a
+    Hub dataset only the files the predictions can be scored on are fetched (the config they
+    name, and the cells their run asked for where it records them)."""
+    source = read_predictions(predictions)
+    records = index_records(source.records, str(predictions))
+    named = {k[0] for k in records}
+    fetch_config = config or (named.pop() if len(named) == 1 else None)
+    fetch_tasks, fetch_lengths = tasks, lengths
+    cells = run_cells(source, fetch_config) if fetch_config and not (tasks or lengths) else None
+    if cells:
+        fetch_tasks, fetch_lengths = {t for t, _ in cells}, {L for _, L in cells}
+    ds = open_dataset(data, revision, fetch_config, fetch_tasks, fetch_lengths)
+    return score_source(ds, source, records, config, tasks, lengths, limit)
+
+
 def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     """Score a `ruler eval` results folder and write its scores.json: the selection is the
     run's files (every --tasks/--lengths it was run with) at its --limit."""
-    run = json.loads((out / RUN_NAME).read_text(encoding="utf-8"))
+    run = read_run(out / RUN_NAME)
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
@@ -336,7 +417,7 @@ def score_folder(out: Path, ds: Dataset) -> ScoreReport:
                                selected_by="run")
     report.mode = run.get("mode")
     report.predictions = fingerprint(PredictionSource(origin=path, files=[path]))
-    report.serving, report.prompt_check = run.get("serving"), prompt_check(records.values())
+    report.serving, report.prompt_check = run.get("serving"), prompt_check(tied(records))
     write_scores(out / SCORES_NAME, report)
     return report
 
@@ -357,8 +438,8 @@ def check_scores_owner(path: Path, predictions: Mapping[str, str] | None) -> Non
     if not path.exists():
         return
     try:
-        old = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        old = strict_json.parse(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: says nothing of its owner
         old = None
     owner = old.get("predictions") if isinstance(old, dict) else None
     if not isinstance(owner, dict) or predictions is None:

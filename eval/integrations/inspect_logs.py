@@ -1,16 +1,20 @@
 """Inspect logs (`.eval`, or `.json` written with `--log-format json`) -> prediction records.
 
-The `ruler` Inspect task keeps each row's key and its split file's `content_sha256` in the
-sample's metadata, and the model's completion (generated after the pre-filled answer prefix) is
-the sample's output. Reading goes through `inspect_ai.log.read_eval_log`, imported here only.
+The `ruler` Inspect task keeps each row's key, its `length` and its split file's
+`content_sha256` in the sample's metadata and the row's `input` as the sample's input, which tie
+the sample to this build's row (`ruler.eval.build_tie`); the model's completion (generated after
+the pre-filled answer prefix) is the sample's output. Reading goes through
+`inspect_ai.log.read_eval_log`, imported here only.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from ruler.builder.errors import RulerError
+from ruler.eval.build_tie import prompt_digest
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS
 
@@ -60,7 +64,8 @@ def read_inspect_log(path: Path) -> PredictionSource:
         if s.epoch != 1:
             raise RulerError(f"{path}: the log holds several epochs; RULER decodes greedily, "
                              f"score a log of one epoch")
-        record = {**{c: meta[c] for c in KEY_COLUMNS}, "data_sha256": meta.get("data_sha256", "")}
+        record = {**{c: meta[c] for c in KEY_COLUMNS}, "data_sha256": meta.get("data_sha256", ""),
+                  **_row_evidence(s, meta)}
         if s.error is not None:
             records.append({**record, "prediction": None, "status": "error",
                             "reason": s.error.message[:500]})
@@ -70,6 +75,21 @@ def read_inspect_log(path: Path) -> PredictionSource:
     return PredictionSource(records, log.eval.model,
                             int(limit) if isinstance(limit, int) and limit > 0 else None,
                             asked=_asked(log.eval.metadata))
+
+
+def _row_evidence(sample: Any, meta: dict[str, Any]) -> dict[str, Any]:
+    """What the sample holds that ties it to this build's row (`ruler.eval.build_tie`): the
+    digest of its prompt (the `ruler` task's one user message is the row's `input`) and the
+    row's `length` from its metadata."""
+    out: dict[str, Any] = {}
+    given = sample.input
+    users = [given] if isinstance(given, str) else \
+        [m.text for m in given or () if getattr(m, "role", None) == "user"]
+    if len(users) == 1 and isinstance(users[0], str):
+        out["input_sha256"] = prompt_digest(users[0])
+    if meta.get("length") is not None:
+        out["length"] = meta["length"]  # checked, as every record's, where records are indexed
+    return out
 
 
 def _asked(metadata: dict | None) -> set[tuple[str, str, int]] | None:

@@ -101,6 +101,7 @@ PREDICT_SCRIPT = '''\
 
 usage: python kvpress_predict.py MODEL EXPORT_FOLDER LENGTH [DEVICE]
 """
+import hashlib
 import json
 import sys
 
@@ -121,7 +122,9 @@ for name, press in presses.items():
                           answer_prefix=row["answer_prefix"], press=press,
                           max_new_tokens=row["max_new_tokens"])["answer"]
             key = {k: row[k] for k in ("tokenizer", "task", "max_seq_length", "index")}
-            f.write(json.dumps({**key, "prediction": answer}) + "\\n")
+            # the digest of ruler's `input` (context + question) ties the answer to its row
+            prompt = hashlib.sha256((row["context"] + row["question"]).encode()).hexdigest()
+            f.write(json.dumps({**key, "input_sha256": prompt, "prediction": answer}) + "\\n")
 '''
 
 

@@ -4,20 +4,23 @@ lm-eval (`--log_samples --output_path DIR`) writes `DIR/<model>/samples_<task>_<
 line per document with the logged `doc` (for an exported task: a row of the dataset, with its
 key columns) and `filtered_resps` (the completion generated after the answer prefix), and
 `results_<date>.json`, whose `configs` keep each exported task's metadata. The split file's
-`content_sha256` recorded there becomes the records' `data_sha256`, so `ruler score` refuses
-samples made from another revision of the dataset.
+`content_sha256` recorded there becomes the records' `data_sha256`, and the logged doc's
+`input` (its digest) and `length` go with each record, so `ruler score` refuses samples made
+from another revision of the dataset, with or without the results file beside them.
 """
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from pathlib import Path
 from typing import Any
 
 from ruler.builder.errors import RulerError
+from ruler.eval.build_tie import prompt_digest
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS, key_of, read_records
+from ruler.eval.strict_json import read_json
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl$")
 
@@ -37,22 +40,22 @@ def _results_path(samples_file: Path) -> Path | None:
 
 
 def _results_of(samples_file: Path) -> dict[str, Any]:
-    """The run's results file's content ({} when it is not there)."""
+    """The run's results file's content ({} when it is not there). One that is there but
+    damaged is an error: it is what ties the samples to the build they were made from."""
     results = _results_path(samples_file)
     if results is None or not results.is_file():
         return {}
-    try:
-        data = json.loads(results.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    data = read_json(results, allow_nan=True)  # lm-eval writes NaN for some statistics
+    if not isinstance(data, dict):
+        raise RulerError(f"{results}: not an lm-eval results file (a JSON object expected)")
+    return data
 
 
 def _content_hashes(results: dict[str, Any], where: str) -> dict[tuple[str, str, int], str]:
     """(config, task, L) -> content_sha256 recorded in the exported tasks' metadata."""
     out = {}
-    for name, cfg in (results.get("configs") or {}).items():
-        meta = ((cfg or {}).get("metadata") or {}).get("ruler") or {}
+    for name, cfg in _object(results.get("configs")).items():
+        meta = _object(_object(_object(cfg).get("metadata")).get("ruler"))
         if {"config", "task", "max_seq_length", "content_sha256"} <= meta.keys():
             try:
                 key = key_of({"tokenizer": meta["config"], "task": meta["task"],
@@ -64,16 +67,23 @@ def _content_hashes(results: dict[str, Any], where: str) -> dict[tuple[str, str,
     return out
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """A section of lm-eval's results file: what lm-eval writes is an object; anything else
+    (another version's layout, a hand edit) records nothing ruler reads."""
+    return value if isinstance(value, dict) else {}
+
+
 def _model_and_limit(results: dict[str, Any]) -> tuple[str | None, int | None]:
-    config = results.get("config") or {}
-    args = config.get("model_args")
-    model = (args.get("pretrained") or args.get("model")) if isinstance(args, dict) else None
+    config = _object(results.get("config"))
+    args = _object(config.get("model_args"))
+    named = [args.get("pretrained"), args.get("model"), results.get("model_name")]
+    model = next((m for m in named if isinstance(m, str) and m), None)
     limit = config.get("limit")
     # --limit N (N >= 1) takes the first N docs of every task, as `ruler eval --limit N`;
     # a fraction has no single N.
-    limit = int(limit) if isinstance(limit, (int, float)) and limit >= 1 \
-        and float(limit).is_integer() else None
-    return model or results.get("model_name"), limit
+    limit = int(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) \
+        and math.isfinite(limit) and limit >= 1 and float(limit).is_integer() else None
+    return model, limit
 
 
 def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
@@ -91,11 +101,23 @@ def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
         raise RulerError(f"{where}: the logged doc's {e}") from None
     resps = sample.get("filtered_resps")
     prediction = resps[0] if isinstance(resps, list) and resps else resps
-    record = {**dict(zip(KEY_COLUMNS, key)), "data_sha256": hashes.get(key[:3], "")}
+    record = {**dict(zip(KEY_COLUMNS, key)), "data_sha256": hashes.get(key[:3], ""),
+              **row_evidence(doc)}
     if isinstance(prediction, str):
         return {**record, "prediction": prediction, "status": "ok"}
     return {**record, "prediction": None, "status": "error",
             "reason": f"lm-eval logged no text response ({prediction!r})"}
+
+
+def row_evidence(doc: dict[str, Any]) -> dict[str, Any]:
+    """What the logged doc (the row lm-eval read) holds that ties the sample to this build's
+    row (`ruler.eval.build_tie`): the digest of its prompt `input`, and its `length`."""
+    out: dict[str, Any] = {}
+    if isinstance(doc.get("input"), str):
+        out["input_sha256"] = prompt_digest(doc["input"])
+    if doc.get("length") is not None:
+        out["length"] = doc["length"]  # checked, as every record's, where records are indexed
+    return out
 
 
 def read_samples(paths: list[Path]) -> PredictionSource:

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from ruler.eval.integrations.lm_eval_samples import is_samples_file, read_sample
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, recorded_files
+from ruler.eval.results_schema import read_run
 
 
 def read_predictions(path: str | os.PathLike) -> PredictionSource:
@@ -66,20 +66,15 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
     them, in which prompt mode, and whether only the first N rows per file were asked for. A
     last line torn by a run still writing (or killed) is not a record yet."""
     try:
-        run = json.loads(run_path.read_text(encoding="utf-8"))
-        limit, model, mode = run.get("limit"), run.get("model"), run.get("mode")
-        serving = run.get("serving")
-        config = run["dataset"]["config"]
-        asked = {(config, *_cell(key)) for key in recorded_files(run)}
-    except (OSError, ValueError, AttributeError, KeyError, TypeError) as e:
-        raise RulerError(f"{run_path} beside {path.name} is not a readable run record "
-                         f"({type(e).__name__}); move {path.name} elsewhere to score it "
-                         f"without it") from None
+        run = read_run(run_path)
+    except RulerError as e:
+        raise RulerError(f"{e} (the run record beside {path.name}; move {path.name} "
+                         f"elsewhere to score it without it)") from None
+    config = run["dataset"]["config"]
     return PredictionSource(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
-                            model if isinstance(model, str) else None,
-                            limit if isinstance(limit, int) and limit > 0 else None,
-                            mode=mode if isinstance(mode, str) else None, asked=asked,
-                            serving=serving if isinstance(serving, list) else None)
+                            run["model"], run.get("limit"), mode=run.get("mode"),
+                            asked={(config, *_cell(key)) for key in recorded_files(run)},
+                            serving=run.get("serving"))
 
 
 def _named_model(records: list[dict]) -> str | None:

@@ -140,3 +140,38 @@ def test_the_upstream_equivalence_benchmark_reads_our_rows_from_scores_json(runs
     assert cells[("niah_single_1", L)] == {i: 0.0 if i < BLANKED else 1.0
                                            for i in range(SAMPLES)}
     assert set(cells) == {(t, L) for t in TASKS}
+
+
+def test_two_predictions_files_are_scored_against_data_and_compared(runs, tmp_path, capsys):
+    """Issue 30.5: `ruler compare A.jsonl B.jsonl`, the form the command's issue named, was a
+    JSONDecodeError traceback. With --data each side is scored as `ruler score` scores it (here,
+    in memory) and compared as two runs; without it, one line says what to pass."""
+    gold = runs["gold"] / "predictions.jsonl"
+    damaged = runs["damaged"] / "p.jsonl"
+    assert main(["compare", str(gold), str(damaged)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ruler: error: ") and len(err.strip().splitlines()) == 1, err
+    assert f"{gold} holds predictions, not scores" in err and "--data" in err
+    assert main(["compare", str(gold), str(damaged), "--data", str(runs["data"]),
+                 "--out", str(tmp_path / "c")]) == 0
+    printed = capsys.readouterr().out
+    as_files = json.loads((tmp_path / "c" / "compare.json").read_text())
+    as_runs = compare_runs(runs["gold"], runs["damaged"]).to_json()
+    assert {k: v for k, v in as_files.items() if k not in ("a", "b")} == \
+        {k: v for k, v in as_runs.items() if k not in ("a", "b")}
+    assert as_files["by_length"][0]["difference"] == pytest.approx(BLANKED / (2 * SAMPLES) * 100)
+    assert f"A: `{gold}`" in printed and not list(runs["gold"].glob("*.scores"))
+    # A results folder and a predictions file mix; --data checks the folder's scores too.
+    assert compare_runs(runs["gold"], damaged, data=str(runs["data"])).to_json()["by_length"] \
+        == as_runs["by_length"]
+    other = tmp_path / "other"
+    build(other, CONFIG, ("niah_single_1",), (L,), samples=SAMPLES, workers=1, seed=43)
+    assert main(["compare", str(runs["gold"]), str(damaged), "--data", str(other)]) == 2
+    assert "scored on a different revision of the dataset" in capsys.readouterr().err
+    # Predictions carrying nothing of their rows are compared, and said to be unverified.
+    bare = tmp_path / "bare.jsonl"
+    bare.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "data_sha256"})
+                            + "\n" for r in runs["records"]))
+    assert main(["compare", str(gold), str(bare), "--data", str(runs["data"])]) == 0
+    assert (f"Unverified rows in B: {2 * SAMPLES} of {2 * SAMPLES} scored rows carry nothing "
+            f"that ties them") in capsys.readouterr().out

@@ -288,8 +288,10 @@ def grid(tmp_path_factory) -> Path:
 
 
 def _grid_records(grid: Path, keep=lambda task, L, index: True) -> list[dict]:
+    """Another framework's predictions that kept each row's prompt (which ties them to the
+    build: `--strict` fails on predictions that carry nothing of their rows)."""
     return [{"tokenizer": CONFIG, "task": t, "max_seq_length": L, "index": r["index"],
-             "prediction": " ".join(r["outputs"])}
+             "prediction": " ".join(r["outputs"]), "input": r["input"]}
             for L in GRID_LENGTHS for t in TASKS for r in rows(grid, CONFIG, t, L)
             if keep(t, L, r["index"])]
 

@@ -129,6 +129,37 @@ def test_partial_answers_and_no_prefill_score_as_ruler_score_does(data, tmp_path
     assert _ruler_scores(Path(log.location), data) == scores
 
 
+def test_a_log_without_content_hashes_is_tied_to_its_build_by_the_prompt(data, tmp_path):
+    """Issue 30.1: a log whose samples lost their data_sha256 (an older task, an edit) is still
+    tied to its rows by the logged prompt (the sample's input is the row's `input`): scored
+    against a rebuild of the config with another seed it is refused, naming the rows; against
+    its own build every row is tied by its prompt."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from helpers.builds import build
+    from ruler.builder.errors import RulerError
+    from ruler.eval.inspect import ruler
+
+    (log,) = inspect_eval(ruler(data=str(data), lengths=L, limit=LIMIT),
+                          model=_gold_model(data, lambda r: " " + ", ".join(r["outputs"]), []),
+                          log_dir=str(tmp_path / "logs"), display="none")
+    log = read_eval_log(log.location)
+    for s in log.samples:
+        del s.metadata["data_sha256"]
+    stripped = tmp_path / "stripped.eval"
+    write_eval_log(log, str(stripped))
+    rebuilt = tmp_path / "rebuilt"
+    build(rebuilt, CONFIG, TASKS, (L,), samples=3, workers=1, seed=7)
+    with pytest.raises(RulerError, match=r"different revision of the dataset.*"
+                                         r"its prompt differs from the row's"):
+        score_file(stripped, open_dataset(str(rebuilt)))
+    report = score_file(stripped, open_dataset(str(data)))
+    assert [c.score for c in report.cells] == [100.0] * len(TASKS)
+    assert report.tied_to_build["by"] == {"prompt": len(TASKS) * LIMIT}
+    assert report.unverified == 0
+
+
 def test_the_task_reads_a_release_tag_from_the_hub(data, tmp_path, monkeypatch):
     """`-T data=ORG/NAME -T revision=TAG`: the tag's rows, whatever main holds later."""
     from helpers.fake_hub import hub_for_this_process

@@ -134,6 +134,9 @@ def test_kvpress_runs_its_own_pipeline_on_the_export_and_ruler_scores_it(tmp_pat
     no_press = _cells(work / "predictions-no_press.jsonl.scores/scores.json")
     assert no_press == _cells(work / "results/tiny-hf/scores.json")
     assert [c[3] for c in no_press] == [samples] * len(tasks)  # every row scored
+    # every row tied to the build by the script's digest of ruler's input (issue 30.1)
+    assert json.loads((work / "predictions-no_press.jsonl.scores/scores.json").read_text())[
+        "tied_to_build"]["by"] == {"prompt": len(tasks) * samples}
     assert (work / "predictions-knorm.jsonl.scores/scores.json").is_file()
     # each press ran: it changed the answers
     for name in ("knorm", "streaming_llm"):

@@ -12,6 +12,7 @@ from a Hub revision, and the refusals. kvpress's own pipeline runs in test_kvpre
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -162,10 +163,13 @@ def test_a_calibration_subset_and_predictions_keyed_from_it_score_in_ruler(data,
     score = (f"ruler score --predictions predictions-knorm.jsonl --data {data.resolve()} "
              f"--tokenizer-config qwen2.5 --lengths 8192 --tasks niah_single_1,cwe --limit 2")
     assert score in card and "- rows: the first 2 rows of each task and length" in card
-    # predictions keyed by the exported key columns, as the card's script writes them
+    # predictions keyed by the exported key columns and tied to their rows by the digest of
+    # ruler's input (context + question), as the card's script writes them
     preds = tmp_path / "predictions-knorm.jsonl"
     preds.write_text("".join(json.dumps({**{k: r[k] for k in ("tokenizer", "task",
                                                                   "max_seq_length", "index")},
+                                         "input_sha256": hashlib.sha256(
+                                             (r["context"] + r["question"]).encode()).hexdigest(),
                                          "prediction": " ".join(r["answer"])}) + "\n"
                              for r in got))
     argv = score.split()[1:]
