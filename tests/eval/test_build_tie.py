@@ -152,7 +152,7 @@ def test_no_claim_about_server_prompt_counts_for_rows_not_tied_to_the_build(
     n = len(records)
     tied = _write(tmp_path / "tied.jsonl", records)
     assert _score(tied, data, tmp_path / "s-tied", "--strict") == 0
-    claim = f"{CLAIM} {n} answered row(s) checked, all equal to the build's."
+    claim = f"{CLAIM} {n} of {n} answered row(s) checked, all equal to the build's."
     assert claim in (tmp_path / "s-tied" / "report.md").read_text()
     # The same rows without their data_sha256, scored against the rebuild of the config: the
     # server counted the first build's prompts, so nothing may be claimed of this one's.
