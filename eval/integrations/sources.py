@@ -21,6 +21,7 @@ from ruler.eval.integrations.inspect_logs import is_inspect_log, log_files, read
 from ruler.eval.integrations.lm_eval_samples import is_samples_file, read_samples, samples_files
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, read_records
+from ruler.eval.report_health import run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, recorded_files
 
 
@@ -79,7 +80,8 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
                             model if isinstance(model, str) else None,
                             limit if isinstance(limit, int) and limit > 0 else None,
                             mode=mode if isinstance(mode, str) else None, asked=asked,
-                            serving=serving if isinstance(serving, list) else None)
+                            serving=serving if isinstance(serving, list) else None,
+                            settings=run_settings(run))
 
 
 def _named_model(records: list[dict]) -> str | None:
