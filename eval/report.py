@@ -28,7 +28,7 @@ import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
@@ -37,13 +37,20 @@ from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summ
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.intervals import METHOD_TEXT, Interval
+from ruler.eval.report_health import HealthFacts
+from ruler.eval.report_health import flags as health_flags
+from ruler.eval.report_health import markdown as health_markdown
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
+from ruler.eval.report_reference import ReferenceComparison, comparisons, hint, hint_markdown
+from ruler.eval.report_reference import mark_plot as mark_published
+from ruler.eval.report_reference import markdown as reference_markdown
+from ruler.eval.report_reference import to_csv as reference_csv
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
-                "scores_overall.png", "report_depth.csv", HEATMAP_DIR)
+                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")
 
 
 @dataclass
@@ -66,6 +73,11 @@ class Report:
     # How the prompts were served and the server's prompt-count check (eval.serving)
     serving: list[dict[str, Any]] | None = None
     prompt_check: dict[str, Any] | None = None
+    # The set-up health facts scores.json recorded (None: older scores) and the run beside
+    # published results (`--reference`), or the names of those for its model (a hint).
+    health: HealthFacts | None = None
+    references: list[ReferenceComparison] = field(default_factory=list)
+    reference_hint: list[str] = field(default_factory=list)
 
     @property
     def mean_label(self) -> str:
@@ -172,7 +184,8 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   cells, summary, depth, scores.get("mode"), incomplete, unscored,
                   scores.get("selection") or {},
                   report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
-                  scores.get("serving"), scores.get("prompt_check"))
+                  scores.get("serving"), scores.get("prompt_check"),
+                  HealthFacts.of(scores.get("health")))
 
 
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
@@ -204,6 +217,7 @@ def to_markdown(r: Report) -> str:
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
     head += serving_markdown(r.serving, r.prompt_check)
+    head += hint_markdown(r.reference_hint)
     if not r.complete:
         done, asked = r.rows_done
         head += [f"**Partial results**: {done} of {asked} rows asked for have a result"
@@ -223,6 +237,8 @@ def to_markdown(r: Report) -> str:
                f"and at every shorter length (scores above it are underlined); weights of "
                f"wAvg: k/{len(r.lengths) * (len(r.lengths) + 1) // 2} for the k-th shortest "
                f"length (inc) or longest (dec).", "", *_uncertainty_text(r)]
+    for ref in r.references:
+        summary += reference_markdown(ref)
     table = ["## Scores per task", "", "| Task | " + " | ".join(cols) + " |",
              "|---" * (len(cols) + 1) + "|"]
     for t in r.tasks:
@@ -251,6 +267,7 @@ def to_markdown(r: Report) -> str:
     counts += ["", "A result is an answer, or a row skipped as longer than the model's "
                    "context; missing and failed rows have none (re-running `ruler eval` "
                    "retries them)."]
+    counts += [""] + health_markdown(r.health, r.cells, r.serving)[:-1]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
@@ -368,6 +385,11 @@ def to_json(r: Report) -> dict[str, Any]:
                   for c in sorted(r.cells)],
         "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,
+        "health": None if r.health is None else {
+            **r.health.to_json(), "flags": [vars(f) for f in health_flags(r.health, r.cells,
+                                                                          r.serving)]},
+        "references": [c.to_json() for c in r.references],
+        "published_for_model": r.reference_hint,
     }
 
 
@@ -389,6 +411,7 @@ def plot(r: Report, out: Path) -> list[Path]:
         ax.errorbar(labels, [float("nan") if y is None else y for y in ys],
                     yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
                     color=colors[n % len(colors)], label=t)
+        mark_published(ax, r.references, labels, xs, task=t, color=colors[n % len(colors)])
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
            title=f"RULER per task: {r.model or ''}")
     ax.legend(fontsize=7, ncol=2, loc="lower left")
@@ -406,6 +429,7 @@ def plot(r: Report, out: Path) -> list[Path]:
                 capsize=4, label=r.mean_label + (" (95 % interval)" if ri else ""))
     ax.axhline(r.summary.threshold, color="gray", linestyle="--",
                label=f"threshold {r.summary.threshold}")
+    mark_published(ax, r.references, labels, xs)
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
            title=f"RULER overall: {r.model or ''} (effective {r.summary.effective_label})")
     ax.legend()
@@ -430,17 +454,26 @@ def write_report(results: str | Path, out: Path | None = None,
                  threshold: float = DEFAULT_THRESHOLD,
                  dataset_files: dict[str, str] | None = None, plots: bool = True,
                  depth_bins: int | None = None,
-                 min_depth_samples: int = DEFAULT_MIN_SAMPLES) -> Report:
+                 min_depth_samples: int = DEFAULT_MIN_SAMPLES,
+                 references: Sequence[str] = (),
+                 reference_files: Sequence[str | Path] = ()) -> Report:
+    """Write the report files; `references`: published results (eval.published_results) to
+    put beside the run, from the registry and `reference_files`."""
     scores = load_scores(results)
     if dataset_files is not None:
         check_revision(scores, dataset_files, str(results))
     r = build_report(scores, threshold, depth_bins, min_depth_samples,
                      asked=run_files(Path(results), scores))
+    # Resolved before anything is written: an unknown name writes nothing.
+    r.references = comparisons(r, references, reference_files)
+    r.reference_hint = [] if references else hint(r, reference_files)
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))
     write_text_atomic(out / "report.csv", to_csv(r))
     write_json_atomic(out / "report.json", to_json(r))
+    if r.references:
+        write_text_atomic(out / "report_reference.csv", reference_csv(r.references))
     if r.depth:
         write_text_atomic(out / "report_depth.csv", depth_csv(r.depth))
     if plots:
