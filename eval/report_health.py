@@ -159,7 +159,23 @@ class Flag:
 
 
 def _by_task(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{t} {n}" for t, n in counts.items())
+    return ", ".join(f"{t} {counts[t]}" for t in in_task_order(counts))
+
+
+def _group(task: str) -> str:
+    """How RULER's budgets are said: per family for the niah and qa tasks."""
+    return "niah" if task.startswith("niah_") else "qa" if task.startswith("qa_") else task
+
+
+def _capped(caps: Mapping[str, int], tasks: Iterable[str]) -> str:
+    """"8 token(s) for cwe, vt (RULER: cwe 120, vt 30)": the caps of `tasks`, grouped."""
+    tasks = in_task_order(tasks)
+    by_cap: dict[int, list[str]] = {}
+    for t in tasks:
+        by_cap.setdefault(caps[t], []).append(t)
+    budgets = dict.fromkeys(f"{_group(t)} {ruler_budget(t)}" for t in tasks)
+    return ("; ".join(f"{c} token(s) for {', '.join(dict.fromkeys(map(_group, ts)))}"
+                      for c, ts in by_cap.items()) + f" (RULER: {', '.join(budgets)})")
 
 
 def _total(counts: Mapping[str, int]) -> int:
@@ -172,7 +188,7 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | N
     fix."""
     out: list[Flag] = []
     n = h.rows
-    tasks = list(h.answered)
+    tasks = in_task_order(h.answered)
     cap = h.max_tokens
     caps = {t: c for t in tasks if (c := h.max_tokens_by_task.get(t, cap)) is not None}
     short = [t for t, c in caps.items() if (ruler_budget(t) or 0) > c]
@@ -180,9 +196,7 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | N
     if caps or h.temperature not in (None, 0, 0.0) or h.decoding:
         problems = []
         if short:
-            problems.append("output capped below RULER's budget: "
-                            + ", ".join(f"{t} {caps[t]} (RULER {ruler_budget(t)})"
-                                        for t in short))
+            problems.append(f"output capped below RULER's budget at {_capped(caps, short)}")
         if h.temperature not in (None, 0, 0.0):
             problems.append(f"temperature {h.temperature} (RULER decodes greedily)")
         if problems:
@@ -206,13 +220,13 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | N
                             "least the task's tokens_to_generate."))
 
     cut = h.cut_at_budget
+    cut_short = [t for t in short if t in cut]
     if cut:
         worst = [t for t in cut if t in ("cwe", "vt", "fwe")]
         out.append(Flag("Answers cut at the budget", "problem" if short or worst else "check",
                         f"{_total(cut)} of {n} answered row(s) ended with finish_reason "
                         f"`length` ({_by_task(cut)}).",
-                        (f"answers cut at {', '.join(f'{caps[t]} tokens ({t})' for t in short)}"
-                         f": " if short else "")
+                        (f"answers cut at {_capped(caps, cut_short)}: " if cut_short else "")
                         + "the model was still writing when the output limit came; "
                           "cwe and vt need their full budgets (a cut list loses the words "
                           "after the cut), a needle answer that rambles usually still holds "

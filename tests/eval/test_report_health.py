@@ -84,11 +84,11 @@ def test_a_broken_server_run_names_each_problem_with_its_fix(data, tmp_path):
     assert {b["max_tokens"] for b in server.bodies} == {8}
     r = write_report(out, plots=False)
     health = _section(to_markdown(r))
-    assert "| Generation settings | **problem** | output capped below RULER's budget: " \
-           "niah_single_1 8 (RULER 128), vt 8 (RULER 30). |" in health
+    assert "| Generation settings | **problem** | output capped below RULER's budget at 8 " \
+           "token(s) for niah, vt (RULER: niah 128, vt 30). |" in health
     assert "| Answers cut at the budget | **problem** | 8 of 8 answered row(s) ended with " \
            "finish_reason `length` (niah_single_1 4, vt 4). |" in health
-    assert "answers cut at 8 tokens (niah_single_1), 8 tokens (vt): " in health
+    assert "answers cut at 8 token(s) for niah, vt (RULER: niah 128, vt 30): " in health
     assert "cwe and vt need their full budgets" in health
     assert "| Prompt counts | **problem** | 8 answered row(s) ran on a prompt the server " \
            "counted otherwise than the build (niah_single_1 4, vt 4), kept by " \
