@@ -200,6 +200,10 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-depth-samples", type=int, default=5, metavar="K",
                    help="mark depth cells scored on fewer than K items (default 5)")
     _add_reference_arguments(p)
+    p.add_argument("--no-context", type=Path, default=None, metavar="BASELINE",
+                   help="results of the same model on the config's --no-context variant: its "
+                        "scores beside the run's in the health section (what the model "
+                        "answers without the haystack)")
     p.add_argument("--table", action="store_true",
                    help="several RESULTS: Table 3 even when they are runs of one model (default: "
                         "runs of one model on replicates are pooled)")
@@ -394,7 +398,7 @@ def run_report_cmd(args: argparse.Namespace) -> int:
     results, = args.results
     _print_report(results, args.out, args.threshold, _dataset_files(args, results),
                   not args.no_plots, args.depth_bins, args.min_depth_samples,
-                  args.reference, args.reference_file)
+                  args.reference, args.reference_file, args.no_context)
     return 0
 
 
@@ -545,11 +549,12 @@ def _print_report(results: Path, out: Path | None, threshold: float = 85.6,
                   dataset_files: dict | None = None, plots: bool = True,
                   depth_bins: int | None = None, min_depth_samples: int = 5,
                   references: list[str] | None = None,
-                  reference_files: list[Path] | None = None) -> None:
+                  reference_files: list[Path] | None = None,
+                  no_context: Path | None = None) -> None:
     from ruler.eval.report import to_markdown, write_report
 
     r = write_report(results, out, threshold, dataset_files, plots, depth_bins,
-                     min_depth_samples, references or (), reference_files or ())
+                     min_depth_samples, references or (), reference_files or (), no_context)
     print(to_markdown(r))
     print(r.status_line())
     for c in r.references:

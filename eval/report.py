@@ -78,6 +78,8 @@ class Report:
     health: HealthFacts | None = None
     references: list[ReferenceComparison] = field(default_factory=list)
     reference_hint: list[str] = field(default_factory=list)
+    # The same model's scores without the context ("task", L) -> score (`--no-context`).
+    baseline: dict[tuple[str, int], float | None] | None = None
 
     @property
     def mean_label(self) -> str:
@@ -188,6 +190,19 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   HealthFacts.of(scores.get("health")))
 
 
+def baseline_scores(nc: dict[str, Any], scores: dict[str, Any],
+                    where: str) -> dict[tuple[str, int], float | None]:
+    """A no-context run's cell scores, after checking it is one, of the same model."""
+    if not (nc.get("variant") or {}).get("no_context"):
+        raise RulerError(f"{where} is not a run on a --no-context config (config "
+                         f"{nc.get('config')!r}): build one with `ruler build ... --no-context` "
+                         f"and evaluate the model on it")
+    if nc.get("model") != scores.get("model"):
+        raise RulerError(f"{where} is a run of model {nc.get('model')!r}, not "
+                         f"{scores.get('model')!r}: the baseline must be the same model's")
+    return {(c["task"], int(c["max_seq_length"])): c["score"] for c in nc["cells"]}
+
+
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     """The cells a `ruler eval` results folder's run asked for (run.json), when the scores are
     of that folder's predictions: a run interrupted after widening its selection left a
@@ -267,7 +282,7 @@ def to_markdown(r: Report) -> str:
     counts += ["", "A result is an answer, or a row skipped as longer than the model's "
                    "context; missing and failed rows have none (re-running `ruler eval` "
                    "retries them)."]
-    counts += [""] + health_markdown(r.health, r.cells, r.serving)[:-1]
+    counts += [""] + health_markdown(r.health, r.cells, r.serving, r.baseline)[:-1]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
@@ -386,8 +401,8 @@ def to_json(r: Report) -> dict[str, Any]:
         "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,
         "health": None if r.health is None else {
-            **r.health.to_json(), "flags": [vars(f) for f in health_flags(r.health, r.cells,
-                                                                          r.serving)]},
+            **r.health.to_json(), "flags": [vars(f) for f in health_flags(
+                r.health, r.cells, r.serving, r.baseline)]},
         "references": [c.to_json() for c in r.references],
         "published_for_model": r.reference_hint,
     }
@@ -456,9 +471,11 @@ def write_report(results: str | Path, out: Path | None = None,
                  depth_bins: int | None = None,
                  min_depth_samples: int = DEFAULT_MIN_SAMPLES,
                  references: Sequence[str] = (),
-                 reference_files: Sequence[str | Path] = ()) -> Report:
+                 reference_files: Sequence[str | Path] = (),
+                 no_context: str | Path | None = None) -> Report:
     """Write the report files; `references`: published results (eval.published_results) to
-    put beside the run, from the registry and `reference_files`."""
+    put beside the run, from the registry and `reference_files`; `no_context`: the results of
+    the same model on the config's --no-context variant, shown in the health section."""
     scores = load_scores(results)
     if dataset_files is not None:
         check_revision(scores, dataset_files, str(results))
@@ -467,6 +484,8 @@ def write_report(results: str | Path, out: Path | None = None,
     # Resolved before anything is written: an unknown name writes nothing.
     r.references = comparisons(r, references, reference_files)
     r.reference_hint = [] if references else hint(r, reference_files)
+    if no_context is not None:
+        r.baseline = baseline_scores(load_scores(no_context), scores, str(no_context))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))

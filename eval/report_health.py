@@ -183,7 +183,8 @@ def _total(counts: Mapping[str, int]) -> int:
 
 
 def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | None = None,
-          serving: list[Mapping[str, Any]] | None = None) -> list[Flag]:
+          serving: list[Mapping[str, Any]] | None = None,
+          baseline: Mapping[tuple[str, int], float | None] | None = None) -> list[Flag]:
     """Every check of the section, each with its finding; the ones to act on with meaning and
     fix."""
     out: list[Flag] = []
@@ -339,6 +340,8 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | N
                             f"the build tokenizer's (sha256 {h.template_sha256[:12]})."))
     elif h.mode == "chat":
         out.append(Flag("Chat template", "check", "not recorded with these predictions."))
+    if baseline:
+        out.append(_baseline_flag(baseline, cells or {}))
     if h.no_context:
         out.append(Flag("No-context baseline", "check",
                         "this run is on a --no-context config: its scores are what the model "
@@ -349,11 +352,42 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | N
     return out
 
 
+def _baseline_flag(baseline: Mapping[tuple[str, int], float | None],
+                   cells: Mapping[tuple[str, int], Mapping[str, Any]]) -> Flag:
+    """The run's scores beside the same model's scores without the context (a run on the
+    config's --no-context variant, `ruler report RUN --no-context BASELINE`)."""
+    order = in_task_order({t for t, _ in baseline})
+    shared = sorted((k for k in baseline if k in cells and baseline[k] is not None),
+                    key=lambda k: (k[1], order.index(k[0])))
+    above = [(t, L) for t, L in shared if (baseline[(t, L)] or 0) > 0]
+    text = ", ".join(f"{t} @ {L // 1024}K {baseline[(t, L)]:.1f} (run "
+                     f"{_score(cells[(t, L)])})" for t, L in above)
+    if not shared:
+        return Flag("No-context baseline", "check", "the baseline run shares no task and "
+                                                    "length with this run.")
+    if not above:
+        return Flag("No-context baseline", "ok",
+                    f"0 on all {len(shared)} task x length cell(s) without the context.")
+    return Flag("No-context baseline", "check",
+                f"without the context the model scores {text}; 0 on the other "
+                f"{len(shared) - len(above)} cell(s).",
+                "these answers come from what the model knows, not from the context (qa "
+                "questions it can answer closed-book); only the part of the score above the "
+                "baseline measures the context.",
+                "Read those tasks' scores against the baseline; compare models on the tasks "
+                "whose baseline is 0.")
+
+
+def _score(cell: Mapping[str, Any]) -> str:
+    v = cell.get("score")
+    return "n/a" if v is None else f"{v:.1f}"
+
+
 _STATUS = {"ok": "ok", "check": "check", "problem": "**problem**"}
 
 
 def markdown(h: HealthFacts | None, cells: Mapping | None = None,
-             serving: list | None = None) -> list[str]:
+             serving: list | None = None, baseline: Mapping | None = None) -> list[str]:
     """The report's "Set-up health" section."""
     lines = ["## Set-up health", ""]
     if h is None:
@@ -362,7 +396,7 @@ def markdown(h: HealthFacts | None, cells: Mapping | None = None,
     lines += [f"From the {h.rows} answered row(s) of the predictions ({h.framework}) and the "
               f"run's record. Refusal phrases: `ruler.eval.report_health.REFUSAL_PATTERNS`.",
               "", "| Check | Status | Finding |", "|---|---|---|"]
-    found = flags(h, cells, serving)
+    found = flags(h, cells, serving, baseline)
     lines += [f"| {f.check} | {_STATUS[f.status]} | {f.finding} |" for f in found]
     to_act = [f for f in found if f.status != "ok" and (f.meaning or f.fix)]
     if to_act:

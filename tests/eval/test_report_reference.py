@@ -21,6 +21,7 @@ import pytest
 
 from helpers.builds import build
 from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.builder.variants import NoContext
 from ruler.cli import main
 from ruler.eval.report import load_scores, write_report
 from ruler.eval.report_reference import comparisons, mark_plot
@@ -193,3 +194,38 @@ def test_two_runs_and_a_published_row_make_one_table_3_that_compiles(runs, tmp_p
                           cwd=out, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout[-2000:]
     assert (out / "doc.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+def test_the_no_context_baseline_beside_the_run(runs, tmp_path, capsys):
+    """The same model on the --no-context variant: a task it answers without the haystack
+    (here qa_1, answered from the references by hand) is named in the health section."""
+    data = tmp_path / "data"  # a copy: the module's build keeps its one config
+    shutil.copytree(runs["data"], data)
+    build(data, "qwen2.5", ("qa_1", "vt"), (4096,), samples=3, workers=1, variant=NoContext())
+    empty = _eval(data, tmp_path / "nc", LLAMA, "--tokenizer-config", "qwen2.5--nocontext",
+                  "--fake-answers", "empty", "--mode", "chat")
+    gold = _eval(data, tmp_path / "nc-gold", LLAMA, "--tokenizer-config",
+                 "qwen2.5--nocontext", "--mode", "chat")
+    records = [json.loads(x) for x in (empty / "predictions.jsonl").read_text().splitlines()]
+    answers = {(r["task"], r["index"]): r["prediction"] for r in map(
+        json.loads, (gold / "predictions.jsonl").read_text().splitlines())}
+    for r in records:
+        if r["task"] == "qa_1":
+            r["prediction"] = answers[("qa_1", r["index"])]
+    knows = tmp_path / "knows"
+    knows.mkdir()
+    (knows / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["score", "--predictions", str(knows / "p.jsonl"), "--data", str(data),
+                 "--out", str(knows)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(runs["gold"]), "--out", str(tmp_path / "r"), "--no-plots",
+                 "--no-context", str(knows)]) == 0
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "| No-context baseline | check | without the context the model scores qa_1 @ 4K " \
+           "100.0 (run 100.0); 0 on the other 1 cell(s). |" in md
+    assert main(["report", str(runs["gold"]), "--out", str(tmp_path / "r2"), "--no-plots",
+                 "--no-context", str(empty)]) == 0
+    assert "| No-context baseline | ok | 0 on all 2 task x length cell(s) without the " \
+           "context. |" in (tmp_path / "r2" / "report.md").read_text()
+    assert main(["report", str(runs["gold"]), "--no-context", str(runs["empty"])]) == 2
+    assert "is not a run on a --no-context config" in capsys.readouterr().err
