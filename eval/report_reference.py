@@ -21,7 +21,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from ruler.builder.atomic import replacing
 from ruler.builder.errors import RulerError
@@ -31,15 +31,16 @@ from ruler.eval.intervals import Interval
 from ruler.eval.published_results import PublishedResult, load_registry
 from ruler.eval.report_intervals import cell_interval, format_interval
 
-if TYPE_CHECKING:
-    from ruler.eval.report import Report
+#: A report of one run (`ruler.eval.report.Report`, which imports this module: named by its
+#: role here, so the two modules import one way only).
+Report = Any
 
 #: The benchmark names a report may carry (a RULERv2 report's `benchmark`), as people say them.
 BENCHMARK_NAMES = {"ruler": "RULER", "ruler2": "RULERv2"}
 _RULER2_FAMILIES = ("mk_niah_", "mv_niah_", "qa_")
 
 
-def report_benchmark(r: "Report") -> str:
+def report_benchmark(r: Report) -> str:
     """"ruler" for RULER's 13 tasks, "ruler2" for RULERv2's (a report that records its
     benchmark says so itself), "custom" for other tasks."""
     named = getattr(r, "benchmark", None)
@@ -131,11 +132,11 @@ class ReferenceComparison:
                 "setup_differences": self.differences}
 
 
-def _run_rows(r: "Report") -> list[int]:
+def _run_rows(r: Report) -> list[int]:
     return sorted({int(c["rows"]) for c in r.cells.values()})
 
 
-def setup_differences(r: "Report", e: PublishedResult) -> list[str]:
+def setup_differences(r: Report, e: PublishedResult) -> list[str]:
     """What differs between how the published numbers and the run were made, in words."""
     out = []
     if not e.matches_model(r.model):
@@ -188,7 +189,7 @@ def setup_differences(r: "Report", e: PublishedResult) -> list[str]:
     return out
 
 
-def compare_report(r: "Report", e: PublishedResult) -> ReferenceComparison:
+def compare_report(r: Report, e: PublishedResult) -> ReferenceComparison:
     """The run's report beside one published result."""
     benchmark = report_benchmark(r)
     if benchmark != e.benchmark:
@@ -230,7 +231,7 @@ def compare_report(r: "Report", e: PublishedResult) -> ReferenceComparison:
                                setup_differences(r, e))
 
 
-def comparisons(r: "Report", names: Sequence[str],
+def comparisons(r: Report, names: Sequence[str],
                 files: Sequence[str | Path] = ()) -> list[ReferenceComparison]:
     """The run beside each published result named (`--reference`, `--reference-file`)."""
     if not names:
@@ -245,7 +246,7 @@ def comparisons(r: "Report", names: Sequence[str],
     return [compare_report(r, registry.find(n)) for n in names]
 
 
-def hint(r: "Report", files: Sequence[str | Path] = ()) -> list[str]:
+def hint(r: Report, files: Sequence[str | Path] = ()) -> list[str]:
     """Names of published results for the run's model (a suggestion to compare with them)."""
     try:
         return [e.name for e in load_registry(files).for_model(r.model, report_benchmark(r))]
