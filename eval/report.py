@@ -187,7 +187,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   scores.get("selection") or {},
                   report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
                   scores.get("serving"), scores.get("prompt_check"),
-                  HealthFacts.of(scores.get("health")))
+                  health=HealthFacts.of(scores.get("health")))
 
 
 def baseline_scores(nc: dict[str, Any], scores: dict[str, Any],
