@@ -407,14 +407,6 @@ def markdown(h: HealthFacts | None, cells: Mapping | None = None,
     return lines + [""]
 
 
-def console_lines(h: HealthFacts | None) -> list[str]:
-    """What `ruler score` and `ruler eval` print: the checks that are not ok."""
-    if h is None:
-        return []
-    return [f"health: {f.check}: {f.finding}" + (f" What to do: {f.fix}" if f.fix else "")
-            for f in flags(h) if f.status == "problem"]
-
-
 def run_settings(run: Mapping[str, Any], variant: Mapping[str, Any] | None = None
                  ) -> dict[str, Any]:
     """The `HealthFacts` settings of a `ruler eval` run record (run.json) and its config's
