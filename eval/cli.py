@@ -35,6 +35,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     _register_score(sub)
     _register_report(sub)
     _register_compare(sub)
+    _register_published(sub)
 
 
 def _register_eval(sub: argparse._SubParsersAction) -> None:
@@ -100,6 +101,11 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-length-mismatch", action="store_true",
                    help="evaluate even if the model's tokenizer does not reproduce the "
                         "dataset's token counts")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="cap every answer at N tokens (default: each row's own "
+                        "tokens_to_generate, RULER's setting). For diagnosing a set-up only: "
+                        "a cap below a task's budget cuts its answers, and the report's health "
+                        "section flags it")
     p.add_argument("--no-report", action="store_true", help="skip report.md/csv/json/png")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=run_eval_cmd)
@@ -175,8 +181,20 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                     "pooled: per task x length,\nthe mean per length, Avg. and wAvg., the mean "
                     "over replicates ± their standard deviation\n[min..max]. Printed; with --out, "
                     "also written to OUT/report_replicates.md, .csv, .json.\nRuns of other "
-                    "models, tokenizers, prompt modes or variants, or one replicate twice,\nare "
-                    "refused.",
+                    "tokenizers, prompt modes or variants, or one replicate twice, are\n"
+                    "refused.\n\n"
+                    "Several RESULTS of different models (or --table): the paper's Table 3, one "
+                    "row per model\n(claimed and effective length, every length, Avg., wAvg. "
+                    "with 95 % intervals), published\nrows of --reference interleaved; printed, "
+                    "and with --out written to OUT/table3.md, .tex\n(LaTeX, booktabs), .json."
+                    "\n\n--reference NAME puts a published result (`ruler published` lists "
+                    "them) beside one run:\nper length the published score, the run's with its "
+                    "95 % interval, the difference, and\nwhether the published value lies in "
+                    "the interval; effective lengths; every set-up\ndifference. The report "
+                    "always ends with a set-up health section: answers cut at the\nbudget, "
+                    "empty answers, reasoning out of budget, refusals, prompt-count mismatches, "
+                    "rows\nskipped for the context limit, chat template and generation "
+                    "settings, each with a fix.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", type=Path, nargs="+", metavar="RESULTS",
                    help="results folder (or its scores.json); several: runs on replicates, "
@@ -195,7 +213,39 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                         "dataset config's own for a --depths build, else 10)")
     p.add_argument("--min-depth-samples", type=int, default=5, metavar="K",
                    help="mark depth cells scored on fewer than K items (default 5)")
+    _add_reference_arguments(p)
+    p.add_argument("--no-context", type=Path, default=None, metavar="BASELINE",
+                   help="results of the same model on the config's --no-context variant: its "
+                        "scores beside the run's in the health section (what the model "
+                        "answers without the haystack)")
+    p.add_argument("--table", action="store_true",
+                   help="several RESULTS: Table 3 even when they are runs of one model (default: "
+                        "runs of one model on replicates are pooled)")
     p.set_defaults(func=run_report_cmd)
+
+
+def _add_reference_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--reference", action="append", default=[], metavar="NAME",
+                   help="a published result to put beside the run (repeatable); NAME as "
+                        "`ruler published` lists it, or its last part, or a model id")
+    p.add_argument("--reference-file", action="append", default=[], type=Path, metavar="FILE",
+                   help="your own published results (JSON, format ruler-published/1; see "
+                        "ruler/eval/published/schema.json), added to the registry")
+
+
+def _register_published(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "published", help="list the published RULER results `--reference` can name",
+        description="The registry of published RULER results (ruler/eval/published/*.json, "
+                    "each with its source:\nURL or repository, path and commit, and date), "
+                    "and your own files (--reference-file).",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("query", nargs="?", default=None,
+                   help="only entries whose name, model or model id contains this")
+    p.add_argument("--reference-file", action="append", default=[], type=Path, metavar="FILE",
+                   help="your own published results (JSON, format ruler-published/1)")
+    p.add_argument("--json", action="store_true", help="print the entries as JSON")
+    p.set_defaults(func=run_published_cmd)
 
 
 def _register_compare(sub: argparse._SubParsersAction) -> None:
@@ -216,7 +266,11 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
                    help="results folder (or its scores.json), or predictions as `ruler score` "
                         "reads them (with --data)")
     p.add_argument("run_b", type=Path, metavar="RUN_B",
-                   help="results folder (or its scores.json), or predictions (with --data)")
+                   help="results folder (or its scores.json), predictions (with --data), or "
+                        "reference:NAME, a published result (`ruler published`): the run beside "
+                        "it, per length and task")
+    p.add_argument("--reference-file", action="append", default=[], type=Path, metavar="FILE",
+                   help="your own published results (JSON), for reference:NAME")
     p.add_argument("--data", default=None,
                    help="the dataset (build folder or Hub id) to score predictions against; "
                         "scores are checked to be of its rows")
@@ -260,7 +314,8 @@ def eval_config(args: argparse.Namespace) -> "EvalConfig":
         allow_length_mismatch=args.allow_length_mismatch, progress=not args.no_progress,
         backend_options=opts, chat_template_kwargs=args.chat_template_kwargs,
         reasoning_end_marker=args.reasoning_end_marker,
-        reasoning_parser=args.reasoning_parser, render_workers=args.render_workers)
+        reasoning_parser=args.reasoning_parser, render_workers=args.render_workers,
+        max_tokens=args.max_tokens)
 
 
 def run_eval_cmd(args: argparse.Namespace) -> int:
@@ -300,6 +355,8 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
     if args.render_workers is not None and args.render_workers > MAX_LOCAL_WORKERS:
         raise RulerError(f"--render-workers: at most {MAX_LOCAL_WORKERS} processes on this "
                          f"machine (each holds a tokenizer); got {args.render_workers:,}")
+    if args.max_tokens is not None and args.max_tokens < 1:
+        raise RulerError(f"--max-tokens must be >= 1, got {args.max_tokens}")
     return get_backend(args.backend).options(args)
 
 
@@ -357,10 +414,57 @@ def run_report_cmd(args: argparse.Namespace) -> int:
     if args.min_depth_samples < 0:
         raise RulerError(f"--min-depth-samples must be >= 0, got {args.min_depth_samples}")
     if len(args.results) > 1:
-        return _pooled_report(args)
+        return _several_report(args)
+    if args.table:
+        raise RulerError("--table makes one table of several RESULTS: give two or more")
     results, = args.results
     _print_report(results, args.out, args.threshold, _dataset_files(args, results),
-                  not args.no_plots, args.depth_bins, args.min_depth_samples)
+                  not args.no_plots, args.depth_bins, args.min_depth_samples,
+                  args.reference, args.reference_file, args.no_context)
+    return 0
+
+
+def _several_report(args: argparse.Namespace) -> int:
+    """Several RESULTS: Table 3 for runs of several models (or --table), else replicates
+    pooled."""
+    from ruler.eval.report import load_scores
+
+    models = {load_scores(results).get("model") for results in args.results}
+    if args.table or len(models) > 1:
+        return _table3_report(args)
+    if args.reference:
+        raise RulerError("--reference with runs of one model pools replicates, which has no "
+                         "published counterpart: add --table for Table 3 with published rows, "
+                         "or report one run with --reference")
+    return _pooled_report(args)
+
+
+def _table3_report(args: argparse.Namespace) -> int:
+    """`ruler report RUN RUN ... [--reference NAME]`: Table 3 (eval.report_table3)."""
+    from ruler.builder.atomic import write_json_atomic, write_text_atomic
+    from ruler.eval.published_results import load_registry
+    from ruler.eval.report import build_report, check_revision, load_scores, run_files
+    from ruler.eval.report_table3 import build_table, to_latex, to_markdown
+
+    registry = load_registry(args.reference_file)
+    published = [registry.find(name) for name in args.reference]
+    runs = []
+    for results in args.results:
+        scores = load_scores(results)
+        files = _dataset_files(args, results)
+        if files is not None:
+            check_revision(scores, files, str(results))
+        runs.append((str(results), build_report(
+            scores, args.threshold, args.depth_bins, args.min_depth_samples,
+            asked=run_files(results, scores))))
+    table = build_table(runs, published, registry)
+    print(to_markdown(table), end="")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.out / "table3.md", to_markdown(table))
+        write_text_atomic(args.out / "table3.tex", to_latex(table))
+        write_json_atomic(args.out / "table3.json", table.to_json())
+        print(f"wrote {args.out}/table3.md, .tex, .json")
     return 0
 
 
@@ -405,6 +509,8 @@ def _pooled_report(args: argparse.Namespace) -> int:
 def run_compare_cmd(args: argparse.Namespace) -> int:
     from ruler.eval.compare import compare_runs, to_markdown, write_comparison
 
+    if str(args.run_b).startswith(REFERENCE_PREFIX):
+        return _compare_with_published(args)
     c = compare_runs(args.run_a, args.run_b, args.data, args.revision, args.tokenizer_config)
     print(to_markdown(c))
     if args.out:
@@ -426,12 +532,64 @@ def _print_headline(results: Path) -> None:
           f"also report.csv, report.json and the plots)")
 
 
+REFERENCE_PREFIX = "reference:"
+
+
+def _compare_with_published(args: argparse.Namespace) -> int:
+    """`ruler compare RUN reference:NAME`: the run beside a published result
+    (eval.report_reference), as compare.md, compare.json and compare.png."""
+    from ruler.builder.atomic import write_json_atomic, write_text_atomic
+    from ruler.eval.report import build_report, load_scores, run_files
+    from ruler.eval.report_reference import comparisons, markdown, plot
+
+    name = str(args.run_b)[len(REFERENCE_PREFIX):]
+    scores = load_scores(args.run_a)
+    r = build_report(scores, asked=run_files(args.run_a, scores))
+    c, = comparisons(r, [name], args.reference_file)
+    text = "\n".join([f"# RULER: `{args.run_a}` ({r.model or 'unknown model'}) beside "
+                      f"published `{c.entry.name}`", ""] + markdown(c)[2:])
+    print(text)
+    print(c.summary_line())
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.out / "compare.md", text + "\n")
+        write_json_atomic(args.out / "compare.json", c.to_json())
+        if not args.no_plots:
+            plot(c, args.out / "compare.png")
+        print(f"wrote {args.out}/compare.md, compare.json"
+              + ("" if args.no_plots else ", compare.png"))
+    return 0
+
+
+def run_published_cmd(args: argparse.Namespace) -> int:
+    import json
+
+    from ruler.eval.aggregate import format_length
+    from ruler.eval.published_results import load_registry
+
+    found = load_registry(args.reference_file).search(args.query)
+    if args.json:
+        print(json.dumps([e.to_json() for e in found], indent=1, ensure_ascii=False))
+        return 0
+    for e in found:
+        lengths = ",".join(format_length(L) for L in e.lengths)
+        print(f"{e.name}  {e.model}  [{lengths}{'; per task' if e.tasks else ''}]  "
+              f"{e.source.cite()}")
+    print(f"{len(found)} published result(s)")
+    return 0
+
+
 def _print_report(results: Path, out: Path | None, threshold: float = 85.6,
                   dataset_files: dict | None = None, plots: bool = True,
-                  depth_bins: int | None = None, min_depth_samples: int = 5) -> None:
+                  depth_bins: int | None = None, min_depth_samples: int = 5,
+                  references: list[str] | None = None,
+                  reference_files: list[Path] | None = None,
+                  no_context: Path | None = None) -> None:
     from ruler.eval.report import to_markdown, write_report
 
     r = write_report(results, out, threshold, dataset_files, plots, depth_bins,
-                     min_depth_samples)
+                     min_depth_samples, references or (), reference_files or (), no_context)
     print(to_markdown(r))
     print(r.status_line())
+    for c in r.references:
+        print(c.summary_line())

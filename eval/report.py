@@ -27,7 +27,7 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
@@ -36,14 +36,21 @@ from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summ
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.intervals import METHOD_TEXT, Interval
+from ruler.eval.report_health import HealthFacts
+from ruler.eval.report_health import flags as health_flags
+from ruler.eval.report_health import markdown as health_markdown
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
+from ruler.eval.report_reference import ReferenceComparison, comparisons, hint, hint_markdown
+from ruler.eval.report_reference import mark_plot as mark_published
+from ruler.eval.report_reference import markdown as reference_markdown
+from ruler.eval.report_reference import to_csv as reference_csv
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.results_schema import read_run, read_scores
 from ruler.eval.score import cell_complete, cell_done, tie_totals
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
-                "scores_overall.png", "report_depth.csv", HEATMAP_DIR)
+                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")
 
 
 @dataclass
@@ -69,6 +76,13 @@ class Report:
     # How the scored rows are tied to the build (score.tie_totals); None: not recorded (older
     # scores.json)
     tied_to_build: dict[str, Any] | None = None
+    # The set-up health facts scores.json recorded (None: older scores) and the run beside
+    # published results (`--reference`), or the names of those for its model (a hint).
+    health: HealthFacts | None = None
+    references: list[ReferenceComparison] = field(default_factory=list)
+    reference_hint: list[str] = field(default_factory=list)
+    # The same model's scores without the context ("task", L) -> score (`--no-context`).
+    baseline: dict[tuple[str, int], float | None] | None = None
 
     @property
     def mean_label(self) -> str:
@@ -191,7 +205,21 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
                   scores.get("serving"), scores.get("prompt_check"),
                   tie_totals(scores["cells"]) if any("unverified" in c for c in scores["cells"])
-                  else None)
+                  else None,
+                  health=HealthFacts.of(scores.get("health")))
+
+
+def baseline_scores(nc: dict[str, Any], scores: dict[str, Any],
+                    where: str) -> dict[tuple[str, int], float | None]:
+    """A no-context run's cell scores, after checking it is one, of the same model."""
+    if not (nc.get("variant") or {}).get("no_context"):
+        raise RulerError(f"{where} is not a run on a --no-context config (config "
+                         f"{nc.get('config')!r}): build one with `ruler build ... --no-context` "
+                         f"and evaluate the model on it")
+    if nc.get("model") != scores.get("model"):
+        raise RulerError(f"{where} is a run of model {nc.get('model')!r}, not "
+                         f"{scores.get('model')!r}: the baseline must be the same model's")
+    return {(c["task"], int(c["max_seq_length"])): c["score"] for c in nc["cells"]}
 
 
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
@@ -228,6 +256,7 @@ def _head(r: Report) -> list[str]:
                           for (t, L), c in sorted(r.cells.items(), key=lambda kv: (
                               kv[0][1], task_rank(kv[0][0]))) if c.get("unverified"))
         head += [f"**Unverified rows**: {r.unverified_text()}. Cells: {cells}.", ""]
+    head += hint_markdown(r.reference_hint)
     if not r.complete:
         done, asked = r.rows_done
         head += [f"**Partial results**: {done} of {asked} rows asked for have a result"
@@ -281,6 +310,8 @@ def to_markdown(r: Report) -> str:
                f"and at every shorter length (scores above it are underlined); weights of "
                f"wAvg: k/{len(r.lengths) * (len(r.lengths) + 1) // 2} for the k-th shortest "
                f"length (inc) or longest (dec).", "", *_uncertainty_text(r)]
+    for ref in r.references:
+        summary += reference_markdown(ref)
     head, table, cols = _head(r), _task_table(r), [format_length(L) for L in r.lengths]
     reasoning = r.mode == "reasoning"
     counts = ["", "## Rows: answered / nulls / skipped / failed / missing"
@@ -302,6 +333,9 @@ def to_markdown(r: Report) -> str:
     counts += ["", "A result is an answer, or a row skipped as longer than the model's "
                    "context; missing and failed rows have none (re-running `ruler eval` "
                    "retries them)."]
+    # No "prompt counts ok" for rows not tied to this build (their counts are another's).
+    counts += [""] + health_markdown(r.health, r.cells, None if r.unverified else r.serving,
+                                     r.baseline)[:-1]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
@@ -419,6 +453,11 @@ def to_json(r: Report) -> dict[str, Any]:
                   for c in sorted(r.cells)],
         "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,
+        "health": None if r.health is None else {
+            **r.health.to_json(), "flags": [vars(f) for f in health_flags(
+                r.health, r.cells, r.serving, r.baseline)]},
+        "references": [c.to_json() for c in r.references],
+        "published_for_model": r.reference_hint,
     }
 
 
@@ -440,6 +479,7 @@ def plot(r: Report, out: Path) -> list[Path]:
         ax.errorbar(labels, [float("nan") if y is None else y for y in ys],
                     yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
                     color=colors[n % len(colors)], label=t)
+        mark_published(ax, r.references, labels, xs, task=t, color=colors[n % len(colors)])
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
            title=f"RULER per task: {r.model or ''}")
     ax.legend(fontsize=7, ncol=2, loc="lower left")
@@ -457,6 +497,7 @@ def plot(r: Report, out: Path) -> list[Path]:
                 capsize=4, label=r.mean_label + (" (95 % interval)" if ri else ""))
     ax.axhline(r.summary.threshold, color="gray", linestyle="--",
                label=f"threshold {r.summary.threshold}")
+    mark_published(ax, r.references, labels, xs)
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
            title=f"RULER overall: {r.model or ''} (effective {r.summary.effective_label})")
     ax.legend()
@@ -481,17 +522,30 @@ def write_report(results: str | Path, out: Path | None = None,
                  threshold: float = DEFAULT_THRESHOLD,
                  dataset_files: dict[str, str] | None = None, plots: bool = True,
                  depth_bins: int | None = None,
-                 min_depth_samples: int = DEFAULT_MIN_SAMPLES) -> Report:
+                 min_depth_samples: int = DEFAULT_MIN_SAMPLES,
+                 references: Sequence[str] = (),
+                 reference_files: Sequence[str | Path] = (),
+                 no_context: str | Path | None = None) -> Report:
+    """Write the report files; `references`: published results (eval.published_results) to
+    put beside the run, from the registry and `reference_files`; `no_context`: the results of
+    the same model on the config's --no-context variant, shown in the health section."""
     scores = load_scores(results)
     if dataset_files is not None:
         check_revision(scores, dataset_files, str(results))
     r = build_report(scores, threshold, depth_bins, min_depth_samples,
                      asked=run_files(Path(results), scores))
+    # Resolved before anything is written: an unknown name writes nothing.
+    r.references = comparisons(r, references, reference_files)
+    r.reference_hint = [] if references else hint(r, reference_files)
+    if no_context is not None:
+        r.baseline = baseline_scores(load_scores(no_context), scores, str(no_context))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))
     write_text_atomic(out / "report.csv", to_csv(r))
     write_json_atomic(out / "report.json", to_json(r))
+    if r.references:
+        write_text_atomic(out / "report_reference.csv", reference_csv(r.references))
     if r.depth:
         write_text_atomic(out / "report_depth.csv", depth_csv(r.depth))
     if plots:

@@ -95,6 +95,9 @@ class EvalConfig:
     reasoning_parser: str | None = None  # vLLM's reasoning parser of this name, if given
     render_workers: int | None = None  # processes rendering prompts (0: in this process)
     render_start_method: str | None = None  # fork | spawn (default: fork where available)
+    # A cap on every request's output tokens below the rows' own budgets (`--max-tokens`):
+    # not RULER's setting; recorded in run.json and flagged by the report's health section.
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -149,6 +152,7 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     renderer = Renderer(tok, mode, cfg.chat_template_kwargs)
     extract = _extractor(cfg, renderer, tok) if mode == OUTPUT_BUDGET_MODE else None
     _preflight(ds, files, renderer, done, cfg)
+    run_info["prompt_template"] = _template_record(ds, cfg, tok, mode)
 
     outcome = EvalOutcome(out, done_before=len(done), retried_skipped=len(retried))
     opts = cfg.backend_options or BackendOptions(cfg.model)
@@ -243,6 +247,15 @@ def _extractor(cfg: EvalConfig, renderer: Renderer,
     return lambda raw, finish: extract_answer(raw, finish, marker, opened)
 
 
+def _template_record(ds: Dataset, cfg: EvalConfig, tok: Tokenizer,
+                     mode: str) -> dict[str, Any]:
+    """The chat template that renders the prompts and the one the config was built with (their
+    sha256; None where a tokenizer has none), for the report's health section."""
+    used = getattr(tok.identity, "chat_template_sha256", None)
+    built = (ds.build(cfg.tokenizer_config).tokenizer or {}).get("chat_template_sha256")
+    return {"mode": mode, "sha256": used, "build_sha256": built, "decoding": "greedy"}
+
+
 def _selection_fingerprint(files: list[SplitFile]) -> dict[str, str]:
     return {f.key: f.content_sha256 for f in files}
 
@@ -256,7 +269,7 @@ def _run_settings(cfg: EvalConfig, mode: str) -> dict[str, Any]:
     return {"mode": mode, "limit": cfg.limit,
             "chat_template_kwargs": dict(cfg.chat_template_kwargs)
             if cfg.chat_template_kwargs else None,
-            "reasoning": reasoning}
+            "reasoning": reasoning, "max_tokens": cfg.max_tokens}
 
 
 def _covers(limit: int | None, before: int | None) -> bool:
@@ -478,7 +491,9 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             in_flight[row.key] = pred
             if outcome.first_request_s is None:
                 outcome.first_request_s = time.perf_counter() - started
-            return GenRequest(row.key, row.prompt_ids, row.tokens_to_generate, skip_special,
+            budget = row.tokens_to_generate if cfg.max_tokens is None \
+                else min(row.tokens_to_generate, cfg.max_tokens)
+            return GenRequest(row.key, row.prompt_ids, budget, skip_special,
                               row.input_text, row.answer_prefix)
 
         for result in backend.generate(_Feed(stream, request)):

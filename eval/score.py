@@ -38,6 +38,7 @@ from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
+from ruler.eval.report_health import health_facts, run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.results_schema import SCORES_FORMAT, read_run
 from ruler.eval.serving import prompt_check
@@ -110,6 +111,8 @@ class ScoreReport:
     # the answered rows whose server prompt count was checked / differed (eval.serving).
     serving: list[dict[str, Any]] | None = None
     prompt_check: dict[str, int] | None = None
+    # What the predictions show of how the run was set up (eval.report_health.HealthFacts).
+    health: dict[str, Any] | None = None
 
     @property
     def incomplete_cells(self) -> list[str]:
@@ -345,6 +348,7 @@ def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[
     report.mode = source.mode
     report.predictions = fingerprint(source)
     report.serving, report.prompt_check = source.serving, prompt_check(tied(records))
+    report.health = health_facts(records.values(), source.settings).to_json()
     return report
 
 
@@ -418,6 +422,7 @@ def score_folder(out: Path, ds: Dataset) -> ScoreReport:
     report.mode = run.get("mode")
     report.predictions = fingerprint(PredictionSource(origin=path, files=[path]))
     report.serving, report.prompt_check = run.get("serving"), prompt_check(tied(records))
+    report.health = health_facts(records.values(), run_settings(run, report.variant)).to_json()
     write_scores(out / SCORES_NAME, report)
     return report
 

@@ -14,7 +14,10 @@ a policy (`--fake-answers`):
 It has no context limit of its own: `--max-model-len` sets one, and rows above it are skipped
 as with a real engine. It has no tokenizer either: prompts are rendered and counted with the
 dataset config's own (`--model-tokenizer` overrides it), so `--model` is only a name. It
-counts no tokens (`output_tokens` is 0). Tests that need another behaviour subclass
+counts no tokens (`output_tokens` is 0), except that a gold answer longer than the request's
+`max_tokens` in words is cut there, a word standing for a token, and ends with `finish_reason`
+"length", as an engine's answer cut at its budget does (what `ruler eval --max-tokens` does to
+a real model's answers). Tests that need another behaviour subclass
 `FakeBackend` and override `answer`.
 """
 
@@ -86,7 +89,11 @@ class FakeBackend:
                                                       "--fake-answers none)")
         if self.opts.answers == "empty":
             return finished_result(request.key, "", 0, "stop")
-        return finished_result(request.key, " ".join(self.references(request.key)), 0, "stop")
+        words = " ".join(self.references(request.key)).split(" ")
+        if len(words) > request.max_tokens:
+            return finished_result(request.key, " ".join(words[:request.max_tokens]),
+                                   request.max_tokens, "length")
+        return finished_result(request.key, " ".join(words), 0, "stop")
 
     def references(self, key: Any) -> list[str]:
         """The references of the row `key` = (config, task, max_seq_length, index), read

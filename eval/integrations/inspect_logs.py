@@ -70,11 +70,29 @@ def read_inspect_log(path: Path) -> PredictionSource:
             records.append({**record, "prediction": None, "status": "error",
                             "reason": s.error.message[:500]})
         else:
-            records.append({**record, "prediction": s.output.completion, "status": "ok"})
+            stop = getattr(s.output, "stop_reason", None)
+            records.append({**record, "prediction": s.output.completion, "status": "ok",
+                            # Inspect's "max_tokens" is the engines' finish_reason "length"
+                            "finish_reason": "length" if stop == "max_tokens" else
+                            str(stop or "")})
     limit = (log.eval.task_args or {}).get("limit")
     return PredictionSource(records, log.eval.model,
                             int(limit) if isinstance(limit, int) and limit > 0 else None,
-                            asked=_asked(log.eval.metadata))
+                            asked=_asked(log.eval.metadata), settings=_generation(log))
+
+
+def _generation(log) -> dict:
+    """How Inspect generated (eval.report_health settings): the run's generate config."""
+    config = getattr(getattr(log, "plan", None), "config", None) or \
+        getattr(log.eval, "model_generate_config", None)
+    out: dict = {"framework": "inspect"}
+    max_tokens = getattr(config, "max_tokens", None)
+    temperature = getattr(config, "temperature", None)
+    if isinstance(max_tokens, int):
+        out["max_tokens"] = max_tokens
+    if isinstance(temperature, (int, float)):
+        out["temperature"] = float(temperature)
+    return out
 
 
 def _row_evidence(sample: Any, meta: dict[str, Any]) -> dict[str, Any]:

@@ -86,6 +86,30 @@ def _model_and_limit(results: dict[str, Any]) -> tuple[str | None, int | None]:
     return model, limit
 
 
+def _generation(results: dict[str, Any]) -> dict[str, Any]:
+    """How lm-eval generated (eval.report_health settings): each exported task's
+    generation_kwargs as the results file records them (a --gen_kwargs override included)."""
+    by_task: dict[str, int] = {}
+    temperatures = set()
+    for cfg in (results.get("configs") or {}).values():
+        meta = ((cfg or {}).get("metadata") or {}).get("ruler") or {}
+        kwargs = (cfg or {}).get("generation_kwargs") or {}
+        if not isinstance(kwargs, dict) or not isinstance(meta.get("task"), str):
+            continue
+        if isinstance(kwargs.get("max_gen_toks"), int):
+            by_task[meta["task"]] = kwargs["max_gen_toks"]
+        sampled = kwargs.get("do_sample")
+        temp = kwargs.get("temperature")
+        temperatures.add(float(temp) if isinstance(temp, (int, float)) and sampled
+                         is not False else 0.0 if sampled is False or temp == 0 else None)
+    temperature = temperatures.pop() if len(temperatures) == 1 else None
+    out: dict[str, Any] = {"framework": "lm-eval", "max_tokens_by_task": by_task}
+    if temperature is not None:
+        out["temperature"] = temperature
+        out["decoding"] = "greedy" if temperature == 0 else f"sampled, temperature {temperature}"
+    return out
+
+
 def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
     doc = sample.get("doc")
     if not isinstance(doc, dict) or any(c not in doc for c in KEY_COLUMNS):
@@ -144,5 +168,6 @@ def read_samples(paths: list[Path]) -> PredictionSource:
                    if sample.get("filter", "none") == "none"]
         # The tasks the run was given: every exported task records its (config, task, L).
         parts.append(PredictionSource(records, *_model_and_limit(results),
-                                      asked=set(hashes) or None))
+                                      asked=set(hashes) or None,
+                                      settings=_generation(results)))
     return PredictionSource.merge(parts)

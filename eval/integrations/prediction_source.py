@@ -20,6 +20,9 @@ class PredictionSource:
     asked: set[tuple[str, str, int]] | None = None
     # How a `ruler eval` run's prompts reached the model (run.json's `serving`), if recorded.
     serving: list[dict[str, Any]] | None = None
+    # How the run generated, where its files say (eval.report_health.HealthFacts settings:
+    # framework, mode, temperature, max_tokens, ...); None: not known.
+    settings: dict[str, Any] | None = None
 
     @classmethod
     def merge(cls, parts: list["PredictionSource"]) -> "PredictionSource":
@@ -30,6 +33,23 @@ class PredictionSource:
 
         asked = None if any(p.asked is None for p in parts) else \
             set().union(*(p.asked for p in parts))
+        settings = [p.settings for p in parts]
         return cls([r for p in parts for r in p.records], agreed({p.model for p in parts}),
                    agreed({p.limit for p in parts}), [f for p in parts for f in p.files],
-                   agreed({p.mode for p in parts}), asked=asked)
+                   agreed({p.mode for p in parts}), asked=asked,
+                   settings=settings[0] if all(s == settings[0] for s in settings) else
+                   _merged_settings(settings))
+
+
+def _merged_settings(parts: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """Settings of several parts (one per task file): a value all parts agree on; per-task
+    values (dicts: `max_tokens_by_task`) united; anything else where they differ, not known."""
+    known = [p for p in parts if p]
+    out: dict[str, Any] = {}
+    for key in sorted({k for p in known for k in p}):
+        values = [p.get(key) for p in known]
+        if all(isinstance(v, dict) for v in values):
+            out[key] = {k: v for d in values for k, v in d.items()}
+        elif all(v == values[0] for v in values):
+            out[key] = values[0]
+    return out

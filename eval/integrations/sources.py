@@ -20,6 +20,7 @@ from ruler.eval.integrations.inspect_logs import is_inspect_log, log_files, read
 from ruler.eval.integrations.lm_eval_samples import is_samples_file, read_samples, samples_files
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, read_records
+from ruler.eval.report_health import run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, recorded_files
 from ruler.eval.results_schema import read_run
 
@@ -74,7 +75,7 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
     return PredictionSource(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             run["model"], run.get("limit"), mode=run.get("mode"),
                             asked={(config, *_cell(key)) for key in recorded_files(run)},
-                            serving=run.get("serving"))
+                            serving=run.get("serving"), settings=run_settings(run))
 
 
 def _named_model(records: list[dict]) -> str | None:

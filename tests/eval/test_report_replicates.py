@@ -2,7 +2,8 @@
 (eval.report_replicates), on a real tiny build: default config + `--replicates 3`, fake-backend
 runs, and hand-damaged prediction sets whose per-cell scores are known, so the mean and the
 between-replicate spread are checked against numbers computed by hand. Mixed runs (another
-model, tokenizer, prompt mode, variant, row count, a replicate twice) are refused in one line.
+tokenizer, prompt mode, variant, row count, a replicate twice) are refused in one line; runs of
+another model are no replicates and make the paper's Table 3 instead.
 """
 
 from __future__ import annotations
@@ -73,9 +74,11 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     r["limit2"] = _eval(data, root / "limit2", f"{TOK}--rep2", "--limit", "2")
     r["other_model2"] = _damaged(data, r["gold2"], root / "other_model2", {}, model="other")
     r["depth"] = _eval(data, root / "depth", f"{TOK}--depth2")
-    r["qwen"] = _eval(data, root / "qwen", "qwen2.5", "--model", "qwen2.5")
-    r["qwen_base1"] = _eval(data, root / "qwen_base1", "qwen2.5--rep1", "--model", "qwen2.5",
-                            "--mode", "base", "--allow-length-mismatch")
+    # One model name for these too (rendered by qwen2.5's tokenizer): runs of two models are
+    # no replicates, they make Table 3; the refusals below are of one model's runs.
+    r["qwen"] = _eval(data, root / "qwen", "qwen2.5", "--model-tokenizer", "qwen2.5")
+    r["qwen_base1"] = _eval(data, root / "qwen_base1", "qwen2.5--rep1", "--model-tokenizer",
+                            "qwen2.5", "--mode", "base", "--allow-length-mismatch")
     return r
 
 
@@ -141,8 +144,16 @@ def test_one_folder_is_reported_as_before(runs, capsys):
     assert (runs["rep3"] / "report.md").is_file()
 
 
+def test_runs_of_two_models_are_not_pooled_but_make_table_3(runs, capsys):
+    """Another model's run is no replicate: the runs make the paper's Table 3 instead
+    (eval.report_table3; tested in test_report_reference.py)."""
+    assert main(["report", str(runs["rep1"]), str(runs["other_model2"])]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("# RULER: Table 3") and "| other |" in printed
+    assert "over 2 replicates" not in printed
+
+
 @pytest.mark.parametrize("names, says", [
-    (("rep1", "other_model2"), "differ in model ('gpt-4' vs 'other')"),
     (("gold1", "qwen"), "differ in tokenizer config ('gpt-4' vs 'qwen2.5')"),
     (("qwen", "qwen_base1"), "differ in prompt mode ('chat' vs 'base')"),
     (("gold1", "depth"), "a depth_bins variant: only a tokenizer's default config and its "

@@ -306,7 +306,8 @@ def test_export_cli_writes_replaces_and_refuses_bad_input(data, tmp_path, capsys
 # --- ruler score on lm-eval samples --------------------------------------------------------------
 
 def _lm_eval_output(folder: Path, data: Path, answer, sha: str | None = None,
-                    date: str = "2026-01-02T03-04-05.678901") -> Path:
+                    date: str = "2026-01-02T03-04-05.678901",
+                    generation: dict | None = None) -> Path:
     """lm-eval's --log_samples layout: a samples file per task and the run's results file."""
     run = folder / "my__model"
     run.mkdir(parents=True)
@@ -324,6 +325,8 @@ def _lm_eval_output(folder: Path, data: Path, answer, sha: str | None = None,
         if sha:
             meta["ruler"]["content_sha256"] = sha
         configs[name] = {"task": name, "metadata": meta}
+        if generation is not None:
+            configs[name]["generation_kwargs"] = generation
     (run / f"results_{date}.json").write_text(json.dumps({
         "configs": configs, "config": {"model_args": {"pretrained": "my/model"}, "limit": 2.0},
         "model_name": "my/model"}))
@@ -346,6 +349,22 @@ def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
     with pytest.raises(RulerError, match=f"ran task {ex.task_name(CONFIG, 'niah_single_1', L)} "
                                          f"2 times"):
         score_file(out, ds)
+
+
+def test_score_reads_lm_eval_s_generation_settings_into_the_health_section(data, tmp_path):
+    """A --gen_kwargs max_gen_toks=8 override, as the results file records it: every task's
+    cap below RULER's budget is a problem the health section names."""
+    from ruler.eval.report_health import HealthFacts, flags
+
+    out = _lm_eval_output(tmp_path / "lm", data, lambda r: " " + " ".join(r["outputs"]),
+                          generation={"until": [], "do_sample": False, "temperature": 0.0,
+                                      "max_gen_toks": 8})
+    health = HealthFacts.of(score_file(out, open_dataset(str(data))).health)
+    assert health.framework == "lm-eval" and health.temperature == 0.0
+    assert health.max_tokens_by_task == {t: 8 for t in TASKS_BUILT}
+    (settings,) = [f for f in flags(health) if f.check == "Generation settings"]
+    assert settings.status == "problem" and settings.finding.startswith(
+        "output capped below RULER's budget at 8 token(s) for niah, vt, qa")
 
 
 def test_score_refuses_lm_eval_samples_of_another_revision_or_generator(data, tmp_path):

@@ -1,0 +1,201 @@
+"""`ruler report RUN RUN ... [--reference NAME ...]`: runs of different models as the RULER
+paper's Table 3, in Markdown and LaTeX.
+
+One row per model: claimed length, effective length, the score at every length, Avg., wAvg.
+(inc) and wAvg. (dec), each run's numbers with their 95 % intervals (eval.report_intervals);
+scores above the threshold underlined, as the paper does. The first row is the threshold's own
+(Llama2 (7B) at 4K, 85.6, from the registry), as in the paper. Published rows named with
+`--reference` are interleaved: each after the run of its model, the others after the runs.
+A run's claimed length is the registry's for its model where one matches, else not given. A
+number a run withholds (a partial run, a length mean over fewer than all its tasks) is "n/a".
+
+LaTeX: a `table` with booktabs rules (`\\toprule`, `\\midrule`, `\\bottomrule`), `\\underline`
+above the threshold, intervals in `\\scriptsize`; `\\input` it into a document that loads
+booktabs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from ruler.eval.aggregate import format_length
+from ruler.eval.intervals import Interval
+from ruler.eval.published_results import PublishedResult, Registry
+from ruler.eval.report import Report
+from ruler.eval.report_intervals import format_interval
+
+#: The registry entry of the paper's first row, whose 4K score is the threshold.
+THRESHOLD_ROW = "ruler-readme/llama-2-7b-chat-hf"
+AVERAGES = (("avg", "Avg."), ("wavg_inc", "wAvg. (inc)"), ("wavg_dec", "wAvg. (dec)"))
+
+Value = tuple[float | None, Interval | None]
+
+
+@dataclass
+class TableRow:
+    label: str
+    kind: str  # "run", "published" or "threshold"
+    claimed: str | None
+    effective: str | None
+    scores: dict[int, Value]
+    averages: dict[str, Value]
+    where: str  # the results folder, or the registry entry's name
+    samples: str = ""  # samples per task and length
+
+    def to_json(self) -> dict[str, Any]:
+        def j(v: Value) -> dict[str, Any]:
+            return {"score": None if v[0] is None else round(v[0], 2),
+                    "ci95": v[1].to_json() if v[1] else None}
+
+        return {"label": self.label, "kind": self.kind, "claimed_length": self.claimed,
+                "effective_length": self.effective, "where": self.where,
+                "samples": self.samples,
+                "scores": {str(L): j(v) for L, v in self.scores.items()},
+                **{k: j(v) for k, v in self.averages.items()}}
+
+
+@dataclass
+class Table3:
+    rows: list[TableRow]
+    lengths: list[int]
+    threshold: float
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"threshold": self.threshold, "lengths": self.lengths,
+                "rows": [r.to_json() for r in self.rows], "notes": self.notes}
+
+
+def _run_row(where: str, r: Report, registry: Registry) -> TableRow:
+    matches = registry.for_model(r.model)
+    claimed = next((e.claimed_length for e in matches if e.claimed_length), None)
+    ri = r.intervals
+    scores = {L: (r.summary.by_length.get(L), ri.by_length.get(L) if ri else None)
+              for L in r.lengths}
+    averages = {k: (getattr(r.summary, k), getattr(ri, k) if ri else None)
+                for k, _ in AVERAGES}
+    rows = sorted({int(c["rows"]) for c in r.cells.values()})
+    return TableRow(r.model or where, "run", claimed, r.summary.effective_label, scores,
+                    averages, where, "/".join(map(str, rows)))
+
+
+def _published_row(e: PublishedResult, kind: str = "published") -> TableRow:
+    scores = {L: (e.score(L)[0], None) for L in e.lengths}
+    return TableRow(e.model, kind, e.claimed_length, e.effective_length, scores,
+                    {k: (getattr(e, k), None) for k, _ in AVERAGES}, e.name,
+                    str(e.samples_per_task or "not stated"))
+
+
+def build_table(runs: Sequence[tuple[str, Report]], published: Sequence[PublishedResult],
+                registry: Registry) -> Table3:
+    """The table of the runs (where, report) and the published results, interleaved."""
+    threshold = runs[0][1].summary.threshold
+    rows: list[TableRow] = []
+    if THRESHOLD_ROW in registry.entries:
+        rows.append(_published_row(registry.entries[THRESHOLD_ROW], "threshold"))
+    placed: set[str] = set()
+    for where, r in runs:
+        rows.append(_run_row(where, r, registry))
+        for e in published:
+            if e.name not in placed and e.matches_model(r.model):
+                rows.append(_published_row(e))
+                placed.add(e.name)
+    rows += [_published_row(e) for e in published if e.name not in placed]
+    lengths = sorted({L for row in rows if row.kind != "threshold" for L in row.scores})
+    notes = ["Runs: " + "; ".join(f"{row.label} = `{row.where}` ({row.samples} samples per "
+                                    f"task and length)" for row in rows if row.kind == "run")
+             + "."]
+    for e in [registry.entries.get(THRESHOLD_ROW), *published]:
+        if e is not None:
+            notes.append(f"{e.model} (`{e.name}`): {e.source.cite()}; samples per task "
+                         f"{e.samples_per_task or 'not stated'}; reported by "
+                         f"{e.reported_by or 'not stated'}.")
+    return Table3(rows, lengths, threshold, notes)
+
+
+def _num(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.1f}"
+
+
+def _md_value(v: Value, threshold: float, underline: bool = True) -> str:
+    value, interval = v
+    text = _num(value)
+    if underline and value is not None and value > threshold:
+        text = f"<ins>{text}</ins>"
+    return text + (f" {format_interval(interval)}" if interval else "")
+
+
+def to_markdown(t: Table3) -> str:
+    cols = [format_length(L) for L in t.lengths]
+    lines = ["# RULER: Table 3", "",
+             f"Scores (%) per length: the mean over the tasks; scores above the threshold "
+             f"{t.threshold} (Llama2 (7B) at 4K) underlined; runs with their 95 % intervals. "
+             f"Published rows are marked †.", "",
+             "| Models | Claimed Length | Effective Length | " + " | ".join(cols)
+             + " | " + " | ".join(name for _, name in AVERAGES) + " |",
+             "|---" * (len(cols) + 6) + "|"]
+    for row in t.rows:
+        mark = " †" if row.kind == "published" else ""
+        if row.kind == "threshold":
+            cells = [_num(row.scores.get(L, (None, None))[0]) if L in row.scores else ""
+                     for L in t.lengths]
+            lines.append(f"| {row.label}{mark} | {row.claimed or ''} | | " + " | ".join(cells)
+                         + " | | | |")
+            continue
+        cells = [_md_value(row.scores[L], t.threshold) if L in row.scores else "—"
+                 for L in t.lengths]
+        lines.append(f"| {row.label}{mark} | {row.claimed or '—'} | {row.effective or '—'} | "
+                     + " | ".join(cells) + " | "
+                     + " | ".join(_md_value(row.averages[k], t.threshold, underline=False)
+                                  for k, _ in AVERAGES) + " |")
+    return "\n".join(lines + [""] + [f"- {n}" for n in t.notes]) + "\n"
+
+
+_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+                   "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                   "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIALS.get(ch, ch) for ch in text)
+
+
+def _tex_value(v: Value, threshold: float, underline: bool = True) -> str:
+    value, interval = v
+    text = _num(value)
+    if underline and value is not None and value > threshold:
+        text = rf"\underline{{{text}}}"
+    if interval:
+        text += rf"\,{{\scriptsize[{interval.low:.1f}, {interval.high:.1f}]}}"
+    return text
+
+
+def to_latex(t: Table3) -> str:
+    """The table as a LaTeX `table` environment (needs `\\usepackage{booktabs}`)."""
+    n = len(t.lengths)
+    head = (["Models", "Claimed Length", "Effective Length"]
+            + [format_length(L) for L in t.lengths] + [name for _, name in AVERAGES])
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", r"\setlength{\tabcolsep}{3pt}",
+             r"\begin{tabular}{l" + "c" * 2 + "r" * (n + 3) + "}", r"\toprule",
+             " & ".join(latex_escape(h) for h in head) + r" \\", r"\midrule"]
+    for row in t.rows:
+        label = latex_escape(row.label) + (r"$^\dagger$" if row.kind == "published" else "")
+        if row.kind == "threshold":
+            cells = [_num(row.scores[L][0]) if L in row.scores else "" for L in t.lengths]
+            lines += [" & ".join([label, latex_escape(row.claimed or ""), ""] + cells
+                                 + ["", "", ""]) + r" \\", r"\midrule"]
+            continue
+        cells = [_tex_value(row.scores[L], t.threshold) if L in row.scores else "--"
+                 for L in t.lengths]
+        averages = [_tex_value(row.averages[k], t.threshold, underline=False)
+                    for k, _ in AVERAGES]
+        lines.append(" & ".join([label, latex_escape(row.claimed or "--"),
+                                 latex_escape(row.effective or "--")] + cells + averages)
+                     + r" \\")
+    caption = (f"Scores (\\%) per length: the mean over the tasks; scores above the threshold "
+               f"{t.threshold} (Llama2 (7B) at 4K) are underlined; runs with their 95\\,\\% "
+               f"intervals; $^\\dagger$ published results (sources in the report).")
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}",
+              r"\label{tab:ruler}", r"\end{table}"]
+    return "\n".join(lines) + "\n"
