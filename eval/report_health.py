@@ -84,6 +84,22 @@ class HealthFacts:
         return asdict(self)
 
     @classmethod
+    def shape_ok(cls, saved: Any) -> bool:
+        """Whether scores.json's `health` has this record's shape (fields a later version adds
+        are kept unchecked): a damaged file is refused where it is read
+        (`ruler.eval.results_schema`), never a traceback where the report uses it."""
+        if saved is None:
+            return True
+        if not isinstance(saved, dict):
+            return False
+        for name, value in saved.items():
+            if name not in _FIELD_CHECKS:
+                continue
+            if not _FIELD_CHECKS[name](value):
+                return False
+        return True
+
+    @classmethod
     def of(cls, saved: Mapping[str, Any] | None) -> "HealthFacts | None":
         if not isinstance(saved, Mapping):
             return None
@@ -422,3 +438,32 @@ def run_settings(run: Mapping[str, Any], variant: Mapping[str, Any] | None = Non
             "template_sha256": template.get("sha256"),
             "build_template_sha256": template.get("build_sha256"),
             "no_context": bool(variant.get("no_context"))}
+
+
+def _count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _counts(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
+
+
+def _opt(check: Any) -> Any:
+    return lambda v: v is None or check(v)
+
+
+_FIELD_CHECKS: dict[str, Any] = {
+    **{name: _counts for name in (
+        "answered", "cut_at_budget", "empty", "budget_exhausted", "unterminated", "refusals",
+        "prompt_mismatch", "prompt_unchecked", "skipped_context", "failed",
+        "max_tokens_by_task")},
+    "framework": lambda v: isinstance(v, str), "finish_known": _count,
+    "examples": lambda v: isinstance(v, dict) and all(
+        isinstance(k, str) and isinstance(x, list) and all(isinstance(i, str) for i in x)
+        for k, x in v.items()),
+    **{name: _opt(lambda v: isinstance(v, str)) for name in (
+        "mode", "decoding", "template_sha256", "build_template_sha256")},
+    "temperature": _opt(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
+    "max_tokens": _opt(_count), "reserved_budget": _opt(_count),
+    "no_context": lambda v: isinstance(v, bool),
+}

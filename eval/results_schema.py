@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.variants import record_ok
+from ruler.eval.report_health import HealthFacts
 from ruler.eval.strict_json import read_json
 
 SCORES_FORMAT = "ruler-scores/1"
@@ -138,7 +139,7 @@ SCORES_FIELDS: Fields = {
     "depth_items": (_depth_items, False), "depth_bins": (_or_none(_positive), False),
     "variant": (record_ok, False), "selection": (_selection, False),
     "predictions": (_predictions, False), "serving": (_or_none(_list_of(_dict)), False),
-    "prompt_check": (_prompt_check, False),
+    "prompt_check": (_prompt_check, False), "health": (HealthFacts.shape_ok, False),
 }
 
 

@@ -251,6 +251,7 @@ SCORES_DAMAGE = {
     "prompt check answered_as a list": (
         _json(_set("prompt_check", {"checked": 1, "differ": 0, "answered_as": ["m"]})),
         "prompt_check"),
+    "health counts a number": (_json(_set("health", {"answered": 3})), "health"),
     "an unknown variant": (_json(_set("variant", {"foo": 1})), "variant"),
     "serving an object": (_json(_set("serving", {"backend": "x"})), "serving"),
     "unverified a string": (_json(_set("cells", 0, "unverified", "3")), "unverified"),
