@@ -55,6 +55,15 @@ def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
                          f"with {flag} (a config holds one benchmark's rows)")
 
 
+def ruler2_prompt_mode(has_chat_template: bool) -> str:
+    """How RULERv2 rows are counted (`builder.tokenizer.PROMPT_MODES`): NeMo-Skills sends the
+    question as the one user message and the server adds the generation prompt, which is
+    what mode "reasoning" renders (a user turn and the generation prompt, nothing pre-filled;
+    "chat" would continue an empty assistant turn, which for Llama 3 lacks the "\n\n" the
+    generation prompt ends with). Without a chat template: BOS + the question ("base")."""
+    return "reasoning" if has_chat_template else "base"
+
+
 def benchmark_id(name: str) -> str:
     """The id `--benchmark NAME` means (v1, ruler, v2, ruler2), or a RulerError."""
     try:

@@ -55,6 +55,8 @@ def test_the_manifest_says_which_benchmark_and_the_rows_count_the_prompt_only(tw
     build_entry = read_manifest(out)["builds"]["llama-3.1--v2"]
     assert build_entry["benchmark"] == "ruler2" and build_entry["identity"]["benchmark"] == "ruler2"
     assert build_entry["official"] is False  # stand-in MMLU and HotpotQA
+    # counted as the server renders the question: the user turn and the generation prompt
+    assert build_entry["prompt_mode"] == "reasoning"
     sources = build_entry["sources"]
     assert set(sources) == {"mmlu", "hotpotqa_hub"}
     assert sources["mmlu"]["repo"] == "cais/mmlu" and sources["mmlu"]["revision"] is None

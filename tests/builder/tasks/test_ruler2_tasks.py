@@ -1,7 +1,8 @@
 """RULERv2's 12 generators on the real stand-in inputs and a real tokenizer: each sample fits
-L exactly as the model reads it, its answers are read off its input, and what upstream's
-generator guarantees holds (formats, id rules, answer kinds). Fixed strings are compared
-with upstream's own output in tests/benchmarks/test_ruler2_reference.py."""
+L exactly as the model reads it (the question as the user turn, the generation prompt after
+it), its answers are read off its input, and what upstream's generator guarantees holds
+(formats, id rules, answer kinds). Fixed strings are compared with upstream's own output in
+tests/package/test_ruler2_reference.py."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from collections import Counter
 
 import pytest
 
-from helpers.tasks import fit, generator, tokenizer
+from helpers.tasks import Sample, generator, tokenizer
+from ruler.builder.fitting import fit_sample
+from ruler.builder.rng import sample_rng
+from ruler.builder.tasks.benchmarks import ruler2_prompt_mode
 from ruler.builder.tasks.catalog import RULER2_TASKS
 from ruler.builder.tasks.family import family_of
 from ruler.builder.tasks.ruler2_items import split_item
@@ -20,6 +24,22 @@ from ruler.builder.tasks.ruler2_prompts import MMLU_CONTEXT, NIAH_MULTIPLE, NIAH
 
 L = 4096
 SAMPLES = 2
+
+
+MODE = ruler2_prompt_mode(True)  # llama-3.1 has a chat template: "reasoning"
+
+
+def fit(gen, index: int) -> Sample:
+    """A sample fitted as a build fits it, counted in RULERv2's prompt mode."""
+    ctx, task, tok = gen.ctx, gen.spec.name, gen.ctx.tokenizer
+    fitted = fit_sample(gen, index, lambda: sample_rng(ctx.seed, ctx.tokenizer_name, task, L,
+                                                       index),
+                        lambda d: tok.prompt_length(d.input, d.answer_prefix, MODE), L)
+    d = fitted.draft
+    row = {"task": task, "index": index, "input": d.input, "answer_prefix": d.answer_prefix,
+           "outputs": list(d.outputs), "length": fitted.length, "metric": gen.spec.metric,
+           "tokens_to_generate": gen.tokens_to_generate, "haystack_size": d.size}
+    return Sample(row, fitted)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +62,11 @@ def test_each_sample_fits_L_as_the_model_reads_it(rows, task):
     tok = tokenizer("llama-3.1")
     for sample, gen in rows[task]:
         row = sample.row
-        prompt = tok.prompt_length(row["input"], "")
-        assert row["length"] == prompt <= L  # the prompt only: no output reserved
+        prompt = tok.prompt_length(row["input"], "", MODE)
+        # the prompt only (no output reserved), as the server renders it: the user turn and
+        # the generation prompt, which ends "assistant<|end_header_id|>\n\n" for Llama 3
+        assert row["length"] == prompt <= L
+        assert prompt == tok.prompt_length(row["input"], "", "chat") + 1
         assert row["tokens_to_generate"] == 16384 and row["answer_prefix"] == ""
         assert prompt > 0.8 * L
         family = family_of(task)
