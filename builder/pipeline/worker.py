@@ -109,7 +109,7 @@ class Worker:
         Returns ((fitted, marks), counted exactly, certified).
         """
         task = gen.spec.name
-        self.fast.scope(task)
+        self.fast.scope(gen.count_scope)
         if self._certified.get(task) is False:
             return self._fit(gen, index, self.exact), True, False
         fitted, marks = self._fit(gen, index, self.fast)

@@ -14,7 +14,6 @@ import re
 from typing import Sequence
 
 from ruler.builder.rng import below
-from ruler.builder.tasks.base import joined
 from ruler.builder.tasks.ruler2_prompts import ITEM_SEPARATOR
 from ruler.builder.tasks.sampling import draw_unique
 
@@ -30,30 +29,66 @@ def draw_ids(rng: random.Random, count: int) -> list[str]:
     return draw_unique(rng, count, lambda r: number(r, 7))
 
 
-def join_items(head: str, items: Sequence[str], tail: str) -> tuple[str, tuple[str, ...]]:
-    """`head + "\\n\\n".join(items) + tail`, cut into pieces after each blank line (where the
-    next item starts with a non-space), and the tail's text after its leading newlines."""
-    return joined(head, items, ITEM_SEPARATOR, tail)
+def assemble(head: str, items: Sequence[str], tail: Sequence[str],
+             sep: str = ITEM_SEPARATOR) -> tuple[str, tuple[str, ...]]:
+    """`head + sep.join(items) + sep + "".join(tail)` and the same text in pieces for the
+    counter (builder.counting): the head in two (cut at its last space before a word), then
+    each item with the separator after it, then each tail part (a few-shot block's lines and
+    examples, each ending in its line break, then the problem). Every piece after the head
+    starts right after a line break with a non-space, a clean junction; one that does not is
+    glued to the piece before it.
+
+    So the frame the counter tokenizes whole (with the chat template) is the head and the
+    last tail part, which stay the same while the fitter tries sizes of one sample, and an
+    item is counted once, then recalled (`split_ids` cuts a new id off a known text)."""
+    cut = max(k for k in range(1, len(head) - 1) if head[k] == " " and not head[k + 1].isspace())
+    pieces = [head[:cut], head[cut:]]
+    for part in [*(item + sep for item in items), *tail]:
+        if not part or part[0].isspace():
+            pieces[-1] += part
+        else:
+            pieces.append(part)
+    return "".join(pieces), tuple(pieces)
 
 
-# "Question 1234567: text" / "Document 1234567:\ntext": the label, the id's first three digits
-# with the space before them, the rest of the id with the colon (and newline), and the text.
-_ITEM = re.compile(r"(Question|Document)( [0-9]{3})([0-9]{4}:\n?)(.*)", re.S)
+# A 7-digit id: the space before it, its first three digits, the rest (with ":" or ":\n").
+_ID = re.compile(r" [0-9]{7}(?![0-9])(:\n?)?")
+_ITEM_HEAD = re.compile(r"(Question|Document)( [0-9]{3})([0-9]{4}:\n?)")
 
 
-def split_item(piece: str) -> tuple[str, ...]:
-    """An item piece cut where no token of a registry tokenizer spans the cut (the id's
-    digits as a needle value's: tests/builder/test_counting.py), so a new id costs no new
-    tokenization: "Question" | " 123" | "4567:" | " text...\\n\\n". The text is cut off only
-    where it starts cleanly (a space then a non-space after "Question N:", a non-space after
-    "Document N:\\n"); otherwise it stays with the id."""
-    m = _ITEM.fullmatch(piece)
-    if m is None:
-        return (piece,)
-    label, first, rest, text = m.groups()
-    clean = (text[:1] == " " and text[1:2] not in ("", " ", "\n", "\t")) if label == "Question" \
-        else (text[:1] != "" and not text[0].isspace())
-    return (label, first, rest, text) if clean else (label, first, rest + text)
+def split_ids(piece: str) -> tuple[str, ...]:
+    """A piece cut around each 7-digit id where no token of a registry tokenizer spans the
+    cut (tests/builder/test_counting.py): before its space, after its first three digits (as
+    a needle value's), and after the id where the text goes on cleanly (a space then a
+    non-space, or a non-space after ":\n"), so a new id costs no new tokenization:
+    "Question" | " 123" | "4567:" | " text\n\n", "Document" | " 123" | "4567:\n" | "Title..",
+    "Please copy the Question" | " 123" | "4567" | " from the context ...". Where the text
+    does not go on cleanly (a second space, a full stop) it stays with the id's digits."""
+    head = _ITEM_HEAD.match(piece)
+    if head is not None and _ID.search(piece, head.end()) is None:  # an item: one id
+        label, first, rest = head.groups()
+        text = piece[head.end():]
+        clean = text[:1] != "" and not text[0].isspace() if rest.endswith("\n") \
+            else text[:1] == " " and text[1:2] != "" and not text[1].isspace()
+        return (label, first, rest, text) if clean else (label, first, rest + text)
+    out: list[str] = []
+    pos = 0
+    for m in _ID.finditer(piece):
+        start, end = m.start(), m.end()
+        if start > pos:
+            out.append(piece[pos:start])
+        out.append(piece[start:start + 4])
+        rest = piece[end:end + 2]
+        clean = (rest[:1] != "" and not rest[0].isspace()) if piece[end - 1:end] == "\n" \
+            else (rest[:1] == " " and rest[1:2] != "" and not rest[1].isspace())
+        if clean:
+            out.append(piece[start + 4:end])
+            pos = end
+        else:
+            pos = start + 4
+    if pos < len(piece):
+        out.append(piece[pos:])
+    return tuple(out)
 
 
 # A 10-digit value after " is:": " 123" | "456" | "789" | "0.\n"; digits group by three from

@@ -33,7 +33,7 @@ from ruler.builder.rng import below, derive_seed
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE
 from ruler.builder.tasks.family import TaskFamily, register_family
-from ruler.builder.tasks.ruler2_items import draw_ids, join_items, split_item
+from ruler.builder.tasks.ruler2_items import assemble, draw_ids, split_ids
 from ruler.builder.tasks.ruler2_prompts import (
     FEWSHOT,
     MMLU_CHOICES,
@@ -47,7 +47,6 @@ from ruler.builder.tasks.ruler2_prompts import (
 from ruler.builder.tasks.sampling import permutation_prefix
 
 LETTERS = "ABCD"
-_WHITESPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,17 @@ class MmluData:
     haystack: tuple[Question, ...]
 
 
+def one_space(text: str) -> str:
+    """`re.sub(r"\\s+", " ", text)`, upstream's rule (every whitespace run one space), made by
+    str.split, which splits at the same characters (str.isspace) several times faster: the
+    real auxiliary_train has 99,842 questions."""
+    words = text.split()
+    if not words:
+        return " " if text else ""
+    return (" " if text[0].isspace() else "") + " ".join(words) + \
+        (" " if text[-1].isspace() else "")
+
+
 def read_mmlu(source) -> MmluData:
     def questions(split: str) -> tuple[Question, ...]:
         out = []
@@ -73,7 +83,7 @@ def read_mmlu(source) -> MmluData:
                                  f"MMLU question (question, 4 choices, answer 0-3): {row!r}"[:300])
             text = MMLU_CHOICES.format(question=row["question"], c0=choices[0], c1=choices[1],
                                        c2=choices[2], c3=choices[3])
-            out.append(Question(_WHITESPACE.sub(" ", text), LETTERS[answer]))
+            out.append(Question(one_space(text), LETTERS[answer]))
         if not out:
             raise RulerError(f"source {source.spec.id!r} split {split} has no rows")
         return tuple(out)
@@ -106,6 +116,9 @@ class Ruler2MmluGenerator(TaskGenerator):
         self.data: MmluData = ctx.resource(f"ruler2-mmlu:{source.sha256}",
                                            lambda: read_mmlu(source))
 
+    #: The six tasks draw the same questions: their counts are made once for all six.
+    count_scope = "ruler2:mmlu"
+
     @property
     def min_size(self) -> int:
         return max(1, self.fewshot)  # the examples are haystack questions
@@ -130,19 +143,27 @@ class Ruler2MmluGenerator(TaskGenerator):
         return self.data.test[self._order[index]]
 
     def _ids(self, rng: random.Random, size: int) -> list[str]:
+        """n + 1 ids, the test question's last (upstream's layout). Without repeats every id
+        is drawn alike, so the test question's is drawn first: the problem naming it then
+        stays the same while the fitter tries sizes."""
         if self.num_order == 0:
-            return draw_ids(rng, size + 1)
+            ids = draw_ids(rng, size + 1)
+            return [*ids[1:], ids[0]]
         ids = draw_ids(rng, math.ceil((size + 1) / self.num_order)) * self.num_order
         rng.shuffle(ids)
         return ids[:size + 1]
 
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         needle = self.test_question(index)
+        # The questions and the ids come from streams of their own, so a larger draft of the
+        # sample has the smaller one's questions under the same ids (no shuffle of ids): the
+        # fitter's drafts then share their items, counted once.
+        picks, labels = (random.Random(rng.getrandbits(64)) for _ in range(2))
         pool = len(self.data.haystack)
         repeats = math.ceil(size / pool) if size > pool else 1
         picked = [self.data.haystack[p // repeats]
-                  for p in permutation_prefix(rng, pool * repeats, size)]
-        ids = self._ids(rng, size)
+                  for p in permutation_prefix(picks, pool * repeats, size)]
+        ids = self._ids(labels, size)
         examples = rng.sample(range(size), self.fewshot)
         at = below(rng, size + 1)  # random.randint(0, n)
         items = [*zip(picked, ids[:size])]
@@ -156,9 +177,9 @@ class Ruler2MmluGenerator(TaskGenerator):
         problem = self.problem.format(i=asked, order=asked_order)
         example = self._examples([items[e if e < at else e + 1] for e in examples])
         head = self.instruction + "\n\n"
-        tail = "\n\n" + example + problem
+        tail = "\n\n" + "".join(example) + problem
         lines = [MMLU_QUESTION.format(i=i, question=q.text) for q, i in items]
-        text, pieces = join_items(head, lines, tail)
+        text, pieces = assemble(head, lines, [*example, problem])
         starts = list(itertools.accumulate((len(line) + 2 for line in lines[:-1]),
                                            initial=len(head)))
         # niah asks for every question with the id; the others for the test question
@@ -171,18 +192,20 @@ class Ruler2MmluGenerator(TaskGenerator):
         return Draft(input=text, answer_prefix="", outputs=tuple(outputs),
                      gold_spans=tuple((starts[k], starts[k] + len(lines[k])) for k in gold),
                      context_span=(len(head), len(text) - len(tail)), size=size,
-                     pieces=pieces, refine=split_item)
+                     pieces=pieces, refine=split_ids)
 
-    def _examples(self, chosen: list[tuple[Question, str]]) -> str:
-        """The few-shot block (solve tasks): each example is the problem for one of the
-        haystack questions and its solution."""
+    def _examples(self, chosen: list[tuple[Question, str]]) -> list[str]:
+        """The few-shot block (solve tasks) in its lines and examples, each ending in its
+        blank line: each example is the problem for one of the haystack questions and its
+        solution."""
         if not chosen:
-            return ""
+            return []
         tail = MMLU_EXAMPLE_TAIL[self.algo_type]
         shots = [self.problem.format(i=i, order="")
                  + tail.format(i=i, question=q.text, solution=MMLU_SOLUTION.format(letter=q.letter))
                  for q, i in chosen]
-        return FEWSHOT.format(examples="\n\n".join(shots))
+        opening, closing = FEWSHOT.split("{examples}")
+        return [opening, *(shot + "\n\n" for shot in shots[:-1]), shots[-1] + closing]
 
 
 # --- checks ----------------------------------------------------------------------------------

@@ -17,11 +17,11 @@ import random
 import re
 from typing import Mapping
 
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.base import Draft, TaskGenerator, template_ends
 from ruler.builder.tasks.catalog import RULER2_NIAH, TaskSpec
 from ruler.builder.tasks.family import TaskFamily, register_family
 from ruler.builder.tasks.niah import _split_needle
-from ruler.builder.tasks.ruler2_items import number, split_value
+from ruler.builder.tasks.ruler2_items import assemble, number, split_value
 from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, NIAH_NEEDLE, NIAH_SINGLE
 from ruler.builder.words import AdjectiveNounKeys
 
@@ -79,6 +79,10 @@ class Ruler2NiahGenerator(TaskGenerator):
                 return other
 
     def _haystack(self, rng: random.Random, size: int, key: str) -> list[str]:
+        """`size` distractor lines. With v values per key: ceil(size / v) keys, the last
+        v * keys - size of them with v - 1 values (upstream's cut of its key list repeated v
+        times), shuffled. Keys and their values are drawn key after key, so a larger draft
+        holds a smaller one's lines (in another order) and the fitter's drafts share them."""
         v = self.values_per_key
         if v == 1:
             lines = []
@@ -86,9 +90,13 @@ class Ruler2NiahGenerator(TaskGenerator):
                 other = self._other_key(rng, key)
                 lines.append(self._line(other, number(rng, self.digits)))
             return lines
-        values = [number(rng, self.digits) for _ in range(size)]
-        keys = [self._other_key(rng, key) for _ in range(math.ceil(size / v))]
-        lines = [self._line(k, val) for k, val in zip((keys * v)[:size], values)]
+        keys = math.ceil(size / v)
+        short = keys * v - size  # keys with one value fewer: the last ones
+        lines = []
+        for k in range(keys):
+            other = self._other_key(rng, key)
+            values = [number(rng, self.digits) for _ in range(v)]
+            lines.extend(self._line(other, val) for val in values[:v - (k >= keys - short)])
         rng.shuffle(lines)
         return lines
 
@@ -97,7 +105,7 @@ class Ruler2NiahGenerator(TaskGenerator):
         values = [number(rng, self.digits) for _ in range(self.values_per_key)]
         needles = [self._line(key, v) for v in values]
         rng.shuffle(needles)
-        lines = self._haystack(rng, size, key)
+        lines = self._haystack(random.Random(rng.getrandbits(64)), size, key)
         slots = sorted(rng.sample(range(size), len(needles)))
         units: list[str] = []
         at: list[int] = []
@@ -109,7 +117,7 @@ class Ruler2NiahGenerator(TaskGenerator):
             prev = slot
         units.extend(lines[prev:])
         head, tail = template_ends(self.template, type_needle_v=self.type_asked, query=key)
-        text, pieces = joined(head, units, "\n", tail, clean=True)
+        text, pieces = assemble(head, units, [tail[1:]], sep="\n")  # tail: "\nWhat ..."
         starts, pos = {}, len(head)
         wanted = set(at)
         for i, unit in enumerate(units):

@@ -29,7 +29,7 @@ from ruler.builder.hub_sources import read_split
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_QA, get_task
 from ruler.builder.tasks.family import TaskFamily, register_family
-from ruler.builder.tasks.ruler2_items import draw_ids, join_items, split_item
+from ruler.builder.tasks.ruler2_items import assemble, draw_ids, split_ids
 from ruler.builder.tasks.ruler2_prompts import QA_CONTEXT, QA_DOCUMENT, QA_PARAGRAPH, QA_PROBLEM
 from ruler.builder.tasks.sampling import permutation_prefix
 
@@ -90,6 +90,9 @@ class Ruler2QaGenerator(TaskGenerator):
         self.data: HotpotData = ctx.resource(f"ruler2-hotpotqa:{source.sha256}",
                                              lambda: read_hotpotqa(source))
 
+    #: The four tasks draw the same paragraphs: their counts are made once for all four.
+    count_scope = "ruler2:hotpotqa"
+
     def check_samples(self, num_samples: int) -> None:
         if num_samples > len(self.data.questions):
             raise RulerError(f"task {self.spec.name}: the HotpotQA validation split has "
@@ -114,9 +117,12 @@ class Ruler2QaGenerator(TaskGenerator):
                              f"question {index}'s own")
         repeats = math.ceil(size / left) if size > left else 1
         exclude = {d * repeats + r for d in taken for r in range(repeats)}
+        # Documents and ids from streams of their own: a larger draft of the sample holds the
+        # smaller one's documents under the same ids, so the fitter's drafts share them.
+        picks, labels = (random.Random(rng.getrandbits(64)) for _ in range(2))
         picked = [docs[p // repeats]
-                  for p in permutation_prefix(rng, len(docs) * repeats, size, exclude)]
-        ids = draw_ids(rng, len(own) + size)  # the question's own first: the same at any size
+                  for p in permutation_prefix(picks, len(docs) * repeats, size, exclude)]
+        ids = draw_ids(labels, len(own) + size)  # the question's own first
         entries = [*zip(own, ids), *zip(picked, ids[len(own):])]
         order = list(range(len(entries)))
         rng.shuffle(order)
@@ -130,7 +136,7 @@ class Ruler2QaGenerator(TaskGenerator):
             problem = self.problem.format(question=q.question)
             outputs = (q.answer,)
         head, tail = self.instruction + "\n\n", "\n\n" + problem
-        text, pieces = join_items(head, lines, tail)
+        text, pieces = assemble(head, lines, [problem])
         starts, pos = [], len(head)
         for line in lines:
             starts.append(pos)
@@ -140,7 +146,7 @@ class Ruler2QaGenerator(TaskGenerator):
         return Draft(input=text, answer_prefix="", outputs=outputs,
                      gold_spans=tuple((starts[s], starts[s] + len(lines[s])) for s in gold_at),
                      context_span=(len(head), len(text) - len(tail)), size=size,
-                     pieces=pieces, refine=split_item)
+                     pieces=pieces, refine=split_ids)
 
 
 # --- checks ----------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from ruler.builder.tasks.benchmarks import RULER2, benchmark_of, ruler2_prompt_m
 from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.builder.tasks.common_words import CommonWordsGenerator
 from ruler.builder.tasks.niah import _split_needle
-from ruler.builder.tasks.ruler2_items import split_item
+from ruler.builder.tasks.ruler2_items import split_ids
 from ruler.builder.tasks.ruler2_niah import split_line
 from ruler.builder.tokenizer_registry import registry
 
@@ -166,10 +166,13 @@ def test_ten_digit_values_and_seven_digit_ids_cut_by_three_digits_add_up(tok_nam
         whole = tok.count(".\n" + line) - tok.count(".\n")
         assert sum(counter.piece_counts(list(pieces))) == whole, (tok_name, number)
     for id_ in (1000000, 9999999, 1234567, 9000009):
-        for item in (f"Question {id_}: What is 2+2? A. 1 B. 2\n\n",
-                     f"Document {id_}:\nTitle\nBody 12.\n\n"):
-            pieces = split_item(item)
-            assert len(pieces) == 4 and "".join(pieces) == item
+        for item, cuts in ((f"Question {id_}: What is 2+2? A. 1 B. 2\n\n", 4),
+                           (f"Document {id_}:\nTitle\nBody 12.\n\n", 4),
+                           (f"Please copy the Question {id_} from the context and then solve it "
+                            f"with an answer from A, B, C, D.\nQuestion {id_}: What? A. 1 B. 2"
+                            f"\nSolution: \\boxed{{A}}\n\n", 7)):
+            pieces = split_ids(item)
+            assert len(pieces) == cuts and "".join(pieces) == item
             whole = tok.count(".\n\n" + item) - tok.count(".\n\n")
             assert sum(counter.piece_counts(list(pieces))) == whole, (tok_name, item)
 

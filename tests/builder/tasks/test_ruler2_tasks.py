@@ -17,7 +17,7 @@ from ruler.builder.rng import sample_rng
 from ruler.builder.tasks.benchmarks import ruler2_prompt_mode
 from ruler.builder.tasks.catalog import RULER2_TASKS
 from ruler.builder.tasks.family import family_of
-from ruler.builder.tasks.ruler2_items import split_item
+from ruler.builder.tasks.ruler2_items import split_ids
 from ruler.builder.tasks.ruler2_mmlu import ordinal
 from ruler.builder.tasks.ruler2_niah import split_line
 from ruler.builder.tasks.ruler2_prompts import MMLU_CONTEXT, NIAH_MULTIPLE, NIAH_SINGLE, QA_CONTEXT
@@ -180,11 +180,33 @@ def test_a_needle_line_is_cut_into_recurring_parts():
                                                                          "0.")
 
 
-def test_an_item_is_cut_before_its_id_and_after_its_colon_where_clean():
-    assert split_item("Question 1234567: What is 2+2? A. 1 B. 2\n\n") == (
+def test_an_item_is_cut_around_its_ids_where_clean():
+    assert split_ids("Question 1234567: What is 2+2? A. 1 B. 2\n\n") == (
         "Question", " 123", "4567:", " What is 2+2? A. 1 B. 2\n\n")
-    assert split_item("Question 1234567:  In which dynasty?\n\n") == (
+    assert split_ids("Question 1234567:  In which dynasty?\n\n") == (
         "Question", " 123", "4567:  In which dynasty?\n\n")  # a leading space: not clean
-    assert split_item("Document 1234567:\nTitle\nBody.\n\n") == (
+    assert split_ids("Document 1234567:\nTitle\nBody.\n\n") == (
         "Document", " 123", "4567:\n", "Title\nBody.\n\n")
-    assert split_item("Something else") == ("Something else",)
+    assert split_ids("Please copy the Question 1234567 from the context.\nQuestion 1234567: "
+                     "Why?\nSolution: \\boxed{A}\n\n") == (
+        "Please copy the Question", " 123", "4567", " from the context.\nQuestion", " 123",
+        "4567:", " Why?\nSolution: \\boxed{A}\n\n")
+    assert split_ids("costs 1234567.5 and 12345678") == ("costs", " 123",
+                                                         "4567.5 and 12345678")
+    assert split_ids("Something else") == ("Something else",)
+
+
+def test_one_space_is_upstreams_whitespace_rule():
+    """`re.sub(r"\\s+", " ", text)` on every whitespace character Python knows, mixed with
+    text, leading, trailing and alone."""
+    import random
+    import sys
+
+    from ruler.builder.tasks.ruler2_mmlu import one_space
+
+    spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    rng = random.Random(0)
+    alphabet = [*spaces, "a", "b", ".", " "]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+        assert one_space(text) == re.sub(r"\s+", " ", text), repr(text)
