@@ -90,3 +90,53 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
      "upstream records no gold positions; the supporting facts are the paragraphs that hold "
      "the answer"),
 )
+
+#: RULERv2 (NeMo-Skills `ruler2`): what differs from NeMo-Skills' generators, and what it does,
+#: as measured on its own output (../shared/reference/nemo-skills-ruler2: llama-3.1, 4K and 8K,
+#: 50 samples a task, stand-in MMLU and HotpotQA; benchmarks/ruler2_reference.py prints the
+#: comparison). The card's RULERv2 section renders this list only.
+RULER2_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
+    ("all 12 tasks",
+     "every sample has its own RNG (seed, tokenizer config, task, length, index); the MMLU "
+     "test question of sample i is fixed per task by the seed alone",
+     "upstream's one global RNG is consumed by its size probes, so every row depends on the "
+     "tokenizer's probe trajectory (its MMLU tasks even ask about other test questions per "
+     "tokenizer); here any subset of a build gives the same rows, and every tokenizer's build "
+     "asks about the same MMLU questions. Distributions are unchanged: mean depth of the gold "
+     "item 0.45-0.58 here against 0.40-0.57 upstream, per task and length"),
+    ("qa_*",
+     "the haystack is HotpotQA's train paragraphs in sorted order",
+     "upstream builds it with `list(set(...))`, whose order follows the process's string hash "
+     "seed: all 50 rows of each qa task differ between PYTHONHASHSEED 1 and 2 (the reference "
+     "README); here two builds with different hash seeds are byte-identical"),
+    ("qa_*",
+     "a question's own paragraphs (supporting and distractor) are never drawn again into the "
+     "haystack under another id",
+     "upstream only subtracts their count, so a gold paragraph can appear twice under two ids "
+     "and the other id, a correct answer to qa_basic / qa_easy, scores wrong: in its rows "
+     "(stand-in pool of 100 questions' paragraphs) qa_basic 4 % / 4 %, qa_easy, qa_medium, "
+     "qa_hard 2 % / 10 % of rows at 4K / 8K; here 0 %. With the real train split (90,447 "
+     "questions) it happens only where a validation paragraph is also a train paragraph"),
+    ("all 12 tasks",
+     "`length` counts the prompt as the model reads it: the question as the user turn of the "
+     "tokenizer's chat template with the generation prompt (prompt mode `reasoning`; BOS + "
+     "question without a template), and it is at most L; the answer (`tokens_to_generate` = "
+     "16384) comes on top, as upstream's",
+     "upstream counts `tokenize(question)`: no chat template, no BOS; the template adds 10 "
+     "tokens for llama-3.1, 29 for qwen2.5, so the raw question here is that much shorter than "
+     "upstream allows"),
+    ("all 12 tasks",
+     "each sample is fitted on its own to the largest haystack whose prompt fits L",
+     "upstream sizes the haystack once from sample 0 and shrinks a sample 10 questions (5 "
+     "lines or documents) at a time, so its rows fall short of L: mean fill (raw prompt / L, "
+     "upstream's count) at 4K here 0.97-0.98 against 0.81-0.83 upstream for the MMLU tasks, "
+     "0.97-0.98 against 0.88-0.90 for qa, 0.995 against 0.985-0.99 for the needle tasks; at "
+     "8K 0.98-0.99 against 0.89-0.91, 0.98-0.99 against 0.93, 0.997 against 0.994-0.996"),
+    ("mk/mv MMLU, qa_*",
+     "the 7-digit ids of one prompt are distinct (the mv tasks still repeat each id up to 4 "
+     "times, as upstream); a distractor needle never has the asked key",
+     "upstream draws every id independently, so two items may share one and the problem then "
+     "names two: none did in its 4K and 8K rows (0 of 50 per cell), but the chance grows with "
+     "the square of the items: about 14 % of rows at 128K (some 1,600 questions among 9 "
+     "million ids)"),
+)

@@ -250,3 +250,22 @@ def test_a_card_rendered_for_a_release_is_current(out):
     assert card_is_current(released, Manifest.load(out))
     assert "seed: `42`" in released
     assert not card_is_current(released.replace("seed: `42`", "seed: `43`"), Manifest.load(out))
+
+
+def test_a_v2_config_gets_the_ruler2_section_and_a_v1_card_none(built_llama_v2, out):
+    from ruler.builder.differences import RULER2_DIFFERENCES
+    from ruler.builder.tasks.catalog import RULER2_TASKS
+
+    text = (built_llama_v2 / "README.md").read_text()
+    section = text[text.index("## RULERv2"):text.index("## Licences")]
+    for task in RULER2_TASKS:
+        row = _table_row(section, f"`{task}`")
+        assert f"`{TASKS[task].metric}`" in row and row.endswith("| yes |")
+    assert "Configs here: `llama-3.1--v2`." in section
+    assert "`cais/mmlu` config `all`" in section and "c30699e8356da336a370243923dbaf21066bb9fe" \
+        in section and "`llama-3.1--v2`: stand-in files, no revision (**not official**)" in section
+    for scope, what, _ in RULER2_DIFFERENCES:
+        assert f"| {scope} | {what} |" in section
+    assert 'load_dataset(<repo>, "<tokenizer>--v2", split="8192")' in section
+    assert "Unofficial build" in text  # stand-in MMLU and HotpotQA
+    assert "## RULERv2" not in (out / "README.md").read_text()
