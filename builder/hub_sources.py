@@ -149,21 +149,22 @@ def fetch(spec: "SourceSpec", dest_root: Path, timeout: float = 60.0) -> "Resolv
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
         staging = Path(tmp) / "files"
         staging.mkdir()
-        record = {"repo": hub.repo, "config": hub.config, "revision": None, "files": {}}
+        files: dict[str, dict] = {}  # repo path -> what was downloaded
         for split in hub.splits:
             rows = 0
             for f in split.files:
                 got = _download(hub, f, staging / f.path, Path(tmp) / "hub-cache", timeout)
-                record["revision"] = record["revision"] or got["revision"]
                 if got["revision"] != hub.revision:
                     raise RulerError(f"{hub.repo}: asked for revision {hub.revision}, the Hub "
                                      f"served {got['revision']}")
                 rows += got["rows"]
-                record["files"][f.path] = {"sha256": got["sha256"], "size": got["size"],
-                                           "rows": got["rows"]}
+                files[f.path] = {"sha256": got["sha256"], "size": got["size"],
+                                 "rows": got["rows"]}
             if rows != split.rows:
                 raise RulerError(f"{hub.repo} ({hub.config}) split {split.name}: {rows:,} rows "
                                  f"at {hub.revision}, expected {split.rows:,}")
+        record = {"repo": hub.repo, "config": hub.config, "revision": hub.revision,
+                  "files": files}
         (staging / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
                                       encoding="utf-8")
         replace_folder(staging, target)
