@@ -43,20 +43,23 @@ def _csv(value: Any) -> str:
 
 def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
           lengths: int | str | Iterable[int | str] = 4096, samples: int = 500,
-          out: str | Path | None = None, progress: bool = False,
+          out: str | Path | None = None, progress: bool = False, benchmark: str = "v1",
           **options: Any) -> "BuildReport":
     """`ruler build`: generate the tasks for `tokenizer` into `out` (default ./ruler-data).
 
-    `tasks`: names or a comma-separated string (default: all 13); `lengths`: ints or the
+    `benchmark`: "v1" (RULER) or "v2" (RULERv2, config `<tokenizer>--v2`); `tasks`: names or
+    a comma-separated string (default: all of the benchmark's); `lengths`: ints or the
     command's spellings ("4k,128k", "paper"); `options`: any other field of
     `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...).
     Returns the build's report (`.out`, `.config`, `.files`)."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.pipeline import BuildConfig, run_build
     from ruler.builder.pipeline.config import DEFAULT_OUT
+    from ruler.builder.tasks.benchmarks import BENCHMARKS, benchmark_id
 
-    cfg = BuildConfig(tokenizer=tokenizer,
-                      tasks=parse_tasks(None if tasks is None else _csv(tasks)),
+    bench = benchmark_id(benchmark)
+    cfg = BuildConfig(tokenizer=tokenizer, benchmark=bench,
+                      tasks=BENCHMARKS[bench] if tasks is None else parse_tasks(_csv(tasks)),
                       lengths=parse_lengths(_csv(lengths)), samples=samples,
                       out=Path(out if out is not None else DEFAULT_OUT), progress=progress,
                       **options)

@@ -108,3 +108,13 @@ def test_the_cli_builds_v2_by_name_and_refuses_an_unknown_benchmark(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "invalid choice: 'v3'" in done.stderr
     assert not (tmp_path / "x").exists()
+
+
+def test_the_python_api_builds_v2_for_qwen(tmp_path):
+    import ruler
+
+    report = ruler.build("qwen2.5", benchmark="v2", tasks="qa_hard,mv_niah_basic", lengths=L,
+                         samples=1, out=tmp_path, workers=1)
+    assert report.config == "qwen2.5--v2" and len(report.files) == 2
+    ds = ruler.load(tmp_path, "qwen2.5--v2", L)
+    assert sorted(ds["task"]) == ["mv_niah_basic", "qa_hard"] and max(ds["length"]) <= L
