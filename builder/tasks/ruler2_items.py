@@ -24,6 +24,14 @@ def number(rng: random.Random, digits: int) -> str:
     return str(low + below(rng, 9 * low))
 
 
+def aimed_step(max_seq_length: int, tokens_per_unit: int, least: int) -> int:
+    """The fitter's second probe (`TaskGenerator.calibration_step`) aimed near the final size
+    from a rough, fixed tokens-per-unit figure: the secant through it then lands within a few
+    units, and a sample takes about 4 probes instead of 6. Fixed, so a sample's probes, and its
+    row, depend on nothing but the sample."""
+    return max(least, round(0.9 * max_seq_length / tokens_per_unit))
+
+
 def draw_ids(rng: random.Random, count: int) -> list[str]:
     """`count` distinct 7-digit ids; the first k of a larger draw are those of a smaller one."""
     return draw_unique(rng, count, lambda r: number(r, 7))

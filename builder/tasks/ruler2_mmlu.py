@@ -33,7 +33,7 @@ from ruler.builder.rng import below, derive_seed
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE
 from ruler.builder.tasks.family import TaskFamily, register_family
-from ruler.builder.tasks.ruler2_items import assemble, draw_ids, split_ids
+from ruler.builder.tasks.ruler2_items import aimed_step, assemble, draw_ids, split_ids
 from ruler.builder.tasks.ruler2_prompts import (
     FEWSHOT,
     MMLU_CHOICES,
@@ -103,7 +103,10 @@ def ordinal(count: int) -> str:
 
 class Ruler2MmluGenerator(TaskGenerator):
     unit = "haystack questions"
-    calibration_step = 10  # upstream's `incremental`
+
+    @property
+    def calibration_step(self) -> int:
+        return aimed_step(self.max_seq_length, 90, 10)  # a question is about 90 tokens
 
     def __init__(self, spec, ctx, max_seq_length):
         super().__init__(spec, ctx, max_seq_length)

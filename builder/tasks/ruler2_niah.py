@@ -21,7 +21,7 @@ from ruler.builder.tasks.base import Draft, TaskGenerator, template_ends
 from ruler.builder.tasks.catalog import RULER2_NIAH, TaskSpec
 from ruler.builder.tasks.family import TaskFamily, register_family
 from ruler.builder.tasks.niah import _split_needle
-from ruler.builder.tasks.ruler2_items import assemble, number, split_value
+from ruler.builder.tasks.ruler2_items import aimed_step, assemble, number, split_value
 from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, NIAH_NEEDLE, NIAH_SINGLE
 from ruler.builder.words import AdjectiveNounKeys
 
@@ -50,7 +50,10 @@ def split_line(piece: str) -> tuple[str, ...]:
 
 class Ruler2NiahGenerator(TaskGenerator):
     unit = "haystack lines"
-    calibration_step = 25
+
+    @property
+    def calibration_step(self) -> int:
+        return aimed_step(self.max_seq_length, 20, 25)  # a line is about 20 tokens
 
     def __init__(self, spec, ctx, max_seq_length):
         super().__init__(spec, ctx, max_seq_length)

@@ -29,7 +29,7 @@ from ruler.builder.hub_sources import read_split
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_QA, get_task
 from ruler.builder.tasks.family import TaskFamily, register_family
-from ruler.builder.tasks.ruler2_items import assemble, draw_ids, split_ids
+from ruler.builder.tasks.ruler2_items import aimed_step, assemble, draw_ids, split_ids
 from ruler.builder.tasks.ruler2_prompts import QA_CONTEXT, QA_DOCUMENT, QA_PARAGRAPH, QA_PROBLEM
 from ruler.builder.tasks.sampling import permutation_prefix
 
@@ -77,7 +77,10 @@ def read_hotpotqa(source) -> HotpotData:
 
 class Ruler2QaGenerator(TaskGenerator):
     unit = "haystack documents"
-    calibration_step = 5  # upstream's `incremental`
+
+    @property
+    def calibration_step(self) -> int:
+        return aimed_step(self.max_seq_length, 150, 5)  # a document is about 150 tokens
 
     def __init__(self, spec, ctx, max_seq_length):
         super().__init__(spec, ctx, max_seq_length)
