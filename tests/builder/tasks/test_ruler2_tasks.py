@@ -210,3 +210,18 @@ def test_one_space_is_upstreams_whitespace_rule():
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
         assert one_space(text) == re.sub(r"\s+", " ", text), repr(text)
+
+
+@pytest.mark.parametrize("task", RULER2_TASKS)
+def test_the_row_check_finds_wrong_outputs(rows, task):
+    """`ruler verify`'s answer check (the family's check_row) reads the outputs off the input:
+    a changed output is found."""
+    check = family_of(task).check_row
+    row = dict(rows[task][0][0].row)
+    outputs = list(row["outputs"])
+    outputs[0] = "E" if row["metric"] == "multichoice" else outputs[0] + "0"
+    assert check(dict(row, outputs=outputs)) is not None
+    # a missing answer, too, where the input names every answer (qa_easy's supporting
+    # paragraphs are the source's fact: verify re-derives them with the source instead)
+    if not task.startswith("qa_") and len(outputs) > 1:
+        assert check(dict(row, outputs=list(row["outputs"])[1:])) is not None
