@@ -25,7 +25,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ruler.builder.atomic import replace_folder
 from ruler.builder.errors import RulerError
@@ -65,9 +65,6 @@ class HubDataset:
     splits: tuple[HubSplit, ...]
     #: Columns each split must have (a download, or a stand-in, in the wrong schema is refused).
     columns: tuple[str, ...] = ()
-
-    def split(self, name: str) -> HubSplit:
-        return next(s for s in self.splits if s.name == name)
 
 
 @dataclass(frozen=True)
@@ -238,9 +235,3 @@ def read_split(source: "ResolvedSource", split: str, columns: Sequence[str]) -> 
     paths = split_paths(source, split)
     parquet_rows(paths, columns, f"source {source.spec.id!r} split {split}")
     return [row for p in paths for row in pq.read_table(p, columns=list(columns)).to_pylist()]
-
-
-def describe(spec: "SourceSpec") -> Mapping[str, str]:
-    """For messages: where the pinned files come from."""
-    hub = spec.hub
-    return {"repo": hub.repo, "config": hub.config, "revision": hub.revision}
