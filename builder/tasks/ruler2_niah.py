@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 import re
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from ruler.builder.tasks.base import Draft, TaskGenerator, template_ends
@@ -81,34 +82,38 @@ class Ruler2NiahGenerator(TaskGenerator):
             if other != key:
                 return other
 
-    def _haystack(self, rng: random.Random, size: int, key: str) -> list[str]:
-        """`size` distractor lines. With v values per key: ceil(size / v) keys, the last
-        v * keys - size of them with v - 1 values (upstream's cut of its key list repeated v
-        times), shuffled. Keys and their values are drawn key after key, so a larger draft
-        holds a smaller one's lines (in another order) and the fitter's drafts share them."""
+    def _haystack(self, stream: int, size: int, key: str,
+                  order: random.Random) -> list[str]:
+        """`size` distractor lines from the sample's line stream (`stream` seeds it). With v
+        values per key: ceil(size / v) keys, the last v * keys - size of them with v - 1
+        values (upstream's cut of its key list repeated v times), shuffled by `order`. Keys
+        and their values are drawn key after key, so a larger draft holds a smaller one's
+        lines; the stream is kept for the sample's next draft (`_Lines`), which only draws
+        what it lacks."""
+        lines = self.__dict__.get("_lines")
+        if lines is None or (lines.stream, lines.key) != (stream, key):
+            lines = self.__dict__["_lines"] = _Lines(stream, key, random.Random(stream))
         v = self.values_per_key
+        groups = math.ceil(size / v)
+        while len(lines.groups) < groups:  # one key and its v values each
+            other = self._other_key(lines.rng, key)
+            lines.groups.append(tuple(self._line(other, number(lines.rng, self.digits))
+                                      for _ in range(v)))
         if v == 1:
-            lines = []
-            for _ in range(size):
-                other = self._other_key(rng, key)
-                lines.append(self._line(other, number(rng, self.digits)))
-            return lines
-        keys = math.ceil(size / v)
-        short = keys * v - size  # keys with one value fewer: the last ones
-        lines = []
-        for k in range(keys):
-            other = self._other_key(rng, key)
-            values = [number(rng, self.digits) for _ in range(v)]
-            lines.extend(self._line(other, val) for val in values[:v - (k >= keys - short)])
-        rng.shuffle(lines)
-        return lines
+            return [group[0] for group in lines.groups[:size]]
+        short = groups * v - size  # keys with one value fewer: the last ones
+        out = [line for k, group in enumerate(lines.groups[:groups])
+               for line in group[:v - (k >= groups - short)]]
+        order.shuffle(out)
+        return out
 
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         key = self.keys.draw(rng)
         values = [number(rng, self.digits) for _ in range(self.values_per_key)]
         needles = [self._line(key, v) for v in values]
         rng.shuffle(needles)
-        lines = self._haystack(random.Random(rng.getrandbits(64)), size, key)
+        stream, order = rng.getrandbits(64), random.Random(rng.getrandbits(64))
+        lines = self._haystack(stream, size, key, order)
         slots = sorted(rng.sample(range(size), len(needles)))
         units: list[str] = []
         at: list[int] = []
@@ -131,6 +136,17 @@ class Ruler2NiahGenerator(TaskGenerator):
         return Draft(input=text, answer_prefix="", outputs=tuple(values), gold_spans=gold,
                      context_span=(len(head), len(text) - len(tail)), size=size,
                      pieces=pieces, refine=split_line)
+
+
+@dataclass
+class _Lines:
+    """One sample's distractor lines drawn so far: the fitter drafts a sample at several
+    sizes, and each draft takes the first lines of one stream."""
+
+    stream: int
+    key: str
+    rng: random.Random
+    groups: list[tuple[str, ...]] = field(default_factory=list)
 
 
 # --- checks ----------------------------------------------------------------------------------
