@@ -21,12 +21,20 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--sources", dest="sources_dir", default=None)
     ls.set_defaults(func=run_list)
     f = s.add_parser("fetch", help="download official files and check their sha256")
-    downloadable = ", ".join(k for k, v in sources.SOURCES.items() if v.downloadable)
+    hub = ", ".join(k for k, v in sources.SOURCES.items() if v.hub is not None)
     f.add_argument("ids", nargs="*",
-                   help=f"sources to fetch (default: all downloadable: {downloadable})")
+                   help=f"sources to fetch (default: RULER's downloadable ones: "
+                        f"{', '.join(_default_fetch())}; RULERv2's Hub datasets, some 400 MB, "
+                        f"by name: {hub})")
     f.add_argument("--dest", default=None,
                    help=f"target folder (default: {sources.default_cache_dir()})")
     f.set_defaults(func=run_fetch)
+
+
+def _default_fetch() -> list[str]:
+    """What `ruler sources fetch` gets unasked: the files with official URLs (RULER's), not
+    the Hub datasets only RULERv2 reads."""
+    return [k for k, v in sources.SOURCES.items() if v.urls]
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -43,7 +51,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    ids = args.ids or [k for k, v in sources.SOURCES.items() if v.downloadable]
+    ids = args.ids or _default_fetch()
     unknown = [i for i in ids if i not in sources.SOURCES]
     if unknown:
         raise RulerError(f"unknown source(s) {', '.join(unknown)}; "

@@ -9,9 +9,10 @@ purpose (the mv tasks' `num_order`), the repetition is upstream's.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
-from typing import Sequence
+from typing import AbstractSet, Callable, Iterator, Sequence
 
 from ruler.builder.rng import below
 from ruler.builder.tasks.ruler2_prompts import ITEM_SEPARATOR
@@ -35,6 +36,53 @@ def aimed_step(max_seq_length: int, tokens_per_unit: int, least: int) -> int:
 def draw_ids(rng: random.Random, count: int) -> list[str]:
     """`count` distinct 7-digit ids; the first k of a larger draw are those of a smaller one."""
     return draw_unique(rng, count, lambda r: number(r, 7))
+
+
+def id_stream(rng: random.Random) -> Iterator[str]:
+    """`draw_ids`'s ids one at a time (the same ids, in the same order)."""
+    seen: set[str] = set()
+    while True:
+        drawn = number(rng, 7)
+        if drawn not in seen:
+            seen.add(drawn)
+            yield drawn
+
+
+def permutation_stream(rng: random.Random, n: int,
+                       exclude: AbstractSet[int] = frozenset()) -> Iterator[int]:
+    """`sampling.permutation_prefix`'s picks one at a time: its first k are the prefix of k."""
+    moved: dict[int, int] = {}
+    for i in range(n):
+        j = i + below(rng, n - i)
+        picked = moved.get(j, j)
+        moved[j] = moved.get(i, i)
+        if picked not in exclude:
+            yield picked
+
+
+class SampleStreams:
+    """What one sample has drawn from its streams so far, kept between the fitter's drafts of
+    it: a draft takes the first k draws of each stream (a larger draft extends a smaller one),
+    so a second draft draws and formats only what the first did not. `key` identifies the
+    sample's streams (their seeds); a new key starts afresh (one sample at a time)."""
+
+    def __init__(self) -> None:
+        self._key: object = None
+        self._drawn: dict[object, tuple[Iterator, list]] = {}
+
+    def first(self, key: object, name: object, count: int,
+              start: Callable[[], Iterator]) -> list:
+        """The first `count` items of stream `name` (made by `start()` the first time)."""
+        if key != self._key:
+            self._key, self._drawn = key, {}
+        if name not in self._drawn:
+            self._drawn[name] = (start(), [])
+        stream, drawn = self._drawn[name]
+        if count > len(drawn):
+            drawn.extend(itertools.islice(stream, count - len(drawn)))
+            if count > len(drawn):
+                raise ValueError(f"stream {name!r} ends after {len(drawn)} items")
+        return drawn[:count]
 
 
 def assemble(head: str, items: Sequence[str], tail: Sequence[str],

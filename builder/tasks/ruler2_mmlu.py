@@ -33,7 +33,15 @@ from ruler.builder.rng import below, derive_seed
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE
 from ruler.builder.tasks.family import TaskFamily, register_family
-from ruler.builder.tasks.ruler2_items import aimed_step, assemble, draw_ids, split_ids
+from ruler.builder.tasks.ruler2_items import (
+    SampleStreams,
+    aimed_step,
+    assemble,
+    draw_ids,
+    id_stream,
+    permutation_stream,
+    split_ids,
+)
 from ruler.builder.tasks.ruler2_prompts import (
     FEWSHOT,
     MMLU_CHOICES,
@@ -145,28 +153,35 @@ class Ruler2MmluGenerator(TaskGenerator):
     def test_question(self, index: int) -> Question:
         return self.data.test[self._order[index]]
 
-    def _ids(self, rng: random.Random, size: int) -> list[str]:
+    def _ids(self, key: tuple[int, int], seed: int, size: int) -> list[str]:
         """n + 1 ids, the test question's last (upstream's layout). Without repeats every id
         is drawn alike, so the test question's is drawn first: the problem naming it then
         stays the same while the fitter tries sizes."""
         if self.num_order == 0:
-            ids = draw_ids(rng, size + 1)
+            ids = self._streams.first(key, "ids", size + 1,
+                                      lambda: id_stream(random.Random(seed)))
             return [*ids[1:], ids[0]]
-        ids = draw_ids(rng, math.ceil((size + 1) / self.num_order)) * self.num_order
-        rng.shuffle(ids)
+        labels = random.Random(seed)
+        ids = draw_ids(labels, math.ceil((size + 1) / self.num_order)) * self.num_order
+        labels.shuffle(ids)
         return ids[:size + 1]
+
+    @cached_property
+    def _streams(self) -> SampleStreams:
+        return SampleStreams()
 
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         needle = self.test_question(index)
         # The questions and the ids come from streams of their own, so a larger draft of the
         # sample has the smaller one's questions under the same ids (no shuffle of ids): the
-        # fitter's drafts then share their items, counted once.
-        picks, labels = (random.Random(rng.getrandbits(64)) for _ in range(2))
+        # fitter's drafts then share their items, counted once, and draw them once.
+        picks, labels = rng.getrandbits(64), rng.getrandbits(64)
         pool = len(self.data.haystack)
         repeats = math.ceil(size / pool) if size > pool else 1
-        picked = [self.data.haystack[p // repeats]
-                  for p in permutation_prefix(picks, pool * repeats, size)]
-        ids = self._ids(labels, size)
+        picked = [self.data.haystack[p // repeats] for p in self._streams.first(
+            (picks, labels), ("picks", pool * repeats), size,
+            lambda: permutation_stream(random.Random(picks), pool * repeats))]
+        ids = self._ids((picks, labels), labels, size)
         examples = rng.sample(range(size), self.fewshot)
         at = below(rng, size + 1)  # random.randint(0, n)
         items = [*zip(picked, ids[:size])]

@@ -22,6 +22,7 @@ import math
 import random
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Mapping
 
 from ruler.builder.errors import RulerError
@@ -29,9 +30,15 @@ from ruler.builder.hub_sources import read_split
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_QA, get_task
 from ruler.builder.tasks.family import TaskFamily, register_family
-from ruler.builder.tasks.ruler2_items import aimed_step, assemble, draw_ids, split_ids
+from ruler.builder.tasks.ruler2_items import (
+    SampleStreams,
+    aimed_step,
+    assemble,
+    id_stream,
+    permutation_stream,
+    split_ids,
+)
 from ruler.builder.tasks.ruler2_prompts import QA_CONTEXT, QA_DOCUMENT, QA_PARAGRAPH, QA_PROBLEM
-from ruler.builder.tasks.sampling import permutation_prefix
 
 COLUMNS = ("question", "answer", "supporting_facts", "context")
 
@@ -96,6 +103,10 @@ class Ruler2QaGenerator(TaskGenerator):
     #: The four tasks draw the same paragraphs: their counts are made once for all four.
     count_scope = "ruler2:hotpotqa"
 
+    @cached_property
+    def _streams(self) -> SampleStreams:
+        return SampleStreams()
+
     def check_samples(self, num_samples: int) -> None:
         if num_samples > len(self.data.questions):
             raise RulerError(f"task {self.spec.name}: the HotpotQA validation split has "
@@ -122,10 +133,13 @@ class Ruler2QaGenerator(TaskGenerator):
         exclude = {d * repeats + r for d in taken for r in range(repeats)}
         # Documents and ids from streams of their own: a larger draft of the sample holds the
         # smaller one's documents under the same ids, so the fitter's drafts share them.
-        picks, labels = (random.Random(rng.getrandbits(64)) for _ in range(2))
-        picked = [docs[p // repeats]
-                  for p in permutation_prefix(picks, len(docs) * repeats, size, exclude)]
-        ids = draw_ids(labels, len(own) + size)  # the question's own first
+        picks, labels = rng.getrandbits(64), rng.getrandbits(64)
+        streams = self._streams
+        picked = [docs[p // repeats] for p in streams.first(
+            picks, ("picks", repeats), size,
+            lambda: permutation_stream(random.Random(picks), len(docs) * repeats, exclude))]
+        ids = streams.first(picks, "ids", len(own) + size,  # the question's own first
+                            lambda: id_stream(random.Random(labels)))
         entries = [*zip(own, ids), *zip(picked, ids[len(own):])]
         order = list(range(len(entries)))
         rng.shuffle(order)

@@ -147,3 +147,24 @@ def test_the_registry_pins_what_third_parties_publish():
     assert hotpot.revision == "1908d6afbbead072334abe2965f91bd2709910ab"
     assert [(s.name, s.rows, len(s.files)) for s in hotpot.splits] == [("train", 90_447, 2),
                                                                       ("validation", 7_405, 1)]
+
+
+def test_release_with_sources_keeps_a_fetched_copy_official(mmlu_hub, tmp_path):
+    """`ruler release --with-sources` puts a fetched copy under sources/ in its repo layout,
+    with its fetch record, so `--sources <release>/sources` finds it official again."""
+    import shutil
+
+    from ruler.release import _hub_source_files
+
+    dest = tmp_path / "sources"
+    sources.fetch("mmlu", dest)
+    found = sources.resolve("mmlu", dest)
+    planned = _hub_source_files(found)
+    assert sorted(p.path_in_repo for p in planned) == sorted(
+        f"sources/mmlu/hub/{name}" for name in (TEST, AUX, RECORD))
+    copy = tmp_path / "release"
+    for p in planned:
+        (copy / p.path_in_repo).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p.local, copy / p.path_in_repo)
+    again = sources.resolve("mmlu", copy / "sources")
+    assert again.official and again.sha256 == found.sha256
