@@ -25,14 +25,11 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from ruler.builder.atomic import replace_folder
 from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
-
-if TYPE_CHECKING:
-    from ruler.builder.sources import ResolvedSource, SourceSpec
+from ruler.builder.hashing import directory_digest, file_sha256
 
 #: Written by `fetch` beside the files: the repo, the commit the Hub served, each file's sha256.
 RECORD = "ruler-source.json"
@@ -77,11 +74,10 @@ class FoundFiles:
     pinned_layout: bool
 
 
-def find(spec: "SourceSpec", root: Path) -> FoundFiles | None:
+def find(hub: HubDataset, relpath: str, root: Path) -> FoundFiles | None:
     """The pinned files under `root/<relpath>`, else stand-ins of every split under `root`,
     else None."""
-    hub = spec.hub
-    folder = root / spec.relpath
+    folder = root / relpath
     if all((folder / f.path).is_file() for s in hub.splits for f in s.files):
         return FoundFiles(folder, {s.name: tuple(f.path for f in s.files) for s in hub.splits},
                           True)
@@ -95,11 +91,19 @@ def find(spec: "SourceSpec", root: Path) -> FoundFiles | None:
                              for name, ps in found.items()}, False)
 
 
-def inspect(spec: "SourceSpec", files: FoundFiles) -> "ResolvedSource":
-    """Hash the files and decide whether they are the official ones (module docstring)."""
-    from ruler.builder.sources import ResolvedSource, directory_digest
+@dataclass(frozen=True)
+class Checked:
+    """What a copy is: its digest over every file's sha256, whether it is the official one,
+    each file's sha256 and the commit it was fetched at (None for stand-ins)."""
 
-    hub = spec.hub
+    sha256: str
+    official: bool
+    hashes: dict[str, str]
+    revision: str | None
+
+
+def inspect(hub: HubDataset, files: FoundFiles) -> Checked:
+    """Hash the files and decide whether they are the official ones (module docstring)."""
     hashes = {rel: file_sha256(files.folder / rel)
               for rels in files.splits.values() for rel in rels}
     record = read_record(files.folder) if files.pinned_layout else None
@@ -114,8 +118,7 @@ def inspect(spec: "SourceSpec", files: FoundFiles) -> "ResolvedSource":
                                     else None)
                 official = official and want is not None and hashes[f.path] == want
         revision = (record or {}).get("revision") or (hub.revision if official else None)
-    return ResolvedSource(spec, files.folder, directory_digest(hashes), official,
-                          files=dict(files.splits), hashes=hashes, revision=revision)
+    return Checked(directory_digest(hashes), official, hashes, revision)
 
 
 def read_record(folder: Path) -> dict | None:
@@ -126,22 +129,19 @@ def read_record(folder: Path) -> dict | None:
     return record if isinstance(record, dict) else None
 
 
-def official_digest(spec: "SourceSpec") -> str | None:
+def official_digest(hub: HubDataset) -> str | None:
     """The digest of the official files, when every pinned hash is known (else None: the
     official bytes are known only after a download)."""
-    from ruler.builder.sources import directory_digest
-
-    pins = {f.path: f.sha256 for s in spec.hub.splits for f in s.files}
+    pins = {f.path: f.sha256 for s in hub.splits for f in s.files}
     return None if None in pins.values() else directory_digest(pins)
 
 
 # --- the download ------------------------------------------------------------------------------
 
-def fetch(spec: "SourceSpec", dest_root: Path, timeout: float = 60.0) -> "ResolvedSource":
-    """Download the pinned files of `spec` into `dest_root/<relpath>`, checked (module
+def fetch(hub: HubDataset, relpath: str, dest_root: Path, timeout: float = 60.0) -> None:
+    """Download the pinned files of `hub` into `dest_root/<relpath>`, checked (module
     docstring); the folder appears whole or not at all."""
-    hub = spec.hub
-    target = dest_root / spec.relpath
+    target = dest_root / relpath
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
         staging = Path(tmp) / "files"
@@ -165,9 +165,6 @@ def fetch(spec: "SourceSpec", dest_root: Path, timeout: float = 60.0) -> "Resolv
         (staging / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
                                       encoding="utf-8")
         replace_folder(staging, target)
-    found = find(spec, dest_root)
-    assert found is not None and found.pinned_layout
-    return inspect(spec, found)
 
 
 def _download(hub: HubDataset, f: HubFile, dest: Path, cache: Path, timeout: float) -> dict:
@@ -223,13 +220,14 @@ def parquet_rows(paths: Sequence[Path], columns: Sequence[str], what: str) -> in
     return rows
 
 
-def split_paths(source: "ResolvedSource", split: str) -> list[Path]:
+def split_paths(source, split: str) -> list[Path]:
     """The files a resolved Hub source reads for `split`."""
     return [source.path / rel for rel in source.files[split]]
 
 
-def read_split(source: "ResolvedSource", split: str, columns: Sequence[str]) -> list[dict]:
-    """A split's rows (only `columns`), in file order, as dicts."""
+def read_split(source, split: str, columns: Sequence[str]) -> list[dict]:
+    """A split's rows (only `columns`), in file order, as dicts (`source`: a resolved Hub
+    source, `ruler.builder.sources.ResolvedSource`)."""
     import pyarrow.parquet as pq
 
     paths = split_paths(source, split)

@@ -10,7 +10,6 @@ real hash and marks itself unofficial.
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import shutil
@@ -24,7 +23,7 @@ from typing import Iterable, Mapping, Sequence
 from ruler.builder import hub_sources
 from ruler.builder.atomic import replace_folder, replacing
 from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
+from ruler.builder.hashing import directory_digest, file_sha256
 from ruler.builder.hub_sources import HubDataset, HubFile, HubSplit
 from ruler.builder.user_cache import user_cache_root
 
@@ -206,7 +205,7 @@ class ResolvedSource:
     def as_manifest(self) -> dict:
         if self.spec.hub is not None:
             official_sha256 = self.sha256 if self.official else \
-                hub_sources.official_digest(self.spec)
+                hub_sources.official_digest(self.spec.hub)
             return {"id": self.spec.id, "file": self.path.name, "sha256": self.sha256,
                     "official": self.official, "official_sha256": official_sha256,
                     "repo": self.spec.hub.repo, "config": self.spec.hub.config,
@@ -243,12 +242,6 @@ def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
     return dirs
 
 
-def directory_digest(hashes: Mapping[str, str]) -> str:
-    """One sha256 for several files: over the sorted "name sha256" lines."""
-    lines = "".join(f"{name} {digest}\n" for name, digest in sorted(hashes.items()))
-    return hashlib.sha256(lines.encode()).hexdigest()
-
-
 _directory_digest = directory_digest
 
 
@@ -269,15 +262,22 @@ def _inspect(spec: SourceSpec, path: Path) -> ResolvedSource:
     return ResolvedSource(spec, path, digest, digest == spec.sha256)
 
 
+def _hub_resolved(spec: SourceSpec, found: hub_sources.FoundFiles) -> ResolvedSource:
+    checked = hub_sources.inspect(spec.hub, found)
+    return ResolvedSource(spec, found.folder, checked.sha256, checked.official,
+                          files=dict(found.splits), hashes=checked.hashes,
+                          revision=checked.revision)
+
+
 def resolve(source_id: str, sources_dir: str | os.PathLike | None = None) -> ResolvedSource:
     """Find a source on disk, or raise a RulerError saying where to put it and how to get it."""
     spec = SOURCES[source_id]
     dirs = search_dirs(sources_dir)
     for root in dirs:
         if spec.hub is not None:
-            found = hub_sources.find(spec, root)
+            found = hub_sources.find(spec.hub, spec.relpath, root)
             if found is not None:
-                return hub_sources.inspect(spec, found)
+                return _hub_resolved(spec, found)
             continue
         for path in _candidates(spec, root):
             if path.exists() and (path.is_dir() == spec.is_directory):
@@ -291,7 +291,7 @@ def recheck(source: ResolvedSource) -> str | None:
     if not source.path.exists():
         return f"source {source.spec.id!r} not found at {source.path}"
     try:
-        found = (hub_sources.inspect(source.spec, hub_sources.FoundFiles(
+        found = (_hub_resolved(source.spec, hub_sources.FoundFiles(
             source.path, dict(source.files), source.revision is not None))
             if source.spec.hub is not None else _inspect(source.spec, source.path))
     except (RulerError, OSError) as e:
@@ -349,8 +349,9 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
     """
     spec = SOURCES[source_id]
     if spec.hub is not None and urls is None:
-        return hub_sources.fetch(spec, Path(dest_root) if dest_root else default_cache_dir(),
-                                 timeout)
+        root = Path(dest_root) if dest_root else default_cache_dir()
+        hub_sources.fetch(spec.hub, spec.relpath, root, timeout)
+        return _hub_resolved(spec, hub_sources.find(spec.hub, spec.relpath, root))
     urls = list(urls if urls is not None else spec.urls)
     if not urls:
         raise RulerError(f"source {spec.id!r} has no official download URL: {spec.how_to_get}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
-from ruler.builder.tasks import ruler2_prompts
+from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, TOTAL
 
 
 @dataclass(frozen=True)
@@ -158,14 +158,14 @@ def _ruler2_family(name: str, module: str, template: str, metric: str) -> Family
                       metric=metric, reserves_output=False)
 
 
-RULER2_NIAH = _ruler2_family("ruler2_niah", "ruler2_niah", ruler2_prompts.NIAH_MULTIPLE,
+RULER2_NIAH = _ruler2_family("ruler2_niah", "ruler2_niah", NIAH_MULTIPLE,
                              "ruler2_all")
-RULER2_MMLU = _ruler2_family("ruler2_mmlu", "ruler2_mmlu", ruler2_prompts.TOTAL, "ruler2_all")
-RULER2_MMLU_2STEPS = _ruler2_family("ruler2_mmlu_2steps", "ruler2_mmlu", ruler2_prompts.TOTAL,
+RULER2_MMLU = _ruler2_family("ruler2_mmlu", "ruler2_mmlu", TOTAL, "ruler2_all")
+RULER2_MMLU_2STEPS = _ruler2_family("ruler2_mmlu_2steps", "ruler2_mmlu", TOTAL,
                                     "ruler2_2steps")
-RULER2_MMLU_CHOICE = _ruler2_family("ruler2_mmlu_choice", "ruler2_mmlu", ruler2_prompts.TOTAL,
+RULER2_MMLU_CHOICE = _ruler2_family("ruler2_mmlu_choice", "ruler2_mmlu", TOTAL,
                                     "multichoice")
-RULER2_QA = _ruler2_family("ruler2_qa", "ruler2_qa", ruler2_prompts.TOTAL, "ruler2_part")
+RULER2_QA = _ruler2_family("ruler2_qa", "ruler2_qa", TOTAL, "ruler2_part")
 
 _FAMILY_SPECS: dict[str, FamilySpec] = {
     f.name: f for f in (NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA, RULER2_NIAH,

@@ -135,9 +135,9 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
             config_name(str(build.tokenizer.get("name"))), benchmark))
         if named != config or (recorded or {}) != variant or \
                 (build.identity or {}).get("benchmark", RULER) != benchmark:
-            problems.append(Problem(where, f"variant {variant} and benchmark {benchmark!r} do "
-                                           f"not match the config name (expected {named!r}) "
-                                           f"or the build identity"))
+            problems.append(Problem(where, f"variant {variant} (benchmark {benchmark!r}) "
+                                           f"does not match the config name (expected "
+                                           f"{named!r}) or the build identity"))
     return problems
 
 

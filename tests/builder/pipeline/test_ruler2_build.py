@@ -118,3 +118,17 @@ def test_the_python_api_builds_v2_for_qwen(tmp_path):
     assert report.config == "qwen2.5--v2" and len(report.files) == 2
     ds = ruler.load(tmp_path, "qwen2.5--v2", L)
     assert sorted(ds["task"]) == ["mv_niah_basic", "qa_hard"] and max(ds["length"]) <= L
+
+
+def test_a_manifest_whose_benchmark_and_tasks_disagree_is_refused(tmp_path):
+    import json
+
+    from ruler.builder.manifest import Manifest
+
+    build(tmp_path, "llama-3.1", ("mk_niah_basic",), (L,), 1, benchmark="ruler2", workers=1)
+    path = tmp_path / "manifest.json"
+    manifest = json.loads(path.read_text())
+    del manifest["builds"]["llama-3.1--v2"]["benchmark"]  # as if it were a RULER config
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(RulerError, match="benchmark 'ruler' lists another benchmark's task"):
+        Manifest.load(tmp_path)
