@@ -59,11 +59,12 @@ def _csv(value: Any) -> str:
 
 def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
           lengths: int | str | Iterable[int | str] = 4096, samples: int = 500,
-          out: str | Path | None = None, progress: bool = False,
+          out: str | Path | None = None, progress: bool = False, benchmark: str = "v1",
           **options: Any) -> "BuildReport":
     """`ruler build`: generate the tasks for `tokenizer` into `out` (default ./ruler-data).
 
-    `tasks`: names or a comma-separated string (default: all 13); `lengths`: ints or the
+    `benchmark`: "v1" (RULER) or "v2" (RULERv2, config `<tokenizer>--v2`); `tasks`: names or
+    a comma-separated string (default: all of the benchmark's); `lengths`: ints or the
     command's spellings ("4k,128k", "paper"); `options`: any other field of
     `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...),
     and `no_progress` as the flag spells it (the opposite of `progress`). Returns the build's
@@ -73,13 +74,15 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.pipeline import BuildConfig, run_build
     from ruler.builder.pipeline.config import DEFAULT_OUT
+    from ruler.builder.tasks.benchmarks import BENCHMARKS, benchmark_id
 
-    _check_keywords("build", options, {f.name for f in fields(BuildConfig)} - {"tokenizer"}
-                    | {"no_progress"})
+    _check_keywords("build", options, {f.name for f in fields(BuildConfig)}
+                    - {"tokenizer", "benchmark"} | {"no_progress"})
     if "no_progress" in options:
         progress = not options.pop("no_progress")
-    cfg = BuildConfig(tokenizer=tokenizer,
-                      tasks=parse_tasks(None if tasks is None else _csv(tasks)),
+    bench = benchmark_id(benchmark)
+    cfg = BuildConfig(tokenizer=tokenizer, benchmark=bench,
+                      tasks=BENCHMARKS[bench] if tasks is None else parse_tasks(_csv(tasks)),
                       lengths=parse_lengths(_csv(lengths)), samples=samples,
                       out=Path(out if out is not None else DEFAULT_OUT), progress=progress,
                       **options)

@@ -121,7 +121,9 @@ def source_files(manifest: Manifest, sources_dir: str | None) -> list[PlannedFil
         if found.sha256 != recorded[sid]:
             raise RulerError(f"source {sid!r} at {found.path} has sha256 {found.sha256}, but the "
                              f"build used {recorded[sid]}: point --sources at the copy it used")
-        if found.path.is_dir():  # exactly the files the registry hashes, nothing else there
+        if found.spec.hub is not None:  # the files the build read, where a rebuild finds them
+            files += _hub_source_files(found)
+        elif found.path.is_dir():  # exactly the files the registry hashes, nothing else there
             for name in sorted(found.spec.sha256):
                 p = found.path / name
                 files.append(PlannedFile(f"sources/{found.spec.relpath}/{name}",
@@ -133,6 +135,21 @@ def source_files(manifest: Manifest, sources_dir: str | None) -> list[PlannedFil
             files.append(PlannedFile(f"sources/{parent}/{found.path.name}",
                                      found.path.stat().st_size, local=found.path))
     return files
+
+
+def _hub_source_files(found) -> list[PlannedFile]:
+    """A Hub source's files under `sources/`: fetched ones in their repo layout with the fetch
+    record (`<relpath>/<repo path>`, so the copy stays official), stand-ins under their folder's
+    name (as `--sources` finds stand-ins)."""
+    from ruler.builder.hub_sources import RECORD
+
+    pinned = {f.path for split in found.spec.hub.splits for f in split.files}
+    fetched = set(found.hashes) <= pinned
+    prefix = found.spec.relpath if fetched else found.path.name
+    names = sorted(found.hashes) + ([RECORD] if fetched and (found.path / RECORD).is_file()
+                                    else [])
+    return [PlannedFile(f"sources/{prefix}/{name}", (found.path / name).stat().st_size,
+                        local=found.path / name) for name in names]
 
 
 def lm_eval_files(manifest: Manifest, repo_id: str, tag: str) -> list[PlannedFile]:

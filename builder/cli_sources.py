@@ -11,7 +11,9 @@ from ruler.builder.essay_fetch import converter_versions
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sources", help="list or download the pinned source inputs",
-                       description="The inputs tasks read (essays, SQuAD, HotpotQA, punkt_tab). "
+                       description="The inputs tasks read (essays, SQuAD, HotpotQA, punkt_tab; "
+                                   "RULERv2: MMLU and HotpotQA from the Hub at pinned "
+                                   "revisions). "
                                    f"Searched in --sources DIR, ${sources.SOURCES_ENV}, then "
                                    f"{sources.default_cache_dir()}.")
     s = p.add_subparsers(dest="sources_command", metavar="ACTION")
@@ -31,10 +33,13 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "equals the pinned corpus's; otherwise it is written all the same, builds "
                     "from it are marked unofficial, and essays/PaulGrahamEssays.fetch.json "
                     "beside it names the essays that differ or are missing (`ruler sources "
-                    "list` shows them).")
-    downloadable = ", ".join(k for k, v in sources.SOURCES.items() if v.urls or v.scraper)
+                    "list` shows them). RULERv2's MMLU and HotpotQA come from the Hub at "
+                    "pinned revisions, fetched by name.")
+    hub = ", ".join(k for k, v in sources.SOURCES.items() if v.hub is not None)
     f.add_argument("ids", nargs="*",
-                   help=f"sources to fetch (default: all downloadable: {downloadable})")
+                   help=f"sources to fetch (default: RULER's downloadable ones: "
+                        f"{', '.join(_default_fetch())}; RULERv2's Hub datasets, some 400 MB, "
+                        f"by name: {hub})")
     f.add_argument("--dest", default=None,
                    help=f"target folder (default: {sources.default_cache_dir()})")
     f.add_argument("--mirror", default=None, metavar="BASE",
@@ -45,23 +50,29 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     f.set_defaults(func=run_fetch)
 
 
+def _default_fetch() -> list[str]:
+    """What `ruler sources fetch` gets unasked: the files with official URLs (RULER's), not
+    the Hub datasets only RULERv2 reads."""
+    return [k for k, v in sources.SOURCES.items() if v.urls or v.scraper]
+
+
 def run_list(args: argparse.Namespace) -> int:
     missing = 0
     for spec, found, message in sources.status(args.sources_dir):
         if found is None:
             missing += 1
-            print(f"{spec.id:10} MISSING   {message}")
+            print(f"{spec.id:12} MISSING   {message}")
         else:
             tag = ("official" if found.official
                    else "UNOFFICIAL (hash differs: builds are marked unofficial)")
-            print(f"{spec.id:10} {tag:9} {found.path}  sha256 {found.sha256[:16]}…")
+            print(f"{spec.id:12} {tag:9} {found.path}  sha256 {found.sha256[:16]}…")
             if found.note:
-                print(f"{'':10} {found.note}")
+                print(f"{'':12} {found.note}")
     return 1 if missing else 0
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    ids = args.ids or [k for k, v in sources.SOURCES.items() if v.urls or v.scraper]
+    ids = args.ids or _default_fetch()
     unknown = [i for i in ids if i not in sources.SOURCES]
     if unknown:
         raise RulerError(f"unknown source(s) {', '.join(unknown)}; "
@@ -70,8 +81,9 @@ def run_fetch(args: argparse.Namespace) -> int:
         converter_versions()  # before any download: the missing package is one clear line
     for source_id in ids:
         got = sources.fetch(source_id, args.dest, mirror=args.mirror)
+        at = f" at {got.revision}" if got.revision else ""
         tag = "official" if got.official else "UNOFFICIAL: builds from it are marked unofficial"
-        print(f"{source_id}: {got.path} (sha256 {got.sha256[:16]}…, {tag})")
+        print(f"{source_id}: {got.path}{at} (sha256 {got.sha256[:16]}…, {tag})")
         if got.note:
             print(f"  {got.note}")
     return 0

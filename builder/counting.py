@@ -35,7 +35,7 @@ import bisect
 import itertools
 import operator
 import weakref
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ruler.builder.tasks.base import Draft
 from ruler.builder.tokenizer import Tokenizer
@@ -77,6 +77,8 @@ class PieceCounter(ExactCounter):
         self._cache = self._scopes.setdefault("", {})
         self._middle_memo: dict[int, tuple[weakref.ref, list[int]]] = {}
         self._frames: dict[tuple[str, str], int] = {}
+        self._head_counts: dict[str, int] = {}
+        self._frame_starts: dict[str, list[int]] = {}
         self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
 
     @staticmethod
@@ -179,7 +181,7 @@ class PieceCounter(ExactCounter):
         tok = self.tok
         starts = list(itertools.accumulate(map(len, pieces[:-1]), initial=0))
         head = pieces[0] + pieces[1]
-        n_head = tok.count(head)
+        n_head = self._recall(self._head_counts, head, lambda: tok.count(head))
         j = self._frame_end(pieces)
         # tokens before middle piece k (k = 2 .. j - 1), then before the frame's end
         before = list(itertools.accumulate(self._middle_counts(draft), initial=n_head))
@@ -190,14 +192,30 @@ class PieceCounter(ExactCounter):
                 out.append(tok.token_index_at(head, [c])[0])
             elif k >= j:  # in the frame's end, measured in the frame
                 frame = head + "".join(pieces[j:])
-                local = tok.token_index_at(frame, [len(head) + c - starts[j]])[0] - n_head
+                frame_starts = self._recall(self._frame_starts, frame,
+                                            lambda: tok.token_starts(frame))
+                at = len(head) + c - starts[j]  # as token_index_at, from remembered starts
+                local = (len(frame_starts) if at >= len(frame)
+                         else max(0, bisect.bisect_right(frame_starts, at) - 1)) - n_head
                 out.append(before[-1] + local)
+            elif c == starts[k]:  # a piece's first character starts its first token (the
+                out.append(before[k - 2])  # junction is clean: the counts add up there)
             else:
                 piece, anchor = pieces[k], self._anchor(pieces[k])
                 local = (tok.token_index_at(anchor + piece, [len(anchor) + c - starts[k]])[0]
                          - self._anchor_len[anchor])
                 out.append(before[k - 2] + local)
         return out
+
+    @staticmethod
+    def _recall(memo: dict, key: str, compute: Callable[[], Any]) -> Any:
+        """`memo[key]`, computed once (a small memo: a sample's drafts share their head and
+        frame, and RULERv2's heads are the same for every sample of a task)."""
+        if key not in memo:
+            if len(memo) >= 64:
+                memo.clear()
+            memo[key] = compute()
+        return memo[key]
 
 
 #: How a file's lengths were counted: recorded per file and per config in the manifest, and

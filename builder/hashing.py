@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Mapping
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -17,6 +18,13 @@ def file_sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def directory_digest(hashes: Mapping[str, str]) -> str:
+    """One sha256 for several files (a folder source, a Hub dataset's Parquet files): over the
+    sorted "name sha256" lines."""
+    lines = "".join(f"{name} {digest}\n" for name, digest in sorted(hashes.items()))
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def sha256_text(text: str) -> str:

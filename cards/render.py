@@ -27,6 +27,7 @@ from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards import real_model
 from ruler.cards.repeated import repeated_section
+from ruler.cards.ruler2 import ruler2_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
 
@@ -93,7 +94,7 @@ def licence_yaml(manifest: Manifest) -> dict[str, str]:
     if "essays" in used:  # text (c) Paul Graham sits next to generated and CC BY-SA text
         # `other` needs a name and a link; the card's Licences section is the licence text
         return {"license": "other", "license_name": "ruler-mixed", "license_link": CARD_NAME}
-    if used & {"squad", "hotpotqa"}:  # QA rows adapt CC BY-SA 4.0 text: share-alike applies
+    if used & {"squad", "hotpotqa", "hotpotqa_hub"}:  # QA rows adapt CC BY-SA 4.0 text
         return {"license": "cc-by-sa-4.0"}
     return {"license": GENERATOR_LICENSE.lower()}
 
@@ -328,6 +329,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         differences_table=differences_table(),
         real_model_section=real_model.card_section(),
         variants_section=variants_section(manifest),
+        ruler2_section=ruler2_section(manifest),
         licence_list=licence_list(manifest),
         **{s.key: s.body(manifest, repo_id, revision) for s in sections},
     )

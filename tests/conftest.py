@@ -40,11 +40,11 @@ def _files(out: Path) -> dict[str, tuple[int, int]]:
 
 
 def _shared_build(tmp_path_factory, name: str, tokenizer: str, tasks: tuple[str, ...],
-                  lengths: tuple[int, ...], samples: int) -> Iterator[Path]:
+                  lengths: tuple[int, ...], samples: int, **kw) -> Iterator[Path]:
     from helpers.builds import build
 
     out = tmp_path_factory.mktemp(name) / "ruler"
-    build(out, tokenizer, tasks, lengths, samples=samples, workers=1)
+    build(out, tokenizer, tasks, lengths, samples=samples, workers=1, **kw)
     files = _files(out)
     yield out
     changed = sorted(set(files.items()) ^ set(_files(out).items()))
@@ -79,6 +79,16 @@ def built_qwen_niah(tmp_path_factory) -> Iterator[Path]:
     """qwen2.5: niah_single_1 x 1024 x 4 samples (eval processes, backend results)."""
     yield from _shared_build(tmp_path_factory, "qwen_niah", "qwen2.5", ("niah_single_1",),
                              (1024,), 4)
+
+
+@pytest.fixture(scope="session")
+def built_llama_v2(tmp_path_factory) -> Iterator[Path]:
+    """llama-3.1: RULERv2's 12 tasks x 4096 x 2 samples, config llama-3.1--v2, from the
+    stand-in MMLU and HotpotQA (the comparison with upstream's output, the card)."""
+    from ruler.builder.tasks.catalog import RULER2_TASKS
+
+    yield from _shared_build(tmp_path_factory, "llama_v2", "llama-3.1", RULER2_TASKS, (4096,),
+                             2, benchmark="ruler2")
 
 
 @pytest.fixture(scope="session")

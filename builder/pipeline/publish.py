@@ -24,6 +24,7 @@ from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_loc
 from ruler.builder.pipeline.config import FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.seed_series import seed_clash
+from ruler.builder.tasks.benchmarks import RULER
 from ruler.cards.render import write_card
 
 
@@ -103,7 +104,11 @@ def entry_fields(recipe: BuildRecipe, identity: dict[str, Any]) -> dict[str, Any
               "samples": recipe.samples, "generator_version": identity["generator_version"],
               "packages": identity["packages"], "identity": identity}
     variant = recipe.variant.record()
-    return {**fields, "variant": variant} if variant else fields
+    if variant:
+        fields["variant"] = variant
+    if recipe.benchmark != RULER:
+        fields["benchmark"] = recipe.benchmark
+    return fields
 
 
 def listed_files(out: Path, manifest: Manifest, config: str) -> list[str]:

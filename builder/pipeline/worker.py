@@ -109,14 +109,14 @@ class Worker:
         Returns ((fitted, marks), counted exactly, certified).
         """
         task = gen.spec.name
-        self.fast.scope(task)
+        self.fast.scope(gen.count_scope)
         if self._certified.get(task) is False:
             return self._fit(gen, index, self.exact), True, False
         fitted, marks = self._fit(gen, index, self.fast)
         first = task not in self._certified
         if first or self.recipe.certify_every_row or index % SPOT_CHECK_EVERY == 0:
             d = fitted.draft
-            agrees = (self.exact.prompt_length(d) + gen.tokens_to_generate == fitted.length
+            agrees = (self.exact.prompt_length(d) + gen.reserved_tokens == fitted.length
                       and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
                                                      + list(d.context_span)) == marks)
             if not agrees and not first and not self.recipe.certify_every_row:

@@ -168,6 +168,18 @@ class TaskGenerator(ABC):
         per-task budget by default)."""
         return self.ctx.variant.tokens_to_generate(self.spec)
 
+    @property
+    def count_scope(self) -> str:
+        """The piece-count cache this generator's drafts use (builder.counting scopes): its
+        task's own by default, so one task's one-off pieces never evict another's; tasks that
+        draw the same texts (one source's documents) may share one."""
+        return self.spec.name
+
+    @property
+    def reserved_tokens(self) -> int:
+        """The tokens a row's `length` counts on top of its prompt (TaskSpec.counted_output)."""
+        return self.spec.counted_output(self.tokens_to_generate)
+
     @abstractmethod
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         """Build sample `index` with a haystack of `size` units, drawing only from `rng`."""

@@ -12,6 +12,8 @@ from __future__ import annotations
 import random
 from typing import AbstractSet, Mapping, Sequence
 
+from ruler.builder.rng import below
+
 
 def permutation_prefix(rng: random.Random, n: int, k: int,
                        exclude: AbstractSet[int] = frozenset()) -> list[int]:
@@ -28,7 +30,7 @@ def permutation_prefix(rng: random.Random, n: int, k: int,
     while len(out) < k:
         if i >= n:
             raise ValueError(f"cannot take {k} of {n} elements excluding {len(exclude)}")
-        j = rng.randrange(i, n)
+        j = i + below(rng, n - i)  # rng.randrange(i, n), the same draw without its overhead
         picked = moved.get(j, j)
         moved[j] = moved.get(i, i)
         i += 1

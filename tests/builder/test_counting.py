@@ -20,8 +20,12 @@ from ruler.builder.counting import ExactCounter, PieceCounter
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS
 from ruler.builder.tasks.base import joined
+from ruler.builder.tasks.benchmarks import RULER2, benchmark_of, ruler2_prompt_mode
+from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.builder.tasks.common_words import CommonWordsGenerator
 from ruler.builder.tasks.niah import _split_needle
+from ruler.builder.tasks.ruler2_items import split_ids
+from ruler.builder.tasks.ruler2_niah import split_line
 from ruler.builder.tokenizer_registry import registry
 
 
@@ -29,9 +33,17 @@ def _offsets(d):
     return [a for a, _ in d.gold_spans] + list(d.context_span)
 
 
+def _mode(tok, task: str) -> str:
+    """The prompt mode a build of `task` counts in (RULERv2: the generation prompt)."""
+    if benchmark_of(task) == RULER2:
+        return ruler2_prompt_mode(tok.has_chat_template)
+    return tok.default_mode()
+
+
 def _assert_counts_agree(gen, index: int, size: int) -> int:
     tok = gen.ctx.tokenizer
-    fast, exact = PieceCounter(tok, tok.default_mode()), ExactCounter(tok, tok.default_mode())
+    mode = _mode(tok, gen.spec.name)
+    fast, exact = PieceCounter(tok, mode), ExactCounter(tok, mode)
     rng = sample_rng(SEED, gen.ctx.tokenizer_name, gen.spec.name, gen.max_seq_length, index)
     d = gen.draft(index, rng, size)
     assert "".join(d.pieces) == d.input
@@ -45,7 +57,11 @@ def _assert_counts_agree(gen, index: int, size: int) -> int:
 #: tokenizer. The full suite proves every (task, tokenizer) pair.
 FAST_PAIRS = {("niah_single_1", "llama-3.1"), ("niah_single_3", "qwen2.5"),
               ("niah_multikey_3", "mistral-nemo"), ("vt", "gemma-3"), ("cwe", "llama-2"),
-              ("fwe", "gpt-4"), ("qa_1", "gpt-4o")}
+              ("fwe", "gpt-4"), ("qa_1", "gpt-4o"),
+              # RULERv2: needle lines with 10-digit values, MMLU questions (with solved
+              # examples) and HotpotQA documents under 7-digit ids
+              ("mv_niah_basic", "mistral-nemo"), ("mk_niah_hard", "llama-2"),
+              ("qa_easy", "gpt-4")}
 
 
 def _tasks_by_tokenizer():
@@ -132,6 +148,33 @@ def test_a_number_after_its_first_three_digits_is_a_clean_junction(tok_name):
         assert pieces[-2:] == (f" {str(number)[:3]}", f"{str(number)[3:]}.\n")
         whole = tok.count(".\n" + line) - tok.count(".\n")  # in context, after a line
         assert sum(counter.piece_counts(list(pieces))) == whole, (tok_name, number)
+
+
+@pytest.mark.parametrize("tok_name", list(registry()))
+def test_ten_digit_values_and_seven_digit_ids_cut_by_three_digits_add_up(tok_name):
+    """RULERv2's values (" 123" | "456" | "789" | "0.") and item ids (" 123" | "4567:") are
+    cut as a needle value after its first three digits, then after every third: clean by the
+    same argument (digits are tokens one by one, or pre-tokens of at most three from the
+    left of a run). Edge numbers included, the counts of the parts add up."""
+    tok = tokenizer(tok_name)
+    counter = PieceCounter(tok, "base")
+    for number in (1000000000, 1000000001, 9999999999, 1234567890, 9000000009, 4567890123):
+        line = f"One of the special magic numbers for bright-lantern is: {number}.\n"
+        pieces = split_line(line)
+        assert "".join(pieces) == line and pieces[-4:] == (
+            f" {str(number)[:3]}", str(number)[3:6], str(number)[6:9], f"{str(number)[9]}.\n")
+        whole = tok.count(".\n" + line) - tok.count(".\n")
+        assert sum(counter.piece_counts(list(pieces))) == whole, (tok_name, number)
+    for id_ in (1000000, 9999999, 1234567, 9000009):
+        for item, cuts in ((f"Question {id_}: What is 2+2? A. 1 B. 2\n\n", 4),
+                           (f"Document {id_}:\nTitle\nBody 12.\n\n", 4),
+                           (f"Please copy the Question {id_} from the context and then solve it "
+                            f"with an answer from A, B, C, D.\nQuestion {id_}: What? A. 1 B. 2"
+                            f"\nSolution: \\boxed{{A}}\n\n", 7)):
+            pieces = split_ids(item)
+            assert len(pieces) == cuts and "".join(pieces) == item
+            whole = tok.count(".\n\n" + item) - tok.count(".\n\n")
+            assert sum(counter.piece_counts(list(pieces))) == whole, (tok_name, item)
 
 
 def test_a_needle_line_is_cut_the_same_by_the_one_match_path_and_word_by_word():
@@ -294,11 +337,11 @@ def test_a_tokenizer_that_merges_across_junctions_is_counted_whole(tmp_path):
 
 @pytest.mark.slow
 def test_fast_and_exact_builds_write_the_same_rows(tmp_path):
-    kw = dict(tasks=list(TASKS), lengths=[4096], samples=2)
+    kw = dict(tasks=list(STANDARD_TASKS), lengths=[4096], samples=2)
     fast = build(tmp_path / "fast", "llama-2", **kw)
     build(tmp_path / "exact", "llama-2", exact_counts=True, **kw)
     assert all(f.exact_rows == 0 for f in fast.files)
     hashes = [{k: v["content_sha256"] for k, v in
                json.loads((tmp_path / o / "manifest.json").read_text())["files"].items()}
               for o in ("fast", "exact")]
-    assert len(hashes[0]) == len(TASKS) and hashes[0] == hashes[1]
+    assert len(hashes[0]) == len(STANDARD_TASKS) and hashes[0] == hashes[1]

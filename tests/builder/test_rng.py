@@ -22,3 +22,27 @@ def test_sample_rngs_are_stable_and_distinct():
     assert derive_seed(42, "llama-3.1", "vt", 4096, 0) == 9848725891089717848
     first = [sample_rng(42, "llama-3.1", "vt", 4096, i).random() for i in range(100)]
     assert len(set(first)) == 100
+
+
+def test_permutation_prefix_draws_what_randrange_draws():
+    """Its draws are `rng.randrange(i, n)`'s (v1 qa's documents depend on them): restated
+    with randrange here, the same picks and the same bits consumed."""
+    from ruler.builder.tasks.sampling import permutation_prefix
+
+    def with_randrange(rng, n, k, exclude):
+        moved, out, i = {}, [], 0
+        while len(out) < k:
+            j = rng.randrange(i, n)
+            picked, moved[j] = moved.get(j, j), moved.get(i, i)
+            i += 1
+            if picked not in exclude:
+                out.append(picked)
+        return out
+
+    for seed in range(50):
+        for n, k in ((10, 10), (1000, 37), (99842, 500), (7, 3)):
+            exclude = frozenset(range(0, n, 5)) if seed % 2 else frozenset()
+            k = min(k, n - len(exclude))
+            a, b = random.Random(seed), random.Random(seed)
+            assert permutation_prefix(a, n, k, exclude) == with_randrange(b, n, k, exclude)
+            assert a.getstate() == b.getstate()

@@ -20,7 +20,7 @@ from helpers.paths import ROOT
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.manifest import Manifest
 from ruler.builder.schema import ROW_SCHEMA
-from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards.render import GENERATOR_LICENSE, card_is_current, render_card, write_card
 from ruler.cli import main
 
@@ -90,7 +90,7 @@ def _table_row(text: str, first_cell: str) -> str:
 def test_body_is_rendered_from_catalog_schema_differences_and_manifest(out):
     text = (out / "README.md").read_text()
     m = manifest_of(out)
-    for spec in TASKS.values():  # all 13 tasks, facts from the catalog
+    for spec in (TASKS[t] for t in STANDARD_TASKS):  # all 13 tasks, facts from the catalog
         row = _table_row(text, f"`{spec.name}`")
         assert f"| {spec.tokens_to_generate} |" in row and f"`{spec.metric}`" in row
         assert all(f"{k}={v}" in row for k, v in spec.params.items())
@@ -126,7 +126,7 @@ def test_the_card_shows_the_real_model_check_from_its_measurement(out):
         row = _table_row(section, cell["task"])
         assert f"| {cell['ours']:.1f} | {cell['upstream']:.1f} | {cell['difference']:+.1f} " \
             in row and row.endswith(f"| {cell['no_context']:.1f} |")
-    assert {c["task"] for c in measured["cells"]} == set(TASKS)
+    assert {c["task"] for c in measured["cells"]} == set(STANDARD_TASKS)
     assert "the oracle (answering from the references) scores 100" in section
 
 
@@ -267,3 +267,22 @@ def test_a_card_rendered_for_a_release_is_current(out):
     assert card_is_current(released, Manifest.load(out))
     assert "seed: `42`" in released
     assert not card_is_current(released.replace("seed: `42`", "seed: `43`"), Manifest.load(out))
+
+
+def test_a_v2_config_gets_the_ruler2_section_and_a_v1_card_none(built_llama_v2, out):
+    from ruler.builder.differences import RULER2_DIFFERENCES
+    from ruler.builder.tasks.catalog import RULER2_TASKS
+
+    text = (built_llama_v2 / "README.md").read_text()
+    section = text[text.index("## RULERv2"):text.index("## Licences")]
+    for task in RULER2_TASKS:
+        row = _table_row(section, f"`{task}`")
+        assert f"`{TASKS[task].metric}`" in row and row.endswith("| yes |")
+    assert "Configs here: `llama-3.1--v2`." in section
+    assert "`cais/mmlu` config `all`" in section and "c30699e8356da336a370243923dbaf21066bb9fe" \
+        in section and "`llama-3.1--v2`: stand-in files, no revision (**not official**)" in section
+    for scope, what, _ in RULER2_DIFFERENCES:
+        assert f"| {scope} | {what} |" in section
+    assert 'load_dataset(<repo>, "<tokenizer>--v2", split="8192")' in section
+    assert "Unofficial build" in text  # stand-in MMLU and HotpotQA
+    assert "## RULERv2" not in (out / "README.md").read_text()

@@ -14,3 +14,4 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository: the package `ruler
 SHARED = Path(os.environ.get("RULER_SHARED") or ROOT.parent / "shared")
 TOKENIZERS = SHARED / "tokenizers"
 SOURCES = SHARED / "sources"
+REFERENCE = SHARED / "reference"

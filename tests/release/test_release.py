@@ -294,7 +294,8 @@ def test_dry_run_prints_the_plan_and_uploads_nothing(out, capsys, monkeypatch):
 def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hub, capsys):
     from ruler.builder.sources import resolve
 
-    recorded = {sid: resolve(sid, SOURCES) for sid in ("essays", "squad", "punkt_tab")}
+    recorded = {sid: resolve(sid, SOURCES)
+                for sid in ("essays", "squad", "punkt_tab", "mmlu", "hotpotqa_hub")}
     m = json.loads((out / "manifest.json").read_text())
     m["builds"]["gpt-4"]["sources"] = {sid: r.as_manifest() for sid, r in recorded.items()}
     m["builds"]["gpt-4"]["official"] = all(r.official for r in recorded.values())
@@ -306,6 +307,8 @@ def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hu
     stored = hub.stored_dir(REPO) / "sources"
     # the partial SQuAD copy keeps its own name; a rebuild pointed at sources/ finds both
     assert (stored / "squad" / recorded["squad"].path.name).is_file()
+    assert (stored / "mmlu" / "auxiliary_train.standin.parquet").is_file()  # a stand-in: named
+    assert (stored / "hotpotqa" / "ruler2.train.standin.parquet").is_file()  # as --sources finds
     for sid, r in recorded.items():
         assert resolve(sid, stored).sha256 == r.sha256
     m["builds"]["gpt-4"]["sources"]["essays"].update(sha256="0" * 64, official=False)
