@@ -1,4 +1,5 @@
-"""The 13 RULER tasks: templates, answer prefixes, budgets, metrics and parameters.
+"""The 13 RULER tasks and RULERv2's 12: templates, answer prefixes, budgets, metrics and
+parameters.
 
 This module is the single source of truth for every fact that must equal upstream RULER
 (NVIDIA/RULER `scripts/data/synthetic/constants.py`, `scripts/synthetic.yaml`,
@@ -18,6 +19,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
+from ruler.builder.tasks import ruler2_prompts
+
 
 @dataclass(frozen=True)
 class FamilySpec:
@@ -32,6 +35,10 @@ class FamilySpec:
     # imported the first time the family is asked for, so one family's dependencies never
     # load for another. None: registered by whoever registered its tasks (a plug-in).
     module: str | None = None
+    # True: a row's `length` counts the prompt plus `tokens_to_generate`, both within L
+    # (RULER v1). False: L bounds the prompt alone and the answer comes on top (RULERv2, whose
+    # generators fill L with the prompt and leave generation to the server's limit).
+    reserves_output: bool = True
 
 
 @dataclass(frozen=True)
@@ -130,8 +137,33 @@ QA = FamilySpec(
     metric="string_match_part",
 )
 
+# --- RULERv2 (NeMo-Skills `ruler2`): three generators, one family per metric --------------
+# The prompts are in `ruler2_prompts`; a family's `template` is the frame its generator fills.
+# No answer prefix (upstream's instruct prompts end with the question), 16,384 tokens to
+# generate (upstream's RULERv2 example: `++inference.tokens_to_generate=16384`, greedy), not
+# counted in `length`.
+
+RULER2_TOKENS_TO_GENERATE = 16384
+
+
+def _ruler2_family(name: str, module: str, template: str, metric: str) -> FamilySpec:
+    return FamilySpec(name=name, module=f"ruler.builder.tasks.{module}", template=template,
+                      answer_prefix="", tokens_to_generate=RULER2_TOKENS_TO_GENERATE,
+                      metric=metric, reserves_output=False)
+
+
+RULER2_NIAH = _ruler2_family("ruler2_niah", "ruler2_niah", ruler2_prompts.NIAH_MULTIPLE,
+                             "ruler2_all")
+RULER2_MMLU = _ruler2_family("ruler2_mmlu", "ruler2_mmlu", ruler2_prompts.TOTAL, "ruler2_all")
+RULER2_MMLU_2STEPS = _ruler2_family("ruler2_mmlu_2steps", "ruler2_mmlu", ruler2_prompts.TOTAL,
+                                    "ruler2_2steps")
+RULER2_MMLU_CHOICE = _ruler2_family("ruler2_mmlu_choice", "ruler2_mmlu", ruler2_prompts.TOTAL,
+                                    "multichoice")
+RULER2_QA = _ruler2_family("ruler2_qa", "ruler2_qa", ruler2_prompts.TOTAL, "ruler2_part")
+
 _FAMILY_SPECS: dict[str, FamilySpec] = {
-    f.name: f for f in (NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA)}
+    f.name: f for f in (NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA, RULER2_NIAH,
+                        RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE, RULER2_QA)}
 
 
 def _niah(name: str, haystack: str, key: str, value: str, k: int = 1, v: int = 1,
@@ -163,7 +195,50 @@ _TASK_LIST = (
 #: unless told otherwise ("all"), and what the card lists besides the tasks a folder holds.
 STANDARD_TASKS: tuple[str, ...] = tuple(t.name for t in _TASK_LIST)
 
-_TASKS: dict[str, TaskSpec] = {t.name: t for t in _TASK_LIST}
+
+def _ruler2_niah(name: str, num_needle_v: int) -> TaskSpec:
+    params = dict(type_haystack="needle", type_needle_k="words", type_needle_v="numbers",
+                  num_needle_k=1, num_needle_v=num_needle_v, num_needle_q=1, num_digits_v=10)
+    return TaskSpec(name, RULER2_NIAH, MappingProxyType(params))
+
+
+def _ruler2_mmlu(name: str, family: FamilySpec, fewshot: int, num_order: int, task_type: str,
+                 algo_type: str) -> TaskSpec:
+    params = dict(dataset="mmlu", fewshot=fewshot, num_order=num_order, task_type=task_type,
+                  algo_type=algo_type)
+    return TaskSpec(name, family, MappingProxyType(params), sources=("mmlu",))
+
+
+def _ruler2_qa(name: str, task_type: str, kind: str) -> TaskSpec:
+    """`kind`: the query type of a retrieve task (doc, question), the algorithm of a solve
+    task (single, 2steps)."""
+    params = dict(dataset="hotpotqa", fewshot=0, task_type=task_type,
+                  **{"query_type" if task_type == "retrieve" else "algo_type": kind})
+    return TaskSpec(name, RULER2_QA, MappingProxyType(params), sources=("hotpotqa_hub",))
+
+
+# The arguments NeMo-Skills' `prepare_data.py` passes each task's generator (notes: ruler2.md
+# section 1); the metric follows `prepare_init.py`'s rule through the family.
+_RULER2_TASK_LIST = (
+    _ruler2_niah("mk_niah_basic", 1),
+    _ruler2_mmlu("mk_niah_easy", RULER2_MMLU, 0, 0, "retrieve", "single"),
+    _ruler2_mmlu("mk_niah_medium", RULER2_MMLU_CHOICE, 5, 0, "solve", "2steps"),
+    _ruler2_mmlu("mk_niah_hard", RULER2_MMLU_CHOICE, 5, 0, "solve", "single"),
+    _ruler2_niah("mv_niah_basic", 4),
+    _ruler2_mmlu("mv_niah_easy", RULER2_MMLU, 0, 4, "niah", "single"),
+    _ruler2_mmlu("mv_niah_medium", RULER2_MMLU_2STEPS, 0, 4, "retrieve", "2steps"),
+    _ruler2_mmlu("mv_niah_hard", RULER2_MMLU, 0, 4, "retrieve", "single"),
+    _ruler2_qa("qa_basic", "retrieve", "doc"),
+    _ruler2_qa("qa_easy", "retrieve", "question"),
+    _ruler2_qa("qa_medium", "solve", "2steps"),
+    _ruler2_qa("qa_hard", "solve", "single"),
+)
+
+#: RULERv2's 12 tasks in NeMo-Skills' order (family x difficulty). In `TASKS`, not in
+#: `STANDARD_TASKS`: a v1 build never makes them (`ruler.builder.tasks.benchmarks`).
+RULER2_TASKS: tuple[str, ...] = tuple(t.name for t in _RULER2_TASK_LIST)
+
+_TASKS: dict[str, TaskSpec] = {t.name: t for t in (*_TASK_LIST, *_RULER2_TASK_LIST)}
 
 #: The entry point group of task-family plug-ins: each entry point names a module that
 #: registers its families and tasks when imported, or a function that does when called.
@@ -225,8 +300,8 @@ class _Registry(Mapping[str, _V]):
         return f"{type(self).__name__}({list(self._entries)!r})"
 
 
-#: Every task: the 13 standard tasks in upstream's order, then registered ones in the order
-#: they were registered.
+#: Every task: the 13 standard tasks in upstream's order, RULERv2's 12, then registered ones
+#: in the order they were registered.
 TASKS: Mapping[str, TaskSpec] = _Registry(_TASKS)
 
 #: The family constants of every task in `TASKS`, by family name.

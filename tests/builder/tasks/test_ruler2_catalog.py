@@ -1,0 +1,55 @@
+"""RULERv2's 12 tasks in the catalog: names in NeMo-Skills' order, metrics as its
+`prepare_init.py` assigns them, no output reserved in `length`, and the benchmark table that
+keeps them out of a v1 build."""
+
+from __future__ import annotations
+
+import pytest
+
+from ruler.builder.errors import RulerError
+from ruler.builder.tasks.benchmarks import BENCHMARKS, benchmark_id, benchmark_of
+from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS, TASKS
+from ruler.builder.tasks.family import family_of
+
+NAMES = ("mk_niah_basic", "mk_niah_easy", "mk_niah_medium", "mk_niah_hard", "mv_niah_basic",
+         "mv_niah_easy", "mv_niah_medium", "mv_niah_hard", "qa_basic", "qa_easy", "qa_medium",
+         "qa_hard")
+
+
+def upstream_metric(task: str) -> str:
+    """`prepare_init.py`'s rule, restated: medium/hard mk -> multichoice; mv_niah_medium ->
+    2steps; a name with "qa" -> part; the rest -> all."""
+    if task in ("mk_niah_medium", "mk_niah_hard"):
+        return "multichoice"
+    if task == "mv_niah_medium":
+        return "ruler2_2steps"
+    return "ruler2_part" if "qa" in task else "ruler2_all"
+
+
+def test_the_twelve_tasks_join_the_catalog_after_the_thirteen():
+    assert RULER2_TASKS == NAMES
+    assert tuple(TASKS)[:len(STANDARD_TASKS) + len(NAMES)] == (*STANDARD_TASKS, *NAMES)
+    assert not set(NAMES) & set(STANDARD_TASKS)
+
+
+@pytest.mark.parametrize("task", NAMES)
+def test_metric_budget_and_family(task):
+    spec = TASKS[task]
+    assert spec.metric == upstream_metric(task)
+    assert spec.family.answer_prefix == ""
+    assert spec.tokens_to_generate == 16384 and spec.family.reserves_output is False
+    assert family_of(task).name == spec.family.name
+    assert benchmark_of(task) == "ruler2"
+
+
+def test_v1_families_reserve_their_output():
+    assert all(TASKS[t].family.reserves_output for t in STANDARD_TASKS)
+
+
+def test_benchmark_table():
+    assert BENCHMARKS == {"ruler": STANDARD_TASKS, "ruler2": NAMES}
+    assert {benchmark_of(t) for t in STANDARD_TASKS} == {"ruler"}
+    assert [benchmark_id(n) for n in ("v1", "ruler", "v2", "ruler2")] == [
+        "ruler", "ruler", "ruler2", "ruler2"]
+    with pytest.raises(RulerError, match="unknown benchmark 'v3'"):
+        benchmark_id("v3")
