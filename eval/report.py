@@ -19,6 +19,11 @@ where those numbers are given; lengths whose interval contains the threshold are
 the effective length could go either way there. Older scores.json without rows: no intervals.
 
 Several runs of one model on replicate configs: eval.report_replicates pools their reports.
+
+RULERv2 scores (its 12 tasks, `ruler.builder.tasks.benchmarks`): the per-length plain mean of
+the tasks and its average over lengths, as NeMo-Skills reports them, with their intervals; no
+weighted averages or effective length (RULERv2 defines neither); and the family x difficulty
+table (eval.report_ruler2). Scores mixing the two benchmarks' tasks are refused.
 """
 
 from __future__ import annotations
@@ -32,12 +37,14 @@ from typing import Any, Iterable
 
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import TASKS, in_task_order, task_rank
+from ruler.builder.tasks.benchmarks import RULER2, benchmark_of
+from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
+from ruler.eval.report_ruler2 import grid, grid_markdown
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.score import SCORES_FORMAT, cell_complete, cell_done
 from ruler.eval.serving import markdown as serving_markdown
@@ -66,11 +73,16 @@ class Report:
     # How the prompts were served and the server's prompt-count check (eval.serving)
     serving: list[dict[str, Any]] | None = None
     prompt_check: dict[str, int] | None = None
+    benchmark: str = "ruler"  # "ruler2": RULERv2's tasks (builder.tasks.benchmarks)
 
     @property
     def mean_label(self) -> str:
         n = len(self.tasks)
-        return "Mean (13 tasks)" if n == len(TASKS) else f"Mean ({n} task{'s' * (n != 1)})"
+        return f"Mean ({n} task{'s' * (n != 1)})"
+
+    @property
+    def is_ruler2(self) -> bool:
+        return self.benchmark == RULER2
 
     @property
     def complete(self) -> bool:
@@ -154,6 +166,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
+    benchmark = report_benchmark(tasks)
     incomplete = sorted([k for k, c in cells.items() if not cell_complete(c)] + list(unscored),
                         key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
@@ -167,12 +180,25 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     if "depth_items" in scores:
         bins = depth_bins or scores.get("depth_bins") or DEFAULT_DEPTH_BINS
         depth = depth_table(scores["depth_items"], bins, min_depth_samples)
-    summary = summarize(by_length, threshold, partial=bool(incomplete))
+    summary = summarize(by_length, threshold, partial=bool(incomplete), benchmark=benchmark)
     return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
                   cells, summary, depth, scores.get("mode"), incomplete, unscored,
                   scores.get("selection") or {},
                   report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
-                  scores.get("serving"), scores.get("prompt_check"))
+                  scores.get("serving"), scores.get("prompt_check"), benchmark)
+
+
+def report_benchmark(tasks: Iterable[str]) -> str:
+    """The one benchmark the tasks belong to; a RulerError when they mix two (a mean over
+    both would be neither's score)."""
+    tasks = list(tasks)
+    found = {benchmark_of(t) for t in tasks}
+    if len(found) > 1:
+        shown = "; ".join(f"{b}: {', '.join([t for t in tasks if benchmark_of(t) == b][:3])}"
+                          for b in sorted(found))
+        raise RulerError(f"the scores mix the tasks of several benchmarks: {shown}; score "
+                         f"and report each benchmark's config on its own")
+    return found.pop() if found else "ruler"
 
 
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
@@ -199,7 +225,8 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 
 def to_markdown(r: Report) -> str:
     s = r.summary
-    head = [f"# RULER results: {r.model or 'unknown model'}", "",
+    name = "RULERv2" if r.is_ruler2 else "RULER"
+    head = [f"# {name} results: {r.model or 'unknown model'}", "",
             f"Dataset `{r.dataset.get('spec')}`"
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
@@ -212,7 +239,8 @@ def to_markdown(r: Report) -> str:
                    "a length with an incomplete cell. Incomplete cells (rows with a result / "
                    "rows asked for): " + ", ".join(r.incomplete_labels()) + ".", ""]
     cols = [format_length(L) for L in r.lengths]
-    summary = ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
+    summary = _ruler2_summary(r, cols) if r.is_ruler2 else [
+              "| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
                "|---" * (len(cols) + 4) + "|",
                f"| {r.summary.effective_label} | "
                + " | ".join(_underline(s.by_length[L], s.threshold) for L in r.lengths)
@@ -231,6 +259,8 @@ def to_markdown(r: Report) -> str:
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
                               for L in r.lengths) + " |")
+    if r.is_ruler2:
+        table += [""] + grid_markdown(r.cells, r.lengths, key=r.config)
     reasoning = r.mode == "reasoning"
     counts = ["", "## Rows: answered / nulls / skipped / failed / missing"
               + (" / budget exhausted" if reasoning else ""), "",
@@ -255,6 +285,23 @@ def to_markdown(r: Report) -> str:
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
                      + ([""] + depth if depth else [])) + "\n"
+
+
+def _ruler2_summary(r: Report, cols: list[str]) -> list[str]:
+    """RULERv2's headline: the mean of the tasks per length and its average over lengths."""
+    s, ri = r.summary, r.intervals
+    lines = ["| " + " | ".join(cols) + " | Avg. |", "|---" * (len(cols) + 1) + "|",
+             "| " + " | ".join(_fmt(s.by_length[L]) for L in r.lengths) + f" | {_fmt(s.avg)} |"]
+    if ri is not None and any(i is not None for i in ri.by_length.values()):
+        lines.append("| " + " | ".join(format_interval(ri.by_length[L]) or "n/a"
+                                       for L in r.lengths)
+                     + f" | {format_interval(ri.avg) or 'n/a'} |")
+    return lines + ["", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
+                        f"(NeMo-Skills' RULERv2 score, `ruler2_score`); Avg.: their mean over the "
+                        f"lengths. RULERv2 defines no weighted averages and no effective "
+                        f"length. Task scores are NeMo-Skills' `accuracy` (ruler2 metrics) or "
+                        f"`symbolic_correct` (multichoice) in percent, not rounded.", "",
+                    *_uncertainty_text(r)]
 
 
 def _ci(r: Report, task: str | None, L: int) -> str:
@@ -348,6 +395,7 @@ def _csv_interval(i: Interval | None) -> list:
 def to_json(r: Report) -> dict[str, Any]:
     s = r.summary
     return {
+        "benchmark": r.benchmark,
         "model": r.model, "config": r.config, "mode": r.mode, "dataset": r.dataset,
         "serving": r.serving, "prompt_check": r.prompt_check,
         "tasks": r.tasks,
@@ -368,6 +416,8 @@ def to_json(r: Report) -> dict[str, Any]:
                   for c in sorted(r.cells)],
         "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,
+        "family_difficulty": {str(L): g for L, g in grid(r.cells, r.lengths, r.config).items()}
+        if r.is_ruler2 else None,
     }
 
 
@@ -389,8 +439,9 @@ def plot(r: Report, out: Path) -> list[Path]:
         ax.errorbar(labels, [float("nan") if y is None else y for y in ys],
                     yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
                     color=colors[n % len(colors)], label=t)
+    name = "RULERv2" if r.is_ruler2 else "RULER"
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
-           title=f"RULER per task: {r.model or ''}")
+           title=f"{name} per task: {r.model or ''}")
     ax.legend(fontsize=7, ncol=2, loc="lower left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -404,10 +455,13 @@ def plot(r: Report, out: Path) -> list[Path]:
     ax.errorbar(labels, [float("nan") if m is None else m for m in means], marker="o",
                 yerr=_error_bars(means, [ri.by_length.get(L) if ri else None for L in xs]),
                 capsize=4, label=r.mean_label + (" (95 % interval)" if ri else ""))
-    ax.axhline(r.summary.threshold, color="gray", linestyle="--",
-               label=f"threshold {r.summary.threshold}")
+    if r.summary.has_effective_length:
+        ax.axhline(r.summary.threshold, color="gray", linestyle="--",
+                   label=f"threshold {r.summary.threshold}")
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
-           title=f"RULER overall: {r.model or ''} (effective {r.summary.effective_label})")
+           title=f"{name} overall: {r.model or ''}" + (
+               f" (effective {r.summary.effective_label})"
+               if r.summary.has_effective_length else ""))
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()

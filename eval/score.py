@@ -32,7 +32,7 @@ from ruler.eval.depth import compact, row_columns, row_items
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.intervals import score_interval
-from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
+from ruler.eval.metrics import METRIC_SPECS, postprocess_pred, row_score, task_score
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.serving import prompt_check
@@ -48,7 +48,7 @@ class CellScore:
     score: float | None  # None: no row was answered
     rows: int  # rows of the split (or of the evaluated subset)
     scored: int
-    nulls: int  # answered with an empty prediction (after post-processing), as upstream
+    nulls: int  # answered with an empty prediction (after v1's post-processing: strip)
     skipped: int
     errors: int
     missing: int
@@ -56,9 +56,10 @@ class CellScore:
     skip_reasons: list[str] = field(default_factory=list)
     # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
     budget_exhausted: int = 0
-    # The answered rows' values (0..1, `ROW_METRICS` on the post-processed prediction) as
-    # [[index, value], ...] in row order: what intervals and paired comparisons are computed
-    # from (`ruler report`, `ruler compare`). `score` stays upstream's aggregate.
+    # The answered rows' values (0..1, `metrics.row_score`: the metric on the prediction as its
+    # upstream prepares it) as [[index, value], ...] in row order: what intervals and paired
+    # comparisons are computed from (`ruler report`, `ruler compare`). `score` stays
+    # upstream's aggregate.
     row_scores: list[list[float]] = field(default_factory=list)
     # The score's 95 % interval on 0..100 ([low, high]) and how it was made
     # (`ruler.eval.intervals`); None when no row was answered.
@@ -209,6 +210,9 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
     if len(metrics) != 1:
         raise RulerError(f"{f.path}: rows disagree on the metric: {sorted(metrics)}")
     metric = metrics.pop()
+    if metric not in METRIC_SPECS:
+        raise RulerError(f"{f.path}: unknown metric {metric!r} (this ruler knows "
+                         f"{', '.join(METRIC_SPECS)}): update ruler-bench to score these rows")
     answered, refs, answered_index, reasons = [], [], [], Counter()
     skipped = errors = exhausted = 0
     missing = []
@@ -233,7 +237,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
             exhausted += p.get("reasoning") == "budget_exhausted"
     score = task_score(metric, answered, refs) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
-    values = [ROW_METRICS[metric](postprocess_pred(a), r) for a, r in zip(answered, refs)]
+    values = [row_score(metric, a, r) for a, r in zip(answered, refs)]
     interval = score_interval(values, key=f"{f.config}/{f.key}") if values else None
     cell = CellScore(f.task, f.max_seq_length, metric, score, len(considered), len(answered),
                      nulls, skipped, errors, len(missing), f.content_sha256,

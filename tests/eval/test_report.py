@@ -18,7 +18,12 @@ import json
 import pytest
 
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import PAPER_LENGTH_WEIGHTS_INC, PAPER_LENGTHS, TASKS
+from ruler.builder.tasks.catalog import (
+    PAPER_LENGTH_WEIGHTS_INC,
+    PAPER_LENGTHS,
+    STANDARD_TASKS,
+    TASKS,
+)
 from ruler.eval.aggregate import (
     DEFAULT_THRESHOLD,
     effective_length,
@@ -124,7 +129,7 @@ def test_report_means_per_length_over_the_13_tasks():
     assert "| 64K | <ins>96.6</ins> |" in md and "| 81.2 | 91.6 | 89.0 | 94.1 |" in md
     data = to_json(r)
     assert data["effective_length"] == 65536 and data["effective_length_label"] == "64K"
-    assert data["tasks"] == list(TASKS)
+    assert data["tasks"] == list(STANDARD_TASKS)
     rows = list(csv.DictReader(io.StringIO(to_csv(r))))
     assert len(rows) == 13 * 6 + 6 and rows[-1]["task"] == "Mean (13 tasks)"
 
