@@ -106,8 +106,11 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                     "max_seq_length, index,\nprediction; optional status, reason) with RULER's "
                     "metrics. PREDICTIONS may also be\nlm-evaluation-harness output of `ruler "
                     "export lm-eval` tasks (a samples_*.jsonl file or\nthe --output_path "
-                    "folder) or an Inspect log of the ruler task (.eval, or a folder of "
-                    "them).\n\n"
+                    "folder), an Inspect log of the ruler task (.eval, or a folder of "
+                    "them), or NeMo-Skills\n`ns eval` output (output.jsonl, output-rs0.jsonl, "
+                    "or an eval-results folder) of the\n`ruler` or `ruler2` benchmark made from "
+                    "this dataset's rows: each record is matched to\nits row by the prompt text "
+                    "(`question`), and records matching no row are refused.\n\n"
                     "Coverage is counted against what was asked for: the tasks and lengths of "
                     "--tasks / --lengths;\nelse the files the run itself asked for, where it "
                     "records them (a `ruler eval` results\nfolder's run.json, an Inspect log, "
@@ -123,8 +126,8 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                "path and sha256 of what it scored.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--predictions", required=True, type=Path,
-                   help="ruler's JSONL/Parquet, lm-eval samples file or output folder, or an "
-                        "Inspect log (file or folder)")
+                   help="ruler's JSONL/Parquet, lm-eval samples file or output folder, an "
+                        "Inspect log (file or folder), or NeMo-Skills output")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
     p.add_argument("--revision", default=None, help="Hub dataset revision")
     p.add_argument("--tokenizer-config", default=None,
@@ -277,6 +280,7 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
     returns the report and the folder written."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.eval.data import open_dataset
+    from ruler.eval.integrations.nemo_skills import key_by_prompt
     from ruler.eval.integrations.sources import read_predictions
     from ruler.eval.predictions import index_records
     from ruler.eval.results_folder import SCORES_NAME
@@ -293,6 +297,9 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
     tasks = parse_tasks(args.tasks) if args.tasks else None
     lengths = parse_lengths(args.lengths) if args.lengths else None
     source = read_predictions(args.predictions)
+    if source.by_prompt:  # NeMo-Skills output: its rows are found by their prompt text
+        ds = open_dataset(args.data, args.revision, args.tokenizer_config, tasks, lengths)
+        key_by_prompt(source, ds, args.tokenizer_config, tasks, lengths)
     records = index_records(source.records, str(args.predictions))
     # What a Hub dataset fetches: name the config, tasks and lengths where they are known.
     named = {k[0] for k in records}

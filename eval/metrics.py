@@ -138,6 +138,10 @@ METRICS: Mapping[str, Callable[[Sequence[str], Sequence[Sequence[str]]], float]]
 ROW_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
     name: spec.row for name, spec in METRIC_SPECS.items()}
 
+#: What each metric is given of the model's text (v1: post-processed; RULERv2: as generated).
+PREPARE: Mapping[str, Callable[[str], str]] = {
+    name: spec.prepare for name, spec in METRIC_SPECS.items()}
+
 
 def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
     """Upstream's task score over raw predictions: prepared as the metric's upstream does

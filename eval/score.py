@@ -29,6 +29,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.data import Dataset, SplitFile, default_config
 from ruler.eval.depth import compact, row_columns, row_items
+from ruler.eval.integrations.nemo_skills import key_by_prompt
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.intervals import score_interval
@@ -319,8 +320,10 @@ def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None =
                tasks: Sequence[str] | None = None, lengths: Sequence[int] | None = None,
                limit: int | None = None) -> ScoreReport:
     """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
-    Inspect log; see `ruler.eval.integrations.sources`)."""
+    Inspect log, NeMo-Skills output; see `ruler.eval.integrations.sources`)."""
     source = read_predictions(predictions)
+    if source.by_prompt:
+        key_by_prompt(source, ds, config, tasks, lengths)
     records = index_records(source.records, str(predictions))
     return score_source(ds, source, records, config, tasks, lengths, limit)
 

@@ -20,6 +20,9 @@ class PredictionSource:
     asked: set[tuple[str, str, int]] | None = None
     # How a `ruler eval` run's prompts reached the model (run.json's `serving`), if recorded.
     serving: list[dict[str, Any]] | None = None
+    # The records carry no key but their prompt text (NeMo-Skills output): they are keyed
+    # against the dataset's rows (`integrations.nemo_skills.key_by_prompt`) before scoring.
+    by_prompt: bool = False
 
     @classmethod
     def merge(cls, parts: list["PredictionSource"]) -> "PredictionSource":
