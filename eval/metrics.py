@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from ruler.eval.multichoice import multichoice
+from ruler.eval.multichoice import boxed_answer, multichoice
 from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
@@ -82,6 +82,12 @@ def percent_of_rows(row_scores: Sequence[float]) -> float:
     return 100.0 * sum(row_scores) / len(row_scores)
 
 
+def joined_references(references: Sequence[str]) -> str:
+    """The references joined by spaces: an answer every string metric scores 1 (no blank line
+    in it, so 2steps' cut at the last one keeps them all)."""
+    return " ".join(references)
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """One metric of the `metric` column."""
@@ -90,6 +96,8 @@ class MetricSpec:
     prepare: Callable[[str], str]  # what upstream scores: the post-processed or raw text
     aggregate: Callable[[Sequence[float]], float]  # the rows' values -> the task score
     benchmark: str  # "ruler" (v1) or "ruler2"
+    # A right answer, as a model writes it, from the references (the fake backend's `gold`)
+    gold: Callable[[Sequence[str]], str] = joined_references
 
 
 METRIC_SPECS: Mapping[str, MetricSpec] = {
@@ -98,7 +106,8 @@ METRIC_SPECS: Mapping[str, MetricSpec] = {
     "ruler2_all": MetricSpec(ruler2_all, raw_generation, percent_of_rows, "ruler2"),
     "ruler2_2steps": MetricSpec(ruler2_2steps, raw_generation, percent_of_rows, "ruler2"),
     "ruler2_part": MetricSpec(ruler2_part, raw_generation, percent_of_rows, "ruler2"),
-    "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2"),
+    "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2",
+                              gold=boxed_answer),
 }
 
 

@@ -86,6 +86,11 @@ def answer_letter(text: str) -> str | None:
     return letter
 
 
+def boxed_answer(references: Sequence[str]) -> str:
+    """What a model that is right writes: the letter in a box (the few-shot examples' form)."""
+    return "\\boxed{" + references[0] + "}"
+
+
 def multichoice(prediction: str, references: Sequence[str]) -> float:
     """1.0 when the generation's letter is the row's one reference letter, else 0.0."""
     if len(references) != 1:

@@ -52,6 +52,9 @@ class Prediction:
     # row ran on another prompt than the build's (`--allow-prompt-mismatch` keeps it, flagged).
     server_prompt_tokens: int | None = None
     prompt_mismatch: str = ""
+    # A RULERv2 row whose prompt + tokens_to_generate exceeded the engine's context ran with
+    # this smaller budget (the context left); None: its whole budget.
+    output_budget: int | None = None
 
     @property
     def key(self) -> Key:
@@ -59,7 +62,7 @@ class Prediction:
 
     def record(self) -> dict[str, Any]:
         """The JSON record; the reasoning fields only in reasoning mode, the server's prompt
-        count only where the engine reports one."""
+        count only where the engine reports one, the output budget only where clamped."""
         rec = asdict(self)
         if not self.reasoning:
             del rec["raw_prediction"], rec["reasoning"]
@@ -67,6 +70,8 @@ class Prediction:
             del rec["server_prompt_tokens"]
         if not self.prompt_mismatch:
             del rec["prompt_mismatch"]
+        if self.output_budget is None:
+            del rec["output_budget"]
         return rec
 
 

@@ -364,6 +364,12 @@ def _notes(r: Report) -> list[str]:
             why = "; ".join(c.get("skip_reasons") or []) or "rows missing"
             notes.append(f"- \\* {t} @ {format_length(L)}: scored on {c['scored']} of "
                          f"{c['rows']} rows ({why}; {c['missing']} missing)")
+        if c.get("budget_clamped"):
+            notes.append(f"- {t} @ {format_length(L)}: {c['budget_clamped']} of {c['scored']} "
+                         f"answered rows ran with fewer output tokens than their "
+                         f"tokens_to_generate: the model's context held the prompt but not "
+                         f"the whole budget on top (each row's `output_budget` in the "
+                         f"predictions)")
     return (["## Notes", ""] + notes) if notes else []
 
 

@@ -57,6 +57,9 @@ class CellScore:
     skip_reasons: list[str] = field(default_factory=list)
     # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
     budget_exhausted: int = 0
+    # RULERv2: answered rows that ran with less than their tokens_to_generate (the context
+    # left after the prompt; `Prediction.output_budget`)
+    budget_clamped: int = 0
     # The answered rows' values (0..1, `metrics.row_score`: the metric on the prediction as its
     # upstream prepares it) as [[index, value], ...] in row order: what intervals and paired
     # comparisons are computed from (`ruler report`, `ruler compare`). `score` stays
@@ -215,7 +218,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
         raise RulerError(f"{f.path}: unknown metric {metric!r} (this ruler knows "
                          f"{', '.join(METRIC_SPECS)}): update ruler-bench to score these rows")
     answered, refs, answered_index, reasons = [], [], [], Counter()
-    skipped = errors = exhausted = 0
+    skipped = errors = exhausted = clamped = 0
     missing = []
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
     for i in considered:
@@ -236,6 +239,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
             if depth_items is not None:
                 depth_items.extend(row_items(rows[i], answered[-1]))
             exhausted += p.get("reasoning") == "budget_exhausted"
+            clamped += p.get("output_budget") is not None
     score = task_score(metric, answered, refs) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
     values = [row_score(metric, a, r) for a, r in zip(answered, refs)]
@@ -245,7 +249,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
                      [f"{n}x {why}" for why, n in reasons.most_common()], exhausted,
                      row_scores=[[i, v] for i, v in zip(answered_index, values)],
                      ci95=interval.to_json() if interval else None,
-                     ci_method=interval.method if interval else None)
+                     ci_method=interval.method if interval else None, budget_clamped=clamped)
     return cell, missing
 
 
