@@ -14,11 +14,14 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from helpers.builds import build, rows
+from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import RULER2_TASKS
 from ruler.cli import main
 from ruler.eval.data import open_dataset
+from ruler.eval.integrations import lm_eval_export as ex
 from ruler.eval.metrics import METRIC_SPECS
 from ruler.eval.score import score_file
 
@@ -117,3 +120,23 @@ def test_a_nemo_skills_output_file_of_our_rows_scores(data, tmp_path):
     assert main(["score", "--predictions", str(results), "--data", str(data)]) == 0
     assert json.loads((results / "report.json").read_text())["mean_by_length"] == \
         {str(L): 50.0}
+
+
+class _FunctionLoader(yaml.SafeLoader):
+    """Reads lm-eval's `!function` tags as ("!function", name)."""
+
+
+_FunctionLoader.add_constructor("!function", lambda loader, node: ("!function", node.value))
+
+
+def test_the_lm_eval_export_of_a_ruler2_config(data):
+    """Each RULERv2 task: greedy up to 16384 tokens, no answer prefix, its metric in utils.py
+    aggregated as NeMo-Skills does (utils.aggregate_ruler2: the unrounded mean)."""
+    files = ex.export_files(Manifest.load(data), ex.local_source(data))
+    for t in RULER2_TASKS:
+        cfg = yaml.load(files[f"ruler_{CONFIG}_{t}_{L}.yaml"], Loader=_FunctionLoader)
+        assert cfg["generation_kwargs"]["max_gen_toks"] == 16384
+        assert cfg["metric_list"][0]["aggregation"] == ("!function", "utils.aggregate_ruler2")
+        built = rows(data, CONFIG, t, L)
+        assert cfg["metadata"]["ruler"]["metric"] == built[0]["metric"]
+        assert {r["answer_prefix"] for r in built} == {""}
