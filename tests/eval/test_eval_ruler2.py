@@ -27,7 +27,7 @@ from ruler.eval.score import score_file
 
 pytestmark = pytest.mark.slow  # a 12-task build and three evaluations: ~1 min on 2 cores
 
-TOKENIZER = "qwen2.5"
+TOKENIZER = "llama-3.1"  # its template differs between an empty pre-filled turn and an opened one
 CONFIG = f"{TOKENIZER}--v2"
 L = 4096
 
@@ -108,7 +108,7 @@ def test_a_nemo_skills_output_file_of_our_rows_scores(data, tmp_path):
         records = [_nemo_record(r, METRIC_SPECS[r["metric"]].gold(r["outputs"])
                                 if r["index"] == 0 else "%%%")
                    for r in rows(data, CONFIG, t, L)]
-        folder = results / f"ruler2.qwen_4k.{t}"
+        folder = results / f"ruler2.llama_4k.{t}"
         folder.mkdir(parents=True)
         (folder / "output.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     report = score_file(results, open_dataset(str(data)))

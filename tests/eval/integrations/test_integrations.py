@@ -462,6 +462,20 @@ def test_inspect_metric_is_rulers_task_score():
         assert ruler_score()(scores) == metrics.task_score(m, *zip(*cases))
 
 
+def test_inspect_metric_aggregates_ruler2_rows_as_nemo_skills():
+    """The scorer names each row's metric; RULERv2 cells are the unrounded mean in percent."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.scorer import SampleScore, Score
+
+    from ruler.eval.integrations.inspect_task import row_score, ruler_score
+
+    for m in ("ruler2_all", "ruler2_2steps", "ruler2_part", "multichoice"):
+        cases = [(p, r) for mm, p, r in RULER2_CASES if mm == m]
+        scores = [SampleScore(score=Score(value=row_score(p, m, r), metadata={"metric": m}),
+                              sample_id=n) for n, (p, r) in enumerate(cases)]
+        assert ruler_score()(scores) == metrics.task_score(m, *zip(*cases))
+
+
 # --- the card ------------------------------------------------------------------------------------
 
 def test_card_says_how_to_run_with_lm_eval_and_inspect(data):
