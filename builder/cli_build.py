@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 from ruler.builder.errors import RulerError
 from ruler.builder.pipeline.config import DEFAULT_OUT, EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
+from ruler.builder.tasks.benchmarks import ALIASES, BENCHMARKS, RULER, benchmark_id
+from ruler.builder.tasks.catalog import (
+    LENGTH_SETS,
+    RULER2_TASKS,
+    RULER2_TOKENS_TO_GENERATE,
+    STANDARD_TASKS,
+    TASKS,
+)
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import variant_kinds, variants_from_args
 
@@ -73,9 +80,16 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tokenizer", required=True,
                    help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
+    p.add_argument("--benchmark", default="v1", choices=tuple(ALIASES), metavar="{v1,v2}",
+                   help="which benchmark to build: v1 (RULER's 13 tasks, config <tokenizer>; "
+                        "the default) or v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config "
+                        "<tokenizer>--v2, rows whose length counts the prompt only, <= L, "
+                        f"tokens_to_generate {RULER2_TOKENS_TO_GENERATE} on top; its MMLU and "
+                        "HotpotQA inputs: `ruler sources fetch mmlu hotpotqa_hub`); ruler and "
+                        "ruler2 are accepted too")
     p.add_argument("--tasks", default="all",
-                   help=f"comma-separated tasks (default: all 13: "
-                        f"{', '.join(STANDARD_TASKS)})")
+                   help=f"comma-separated tasks of the benchmark (default: all; v1's 13: "
+                        f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)})")
     p.add_argument("--lengths", default="4096", type=str,
                    help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; "
                         "'paper' = 4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); "
@@ -146,9 +160,13 @@ def run(args: argparse.Namespace) -> int:
     # One config per variant; `--replicates K` asks for K of them, built one after the other,
     # each exactly as its own `--replicate i` command builds it.
     variants = variants_from_args(args)
+    benchmark = benchmark_id(args.benchmark)
     lengths, shard = parse_lengths(args.lengths), parse_shard(args.shard)
     for variant in variants:
-        tasks = variant.default_tasks() if args.tasks in (None, "all") else parse_tasks(args.tasks)
+        if args.tasks not in (None, "all"):
+            tasks = parse_tasks(args.tasks)
+        else:
+            tasks = variant.default_tasks() if benchmark == RULER else BENCHMARKS[benchmark]
         _build_one(args, BuildConfig(
             tokenizer=args.tokenizer, tasks=tasks, lengths=lengths,
             samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
@@ -156,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
             tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
             exact_counts=args.exact_counts, start_method=args.start_method, variant=variant,
             overwrite=args.overwrite, sampled_certification=args.sampled_certification,
-            executor=args.executor, ray_address=args.ray_address,
+            executor=args.executor, ray_address=args.ray_address, benchmark=benchmark,
         ))
     return 0
 

@@ -10,7 +10,9 @@ from ruler.builder.errors import RulerError
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sources", help="list or download the pinned source inputs",
-                       description="The inputs tasks read (essays, SQuAD, HotpotQA, punkt_tab). "
+                       description="The inputs tasks read (essays, SQuAD, HotpotQA, punkt_tab; "
+                                   "RULERv2: MMLU and HotpotQA from the Hub at pinned "
+                                   "revisions). "
                                    f"Searched in --sources DIR, ${sources.SOURCES_ENV}, then "
                                    f"{sources.default_cache_dir()}.")
     s = p.add_subparsers(dest="sources_command", metavar="ACTION")
@@ -19,7 +21,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--sources", dest="sources_dir", default=None)
     ls.set_defaults(func=run_list)
     f = s.add_parser("fetch", help="download official files and check their sha256")
-    downloadable = ", ".join(k for k, v in sources.SOURCES.items() if v.urls)
+    downloadable = ", ".join(k for k, v in sources.SOURCES.items() if v.downloadable)
     f.add_argument("ids", nargs="*",
                    help=f"sources to fetch (default: all downloadable: {downloadable})")
     f.add_argument("--dest", default=None,
@@ -32,21 +34,22 @@ def run_list(args: argparse.Namespace) -> int:
     for spec, found, message in sources.status(args.sources_dir):
         if found is None:
             missing += 1
-            print(f"{spec.id:10} MISSING   {message}")
+            print(f"{spec.id:12} MISSING   {message}")
         else:
             tag = ("official" if found.official
                    else "UNOFFICIAL (hash differs: builds are marked unofficial)")
-            print(f"{spec.id:10} {tag:9} {found.path}  sha256 {found.sha256[:16]}…")
+            print(f"{spec.id:12} {tag:9} {found.path}  sha256 {found.sha256[:16]}…")
     return 1 if missing else 0
 
 
 def run_fetch(args: argparse.Namespace) -> int:
-    ids = args.ids or [k for k, v in sources.SOURCES.items() if v.urls]
+    ids = args.ids or [k for k, v in sources.SOURCES.items() if v.downloadable]
     unknown = [i for i in ids if i not in sources.SOURCES]
     if unknown:
         raise RulerError(f"unknown source(s) {', '.join(unknown)}; "
                          f"known: {', '.join(sources.SOURCES)}")
     for source_id in ids:
         got = sources.fetch(source_id, args.dest)
-        print(f"{source_id}: {got.path} (sha256 {got.sha256[:16]}…, official)")
+        at = f" at {got.revision}" if got.revision else ""
+        print(f"{source_id}: {got.path}{at} (sha256 {got.sha256[:16]}…, official)")
     return 0

@@ -8,9 +8,10 @@ class RulerError(Exception):
 class TooShortError(RulerError):
     """Even the smallest haystack of a task does not fit the requested length."""
 
-    def __init__(self, task: str, max_seq_length: int, minimum: int):
+    def __init__(self, task: str, max_seq_length: int, minimum: int,
+                 counted: str = "prompt + tokens_to_generate"):
         self.task, self.max_seq_length, self.minimum = task, max_seq_length, minimum
         super().__init__(
             f"task {task!r} cannot be built at length {max_seq_length}: its smallest sample "
-            f"needs {minimum} tokens (prompt + tokens_to_generate). Use a length >= {minimum}."
+            f"needs {minimum} tokens ({counted}). Use a length >= {minimum}."
         )

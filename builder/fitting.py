@@ -23,7 +23,7 @@ MAX_PROBES = 64
 @dataclass(frozen=True)
 class FittedSample:
     draft: Draft
-    length: int  # prompt tokens (as the model is given them) + tokens_to_generate
+    length: int  # prompt tokens (as the model is given them) + the reserved output
     probes: int  # exact counts spent (for the benchmark)
 
 
@@ -36,9 +36,10 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
         index: sample number.
         make_rng: returns a fresh RNG seeded for this sample (called once per probe).
         count: exact prompt token count of a draft (chat template, prefix, special tokens).
-        max_seq_length: the budget L, which includes tokens_to_generate.
+        max_seq_length: the budget L, which includes tokens_to_generate where the task
+            reserves its output (`TaskGenerator.reserved_tokens`).
     """
-    budget = max_seq_length - gen.tokens_to_generate
+    budget = max_seq_length - gen.reserved_tokens
     lo_n = gen.min_size
     hi_bound = gen.max_size
     measured: dict[int, int] = {}
@@ -57,7 +58,8 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
 
     t_min = measure(lo_n)
     if t_min > budget:
-        raise TooShortError(gen.spec.name, max_seq_length, t_min + gen.tokens_to_generate)
+        raise TooShortError(gen.spec.name, max_seq_length, t_min + gen.reserved_tokens,
+                            too_short_counts(gen))
     if hi_bound is not None and hi_bound <= lo_n:
         return _result(best, measured, lo_n, gen)
 
@@ -88,10 +90,15 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
                          f"L={max_seq_length} did not converge in {MAX_PROBES} probes")
     if fit_n == hi_bound:  # the inputs ran out before the budget did: never a short row
         raise RulerError(f"task {gen.spec.name} cannot fill L={max_seq_length}: sample "
-                         f"{index} reaches {measured[fit_n] + gen.tokens_to_generate} "
+                         f"{index} reaches {measured[fit_n] + gen.reserved_tokens} "
                          f"tokens with {hi_bound:,} {gen.unit}, the most its inputs hold; "
                          f"build it at a shorter length")
     return _result(best, measured, fit_n, gen)
+
+
+def too_short_counts(gen: TaskGenerator) -> str:
+    """What a too-short message counts: the prompt, and the output where it is reserved."""
+    return "prompt + tokens_to_generate" if gen.reserved_tokens else "the prompt"
 
 
 def _next_size(fit_n: int, fit_t: int, over_n: int | None, budget: int,
@@ -109,5 +116,5 @@ def _next_size(fit_n: int, fit_t: int, over_n: int | None, budget: int,
 
 
 def _result(best: dict[int, Draft], measured: dict[int, int], n: int, gen) -> FittedSample:
-    return FittedSample(draft=best[n], length=measured[n] + gen.tokens_to_generate,
+    return FittedSample(draft=best[n], length=measured[n] + gen.reserved_tokens,
                         probes=len(measured))

@@ -41,14 +41,19 @@ def tokenizer_fingerprint(record: Mapping[str, Any]) -> str:
 
 def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mode: str,
                   tokenizer: Mapping[str, Any], packages: Mapping[str, str],
-                  variant: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  variant: Mapping[str, Any] | None = None,
+                  benchmark: str | None = None) -> dict[str, Any]:
     """The identity of a config's build. `tokenizer` is its manifest record
-    (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity."""
+    (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity.
+    A RULERv2 build's identity names its benchmark; RULER's has no such key (absent means
+    "ruler", as in the manifest), so v1 identities are what they always were."""
     repo, revision = tokenizer.get("repo"), tokenizer.get("revision")
     identity = {"generator_version": generator_version, "seed": seed, "samples": samples,
                 "prompt_mode": prompt_mode, "tokenizer": tokenizer_fingerprint(tokenizer),
                 "tokenizer_revision": f"{repo}@{revision}" if repo or revision else None,
                 "packages": dict(sorted(packages.items()))}
+    if benchmark not in (None, "ruler"):
+        identity["benchmark"] = benchmark
     return {**identity, "variant": dict(sorted(variant.items()))} if variant else identity
 
 
@@ -57,7 +62,7 @@ def identity_of_build(build: BuildEntry) -> dict[str, Any]:
     return make_identity(generator_version=build.generator_version, seed=build.seed,
                          samples=build.samples, prompt_mode=build.prompt_mode,
                          tokenizer=build.tokenizer, packages=build.packages or {},
-                         variant=build.variant or None)
+                         variant=build.variant or None, benchmark=build.benchmark)
 
 
 def file_key(identity: Mapping[str, Any], task: str, max_seq_length: int,
@@ -76,7 +81,8 @@ def identity_differences(old: Mapping[str, Any] | None,
         return []
     labels = {"generator_version": "generator version", "seed": "seed", "samples": "samples",
               "prompt_mode": "prompt mode", "tokenizer": "tokenizer hash (files or chat "
-              "template)", "tokenizer_revision": "tokenizer revision", "variant": "variant"}
+              "template)", "tokenizer_revision": "tokenizer revision", "variant": "variant",
+              "benchmark": "benchmark"}
     found = [f"{label} {old.get(key)} -> {new.get(key)}" for key, label in labels.items()
              if old.get(key) != new.get(key)]
     before, after = old.get("packages") or {}, new.get("packages") or {}

@@ -4,8 +4,10 @@ Layout (format_version 1):
   generator {name, version}; packages {dist: version} (the last writer's environment);
   builds {<config>: {tokenizer {identity}, prompt_mode, seed, samples, generator_version,
                      packages {dist: version}, identity {...}, counting [...],
-                     sources {id: {...}}, official, tasks, lengths[, variant {field: value}]}};
-    (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants)
+                     sources {id: {...}}, official, tasks, lengths[, variant {field: value}]
+                     [, benchmark]}};
+    (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants;
+    a RULERv2 config, `<tokenizer>--v2`, records "benchmark": "ruler2")
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
                                                 sha256, content_sha256, build_key, packages,
                                                 counting[, repeated_share {mean, max}]}}
@@ -159,6 +161,8 @@ class BuildEntry(_Record):
     tasks: list[str] | None = None
     lengths: list[int] | None = None
     variant: dict[str, int] | None = None  # builder.variants: {field: value}
+    # builder.tasks.benchmarks: "ruler2" for RULERv2's configs; absent for RULER's
+    benchmark: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_names import check_config_name
+from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, benchmark_of
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
 
@@ -131,6 +132,7 @@ BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "official": (_bool, False), "tasks": (_list_of(lambda t: t in TASKS), False),
     "lengths": (_list_of(_positive), False), "counting": (_list_of(_str), False),
     "variant": (_variant, False),
+    "benchmark": (lambda v: v in BENCHMARKS, False),
 }
 TOP_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "builds": (_dict, True), "files": (_dict, True),
@@ -181,6 +183,11 @@ def _check_build(config: str, build: Any, where: str) -> None:
     # A variant's config is its tokenizer's config name plus the suffix its parameters give.
     base = variant_from_record(build.get("variant")).base_config(config)
     check_config_name(base, f"build {config!r} of {where}")
+    benchmark = build.get("benchmark", RULER)
+    other = [t for t in build.get("tasks") or () if benchmark_of(t) != benchmark]
+    if other:
+        raise RulerError(f"{where}: build {config!r} of benchmark {benchmark!r} lists "
+                         f"another benchmark's task(s) {', '.join(other)}")
 
 
 def _check_file(rel: str, entry: Any, builds: Mapping[str, Any], where: str) -> None:
@@ -202,3 +209,8 @@ def _check_file(rel: str, entry: Any, builds: Mapping[str, Any], where: str) -> 
     if entry["config"] not in builds:
         raise RulerError(f"{where}: entry {rel!r} belongs to config {entry['config']!r}, "
                          f"which has no build entry")
+    build = builds[entry["config"]]
+    benchmark = build.get("benchmark", RULER) if isinstance(build, dict) else RULER
+    if benchmark_of(entry["task"]) != benchmark:
+        raise RulerError(f"{where}: entry {rel!r} is a {benchmark_of(entry['task'])!r} task in "
+                         f"config {entry['config']!r} of benchmark {benchmark!r}")

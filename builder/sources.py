@@ -17,13 +17,15 @@ import shutil
 import tempfile
 import urllib.request
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from ruler.builder import hub_sources
 from ruler.builder.atomic import replace_folder, replacing
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
+from ruler.builder.hub_sources import HubDataset, HubFile, HubSplit
 from ruler.builder.user_cache import user_cache_root
 
 SOURCES_ENV = "RULER_SOURCES"
@@ -40,6 +42,8 @@ class SourceSpec:
         size: size in bytes of the official file (None for directories).
         sha256: sha256 of the official file, or for a directory a mapping of file -> sha256.
         alternatives: glob patterns (relative to a sources dir) of accepted non-official copies.
+        hub: a Hugging Face dataset repo at a pinned revision (`ruler.builder.hub_sources`):
+            `relpath` is then the folder its files are fetched into, and `sha256` unused.
     """
 
     id: str
@@ -51,10 +55,15 @@ class SourceSpec:
     license: str
     alternatives: tuple[str, ...] = ()
     how_to_get: str = ""
+    hub: HubDataset | None = None
 
     @property
     def is_directory(self) -> bool:
         return not isinstance(self.sha256, str)
+
+    @property
+    def downloadable(self) -> bool:
+        return bool(self.urls) or self.hub is not None
 
 
 SOURCES: Mapping[str, SourceSpec] = {
@@ -121,6 +130,61 @@ SOURCES: Mapping[str, SourceSpec] = {
             },
             license="Apache-2.0 (NLTK data)",
         ),
+        # RULERv2's inputs. Revisions and hashes as published by third parties that pin them
+        # (no upstream pin exists): cais/mmlu c30699e8 is the commit that added
+        # auxiliary_train back to `all`; the sha256 of its auxiliary_train file is published
+        # nowhere we could read, so the download checks it against the Hub's LFS hash.
+        SourceSpec(
+            id="mmlu",
+            title="MMLU (Hub cais/mmlu, config all: test questions, auxiliary_train haystack)",
+            relpath="mmlu/hub",
+            urls=(),
+            size=None,
+            sha256={},
+            license="MIT",
+            hub=HubDataset(
+                repo="cais/mmlu", config="all",
+                revision="c30699e8356da336a370243923dbaf21066bb9fe",
+                columns=("question", "choices", "answer"),
+                splits=(
+                    HubSplit("test", 14_042, (HubFile(
+                        "all/test-00000-of-00001.parquet",
+                        "74a41822ce7d3def56e1682f958469c04642a5336a5ce912fa375fdb90fb25d7"),),
+                        standin="mmlu/test*.parquet"),
+                    HubSplit("auxiliary_train", 99_842, (HubFile(
+                        "all/auxiliary_train-00000-of-00001.parquet"),),
+                        standin="mmlu/auxiliary_train*.parquet"),
+                )),
+        ),
+        SourceSpec(
+            id="hotpotqa_hub",
+            title="HotpotQA (Hub hotpotqa/hotpot_qa, config distractor: train paragraphs, "
+                  "validation questions)",
+            relpath="hotpotqa/hub",
+            urls=(),
+            size=None,
+            sha256={},
+            license="CC BY-SA 4.0",
+            hub=HubDataset(
+                repo="hotpotqa/hotpot_qa", config="distractor",
+                revision="1908d6afbbead072334abe2965f91bd2709910ab",
+                columns=("question", "answer", "supporting_facts", "context"),
+                splits=(
+                    HubSplit("train", 90_447, (
+                        HubFile("distractor/train-00000-of-00002.parquet",
+                                "76d3bb3048a7cc73c1958107c0c5872a00d7e7d00c105b81e92f6769e7822e68",
+                                165_624_177),
+                        HubFile("distractor/train-00001-of-00002.parquet",
+                                "713661628434fbb19fff7392e2e321e4ed107e3c7c7784d0690946e5f722763f",
+                                166_162_479)),
+                        standin="hotpotqa/ruler2.train*.parquet"),
+                    HubSplit("validation", 7_405, (HubFile(
+                        "distractor/validation-00000-of-00001.parquet",
+                        "c20b638ca82b21d04fe12e14ff417ad05153d4d215a65de54497fca4e972f7c6",
+                        27_452_575),),
+                        standin="hotpotqa/ruler2.validation*.parquet"),
+                )),
+        ),
     )
 }
 
@@ -133,8 +197,20 @@ class ResolvedSource:
     path: Path
     sha256: str  # for directories: sha256 over the sorted "name sha256" lines
     official: bool
+    # A Hub source (`hub_sources`): split -> its files relative to `path`, each file's sha256,
+    # and the commit they were downloaded at (None for stand-ins).
+    files: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    hashes: Mapping[str, str] = field(default_factory=dict)
+    revision: str | None = None
 
     def as_manifest(self) -> dict:
+        if self.spec.hub is not None:
+            official_sha256 = self.sha256 if self.official else \
+                hub_sources.official_digest(self.spec)
+            return {"id": self.spec.id, "file": self.path.name, "sha256": self.sha256,
+                    "official": self.official, "official_sha256": official_sha256,
+                    "repo": self.spec.hub.repo, "config": self.spec.hub.config,
+                    "revision": self.revision, "files": dict(sorted(self.hashes.items()))}
         return {
             "id": self.spec.id,
             "file": self.path.name,
@@ -167,9 +243,13 @@ def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
     return dirs
 
 
-def _directory_digest(hashes: Mapping[str, str]) -> str:
+def directory_digest(hashes: Mapping[str, str]) -> str:
+    """One sha256 for several files: over the sorted "name sha256" lines."""
     lines = "".join(f"{name} {digest}\n" for name, digest in sorted(hashes.items()))
     return hashlib.sha256(lines.encode()).hexdigest()
+
+
+_directory_digest = directory_digest
 
 
 def _candidates(spec: SourceSpec, root: Path) -> Iterable[Path]:
@@ -194,6 +274,11 @@ def resolve(source_id: str, sources_dir: str | os.PathLike | None = None) -> Res
     spec = SOURCES[source_id]
     dirs = search_dirs(sources_dir)
     for root in dirs:
+        if spec.hub is not None:
+            found = hub_sources.find(spec, root)
+            if found is not None:
+                return hub_sources.inspect(spec, found)
+            continue
         for path in _candidates(spec, root):
             if path.exists() and (path.is_dir() == spec.is_directory):
                 return _inspect(spec, path)
@@ -206,7 +291,9 @@ def recheck(source: ResolvedSource) -> str | None:
     if not source.path.exists():
         return f"source {source.spec.id!r} not found at {source.path}"
     try:
-        found = _inspect(source.spec, source.path)
+        found = (hub_sources.inspect(source.spec, hub_sources.FoundFiles(
+            source.path, dict(source.files), source.revision is not None))
+            if source.spec.hub is not None else _inspect(source.spec, source.path))
     except (RulerError, OSError) as e:
         return str(e)
     if found.sha256 != source.sha256:
@@ -219,7 +306,9 @@ def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = Fal
     """Why `spec` was not found in `dirs` (`explicit`: the one folder --sources named)."""
     dest = f" --dest {dirs[0]}" if explicit else ""
     how = (f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.urls[0]})" if spec.urls
-           else spec.how_to_get)
+           else f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.hub.repo} "
+                f"config {spec.hub.config} at {spec.hub.revision[:12]} from the Hub)"
+           if spec.hub is not None else spec.how_to_get)
     if explicit:
         return (f"source {spec.id!r} ({spec.title}) not found in --sources {dirs[0]}: expected "
                 f"{dirs[0] / spec.relpath}. To get it: {how}; or point --sources at a folder "
@@ -259,6 +348,9 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
     into place only after the size and sha256 match the registry.
     """
     spec = SOURCES[source_id]
+    if spec.hub is not None and urls is None:
+        return hub_sources.fetch(spec, Path(dest_root) if dest_root else default_cache_dir(),
+                                 timeout)
     urls = list(urls if urls is not None else spec.urls)
     if not urls:
         raise RulerError(f"source {spec.id!r} has no official download URL: {spec.how_to_get}")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
 from ruler.builder.errors import RulerError
+from ruler.builder.tasks.benchmarks import RULER, benchmark_of
 from ruler.builder.tasks.catalog import TASKS, TaskSpec
 from ruler.builder.tasks.family import family_of, get_family, swept_tasks
 
@@ -93,8 +94,9 @@ class Variant:
         """Refuse a BuildConfig this variant cannot build (RulerError naming the flag)."""
 
     def default_tasks(self) -> tuple[str, ...]:
-        """The tasks `ruler build` makes when --tasks is not given."""
-        return tuple(TASKS)
+        """The tasks `ruler build` makes when --tasks is not given: RULER's (the 13 and any
+        registered plug-in task; RULERv2's are built with `--benchmark v2`)."""
+        return tuple(t for t in TASKS if benchmark_of(t) == RULER)
 
     # --- what generation asks -----------------------------------------------------------------
 

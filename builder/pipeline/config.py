@@ -10,6 +10,7 @@ from typing import Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import get_task
+from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, check_tasks
 from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.builder.variants import NO_VARIANT, Variant
 
@@ -33,6 +34,9 @@ MAX_LENGTH = 2 * 1024 * 1024
 #: The most samples per task and length (RULER uses 500): a million 4K rows are ~4G tokens
 #: per file; anything larger is a typo, refused before any work.
 MAX_SAMPLES = 1_000_000
+#: The variants (their manifest fields) a RULERv2 config may have: none, or a replicate.
+RULER2_VARIANTS = ("", "replicate")
+
 #: The most worker processes of the local executor: a pool forks all of them at once.
 MAX_LOCAL_WORKERS = 1024
 
@@ -75,12 +79,23 @@ class BuildConfig:
     # ray_address, else $RAY_ADDRESS, else a Ray instance started here: RayExecutor).
     executor: str = "local"
     ray_address: str | None = None
+    # The benchmark the tasks belong to (builder.tasks.benchmarks): "ruler" (RULER, the
+    # default), or "ruler2" (RULERv2: config <tokenizer>--v2).
+    benchmark: str = RULER
 
     def __post_init__(self) -> None:
         for t in self.tasks:
             get_task(t)
         if not self.tasks:
             raise RulerError("no tasks selected")
+        if self.benchmark not in BENCHMARKS:
+            raise RulerError(f"unknown benchmark {self.benchmark!r}; known: "
+                             f"{', '.join(BENCHMARKS)}")
+        check_tasks(self.benchmark, self.tasks)
+        if self.benchmark != RULER and self.variant.field not in RULER2_VARIANTS:
+            raise RulerError(f"--benchmark {self.benchmark}: only --replicate/--replicates "
+                             f"apply to RULERv2 configs (its rows count no output budget and "
+                             f"have no depth sweep, base or no-context variant)")
         if len(set(self.tasks)) != len(self.tasks) or len(set(self.lengths)) != len(self.lengths):
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):

@@ -11,6 +11,7 @@ from typing import Any, Sequence
 
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import TooShortError
+from ruler.builder.fitting import too_short_counts
 from ruler.builder.identity import file_key
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.pipeline.worker import Worker
@@ -53,10 +54,10 @@ def preflight(worker: Worker, units: Sequence[tuple[str, int]]) -> None:
 
         def needed(index: int) -> int:
             rng = sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index)
-            return count(gen.draft(index, rng, gen.min_size)) + gen.tokens_to_generate
+            return count(gen.draft(index, rng, gen.min_size)) + gen.reserved_tokens
 
         worst = needed(0)
         if L >= worst > L // 2:
             worst = max([worst, *(needed(i) for i in range(1, samples))])
         if worst > L:
-            raise TooShortError(task, L, worst)
+            raise TooShortError(task, L, worst, too_short_counts(gen))

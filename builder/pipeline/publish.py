@@ -23,6 +23,7 @@ from ruler.builder.identity import build_differences
 from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_lock, split_file
 from ruler.builder.pipeline.config import FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
+from ruler.builder.tasks.benchmarks import RULER
 from ruler.cards.render import write_card
 
 
@@ -95,7 +96,11 @@ def entry_fields(recipe: BuildRecipe, identity: dict[str, Any]) -> dict[str, Any
               "samples": recipe.samples, "generator_version": identity["generator_version"],
               "packages": identity["packages"], "identity": identity}
     variant = recipe.variant.record()
-    return {**fields, "variant": variant} if variant else fields
+    if variant:
+        fields["variant"] = variant
+    if recipe.benchmark != RULER:
+        fields["benchmark"] = recipe.benchmark
+    return fields
 
 
 def listed_files(out: Path, manifest: Manifest, config: str) -> list[str]:

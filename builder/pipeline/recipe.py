@@ -19,6 +19,7 @@ from ruler.builder.context import BuildContext
 from ruler.builder.identity import make_identity
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.packages import content_packages
+from ruler.builder.tasks.benchmarks import RULER, benchmark_config
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
@@ -40,11 +41,13 @@ class BuildRecipe:
     # How piece counts are proven; the rows are the same either way.
     exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
     certify_every_row: bool = False  # check every row's piece count, not sampled rows only
+    benchmark: str = RULER  # builder.tasks.benchmarks: RULER's rows or RULERv2's
 
     @classmethod
     def from_config(cls, cfg: "BuildConfig", tok: Tokenizer) -> "BuildRecipe":
         """The recipe of a `ruler build` command, for its loaded tokenizer."""
-        variant, base = cfg.variant, config_name(tok.name)
+        variant = cfg.variant
+        base = benchmark_config(config_name(tok.name), cfg.benchmark)
         return cls(tokenizer=tok, config=variant.config_name(base),
                    seed_name=variant.seed_name(base), seed=cfg.seed, samples=cfg.samples,
                    prompt_mode=variant.prompt_mode(tok), variant=variant,
@@ -52,7 +55,8 @@ class BuildRecipe:
                    # Piece counting is proven additive for the registry's tokenizers only
                    # (tests); any other tokenizer gets every row certified, unless the user
                    # accepts sampled certification.
-                   certify_every_row=not tok.identity.pinned and not cfg.sampled_certification)
+                   certify_every_row=not tok.identity.pinned and not cfg.sampled_certification,
+                   benchmark=cfg.benchmark)
 
     @classmethod
     def from_manifest(cls, config: str, build: BuildEntry, tok: Tokenizer,
@@ -63,7 +67,8 @@ class BuildRecipe:
         return cls(tokenizer=tok, config=config,
                    seed_name=variant.seed_name(variant.base_config(config)),
                    seed=build.seed, samples=build.samples, prompt_mode=build.prompt_mode,
-                   variant=variant, sources_dir=sources_dir)
+                   variant=variant, sources_dir=sources_dir,
+                   benchmark=build.benchmark or RULER)
 
     def context(self) -> BuildContext:
         """A fresh build context (sources and resources load on first use)."""
@@ -78,4 +83,4 @@ class BuildRecipe:
                              samples=self.samples, prompt_mode=self.prompt_mode,
                              tokenizer=tok.identity.as_manifest(),
                              packages=content_packages(*tok.identity.content_kinds),
-                             variant=self.variant.record())
+                             variant=self.variant.record(), benchmark=self.benchmark)

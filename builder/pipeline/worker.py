@@ -116,7 +116,7 @@ class Worker:
         first = task not in self._certified
         if first or self.recipe.certify_every_row or index % SPOT_CHECK_EVERY == 0:
             d = fitted.draft
-            agrees = (self.exact.prompt_length(d) + gen.tokens_to_generate == fitted.length
+            agrees = (self.exact.prompt_length(d) + gen.reserved_tokens == fitted.length
                       and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
                                                      + list(d.context_span)) == marks)
             if not agrees and not first and not self.recipe.certify_every_row:

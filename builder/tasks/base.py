@@ -168,6 +168,11 @@ class TaskGenerator(ABC):
         per-task budget by default)."""
         return self.ctx.variant.tokens_to_generate(self.spec)
 
+    @property
+    def reserved_tokens(self) -> int:
+        """The tokens a row's `length` counts on top of its prompt (TaskSpec.counted_output)."""
+        return self.spec.counted_output(self.tokens_to_generate)
+
     @abstractmethod
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         """Build sample `index` with a haystack of `size` units, drawing only from `rng`."""

@@ -8,7 +8,7 @@ its configs say which (`<tokenizer>--v2` for RULERv2) and its manifest entry rec
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS
 
@@ -25,6 +25,10 @@ BENCHMARKS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 ALIASES: Mapping[str, str] = MappingProxyType({
     "v1": RULER, RULER: RULER, "v2": RULER2, RULER2: RULER2})
 
+#: What a benchmark's configs add to the tokenizer's config name (`llama-3.1--v2`): its rows
+#: never mix with another benchmark's in one config.
+CONFIG_SUFFIX: Mapping[str, str] = MappingProxyType({RULER: "", RULER2: "v2"})
+
 _OF_TASK = {task: bench for bench, tasks in BENCHMARKS.items() for task in tasks}
 
 
@@ -32,6 +36,23 @@ def benchmark_of(task: str) -> str:
     """The benchmark id of a catalog task; a registered (plug-in) task counts as RULER's,
     which is what a default build holds it beside."""
     return _OF_TASK.get(task, RULER)
+
+
+def benchmark_config(base: str, benchmark: str) -> str:
+    """The config of `benchmark`'s rows for the tokenizer config `base`."""
+    suffix = CONFIG_SUFFIX[benchmark]
+    return f"{base}--{suffix}" if suffix else base
+
+
+def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
+    """Refuse a build of `benchmark` holding another benchmark's tasks (RulerError)."""
+    from ruler.builder.errors import RulerError
+
+    other = [t for t in tasks if benchmark_of(t) != benchmark]
+    if other:
+        flag = "--benchmark v2" if benchmark_of(other[0]) == RULER2 else "no --benchmark"
+        raise RulerError(f"task(s) {', '.join(other)} are not {benchmark!r} tasks: build them "
+                         f"with {flag} (a config holds one benchmark's rows)")
 
 
 def benchmark_id(name: str) -> str:

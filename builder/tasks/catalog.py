@@ -61,6 +61,12 @@ class TaskSpec:
     def metric(self) -> str:
         return self.family.metric
 
+    def counted_output(self, tokens_to_generate: int) -> int:
+        """The part of `tokens_to_generate` a row's `length` counts: all of it where L holds
+        the prompt and the answer (RULER), none where L bounds the prompt alone (RULERv2:
+        `FamilySpec.reserves_output`)."""
+        return tokens_to_generate if self.family.reserves_output else 0
+
 
 NIAH = FamilySpec(
     name="niah",

@@ -1,25 +1,157 @@
 """RULERv2's needle tasks (mk_niah_basic, mv_niah_basic): distractor needles as the haystack.
 
-Not written yet: the catalog entries come first (`ruler.builder.tasks.catalog`); building a
-task of this family raises NotImplementedError until its generator lands.
+Upstream (`prepare_niah.py`, `--type_haystack needle`, word keys, 10-digit values): the
+needles of one key (1 or 4 values) are shuffled; the haystack is `n` lines in the needle's
+format: with one value per key, each line a fresh key and value; with 4 values, `n` values
+and ceil(n/4) keys, key i paired with values i, i + ceil(n/4), ..., the lines shuffled (so a
+distractor key recurs up to 4 times, as the queried one does). The needles go before `n`
+distinct lines drawn uniformly (never after the last line). The answer lists the key's values
+in the order they were drawn. One difference: a distractor never has the queried key (upstream
+may draw it again, 1 in 6.2 million per line, which would add values to the answer).
 """
 
 from __future__ import annotations
 
-from ruler.builder.tasks.base import Draft, TaskGenerator
-from ruler.builder.tasks.catalog import RULER2_NIAH
+import math
+import random
+import re
+from typing import Mapping
+
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.catalog import RULER2_NIAH, TaskSpec
 from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.niah import _split_needle
+from ruler.builder.tasks.ruler2_items import number, split_value
+from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, NIAH_NEEDLE, NIAH_SINGLE
+from ruler.builder.words import AdjectiveNounKeys
+
+_LINE = re.compile(r"One of the special magic (\w+) for (.+?) is: ([0-9]+)\.$", re.M)
+_QUESTION = re.compile(r"\nWhat (?:is|are all) the special magic \w+ for (.+?) mentioned in the "
+                       r"provided text\? The special magic \w+ for \1 mentioned in the provided "
+                       r"text (?:is|are)\Z")
+
+
+def template_of(spec: TaskSpec) -> tuple[str, str]:
+    """Upstream's template and the word its `{type_needle_v}` becomes: the single-answer
+    wording (and "number") when one value is asked for."""
+    p = spec.params
+    plural = p["type_needle_v"]
+    if p["num_needle_q"] * p["num_needle_v"] == 1:
+        return NIAH_SINGLE, plural[:-1]
+    return NIAH_MULTIPLE, plural
+
+
+def split_line(piece: str) -> tuple[str, ...]:
+    """A needle line cut before its key, "is:" and value (`niah._split_needle`), and its
+    10-digit value after every third digit."""
+    parts = _split_needle(piece)
+    return (*parts[:-2], *split_value(parts[-2] + parts[-1])) if len(parts) > 2 else parts
 
 
 class Ruler2NiahGenerator(TaskGenerator):
-    def draft(self, index, rng, size) -> Draft:
-        raise NotImplementedError(f"task {self.spec.name}: generator not written yet")
+    unit = "haystack lines"
+    calibration_step = 25
+
+    def __init__(self, spec, ctx, max_seq_length):
+        super().__init__(spec, ctx, max_seq_length)
+        p: Mapping = spec.params
+        if (p["type_haystack"], p["type_needle_k"], p["type_needle_v"]) != \
+                ("needle", "words", "numbers") or p["num_needle_k"] != 1 or \
+                p["num_needle_q"] != 1:
+            raise ValueError(f"task {spec.name}: RULERv2's needle tasks have one word key "
+                             f"with number values in a needle haystack")
+        self.values_per_key, self.digits = p["num_needle_v"], p["num_digits_v"]
+        self.type_v = p["type_needle_v"]
+        self.template, self.type_asked = template_of(spec)
+        self.keys = ctx.resource("adjective-noun-keys", AdjectiveNounKeys)
+
+    @property
+    def min_size(self) -> int:
+        return self.values_per_key  # upstream samples a distinct line per needle
+
+    def _line(self, key: str, value: str) -> str:
+        return NIAH_NEEDLE.format(type_needle_v=self.type_v, key=key, value=value)
+
+    def _other_key(self, rng: random.Random, key: str) -> str:
+        while True:
+            other = self.keys.draw(rng)
+            if other != key:
+                return other
+
+    def _haystack(self, rng: random.Random, size: int, key: str) -> list[str]:
+        v = self.values_per_key
+        if v == 1:
+            lines = []
+            for _ in range(size):
+                other = self._other_key(rng, key)
+                lines.append(self._line(other, number(rng, self.digits)))
+            return lines
+        values = [number(rng, self.digits) for _ in range(size)]
+        keys = [self._other_key(rng, key) for _ in range(math.ceil(size / v))]
+        lines = [self._line(k, val) for k, val in zip((keys * v)[:size], values)]
+        rng.shuffle(lines)
+        return lines
+
+    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+        key = self.keys.draw(rng)
+        values = [number(rng, self.digits) for _ in range(self.values_per_key)]
+        needles = [self._line(key, v) for v in values]
+        rng.shuffle(needles)
+        lines = self._haystack(rng, size, key)
+        slots = sorted(rng.sample(range(size), len(needles)))
+        units: list[str] = []
+        at: list[int] = []
+        prev = 0
+        for slot, needle in zip(slots, needles):
+            units.extend(lines[prev:slot])
+            at.append(len(units))
+            units.append(needle)
+            prev = slot
+        units.extend(lines[prev:])
+        head, tail = template_ends(self.template, type_needle_v=self.type_asked, query=key)
+        text, pieces = joined(head, units, "\n", tail, clean=True)
+        starts, pos = {}, len(head)
+        wanted = set(at)
+        for i, unit in enumerate(units):
+            if i in wanted:
+                starts[i] = pos
+            pos += len(unit) + 1
+        gold = tuple((starts[i], starts[i] + len(units[i])) for i in at)
+        return Draft(input=text, answer_prefix="", outputs=tuple(values), gold_spans=gold,
+                     context_span=(len(head), len(text) - len(tail)), size=size,
+                     pieces=pieces, refine=split_line)
 
 
-def _not_yet(row, generator=None):
-    return "the RULERv2 row checks are not written yet"
+# --- checks ----------------------------------------------------------------------------------
+
+def _asked(text: str) -> str | None:
+    m = _QUESTION.search(text)
+    return m.group(1) if m else None
 
 
-for _spec in (RULER2_NIAH,):
-    register_family(TaskFamily(name=_spec.name, generator=Ruler2NiahGenerator, check_row=_not_yet,
-                               gold_spans=_not_yet))
+def check_row(row: Mapping) -> str | None:
+    """The asked key's needles in the input hold exactly `outputs`."""
+    key = _asked(row["input"])
+    if key is None:
+        return "cannot find the question"
+    found = [value for _, k, value in _LINE.findall(row["input"]) if k == key]
+    if sorted(found) != sorted(row["outputs"]):
+        return f"needles for {key} hold {found}, outputs are {list(row['outputs'])}"
+    return None
+
+
+def gold_spans(row: Mapping, generator=None):
+    """The asked key's needle lines, and the haystack between the instruction's line and the
+    question."""
+    text = row["input"]
+    m = _QUESTION.search(text)
+    first = text.find("\n")
+    if m is None or first < 0:
+        return "cannot find the question"
+    start, end = first + 1, m.start()
+    return ([n.start() for n in _LINE.finditer(text, start, end) if n.group(2) == m.group(1)],
+            (start, end))
+
+
+FAMILY = register_family(TaskFamily(name=RULER2_NIAH.name, generator=Ruler2NiahGenerator,
+                                    check_row=check_row, gold_spans=gold_spans))

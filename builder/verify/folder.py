@@ -12,6 +12,7 @@ import yaml
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
+from ruler.builder.tasks.benchmarks import RULER, benchmark_config
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
@@ -128,12 +129,15 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
                                        f"pinned and official sources give {official}"))
     variant = build.variant or {}
     recorded = (build.identity or {}).get("variant")
-    if variant or recorded:
-        named = variant_from_record(variant).config_name(
-            config_name(str(build.tokenizer.get("name"))))
-        if named != config or recorded != variant:
-            problems.append(Problem(where, f"variant {variant} does not match the config name "
-                                           f"(expected {named!r}) or the build identity"))
+    benchmark = build.benchmark or RULER
+    if variant or recorded or benchmark != RULER:
+        named = variant_from_record(variant).config_name(benchmark_config(
+            config_name(str(build.tokenizer.get("name"))), benchmark))
+        if named != config or (recorded or {}) != variant or \
+                (build.identity or {}).get("benchmark", RULER) != benchmark:
+            problems.append(Problem(where, f"variant {variant} and benchmark {benchmark!r} do "
+                                           f"not match the config name (expected {named!r}) "
+                                           f"or the build identity"))
     return problems
 
 

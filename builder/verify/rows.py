@@ -88,7 +88,8 @@ class RowChecker:
         self._check_gold_shape(i, row)
         if self.tokenizer is not None and self.mode is not None and i in self.retokenize:
             got = self.tokenizer.prompt_length(row["input"], row["answer_prefix"],
-                                               mode=self.mode) + row["tokens_to_generate"]
+                                               mode=self.mode) \
+                + self.spec.counted_output(row["tokens_to_generate"])
             self.res.retokenized += 1
             if got != row["length"]:
                 self.res.problems.append(Problem(path, f"stored length {row['length']}, "

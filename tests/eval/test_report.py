@@ -120,7 +120,7 @@ def test_report_means_per_length_over_the_13_tasks():
     gpt4 = README_TABLE["GPT-4-1106-preview"][0]
     offsets = [k - 6 for k in range(13)]  # -6..6, sum 0
     cells = {(t, L): s + off for L, s in zip(PAPER_LENGTHS, gpt4)
-             for t, off in zip(TASKS, offsets)}
+             for t, off in zip(STANDARD_TASKS, offsets)}
     r = build_report(_scores(cells))
     assert r.mean_label == "Mean (13 tasks)"
     assert [r.summary.by_length[L] for L in PAPER_LENGTHS] == pytest.approx(gpt4)

@@ -1,0 +1,245 @@
+"""Sources that are Hugging Face dataset repos at a pinned revision (RULERv2's MMLU and
+HotpotQA), found on disk or downloaded with `huggingface_hub`.
+
+Upstream's generators call `load_dataset("cais/mmlu", "all")` and
+`load_dataset("hotpotqa/hotpot_qa", "distractor")` with no revision: whatever the Hub serves
+that day (`cais/mmlu` once dropped `auxiliary_train` from `all` and added it back). Here a
+source names the repo, the config's Parquet files per split and the commit they are read at.
+`ruler sources fetch` downloads exactly those files into `<dest>/<relpath>/`, checks each
+file's sha256 against the pin where one is known and always against the Hub's own LFS hash
+at that commit, checks the row counts, and records what it got in `ruler-source.json` beside
+them (`RECORD`). A build reads the files from there, or from stand-in copies in the Hub schema
+(`HubSplit.standin`, e.g. a 285-row `auxiliary_train`): those make an unofficial build, as a
+partial SQuAD copy does.
+
+A copy is official when every split is read from the pinned files and each file has the
+pinned sha256, or, for a file whose hash is pinned nowhere we could read, the sha256 the
+download recorded from the pinned commit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+from ruler.builder.atomic import replace_folder
+from ruler.builder.errors import RulerError
+from ruler.builder.hashing import file_sha256
+
+if TYPE_CHECKING:
+    from ruler.builder.sources import ResolvedSource, SourceSpec
+
+#: Written by `fetch` beside the files: the repo, the commit the Hub served, each file's sha256.
+RECORD = "ruler-source.json"
+
+
+@dataclass(frozen=True)
+class HubFile:
+    """One Parquet file of a split, as the repo holds it at the pinned revision."""
+
+    path: str  # in the repo, e.g. "all/test-00000-of-00001.parquet"
+    sha256: str | None = None  # None: published nowhere we could read; checked against the Hub
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class HubSplit:
+    name: str
+    rows: int  # the official row count (checked after a download)
+    files: tuple[HubFile, ...]
+    #: Glob, relative to the sources folder, of an accepted stand-in copy of this split (a
+    #: Parquet file or files in the Hub schema).
+    standin: str
+
+
+@dataclass(frozen=True)
+class HubDataset:
+    repo: str
+    config: str
+    revision: str  # a commit id
+    splits: tuple[HubSplit, ...]
+    #: Columns each split must have (a download, or a stand-in, in the wrong schema is refused).
+    columns: tuple[str, ...] = ()
+
+    def split(self, name: str) -> HubSplit:
+        return next(s for s in self.splits if s.name == name)
+
+
+@dataclass(frozen=True)
+class FoundFiles:
+    """A source's files on disk: the folder, each split's files relative to it, and whether
+    they are the pinned files (not stand-ins)."""
+
+    folder: Path
+    splits: dict[str, tuple[str, ...]]
+    pinned_layout: bool
+
+
+def find(spec: "SourceSpec", root: Path) -> FoundFiles | None:
+    """The pinned files under `root/<relpath>`, else stand-ins of every split under `root`,
+    else None."""
+    hub = spec.hub
+    folder = root / spec.relpath
+    if all((folder / f.path).is_file() for s in hub.splits for f in s.files):
+        return FoundFiles(folder, {s.name: tuple(f.path for f in s.files) for s in hub.splits},
+                          True)
+    found: dict[str, list[Path]] = {s.name: sorted(p for p in root.glob(s.standin)
+                                                   if p.is_file()) for s in hub.splits}
+    if not all(found.values()):
+        return None
+    parents = {p.parent for ps in found.values() for p in ps}
+    base = Path(os.path.commonpath([str(p) for p in parents]))
+    return FoundFiles(base, {name: tuple(p.relative_to(base).as_posix() for p in ps)
+                             for name, ps in found.items()}, False)
+
+
+def inspect(spec: "SourceSpec", files: FoundFiles) -> "ResolvedSource":
+    """Hash the files and decide whether they are the official ones (module docstring)."""
+    from ruler.builder.sources import ResolvedSource, directory_digest
+
+    hub = spec.hub
+    hashes = {rel: file_sha256(files.folder / rel)
+              for rels in files.splits.values() for rel in rels}
+    record = read_record(files.folder) if files.pinned_layout else None
+    revision = None
+    official = files.pinned_layout
+    if official:
+        recorded = (record or {}).get("files", {})
+        pinned_commit = (record or {}).get("revision") == hub.revision
+        for split in hub.splits:
+            for f in split.files:
+                want = f.sha256 or (recorded.get(f.path, {}).get("sha256") if pinned_commit
+                                    else None)
+                official = official and want is not None and hashes[f.path] == want
+        revision = (record or {}).get("revision") or (hub.revision if official else None)
+    return ResolvedSource(spec, files.folder, directory_digest(hashes), official,
+                          files=dict(files.splits), hashes=hashes, revision=revision)
+
+
+def read_record(folder: Path) -> dict | None:
+    try:
+        record = json.loads((folder / RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def official_digest(spec: "SourceSpec") -> str | None:
+    """The digest of the official files, when every pinned hash is known (else None: the
+    official bytes are known only after a download)."""
+    from ruler.builder.sources import directory_digest
+
+    pins = {f.path: f.sha256 for s in spec.hub.splits for f in s.files}
+    return None if None in pins.values() else directory_digest(pins)
+
+
+# --- the download ------------------------------------------------------------------------------
+
+def fetch(spec: "SourceSpec", dest_root: Path, timeout: float = 60.0) -> "ResolvedSource":
+    """Download the pinned files of `spec` into `dest_root/<relpath>`, checked (module
+    docstring); the folder appears whole or not at all."""
+    hub = spec.hub
+    target = dest_root / spec.relpath
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
+        staging = Path(tmp) / "files"
+        staging.mkdir()
+        record = {"repo": hub.repo, "config": hub.config, "revision": None, "files": {}}
+        for split in hub.splits:
+            rows = 0
+            for f in split.files:
+                got = _download(hub, f, staging / f.path, Path(tmp) / "hub-cache", timeout)
+                record["revision"] = record["revision"] or got["revision"]
+                if got["revision"] != hub.revision:
+                    raise RulerError(f"{hub.repo}: asked for revision {hub.revision}, the Hub "
+                                     f"served {got['revision']}")
+                rows += got["rows"]
+                record["files"][f.path] = {"sha256": got["sha256"], "size": got["size"],
+                                           "rows": got["rows"]}
+            if rows != split.rows:
+                raise RulerError(f"{hub.repo} ({hub.config}) split {split.name}: {rows:,} rows "
+                                 f"at {hub.revision}, expected {split.rows:,}")
+        (staging / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
+                                      encoding="utf-8")
+        replace_folder(staging, target)
+    found = find(spec, dest_root)
+    assert found is not None and found.pinned_layout
+    return inspect(spec, found)
+
+
+def _download(hub: HubDataset, f: HubFile, dest: Path, cache: Path, timeout: float) -> dict:
+    """One file at the pinned revision: its bytes at `dest`, checked; what was served."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+
+    from ruler.builder.scrub import scrub
+
+    # Read at call time, never at import, so a mirror or a test server can be chosen per run.
+    endpoint = os.environ.get("HF_ENDPOINT") or None
+    where = f"{hub.repo}@{hub.revision}:{f.path}"
+    try:
+        meta = get_hf_file_metadata(hf_hub_url(hub.repo, f.path, repo_type="dataset",
+                                               revision=hub.revision, endpoint=endpoint),
+                                    timeout=timeout, endpoint=endpoint)
+        local = hf_hub_download(hub.repo, f.path, repo_type="dataset", revision=hub.revision,
+                                endpoint=endpoint, cache_dir=cache, etag_timeout=timeout)
+    except Exception as e:  # network, auth, offline mode, a missing file: one clear line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise RulerError(scrub(f"could not download {where} from the Hub: "
+                               f"{type(e).__name__}: {first}")) from None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(local, dest)
+    digest, size = file_sha256(dest), dest.stat().st_size
+    hub_sha = (meta.etag or "").strip('"').lower()
+    if len(hub_sha) == 64 and digest != hub_sha:  # an LFS file's ETag is its sha256
+        raise RulerError(f"{where}: downloaded sha256 {digest}, the Hub says {hub_sha} "
+                         f"(corrupt download)")
+    if f.sha256 and digest != f.sha256:
+        raise RulerError(f"{where}: sha256 {digest}, pinned {f.sha256} (the file changed "
+                         f"upstream at this revision, or the download is corrupt)")
+    if f.size is not None and size != f.size:
+        raise RulerError(f"{where}: {size:,} bytes, pinned {f.size:,}")
+    return {"revision": meta.commit_hash, "sha256": digest, "size": size,
+            "rows": parquet_rows([dest], hub.columns, where)}
+
+
+def parquet_rows(paths: Sequence[Path], columns: Sequence[str], what: str) -> int:
+    """The rows of Parquet files that have `columns`, or a RulerError naming `what`."""
+    import pyarrow.parquet as pq
+
+    rows = 0
+    for path in paths:
+        try:
+            meta = pq.ParquetFile(path)
+        except Exception as e:  # pyarrow raises several types for a file that is no Parquet
+            raise RulerError(f"{what}: not a Parquet file ({type(e).__name__}: {e})") from None
+        missing = [c for c in columns if c not in meta.schema_arrow.names]
+        if missing:
+            raise RulerError(f"{what}: no column(s) {', '.join(missing)} (not the "
+                             f"{'/'.join(columns)} schema)")
+        rows += meta.metadata.num_rows
+    return rows
+
+
+def split_paths(source: "ResolvedSource", split: str) -> list[Path]:
+    """The files a resolved Hub source reads for `split`."""
+    return [source.path / rel for rel in source.files[split]]
+
+
+def read_split(source: "ResolvedSource", split: str, columns: Sequence[str]) -> list[dict]:
+    """A split's rows (only `columns`), in file order, as dicts."""
+    import pyarrow.parquet as pq
+
+    paths = split_paths(source, split)
+    parquet_rows(paths, columns, f"source {source.spec.id!r} split {split}")
+    return [row for p in paths for row in pq.read_table(p, columns=list(columns)).to_pylist()]
+
+
+def describe(spec: "SourceSpec") -> Mapping[str, str]:
+    """For messages: where the pinned files come from."""
+    hub = spec.hub
+    return {"repo": hub.repo, "config": hub.config, "revision": hub.revision}

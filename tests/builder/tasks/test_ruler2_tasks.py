@@ -1,0 +1,167 @@
+"""RULERv2's 12 generators on the real stand-in inputs and a real tokenizer: each sample fits
+L exactly as the model reads it, its answers are read off its input, and what upstream's
+generator guarantees holds (formats, id rules, answer kinds). Fixed strings are compared
+with upstream's own output in tests/benchmarks/test_ruler2_reference.py."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import pytest
+
+from helpers.tasks import fit, generator, tokenizer
+from ruler.builder.tasks.catalog import RULER2_TASKS
+from ruler.builder.tasks.family import family_of
+from ruler.builder.tasks.ruler2_items import split_item
+from ruler.builder.tasks.ruler2_mmlu import ordinal
+from ruler.builder.tasks.ruler2_niah import split_line
+from ruler.builder.tasks.ruler2_prompts import MMLU_CONTEXT, NIAH_MULTIPLE, NIAH_SINGLE, QA_CONTEXT
+
+L = 4096
+SAMPLES = 2
+
+
+@pytest.fixture(scope="module")
+def rows() -> dict[str, list[dict]]:
+    out = {}
+    for task in RULER2_TASKS:
+        gen = generator(task, "llama-3.1", L)
+        out[task] = [(fit(gen, i), gen) for i in range(SAMPLES)]
+    return out
+
+
+def test_ordinal_is_inflects():
+    inflect = pytest.importorskip("inflect")  # the test extra pins the version upstream used
+    engine = inflect.engine()
+    assert [ordinal(n) for n in range(1, 2001)] == [engine.ordinal(n) for n in range(1, 2001)]
+
+
+@pytest.mark.parametrize("task", RULER2_TASKS)
+def test_each_sample_fits_L_as_the_model_reads_it(rows, task):
+    tok = tokenizer("llama-3.1")
+    for sample, gen in rows[task]:
+        row = sample.row
+        prompt = tok.prompt_length(row["input"], "")
+        assert row["length"] == prompt <= L  # the prompt only: no output reserved
+        assert row["tokens_to_generate"] == 16384 and row["answer_prefix"] == ""
+        assert prompt > 0.8 * L
+        family = family_of(task)
+        assert family.check_row(row) is None
+        starts, (c0, c1) = family.gold_spans(row, gen)
+        d = sample.fitted.draft
+        assert starts == [a for a, _ in d.gold_spans] and (c0, c1) == d.context_span
+
+
+def _needles(text: str) -> list[tuple[str, str]]:
+    return re.findall(r"^One of the special magic numbers for (.+?) is: ([0-9]{10})\.$", text,
+                      re.M)
+
+
+@pytest.mark.parametrize("task,values", [("mk_niah_basic", 1), ("mv_niah_basic", 4)])
+def test_needle_tasks(rows, task, values):
+    template = NIAH_SINGLE if values == 1 else NIAH_MULTIPLE
+    word = "number" if values == 1 else "numbers"
+    for sample, _ in rows[task]:
+        row = sample.row
+        text = row["input"]
+        key = re.search(r"for (.+?) mentioned", text).group(1)
+        head, tail = template.split("{context}")
+        assert text.startswith(head.format(type_needle_v=word))
+        assert text.endswith(tail.format(type_needle_v=word, query=key))
+        lines = text[len(head.format(type_needle_v=word)):].split("\n")[:-1]
+        needles = _needles(text)
+        assert len(lines) == len(needles) == row["haystack_size"] + values  # every line one
+        assert [v for k, v in needles if k == key] != [] and len(row["outputs"]) == values
+        assert sorted(v for k, v in needles if k == key) == sorted(row["outputs"])
+        per_key = Counter(k for k, _ in needles if k != key)
+        assert max(per_key.values()) <= values  # mv: a distractor key has up to 4 values
+        if values > 1:  # upstream pairs each distractor key with 4 values (the last fewer)
+            assert sum(per_key.values()) == row["haystack_size"]
+            assert sorted(per_key.values())[-1] == 4
+
+
+def _questions(text: str) -> list[tuple[str, str]]:
+    return re.findall(r"^Question ([0-9]{7}): (.*)$", text, re.M)
+
+
+@pytest.mark.parametrize("task", [t for t in RULER2_TASKS if t.startswith(("mk_niah_e",
+                                                                         "mk_niah_m",
+                                                                         "mk_niah_h", "mv_niah_e",
+                                                                         "mv_niah_m",
+                                                                         "mv_niah_h"))])
+def test_mmlu_tasks(rows, task):
+    for sample, gen in rows[task]:
+        row = sample.row
+        text = row["input"]
+        p = gen.spec.params
+        assert text.startswith(MMLU_CONTEXT[p["task_type"]] + "\n\nQuestion ")
+        context = text.split("\n\nHere are some examples")[0].rsplit("\n\nPlease ", 1)[0]
+        items = _questions(context)
+        assert len(items) == row["haystack_size"] + 1
+        ids = Counter(i for i, _ in items)
+        if p["num_order"] == 0:
+            assert max(ids.values()) == 1  # distinct ids
+        else:
+            assert max(ids.values()) <= 4 and sum(ids.values()) == len(items)
+        assert all(q == re.sub(r"\s+", " ", q) for _, q in items)
+        problem = text.rsplit("\n\n", 1)[1]
+        asked = re.search(r"Question ([0-9]{7}) from the context", problem).group(1)
+        if p["task_type"] == "solve":
+            assert row["outputs"] in (["A"], ["B"], ["C"], ["D"])
+            examples = re.findall(r"Please .*?Question ([0-9]{7}) from the context.*?\n"
+                                  r"(?:Question [0-9]{7}: .*\n)?Solution: \\boxed\{([ABCD])\}",
+                                  text)
+            assert len(examples) == 5 and all(ids[i] == 1 and i != asked for i, _ in examples)
+            assert "inside \\boxed\\{\\}.\n\n" in text  # upstream's escaped braces
+        elif p["task_type"] == "niah":
+            assert row["outputs"] == [q for i, q in items if i == asked]
+        else:
+            nth = re.search(r"([0-9]+)(?:st|nd|rd|th) \(1 indexed\) ", problem)
+            same = [q for i, q in items if i == asked]
+            assert row["outputs"] == [same[int(nth.group(1)) - 1] if nth else same[0]]
+            assert (nth is None) == (p["num_order"] == 0)
+
+
+@pytest.mark.parametrize("task", ["qa_basic", "qa_easy", "qa_medium", "qa_hard"])
+def test_hotpotqa_tasks(rows, task):
+    for sample, gen in rows[task]:
+        row = sample.row
+        text = row["input"]
+        p = gen.spec.params
+        kind = p.get("query_type") or p["algo_type"]
+        assert text.startswith(QA_CONTEXT[(p["task_type"], kind)] + "\n\nDocument ")
+        docs = re.findall(r"(?:^|\n\n)Document ([0-9]{7}):\n(.*?)(?=\n\nDocument |\n\n"
+                          r"Text: |\n\nQuestion: |\n\nPlease )", text, re.S)
+        q = gen.question(row["index"])
+        assert len(docs) == row["haystack_size"] + len(q.support) + len(q.distractors)
+        assert len({i for i, _ in docs}) == len(docs)  # distinct ids
+        bodies = Counter(b for _, b in docs)
+        assert all(bodies[b] == 1 for b in (*q.support, *q.distractors))  # never drawn again
+        support_ids = [i for i, b in docs if b in q.support]
+        if kind == "doc":
+            assert row["outputs"] == [i for i, b in docs if b == q.support[0]]
+            assert text.endswith(f"\n\nText: {q.support[0]}\nMost relevant document index:")
+        elif kind == "question":
+            assert sorted(row["outputs"]) == sorted(support_ids)
+        else:
+            assert row["outputs"] == [q.answer]
+
+
+def test_a_needle_line_is_cut_into_recurring_parts():
+    line = "One of the special magic numbers for bright-lantern is: 1234567890.\n"
+    assert split_line(line) == ("One of the special magic numbers for", " bright", "-lantern",
+                                " is:", " 123", "456", "789", "0.\n")
+    odd = "One of the special magic numbers for ad hoc-dump truck is: 1000000000."
+    assert "".join(split_line(odd)) == odd and split_line(odd)[-4:] == (" 100", "000", "000",
+                                                                         "0.")
+
+
+def test_an_item_is_cut_before_its_id_and_after_its_colon_where_clean():
+    assert split_item("Question 1234567: What is 2+2? A. 1 B. 2\n\n") == (
+        "Question", " 123", "4567:", " What is 2+2? A. 1 B. 2\n\n")
+    assert split_item("Question 1234567:  In which dynasty?\n\n") == (
+        "Question", " 123", "4567:  In which dynasty?\n\n")  # a leading space: not clean
+    assert split_item("Document 1234567:\nTitle\nBody.\n\n") == (
+        "Document", " 123", "4567:\n", "Title\nBody.\n\n")
+    assert split_item("Something else") == ("Something else",)
