@@ -471,7 +471,10 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             elif need > limit:
                 pred.status = "skipped"
                 pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
-                               f"{row.tokens_to_generate} = {need} > max_model_len {limit}")
+                               f"{row.tokens_to_generate} = {need} > max_model_len {limit}"
+                               if reserves_output(row.key[1]) else
+                               f"prompt {pred.prompt_tokens} leaves no room to generate within "
+                               f"max_model_len {limit}")
                 writer.write(pred)
                 outcome.skipped += 1
                 if len(outcome.skip_reasons) < 5:

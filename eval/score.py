@@ -255,6 +255,8 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
 
 def _reason_kind(reason: str) -> str:
     """Group reasons by their kind (numbers stripped) so a summary stays short."""
+    if "leaves no room to generate" in reason:
+        return "prompt >= max_model_len (no room to generate)"
     if "max_model_len" in reason:
         return "prompt + tokens_to_generate > max_model_len"
     return reason[:120]

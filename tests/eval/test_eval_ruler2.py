@@ -86,7 +86,8 @@ def test_reasoning_mode_and_a_context_that_cannot_hold_the_whole_budget(data, tm
     # Rows whose prompt fits ran with the budget cut to the context left; the others, whose
     # prompt alone reaches the limit, are skipped with the reason.
     assert ran and all(p["output_budget"] == limit - p["prompt_tokens"] for p in ran)
-    assert all(p["prompt_tokens"] >= limit for p in skipped)
+    assert all(p["prompt_tokens"] >= limit and "leaves no room to generate" in p["reason"]
+               for p in skipped)
     assert bool(skipped) == (longest >= limit)
     assert sum(c["budget_clamped"] for c in scores["cells"]) == len(ran)
     assert all(c["score"] in (None, 100.0) for c in scores["cells"])
