@@ -134,7 +134,8 @@ class Tokenizer(ABC):
         """Exact ids the model is given for a row.
 
         chat: the tokenizer's chat template with the user turn `input` and the assistant turn
-        pre-filled with `answer_prefix` (continued, no new generation prompt).
+        pre-filled with `answer_prefix` (continued, no new generation prompt); with an empty
+        `answer_prefix`, the user turn and the generation prompt (nothing to continue).
         base: `input + answer_prefix` with the special tokens the tokenizer adds (e.g. BOS).
         reasoning: the chat template with the user turn `input` and a generation prompt; no
         answer prefix (the model reasons first, so a pre-filled answer would cut that short).
@@ -242,6 +243,12 @@ class HFTokenizer(Tokenizer):
 
     def render_chat(self, input_text: str, answer_prefix: str,
                     template_kwargs: Mapping[str, Any] | None = None) -> str:
+        if not answer_prefix:
+            # Nothing to pre-fill (RULERv2's rows): the assistant turn is opened, as a server
+            # opens it. Continuing an empty assistant message instead renders whatever the
+            # template writes around an empty turn (llama-3.1 drops the "\n\n" after its
+            # header, Gemma the "\n"), which no server sends.
+            return self.render_reasoning(input_text, template_kwargs)
         messages = [{"role": "user", "content": input_text},
                     {"role": "assistant", "content": answer_prefix}]
         with self._template_errors("a user turn, then the assistant turn pre-filled with the "

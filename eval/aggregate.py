@@ -11,6 +11,11 @@ per-task scores); the published numbers are (notes/upstream-ruler.md §10):
   threshold"; "<4K" for models that fail already at 4K).
 For other length sets the weights generalise to k / (1 + 2 + ... + n), which is k/21 for the
 paper's six lengths.
+
+RULERv2 (NeMo-Skills `ruler2_score.compute_score`, notes/ruler2.md §6): per length, the plain
+mean of the 12 task scores; NeMo-Skills' documentation adds the mean over lengths ("Avg").
+It has no weighted averages and no effective length (the 85.6 threshold is RULER v1's), so a
+RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`).
 """
 
 from __future__ import annotations
@@ -83,9 +88,17 @@ class Summary:
     effective_length: int | None
     threshold: float
     partial: bool = False  # rows asked for have no result: no effective length, no averages
+    benchmark: str = "ruler"  # "ruler2": no weighted averages, no effective length
+
+    @property
+    def has_effective_length(self) -> bool:
+        """Whether the benchmark defines weighted averages and an effective length (v1)."""
+        return self.benchmark != "ruler2"
 
     @property
     def effective_label(self) -> str:
+        if not self.has_effective_length:
+            return "n/a"
         if self.partial:
             return PARTIAL_LABEL
         return format_effective(self.effective_length, list(self.by_length))
@@ -96,8 +109,9 @@ PARTIAL_LABEL = "n/a (partial)"
 
 
 def summarize(by_length: Mapping[int, float | None],
-              threshold: float = DEFAULT_THRESHOLD, partial: bool = False) -> Summary:
-    """Avg, wAvg (inc/dec) and effective length from per-length means.
+              threshold: float = DEFAULT_THRESHOLD, partial: bool = False,
+              benchmark: str = "ruler") -> Summary:
+    """Avg, wAvg (inc/dec) and effective length from per-length means (RULERv2: Avg only).
 
     Averages over lengths are only given when every length has a score: an average over a
     subset would silently change what the number means. `partial`: some rows that were asked
@@ -107,12 +121,15 @@ def summarize(by_length: Mapping[int, float | None],
     complete = all(v is not None for v in by_length.values()) and bool(by_length) \
         and not partial
     scores = {L: float(v) for L, v in by_length.items() if v is not None}
+    weighted = complete and benchmark != "ruler2"
     return Summary(
         by_length=dict(sorted(by_length.items())),
         avg=mean(list(scores.values())) if complete else None,
-        wavg_inc=weighted_average(scores, True) if complete else None,
-        wavg_dec=weighted_average(scores, False) if complete else None,
-        effective_length=None if partial else effective_length(by_length, threshold),
+        wavg_inc=weighted_average(scores, True) if weighted else None,
+        wavg_dec=weighted_average(scores, False) if weighted else None,
+        effective_length=None if partial or benchmark == "ruler2"
+        else effective_length(by_length, threshold),
         threshold=threshold,
         partial=partial,
+        benchmark=benchmark,
     )

@@ -56,7 +56,16 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
                     "... --output-budget\n16384 gives config <tokenizer>--out16k) and evaluate "
                     "it: --mode reasoning is then the default;\nthe answer is the text after "
                     "the reasoning's end marker, raw outputs are kept, and rows whose\nreasoning "
-                    "ran out of budget are counted in the report.",
+                    "ran out of budget are counted in the report.\n\n"
+                    "RULERv2 configs (<tokenizer>--v2, built with --benchmark v2): each row's "
+                    "prompt is the\nchat template with a generation prompt (no answer prefix), "
+                    "its length counts the prompt\nalone and 16384 tokens to generate come on "
+                    "top (upstream's run, greedy). --mode reasoning\nscores the text after "
+                    "the reasoning (chat, the default, scores the whole output, as\nNeMo-Skills "
+                    "without ++parse_reasoning). Where max_model_len holds the prompt but not "
+                    "the\nwhole budget, a row runs with the budget cut to the context left "
+                    "(recorded per row as\noutput_budget, counted in the report); a prompt "
+                    "that leaves no room is skipped.",
         epilog="One node, 8 GPUs: --backend vllm --data-parallel-size 8 (8 replicas), or "
                "--tensor-parallel-size 8\nfor a model that needs them all; a 70B model on 8 "
                "GPUs: --tensor-parallel-size 4 --data-parallel-size 2.\n" + _CPU_NOTE)
@@ -75,7 +84,8 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
     p.add_argument("--mode", choices=("chat", "base", "reasoning"), default=None,
                    help="prompt rendering (default: the mode the dataset was built with; "
-                        "reasoning for configs built with --output-budget)")
+                        "reasoning for configs built with --output-budget; RULERv2 configs "
+                        "accept chat or reasoning)")
     p.add_argument("--chat-template-kwargs", type=_json_object, default=None, metavar="JSON",
                    help="extra chat template variables, e.g. '{\"enable_thinking\": true}' "
                         "(a variable that changes the prompt's length makes the counts differ "
@@ -118,8 +128,11 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                     "max_seq_length, index,\nprediction; optional status, reason) with RULER's "
                     "metrics. PREDICTIONS may also be\nlm-evaluation-harness output of `ruler "
                     "export lm-eval` tasks (a samples_*.jsonl file or\nthe --output_path "
-                    "folder) or an Inspect log of the ruler task (.eval, or a folder of "
-                    "them).\n\n"
+                    "folder), an Inspect log of the ruler task (.eval, or a folder of "
+                    "them), or NeMo-Skills\n`ns eval` output (output.jsonl, output-rs0.jsonl, "
+                    "or an eval-results folder) of the\n`ruler` or `ruler2` benchmark made from "
+                    "this dataset's rows: each record is matched to\nits row by the prompt text "
+                    "(`question`), and records matching no row are refused.\n\n"
                     "Each prediction is checked against its row of this build by what it "
                     "carries of it:\ndata_sha256 (the split file's content_sha256), "
                     "input_sha256 (sha256 of the row's input) or\ninput, length. Anything "
@@ -142,8 +155,8 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                "path and sha256 of what it scored.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--predictions", required=True, type=Path,
-                   help="ruler's JSONL/Parquet, lm-eval samples file or output folder, or an "
-                        "Inspect log (file or folder)")
+                   help="ruler's JSONL/Parquet, lm-eval samples file or output folder, an "
+                        "Inspect log (file or folder), or NeMo-Skills output")
     p.add_argument("--data", required=True, help="build folder OUT, or a Hub dataset ORG/NAME")
     p.add_argument("--revision", default=None, help="Hub dataset revision")
     p.add_argument("--tokenizer-config", default=None,
@@ -332,7 +345,10 @@ def run_eval_cmd(args: argparse.Namespace) -> int:
     print(f"{out}: {outcome.generated} generated, {outcome.skipped} skipped, {outcome.errors} "
           f"failed, {outcome.done_before} done before; generation {outcome.generate_seconds:.1f}s"
           + (f"; {outcome.budget_exhausted} ran out of output budget while reasoning"
-             if outcome.budget_exhausted else ""))
+             if outcome.budget_exhausted else "")
+          + (f"; {outcome.budget_clamped} RULERv2 row(s) ran with their output budget cut to "
+             f"the context left (max_model_len {outcome.max_model_len})"
+             if outcome.budget_clamped else ""))
     for line in outcome.skip_reasons:
         print(f"  skipped {line}")
     if outcome.errors:

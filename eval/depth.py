@@ -28,7 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.depths import bin_of
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.builder.tasks.family import DepthItem, first_gold_item, get_family
-from ruler.eval.metrics import ROW_METRICS, postprocess_pred
+from ruler.eval.metrics import row_score
 
 #: Bins of a report on a build that was not depth-swept (a swept one uses its own N).
 DEFAULT_DEPTH_BINS = 10
@@ -66,8 +66,7 @@ def row_items(row: Mapping[str, Any], prediction: str) -> list[Item]:
     """The (depth, score) items of one answered row; see the module docstring."""
     if not row.get("gold_depths"):
         return []
-    pred, metric = postprocess_pred(prediction), ROW_METRICS[row["metric"]]
-    return [(depth, metric(pred, list(refs))) for depth, refs in gold_items(row)]
+    return [(depth, row_score(row["metric"], prediction, refs)) for depth, refs in gold_items(row)]
 
 
 def compact(items: Iterable[Item]) -> list[list[float]]:

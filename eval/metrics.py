@@ -1,6 +1,12 @@
 """RULER's metrics and prediction post-processing, exactly as upstream computes them.
 
-Upstream: NVIDIA/RULER `scripts/eval/synthetic/constants.py` (metrics, unchanged since the
+Two benchmarks, two upstreams: RULER v1's `string_match_all` / `string_match_part` below, on
+the post-processed prediction; RULERv2's `ruler2_all` / `ruler2_2steps` / `ruler2_part`
+(`ruler.eval.ruler2_metric`) and `multichoice` (`ruler.eval.multichoice`), as NeMo-Skills scores
+them, on the raw generation. `METRIC_SPECS` says, per name the data's `metric` column holds,
+which function scores a row, what it is given and how a task's rows make its score.
+
+v1 upstream: NVIDIA/RULER `scripts/eval/synthetic/constants.py` (metrics, unchanged since the
 first commit) and `scripts/eval/evaluate.py:postprocess_pred`. The two aggregate functions
 below are upstream's code verbatim, including its quirks: matching is a case-insensitive
 substring test with no word boundaries ('art' matches 'party'), and a reference listed twice
@@ -11,7 +17,11 @@ reports count, drop or inspect single rows.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
+
+from ruler.eval.multichoice import boxed_answer, multichoice
+from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
@@ -48,26 +58,10 @@ def row_match_all(pred: str, refs: Sequence[str]) -> float:
     return sum(1.0 if r.lower() in pred.lower() else 0.0 for r in refs) / len(refs)
 
 
-#: Aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric` column holds.
-METRICS: Mapping[str, Callable[[Sequence[str], Sequence[Sequence[str]]], float]] = {
-    "string_match_all": string_match_all,
-    "string_match_part": string_match_part,
-}
-
-#: Per-row metric (0..1) by the same names.
-ROW_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
-    "string_match_all": row_match_all,
-    "string_match_part": row_match_part,
-}
-
-
-def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
-    """Upstream's task score over raw predictions: post-process, then the named metric."""
-    if metric not in METRICS:
-        raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
-    if not preds:
-        raise ValueError("cannot score an empty set of predictions")
-    return METRICS[metric]([postprocess_pred(p) for p in preds], refs)
+def raw_generation(predict_str: str) -> str:
+    """NeMo-Skills' RULERv2 evaluator scores the generation as it is (its post-processing is
+    the identity)."""
+    return predict_str
 
 
 def score_of_rows(row_scores: Sequence[float]) -> float:
@@ -78,3 +72,90 @@ def score_of_rows(row_scores: Sequence[float]) -> float:
     if not row_scores:
         raise ValueError("cannot score an empty set of rows")
     return round(sum(row_scores) / len(row_scores) * 100, 2)
+
+
+def percent_of_rows(row_scores: Sequence[float]) -> float:
+    """A RULERv2 task score: NeMo-Skills' `accuracy` / `symbolic_correct`, the mean of the rows'
+    values as a percentage, not rounded."""
+    if not row_scores:
+        raise ValueError("cannot score an empty set of rows")
+    return 100.0 * sum(row_scores) / len(row_scores)
+
+
+def joined_references(references: Sequence[str]) -> str:
+    """The references joined by spaces: an answer every string metric scores 1 (no blank line
+    in it, so 2steps' cut at the last one keeps them all)."""
+    return " ".join(references)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric of the `metric` column."""
+
+    row: Callable[[str, Sequence[str]], float]  # (prepared prediction, references) -> 0..1
+    prepare: Callable[[str], str]  # what upstream scores: the post-processed or raw text
+    aggregate: Callable[[Sequence[float]], float]  # the rows' values -> the task score
+    benchmark: str  # "ruler" (v1) or "ruler2"
+    # A right answer, as a model writes it, from the references (the fake backend's `gold`)
+    gold: Callable[[Sequence[str]], str] = joined_references
+
+
+METRIC_SPECS: Mapping[str, MetricSpec] = {
+    "string_match_all": MetricSpec(row_match_all, postprocess_pred, score_of_rows, "ruler"),
+    "string_match_part": MetricSpec(row_match_part, postprocess_pred, score_of_rows, "ruler"),
+    "ruler2_all": MetricSpec(ruler2_all, raw_generation, percent_of_rows, "ruler2"),
+    "ruler2_2steps": MetricSpec(ruler2_2steps, raw_generation, percent_of_rows, "ruler2"),
+    "ruler2_part": MetricSpec(ruler2_part, raw_generation, percent_of_rows, "ruler2"),
+    "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2",
+                              gold=boxed_answer),
+}
+
+
+def metric_spec(metric: str) -> MetricSpec:
+    if metric not in METRIC_SPECS:
+        raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRIC_SPECS)}")
+    return METRIC_SPECS[metric]
+
+
+def row_score(metric: str, prediction: str, references: Sequence[str]) -> float:
+    """One row's value (0..1) under `metric`, from the model's text as generated."""
+    spec = metric_spec(metric)
+    return spec.row(spec.prepare(prediction), list(references))
+
+
+def _rows_aggregate(metric: str) -> Callable[[Sequence[str], Sequence[Sequence[str]]], float]:
+    spec = METRIC_SPECS[metric]
+
+    def aggregate(preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+        return spec.aggregate([spec.row(p, list(r)) for p, r in zip(preds, refs)])
+
+    aggregate.__name__ = metric
+    return aggregate
+
+
+#: Aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric` column holds.
+#: v1: upstream's own functions; RULERv2: the mean of the rows (NeMo-Skills aggregates row by
+#: row). Each on predictions as its `MetricSpec.prepare` leaves them.
+METRICS: Mapping[str, Callable[[Sequence[str], Sequence[Sequence[str]]], float]] = {
+    "string_match_all": string_match_all,
+    "string_match_part": string_match_part,
+    **{name: _rows_aggregate(name) for name, spec in METRIC_SPECS.items()
+       if spec.benchmark == "ruler2"},
+}
+
+#: Per-row metric (0..1) by the same names, on the prepared prediction.
+ROW_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
+    name: spec.row for name, spec in METRIC_SPECS.items()}
+
+#: What each metric is given of the model's text (v1: post-processed; RULERv2: as generated).
+PREPARE: Mapping[str, Callable[[str], str]] = {
+    name: spec.prepare for name, spec in METRIC_SPECS.items()}
+
+
+def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+    """Upstream's task score over raw predictions: prepared as the metric's upstream does
+    (v1: post-processed; RULERv2: as generated), then the named metric."""
+    spec = metric_spec(metric)
+    if not preds:
+        raise ValueError("cannot score an empty set of predictions")
+    return METRICS[metric]([spec.prepare(p) for p in preds], refs)

@@ -60,6 +60,9 @@ class Prediction:
     prompt_unchecked: str = ""
     server_model: str = ""
     server_notes: str = ""
+    # A RULERv2 row whose prompt + tokens_to_generate exceeded the engine's context ran with
+    # this smaller budget (the context left); None: its whole budget.
+    output_budget: int | None = None
 
     @property
     def key(self) -> Key:
@@ -67,7 +70,7 @@ class Prediction:
 
     def record(self) -> dict[str, Any]:
         """The JSON record; the reasoning fields only in reasoning mode, the server's prompt
-        count only where the engine reports one."""
+        count only where the engine reports one, the output budget only where clamped."""
         rec = asdict(self)
         if not self.reasoning:
             del rec["raw_prediction"], rec["reasoning"]
@@ -76,6 +79,8 @@ class Prediction:
         for name in ("prompt_mismatch", "prompt_unchecked", "server_model", "server_notes"):
             if not rec[name]:
                 del rec[name]
+        if self.output_budget is None:
+            del rec["output_budget"]
         return rec
 
 

@@ -19,6 +19,11 @@ where those numbers are given; lengths whose interval contains the threshold are
 the effective length could go either way there. Older scores.json without rows: no intervals.
 
 Several runs of one model on replicate configs: eval.report_replicates pools their reports.
+
+RULERv2 scores (its 12 tasks, `ruler.builder.tasks.benchmarks`): the per-length plain mean of
+the tasks and its average over lengths, as NeMo-Skills reports them, with their intervals; no
+weighted averages or effective length (RULERv2 defines neither); and the family x difficulty
+table (eval.report_ruler2). Scores mixing the two benchmarks' tasks are refused.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from typing import Any, Iterable, Sequence
 
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import TASKS, in_task_order, task_rank
+from ruler.builder.tasks.benchmarks import RULER2, benchmark_of
+from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
@@ -44,6 +50,7 @@ from ruler.eval.report_reference import ReferenceComparison, comparisons, hint, 
 from ruler.eval.report_reference import mark_plot as mark_published
 from ruler.eval.report_reference import markdown as reference_markdown
 from ruler.eval.report_reference import to_csv as reference_csv
+from ruler.eval.report_ruler2 import grid, grid_markdown
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
 from ruler.eval.results_schema import read_run, read_scores
 from ruler.eval.score import cell_complete, cell_done, tie_totals
@@ -83,11 +90,16 @@ class Report:
     reference_hint: list[str] = field(default_factory=list)
     # The same model's scores without the context ("task", L) -> score (`--no-context`).
     baseline: dict[tuple[str, int], float | None] | None = None
+    benchmark: str = "ruler"  # "ruler2": RULERv2's tasks (builder.tasks.benchmarks)
 
     @property
     def mean_label(self) -> str:
         n = len(self.tasks)
-        return "Mean (13 tasks)" if n == len(TASKS) else f"Mean ({n} task{'s' * (n != 1)})"
+        return f"Mean ({n} task{'s' * (n != 1)})"
+
+    @property
+    def is_ruler2(self) -> bool:
+        return self.benchmark == RULER2
 
     @property
     def complete(self) -> bool:
@@ -185,6 +197,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
+    benchmark = report_benchmark(tasks)
     incomplete = sorted([k for k, c in cells.items() if not cell_complete(c)] + list(unscored),
                         key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
@@ -198,7 +211,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
     if "depth_items" in scores:
         bins = depth_bins or scores.get("depth_bins") or DEFAULT_DEPTH_BINS
         depth = depth_table(scores["depth_items"], bins, min_depth_samples)
-    summary = summarize(by_length, threshold, partial=bool(incomplete))
+    summary = summarize(by_length, threshold, partial=bool(incomplete), benchmark=benchmark)
     return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
                   cells, summary, depth, scores.get("mode"), incomplete, unscored,
                   scores.get("selection") or {},
@@ -206,7 +219,7 @@ def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
                   scores.get("serving"), scores.get("prompt_check"),
                   tie_totals(scores["cells"]) if any("unverified" in c for c in scores["cells"])
                   else None,
-                  health=HealthFacts.of(scores.get("health")))
+                  health=HealthFacts.of(scores.get("health")), benchmark=benchmark)
 
 
 def baseline_scores(nc: dict[str, Any], scores: dict[str, Any],
@@ -220,6 +233,19 @@ def baseline_scores(nc: dict[str, Any], scores: dict[str, Any],
         raise RulerError(f"{where} is a run of model {nc.get('model')!r}, not "
                          f"{scores.get('model')!r}: the baseline must be the same model's")
     return {(c["task"], int(c["max_seq_length"])): c["score"] for c in nc["cells"]}
+
+
+def report_benchmark(tasks: Iterable[str]) -> str:
+    """The one benchmark the tasks belong to; a RulerError when they mix two (a mean over
+    both would be neither's score)."""
+    tasks = list(tasks)
+    found = {benchmark_of(t) for t in tasks}
+    if len(found) > 1:
+        shown = "; ".join(f"{b}: {', '.join([t for t in tasks if benchmark_of(t) == b][:3])}"
+                          for b in sorted(found))
+        raise RulerError(f"the scores mix the tasks of several benchmarks: {shown}; score "
+                         f"and report each benchmark's config on its own")
+    return found.pop() if found else "ruler"
 
 
 def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
@@ -246,7 +272,8 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 def _head(r: Report) -> list[str]:
     """The report's title, what it covers, how the rows were served, and whether it is
     partial."""
-    head = [f"# RULER results: {r.model or 'unknown model'}", "",
+    name = "RULERv2" if r.is_ruler2 else "RULER"
+    head = [f"# {name} results: {r.model or 'unknown model'}", "",
             f"Dataset `{r.dataset.get('spec')}`"
             + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
@@ -272,6 +299,8 @@ def _summary_table(r: Report) -> list[str]:
     their intervals."""
     s = r.summary
     cols = [format_length(L) for L in r.lengths]
+    if r.is_ruler2:
+        return _ruler2_summary(r, cols)
     return ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
             "|---" * (len(cols) + 4) + "|",
             f"| {r.summary.effective_label} | "
@@ -292,6 +321,8 @@ def _task_table(r: Report) -> list[str]:
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
                               for L in r.lengths) + " |")
+    if r.is_ruler2:
+        table += [""] + grid_markdown(r.cells, r.lengths, key=r.config)
     return table
 
 
@@ -304,7 +335,8 @@ def headline_markdown(r: Report) -> str:
 
 def to_markdown(r: Report) -> str:
     s = r.summary
-    summary = [*_summary_table(r), "",
+    summary = _summary_table(r) if r.is_ruler2 else [
+               *_summary_table(r), "",
                f"Per-length score: the plain mean of the {len(r.tasks)} task scores. "
                f"Effective length: the largest length whose score exceeds {s.threshold} at it "
                f"and at every shorter length (scores above it are underlined); weights of "
@@ -340,6 +372,23 @@ def to_markdown(r: Report) -> str:
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
                      + ([""] + depth if depth else [])) + "\n"
+
+
+def _ruler2_summary(r: Report, cols: list[str]) -> list[str]:
+    """RULERv2's headline: the mean of the tasks per length and its average over lengths."""
+    s, ri = r.summary, r.intervals
+    lines = ["| " + " | ".join(cols) + " | Avg. |", "|---" * (len(cols) + 1) + "|",
+             "| " + " | ".join(_fmt(s.by_length[L]) for L in r.lengths) + f" | {_fmt(s.avg)} |"]
+    if ri is not None and any(i is not None for i in ri.by_length.values()):
+        lines.append("| " + " | ".join(format_interval(ri.by_length[L]) or "n/a"
+                                       for L in r.lengths)
+                     + f" | {format_interval(ri.avg) or 'n/a'} |")
+    return lines + ["", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
+                        f"(NeMo-Skills' RULERv2 score, `ruler2_score`); Avg.: their mean over the "
+                        f"lengths. RULERv2 defines no weighted averages and no effective "
+                        f"length. Task scores are NeMo-Skills' `accuracy` (ruler2 metrics) or "
+                        f"`symbolic_correct` (multichoice) in percent, not rounded.", "",
+                    *_uncertainty_text(r)]
 
 
 def _ci(r: Report, task: str | None, L: int) -> str:
@@ -402,6 +451,12 @@ def _notes(r: Report) -> list[str]:
             why = "; ".join(c.get("skip_reasons") or []) or "rows missing"
             notes.append(f"- \\* {t} @ {format_length(L)}: scored on {c['scored']} of "
                          f"{c['rows']} rows ({why}; {c['missing']} missing)")
+        if c.get("budget_clamped"):
+            notes.append(f"- {t} @ {format_length(L)}: {c['budget_clamped']} of {c['scored']} "
+                         f"answered rows ran with fewer output tokens than their "
+                         f"tokens_to_generate: the model's context held the prompt but not "
+                         f"the whole budget on top (each row's `output_budget` in the "
+                         f"predictions)")
     return (["## Notes", ""] + notes) if notes else []
 
 
@@ -433,6 +488,7 @@ def _csv_interval(i: Interval | None) -> list:
 def to_json(r: Report) -> dict[str, Any]:
     s = r.summary
     return {
+        "benchmark": r.benchmark,
         "model": r.model, "config": r.config, "mode": r.mode, "dataset": r.dataset,
         "serving": r.serving, "prompt_check": r.prompt_check, "tied_to_build": r.tied_to_build,
         "tasks": r.tasks,
@@ -458,6 +514,8 @@ def to_json(r: Report) -> dict[str, Any]:
                 r.health, r.cells, r.serving, r.baseline)]},
         "references": [c.to_json() for c in r.references],
         "published_for_model": r.reference_hint,
+        "family_difficulty": {str(L): g for L, g in grid(r.cells, r.lengths, r.config).items()}
+        if r.is_ruler2 else None,
     }
 
 
@@ -480,8 +538,9 @@ def plot(r: Report, out: Path) -> list[Path]:
                     yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
                     color=colors[n % len(colors)], label=t)
         mark_published(ax, r.references, labels, xs, task=t, color=colors[n % len(colors)])
+    name = "RULERv2" if r.is_ruler2 else "RULER"
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
-           title=f"RULER per task: {r.model or ''}")
+           title=f"{name} per task: {r.model or ''}")
     ax.legend(fontsize=7, ncol=2, loc="lower left")
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -495,11 +554,14 @@ def plot(r: Report, out: Path) -> list[Path]:
     ax.errorbar(labels, [float("nan") if m is None else m for m in means], marker="o",
                 yerr=_error_bars(means, [ri.by_length.get(L) if ri else None for L in xs]),
                 capsize=4, label=r.mean_label + (" (95 % interval)" if ri else ""))
-    ax.axhline(r.summary.threshold, color="gray", linestyle="--",
-               label=f"threshold {r.summary.threshold}")
+    if r.summary.has_effective_length:
+        ax.axhline(r.summary.threshold, color="gray", linestyle="--",
+                   label=f"threshold {r.summary.threshold}")
     mark_published(ax, r.references, labels, xs)
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
-           title=f"RULER overall: {r.model or ''} (effective {r.summary.effective_label})")
+           title=f"{name} overall: {r.model or ''}" + (
+               f" (effective {r.summary.effective_label})"
+               if r.summary.has_effective_length else ""))
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -69,13 +69,16 @@ def report_intervals(cells: Mapping[tuple[str, int], Mapping[str, Any]], tasks: 
     averages: dict[str, Interval | None] = {"avg": None, "inc": None, "dec": None}
     if summary.avg is not None and all(by_length[L] is not None for L in lengths):
         stacked = [rows[(t, L)] for L in lengths for t in tasks]
-        for name, weights in (("avg", {L: 1 / len(lengths) for L in lengths}),
-                              ("inc", length_weights(lengths, True)),
-                              ("dec", length_weights(lengths, False))):
+        given = (("avg", {L: 1 / len(lengths) for L in lengths}),)
+        if summary.wavg_inc is not None:  # RULERv2 has no weighted averages
+            given += (("inc", length_weights(lengths, True)),
+                      ("dec", length_weights(lengths, False)))
+        for name, weights in given:
             averages[name] = weighted_mean_interval(
                 stacked, [weights[L] / len(tasks) for L in lengths for _ in tasks],
                 key=f"{key}/{name}")
-    uncertain = [] if summary.partial else uncertain_lengths(by_length, summary.threshold)
+    uncertain = [] if summary.partial or not summary.has_effective_length \
+        else uncertain_lengths(by_length, summary.threshold)
     return ReportIntervals(
         cells={k: i for k, c in cells.items() if (i := cell_interval(c)) is not None},
         by_length=by_length, avg=averages["avg"], wavg_inc=averages["inc"],

@@ -167,7 +167,8 @@ def pool_reports(runs: Sequence[tuple[str, dict[str, Any], Report]]) -> PooledRe
                 for name in ("avg", "wavg_inc", "wavg_dec")}
     threshold = pooled[0].report.summary.threshold
     effective = summarize({L: s.mean if s else None for L, s in by_length.items()}, threshold,
-                          partial=any(s is None for s in by_length.values()))
+                          partial=any(s is None for s in by_length.values()),
+                          benchmark=pooled[0].report.benchmark)  # RULERv2: none defined
     return PooledReport(first.get("model"), base, first.get("mode"), pooled, tasks, lengths,
                         cells, by_length, averages, threshold, effective.effective_label)
 

@@ -12,12 +12,19 @@ Order of work, so that bad input fails before the (slow) model loads:
    `tokens_to_generate` exceed its `max_model_len` are recorded as skipped with the reason
    (never truncated); each prediction is written the moment it arrives, so an interrupted run
    resumes where it stopped;
+   RULERv2 rows (`FamilySpec.reserves_output` False: `length` counts the prompt alone, the
+   16,384 tokens to generate come on top) whose prompt + budget exceed `max_model_len` run with
+   the budget clamped to the context left (`output_budget`, recorded per row and counted per
+   cell), as NeMo-Skills generates up to the server's limit when it sets no budget; only a
+   row whose prompt leaves no room at all is skipped;
 5. score the folder (scores.json) for `ruler report`.
 
-Reasoning mode (configs built with `--output-budget`): the prompt is the chat template with a
-generation prompt and no answer prefix, `max_tokens` is the reserved budget (the rows'
-`tokens_to_generate`), and the answer scored is the text after the model's reasoning
-(ruler.eval.reasoning); the raw output is stored beside it.
+Reasoning mode (configs built with `--output-budget`, and RULERv2 configs, which are made for
+reasoning models): the prompt is the chat template with a generation prompt and no answer
+prefix, `max_tokens` is the budget (the rows' `tokens_to_generate`), and the answer scored is
+the text after the model's reasoning (ruler.eval.reasoning); the raw output is stored beside
+it. A RULERv2 row's chat prompt is the same (it has no answer prefix): chat mode scores the
+whole output, as NeMo-Skills does without `++parse_reasoning=True`.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any, Callable, Mapping
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.scrub import redact_known, scrub
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import (
@@ -108,6 +116,7 @@ class EvalOutcome:
     skipped: int = 0
     errors: int = 0
     budget_exhausted: int = 0  # reasoning mode: rows whose thinking hit the output budget
+    budget_clamped: int = 0  # RULERv2 rows run with less than their budget (context left)
     generate_seconds: float = 0.0
     first_request_s: float | None = None  # from the start of run_eval to the first request
     max_model_len: int = 0
@@ -132,7 +141,7 @@ def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     files = ds.files(cfg.tokenizer_config, cfg.tasks or None, cfg.lengths or None)
     if not files:
         raise RulerError(f"dataset {cfg.data} config {cfg.tokenizer_config!r} has no files")
-    mode = _prompt_mode(ds, cfg)
+    mode = _prompt_mode(ds, cfg, files)
     out = Path(cfg.out)
     with hold_results_folder(out):  # the second of two runs into one folder stops here
         return _run_locked(cfg, ds, files, mode, out, backend, started)
@@ -188,12 +197,27 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     return outcome
 
 
-def _prompt_mode(ds: Dataset, cfg: EvalConfig) -> str:
+def reserves_output(task: str) -> bool:
+    """Whether a task's `length` counts its `tokens_to_generate` (v1) or only the prompt
+    (RULERv2), as the catalog says (a task outside it: v1's rule)."""
+    spec = TASKS.get(task)
+    return spec is None or spec.family.reserves_output
+
+
+def counted_output(task: str, tokens_to_generate: int) -> int:
+    """The part of `tokens_to_generate` a row's `length` counts."""
+    return tokens_to_generate if reserves_output(task) else 0
+
+
+def _prompt_mode(ds: Dataset, cfg: EvalConfig, files: list[SplitFile]) -> str:
     build = ds.build(cfg.tokenizer_config)
     mode = cfg.mode or build.prompt_mode or "chat"
     if mode not in PROMPT_MODES:
         raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
-    if mode == OUTPUT_BUDGET_MODE and reserved_output_budget(build.variant) is None:
+    # RULERv2's rows leave their whole budget on top of the prompt: reasoning needs no variant
+    budgeted = all(not reserves_output(f.task) for f in files)
+    if mode == OUTPUT_BUDGET_MODE and not budgeted \
+            and reserved_output_budget(build.variant) is None:
         raise RulerError(
             f"--mode reasoning needs rows fitted with a reserved output budget, and config "
             f"{cfg.tokenizer_config!r} was built without one: build the variant with `ruler "
@@ -397,9 +421,15 @@ def _retryable_skips(ds: Dataset, files: list[SplitFile], skipped: dict[Key, int
         for batch in ds.iter_rows(f, ("index", "tokens_to_generate"), 4096):
             for r in batch:
                 i = int(r["index"])
-                if i in here and here[i] + int(r["tokens_to_generate"]) <= limit:
+                if i in here and here[i] + _least_output(f.task, r) <= limit:
                     retry.add((f.config, f.task, f.max_seq_length, i))
     return retry
+
+
+def _least_output(task: str, row: Mapping[str, Any]) -> int:
+    """The fewest output tokens a row runs with: its whole budget (v1), one token (RULERv2,
+    whose budget is clamped to the context left)."""
+    return int(row["tokens_to_generate"]) if reserves_output(task) else 1
 
 
 def _render_or_fail(render: Callable[[], Any], cfg: EvalConfig) -> Any:
@@ -419,9 +449,10 @@ def _mismatch_error(cfg: EvalConfig, mode: str, count: int, example: str) -> Rul
         how += f", chat template variables {json.dumps(dict(cfg.chat_template_kwargs))}"
     return RulerError(
         f"the model's tokenizer ({cfg.model_tokenizer or cfg.model}, {how}) does not reproduce "
-        f"the dataset's token counts for {count} row(s), e.g. {example} (prompt + "
-        f"tokens_to_generate != length). Config {cfg.tokenizer_config!r} was built for another "
-        f"tokenizer, prompt mode or template: pick the config built with this model's "
+        f"the dataset's token counts for {count} row(s), e.g. {example} (prompt + the "
+        f"tokens_to_generate it counts != length). Config {cfg.tokenizer_config!r} was built "
+        f"for another tokenizer, prompt mode or template: pick the config built with this "
+        f"model's "
         f"tokenizer, or pass --allow-length-mismatch")
 
 
@@ -440,7 +471,7 @@ def _preflight(ds: Dataset, files: list[SplitFile], renderer: Renderer, done: se
             continue
         seen.add(f.task)
         n = len(_render_or_fail(lambda: renderer.ids(row["input"], row["answer_prefix"]), cfg))
-        ttg = int(row["tokens_to_generate"])
+        ttg = counted_output(f.task, int(row["tokens_to_generate"]))
         if n + ttg != row["length"]:
             key = (f.config, f.task, f.max_seq_length, int(row["index"]))
             mismatches.append(f"{format_key(key)}: {n} + {ttg} != {row['length']}")
@@ -477,11 +508,19 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             """The row as a request, or None when it cannot run (recorded here)."""
             pred = _prediction(row, cfg, stream.renderer.mode)
             pred.backend = backend.name
-            need = pred.prompt_tokens + row.tokens_to_generate
-            if need > limit:
+            budget = row.tokens_to_generate
+            need = pred.prompt_tokens + budget
+            room = limit - pred.prompt_tokens
+            if need > limit and not reserves_output(row.key[1]) and room >= 1:
+                budget = pred.output_budget = room  # RULERv2: clamped, recorded
+                outcome.budget_clamped += 1
+            elif need > limit:
                 pred.status = "skipped"
                 pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
-                               f"{row.tokens_to_generate} = {need} > max_model_len {limit}")
+                               f"{row.tokens_to_generate} = {need} > max_model_len {limit}"
+                               if reserves_output(row.key[1]) else
+                               f"prompt {pred.prompt_tokens} leaves no room to generate within "
+                               f"max_model_len {limit}")
                 writer.write(pred)
                 outcome.skipped += 1
                 if len(outcome.skip_reasons) < 5:
@@ -491,8 +530,8 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             in_flight[row.key] = pred
             if outcome.first_request_s is None:
                 outcome.first_request_s = time.perf_counter() - started
-            budget = row.tokens_to_generate if cfg.max_tokens is None \
-                else min(row.tokens_to_generate, cfg.max_tokens)
+            if cfg.max_tokens is not None:  # --max-tokens caps whatever the row's budget is
+                budget = min(budget, cfg.max_tokens)
             return GenRequest(row.key, row.prompt_ids, budget, skip_special,
                               row.input_text, row.answer_prefix)
 
@@ -559,8 +598,9 @@ class _Feed:
 def _prediction(row: RenderedRow, cfg: EvalConfig, mode: str) -> Prediction:
     """The record of a row about to run, after checking its count against the dataset's."""
     n = len(row.prompt_ids)
-    if n + row.tokens_to_generate != row.length and not cfg.allow_length_mismatch:
-        raise _mismatch_error(cfg, mode, 1, f"{format_key(row.key)}: {n} + "
-                                            f"{row.tokens_to_generate} != {row.length}")
+    ttg = counted_output(row.key[1], row.tokens_to_generate)
+    if n + ttg != row.length and not cfg.allow_length_mismatch:
+        raise _mismatch_error(cfg, mode, 1, f"{format_key(row.key)}: {n} + {ttg} != "
+                                            f"{row.length}")
     return Prediction(*row.key, prediction=None, prompt_tokens=n, data_sha256=row.data_sha256,
                       model=cfg.model)

@@ -33,10 +33,11 @@ from ruler.eval import strict_json
 from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import compact, row_columns, row_items
+from ruler.eval.integrations.nemo_skills import key_by_prompt
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.intervals import score_interval
-from ruler.eval.metrics import ROW_METRICS, postprocess_pred, task_score
+from ruler.eval.metrics import METRIC_SPECS, postprocess_pred, row_score, task_score
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.report_health import health_facts, run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
@@ -52,7 +53,7 @@ class CellScore:
     score: float | None  # None: no row was answered
     rows: int  # rows of the split (or of the evaluated subset)
     scored: int
-    nulls: int  # answered with an empty prediction (after post-processing), as upstream
+    nulls: int  # answered with an empty prediction (after v1's post-processing: strip)
     skipped: int
     errors: int
     missing: int
@@ -60,9 +61,13 @@ class CellScore:
     skip_reasons: list[str] = field(default_factory=list)
     # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
     budget_exhausted: int = 0
-    # The answered rows' values (0..1, `ROW_METRICS` on the post-processed prediction) as
-    # [[index, value], ...] in row order: what intervals and paired comparisons are computed
-    # from (`ruler report`, `ruler compare`). `score` stays upstream's aggregate.
+    # RULERv2: answered rows that ran with less than their tokens_to_generate (the context
+    # left after the prompt; `Prediction.output_budget`)
+    budget_clamped: int = 0
+    # The answered rows' values (0..1, `metrics.row_score`: the metric on the prediction as its
+    # upstream prepares it) as [[index, value], ...] in row order: what intervals and paired
+    # comparisons are computed from (`ruler report`, `ruler compare`). `score` stays
+    # upstream's aggregate.
     row_scores: list[list[float]] = field(default_factory=list)
     # The score's 95 % interval on 0..100 ([low, high]) and how it was made
     # (`ruler.eval.intervals`); None when no row was answered.
@@ -238,8 +243,11 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
     if len(metrics) != 1:
         raise RulerError(f"{f.path}: rows disagree on the metric: {sorted(metrics)}")
     metric = metrics.pop()
+    if metric not in METRIC_SPECS:
+        raise RulerError(f"{f.path}: unknown metric {metric!r} (this ruler knows "
+                         f"{', '.join(METRIC_SPECS)}): update ruler-bench to score these rows")
     answered, refs, answered_index, reasons, tied_by = [], [], [], Counter(), Counter()
-    skipped = errors = exhausted = 0
+    skipped = errors = exhausted = clamped = 0
     missing = []
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
     for i in considered:
@@ -261,9 +269,10 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
             if depth_items is not None:
                 depth_items.extend(row_items(rows[i], answered[-1]))
             exhausted += p.get("reasoning") == "budget_exhausted"
+            clamped += p.get("output_budget") is not None
     score = task_score(metric, answered, refs) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
-    values = [ROW_METRICS[metric](postprocess_pred(a), r) for a, r in zip(answered, refs)]
+    values = [row_score(metric, a, r) for a, r in zip(answered, refs)]
     interval = score_interval(values, key=f"{f.config}/{f.key}") if values else None
     cell = CellScore(f.task, f.max_seq_length, metric, score, len(considered), len(answered),
                      nulls, skipped, errors, len(missing), f.content_sha256,
@@ -272,7 +281,8 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
                      ci95=interval.to_json() if interval else None,
                      ci_method=interval.method if interval else None,
                      tied_by={k: tied_by[k] for k in (*TIE_KINDS, LENGTH_ONLY) if tied_by[k]},
-                     unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS))
+                     unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS),
+                     budget_clamped=clamped)
     return cell, missing
 
 
@@ -306,6 +316,8 @@ def _input_digests(ds: Dataset, f: SplitFile) -> dict[int, str]:
 
 def _reason_kind(reason: str) -> str:
     """Group reasons by their kind (numbers stripped) so a summary stays short."""
+    if "leaves no room to generate" in reason:
+        return "prompt >= max_model_len (no room to generate)"
     if "max_model_len" in reason:
         return "prompt + tokens_to_generate > max_model_len"
     return reason[:120]
@@ -382,8 +394,10 @@ def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None =
                tasks: Sequence[str] | None = None, lengths: Sequence[int] | None = None,
                limit: int | None = None) -> ScoreReport:
     """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
-    Inspect log; see `ruler.eval.integrations.sources`)."""
+    Inspect log, NeMo-Skills output; see `ruler.eval.integrations.sources`)."""
     source = read_predictions(predictions)
+    if source.by_prompt:
+        key_by_prompt(source, ds, config, tasks, lengths)
     records = index_records(source.records, str(predictions))
     return score_source(ds, source, records, config, tasks, lengths, limit)
 
@@ -395,6 +409,9 @@ def score_path(predictions: str | os.PathLike, data: str, revision: str | None =
     Hub dataset only the files the predictions can be scored on are fetched (the config they
     name, and the cells their run asked for where it records them)."""
     source = read_predictions(predictions)
+    if source.by_prompt:  # NeMo-Skills output: its rows are found by their prompt text
+        key_by_prompt(source, open_dataset(data, revision, config, tasks, lengths), config,
+                      tasks, lengths)
     records = index_records(source.records, str(predictions))
     named = {k[0] for k in records}
     fetch_config = config or (named.pop() if len(named) == 1 else None)

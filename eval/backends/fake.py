@@ -4,9 +4,10 @@ For checking a set-up end to end (data, rendering, counts, predictions, score, r
 no model runs, for the tests and for timing the evaluator alone. Every request is answered by
 a policy (`--fake-answers`):
 
-- `gold`: the row's references (its `outputs`) joined by spaces, which RULER's metrics score
-  100 for every task; read from the dataset (`--data`), a split file's the first time one of
-  its rows is asked for;
+- `gold`: what a right model writes, from the row's references (its `outputs`) as its metric
+  reads them (`MetricSpec.gold`): joined by spaces, or the letter in `\boxed{}` for RULERv2's
+  multiple-choice rows; every task scores 100. Read from the dataset (`--data`), a split
+  file's the first time one of its rows is asked for;
 - `empty`: an empty answer with a normal finish, a real answer that scores 0;
 - `none`: no text, which the evaluator records as a failed request (kept out of the score,
   listed, retried on resume): what a broken engine does.
@@ -37,6 +38,7 @@ from ruler.eval.backends.base import (
     shared_options,
 )
 from ruler.eval.backends.registry import BackendSpec
+from ruler.eval.metrics import METRIC_SPECS
 
 ANSWERS = ("gold", "empty", "none")
 #: The context limit when none is asked for: larger than any row.
@@ -74,7 +76,8 @@ class FakeBackend:
             raise RulerError("the fake backend's gold answers come from the dataset: pass "
                              "FakeOptions(model, data=...) (the CLI passes --data)")
         self.max_model_len = int(self.opts.max_model_len or NO_LIMIT)
-        self._references: dict[tuple, dict[int, list[str]]] = {}  # per split file
+        # per split file: index -> (metric, references)
+        self._references: dict[tuple, dict[int, tuple[str, list[str]]]] = {}
         # A Hub dataset's revision: the commit the first file came from, for all the others.
         self._revision = self.opts.revision
 
@@ -89,15 +92,21 @@ class FakeBackend:
                                                       "--fake-answers none)")
         if self.opts.answers == "empty":
             return finished_result(request.key, "", 0, "stop")
-        words = " ".join(self.references(request.key)).split(" ")
+        gold = self.gold(request.key)
+        words = gold.split(" ")
         if len(words) > request.max_tokens:
             return finished_result(request.key, " ".join(words[:request.max_tokens]),
                                    request.max_tokens, "length")
-        return finished_result(request.key, " ".join(words), 0, "stop")
+        return finished_result(request.key, gold, 0, "stop")
 
-    def references(self, key: Any) -> list[str]:
-        """The references of the row `key` = (config, task, max_seq_length, index), read
-        with the rest of its split file the first time one of them is asked for."""
+    def gold(self, key: Any) -> str:
+        """A right answer to the row `key`, as its metric reads one."""
+        metric, refs = self._rows(key)
+        return METRIC_SPECS[metric].gold(refs)
+
+    def _rows(self, key: Any) -> tuple[str, list[str]]:
+        """The metric and references of the row `key`, read with the rest of its split file
+        the first time one of them is asked for."""
         config, task, length, index = key
         where = (config, task, int(length))
         if where not in self._references:
@@ -107,8 +116,8 @@ class FakeBackend:
             ds = open_dataset(self.opts.data, self._revision, config, (task,), (length,))
             self._revision = ds.revision or self._revision
             (f,) = ds.files(config, (task,), (int(length),))
-            self._references[where] = {int(r["index"]): list(r["outputs"])
-                                       for r in ds.rows(f, ("index", "outputs"))}
+            self._references[where] = {int(r["index"]): (r["metric"], list(r["outputs"]))
+                                       for r in ds.rows(f, ("index", "metric", "outputs"))}
         return self._references[where][int(index)]
 
     def close(self) -> None:

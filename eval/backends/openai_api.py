@@ -19,6 +19,8 @@
   first, then the second. The pre-filled turn is sent as the build's template renders it at
   the end of the prompt (`Renderer.continued_prefix`): llama.cpp appends it verbatim to its
   own rendering of the user turn, and Gemma's template, for one, trims the prefix's spaces.
+  A row without an answer prefix (RULERv2's) is the user message alone, which the server
+  renders with its generation prompt, as NeMo-Skills sends it.
 
 The probe: before the first row, `negotiate` sends one tiny request of the chosen form (two or
 three where there is a choice to settle) with `max_tokens` 1 and compares the server's
@@ -112,14 +114,16 @@ class Wire:
             if bos and not self.send_bos and text.startswith(bos):
                 text = text[len(bos):]
             return {"prompt": text}
-        if self.prefix_turn == "user":
+        if not r.answer_prefix:  # RULERv2: the user turn alone, the server opens the reply
+            messages = [{"role": "user", "content": r.input_text}]
+        elif self.prefix_turn == "user":
             messages = [{"role": "user", "content": r.input_text + r.answer_prefix}]
         else:  # the prefix as the build's template renders it (trimmed, say)
             messages = [{"role": "user", "content": r.input_text},
                         {"role": "assistant",
                          "content": renderer.continued_prefix(r.input_text, r.answer_prefix)}]
         body: dict[str, Any] = {"messages": messages}
-        if self.continue_fields:
+        if self.continue_fields and r.answer_prefix:
             body.update(CONTINUE_FIELDS)
         if renderer.template_kwargs:
             body["chat_template_kwargs"] = dict(renderer.template_kwargs)

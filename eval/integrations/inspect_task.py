@@ -13,12 +13,15 @@
 - Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where
   the provider continues a final assistant message (Inspect's vLLM and SGLang providers render
   it with `continue_final_message`); `-T prefill=true` forces it for other providers that support
-  prefill, `-T prefill=false` turns it off. Then greedy generation of at most the row's
+  prefill, `-T prefill=false` turns it off. A row without an answer prefix (RULERv2's) is never
+  pre-filled: its prompt is the user turn and the generation prompt. Then greedy generation of
+  at most the row's
   `tokens_to_generate` tokens (`inspect_usage.greedy_settings`: temperature 0, or top_k 1 on
   Inspect's transformers providers, which sample and refuse temperature 0).
-- Scorer: upstream's per-row metric on the completion (post-processed as upstream does);
-  metrics: RULER's score (0..100) per `<task>/<L>` cell and `mean`, the unweighted mean over the
-  cells (the paper's averages).
+- Scorer: upstream's per-row metric on the completion (prepared as upstream does: v1
+  post-processes it, RULERv2 scores it as generated); metrics: the task score (0..100) per
+  `<task>/<L>` cell (v1: rounded to 2 decimals as upstream; RULERv2: NeMo-Skills' unrounded
+  mean) and `mean`, the unweighted mean over the cells (the paper's averages, RULERv2's score).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from inspect_ai.util import registry_info
 
 from ruler.builder.errors import RulerError
 from ruler.cards.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS, greedy_settings
-from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
+from ruler.eval import metrics
 
 
 def _as_list(value: Any, what: str) -> list[str]:
@@ -99,6 +102,8 @@ def ruler_generate(prefill: bool | None = None) -> Solver:
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         use = prefill if prefill is not None else state.model.api in PREFILL_PROVIDERS
+        # nothing to pre-fill: an empty assistant turn would be continued, not opened
+        use = use and bool(state.metadata["answer_prefix"])
         if use:
             state.messages.append(ChatMessageAssistant(content=state.metadata["answer_prefix"]))
         state.metadata["prefilled"] = bool(use)
@@ -110,27 +115,34 @@ def ruler_generate(prefill: bool | None = None) -> Solver:
 
 @metric
 def ruler_score() -> Metric:
-    """Upstream's task score (0..100, 2 decimals) over the scored rows."""
+    """Upstream's task score (0..100) over the scored rows, aggregated as the rows' metric's
+    upstream does (each Score's metadata names the metric)."""
 
     def compute(scores: list[SampleScore]) -> float:
-        return score_of_rows([s.score.as_float() for s in scores])
+        names = {(s.score.metadata or {}).get("metric") for s in scores}
+        name = names.pop() if len(names) == 1 else None
+        aggregate = metrics.METRIC_SPECS[name].aggregate if name in metrics.METRIC_SPECS \
+            else metrics.score_of_rows
+        return aggregate([s.score.as_float() for s in scores])
 
     return compute
 
 
 def row_score(completion: str, metric_name: str, references: Sequence[str]) -> float:
     """Upstream's per-row value (0..1) of `metric_name` for one completion."""
-    return ROW_METRICS[metric_name](postprocess_pred(completion), list(references))
+    return metrics.row_score(metric_name, completion, references)
 
 
 @scorer(metrics=[grouped(ruler_score(), CELL_KEY, all="groups", all_label=MEAN_LABEL)])
 def ruler_scorer() -> Scorer:
-    """RULER's metric of each row (`string_match_all` or `string_match_part`)."""
+    """RULER's metric of each row (v1's `string_match_*`, RULERv2's `ruler2_*` and
+    `multichoice`), named in the Score's metadata for the aggregate."""
 
     async def score(state: TaskState, target: Target) -> Score:
         completion = state.output.completion
-        return Score(value=row_score(completion, state.metadata["metric"], target.target),
-                     answer=completion)
+        name = state.metadata["metric"]
+        return Score(value=row_score(completion, name, target.target), answer=completion,
+                     metadata={"metric": name})
 
     return score
 

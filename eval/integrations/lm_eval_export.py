@@ -29,7 +29,10 @@ are:
   would tie the folder to where the build was when exported. `--absolute` writes that path
   instead (the task folder can then move alone). A Hub revision is `dataset_path` + `revision`.
 - the metric `score` is upstream's task score (0..100): `utils.process_results` gives each row
-  upstream's per-row value and `utils.aggregate` averages them exactly as upstream does.
+  upstream's per-row value and `utils.aggregate` averages them exactly as upstream does
+  (RULERv2 tasks: NeMo-Skills' metrics on the raw generation, `utils.aggregate_ruler2`'s
+  unrounded mean; `max_gen_toks` 16384, on top of the prompt: the model's context must hold
+  L + 16384, or lm-eval cuts the prompt's start to make room).
 
 `utils.py` is the source text of `lm_eval_hooks` and of the `ruler.eval.metrics` functions it
 calls, copied at export time: the folder needs only lm_eval and the standard library (users of a
@@ -54,6 +57,7 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
+from ruler.builder.tasks.benchmarks import RULER2
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.lm_eval_usage import (
     ALL_GROUP,
@@ -74,6 +78,7 @@ from ruler.eval.integrations.export_folder import (
     publish,
     staging_folder,
 )
+from ruler.eval.metrics import METRIC_SPECS
 
 #: lm-eval's task `metadata.version`: bump when the exported fields change meaning.
 TASK_VERSION = 1.0
@@ -162,8 +167,9 @@ def task_config(manifest: Manifest, entry: FileEntry, source: TaskSource) -> dic
         "generation_kwargs": {"until": [], "do_sample": False, "temperature": 0.0,
                               "max_gen_toks": spec.tokens_to_generate},
         "process_results": Function("utils.process_results"),
-        "metric_list": [{"metric": METRIC, "aggregation": Function("utils.aggregate"),
-                         "higher_is_better": True}],
+        "metric_list": [{"metric": METRIC, "aggregation": Function(
+            "utils.aggregate_ruler2" if METRIC_SPECS[spec.metric].benchmark == RULER2
+            else "utils.aggregate"), "higher_is_better": True}],
         "metadata": {
             "version": TASK_VERSION,
             "ruler": {
@@ -224,31 +230,55 @@ def render_utils(manifest: Manifest | None = None) -> str:
     the copied code needs (its annotations included: `typing.get_type_hints` and linters read
     them) found from the names it uses, so a change to the copied functions cannot leave one
     out."""
-    from ruler.eval import metrics
+    from ruler.eval import metrics, multichoice, ruler2_metric
     from ruler.eval.integrations import lm_eval_hooks
 
     generator = (manifest.generator if manifest is not None else None) or {}
-    row_metrics = ", ".join(f"{name!r}: {fn.__name__}" for name, fn in metrics.ROW_METRICS.items())
+
+    def table(name: str, fns: Mapping[str, Any]) -> str:
+        return f"{name} = {{" + ", ".join(f"{k!r}: {fn.__name__}" for k, fn in fns.items()) + "}"
+
     body = [
         f"_CONTROL = re.compile({metrics._CONTROL.pattern!r})",
         *(inspect.getsource(fn).rstrip() for fn in (
-            metrics.postprocess_pred, *metrics.ROW_METRICS.values())),
-        f"ROW_METRICS = {{{row_metrics}}}",
-        inspect.getsource(metrics.score_of_rows).rstrip(),
-        inspect.getsource(lm_eval_hooks.process_results).rstrip(),
-        inspect.getsource(lm_eval_hooks.aggregate).rstrip(),
+            metrics.postprocess_pred, metrics.raw_generation, metrics.row_match_all,
+            metrics.row_match_part)),
+        # RULERv2's metric modules are plain standard-library code: copied whole
+        *(_module_body(m) for m in (ruler2_metric, multichoice)),
+        table("ROW_METRICS", metrics.ROW_METRICS),
+        table("PREPARE", metrics.PREPARE),
+        *(inspect.getsource(fn).rstrip() for fn in (
+            metrics.score_of_rows, metrics.percent_of_rows, lm_eval_hooks.process_results,
+            lm_eval_hooks.aggregate, lm_eval_hooks.aggregate_ruler2)),
     ]
     code = "\n\n\n".join(body)
-    imports = _imports_for(code, {**vars(metrics), **vars(lm_eval_hooks)})
+    imports = _imports_for(code, {**vars(ruler2_metric), **vars(multichoice), **vars(metrics),
+                                  **vars(lm_eval_hooks)})
     docstring = (
         f'"""RULER\'s prediction post-processing and metrics for the tasks in this folder.\n\n'
         f'{_GENERATED_MARK} ({generator.get("name", "ruler-bench")} '
         f'{generator.get("version", "")}) from the source of\n'
-        f'`ruler.eval.metrics` (upstream NVIDIA/RULER\'s metrics, the code `ruler score` runs)\n'
-        f'and `ruler.eval.integrations.lm_eval_hooks`. Do not edit: export again instead.\n'
+        f'`ruler.eval.metrics` (upstream NVIDIA/RULER\'s metrics, the code `ruler score` runs),\n'
+        f'`ruler.eval.ruler2_metric` and `ruler.eval.multichoice` (NeMo-Skills\' RULERv2\n'
+        f'metrics) and `ruler.eval.integrations.lm_eval_hooks`. Do not edit: export again\n'
+        f'instead.\n'
         f'Needs only the Python standard library.\n"""')
     header = "from __future__ import annotations\n\n" + "\n".join(imports)
     return "\n\n\n".join([docstring, header, code]) + "\n"
+
+
+def _module_body(module: Any) -> str:
+    """A module's source without its docstring and imports (`_imports_for` writes those)."""
+    source = inspect.getsource(module)
+    lines = source.splitlines()
+    drop: set[int] = set()
+    tree = ast.parse(source)
+    for i, node in enumerate(tree.body):
+        docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        if docstring or isinstance(node, (ast.Import, ast.ImportFrom)):
+            drop.update(range(node.lineno - 1, node.end_lineno))
+    kept = [line for n, line in enumerate(lines) if n not in drop]
+    return "\n".join(kept).strip()
 
 
 def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:

@@ -1,26 +1,34 @@
 """The lm-evaluation-harness hooks of the exported RULER tasks.
 
-`ruler export lm-eval` writes the task folder's `utils.py` from the source text of these two
-functions and of the `ruler.eval.metrics` functions they call (see
-`lm_eval_export.render_utils`), so the folder needs nothing but lm_eval and the standard
-library, and scores with the very code `ruler score` runs. Keep this module to plain functions
-over those names: everything they use must be copied into `utils.py` too.
+`ruler export lm-eval` writes the task folder's `utils.py` from the source text of these
+functions and of the `ruler.eval.metrics` code they call (see `lm_eval_export.render_utils`),
+so the folder needs nothing but lm_eval and the standard library, and scores with the very code
+`ruler score` runs. Keep this module to plain functions over those names: everything they use
+must be copied into `utils.py` too.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
+from ruler.eval.metrics import PREPARE, ROW_METRICS, percent_of_rows, score_of_rows
 
 
 def process_results(doc: dict[str, Any], results: Sequence[str]) -> dict[str, float]:
-    """Per row: upstream's value of the row's own metric (0..1) on the post-processed
-    completion (the text generated after `answer_prefix`)."""
-    prediction = postprocess_pred(results[0])
+    """Per row: upstream's value of the row's own metric (0..1) on the completion (the text
+    generated after `answer_prefix`), prepared as that metric's upstream does (v1:
+    post-processed; RULERv2: as generated)."""
+    prediction = PREPARE[doc["metric"]](results[0])
     return {"score": ROW_METRICS[doc["metric"]](prediction, list(doc["outputs"]))}
 
 
 def aggregate(row_scores: Sequence[float]) -> float:
-    """Per task: upstream's score, 0..100 rounded to 2 decimals, as `ruler score` reports it."""
+    """Per RULER task: upstream's score, 0..100 rounded to 2 decimals, as `ruler score`
+    reports it."""
     return score_of_rows(list(row_scores))
+
+
+def aggregate_ruler2(row_scores: Sequence[float]) -> float:
+    """Per RULERv2 task: NeMo-Skills' score, the rows' mean in percent (not rounded), as
+    `ruler score` reports it."""
+    return percent_of_rows(list(row_scores))

@@ -23,6 +23,9 @@ class PredictionSource:
     # How the run generated, where its files say (eval.report_health.HealthFacts settings:
     # framework, mode, temperature, max_tokens, ...); None: not known.
     settings: dict[str, Any] | None = None
+    # The records carry no key but their prompt text (NeMo-Skills output): they are keyed
+    # against the dataset's rows (`integrations.nemo_skills.key_by_prompt`) before scoring.
+    by_prompt: bool = False
 
     @classmethod
     def merge(cls, parts: list["PredictionSource"]) -> "PredictionSource":

@@ -3,6 +3,8 @@
 - a folder: lm-eval output (its `samples_*.jsonl`, at any depth) or Inspect logs (`*.eval`);
 - an lm-eval `samples_<task>_<date>.jsonl` file;
 - an Inspect log (`.eval`, or a `.json` log);
+- NeMo-Skills output (`output.jsonl` / `output-rs<seed>.jsonl` of `ns eval`, or a folder of
+  them): keyed by prompt text against the dataset (`integrations.nemo_skills`);
 - anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.predictions`); a
   results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json),
   and records that all name one model (`ruler eval` writes it into each) bring that model.
@@ -18,6 +20,11 @@ from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.eval.integrations.inspect_logs import is_inspect_log, log_files, read_inspect_log
 from ruler.eval.integrations.lm_eval_samples import is_samples_file, read_samples, samples_files
+from ruler.eval.integrations.nemo_skills import (
+    is_nemo_skills_output,
+    nemo_skills_files,
+    read_nemo_skills,
+)
 from ruler.eval.integrations.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, read_records
 from ruler.eval.report_health import run_settings
@@ -36,18 +43,22 @@ def read_predictions(path: str | os.PathLike) -> PredictionSource:
 
 def _read(path: Path) -> PredictionSource:
     if path.is_dir():
-        samples, logs = samples_files(path), log_files(path)
-        if samples and logs:
-            raise RulerError(f"{path} holds both lm-eval samples and Inspect logs: pass one "
-                             f"file or a folder of one framework's output")
+        samples, logs, outputs = samples_files(path), log_files(path), nemo_skills_files(path)
+        if sum(map(bool, (samples, logs, outputs))) > 1:
+            raise RulerError(f"{path} holds the output of several frameworks (lm-eval samples, "
+                             f"Inspect logs, NeMo-Skills output.jsonl): pass one file or a "
+                             f"folder of one framework's output")
         if samples:
             source = read_samples(samples)
         elif logs:
             source = PredictionSource.merge([read_inspect_log(log) for log in logs])
+        elif outputs:
+            source = read_nemo_skills(outputs)
         else:
             raise RulerError(f"{path} is a folder without lm-eval samples (samples_*.jsonl, "
-                             f"from --log_samples) or Inspect logs (*.eval)")
-        source.files = samples or logs
+                             f"from --log_samples), Inspect logs (*.eval) or NeMo-Skills "
+                             f"output (output.jsonl)")
+        source.files = samples or logs or outputs
         return source
     if not path.is_file():
         raise RulerError(f"predictions file {path} does not exist")
@@ -55,6 +66,8 @@ def _read(path: Path) -> PredictionSource:
         return read_samples([path])
     if is_inspect_log(path):
         return read_inspect_log(path)
+    if is_nemo_skills_output(path):
+        return read_nemo_skills([path])
     run = path.parent / RUN_NAME
     if path.name == PREDICTIONS_NAME and run.is_file():
         return _results_folder(path, run)

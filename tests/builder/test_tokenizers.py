@@ -63,6 +63,21 @@ def test_llama3_chat_prompt_is_rulers_meta_llama3_template():
     assert ids.count(ids[0]) == 1  # no double BOS
 
 
+def test_a_chat_prompt_without_answer_prefix_opens_the_assistant_turn(tok):
+    """RULERv2's rows have no answer prefix: their chat prompt is the user turn and the
+    generation prompt, as a server renders a chat request (interface: `length` counts "the
+    chat template with the generation prompt"). Continuing an empty assistant message would
+    end llama-3.1's prompt without the "\n\n" after the assistant header, Gemma's without "\n"."""
+    if not tok.has_chat_template:
+        assert tok.prompt_ids("Question?", "") == tok.prompt_ids("Question?", "", mode="base")
+        return
+    assert tok.prompt_ids("Question?", "") == tok.prompt_ids("Question?", "", mode="reasoning")
+    if tok.name in ("llama-3.1", "gemma-3"):
+        opened = tok.render_chat("Question?", "")
+        assert opened.endswith({"llama-3.1": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+                                "gemma-3": "<start_of_turn>model\n"}[tok.name])
+
+
 @pytest.mark.parametrize("name", ["llama-3.1", pytest.param("mistral-nemo", marks=pytest.mark.slow),
                                   pytest.param("qwen2.5", marks=pytest.mark.slow)])
 def test_loading_without_autotokenizer_gives_autotokenizers_tokenizer(name):

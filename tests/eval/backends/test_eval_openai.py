@@ -348,3 +348,25 @@ def test_chat_api_puts_the_prefix_in_the_user_turn_where_the_server_does_not_con
     assert scores["serving"][0]["answer_prefix"] == "user turn"
     assert "the answer prefix at the end of the user's message" in \
         (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("prefix_turn", ["assistant", "user"])
+def test_chat_api_sends_a_row_without_answer_prefix_as_the_user_turn_alone(prefix_turn):
+    """RULERv2's rows have no answer prefix: the request is the user message alone, without
+    vLLM's continue fields, so the server renders its generation prompt (as NeMo-Skills sends
+    it); the count it must report is the row's own (the generation-prompt rendering)."""
+    from ruler.builder.tokenizer_registry import load_tokenizer
+    from ruler.eval.backends.base import GenRequest
+    from ruler.eval.backends.openai_api import Wire
+    from ruler.eval.render import Renderer
+
+    tok = load_tokenizer("llama-3.1")
+    renderer = Renderer(tok, "chat")
+    ids = renderer.ids("Question?", "")
+    wire = Wire("chat", prefix_turn=prefix_turn, continue_fields=True)
+    request = GenRequest(("c", "mk_niah_basic", 8192, 0), ids, 16384, True, "Question?", "")
+    assert wire.body(request, renderer) == {"messages": [{"role": "user",
+                                                          "content": "Question?"}]}
+    assert wire.expected_tokens(request, renderer) == len(ids) == len(tok.encode(
+        tok.hf.apply_chat_template([{"role": "user", "content": "Question?"}], tokenize=False,
+                                   add_generation_prompt=True)))

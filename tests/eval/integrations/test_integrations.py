@@ -192,6 +192,44 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
     assert got == {"string_match_all": 41.67, "string_match_part": 66.67}
 
 
+# NeMo-Skills' RULERv2 metrics on the raw generation (tests/eval/test_metrics_ruler2.py)
+RULER2_CASES = [
+    ("ruler2_all", "alpha beta gamma", ["111", "alpha beta gamma delta"]),
+    ("ruler2_all", "values: 111, 222 and 333 here", ["111", "222", "333", "444"]),
+    ("ruler2_2steps", "Question 1: what is X?\n\nQuestion 1: what is Y?", ["what is X?"]),
+    ("ruler2_2steps", "copy\n\nX 1", ["X 1"]),
+    ("ruler2_part", "Document 3:\nTitle\nsome text 1975\n\nThe answer is 1976", ["1975"]),
+    ("ruler2_part", "Paris France", ["xyz", "Paris, France"]),
+    ("multichoice", "First \\boxed{A}, on reflection \\boxed{B}.", ["B"]),
+    ("multichoice", "\\fbox{C}", ["C"]),
+    ("multichoice", "Answer: A\nNo wait.\n**Answer:** c", ["C"]),
+]
+
+
+def test_utils_py_scores_ruler2_rows_as_ruler_score_does(data, tmp_path):
+    folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
+                             tmp_path / "tasks")
+    code = (f"import json, sys; sys.path.insert(0, {str(folder)!r}); import utils\n"
+            f"cases = json.loads(sys.stdin.read()); out = {{}}\n"
+            f"for m in sorted({{m for m, _, _ in cases}}):\n"
+            f"    rows = [utils.process_results({{'metric': m, 'outputs': r}}, [p])['score']\n"
+            f"            for mm, p, r in cases if mm == m]\n"
+            f"    out[m] = utils.aggregate_ruler2(rows)\n"
+            f"print(json.dumps(out))")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code],
+                          input=json.dumps(RULER2_CASES), capture_output=True, text=True,
+                          check=True)
+    got = json.loads(done.stdout)
+    for m in got:
+        preds = [p for mm, p, _ in RULER2_CASES if mm == m]
+        refs = [r for mm, _, r in RULER2_CASES if mm == m]
+        assert got[m] == metrics.task_score(m, preds, refs)
+    # the hand-worked values of tests/eval/test_metrics_ruler2.py: (0.375 + 0.75) / 2, (0 + 1)
+    # / 2, (0 + 0.5) / 2, (1 + 0 + 1) / 3
+    assert got == {"ruler2_all": 56.25, "ruler2_2steps": 50.0, "ruler2_part": 25.0,
+                   "multichoice": 100 * 2 / 3}
+
+
 def _unbound_names(source: str) -> set[str]:
     """Names the module reads (annotations included) that nothing in it binds and that are no
     builtins: pyflakes' "undefined name", over-approximating scopes (any binding anywhere)."""
@@ -232,7 +270,7 @@ def test_utils_py_imports_every_name_it_uses(data, tmp_path):
     done = subprocess.run([sys.executable, "-I", "-S", "-c", "import json\n" + code],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 6]
+    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 20]
 
 
 # --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------
@@ -447,6 +485,20 @@ def test_inspect_metric_is_rulers_task_score():
         cases = [(p, r) for mm, p, r in CASES if mm == m]
         scores = [SampleScore(score=Score(value=row_score(p, m, r)), sample_id=n)
                   for n, (p, r) in enumerate(cases)]
+        assert ruler_score()(scores) == metrics.task_score(m, *zip(*cases))
+
+
+def test_inspect_metric_aggregates_ruler2_rows_as_nemo_skills():
+    """The scorer names each row's metric; RULERv2 cells are the unrounded mean in percent."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.scorer import SampleScore, Score
+
+    from ruler.eval.integrations.inspect_task import row_score, ruler_score
+
+    for m in ("ruler2_all", "ruler2_2steps", "ruler2_part", "multichoice"):
+        cases = [(p, r) for mm, p, r in RULER2_CASES if mm == m]
+        scores = [SampleScore(score=Score(value=row_score(p, m, r), metadata={"metric": m}),
+                              sample_id=n) for n, (p, r) in enumerate(cases)]
         assert ruler_score()(scores) == metrics.task_score(m, *zip(*cases))
 
 
