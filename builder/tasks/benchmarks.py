@@ -1,8 +1,11 @@
-"""Which benchmark a task belongs to: RULER (v1, id "ruler") or RULERv2 (id "ruler2").
+"""Which benchmark a task belongs to: RULER (v1, id "ruler"), RULERv2 (id "ruler2") or
+ONERULER (id "oneruler", RULER in 26 languages).
 
 The one place that says so. A build makes one benchmark's tasks (`ruler build --benchmark`),
-its configs say which (`<tokenizer>--v2` for RULERv2) and its manifest entry records the id
-(`"benchmark": "ruler2"`; absent means "ruler"); reports average a benchmark's tasks.
+its configs say which (`<tokenizer>--v2` for RULERv2, `<tokenizer>--oneruler-<lang>` for
+ONERULER: one config per language, `builder.tasks.oneruler_languages`) and its manifest entry
+records the id (`"benchmark": "ruler2"`; absent means "ruler"); reports average a benchmark's
+tasks.
 """
 
 from __future__ import annotations
@@ -10,24 +13,36 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS
+from ruler.builder.tasks.catalog import ONERULER_TASKS, RULER2_TASKS, STANDARD_TASKS
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 
 RULER = "ruler"
 RULER2 = "ruler2"
+ONERULER = "oneruler"
 
 #: Benchmark id -> its tasks, in the benchmark's order.
 BENCHMARKS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     RULER: STANDARD_TASKS,
     RULER2: RULER2_TASKS,
+    ONERULER: ONERULER_TASKS,
 })
 
 #: What `--benchmark` accepts for each id.
 ALIASES: Mapping[str, str] = MappingProxyType({
-    "v1": RULER, RULER: RULER, "v2": RULER2, RULER2: RULER2})
+    "v1": RULER, RULER: RULER, "v2": RULER2, RULER2: RULER2, ONERULER: ONERULER})
 
 #: What a benchmark's configs add to the tokenizer's config name (`llama-3.1--v2`): its rows
-#: never mix with another benchmark's in one config.
-CONFIG_SUFFIX: Mapping[str, str] = MappingProxyType({RULER: "", RULER2: "v2"})
+#: never mix with another benchmark's in one config. ONERULER's add the language too
+#: (`llama-3.1--oneruler-ko`: `benchmark_config`).
+CONFIG_SUFFIX: Mapping[str, str] = MappingProxyType({RULER: "", RULER2: "v2",
+                                                     ONERULER: "oneruler"})
+
+#: Benchmarks whose configs are per language (`BuildConfig.language`).
+PER_LANGUAGE = frozenset({ONERULER})
+
+#: The `--benchmark` flag that builds each benchmark's tasks (for messages).
+BUILD_FLAG: Mapping[str, str] = MappingProxyType({
+    RULER: "no --benchmark", RULER2: "--benchmark v2", ONERULER: "--benchmark oneruler"})
 
 _OF_TASK = {task: bench for bench, tasks in BENCHMARKS.items() for task in tasks}
 
@@ -38,8 +53,14 @@ def benchmark_of(task: str) -> str:
     return _OF_TASK.get(task, RULER)
 
 
-def benchmark_config(base: str, benchmark: str) -> str:
-    """The config of `benchmark`'s rows for the tokenizer config `base`."""
+def benchmark_config(base: str, benchmark: str,
+                     language: OnerulerLanguage | None = None) -> str:
+    """The config of `benchmark`'s rows for the tokenizer config `base` (and, for a
+    per-language benchmark, `language`: `llama-3.1--oneruler-ko`, `--oneruler-en-ko`)."""
+    if benchmark in PER_LANGUAGE:
+        if language is None:
+            raise ValueError(f"benchmark {benchmark!r} has one config per language: give one")
+        return f"{base}--{language.config_suffix()}"
     suffix = CONFIG_SUFFIX[benchmark]
     return f"{base}--{suffix}" if suffix else base
 
@@ -50,7 +71,7 @@ def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
 
     other = [t for t in tasks if benchmark_of(t) != benchmark]
     if other:
-        flag = "--benchmark v2" if benchmark_of(other[0]) == RULER2 else "no --benchmark"
+        flag = BUILD_FLAG[benchmark_of(other[0])]
         raise RulerError(f"task(s) {', '.join(other)} are not {benchmark!r} tasks: build them "
                          f"with {flag} (a config holds one benchmark's rows)")
 
@@ -65,7 +86,7 @@ def ruler2_prompt_mode(has_chat_template: bool) -> str:
 
 
 def benchmark_id(name: str) -> str:
-    """The id `--benchmark NAME` means (v1, ruler, v2, ruler2), or a RulerError."""
+    """The id `--benchmark NAME` means (v1, ruler, v2, ruler2, oneruler), or a RulerError."""
     try:
         return ALIASES[name]
     except KeyError:
