@@ -15,7 +15,9 @@ paper's six lengths.
 RULERv2 (NeMo-Skills `ruler2_score.compute_score`, notes/ruler2.md §6): per length, the plain
 mean of the 12 task scores; NeMo-Skills' documentation adds the mean over lengths ("Avg").
 It has no weighted averages and no effective length (the 85.6 threshold is RULER v1's), so a
-RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`).
+RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`). ONERULER (the paper's
+figures: accuracy per language and length, averaged over its 7 tasks) defines neither either:
+its summary is the per-length mean of the tasks and their average over lengths.
 """
 
 from __future__ import annotations
@@ -88,12 +90,12 @@ class Summary:
     effective_length: int | None
     threshold: float
     partial: bool = False  # rows asked for have no result: no effective length, no averages
-    benchmark: str = "ruler"  # "ruler2": no weighted averages, no effective length
+    benchmark: str = "ruler"  # "ruler2", "oneruler": no weighted averages, no effective length
 
     @property
     def has_effective_length(self) -> bool:
         """Whether the benchmark defines weighted averages and an effective length (v1)."""
-        return self.benchmark != "ruler2"
+        return defines_effective_length(self.benchmark)
 
     @property
     def effective_label(self) -> str:
@@ -104,6 +106,12 @@ class Summary:
         return format_effective(self.effective_length, list(self.by_length))
 
 
+def defines_effective_length(benchmark: str) -> bool:
+    """RULER v1 (and tasks registered beside it) has weighted averages and an effective
+    length; RULERv2 and ONERULER define neither."""
+    return benchmark not in ("ruler2", "oneruler")
+
+
 #: What the report shows instead of a headline number over a partial selection.
 PARTIAL_LABEL = "n/a (partial)"
 
@@ -111,7 +119,8 @@ PARTIAL_LABEL = "n/a (partial)"
 def summarize(by_length: Mapping[int, float | None],
               threshold: float = DEFAULT_THRESHOLD, partial: bool = False,
               benchmark: str = "ruler") -> Summary:
-    """Avg, wAvg (inc/dec) and effective length from per-length means (RULERv2: Avg only).
+    """Avg, wAvg (inc/dec) and effective length from per-length means (RULERv2, ONERULER: Avg
+    only).
 
     Averages over lengths are only given when every length has a score: an average over a
     subset would silently change what the number means. `partial`: some rows that were asked
@@ -121,13 +130,13 @@ def summarize(by_length: Mapping[int, float | None],
     complete = all(v is not None for v in by_length.values()) and bool(by_length) \
         and not partial
     scores = {L: float(v) for L, v in by_length.items() if v is not None}
-    weighted = complete and benchmark != "ruler2"
+    weighted = complete and defines_effective_length(benchmark)
     return Summary(
         by_length=dict(sorted(by_length.items())),
         avg=mean(list(scores.values())) if complete else None,
         wavg_inc=weighted_average(scores, True) if weighted else None,
         wavg_dec=weighted_average(scores, False) if weighted else None,
-        effective_length=None if partial or benchmark == "ruler2"
+        effective_length=None if partial or not defines_effective_length(benchmark)
         else effective_length(by_length, threshold),
         threshold=threshold,
         partial=partial,

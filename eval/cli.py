@@ -174,6 +174,11 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="folder for scores.json and the report (default: PREDICTIONS.scores/ "
                         "beside a file, or the PREDICTIONS folder itself)")
+    p.add_argument("--metric", default=None, metavar="NAME",
+                   help="score with NAME instead of the rows' own metric, where it may replace "
+                        "it: oneruler_corrected for ONERULER's rows (metric oneruler, "
+                        "upstream's) fixes its documented flaws (case, whole words, numbers "
+                        "with separators); scores.json and the report say which ran")
     p.add_argument("--strict", action="store_true",
                    help="exit 1 when any row asked for is missing or failed, predictions "
                         "match no row, or scored rows are unverified (tied to this build by "
@@ -200,6 +205,13 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                     "row per model\n(claimed and effective length, every length, Avg., wAvg. "
                     "with 95 % intervals), published\nrows of --reference interleaved; printed, "
                     "and with --out written to OUT/table3.md, .tex\n(LaTeX, booktabs), .json."
+                    "\n\nSeveral RESULTS of ONERULER (one config per language): per model, "
+                    "the language x length\ntable (the mean of the tasks per language and "
+                    "length, Avg., the mean over languages,\nwith 95 % intervals), language x "
+                    "task, the per-task micro accuracy over all languages,\nand heatmaps; "
+                    "printed, and with --out written to OUT/report_languages.md, .csv, .json\n"
+                    "and OUT/language_heatmaps/. Runs scored with different metrics are "
+                    "refused."
                     "\n\n--reference NAME puts a published result (`ruler published` lists "
                     "them) beside one run:\nper length the published score, the run's with its "
                     "95 % interval, the difference, and\nwhether the published value lies in "
@@ -390,10 +402,17 @@ def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
 
     if args.limit is not None and args.limit < 1:
         raise RulerError(f"--limit must be >= 1, got {args.limit}")
+    metric = args.metric
+    if metric is not None:
+        from ruler.eval.metrics import METRIC_SPECS
+
+        if metric not in METRIC_SPECS:
+            raise RulerError(f"--metric {metric}: unknown metric; known: "
+                             f"{', '.join(METRIC_SPECS)}")
     tasks = parse_tasks(args.tasks) if args.tasks else None
     lengths = parse_lengths(args.lengths) if args.lengths else None
     report = score_path(args.predictions, args.data, args.revision, args.tokenizer_config,
-                        tasks, lengths, args.limit)
+                        tasks, lengths, args.limit, metric)
     out = args.out or default_scores_folder(args.predictions)
     check_scores_owner(out / SCORES_NAME, report.predictions)
     write_scores(out / SCORES_NAME, report)
@@ -443,9 +462,13 @@ def run_report_cmd(args: argparse.Namespace) -> int:
 def _several_report(args: argparse.Namespace) -> int:
     """Several RESULTS: Table 3 for runs of several models (or --table), else replicates
     pooled."""
-    from ruler.eval.report import load_scores
+    from ruler.builder.tasks.benchmarks import ONERULER
+    from ruler.eval.report import load_scores, report_benchmark
 
-    models = {load_scores(results).get("model") for results in args.results}
+    loaded = [load_scores(results) for results in args.results]
+    if any(report_benchmark(c["task"] for c in s["cells"]) == ONERULER for s in loaded):
+        return _language_report(args)
+    models = {scores.get("model") for scores in loaded}
     if args.table or len(models) > 1:
         return _table3_report(args)
     if args.reference:
@@ -481,6 +504,45 @@ def _table3_report(args: argparse.Namespace) -> int:
         write_text_atomic(args.out / "table3.tex", to_latex(table))
         write_json_atomic(args.out / "table3.json", table.to_json())
         print(f"wrote {args.out}/table3.md, .tex, .json")
+    return 0
+
+
+def _language_report(args: argparse.Namespace) -> int:
+    """`ruler report RUN RUN ...` of ONERULER runs: per model, the language x length table,
+    language x task, per-task micro accuracy and heatmaps (eval.report_oneruler)."""
+    from ruler.builder.atomic import write_json_atomic, write_text_atomic
+    from ruler.eval.report import build_report, check_revision, load_scores, run_files
+    from ruler.eval.report_oneruler import (
+        language_tables,
+        to_csv,
+        to_json,
+        to_markdown,
+        write_language_heatmaps,
+    )
+
+    if args.table or args.reference:
+        raise RulerError("--table and --reference are RULER's Table 3 and published results; "
+                         "ONERULER runs make the language table (no flag needed)")
+    runs = []
+    for results in args.results:
+        scores = load_scores(results)
+        files = _dataset_files(args, results)
+        if files is not None:
+            check_revision(scores, files, str(results))
+        runs.append((str(results), build_report(
+            scores, args.threshold, args.depth_bins, args.min_depth_samples,
+            asked=run_files(results, scores))))
+    tables = language_tables(runs)
+    print(to_markdown(tables), end="")
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.out / "report_languages.md", to_markdown(tables))
+        write_text_atomic(args.out / "report_languages.csv", to_csv(tables))
+        write_json_atomic(args.out / "report_languages.json", to_json(tables))
+        if not args.no_plots:
+            write_language_heatmaps(tables, args.out)
+        print(f"wrote {args.out}/report_languages.md, .csv, .json"
+              + ("" if args.no_plots else " and language_heatmaps/"))
     return 0
 
 

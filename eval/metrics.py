@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 from ruler.eval.multichoice import boxed_answer, multichoice
-from ruler.eval.oneruler_metric import oneruler, oneruler_corrected
+from ruler.eval.oneruler_metric import config_language, oneruler, oneruler_corrected
 from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
@@ -107,9 +107,19 @@ class MetricSpec:
     # comparison by task name and its none-words by the language the config names, and one
     # `metric` column value serves all 7 tasks and 26 languages.
     keyed: bool = False
+    # A keyed metric's check of a (task, config) before any row is scored: raises ValueError
+    # for a config it cannot read (ONERULER's: one that names no ONERULER language).
+    check_keys: Callable[[str, str], object] | None = None
+    # False: a row is right or wrong as a whole (ONERULER: a missing or extra number fails
+    # it), so a gold item is scored as its row is, not on its own references (`eval.depth`).
+    partial_credit: bool = True
     # The metric of the rows this one may rescore in their stead (`ruler score --metric`);
     # None: only rows that name it.
     replaces: str | None = None
+
+
+def _oneruler_keys(task: str, config: str) -> None:
+    config_language(config)  # ValueError: the config names no ONERULER language
 
 
 METRIC_SPECS: Mapping[str, MetricSpec] = {
@@ -121,9 +131,11 @@ METRIC_SPECS: Mapping[str, MetricSpec] = {
     "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2",
                               gold=boxed_answer),
     # upstream's avg_acc is the plain mean of the rows' 0/1, not rounded
-    "oneruler": MetricSpec(oneruler, raw_generation, percent_of_rows, "oneruler", keyed=True),
+    "oneruler": MetricSpec(oneruler, raw_generation, percent_of_rows, "oneruler", keyed=True,
+                           check_keys=_oneruler_keys, partial_credit=False),
     "oneruler_corrected": MetricSpec(oneruler_corrected, raw_generation, percent_of_rows,
-                                     "oneruler", keyed=True, replaces="oneruler"),
+                                     "oneruler", keyed=True, check_keys=_oneruler_keys,
+                                     partial_credit=False, replaces="oneruler"),
 }
 
 #: The metrics whose row function also takes the row's task and config (`MetricSpec.keyed`).

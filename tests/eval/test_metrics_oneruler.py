@@ -59,6 +59,19 @@ def test_a_config_without_a_onerulers_language_is_refused(name):
         config_language(name)
 
 
+def test_every_config_the_builder_names_gives_its_language_back():
+    from ruler.builder.tasks.benchmarks import ONERULER, benchmark_config
+    from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
+
+    assert sorted(NONE_WORDS) == list(LANGUAGES)
+    pairs = [OnerulerLanguage.mono(code) for code in LANGUAGES] + [
+        OnerulerLanguage("en", "ko"), OnerulerLanguage("zh", "en")]
+    for language in pairs:
+        name = benchmark_config("llama-3.1", ONERULER, language)
+        assert config_language(name) == language.code
+        assert instruction_language(config_language(name)) == language.instructions
+
+
 def test_the_none_words_are_upstreams_26():
     assert len(NONE_WORDS) == 26
     # two languages have two, as upstream's none_dict
