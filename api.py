@@ -58,14 +58,16 @@ def _csv(value: Any) -> str:
 
 
 def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
-          lengths: int | str | Iterable[int | str] = 4096, samples: int = 500,
+          lengths: int | str | Iterable[int | str] | None = None, samples: int = 500,
           out: str | Path | None = None, progress: bool = False, benchmark: str = "v1",
           **options: Any) -> "BuildReport":
     """`ruler build`: generate the tasks for `tokenizer` into `out` (default ./ruler-data).
 
-    `benchmark`: "v1" (RULER) or "v2" (RULERv2, config `<tokenizer>--v2`); `tasks`: names or
-    a comma-separated string (default: all of the benchmark's); `lengths`: ints or the
-    command's spellings ("4k,128k", "paper"); `options`: any other field of
+    `benchmark`: "v1" (RULER), "v2" (RULERv2, config `<tokenizer>--v2`) or "oneruler"
+    (ONERULER: give `language="ko"` or "en-ko"; config `<tokenizer>--oneruler-<language>`);
+    `tasks`: names or a comma-separated string (default: all of the benchmark's, the 5 NIAH
+    tasks for a cross-lingual pair); `lengths`: ints or the command's spellings ("4k,128k",
+    "paper", "oneruler"; default: 4096, ONERULER's 8000..128000); `options`: any other field of
     `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...),
     and `no_progress` as the flag spells it (the opposite of `progress`). Returns the build's
     report (`.out`, `.config`, `.files`)."""
@@ -74,16 +76,21 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
     from ruler.builder.cli_build import parse_lengths, parse_tasks
     from ruler.builder.pipeline import BuildConfig, run_build
     from ruler.builder.pipeline.config import DEFAULT_OUT
-    from ruler.builder.tasks.benchmarks import BENCHMARKS, benchmark_id
+    from ruler.builder.tasks.benchmarks import DEFAULT_LENGTHS, benchmark_id, benchmark_tasks
+    from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 
     _check_keywords("build", options, {f.name for f in fields(BuildConfig)}
                     - {"tokenizer", "benchmark"} | {"no_progress"})
     if "no_progress" in options:
         progress = not options.pop("no_progress")
     bench = benchmark_id(benchmark)
+    if isinstance(options.get("language"), str):
+        options["language"] = OnerulerLanguage.parse(options["language"])
     cfg = BuildConfig(tokenizer=tokenizer, benchmark=bench,
-                      tasks=BENCHMARKS[bench] if tasks is None else parse_tasks(_csv(tasks)),
-                      lengths=parse_lengths(_csv(lengths)), samples=samples,
+                      tasks=benchmark_tasks(bench, options.get("language")) if tasks is None
+                      else parse_tasks(_csv(tasks)),
+                      lengths=parse_lengths(DEFAULT_LENGTHS[bench] if lengths is None
+                                            else _csv(lengths)), samples=samples,
                       out=Path(out if out is not None else DEFAULT_OUT), progress=progress,
                       **options)
     return run_build(cfg)

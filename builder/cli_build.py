@@ -10,14 +10,25 @@ from typing import TYPE_CHECKING
 from ruler.builder.errors import RulerError
 from ruler.builder.pipeline.config import DEFAULT_OUT, EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.benchmarks import ALIASES, BENCHMARKS, RULER, benchmark_id
+from ruler.builder.tasks.benchmarks import (
+    ALIASES,
+    DEFAULT_LENGTHS,
+    ONERULER,
+    PER_LANGUAGE,
+    RULER,
+    benchmark_id,
+    benchmark_tasks,
+)
 from ruler.builder.tasks.catalog import (
     LENGTH_SETS,
+    ONERULER_LENGTHS,
+    ONERULER_TASKS,
     RULER2_TASKS,
     RULER2_TOKENS_TO_GENERATE,
     STANDARD_TASKS,
     TASKS,
 )
+from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import variant_kinds, variants_from_args
 
@@ -60,6 +71,17 @@ def parse_tasks(text: str | None) -> tuple[str, ...]:
     return tasks
 
 
+def parse_languages(text: str | None) -> tuple[OnerulerLanguage, ...]:
+    """`ko,fr` or `en-ko` (context-instructions, a cross-lingual config); `all` (or nothing):
+    the 26 languages, each on its own."""
+    if not text or text.strip() == "all":
+        return tuple(OnerulerLanguage.mono(code) for code in LANGUAGES)
+    out = [OnerulerLanguage.parse(part) for part in text.split(",") if part.strip()]
+    if len(set(out)) != len(out):
+        raise RulerError(f"--languages {text!r} names a language twice")
+    return tuple(out)
+
+
 def parse_shard(text: str) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in text.split("/"))
@@ -86,21 +108,34 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tokenizer", required=True,
                    help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
-    p.add_argument("--benchmark", default="v1", choices=tuple(ALIASES), metavar="{v1,v2}",
+    p.add_argument("--benchmark", default="v1", choices=tuple(ALIASES),
+                   metavar="{v1,v2,oneruler}",
                    help="which benchmark to build: v1 (RULER's 13 tasks, config <tokenizer>; "
-                        "the default) or v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config "
+                        "the default), v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config "
                         "<tokenizer>--v2, rows whose length counts the prompt only, <= L, "
                         f"tokens_to_generate {RULER2_TOKENS_TO_GENERATE} on top; its MMLU and "
-                        "HotpotQA inputs: `ruler sources fetch mmlu hotpotqa_hub`); ruler and "
-                        "ruler2 are accepted too")
+                        "HotpotQA inputs: `ruler sources fetch mmlu hotpotqa_hub`) or oneruler "
+                        "(ONERULER: RULER's NIAH and CWE tasks in 26 languages, one config per "
+                        "language, <tokenizer>--oneruler-<lang>, see --languages; its data: "
+                        "`ruler sources fetch oneruler`); ruler and ruler2 are accepted too")
     p.add_argument("--tasks", default="all",
                    help=f"comma-separated tasks of the benchmark (default: all; v1's 13: "
-                        f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)})")
-    p.add_argument("--lengths", default="4096", type=str,
+                        f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)}; "
+                        f"oneruler's 7: {', '.join(ONERULER_TASKS)}, the 5 NIAH ones in a "
+                        f"cross-lingual config)")
+    p.add_argument("--languages", default=None,
+                   help=f"--benchmark oneruler: comma-separated languages, one config each: "
+                        f"a code ({' '.join(LANGUAGES)}) or a cross-lingual pair "
+                        f"context-instructions (en-ko: the book, needles and keys in English, "
+                        f"the instructions, question and none-word in Korean); default: all "
+                        f"26 codes")
+    p.add_argument("--lengths", default=None, type=str,
                    help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; "
-                        "'paper' = 4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); "
-                        "any length works, at most 2M (the longest tested); sources that run "
-                        "out are repeated as upstream does (default: 4096)")
+                        "'paper' = 4K..128K, 'long' = 256K,512K,1M (combinable: paper,long), "
+                        f"'oneruler' = {','.join(map(str, ONERULER_LENGTHS))} (ONERULER's, "
+                        "not powers of two); any length works, at most 2M (the longest "
+                        "tested); sources that run out are repeated as upstream does "
+                        "(default: 4096; with --benchmark oneruler: oneruler)")
     p.add_argument("--samples", type=int, default=500,
                    help=f"samples per task and length (500, as upstream; at most "
                         f"{MAX_SAMPLES:,})")
@@ -167,21 +202,33 @@ def run(args: argparse.Namespace) -> int:
     # each exactly as its own `--replicate i` command builds it.
     variants = variants_from_args(args)
     benchmark = benchmark_id(args.benchmark)
-    lengths, shard = parse_lengths(args.lengths), parse_shard(args.shard)
+    lengths = parse_lengths(args.lengths or DEFAULT_LENGTHS[benchmark])
+    shard = parse_shard(args.shard)
+    if benchmark in PER_LANGUAGE:
+        languages: tuple[OnerulerLanguage | None, ...] = parse_languages(args.languages)
+    elif args.languages is not None:
+        raise RulerError(f"--languages is for --benchmark {ONERULER} (one config per "
+                         f"language); --benchmark {args.benchmark} has none")
+    else:
+        languages = (None,)
     for variant in variants:
-        if args.tasks not in (None, "all"):
-            tasks = parse_tasks(args.tasks)
-        else:
-            tasks = variant.default_tasks() if benchmark == RULER else BENCHMARKS[benchmark]
-        _build_one(args, BuildConfig(
-            tokenizer=args.tokenizer, tasks=tasks, lengths=lengths,
-            samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
-            shard=shard, sources_dir=args.sources_dir,
-            tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
-            exact_counts=args.exact_counts, start_method=args.start_method, variant=variant,
-            overwrite=args.overwrite, sampled_certification=args.sampled_certification,
-            executor=args.executor, ray_address=args.ray_address, benchmark=benchmark,
-        ))
+        for language in languages:
+            if args.tasks not in (None, "all"):
+                tasks = parse_tasks(args.tasks)
+            elif benchmark == RULER:
+                tasks = variant.default_tasks()
+            else:
+                tasks = benchmark_tasks(benchmark, language)
+            _build_one(args, BuildConfig(
+                tokenizer=args.tokenizer, tasks=tasks, lengths=lengths,
+                samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
+                shard=shard, sources_dir=args.sources_dir,
+                tokenizers_dir=args.tokenizers_dir, progress=not args.no_progress,
+                exact_counts=args.exact_counts, start_method=args.start_method,
+                variant=variant, overwrite=args.overwrite,
+                sampled_certification=args.sampled_certification, executor=args.executor,
+                ray_address=args.ray_address, benchmark=benchmark, language=language,
+            ))
     return 0
 
 

@@ -42,11 +42,12 @@ def tokenizer_fingerprint(record: Mapping[str, Any]) -> str:
 def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mode: str,
                   tokenizer: Mapping[str, Any], packages: Mapping[str, str],
                   variant: Mapping[str, Any] | None = None,
-                  benchmark: str | None = None) -> dict[str, Any]:
+                  benchmark: str | None = None, language: Any = None) -> dict[str, Any]:
     """The identity of a config's build. `tokenizer` is its manifest record
     (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity.
     A RULERv2 build's identity names its benchmark; RULER's has no such key (absent means
-    "ruler", as in the manifest), so v1 identities are what they always were."""
+    "ruler", as in the manifest), so v1 identities are what they always were. A ONERULER
+    build's names its language(s) too (the manifest's `language`)."""
     repo, revision = tokenizer.get("repo"), tokenizer.get("revision")
     identity = {"generator_version": generator_version, "seed": seed, "samples": samples,
                 "prompt_mode": prompt_mode, "tokenizer": tokenizer_fingerprint(tokenizer),
@@ -54,6 +55,8 @@ def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mod
                 "packages": dict(sorted(packages.items()))}
     if benchmark not in (None, "ruler"):
         identity["benchmark"] = benchmark
+    if language is not None:
+        identity["language"] = language
     return {**identity, "variant": dict(sorted(variant.items()))} if variant else identity
 
 
@@ -62,7 +65,8 @@ def identity_of_build(build: BuildEntry) -> dict[str, Any]:
     return make_identity(generator_version=build.generator_version, seed=build.seed,
                          samples=build.samples, prompt_mode=build.prompt_mode,
                          tokenizer=build.tokenizer, packages=build.packages or {},
-                         variant=build.variant or None, benchmark=build.benchmark)
+                         variant=build.variant or None, benchmark=build.benchmark,
+                         language=build.language)
 
 
 def file_key(identity: Mapping[str, Any], task: str, max_seq_length: int,
@@ -82,7 +86,7 @@ def identity_differences(old: Mapping[str, Any] | None,
     labels = {"generator_version": "generator version", "seed": "seed", "samples": "samples",
               "prompt_mode": "prompt mode", "tokenizer": "tokenizer hash (files or chat "
               "template)", "tokenizer_revision": "tokenizer revision", "variant": "variant",
-              "benchmark": "benchmark"}
+              "benchmark": "benchmark", "language": "language"}
     found = [f"{label} {old.get(key)} -> {new.get(key)}" for key, label in labels.items()
              if old.get(key) != new.get(key)]
     before, after = old.get("packages") or {}, new.get("packages") or {}

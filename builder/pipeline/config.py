@@ -10,8 +10,9 @@ from typing import Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import get_task
-from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, check_tasks
-from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.builder.tasks.benchmarks import BENCHMARKS, PER_LANGUAGE, RULER, check_tasks
+from ruler.builder.tasks.catalog import ONERULER_CROSS_LINGUAL_TASKS, STANDARD_TASKS
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.variants import NO_VARIANT, Variant
 
 #: Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
@@ -80,8 +81,12 @@ class BuildConfig:
     executor: str = "local"
     ray_address: str | None = None
     # The benchmark the tasks belong to (builder.tasks.benchmarks): "ruler" (RULER, the
-    # default), or "ruler2" (RULERv2: config <tokenizer>--v2).
+    # default), "ruler2" (RULERv2: config <tokenizer>--v2) or "oneruler" (ONERULER: one
+    # config per language, <tokenizer>--oneruler-<language>).
     benchmark: str = RULER
+    # ONERULER's language(s): the context's and the instructions' (equal but for a
+    # cross-lingual config). Required for ONERULER, refused for the others.
+    language: OnerulerLanguage | None = None
 
     def __post_init__(self) -> None:
         for t in self.tasks:
@@ -94,8 +99,19 @@ class BuildConfig:
         check_tasks(self.benchmark, self.tasks)
         if self.benchmark != RULER and self.variant.field not in RULER2_VARIANTS:
             raise RulerError(f"--benchmark {self.benchmark}: only --replicate/--replicates "
-                             f"apply to RULERv2 configs (its rows count no output budget and "
-                             f"have no depth sweep, base or no-context variant)")
+                             f"apply to its configs (no depth sweep, output budget, base or "
+                             f"no-context variant)")
+        if (self.benchmark in PER_LANGUAGE) != (self.language is not None):
+            raise RulerError(f"--benchmark {self.benchmark}: " + (
+                "give the language(s) to build (--languages ko, en-ko)"
+                if self.benchmark in PER_LANGUAGE else "its configs have no language"))
+        if self.language is not None and self.language.cross_lingual:
+            other = [t for t in self.tasks if t not in ONERULER_CROSS_LINGUAL_TASKS]
+            if other:
+                raise RulerError(f"{', '.join(other)}: ONERULER's CWE has no cross-lingual "
+                                 f"setting (upstream refuses --xling); a cross-lingual config "
+                                 f"({self.language.code}) holds "
+                                 f"{', '.join(ONERULER_CROSS_LINGUAL_TASKS)}")
         if len(set(self.tasks)) != len(self.tasks) or len(set(self.lengths)) != len(self.lengths):
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):

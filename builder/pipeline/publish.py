@@ -108,6 +108,8 @@ def entry_fields(recipe: BuildRecipe, identity: dict[str, Any]) -> dict[str, Any
         fields["variant"] = variant
     if recipe.benchmark != RULER:
         fields["benchmark"] = recipe.benchmark
+    if recipe.language is not None:
+        fields["language"] = recipe.language.record()
     return fields
 
 

@@ -13,7 +13,12 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Iterable, Mapping
 
-from ruler.builder.tasks.catalog import ONERULER_TASKS, RULER2_TASKS, STANDARD_TASKS
+from ruler.builder.tasks.catalog import (
+    ONERULER_CROSS_LINGUAL_TASKS,
+    ONERULER_TASKS,
+    RULER2_TASKS,
+    STANDARD_TASKS,
+)
 from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 
 RULER = "ruler"
@@ -51,6 +56,20 @@ def benchmark_of(task: str) -> str:
     """The benchmark id of a catalog task; a registered (plug-in) task counts as RULER's,
     which is what a default build holds it beside."""
     return _OF_TASK.get(task, RULER)
+
+
+#: The `--lengths` a build of each benchmark makes unless told otherwise: ONERULER's are the
+#: paper's set (`catalog.ONERULER_LENGTHS`).
+DEFAULT_LENGTHS: Mapping[str, str] = MappingProxyType({RULER: "4096", RULER2: "4096",
+                                                       ONERULER: "oneruler"})
+
+
+def benchmark_tasks(benchmark: str, language: OnerulerLanguage | None = None) -> tuple[str, ...]:
+    """A benchmark's tasks, those a build makes unless told otherwise (a cross-lingual
+    ONERULER config: the 5 NIAH tasks; upstream's CWE has no cross-lingual setting)."""
+    if language is not None and language.cross_lingual:
+        return ONERULER_CROSS_LINGUAL_TASKS
+    return BENCHMARKS[benchmark]
 
 
 def benchmark_config(base: str, benchmark: str,

@@ -24,6 +24,44 @@ LANGUAGES: tuple[str, ...] = (
 #: The part of a ONERULER config's name after the tokenizer's: `--oneruler-<code>`.
 CONFIG_PREFIX = "oneruler-"
 
+# --- upstream's per-language rules (synthetic/niah.py, synthetic/common_words_extraction.py) ---
+
+#: Context languages whose sentences, needles and question parts are joined with "" (upstream:
+#: `lang in ["zh", "ja"]`); every other language joins them with one space.
+UNSPACED = frozenset({"zh", "ja"})
+
+#: The full stop after a needle (`add_period`): `。` for zh and ja, `۔` (U+06D4) for fa, "."
+#: for the other 23.
+FULL_STOP = {"zh": "\u3002", "ja": "\u3002", "fa": "\u06d4"}
+
+#: Languages stanza has no model for (not in its resources list), so upstream always splits
+#: their books with its regex fallback; the others it splits with stanza (here: sentencex).
+REGEX_SPLIT = frozenset({"sw", "st"})
+
+#: The folder (and file) name of each language's CWE dictionary (`language_codes`); English
+#: has none: its words are wonderwords 2.2.0's lists.
+DICTIONARY = {
+    "zh": "Chinese", "fr": "French", "ja": "Japanese", "pt": "Portuguese", "sw": "Swahili",
+    "cs": "Czech", "de": "German", "ko": "Korean", "ru": "Russian", "sv": "Swedish",
+    "da": "Danish", "hi": "Hindi", "no": "Norwegian", "sr": "Serbian", "ta": "Tamil",
+    "nl": "Dutch", "hu": "Hungarian", "fa": "Persian", "st": "Sesotho", "uk": "Ukrainian",
+    "fi": "Finnish", "it": "Italian", "pl": "Polish", "es": "Spanish", "vi": "Vietnamese",
+}
+
+#: The noun-list rows (0-based data rows) a cross-lingual build drops first: earth, field,
+#: house, month, moon (`skip_xling_indices`: translations too ambiguous across languages).
+CROSS_LINGUAL_DROPPED_ROWS = (21, 28, 42, 64, 65)
+
+
+def full_stop(language: str) -> str:
+    return FULL_STOP.get(language, ".")
+
+
+def joiner(language: str) -> str:
+    """What upstream joins a context language's sentences and needles (and the question's
+    parts) with."""
+    return "" if language in UNSPACED else " "
+
 
 @dataclass(frozen=True)
 class OnerulerLanguage:

@@ -14,6 +14,7 @@ from ruler.builder.identity import file_key, identity_differences, identity_of_b
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
 from ruler.builder.tasks.benchmarks import RULER, benchmark_config
 from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_from_record
@@ -131,10 +132,13 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
     recorded = (build.identity or {}).get("variant")
     benchmark = build.benchmark or RULER
     if variant or recorded or benchmark != RULER:
+        language = None if build.language is None else \
+            OnerulerLanguage.from_record(build.language)
         named = variant_from_record(variant).config_name(benchmark_config(
-            config_name(str(build.tokenizer.get("name"))), benchmark))
+            config_name(str(build.tokenizer.get("name"))), benchmark, language))
         if named != config or (recorded or {}) != variant or \
-                (build.identity or {}).get("benchmark", RULER) != benchmark:
+                (build.identity or {}).get("benchmark", RULER) != benchmark or \
+                (build.identity or {}).get("language") != build.language:
             problems.append(Problem(where, f"variant {variant} (benchmark {benchmark!r}) "
                                            f"does not match the config name (expected "
                                            f"{named!r}) or the build identity"))
