@@ -242,3 +242,31 @@ def test_inspect_scores_onerulers_rows_as_ruler_score_does(data, tmp_path):
     assert got == {**expected, "mean": 300 / 7}
     report = score_file(Path(log.location), open_dataset(str(data)))
     assert {f"{c.task}/{c.max_seq_length}": c.score for c in report.cells} == expected
+
+
+class NonethelessBackend(FakeBackend):
+    """Answers "nonetheless" to every row: upstream finds its none-word in it."""
+
+    def answer(self, request):
+        return finished_result(request.key, "Nonetheless, nonetheless.", 0, "stop")
+
+
+def test_compare_shows_what_the_corrected_metric_changes(data, tmp_path):
+    out = tmp_path / "run"
+    run_eval(EvalConfig(model="m", data=str(data), tokenizer_config=config("en"), out=out,
+                        backend="fake", progress=False, render_workers=0),
+             backend=NonethelessBackend(FakeOptions("m", data=str(data))))
+    # upstream: "none" is a substring of "nonetheless": niah_none right; corrected: not a word
+    assert _scores(out)["or_niah_none"]["score"] == 100.0
+    corrected = tmp_path / "corrected"
+    assert main(["score", "--predictions", str(out / "predictions.jsonl"), "--data", str(data),
+                 "--metric", "oneruler_corrected", "--out", str(corrected)]) == 0
+    assert _scores(corrected)["or_niah_none"]["score"] == 0.0
+    assert main(["compare", str(out), str(corrected), "--out", str(tmp_path / "cmp"),
+                 "--no-plots"]) == 0
+    cmp = json.loads((tmp_path / "cmp" / "compare.json").read_text())
+    assert cmp["metrics"] == {"a": ["oneruler"], "b": ["oneruler_corrected"]}
+    diffs = {r["task"]: r["difference"] for r in cmp["by_task"]}
+    assert diffs == {t: 100.0 if t == "or_niah_none" else 0.0 for t in ONERULER_TASKS}
+    assert "Scored with different metrics: A oneruler; B oneruler_corrected" in \
+        (tmp_path / "cmp" / "compare.md").read_text()

@@ -271,3 +271,22 @@ def test_the_corrected_metric_rescores_oneruler_rows_only():
         rescoring_metric("oneruler", "string_match_all")
     with pytest.raises(KeyError, match="unknown metric"):
         rescoring_metric("oneruler", "nope")
+
+
+def test_depth_items_of_a_metric_without_partial_credit_score_as_their_row():
+    from ruler.eval.depth import row_items
+
+    # a multi-value row whose family gives one item per needle (RULER's niah, at 20 % and
+    # 60 %); under ONERULER's metric each item is scored as the whole row is: the answer
+    # with both values is right at both depths (each needle's value alone would be a count
+    # mismatch: 2 numbers for 1), the answer with one value is wrong at both
+    row = {"task": "niah_multivalue", "metric": "oneruler", "outputs": ["1111111", "2222222"],
+           "gold_depths": [0.2, 0.6],
+           "input": "Text. One of the special magic numbers for key is: 1111111. More. One of "
+                    "the special magic numbers for key is: 2222222. End.\nWhat are all the "
+                    "special magic numbers for key mentioned in the provided text?"}
+    both_values, one_value = "1111111 2222222", "1111111"
+    assert row_items(row, both_values, config=config("en")) == [(0.2, 1.0), (0.6, 1.0)]
+    assert row_items(row, one_value, config=config("en")) == [(0.2, 0.0), (0.6, 0.0)]
+    # RULER's string_match_all counts each needle where it sits
+    assert row_items(row, one_value, metric="string_match_all") == [(0.2, 1.0), (0.6, 0.0)]
