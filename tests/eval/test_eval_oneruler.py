@@ -270,3 +270,21 @@ def test_compare_shows_what_the_corrected_metric_changes(data, tmp_path):
     assert diffs == {t: 100.0 if t == "or_niah_none" else 0.0 for t in ONERULER_TASKS}
     assert "Scored with different metrics: A oneruler; B oneruler_corrected" in \
         (tmp_path / "cmp" / "compare.md").read_text()
+
+
+def test_the_answer_budget_script_measures_every_config_and_task(data, capsys):
+    from benchmarks.oneruler_answer_budget import main as budget
+
+    assert budget([str(data)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    table = [line.split() for line in lines if line.startswith(f"{TOK}--oneruler-")]
+    assert len(table) == 2 * len(ONERULER_TASKS)
+    for _, task, n, over, median, longest, budget_tokens in table:
+        assert int(budget_tokens) == TASKS[task].tokens_to_generate and int(n) == 3
+        assert (int(over) > 0) == (int(longest) > int(budget_tokens))
+        assert 0 < int(median) <= int(longest)
+    # a niah_none answer is the none-word: a token or two
+    none_en = next(row for row in table if row[:2] == [config("en"), "or_niah_none"])
+    assert int(none_en[5]) <= 2
+    assert lines[-1].startswith(f"{TOK}: ") and lines[-1].endswith(
+        f"of {2 * len(ONERULER_TASKS) * 3} gold answers longer than their budget")
