@@ -241,7 +241,9 @@ def table(cells: Sequence[Cell]) -> str:
 
 
 def summary(cells: Sequence[Cell]) -> dict:
-    return {"cells": len(cells), "identical": sum(c.identical for c in cells),
+    both = [c for c in cells if c.ours and c.upstream]
+    return {"cells": len(both), "identical": sum(c.identical for c in both),
+            "one_side_only": len(cells) - len(both),
             "upstream_over_L_as_read": sum(r.over_as_read for c in cells for r in c.upstream),
             "upstream_rows": sum(len(c.upstream) for c in cells),
             "ours_over_L_as_read": sum(r.over_as_read for c in cells for r in c.ours)}
@@ -270,13 +272,14 @@ def main(argv: list[str] | None = None) -> int:
     s = summary(cells)
     print(f"\n{s['identical']} of {s['cells']} cells template-identical; upstream rows over L "
           f"as the model reads them: {s['upstream_over_L_as_read']} of {s['upstream_rows']}; "
-          f"ours: {s['ours_over_L_as_read']}")
+          f"ours: {s['ours_over_L_as_read']}"
+          + (f"; {s['one_side_only']} cell(s) on one side only" if s["one_side_only"] else ""))
     if args.json:
         args.json.write_text(json.dumps({"summary": s, "cells": [
             {"lang": c.lang, "task": c.task, "identical": c.identical,
              "ours": [asdict(p) for p in c.ours], "upstream": [asdict(p) for p in c.upstream]}
             for c in cells]}, indent=1))
-    return 0 if s["identical"] == s["cells"] else 1
+    return 0 if s["cells"] and s["identical"] == s["cells"] else 1
 
 
 if __name__ == "__main__":
