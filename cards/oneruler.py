@@ -95,6 +95,8 @@ manifest's build entry says `"benchmark": "oneruler"` and the language(s).
   one) + `tokens_to_generate`, at most L, as in RULER; upstream's rows are longer than their
   nominal length (see the differences).
 - `metric` is `oneruler`: upstream's `eval/evaluate.py`, so scores compare with the paper's.
+  `ruler score --metric oneruler_corrected` rescores with its documented flaws fixed (case,
+  whole words, numbers written with separators).
 - Lengths: any; upstream's are {lengths} (not powers of two: `--lengths oneruler`, the
   default of `ruler build --benchmark oneruler`), and its CWE uses other word frequencies at
   L <= 8000, so cwe at 8192 is not cwe at 8000.
