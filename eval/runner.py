@@ -235,7 +235,7 @@ def _runs_a_model(backend: str) -> bool:
 def _dataset_tokenizer(ds: Dataset, config: str) -> str:
     """The tokenizer the config was built with, as its manifest names it (a registry name, a
     folder, org/name@revision): a backend without a model renders prompts with it."""
-    name = ds.build(config).tokenizer.get("name")
+    name = ds.build(config).tokenizer.name
     if not name:
         raise RulerError(f"the manifest names no tokenizer for config {config!r}: pass "
                          f"--model-tokenizer (a tokenizer folder or registry name)")
@@ -276,7 +276,7 @@ def _template_record(ds: Dataset, cfg: EvalConfig, tok: Tokenizer,
     """The chat template that renders the prompts and the one the config was built with (their
     sha256; None where a tokenizer has none), for the report's health section."""
     used = getattr(tok.identity, "chat_template_sha256", None)
-    built = (ds.build(cfg.tokenizer_config).tokenizer or {}).get("chat_template_sha256")
+    built = ds.build(cfg.tokenizer_config).tokenizer.chat_template_sha256
     return {"mode": mode, "sha256": used, "build_sha256": built, "decoding": "greedy"}
 
 

@@ -238,7 +238,7 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
         _check_columns(f)
     build = ds.build(config)
     prompt = KvpressPrompt(_build_tokenizer(ds, config, build, tokenizer)
-                           if build.tokenizer.get("chat_template_sha256") else None,
+                           if build.tokenizer.chat_template_sha256 else None,
                            build.prompt_mode or "chat")
     result = KvpressExport(out, _source_record(ds, config, build, revision), config,
                            limit=limit,
@@ -300,7 +300,7 @@ def _source_record(ds: Dataset, config: str, build: BuildEntry,
         "manifest_sha256": file_sha256(ds.root / MANIFEST_NAME),
         "generator": dict(ds.manifest.generator or {}),
         "config": config,
-        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision", "pinned")},
+        "tokenizer": {k: getattr(tok, k) for k in ("name", "kind", "repo", "revision", "pinned")},
         "prompt_mode": build.prompt_mode,
         "variant": dict(build.variant or {}),
         "seed": build.seed,
