@@ -63,7 +63,9 @@ class JsonRecord:
 
     @classmethod
     def json_fields(cls) -> list[dataclasses.Field[Any]]:
-        return [f for f in dataclasses.fields(cls) if f.name not in _OWN]  # type: ignore[arg-type]
+        # a subclass is a dataclass (the class docstring): fields() of it, not of this base
+        return [f for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                if f.name not in _OWN]
 
     @classmethod
     def from_json(cls: type[R], data: Mapping[str, Any]) -> R:

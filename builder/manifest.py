@@ -199,7 +199,7 @@ class Manifest:
                    packages=package_versions())
 
     @classmethod
-    def load(cls, out: str | os.PathLike) -> Manifest:
+    def load(cls, out: str | os.PathLike[str]) -> Manifest:
         """The manifest of build folder `out`, checked (`manifest_schema`), or an empty one
         when the folder has none yet."""
         path = Path(out) / MANIFEST_NAME
@@ -239,7 +239,7 @@ class Manifest:
                 data[name] = copy.deepcopy(getattr(self, name))
         return data
 
-    def save(self, out: str | os.PathLike) -> None:
+    def save(self, out: str | os.PathLike[str]) -> None:
         """Write `OUT/manifest.json` atomically, recording this process's package versions
         (hold `manifest_lock` when others may write too)."""
         self.packages = package_versions()
@@ -294,7 +294,7 @@ class Manifest:
         self.builds.pop(config, None)
 
 
-def split_file(root: str | os.PathLike, rel: str) -> Path:
+def split_file(root: str | os.PathLike[str], rel: str) -> Path:
     """`root/rel` for a split file's path relative to a build folder, refusing a symbolic
     link anywhere below `root` (`data`, a config's or task's folder, the file): a link could
     make a write land, or a read come from, outside the folder, or one config's files alias
@@ -313,14 +313,14 @@ def split_file(root: str | os.PathLike, rel: str) -> Path:
     return path
 
 
-def check_split_files(root: str | os.PathLike, rels: Iterable[str]) -> None:
+def check_split_files(root: str | os.PathLike[str], rels: Iterable[str]) -> None:
     """`split_file` for each path: no symbolic link below `root` on the way to any of them."""
     for rel in rels:
         split_file(root, rel)
 
 
 @contextmanager
-def manifest_lock(out: str | os.PathLike) -> Iterator[None]:
+def manifest_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     """Hold OUT's manifest lock (blocking; other writers hold it for milliseconds)."""
     from filelock import FileLock
 
@@ -377,13 +377,13 @@ def content_sha256_rows(rows: Iterable[dict[str, Any]]) -> str:
 
 def content_sha256(table: pa.Table) -> str:
     """Hash of a table's rows in order, independent of Parquet encoding details."""
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         for batch in table.to_batches(max_chunksize=64):
             yield from batch.to_pylist()
     return content_sha256_rows(rows())
 
 
-def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
+def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
     """`Manifest.load(out)` as its JSON data: for tools and tests that look at the format
     itself. Code reads the typed `Manifest`."""
     return Manifest.load(out).to_json()

@@ -50,8 +50,8 @@ def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
                                 f"temporary file of a build that ended without publishing it "
                                 f"(process {stale.pid} no longer runs): run the build again, "
                                 f"which removes it, or delete it"))
-    for config in manifest.configs():
-        build, files = manifest.build(config), manifest.files_of(config)
+    for config, build in sorted(manifest.builds.items()):
+        files = manifest.files_of(config)
         problems += build_problems(config, build, files)
         problems += identity_problems(config, build, files)
     return problems
@@ -59,7 +59,8 @@ def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
 
 def _data_tree(out: Path) -> tuple[set[str], list[str]]:
     """The Parquet files under `out/data` and the symbolic links there (not followed)."""
-    files, links = set(), []
+    files: set[str] = set()
+    links: list[str] = []
     if (out / "data").is_symlink():
         return files, ["data"]
     for folder, dirs, names in os.walk(out / "data"):

@@ -49,6 +49,7 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
+from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
 from ruler.cards.render import tokenizer_origin
@@ -392,7 +393,9 @@ def render_card(e: KvpressExport) -> str:
              and s["revision_asked"] != s["revision"] else "")
     where = (f"Hub dataset `{s['dataset']}` at commit `{s['revision']}`{asked}" if s["revision"]
              else f"the local build `{s['dataset']}`")
-    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(tok)})" if tok.get("repo") else "")
+    # the export's source record keeps the manifest's tokenizer fields (`_source_record`)
+    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(TokenizerRecord.from_json(tok))})"
+                                      if tok.get("repo") else "")
     lengths = sorted(e.lengths)
     L = lengths[0]
     limited = (f"the first {e.limit} rows of each task and length" if e.limit
