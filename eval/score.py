@@ -245,7 +245,9 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
     metric = metrics.pop()
     if metric not in METRIC_SPECS:
         raise RulerError(f"{f.path}: unknown metric {metric!r} (this ruler knows "
-                         f"{', '.join(METRIC_SPECS)}): update ruler-bench to score these rows")
+                         f"{', '.join(METRIC_SPECS)}): update ruler-bench, or install the "
+                         f"plug-in that offers it (entry point group ruler.metrics), to score "
+                         f"these rows")
     answered, refs, answered_index, reasons, tied_by = [], [], [], Counter(), Counter()
     skipped = errors = exhausted = clamped = 0
     missing = []
