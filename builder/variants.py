@@ -181,6 +181,13 @@ def variant_kinds() -> tuple[type[Variant], ...]:
     return tuple(VARIANTS.values())
 
 
+def variant_flags(field: str) -> tuple[str, ...]:
+    """The `ruler build` flags of the variant kind `field` (for messages)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    VARIANTS[field].add_arguments(parser)
+    return tuple(flag for action in parser._actions for flag in action.option_strings)
+
+
 def record_ok(record: Any) -> bool:
     """Whether a manifest's `variant` entry names at most one registered kind, with a value
     that kind accepts."""
