@@ -144,8 +144,8 @@ class Registry(Mapping[str, T], Generic[T]):
         origin = origin or _origin_of(obj)
         with self._table_lock:
             known = self._entries.get(name)
-            if known is None or (not known.loaded and _importing(known.target)):
-                # new, or the module a lazy entry names registering it while imported
+            if known is None or (not known.loaded and _registers_itself(known.target, obj)):
+                # new, or what a lazy entry's address names, registered by its own module
                 self._entries[name] = _Entry(None, origin, obj, loaded=True,
                                              plugin=bool(known and known.plugin))
                 return obj
@@ -223,9 +223,6 @@ class Registry(Mapping[str, T], Generic[T]):
     def loaded_items(self) -> list[tuple[str, T]]:
         """The entries loaded so far, without loading anything."""
         return [(n, e.obj) for n, e in list(self._entries.items()) if e.loaded]
-
-    def origin(self, name: str) -> str:
-        return self._entries[name].origin
 
     def unknown_message(self, name: str) -> str:
         names = self.known_names()
@@ -323,10 +320,20 @@ class Registry(Mapping[str, T], Generic[T]):
                 del self._entries[name]
 
 
-def _importing(target: str | None) -> bool:
-    """Whether the module `target` names is imported or being imported (a module that
-    registers the entry its own lazy address names)."""
-    return target is not None and target.partition(":")[0] in sys.modules
+def _registers_itself(target: str | None, obj: Any) -> bool:
+    """Whether `obj` is the entry a lazy address names, registered by its own module: the
+    module is being imported (its top level registers what the address names), or `obj` is
+    the object at the address of a module imported already."""
+    module_name, _, attrs = (target or "").partition(":")
+    module = sys.modules.get(module_name)
+    if module is None:
+        return False
+    if getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return True
+    found: Any = module
+    for attr in filter(None, attrs.split(".")):
+        found = getattr(found, attr, None)
+    return bool(attrs) and found is obj
 
 
 def _origin_of(obj: Any) -> str:

@@ -77,6 +77,15 @@ def test_a_lazy_module_may_register_its_entry_itself(modules):
     try:
         things.register_lazy("self", "toy_reg_self")
         assert things["self"] == Thing("self", 3)
+        # imported already: the module's own object may be registered at its address, no
+        # other (a module imported for another reason never lets anyone take the name)
+        (modules / "toy_reg_done.py").write_text(
+            "from test_registry import Thing\nTHING = Thing('done', 4)\n")
+        done = load_target("toy_reg_done:THING")
+        things.register_lazy("done", "toy_reg_done:THING")
+        with pytest.raises(DuplicateName, match="'done' is registered already"):
+            things.register(Thing("done", 5))
+        assert things.register(done) is done and things["done"] is done
     finally:
         del registry_module.REGISTRY_UNDER_TEST
 

@@ -354,3 +354,11 @@ def test_a_plugin_exporter_runs_as_a_subcommand(site, data, tmp_path):
     _ruler(site, "export", "toy-list", str(data), "--out", str(listing))
     assert sorted(listing.read_text().splitlines()) == [
         f"{TOK}--toy toy_word {L} {SAMPLES}", f"{TOK}--toy--tb8 toy_word {L} {SAMPLES}"]
+    # lm-eval's exported utils.py copies ruler's own metrics: a plug-in's is refused in one line
+    lm = tmp_path / "lm"
+    refused = _ruler(site, "export", "lm-eval", str(data), "--out", str(lm), status=2).stderr
+    assert refused.strip() == ("ruler: error: task 'toy_word' is scored by metric 'toy_exact', "
+                               "which is not ruler's own: the exported utils.py holds ruler's "
+                               "metrics only; score lm-eval's samples with `ruler score` "
+                               "instead")
+    assert not lm.exists()
