@@ -15,7 +15,7 @@ card text, checks and `ruler build` flag live on it, and it is the ONE channel i
 generation: the build recipe carries the variant object to the worker and, through the build
 context, to every generator, which ask it (`depth_bin`, `tokens_to_generate`, ...). The
 default config is a variant too, `NO_VARIANT`, whose answers are upstream's rules, so no caller
-branches on "is there a variant". See the README's "Adding a variant".
+branches on "is there a variant". See docs/extending.md, "Adding a variant".
 """
 
 from __future__ import annotations
