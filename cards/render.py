@@ -23,12 +23,13 @@ from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
 from ruler.builder.manifest_records import TokenizerRecord
+from ruler.builder.registry import load_target
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards import real_model
 from ruler.cards.repeated import repeated_section
-from ruler.cards.ruler2 import ruler2_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
 
@@ -301,6 +302,13 @@ def _example(manifest: Manifest) -> tuple[str, str, str, list[int]]:
     return config, manifest.tasks(config)[0], str(lengths[0]), lengths
 
 
+def benchmark_sections(manifest: Manifest) -> str:
+    """Each benchmark's own section (`Benchmark.card_section`: "" for a folder without its
+    configs), in the benchmarks' order."""
+    return "".join(load_target(b.card_section)(manifest)
+                   for b in BENCHMARK_SPECS.values() if b.card_section)
+
+
 def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | None = None,
                 sections: Sequence[CardSection] = USAGE_SECTIONS) -> str:
     """The card's text. `repo_id`/`revision` (set by `ruler release`) fill the load examples;
@@ -330,7 +338,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         differences_table=differences_table(),
         real_model_section=real_model.card_section(),
         variants_section=variants_section(manifest),
-        ruler2_section=ruler2_section(manifest),
+        benchmark_sections=benchmark_sections(manifest),
         licence_list=licence_list(manifest),
         **{s.key: s.body(manifest, repo_id, revision) for s in sections},
     )

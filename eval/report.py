@@ -37,7 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode, fields_json
-from ruler.builder.tasks.benchmarks import RULER2, benchmark_of
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, RULER2, benchmark_of
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
@@ -103,6 +103,12 @@ class Report:
     @property
     def is_ruler2(self) -> bool:
         return self.benchmark == RULER2
+
+    @property
+    def title(self) -> str:
+        """The benchmark's name in the report ("RULER", "RULERv2")."""
+        spec = BENCHMARK_SPECS.get(self.benchmark)
+        return spec.title if spec is not None else self.benchmark
 
     @property
     def complete(self) -> bool:
@@ -276,7 +282,7 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 def _head(r: Report) -> list[str]:
     """The report's title, what it covers, how the rows were served, and whether it is
     partial."""
-    name = "RULERv2" if r.is_ruler2 else "RULER"
+    name = r.title
     head = [f"# {name} results: {r.model or 'unknown model'}", "",
             f"Dataset `{r.dataset.spec}`"
             + (f" @ `{r.dataset.revision}`" if r.dataset.revision else "")
@@ -543,7 +549,7 @@ def plot(r: Report, out: Path) -> list[Path]:
                     yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
                     color=colors[n % len(colors)], label=t)
         mark_published(ax, r.references, labels, xs, task=t, color=colors[n % len(colors)])
-    name = "RULERv2" if r.is_ruler2 else "RULER"
+    name = r.title
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
            title=f"{name} per task: {r.model or ''}")
     ax.legend(fontsize=7, ncol=2, loc="lower left")

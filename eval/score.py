@@ -32,11 +32,10 @@ from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import Item, compact, row_columns, row_items
-from ruler.eval.integrations.nemo_skills import key_by_prompt
-from ruler.eval.integrations.prediction_source import PredictionSource
-from ruler.eval.integrations.sources import fingerprint, read_predictions
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import METRIC_SPECS, postprocess_pred, row_score, task_score
+from ruler.eval.prediction_readers import fingerprint, key_against, read_predictions
+from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.report_health import health_facts, run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
@@ -138,7 +137,9 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
     metric = metrics.pop()
     if metric not in METRIC_SPECS:
         raise RulerError(f"{f.path}: unknown metric {metric!r} (this ruler knows "
-                         f"{', '.join(METRIC_SPECS)}): update ruler-bench to score these rows")
+                         f"{', '.join(METRIC_SPECS)}): update ruler-bench, or install the "
+                         f"plug-in that offers it (entry point group ruler.metrics), to score "
+                         f"these rows")
     answered: list[str] = []
     refs: list[list[str]] = []
     answered_index: list[int] = []
@@ -285,10 +286,9 @@ def score_file(predictions: str | os.PathLike[str], ds: Dataset, config: str | N
                tasks: Sequence[str] | None = None, lengths: Sequence[int] | None = None,
                limit: int | None = None) -> ScoresRecord:
     """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
-    Inspect log, NeMo-Skills output; see `ruler.eval.integrations.sources`)."""
+    Inspect log, NeMo-Skills output, a plug-in's; see `ruler.eval.prediction_readers`)."""
     source = read_predictions(predictions)
-    if source.by_prompt:
-        key_by_prompt(source, ds, config, tasks, lengths)
+    key_against(source, ds, config, tasks, lengths)
     records = index_records(source.records, str(predictions))
     return score_source(ds, source, records, config, tasks, lengths, limit)
 
@@ -301,8 +301,8 @@ def score_path(predictions: str | os.PathLike[str], data: str, revision: str | N
     name, and the cells their run asked for where it records them)."""
     source = read_predictions(predictions)
     if source.by_prompt:  # NeMo-Skills output: its rows are found by their prompt text
-        key_by_prompt(source, open_dataset(data, revision, config, tasks, lengths), config,
-                      tasks, lengths)
+        key_against(source, open_dataset(data, revision, config, tasks, lengths), config,
+                    tasks, lengths)
     records = index_records(source.records, str(predictions))
     named = {k[0] for k in records}
     fetch_config = config or (named.pop() if len(named) == 1 else None)

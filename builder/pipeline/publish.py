@@ -24,9 +24,9 @@ from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_loc
 from ruler.builder.manifest_records import IdentityRecord, SourceRecord, is_official
 from ruler.builder.pipeline.config import FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
+from ruler.builder.publish_steps import write_published
 from ruler.builder.seed_series import seed_clash
 from ruler.builder.tasks.benchmarks import RULER
-from ruler.cards.render import write_card
 
 
 class Publisher:
@@ -92,7 +92,7 @@ def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
         counting=sorted({f.counting for f in manifest.files_of(config) if f.counting}),
         extra={**(previous.extra if previous else {}), **entry.extra}))
     manifest.save(out)
-    write_card(out)
+    write_published(out)  # the card (and any plug-in step's files)
 
 
 def build_entry(recipe: BuildRecipe, identity: IdentityRecord) -> BuildEntry:
@@ -133,7 +133,7 @@ def drop_config(out: Path, config: str) -> int:
             manifest.remove_file(rel)
         manifest.remove_build(config)
         manifest.save(out)
-        write_card(out)
+        write_published(out)  # the card (and any plug-in step's files)
     _remove_empty_folders(out / "data" / config)
     return len(stale)
 

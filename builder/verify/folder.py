@@ -1,13 +1,12 @@
 """Folder-wide checks: the manifest's structure, its build entries, stray files (Parquet
-files outside the manifest, temporary files of builds that were killed), the card."""
+files outside the manifest, temporary files of builds that were killed). The card and any
+other file a publish step writes are checked by their step (`builder.publish_steps`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Iterable
-
-import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
@@ -18,7 +17,6 @@ from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_from_record
 from ruler.builder.verify.findings import Problem
-from ruler.cards.render import card_is_current, configs_yaml
 
 
 def load_manifest(out: Path) -> Manifest:
@@ -139,28 +137,3 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
                                            f"does not match the config name (expected "
                                            f"{named!r}) or the build identity"))
     return problems
-
-
-def card_problems(out: Path, manifest: Manifest) -> list[Problem]:
-    """The card's `configs` must be exactly those the manifest implies (load_dataset reads
-    them), and the whole card the one the manifest renders (a build killed between writing
-    the manifest and the card leaves a stale one; a re-run of the build re-renders it)."""
-    path = out / "README.md"
-    if not path.is_file():
-        return [Problem("README.md", "missing (the dataset card holds the configs)")]
-    text = path.read_text(encoding="utf-8")
-    parts = text.split("---\n", 2)
-    if not text.startswith("---\n") or len(parts) < 3:
-        return [Problem("README.md", "no YAML front matter")]
-    try:
-        front = yaml.safe_load(parts[1]) or {}
-    except yaml.YAMLError as e:
-        return [Problem("README.md", f"YAML front matter does not parse: {e}")]
-    if not isinstance(front, dict) or front.get("configs") != configs_yaml(manifest):
-        return [Problem("README.md", "`configs` do not match manifest.json "
-                                     "(rewrite the card: it is rendered by `ruler build`)")]
-    if not card_is_current(text, manifest):
-        return [Problem("README.md", "stale: it is not the card manifest.json renders (re-run "
-                                     "the `ruler build` or `ruler merge` that made the folder: "
-                                     "it re-renders the card)")]
-    return []

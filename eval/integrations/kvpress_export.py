@@ -93,7 +93,7 @@ def split_file_name(length: int) -> str:
     return f"{length}/{SPLIT}-00000-of-00001.parquet"
 
 
-#: The script the README's "Using with kvpress" section runs (tests/eval/integrations/
+#: The script docs/integrations.md's "Using with kvpress" section runs (tests/eval/integrations/
 #: test_kvpress.py runs it from there) and the export's card shows: kvpress's own pipeline on
 #: the exported rows, with no press and two presses, each writing predictions keyed as
 #: `ruler score` reads them.
@@ -473,7 +473,7 @@ ds = load_dataset("path/to/this/folder", data_dir="{L}", split="{SPLIT}")  # as 
 ## Run kvpress and score with ruler
 
 Save as `kvpress_predict.py` (kvpress's `kv-press-text-generation` pipeline on these rows, with
-no press, Knorm and StreamingLLM at compression ratio 0.5; the script the generator's README
+no press, Knorm and StreamingLLM at compression ratio 0.5; the script the generator's documentation
 runs in its tests):
 
 ```python

@@ -228,11 +228,11 @@ def test_report_cli_sets_bins_and_minimum(tmp_path, capsys):
     assert main(["report", str(tmp_path), "--depth-bins", "0"]) == 2
 
 
-def test_readme_shows_a_small_committed_heatmap_labelled_synthetic():
+def test_the_docs_show_a_small_committed_heatmap_labelled_synthetic():
     from helpers.paths import ROOT as root
 
-    readme = (root / "README.md").read_text()
+    page = (root / "docs" / "reports-and-statistics.md").read_text()
     image = root / "docs" / "depth_heatmap_synthetic.png"
-    assert "](docs/depth_heatmap_synthetic.png)" in readme and "synthetic predictions" in readme
+    assert "](depth_heatmap_synthetic.png)" in page and "synthetic predictions" in page
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and image.stat().st_size < 150_000
-    assert "--depths 10" in readme and "--tokenizer-config llama-3.1--depth10" in readme
+    assert "--depths 10" in page and "--tokenizer-config llama-3.1--depth10" in page

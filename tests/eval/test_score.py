@@ -500,7 +500,7 @@ def test_odd_parquet_columns_are_one_clear_error_and_integral_float_indexes_are_
         err = capsys.readouterr().err
         assert f"{path}: record 1" in err and message in err, err
     # A float column of whole numbers (pandas writes one when a column had nulls) is exact:
-    # index 2.0 is row 2. Documented in the README.
+    # index 2.0 is row 2. Documented in docs/scoring.md.
     path = tmp_path / "float_index.parquet"
     pq.write_table(pa.Table.from_pylist([dict(r, index=float(r["index"])) for r in recs]), path)
     report = score_file(path, open_dataset(str(data)))

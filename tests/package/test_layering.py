@@ -46,6 +46,18 @@ def test_nothing_below_the_evaluator_imports_it():
     assert _upward_imports(BELOW_EVAL, "ruler.eval") == []
 
 
+def test_the_builder_never_imports_the_card():
+    """The card is a publish step the builder calls through `builder.publish_steps` (the card
+    sits above the builder: it reads the catalog, the manifest and the variants)."""
+    assert _upward_imports(("builder",), "ruler.cards") == []
+
+
+def test_scoring_never_imports_the_integrations():
+    """`ruler score` reads other frameworks' predictions through the reader registry
+    (`eval.prediction_readers`); the integrations are its plug-ins, not its dependencies."""
+    assert _upward_imports(("eval/score.py",), "ruler.eval.integrations") == []
+
+
 def test_the_import_scan_finds_an_upward_import():
     """The scan sees imports inside functions: the evaluator itself imports ruler.eval."""
     assert any("eval/cli.py" in hit for hit in _upward_imports(("eval",), "ruler.eval"))

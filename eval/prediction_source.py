@@ -1,4 +1,5 @@
-"""What a predictions reader returns: the records, and what the run itself says about them."""
+"""What a predictions reader returns (`ruler.eval.prediction_readers`): the records, and what
+the run itself says about them."""
 
 from __future__ import annotations
 
@@ -26,9 +27,11 @@ class PredictionSource:
     # How the run generated, where its files say (eval.report_health.HealthFacts settings:
     # framework, mode, temperature, max_tokens, ...); None: not known.
     settings: dict[str, Any] | None = None
-    # The records carry no key but their prompt text (NeMo-Skills output): they are keyed
-    # against the dataset's rows (`integrations.nemo_skills.key_by_prompt`) before scoring.
+    # The records carry no key but their prompt text (NeMo-Skills output): their reader keys
+    # them against the dataset's rows (`PredictionReader.key_rows`) before scoring.
     by_prompt: bool = False
+    # The reader that read them (`prediction_readers.PREDICTION_READERS`; None: ruler's own).
+    reader: str | None = None
 
     @classmethod
     def merge(cls, parts: list["PredictionSource"]) -> "PredictionSource":
