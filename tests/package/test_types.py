@@ -62,15 +62,22 @@ def run_mypy(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=900)
 
 
+@pytest.fixture(scope="module")
+def mypy_dir(tmp_path_factory) -> Path:
+    """One folder (link and cache) for this module's mypy runs: the second reuses the first's
+    analysis of the package."""
+    return tmp_path_factory.mktemp("mypy")
+
+
 @needs_mypy
-def test_mypy_finds_nothing(tmp_path):
-    proc = run_mypy(tmp_path, "-p", PACKAGE)
+def test_mypy_finds_nothing(mypy_dir):
+    proc = run_mypy(mypy_dir, "-p", PACKAGE)
     assert proc.returncode == 0, f"mypy:\n{proc.stdout}{proc.stderr}"
     assert "Success: no issues found" in proc.stdout
 
 
 @needs_mypy
-def test_mypy_sees_a_record_used_as_a_dict(tmp_path):
+def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
     """The check above cannot pass by seeing no types: a scores cell indexed as the dict it
     used to be, or a manifest build's tokenizer read with `.get`, is an error."""
     probe = ("from ruler.builder.manifest import BuildEntry\n"
@@ -79,7 +86,7 @@ def test_mypy_sees_a_record_used_as_a_dict(tmp_path):
              "    return c['rows']\n"
              "def name(b: BuildEntry) -> str:\n"
              "    return b.tokenizer.get('name')\n")
-    proc = run_mypy(tmp_path, "--enable-error-code", "index", "--enable-error-code",
+    proc = run_mypy(mypy_dir, "--enable-error-code", "index", "--enable-error-code",
                     "attr-defined", "-c", probe)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert 'Value of type "CellScore" is not indexable' in proc.stdout
