@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     over_by_tokenizer: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     tokenizers: dict[str, object] = {}
     for config in configs:
-        name = manifest.build(config).tokenizer["name"]
+        name = manifest.build(config).tokenizer.name
         tok = tokenizers.setdefault(name, load_tokenizer(name))
         for f in ds.files(config, tasks):
             rows = ds.rows(f, ("outputs", "tokens_to_generate"))

@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_names import check_config_name
-from ruler.builder.tasks.benchmarks import BENCHMARKS, PER_LANGUAGE, RULER, benchmark_of
+from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, benchmark_of, per_language
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.oneruler_languages import record_ok as language_ok
 from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
@@ -178,7 +178,8 @@ def _check_build(config: str, build: Any, where: str) -> None:
         raise RulerError(f"{where}: build {config!r} records variant {unknown!r}, which no "
                          f"registered variant knows: import the module that registers it "
                          f"(ruler.builder.variants.register_variant) before reading this "
-                         f"folder, or use the ruler that built it")
+                         f"folder, install the plug-in that offers it (entry point group "
+                         f"ruler.variants), or use the ruler that built it")
     wrong = _wrong(build, BUILD_FIELDS)
     if wrong:
         raise RulerError(f"{where}: build {config!r} has missing or malformed {', '.join(wrong)}")
@@ -186,9 +187,9 @@ def _check_build(config: str, build: Any, where: str) -> None:
     base = variant_from_record(build.get("variant")).base_config(config)
     check_config_name(base, f"build {config!r} of {where}")
     benchmark = build.get("benchmark", RULER)
-    if (benchmark in PER_LANGUAGE) != ("language" in build):
+    if per_language(benchmark) != ("language" in build):
         raise RulerError(f"{where}: build {config!r} of benchmark {benchmark!r} "
-                         f"{'lacks' if benchmark in PER_LANGUAGE else 'has'} a `language`")
+                         f"{'lacks' if per_language(benchmark) else 'has'} a `language`")
     other = [t for t in build.get("tasks") or () if benchmark_of(t) != benchmark]
     if other:
         raise RulerError(f"{where}: build {config!r} of benchmark {benchmark!r} lists "

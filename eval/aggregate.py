@@ -17,13 +17,16 @@ mean of the 12 task scores; NeMo-Skills' documentation adds the mean over length
 It has no weighted averages and no effective length (the 85.6 threshold is RULER v1's), so a
 RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`). ONERULER (the paper's
 figures: accuracy per language and length, averaged over its 7 tasks) defines neither either:
-its summary is the per-length mean of the tasks and their average over lengths.
+its summary is the per-length mean of the tasks and their average over lengths. Which
+benchmark aggregates which way is its own record's to say (`Benchmark.weighted_average`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping, Sequence
+
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 
 #: Llama-2-7B-chat's mean at 4K (RULER README and paper Table 3).
 DEFAULT_THRESHOLD = 85.6
@@ -95,7 +98,7 @@ class Summary:
     @property
     def has_effective_length(self) -> bool:
         """Whether the benchmark defines weighted averages and an effective length (v1)."""
-        return defines_effective_length(self.benchmark)
+        return weighs_lengths(self.benchmark)
 
     @property
     def effective_label(self) -> str:
@@ -106,10 +109,11 @@ class Summary:
         return format_effective(self.effective_length, list(self.by_length))
 
 
-def defines_effective_length(benchmark: str) -> bool:
-    """RULER v1 (and tasks registered beside it) has weighted averages and an effective
-    length; RULERv2 and ONERULER define neither."""
-    return benchmark not in ("ruler2", "oneruler")
+def weighs_lengths(benchmark: str) -> bool:
+    """Whether `benchmark` defines weighted averages and an effective length (RULER's; a
+    benchmark this ruler does not know is aggregated as RULER's)."""
+    spec = BENCHMARK_SPECS.get(benchmark)
+    return spec is None or spec.weighted_average
 
 
 #: What the report shows instead of a headline number over a partial selection.
@@ -130,13 +134,13 @@ def summarize(by_length: Mapping[int, float | None],
     complete = all(v is not None for v in by_length.values()) and bool(by_length) \
         and not partial
     scores = {L: float(v) for L, v in by_length.items() if v is not None}
-    weighted = complete and defines_effective_length(benchmark)
+    weighted = complete and weighs_lengths(benchmark)
     return Summary(
         by_length=dict(sorted(by_length.items())),
         avg=mean(list(scores.values())) if complete else None,
         wavg_inc=weighted_average(scores, True) if weighted else None,
         wavg_dec=weighted_average(scores, False) if weighted else None,
-        effective_length=None if partial or not defines_effective_length(benchmark)
+        effective_length=None if partial or not weighs_lengths(benchmark)
         else effective_length(by_length, threshold),
         threshold=threshold,
         partial=partial,

@@ -5,9 +5,10 @@ the post-processed prediction; RULERv2's `ruler2_all` / `ruler2_2steps` / `ruler
 (`ruler.eval.ruler2_metric`) and `multichoice` (`ruler.eval.multichoice`), as NeMo-Skills scores
 them, on the raw generation; ONERULER's `oneruler` (upstream's evaluate.py) and
 `oneruler_corrected` (`ruler.eval.oneruler_metric`), on the raw generation too, which also
-read the row's task and dataset config (`MetricSpec.keyed`). `METRIC_SPECS` says, per name the
-data's `metric` column holds, which function scores a row, what it is given and how a task's
-rows make its score.
+read the row's task and dataset config (`MetricSpec.keyed`). `METRIC_SPECS` (a
+`ruler.builder.registry.Registry`, which a plug-in extends through entry point group
+`ruler.metrics`) says, per name the data's `metric` column holds, which function scores a row,
+what it is given and how a task's rows make its score.
 
 v1 upstream: NVIDIA/RULER `scripts/eval/synthetic/constants.py` (metrics, unchanged since the
 first commit) and `scripts/eval/evaluate.py:postprocess_pred`. The two aggregate functions
@@ -23,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from ruler.builder.registry import Registry
 from ruler.eval.multichoice import boxed_answer, multichoice
 from ruler.eval.oneruler_metric import config_language, oneruler, oneruler_corrected
 from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
@@ -122,7 +124,14 @@ def _oneruler_keys(task: str, config: str) -> None:
     config_language(config)  # ValueError: the config names no ONERULER language
 
 
-METRIC_SPECS: Mapping[str, MetricSpec] = {
+#: Every metric by the name the data's `metric` column holds: upstream's, then any registered
+#: (`METRIC_SPECS.register(spec, name)`), then those a plug-in offers in entry point group
+#: `ruler.metrics` (`name = "pkg.module:SPEC"`): rows of a plug-in's task family name its
+#: metric, and `ruler score` and the fake backend find it there.
+METRIC_SPECS: Registry[MetricSpec] = Registry(
+    "metric", "ruler.metrics", accepts=lambda obj: isinstance(obj, MetricSpec))
+
+_BUILTIN: dict[str, MetricSpec] = {
     "string_match_all": MetricSpec(row_match_all, postprocess_pred, score_of_rows, "ruler"),
     "string_match_part": MetricSpec(row_match_part, postprocess_pred, score_of_rows, "ruler"),
     "ruler2_all": MetricSpec(ruler2_all, raw_generation, percent_of_rows, "ruler2"),
@@ -137,14 +146,16 @@ METRIC_SPECS: Mapping[str, MetricSpec] = {
                                      "oneruler", keyed=True, check_keys=_oneruler_keys,
                                      partial_credit=False, replaces="oneruler"),
 }
+for _name, _spec in _BUILTIN.items():
+    METRIC_SPECS.register(_spec, _name, origin="ruler")
 
-#: The metrics whose row function also takes the row's task and config (`MetricSpec.keyed`).
-KEYED_METRICS = frozenset(name for name, spec in METRIC_SPECS.items() if spec.keyed)
+#: Ruler's metrics whose row function also takes the row's task and config (`MetricSpec.keyed`;
+#: the lm-eval export's utils.py copies this table, as it copies ruler's metrics only).
+KEYED_METRICS = frozenset(name for name, spec in _BUILTIN.items() if spec.keyed)
 
 
 def metric_spec(metric: str) -> MetricSpec:
-    if metric not in METRIC_SPECS:
-        raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRIC_SPECS)}")
+    """The metric `metric` (a KeyError naming the known ones when there is none)."""
     return METRIC_SPECS[metric]
 
 
@@ -171,33 +182,34 @@ def rescoring_metric(rows_metric: str, asked: str | None) -> str:
 
 
 def _rows_aggregate(metric: str) -> Callable[..., float]:
-    spec = METRIC_SPECS[metric]
-
     def aggregate(preds: Sequence[str], refs: Sequence[Sequence[str]], *keys: str) -> float:
+        spec = metric_spec(metric)
         return spec.aggregate([spec.row(p, list(r), *keys) for p, r in zip(preds, refs)])
 
     aggregate.__name__ = metric
     return aggregate
 
 
-#: Aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric` column holds.
-#: v1: upstream's own functions; RULERv2 and ONERULER: the mean of the rows (NeMo-Skills and
-#: OneRuler's evaluate.py aggregate row by row; a keyed metric's aggregate also takes the
-#: rows' task and config). Each on predictions as its `MetricSpec.prepare` leaves them.
+#: Upstream's aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric`
+#: column holds. v1: upstream's own functions; RULERv2 and ONERULER: the mean of the rows
+#: (NeMo-Skills and OneRuler's evaluate.py aggregate row by row; a keyed metric's aggregate also
+#: takes the rows' task and config). Each on predictions as its `MetricSpec.prepare` leaves
+#: them. The tables here (and the lm-eval export's utils.py, copied from them) hold ruler's own
+#: metrics; a plug-in's is read from `METRIC_SPECS`.
 METRICS: Mapping[str, Callable[..., float]] = {
     "string_match_all": string_match_all,
     "string_match_part": string_match_part,
-    **{name: _rows_aggregate(name) for name, spec in METRIC_SPECS.items()
+    **{name: _rows_aggregate(name) for name, spec in _BUILTIN.items()
        if spec.benchmark != "ruler"},
 }
 
 #: Per-row metric (0..1) by the same names, on the prepared prediction.
 ROW_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
-    name: spec.row for name, spec in METRIC_SPECS.items()}
+    name: spec.row for name, spec in _BUILTIN.items()}
 
 #: What each metric is given of the model's text (v1: post-processed; RULERv2: as generated).
 PREPARE: Mapping[str, Callable[[str], str]] = {
-    name: spec.prepare for name, spec in METRIC_SPECS.items()}
+    name: spec.prepare for name, spec in _BUILTIN.items()}
 
 
 def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]],
@@ -209,4 +221,5 @@ def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]],
     if not preds:
         raise ValueError("cannot score an empty set of predictions")
     keys = (task, config) if spec.keyed else ()
-    return METRICS[metric]([spec.prepare(p) for p in preds], refs, *keys)
+    aggregate = METRICS.get(metric) or _rows_aggregate(metric)
+    return aggregate([spec.prepare(p) for p in preds], refs, *keys)

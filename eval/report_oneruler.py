@@ -38,6 +38,7 @@ from ruler.eval.aggregate import format_length
 from ruler.eval.depth_report import COLORMAP, HEATMAP_DPI
 from ruler.eval.intervals import Interval, score_interval, weighted_mean_interval
 from ruler.eval.oneruler_metric import config_language
+from ruler.eval.scores_record import CellScore
 
 #: What each ONERULER metric is, for the report's head.
 METRIC_TEXT = {
@@ -79,7 +80,7 @@ def language_text(code: str) -> str:
 
 def report_metric(r: Report) -> str:
     """The one metric the run's cells were scored with."""
-    metrics = sorted({c["metric"] for c in r.cells.values() if c.get("metric")})
+    metrics = sorted({c.metric for c in r.cells.values() if c.metric})
     if len(metrics) > 1:
         raise RulerError(f"the scores of {r.config} mix metrics ({', '.join(metrics)}): score "
                          f"every cell with one (`ruler score --metric`)")
@@ -93,14 +94,18 @@ def head_lines(r: Report) -> list[str]:
             f"Metric: `{metric}`: {METRIC_TEXT.get(metric, 'not a ONERULER metric')}.", ""]
 
 
+def _score(cell: CellScore | None) -> float | None:
+    return cell.score if cell is not None else None
+
+
 def upstream_name(task: str) -> str:
     return ONERULER_UPSTREAM_NAMES.get(task, task)
 
 
 # --- accuracy over pooled rows ----------------------------------------------------------------
 
-def _rows(cell: dict[str, Any] | None) -> list[float] | None:
-    rows = (cell or {}).get("row_scores")
+def _rows(cell: CellScore | None) -> list[float] | None:
+    rows = cell.row_scores if cell is not None else None
     return [float(v) for _, v in rows] if rows else None
 
 
@@ -123,7 +128,7 @@ class Pooled:
                 "ci95": self.interval.to_json() if self.interval else None, "rows": self.rows}
 
 
-def pooled(cells: Sequence[dict[str, Any] | None], key: str) -> Pooled:
+def pooled(cells: Sequence[CellScore | None], key: str) -> Pooled:
     """The accuracy over every answered row of `cells` (micro), when each recorded its rows."""
     rows: list[float] = []
     for c in cells:
@@ -194,7 +199,7 @@ def grid_heatmap(values: Sequence[Sequence[float | None]], rows: Sequence[str],
 
 def write_task_heatmap(r: Report, out: Path) -> Path:
     """The single run's task x length heatmap (`scores_heatmap.png`)."""
-    values = [[(r.cells.get((t, L)) or {}).get("score") for L in r.lengths] for t in r.tasks]
+    values = [[_score(r.cells.get((t, L))) for L in r.lengths] for t in r.tasks]
     return grid_heatmap(values, r.tasks, [format_length(L) for L in r.lengths],
                         f"ONERULER {run_language(r.config)}: {r.model or 'unknown model'}",
                         "context length", "task", out / TASK_HEATMAP)

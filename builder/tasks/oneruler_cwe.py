@@ -32,7 +32,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import ONERULER_CWE, TaskSpec
 from ruler.builder.tasks.common_words import parse_numbered
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.oneruler_resources import check_resources, cwe_pool, data, language_of
 from ruler.builder.tasks.ruler2_items import aimed_step
 from ruler.builder.tasks.sampling import strictly_most_frequent
@@ -178,5 +178,5 @@ def gold_spans(row: Mapping, generator=None):
     return [], (len(head), len(row["input"]) - len(tail))
 
 
-FAMILY = register_family(TaskFamily(name=ONERULER_CWE.name, generator=OnerulerCweGenerator,
-                                    check_row=check_row, gold_spans=gold_spans))
+FAMILY = TaskFamily(spec=ONERULER_CWE, generator=OnerulerCweGenerator, check_row=check_row,
+                    gold_spans=gold_spans)

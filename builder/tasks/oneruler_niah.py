@@ -38,7 +38,7 @@ from ruler.builder.depths import DEPTHS
 from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import ONERULER_NIAH, TaskSpec
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.oneruler_languages import OnerulerLanguage, full_stop, joiner
 from ruler.builder.tasks.oneruler_resources import (
     book_sentences,
@@ -266,5 +266,5 @@ def gold_spans(row: Mapping, generator=None):
     return [at for key, _, at in needles if key in keys], span
 
 
-FAMILY = register_family(TaskFamily(name=ONERULER_NIAH.name, generator=OnerulerNiahGenerator,
-                                    check_row=check_row, gold_spans=gold_spans))
+FAMILY = TaskFamily(spec=ONERULER_NIAH, generator=OnerulerNiahGenerator, check_row=check_row,
+                    gold_spans=gold_spans)

@@ -22,7 +22,11 @@ from ruler.eval.report import build_report, to_json, to_markdown, write_report
 from ruler.eval.report_oneruler import language_tables
 from ruler.eval.report_oneruler import to_csv as languages_csv
 from ruler.eval.report_oneruler import to_markdown as languages_markdown
-from ruler.eval.score import SCORES_FORMAT
+from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+
+def _report(scores: dict):
+    return build_report(ScoresRecord.from_json(scores))
+
 
 LENGTHS = (8000, 32000)
 RIGHT = {"en": {8000: 4, 32000: 3}, "ko": {8000: 3, 32000: 2}, "zh": {8000: 4, 32000: 2},
@@ -57,7 +61,7 @@ def _scores(lang: str, model: str = "m", metric: str = "oneruler", tasks=ONERULE
 # --- one run --------------------------------------------------------------------------------------
 
 def test_one_run_is_the_plain_mean_of_the_tasks_without_an_effective_length():
-    r = build_report(_scores("en"))
+    r = _report(_scores("en"))
     # en at 8000: six tasks 4/4 (100), or_cwe 3/4 (75): (600 + 75) / 7
     assert r.benchmark == "oneruler" and r.mean_label == "Mean (7 tasks)"
     assert r.summary.by_length[8000] == pytest.approx(675 / 7)
@@ -70,7 +74,7 @@ def test_one_run_is_the_plain_mean_of_the_tasks_without_an_effective_length():
 
 
 def test_one_run_says_its_language_and_metric_and_pools_each_task_over_lengths():
-    md = to_markdown(build_report(_scores("en")))
+    md = to_markdown(_report(_scores("en")))
     assert md.startswith("# ONERULER results: m")
     assert "Language: `en`." in md
     assert "Metric: `oneruler`: upstream's (OneRuler eval/evaluate.py, as the paper scores)" in md
@@ -81,27 +85,27 @@ def test_one_run_says_its_language_and_metric_and_pools_each_task_over_lengths()
     assert "| or_niah_single (niah_single) | 8 | 87.5 [52.9, 97.8] |" in md
     # or_cwe: 3/4 + 2/4 = 5/8 = 62.5
     assert "| or_cwe (cwe) | 8 | 62.5 [" in md
-    data = json.loads(json.dumps(to_json(build_report(_scores("en")))))
+    data = json.loads(json.dumps(to_json(_report(_scores("en")))))
     assert data["benchmark"] == "oneruler" and data["language"] == "en"
     assert data["metric"] == "oneruler" and data["effective_length"] is None
 
 
 def test_the_corrected_metric_and_a_cross_lingual_run_are_named():
-    md = to_markdown(build_report(_scores("ko", metric="oneruler_corrected")))
+    md = to_markdown(_report(_scores("ko", metric="oneruler_corrected")))
     assert "Metric: `oneruler_corrected`: upstream's with its documented flaws fixed" in md
     scores = _scores("en", tasks=ONERULER_TASKS[:5])
     scores["config"] = "llama-3.1--oneruler-en-ko"
-    md = to_markdown(build_report(scores))
+    md = to_markdown(_report(scores))
     assert "Language: cross-lingual: context (book, needles, keys) `en`, instructions " \
            "(task, question, none-word) `ko`." in md
-    assert to_json(build_report(scores))["language"] == "en-ko"
+    assert to_json(_report(scores))["language"] == "en-ko"
 
 
 def test_cells_of_two_metrics_in_one_run_are_refused():
     scores = _scores("en")
     scores["cells"][0]["metric"] = "oneruler_corrected"
     with pytest.raises(RulerError, match="mix metrics"):
-        to_markdown(build_report(scores))
+        to_markdown(_report(scores))
 
 
 def test_write_report_draws_the_task_by_length_heatmap(tmp_path):
@@ -115,7 +119,7 @@ def test_write_report_draws_the_task_by_length_heatmap(tmp_path):
 # --- several languages ------------------------------------------------------------------------
 
 def _runs(langs=("en", "ko", "zh", "hi"), **kw) -> list[tuple[str, object]]:
-    return [(f"runs/{g}", build_report(_scores(g, **kw))) for g in langs]
+    return [(f"runs/{g}", _report(_scores(g, **kw))) for g in langs]
 
 
 def test_the_language_by_length_table():
@@ -159,7 +163,7 @@ def test_the_language_tables_in_markdown_and_csv():
 
 def test_runs_that_do_not_pool_are_refused():
     with pytest.raises(RulerError, match="different metrics"):
-        language_tables(_runs(("en",)) + [("runs/ko", build_report(
+        language_tables(_runs(("en",)) + [("runs/ko", _report(
             _scores("ko", metric="oneruler_corrected")))])
     with pytest.raises(RulerError, match="both runs of m in ko"):
         language_tables(_runs(("en", "ko", "ko")))
@@ -170,14 +174,14 @@ def test_runs_that_do_not_pool_are_refused():
     v1["cells"] = v1["cells"][:1]
     v1["dataset"]["files"] = {"niah_single_1/8000": "sha"}
     with pytest.raises(RulerError, match="not a ONERULER run"):
-        language_tables(_runs(("en",)) + [("runs/v1", build_report(v1))])
+        language_tables(_runs(("en",)) + [("runs/v1", _report(v1))])
 
 
 def test_models_and_cross_lingual_runs_get_tables_of_their_own():
     runs = _runs(("en", "ko")) + _runs(("en",), model="other")
     xl = _scores("en", tasks=ONERULER_TASKS[:5])
     xl["config"] = "llama-3.1--oneruler-en-ko"
-    runs.append(("runs/en-ko", build_report(xl)))
+    runs.append(("runs/en-ko", _report(xl)))
     tables = language_tables(runs)
     assert [(t.model, t.cross_lingual, t.languages) for t in tables] == [
         ("m", False, ["en", "ko"]), ("m", True, ["en-ko"]), ("other", False, ["en"])]
@@ -209,8 +213,8 @@ def test_ruler_report_of_several_languages_writes_the_tables_and_heatmaps(tmp_pa
 def test_a_partial_language_is_noted_and_its_means_withheld():
     scores = _scores("ko")
     scores["cells"][0].update(missing=2, scored=2, row_scores=[[0, 1.0], [1, 1.0]])
-    tb, = language_tables([("runs/en", build_report(_scores("en"))),
-                           ("runs/ko", build_report(scores))])
+    tb, = language_tables([("runs/en", _report(_scores("en"))),
+                           ("runs/ko", _report(scores))])
     assert tb.by_length["ko"][8000].score is None and tb.all_languages[8000].score is None
     assert tb.avg["ko"].score is None and tb.languages[-1] == "ko"
     assert any("ko: partial" in n for n in tb.notes)
