@@ -24,6 +24,7 @@ from ruler.eval.report_oneruler import to_csv as languages_csv
 from ruler.eval.report_oneruler import to_markdown as languages_markdown
 from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 
+
 def _report(scores: dict):
     return build_report(ScoresRecord.from_json(scores))
 
