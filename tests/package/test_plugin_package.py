@@ -131,12 +131,14 @@ def register():
 from dataclasses import dataclass
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import option
 from ruler.builder.variants import Variant
 
 
 @dataclass(frozen=True)
 class ToyBudget(Variant):
-    budget: int
+    budget: int = option("--toy-budget", type=int, metavar="N",
+                         help="the toy plug-in's variant: N answer tokens")
 
     field = "toy_budget"
     title = "Toy: a fixed answer budget (`--toy-budget N`)"
@@ -155,15 +157,6 @@ class ToyBudget(Variant):
 
     def tokens_to_generate(self, spec):
         return self.budget
-
-    @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument("--toy-budget", type=int, default=None, metavar="N",
-                            help="the toy plug-in's variant: N answer tokens")
-
-    @classmethod
-    def from_args(cls, args):
-        return None if args.toy_budget is None else cls(args.toy_budget)
 ''',
     "backend.py": '''
 import re
