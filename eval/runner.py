@@ -43,7 +43,6 @@ from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import (
     Backend,
-    BackendOptions,
     GenRequest,
     GenResult,
     backend_names,
@@ -51,6 +50,7 @@ from ruler.eval.backends import (
     make_backend,
     require_backend,
 )
+from ruler.eval.config import EvalConfig
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.engine_env import addon_error
 from ruler.eval.predictions import (
@@ -63,7 +63,6 @@ from ruler.eval.predictions import (
     iter_records,
 )
 from ruler.eval.reasoning import (
-    DEFAULT_END_MARKER,
     Extraction,
     extract_answer,
     opens_reasoning,
@@ -80,32 +79,6 @@ from ruler.eval.results_schema import read_run
 from ruler.eval.score import score_folder
 from ruler.eval.serving import PromptCheck, prepare_backend, record_serving
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    model: str
-    data: str
-    tokenizer_config: str | None  # None: the dataset's only config (data.default_config)
-    out: Path
-    backend: str = "vllm"
-    tasks: tuple[str, ...] = ()
-    lengths: tuple[int, ...] = ()
-    mode: str | None = None  # chat | base | reasoning; default: the mode the data was built in
-    revision: str | None = None
-    model_tokenizer: str | None = None  # default: the model folder
-    limit: int | None = None  # first N samples per (task, L)
-    allow_length_mismatch: bool = False
-    progress: bool = True
-    backend_options: BackendOptions | None = None  # default: from `model`
-    chat_template_kwargs: Mapping[str, Any] | None = None  # extra chat template variables
-    reasoning_end_marker: str = DEFAULT_END_MARKER
-    reasoning_parser: str | None = None  # vLLM's reasoning parser of this name, if given
-    render_workers: int | None = None  # processes rendering prompts (0: in this process)
-    render_start_method: str | None = None  # fork | spawn (default: fork where available)
-    # A cap on every request's output tokens below the rows' own budgets (`--max-tokens`):
-    # not RULER's setting; recorded in run.json and flagged by the report's health section.
-    max_tokens: int | None = None
 
 
 @dataclass
@@ -164,7 +137,7 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     run_info["prompt_template"] = _template_record(ds, cfg, tok, mode)
 
     outcome = EvalOutcome(out, done_before=len(done), retried_skipped=len(retried))
-    opts = cfg.backend_options or BackendOptions(cfg.model)
+    opts = cfg.backend_options
     stream = PromptStream(ds, files, renderer, done, cfg.limit, cfg.render_workers,
                           cfg.render_start_method,
                           keep_texts=getattr(backend, "wants_row_texts", False)
@@ -342,7 +315,7 @@ def _record_backend(info: dict[str, Any], old: dict[str, Any] | None, cfg: EvalC
     before = list((old or {}).get("backends") or ([old["backend"]] if old else []))
     info["backend"] = backend.name
     info["backends"] = before + [backend.name] if backend.name not in before else before
-    requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
+    requested = cfg.backend_options.max_model_len
     # What a later run needs to know whether rows skipped here could fit then.
     info["max_model_len"] = {"used": int(backend.max_model_len), "requested": requested,
                              "backend": backend.name}
@@ -394,7 +367,7 @@ def _expected_limit(cfg: EvalConfig, old: dict[str, Any] | None) -> int | None:
     """This run's max_model_len as far as it is known before the engine starts: the one asked
     for, else the limit the folder's last engine reported by itself (same backend: same
     default); None when it is known only once the engine is up."""
-    requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
+    requested = cfg.backend_options.max_model_len
     if requested:
         return int(requested)
     last = (old or {}).get("max_model_len") or {}
