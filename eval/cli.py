@@ -25,7 +25,7 @@ from ruler.eval.config import (
 from ruler.eval.engine_env import VLLM_CPU_DEFAULTS
 
 if TYPE_CHECKING:
-    from ruler.eval.score import ScoreReport
+    from ruler.eval.scores_record import ScoresRecord
 
 _SHOWN = 10
 #: What `ruler eval --help` says of vLLM's CPU build, from what `engine_env` sets.
@@ -224,7 +224,7 @@ def run_eval_cmd(cfg: EvalConfig) -> int:
     return 1 if outcome.errors else 0
 
 
-def score_to_folder(cfg: ScoreConfig) -> "tuple[ScoreReport, Path]":
+def score_to_folder(cfg: ScoreConfig) -> "tuple[ScoresRecord, Path]":
     """Score the predictions and write scores.json (`ruler score` and `ruler.score`); returns
     the report and the folder written."""
     from ruler.eval.results_folder import SCORES_NAME
@@ -279,7 +279,7 @@ def _several_report(cfg: ReportConfig) -> int:
     pooled."""
     from ruler.eval.report import load_scores
 
-    models = {load_scores(results).get("model") for results in cfg.results}
+    models = {load_scores(results).model for results in cfg.results}
     if cfg.table or len(models) > 1:
         return _table3_report(cfg)
     if cfg.reference:
@@ -326,8 +326,8 @@ def _dataset_files(cfg: ReportConfig, results: Path) -> dict | None:
     from ruler.eval.report import load_scores
 
     scores = load_scores(results)
-    ds = open_dataset(cfg.data, cfg.revision, scores["config"])
-    return {f.key: f.content_sha256 for f in ds.files(scores["config"])}
+    ds = open_dataset(cfg.data, cfg.revision, scores.config)
+    return {f.key: f.content_sha256 for f in ds.files(scores.config)}
 
 
 def _pooled_report(cfg: ReportConfig) -> int:

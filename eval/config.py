@@ -38,7 +38,7 @@ from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
 from ruler.eval.reasoning import DEFAULT_END_MARKER
 
 
-def json_object(text: str) -> dict[str, Any]:
+def _json_object(text: str) -> dict[str, Any]:
     """`--chat-template-kwargs`'s reader: a JSON object."""
     try:
         value = json.loads(text)
@@ -90,7 +90,7 @@ class EvalConfig:
         help="prompt rendering (default: the mode the dataset was built with; reasoning for "
              "configs built with --output-budget; RULERv2 configs accept chat or reasoning)")
     chat_template_kwargs: Mapping[str, Any] | None = option(  # extra chat template variables
-        "--chat-template-kwargs", default=None, type=json_object, metavar="JSON",
+        "--chat-template-kwargs", default=None, type=_json_object, metavar="JSON",
         help="extra chat template variables, e.g. '{\"enable_thinking\": true}' (a variable "
              "that changes the prompt's length makes the counts differ from the build's: see "
              "--allow-length-mismatch)")
@@ -103,9 +103,9 @@ class EvalConfig:
              "(e.g. deepseek_r1, qwen3) instead of the end marker")
     backend: str = option("--backend", default=DEFAULT_BACKEND, choices=backend_names,
                           help=backend_help)
-    # None: results/<model name> (settled on creation)
-    out: Path | None = option("--out", default=None, type=Path,
-                              help="results folder (default: results/<model name>)")
+    # Not given: results/<model name>, settled on creation (so always a Path after it)
+    out: Path = option("--out", default=None, type=Path,
+                       help="results folder (default: results/<model name>)")
     limit: int | None = option(  # first N samples per (task, L)
         "--limit", default=None, type=int, minimum=1,
         help="first N samples per task and length (a results folder run with --limit N may be "
