@@ -14,6 +14,9 @@ import pytest
 
 from helpers.paths import SHARED, SOURCES, TOKENIZERS
 
+# The unit tier's markers, and the check that a unit test builds, spawns and connects nothing.
+pytest_plugins = ["helpers.unit_tier"]
+
 os.environ.setdefault("RULER_TOKENIZERS", str(TOKENIZERS))
 os.environ.setdefault("RULER_SOURCES", str(SOURCES))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
