@@ -23,6 +23,8 @@ from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
 from ruler.eval.report import build_report, to_csv, to_json, to_markdown, write_report
 from ruler.eval.score import score_file, write_scores
 
+pytestmark = [pytest.mark.build]
+
 CONFIG = "gpt-4"
 TASKS = ("niah_single_1", "niah_multivalue")
 L = 4096

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 
+import pytest
 from datasets import load_dataset
 
 from helpers.paths import ROOT
@@ -61,6 +62,7 @@ def test_the_real_model_section_says_where_the_server_comes_from():
         assert "3.5 min on 2 quiet cores, 18.5 min" in comment, script
 
 
+@pytest.mark.subprocess
 def test_readme_main_command_builds_offline_from_packages(tmp_path, monkeypatch):
     monkeypatch.delenv("RULER_TOKENIZERS", raising=False)
     monkeypatch.delenv("RULER_SOURCES", raising=False)
