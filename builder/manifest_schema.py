@@ -176,7 +176,8 @@ def _check_build(config: str, build: Any, where: str) -> None:
         raise RulerError(f"{where}: build {config!r} records variant {unknown!r}, which no "
                          f"registered variant knows: import the module that registers it "
                          f"(ruler.builder.variants.register_variant) before reading this "
-                         f"folder, or use the ruler that built it")
+                         f"folder, install the plug-in that offers it (entry point group "
+                         f"ruler.variants), or use the ruler that built it")
     wrong = _wrong(build, BUILD_FIELDS)
     if wrong:
         raise RulerError(f"{where}: build {config!r} has missing or malformed {', '.join(wrong)}")

@@ -9,12 +9,13 @@ from the default config's per-sample seeds (the seed names the tokenizer, not th
 so sample i of a variant asks what sample i of the default config asks wherever the variant's
 rule does not change it. One build makes one variant at most.
 
-A variant is one registered class (`register_variant`): its manifest field, config suffix,
+A variant is one registered class (`register_variant`, or an entry point in group
+`ruler.variants` for a plug-in's: `VARIANTS`): its manifest field, config suffix,
 card text, checks and `ruler build` flag live on it, and it is the ONE channel into
 generation: the build recipe carries the variant object to the worker and, through the build
 context, to every generator, which ask it (`depth_bin`, `tokens_to_generate`, ...). The
 default config is a variant too, `NO_VARIANT`, whose answers are upstream's rules, so no caller
-branches on "is there a variant". See the README's "Adding a variant".
+branches on "is there a variant". See docs/extending.md, "Adding a variant".
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
 from ruler.builder.errors import RulerError
+from ruler.builder.registry import Registry
 from ruler.builder.tasks.benchmarks import RULER, benchmark_of
 from ruler.builder.tasks.catalog import TASKS, TaskSpec
 from ruler.builder.tasks.family import family_of, get_family, swept_tasks
@@ -86,7 +88,7 @@ class Variant:
     @classmethod
     def from_value(cls, value: Any) -> "Variant":
         """The variant a manifest records as `{field: value}`."""
-        return cls(value)
+        return cls(value)  # type: ignore[call-arg]  # each kind is a dataclass of its field
 
     # --- what a build checks ------------------------------------------------------------------
 
@@ -147,33 +149,50 @@ class Variant:
 #: The default config: upstream's rules.
 NO_VARIANT = Variant()
 
-_KINDS: dict[str, type[Variant]] = {}
+def _is_kind(obj: Any) -> bool:
+    return isinstance(obj, type) and issubclass(obj, Variant) and bool(obj.field)
+
+
+def _same_kind(a: type[Variant], b: type[Variant]) -> bool:
+    # by name: a module imported twice (a script run as __main__ and imported) defines the
+    # class twice, and it is still the one kind
+    return (a.__module__, a.__qualname__) == (b.__module__, b.__qualname__)
+
+
+#: The kinds of variant by manifest field: ruler's below, then any registered elsewhere, then
+#: those a plug-in offers in entry point group `ruler.variants` (`field = "pkg.mod:Class"`):
+#: the installed `ruler build` has their flags.
+VARIANTS: Registry[type[Variant]] = Registry("variant", "ruler.variants", accepts=_is_kind,
+                                             name_of=lambda cls: cls.field, same=_same_kind)
 
 
 def register_variant(cls: type[Variant]) -> type[Variant]:
     """Register a kind of variant (usable as a class decorator). Its `field` names it in
     manifests; registering runs when its module is imported, which must happen before a
-    manifest recording it is read (the schema refuses unknown variants)."""
-    if not (isinstance(cls, type) and issubclass(cls, Variant)) or not cls.field:
+    manifest recording it is read (the schema refuses unknown variants): a plug-in's entry
+    point in group `ruler.variants` sees to that in every process."""
+    if not _is_kind(cls):
         raise TypeError(f"{cls!r} is not a Variant subclass with a `field`")
-    known = _KINDS.get(cls.field)
-    if known is not None and (known.__module__, known.__qualname__) != \
-            (cls.__module__, cls.__qualname__):
-        raise ValueError(f"variant field {cls.field!r} is taken by {known.__qualname__}")
-    _KINDS[cls.field] = cls
-    return cls
+    return VARIANTS.register(cls)
 
 
 def variant_kinds() -> tuple[type[Variant], ...]:
     """Every registered kind, in registration order (the card's and the CLI's order)."""
-    return tuple(_KINDS.values())
+    return tuple(VARIANTS.values())
+
+
+def variant_flags(field: str) -> tuple[str, ...]:
+    """The `ruler build` flags of the variant kind `field` (for messages)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    VARIANTS[field].add_arguments(parser)
+    return tuple(flag for action in parser._actions for flag in action.option_strings)
 
 
 def record_ok(record: Any) -> bool:
     """Whether a manifest's `variant` entry names at most one registered kind, with a value
     that kind accepts."""
     return isinstance(record, dict) and len(record) <= 1 and all(
-        k in _KINDS and _KINDS[k].accepts(v) for k, v in record.items())
+        k in VARIANTS and VARIANTS[k].accepts(v) for k, v in record.items())
 
 
 def variant_from_record(record: Mapping[str, Any] | None) -> Variant:
@@ -182,9 +201,9 @@ def variant_from_record(record: Mapping[str, Any] | None) -> Variant:
         return NO_VARIANT
     if not record_ok(record):
         raise RulerError(f"unknown or malformed variant {dict(record)!r} (known: "
-                         f"{', '.join(_KINDS)}, one per build)")
+                         f"{', '.join(VARIANTS)}, one per build)")
     (field, value), = record.items()
-    return _KINDS[field].from_value(value)
+    return VARIANTS[field].from_value(value)
 
 
 def variant_from_args(args: argparse.Namespace) -> Variant:

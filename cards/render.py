@@ -22,12 +22,14 @@ from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
+from ruler.builder.manifest_records import TokenizerRecord
+from ruler.builder.registry import load_target
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards import real_model
 from ruler.cards.repeated import repeated_section
-from ruler.cards.ruler2 import ruler2_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
 
@@ -146,17 +148,17 @@ def _yes(flag: bool) -> str:
 
 # --- body sections ---------------------------------------------------------------------------
 
-def tokenizer_origin(tok: Mapping[str, Any]) -> str:
+def tokenizer_origin(tok: TokenizerRecord) -> str:
     """Where a build's tokenizer comes from, as far as its record knows: `repo@revision`; for a
     registry pin without a recorded Hub commit, that its files are pinned by hash (what makes
     the build official), never an "unrecorded revision" beside "official: yes"."""
-    if not tok.get("repo"):
-        return str(tok.get("kind"))
-    if tok.get("revision"):
-        return f"{tok['repo']}@{tok['revision']}"
-    if tok.get("pinned"):
-        return f"{tok['repo']}, files pinned by sha256; Hub commit not recorded"
-    return f"{tok['repo']}, revision not recorded"
+    if not tok.repo:
+        return tok.kind
+    if tok.revision:
+        return f"{tok.repo}@{tok.revision}"
+    if tok.pinned:
+        return f"{tok.repo}, files pinned by sha256; Hub commit not recorded"
+    return f"{tok.repo}, revision not recorded"
 
 
 def contents_table(manifest: Manifest) -> str:
@@ -165,7 +167,7 @@ def contents_table(manifest: Manifest) -> str:
         build = manifest.build(config)
         tok = build.tokenizer
         origin = tokenizer_origin(tok)
-        rows.append([_code(config), f"{tok.get('name', config)} ({origin})",
+        rows.append([_code(config), f"{tok.name} ({origin})",
                      build.prompt_mode, len(manifest.tasks(config)),
                      ", ".join(f"`{L}`" for L in manifest.lengths(config)), build.samples,
                      sum(f.rows for f in manifest.files_of(config)),
@@ -210,14 +212,14 @@ def packages_table(manifest: Manifest) -> str:
 
 def build_section(config: str, build: BuildEntry) -> str:
     tok = build.tokenizer
-    template = _code(tok.get("chat_template_sha256")) if tok.get("chat_template_sha256") \
+    template = _code(tok.chat_template_sha256) if tok.chat_template_sha256 \
         else "none (base prompt: `input` + `answer_prefix` with the tokenizer's own special " \
         "tokens, e.g. BOS)"
     lines = [
         f"### Config `{config}`", "",
-        f"- tokenizer: `{tok.get('name')}` ({tok.get('kind')}, from {tok.get('origin')}); "
-        f"repo {_code(tok.get('repo'))}, revision {_revision_text(tok)}; "
-        f"files equal the registry's pin: {_yes(bool(tok.get('pinned')))}",
+        f"- tokenizer: `{tok.name}` ({tok.kind}, from {tok.origin}); "
+        f"repo {_code(tok.repo)}, revision {_revision_text(tok)}; "
+        f"files equal the registry's pin: {_yes(tok.pinned)}",
         f"- chat template sha256: {template}",
         f"- prompt mode: `{build.prompt_mode}`; seed: `{build.seed}`; "
         f"samples per task and length: {build.samples}",
@@ -230,27 +232,27 @@ def build_section(config: str, build: BuildEntry) -> str:
         f"{', '.join(f'{p} {v}' for p, v in sorted((build.packages or {}).items())) or '—'}",
         "",
         _table(["tokenizer file", "sha256"],
-               [[f, _code(h)] for f, h in sorted(tok.get("files", {}).items())]), "",
+               [[f, _code(h)] for f, h in sorted(tok.files.items())]), "",
     ]
     sources = build.sources or {}
     if sources:
         lines.append(_table(
             ["source", "file", "sha256", "official", "official sha256"],
-            [[sid, _code(s.get("file")), _code(s.get("sha256")), _yes(bool(s.get("official"))),
-              _code(s.get("official_sha256"))] for sid, s in sorted(sources.items())]))
-        lines.extend(f"\n- `{sid}` is not the official file: {s['note']}"
-                     for sid, s in sorted(sources.items()) if s.get("note"))
+            [[sid, _code(s.file), _code(s.sha256), _yes(s.official),
+              _code(s.official_sha256)] for sid, s in sorted(sources.items())]))
+        lines.extend(f"\n- `{sid}` is not the official file: {s.note}"
+                     for sid, s in sorted(sources.items()) if s.note)
     else:
         lines.append("Sources: none (these tasks read no third-party input).")
     return "\n".join(lines)
 
 
-def _revision_text(tok: Mapping[str, Any]) -> str:
-    if tok.get("revision"):
-        return _code(tok["revision"])
-    if tok.get("repo") and tok.get("pinned"):
+def _revision_text(tok: TokenizerRecord) -> str:
+    if tok.revision:
+        return _code(tok.revision)
+    if tok.repo and tok.pinned:
         return "not recorded (the registry pins the files by their sha256, below)"
-    return "not recorded" if tok.get("repo") else "—"
+    return "not recorded" if tok.repo else "—"
 
 
 def counting_text(methods: Sequence[str]) -> str:
@@ -300,6 +302,13 @@ def _example(manifest: Manifest) -> tuple[str, str, str, list[int]]:
     return config, manifest.tasks(config)[0], str(lengths[0]), lengths
 
 
+def benchmark_sections(manifest: Manifest) -> str:
+    """Each benchmark's own section (`Benchmark.card_section`: "" for a folder without its
+    configs), in the benchmarks' order."""
+    return "".join(load_target(b.card_section)(manifest)
+                   for b in BENCHMARK_SPECS.values() if b.card_section)
+
+
 def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | None = None,
                 sections: Sequence[CardSection] = USAGE_SECTIONS) -> str:
     """The card's text. `repo_id`/`revision` (set by `ruler release`) fill the load examples;
@@ -329,7 +338,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         differences_table=differences_table(),
         real_model_section=real_model.card_section(),
         variants_section=variants_section(manifest),
-        ruler2_section=ruler2_section(manifest),
+        benchmark_sections=benchmark_sections(manifest),
         licence_list=licence_list(manifest),
         **{s.key: s.body(manifest, repo_id, revision) for s in sections},
     )

@@ -1,4 +1,4 @@
-"""Make `docs/depth_heatmap_synthetic.png`, the README's example of `ruler report`'s heatmap.
+"""Make `docs/depth_heatmap_synthetic.png`, the docs' example of `ruler report`'s heatmap.
 
 The predictions are SYNTHETIC, not a model's: a simulated reader finds each needle with a
 probability that drops in the middle of the context and with length ("lost in the middle"),

@@ -17,11 +17,15 @@ Modules, one job each:
   results_schema  the shape of run.json and scores.json, checked where they are read
   build_tie  whether a prediction was made from the very row it is scored against
   runner     `ruler eval`: check, stream rows to the backend, skip what does not fit, save
+  prediction_readers  which reader a `ruler score --predictions` path needs (a registry:
+             lm-eval, Inspect, NeMo-Skills in integrations/, or a plug-in's), and
+             prediction_source what a reader returns
   score      predictions vs the dataset's rows -> scores.json
   report     scores.json -> report.md / .csv / .json and PNG plots
   cli        argparse wiring
   tiny_model a tiny random Llama with a real tokenizer, for smoke tests of engines
-  integrations/  other frameworks: `ruler export lm-eval`, the Inspect task, their outputs
-                 for `ruler score`
+  exporters  `ruler export FRAMEWORK`: one registered exporter per target
+  integrations/  other frameworks: `ruler export lm-eval` and `kvpress`, the Inspect task,
+                 the readers of their outputs for `ruler score`
   inspect    the Inspect entry point (`inspect eval ruler/ruler`, `ruler.eval.inspect:ruler`)
 """

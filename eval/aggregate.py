@@ -15,13 +15,16 @@ paper's six lengths.
 RULERv2 (NeMo-Skills `ruler2_score.compute_score`, notes/ruler2.md §6): per length, the plain
 mean of the 12 task scores; NeMo-Skills' documentation adds the mean over lengths ("Avg").
 It has no weighted averages and no effective length (the 85.6 threshold is RULER v1's), so a
-RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`).
+RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`). Which benchmark
+aggregates which way is its own record's to say (`Benchmark.weighted_average`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Mapping, Sequence
+
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 
 #: Llama-2-7B-chat's mean at 4K (RULER README and paper Table 3).
 DEFAULT_THRESHOLD = 85.6
@@ -93,7 +96,7 @@ class Summary:
     @property
     def has_effective_length(self) -> bool:
         """Whether the benchmark defines weighted averages and an effective length (v1)."""
-        return self.benchmark != "ruler2"
+        return weighs_lengths(self.benchmark)
 
     @property
     def effective_label(self) -> str:
@@ -102,6 +105,13 @@ class Summary:
         if self.partial:
             return PARTIAL_LABEL
         return format_effective(self.effective_length, list(self.by_length))
+
+
+def weighs_lengths(benchmark: str) -> bool:
+    """Whether `benchmark` defines weighted averages and an effective length (RULER's; a
+    benchmark this ruler does not know is aggregated as RULER's)."""
+    spec = BENCHMARK_SPECS.get(benchmark)
+    return spec is None or spec.weighted_average
 
 
 #: What the report shows instead of a headline number over a partial selection.
@@ -121,13 +131,13 @@ def summarize(by_length: Mapping[int, float | None],
     complete = all(v is not None for v in by_length.values()) and bool(by_length) \
         and not partial
     scores = {L: float(v) for L, v in by_length.items() if v is not None}
-    weighted = complete and benchmark != "ruler2"
+    weighted = complete and weighs_lengths(benchmark)
     return Summary(
         by_length=dict(sorted(by_length.items())),
         avg=mean(list(scores.values())) if complete else None,
         wavg_inc=weighted_average(scores, True) if weighted else None,
         wavg_dec=weighted_average(scores, False) if weighted else None,
-        effective_length=None if partial or benchmark == "ruler2"
+        effective_length=None if partial or not weighs_lengths(benchmark)
         else effective_length(by_length, threshold),
         threshold=threshold,
         partial=partial,

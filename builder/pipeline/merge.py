@@ -36,9 +36,9 @@ from ruler.builder.manifest import (
     split_file,
 )
 from ruler.builder.pipeline.publish import record_build
+from ruler.builder.publish_steps import refresh_published
 from ruler.builder.seed_series import seed_clash
 from ruler.builder.verify.folder import load_manifest
-from ruler.cards.render import refresh_card
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
             copied.append(rel)
         else:  # another merge or build recorded the same rows meanwhile
             present.append(rel)
-    refresh_card(out)  # a run killed before its last card write left a stale one
+    refresh_published(out)  # a run killed before its last card write left a stale one
     return MergeResult(out, tuple(copied), tuple(sorted(present)))
 
 
@@ -111,7 +111,7 @@ def _holds(out: Path, rel: str, entry: FileEntry) -> bool:
 def _check_same_identity(config: str, build: BuildEntry, seen: tuple[Path, BuildEntry] | None,
                          existing: BuildEntry | None, src: Path, out: Path,
                          outcome: str = "nothing was merged") -> None:
-    if not build.identity:
+    if build.identity is None:
         raise RulerError(f"{src}/manifest.json: config {config!r} records no build identity "
                          f"(built by an older ruler); rebuild it to merge")
     for other, where in ((seen[1] if seen else None, seen[0] if seen else None),

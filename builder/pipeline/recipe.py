@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ruler.builder import __version__
 from ruler.builder.context import BuildContext
 from ruler.builder.identity import make_identity
 from ruler.builder.manifest import BuildEntry
+from ruler.builder.manifest_records import IdentityRecord
 from ruler.builder.packages import content_packages
-from ruler.builder.tasks.benchmarks import RULER, benchmark_config, ruler2_prompt_mode
+from ruler.builder.tasks.benchmarks import RULER, benchmark_config, get_benchmark
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
@@ -46,12 +47,12 @@ class BuildRecipe:
     @classmethod
     def from_config(cls, cfg: "BuildConfig", tok: Tokenizer) -> "BuildRecipe":
         """The recipe of a `ruler build` command, for its loaded tokenizer."""
-        variant = cfg.variant
+        variant, counted = cfg.variant, get_benchmark(cfg.benchmark).prompt_mode
         base = benchmark_config(config_name(tok.name), cfg.benchmark)
         return cls(tokenizer=tok, config=variant.config_name(base),
                    seed_name=variant.seed_name(base), seed=cfg.seed, samples=cfg.samples,
-                   prompt_mode=variant.prompt_mode(tok) if cfg.benchmark == RULER
-                   else ruler2_prompt_mode(tok.has_chat_template), variant=variant,
+                   prompt_mode=variant.prompt_mode(tok) if counted is None
+                   else counted(tok.has_chat_template), variant=variant,
                    sources_dir=cfg.sources_dir, exact_counts=cfg.exact_counts,
                    # Piece counting is proven additive for the registry's tokenizers only
                    # (tests); any other tokenizer gets every row certified, unless the user
@@ -76,7 +77,7 @@ class BuildRecipe:
         return BuildContext(self.tokenizer, self.seed_name, self.seed, self.sources_dir,
                             variant=self.variant)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> IdentityRecord:
         """Everything that, when changed, makes existing files of this config stale (see
         `ruler.builder.identity`); a variant's parameters are part of it."""
         tok = self.tokenizer

@@ -32,13 +32,13 @@ from ruler.builder.pipeline.config import (
 )
 from ruler.builder.pipeline.executor import Executor, LocalExecutor
 from ruler.builder.pipeline.plan import job_key, plan_units, preflight, resolve_sources
-from ruler.builder.pipeline.publish import Publisher, drop_config, entry_fields, listed_files
+from ruler.builder.pipeline.publish import Publisher, build_entry, drop_config, listed_files
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
+from ruler.builder.publish_steps import refresh_published
 from ruler.builder.seed_series import seed_clash
 from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.cards.render import refresh_card
 
 
 def run_build(cfg: BuildConfig) -> BuildReport:
@@ -73,7 +73,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     todo: list[FileJob] = []
     for task, L in units:
         job = FileJob(out, config, task, L, recipe.samples, job_key(identity, ctx, task, L),
-                      packages=identity["packages"], tokenizer_pinned=tok.identity.pinned)
+                      packages=identity.packages, tokenizer_pinned=tok.identity.pinned)
         path = split_file(out, job.path)  # never written through a link in OUT
         entry = None if differs else manifest.file(job.path)
         if entry and entry.build_key == job.build_key and path.is_file() \
@@ -85,10 +85,10 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     preflight(worker, [(job.task, job.max_seq_length) for job in todo])
     remove_stale_temp_files(out)  # of builds that were killed; never a running build's
     if not todo:  # up to date: leave OUT exactly as it is (it may be read-only) ...
-        refresh_card(out)  # ... unless a run killed before its last card write left it stale
+        refresh_published(out)  # ... unless a run killed before its last card write left it stale
         return BuildReport(out, config, _in_plan_order(kept, units))
 
-    publisher = Publisher(out, config, entry_fields(recipe, identity), ctx)
+    publisher = Publisher(out, config, build_entry(recipe, identity), ctx)
     bar = None
     try:
         # Entered first: a Ray cluster that cannot be reached fails before OUT is touched.

@@ -1,58 +1,27 @@
-"""Which benchmark a task belongs to: RULER (v1, id "ruler") or RULERv2 (id "ruler2").
+"""Benchmarks: RULER (v1, id "ruler") and RULERv2 (id "ruler2"), or a plug-in's.
 
-The one place that says so. A build makes one benchmark's tasks (`ruler build --benchmark`),
-its configs say which (`<tokenizer>--v2` for RULERv2) and its manifest entry records the id
-(`"benchmark": "ruler2"`; absent means "ruler"); reports average a benchmark's tasks.
+A `Benchmark` is a set of tasks (hence their families, sources and metrics), how its configs are
+named and its rows counted, how its scores aggregate and the card's section about it; the one
+place that says which benchmark a task belongs to. A build makes one benchmark's tasks
+(`ruler build --benchmark`), its configs say which (`<tokenizer>--v2` for RULERv2) and its
+manifest entry records the id (`"benchmark": "ruler2"`; absent means "ruler"); reports
+average a benchmark's tasks. Benchmarks are entries of `BENCHMARK_SPECS` (a
+`ruler.builder.registry.Registry`): a plug-in offers one in entry point group
+`ruler.benchmarks` (`id = "pkg.module:BENCHMARK"`), its tasks registered by its families'
+plug-in (`ruler.task_families`).
 """
 
 from __future__ import annotations
 
-from types import MappingProxyType
-from typing import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Mapping
 
-from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS
+from ruler.builder.errors import RulerError
+from ruler.builder.registry import Registry
+from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS, get_task
 
 RULER = "ruler"
 RULER2 = "ruler2"
-
-#: Benchmark id -> its tasks, in the benchmark's order.
-BENCHMARKS: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    RULER: STANDARD_TASKS,
-    RULER2: RULER2_TASKS,
-})
-
-#: What `--benchmark` accepts for each id.
-ALIASES: Mapping[str, str] = MappingProxyType({
-    "v1": RULER, RULER: RULER, "v2": RULER2, RULER2: RULER2})
-
-#: What a benchmark's configs add to the tokenizer's config name (`llama-3.1--v2`): its rows
-#: never mix with another benchmark's in one config.
-CONFIG_SUFFIX: Mapping[str, str] = MappingProxyType({RULER: "", RULER2: "v2"})
-
-_OF_TASK = {task: bench for bench, tasks in BENCHMARKS.items() for task in tasks}
-
-
-def benchmark_of(task: str) -> str:
-    """The benchmark id of a catalog task; a registered (plug-in) task counts as RULER's,
-    which is what a default build holds it beside."""
-    return _OF_TASK.get(task, RULER)
-
-
-def benchmark_config(base: str, benchmark: str) -> str:
-    """The config of `benchmark`'s rows for the tokenizer config `base`."""
-    suffix = CONFIG_SUFFIX[benchmark]
-    return f"{base}--{suffix}" if suffix else base
-
-
-def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
-    """Refuse a build of `benchmark` holding another benchmark's tasks (RulerError)."""
-    from ruler.builder.errors import RulerError
-
-    other = [t for t in tasks if benchmark_of(t) != benchmark]
-    if other:
-        flag = "--benchmark v2" if benchmark_of(other[0]) == RULER2 else "no --benchmark"
-        raise RulerError(f"task(s) {', '.join(other)} are not {benchmark!r} tasks: build them "
-                         f"with {flag} (a config holds one benchmark's rows)")
 
 
 def ruler2_prompt_mode(has_chat_template: bool) -> str:
@@ -64,12 +33,139 @@ def ruler2_prompt_mode(has_chat_template: bool) -> str:
     return "reasoning" if has_chat_template else "base"
 
 
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark.
+
+    Attributes:
+        id: what the manifest's build entry records (`"benchmark"`) and reports name.
+        title: its name in reports and the card ("RULER", "RULERv2").
+        tasks: its catalog tasks, in the benchmark's order (what `--tasks all` builds).
+        aliases: what `ruler build --benchmark` accepts besides the id, the first one shown.
+        config_suffix: added to the tokenizer's config name (`llama-3.1--v2`): a config holds
+            one benchmark's rows; "" for RULER's.
+        prompt_mode: `prompt_mode(has_chat_template)`, how its rows are counted
+            (`builder.tokenizer.PROMPT_MODES`); None: as the build's variant says (RULER).
+        variants: the variant fields (`builder.variants`) its configs may have ("" is the
+            default config); None: every variant.
+        weighted_average: how its scores aggregate: True, RULER's Avg. over lengths with
+            upstream's wAvg. (inc/dec) and effective length; False, the per-length plain mean
+            and Avg. only (RULERv2, `eval.aggregate.summarize`).
+        card_section: "package.module:function" of the card's section about it,
+            `function(manifest) -> str` ("" for a folder without its configs); None: none.
+    """
+
+    id: str
+    title: str
+    tasks: tuple[str, ...]
+    aliases: tuple[str, ...] = ()
+    config_suffix: str = ""
+    prompt_mode: Callable[[bool], str] | None = None
+    variants: tuple[str, ...] | None = None
+    weighted_average: bool = True
+    card_section: str | None = None
+
+    @property
+    def flag(self) -> str:
+        """How `ruler build` asks for it."""
+        return "no --benchmark" if self.id == RULER else \
+            f"--benchmark {(self.aliases or (self.id,))[0]}"
+
+    @property
+    def families(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(get_task(t).family.name for t in self.tasks))
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(s for t in self.tasks for s in get_task(t).sources))
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(get_task(t).metric for t in self.tasks))
+
+
+#: Every benchmark by id: RULER's two, then a plug-in's (entry point group `ruler.benchmarks`).
+BENCHMARK_SPECS: Registry[Benchmark] = Registry(
+    "benchmark", "ruler.benchmarks", accepts=lambda obj: isinstance(obj, Benchmark),
+    name_of=lambda b: b.id)
+
+BENCHMARK_SPECS.register(Benchmark(RULER, "RULER", STANDARD_TASKS, aliases=("v1",)),
+                         origin="ruler")
+BENCHMARK_SPECS.register(Benchmark(
+    RULER2, "RULERv2", RULER2_TASKS, aliases=("v2",), config_suffix="v2",
+    prompt_mode=ruler2_prompt_mode,
+    # its rows count no output budget and have no depth sweep, base or no-context variant
+    variants=("", "replicate"), weighted_average=False,
+    card_section="ruler.cards.ruler2:ruler2_section"), origin="ruler")
+
+
+class _View(Mapping[str, object]):
+    """A read-only view of one fact of every benchmark, as the registry holds them now."""
+
+    def __init__(self, table: Callable[[], dict]):
+        self._table = table
+
+    def __getitem__(self, key: str):
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return repr(self._table())
+
+
+#: Benchmark id -> its tasks, in the benchmark's order.
+BENCHMARKS: Mapping[str, tuple[str, ...]] = _View(
+    lambda: {b.id: b.tasks for b in BENCHMARK_SPECS.values()})
+
+#: What `--benchmark` accepts, mapped to the id.
+ALIASES: Mapping[str, str] = _View(
+    lambda: {name: b.id for b in BENCHMARK_SPECS.values() for name in (*b.aliases, b.id)})
+
+#: What a benchmark's configs add to the tokenizer's config name (`llama-3.1--v2`): its rows
+#: never mix with another benchmark's in one config.
+CONFIG_SUFFIX: Mapping[str, str] = _View(
+    lambda: {b.id: b.config_suffix for b in BENCHMARK_SPECS.values()})
+
+
+def get_benchmark(benchmark_id: str) -> Benchmark:
+    """The benchmark of id `benchmark_id` (an unknown id: a RulerError naming the known)."""
+    return BENCHMARK_SPECS[benchmark_id]
+
+
+def benchmark_of(task: str) -> str:
+    """The benchmark id of a catalog task; a registered task no benchmark lists counts as
+    RULER's, which is what a default build holds it beside."""
+    for b in BENCHMARK_SPECS.values():
+        if task in b.tasks:
+            return b.id
+    return RULER
+
+
+def benchmark_config(base: str, benchmark: str) -> str:
+    """The config of `benchmark`'s rows for the tokenizer config `base`."""
+    suffix = get_benchmark(benchmark).config_suffix
+    return f"{base}--{suffix}" if suffix else base
+
+
+def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
+    """Refuse a build of `benchmark` holding another benchmark's tasks (RulerError)."""
+    other = [t for t in tasks if benchmark_of(t) != benchmark]
+    if other:
+        flag = get_benchmark(benchmark_of(other[0])).flag
+        raise RulerError(f"task(s) {', '.join(other)} are not {benchmark!r} tasks: build them "
+                         f"with {flag} (a config holds one benchmark's rows)")
+
+
 def benchmark_id(name: str) -> str:
-    """The id `--benchmark NAME` means (v1, ruler, v2, ruler2), or a RulerError."""
+    """The id `--benchmark NAME` means (v1, ruler, v2, ruler2, a plug-in's), or a RulerError."""
     try:
         return ALIASES[name]
     except KeyError:
-        from ruler.builder.errors import RulerError
-
         raise RulerError(f"unknown benchmark {name!r}; known: "
                          f"{', '.join(ALIASES)}") from None
+

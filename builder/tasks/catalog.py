@@ -5,11 +5,13 @@ This module is the single source of truth for every fact that must equal upstrea
 (NVIDIA/RULER `scripts/data/synthetic/constants.py`, `scripts/synthetic.yaml`,
 `scripts/eval/synthetic/constants.py`). Everything else reads these values from here.
 
-The catalog is also where other tasks join: `register_task(spec)` adds one (a task family's
-code, its generator and checks, is registered apart: `ruler.builder.tasks.family`). A family
-outside this package registers from its own module, which ruler imports through the
-`ruler.task_families` entry point group the first time a name is not found (`TASKS`,
-`get_task`, `get_family`), in every process: the CLI's, and each spawned worker's.
+The catalog is also where other tasks join: `register_task(spec)` adds one to `TASKS` (a
+`ruler.builder.registry.Registry`). A family's code (generator, checks, depth rules) joins its
+constants in one object, `ruler.builder.tasks.family.TaskFamily`, found at the address its
+`FamilySpec.module` names. A family outside this package registers its family and tasks from a
+module or function that ruler imports through the `ruler.task_families` entry point group the
+first time a name is not found (`TASKS`, `get_task`, `get_family`), in every process: the
+CLI's, and each spawned worker's.
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Iterable, Iterator, Mapping
 
+from ruler.builder.errors import RulerError
+from ruler.builder.registry import Registry
 from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, TOTAL
 
 
@@ -31,9 +35,10 @@ class FamilySpec:
     answer_prefix: str
     tokens_to_generate: int
     metric: str
-    # The module that registers the family's code (`ruler.builder.tasks.family.TaskFamily`),
-    # imported the first time the family is asked for, so one family's dependencies never
-    # load for another. None: registered by whoever registered its tasks (a plug-in).
+    # Where the family's code is (`ruler.builder.tasks.family.TaskFamily`, which holds this
+    # spec): "package.module:ATTR", or a module that registers it when imported. Imported the
+    # first time the family is asked for, so one family's dependencies never load for
+    # another. None: registered by whoever registered its tasks (a plug-in).
     module: str | None = None
     # True: a row's `length` counts the prompt plus `tokens_to_generate`, both within L
     # (RULER v1). False: L bounds the prompt alone and the answer comes on top (RULERv2, whose
@@ -70,7 +75,7 @@ class TaskSpec:
 
 NIAH = FamilySpec(
     name="niah",
-    module="ruler.builder.tasks.niah",
+    module="ruler.builder.tasks.niah:FAMILY",
     template=(
         "Some special magic {type_needle_v} are hidden within the following text. Make sure to "
         "memorize it. I will quiz you about the {type_needle_v} afterwards.\n{context}\nWhat are "
@@ -85,7 +90,7 @@ NIAH = FamilySpec(
 
 VARIABLE_TRACKING = FamilySpec(
     name="variable_tracking",
-    module="ruler.builder.tasks.variable_tracking",
+    module="ruler.builder.tasks.variable_tracking:FAMILY",
     template=(
         "Memorize and track the chain(s) of variable assignment hidden in the following text."
         "\n\n{context}\nQuestion: Find all variables that are assigned the value {query} in the "
@@ -101,7 +106,7 @@ VARIABLE_TRACKING = FamilySpec(
 
 COMMON_WORDS = FamilySpec(
     name="common_words_extraction",
-    module="ruler.builder.tasks.common_words",
+    module="ruler.builder.tasks.common_words:FAMILY",
     template=(
         "Below is a numbered list of words. In these words, some appear more often than others. "
         "Memorize the ones that appear most often.\n{context}\nQuestion: What are the 10 most "
@@ -114,7 +119,7 @@ COMMON_WORDS = FamilySpec(
 
 FREQ_WORDS = FamilySpec(
     name="freq_words_extraction",
-    module="ruler.builder.tasks.freq_words",
+    module="ruler.builder.tasks.freq_words:FAMILY",
     template=(
         "Read the following coded text and track the frequency of each coded word. Find the three "
         "most frequently appeared coded words. {context}\nQuestion: Do not provide any "
@@ -131,7 +136,7 @@ FREQ_WORDS = FamilySpec(
 
 QA = FamilySpec(
     name="qa",
-    module="ruler.builder.tasks.qa",
+    module="ruler.builder.tasks.qa:FAMILY",
     template=(
         "Answer the question based on the given documents. Only give me the answer and do not "
         "output any other words.\n\nThe following are given documents.\n\n{context}\n\nAnswer the "
@@ -152,8 +157,9 @@ QA = FamilySpec(
 RULER2_TOKENS_TO_GENERATE = 16384
 
 
-def _ruler2_family(name: str, module: str, template: str, metric: str) -> FamilySpec:
-    return FamilySpec(name=name, module=f"ruler.builder.tasks.{module}", template=template,
+def _ruler2_family(name: str, module: str, template: str, metric: str,
+                   attr: str = "FAMILY") -> FamilySpec:
+    return FamilySpec(name=name, module=f"ruler.builder.tasks.{module}:{attr}", template=template,
                       answer_prefix="", tokens_to_generate=RULER2_TOKENS_TO_GENERATE,
                       metric=metric, reserves_output=False)
 
@@ -162,14 +168,16 @@ RULER2_NIAH = _ruler2_family("ruler2_niah", "ruler2_niah", NIAH_MULTIPLE,
                              "ruler2_all")
 RULER2_MMLU = _ruler2_family("ruler2_mmlu", "ruler2_mmlu", TOTAL, "ruler2_all")
 RULER2_MMLU_2STEPS = _ruler2_family("ruler2_mmlu_2steps", "ruler2_mmlu", TOTAL,
-                                    "ruler2_2steps")
+                                    "ruler2_2steps", "FAMILY_2STEPS")
 RULER2_MMLU_CHOICE = _ruler2_family("ruler2_mmlu_choice", "ruler2_mmlu", TOTAL,
-                                    "multichoice")
+                                    "multichoice", "FAMILY_CHOICE")
 RULER2_QA = _ruler2_family("ruler2_qa", "ruler2_qa", TOTAL, "ruler2_part")
 
-_FAMILY_SPECS: dict[str, FamilySpec] = {
-    f.name: f for f in (NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA, RULER2_NIAH,
-                        RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE, RULER2_QA)}
+#: The families of the tasks below (their code registers lazily at these specs' addresses:
+#: `ruler.builder.tasks.family`).
+BUILTIN_FAMILIES: tuple[FamilySpec, ...] = (
+    NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA, RULER2_NIAH, RULER2_MMLU,
+    RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE, RULER2_QA)
 
 
 def _niah(name: str, haystack: str, key: str, value: str, k: int = 1, v: int = 1,
@@ -244,74 +252,43 @@ _RULER2_TASK_LIST = (
 #: `STANDARD_TASKS`: a v1 build never makes them (`ruler.builder.tasks.benchmarks`).
 RULER2_TASKS: tuple[str, ...] = tuple(t.name for t in _RULER2_TASK_LIST)
 
-_TASKS: dict[str, TaskSpec] = {t.name: t for t in (*_TASK_LIST, *_RULER2_TASK_LIST)}
-
 #: The entry point group of task-family plug-ins: each entry point names a module that
 #: registers its families and tasks when imported, or a function that does when called.
 PLUGIN_GROUP = "ruler.task_families"
 
-_plugins = "not loaded"  # -> "loading" -> "loaded": at most once per process
+#: Every task: the 13 standard tasks in upstream's order, RULERv2's 12, then registered ones
+#: in the order they were registered (a plug-in's, loaded when a name is missing or the whole
+#: list is read).
+TASKS: Registry[TaskSpec] = Registry("task", PLUGIN_GROUP,
+                                     accepts=lambda obj: isinstance(obj, TaskSpec),
+                                     name_of=lambda spec: spec.name)
+for _task in (*_TASK_LIST, *_RULER2_TASK_LIST):
+    TASKS.register(_task, origin="ruler")
 
 
-def load_plugins() -> None:
-    """Import the `ruler.task_families` plug-ins (once per process). The catalog and the
-    family registry call this the first time a name is not found, so a plug-in reaches a
-    spawned worker as it reaches the CLI: by being installed, not by being sent."""
-    global _plugins
-    if _plugins != "not loaded":  # loaded, or being loaded (a plug-in reading the catalog)
-        return
-    _plugins = "loading"
-    try:
-        from importlib.metadata import entry_points
+class _FamilyConstants(Mapping[str, FamilySpec]):
+    """Every task's family constants by family name, read off `TASKS` (their one record)."""
 
-        for ep in sorted(entry_points(group=PLUGIN_GROUP), key=lambda e: (e.name, e.value)):
-            try:
-                loaded = ep.load()
-                if callable(loaded):
-                    loaded()
-            except Exception as e:
-                from ruler.builder.errors import RulerError
+    def _specs(self, loaded_only: bool = False) -> dict[str, FamilySpec]:
+        tasks = TASKS.loaded_items() if loaded_only else TASKS.items()
+        return {spec.family.name: spec.family for _, spec in tasks}
 
-                raise RulerError(f"task family plug-in {ep.name!r} ({ep.value}, entry point "
-                                 f"group {PLUGIN_GROUP}) failed to load: {type(e).__name__}: "
-                                 f"{e}") from e
-    finally:
-        _plugins = "loaded"
-
-
-_V = TypeVar("_V")
-
-
-class _Registry(Mapping[str, _V]):
-    """A read-only live view of a registry: the built-in entries, those registered in this
-    process, and the plug-ins' (loaded when a name is missing or the whole list is read)."""
-
-    def __init__(self, entries: dict[str, _V]):
-        self._entries = entries
-
-    def __getitem__(self, name: str) -> _V:
-        if name not in self._entries:
-            load_plugins()
-        return self._entries[name]
+    def __getitem__(self, name: str) -> FamilySpec:
+        return self._specs()[name]
 
     def __iter__(self) -> Iterator[str]:
-        load_plugins()
-        return iter(list(self._entries))
+        return iter(self._specs())
 
     def __len__(self) -> int:
-        load_plugins()
-        return len(self._entries)
+        return len(self._specs())
 
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({list(self._entries)!r})"
+    def known(self, name: str) -> FamilySpec | None:
+        """The constants of family `name` among the tasks registered so far (nothing loaded)."""
+        return self._specs(loaded_only=True).get(name)
 
-
-#: Every task: the 13 standard tasks in upstream's order, RULERv2's 12, then registered ones
-#: in the order they were registered.
-TASKS: Mapping[str, TaskSpec] = _Registry(_TASKS)
 
 #: The family constants of every task in `TASKS`, by family name.
-FAMILIES: Mapping[str, FamilySpec] = _Registry(_FAMILY_SPECS)
+FAMILIES = _FamilyConstants()
 
 #: A task name is a folder and part of config names (`<tokenizer>--<task>`).
 _TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -319,23 +296,20 @@ _TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 def register_task(spec: TaskSpec) -> TaskSpec:
     """Add a task to the catalog (registering the same spec again does nothing). Its family's
-    code is registered apart (`ruler.builder.tasks.family.register_family`)."""
-    from ruler.builder.errors import RulerError
-
+    code is found at `spec.family.module` or registered apart
+    (`ruler.builder.tasks.family.register_family`)."""
     if not _TASK_NAME.fullmatch(spec.name) or "--" in spec.name:
         raise RulerError(f"task name {spec.name!r}: use letters, digits, '_', '.' and single "
                          f"'-' (it names a folder and is part of config names)")
-    known = _TASKS.get(spec.name)
+    known = dict(TASKS.loaded_items()).get(spec.name)
     if known is not None and known != spec:
         raise RulerError(f"task {spec.name!r} is in the catalog already (family "
                          f"{known.family.name!r}); a registered task cannot replace it")
-    family = _FAMILY_SPECS.get(spec.family.name)
+    family = FAMILIES.known(spec.family.name)
     if family is not None and family != spec.family:
         raise RulerError(f"task {spec.name!r}: family {spec.family.name!r} is in the catalog "
                          f"already with other constants (template, prefix, budget or metric)")
-    _FAMILY_SPECS[spec.family.name] = spec.family
-    _TASKS[spec.name] = spec
-    return spec
+    return TASKS.register(spec)
 
 #: The paper's lengths (4K..128K); any length >= a task's minimum can be built.
 PAPER_LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
@@ -352,14 +326,8 @@ PAPER_LENGTH_WEIGHTS_INC = tuple(k / 21 for k in range(1, 7))
 
 
 def get_task(name: str) -> TaskSpec:
-    try:
-        return TASKS[name]
-    except KeyError:
-        from ruler.builder.errors import RulerError
-
-        raise RulerError(
-            f"unknown task {name!r}; known tasks: {', '.join(TASKS)}"
-        ) from None
+    """The task `name`, or a RulerError naming the known ones."""
+    return TASKS[name]
 
 
 def task_rank(name: str) -> tuple[int, str]:

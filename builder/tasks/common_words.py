@@ -23,7 +23,7 @@ import numpy as np
 
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import COMMON_WORDS
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.sampling import strictly_most_frequent
 from ruler.builder.words import wonderwords_list
 
@@ -224,6 +224,6 @@ def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]
     return [], (text.rindex(head) + len(head), len(text) - len(tail))
 
 
-FAMILY = register_family(TaskFamily(
-    name=COMMON_WORDS.name, generator=CommonWordsGenerator, check_row=check_row,
-    gold_spans=gold_spans))
+FAMILY = TaskFamily(
+    spec=COMMON_WORDS, generator=CommonWordsGenerator, check_row=check_row,
+    gold_spans=gold_spans)

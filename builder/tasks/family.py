@@ -1,25 +1,33 @@
-"""A task family as one registered unit: its generator, row checks and depth rules.
+"""A task family as one registered unit: its constants, generator, row checks and depth rules.
 
-Each family module (niah, variable_tracking, common_words, freq_words, qa, or a plug-in's)
-ends with `register_family(TaskFamily(...))`; the builder, `ruler verify` and the evaluator ask
-the family instead of branching on its name. The family's upstream constants (template, answer
-prefix, budget, metric) and its tasks' parameters stay in the catalog
-(`ruler.builder.tasks.catalog`, `register_task`): one source of truth.
-
-A built-in family is found through its catalog entry (`FamilySpec.module`, imported on first
-use); a plug-in's module registers its family and tasks itself when ruler imports it through
-the `ruler.task_families` entry point group (`catalog.load_plugins`).
+A `TaskFamily` joins the family's upstream constants (its `FamilySpec`: template, answer
+prefix, budget, metric, which its tasks in the catalog share) with its code; the builder,
+`ruler verify` and the evaluator ask the family instead of branching on its name. Each family
+module (niah, variable_tracking, common_words, freq_words, qa, RULERv2's, or a plug-in's)
+defines its `TaskFamily`, found at the address its `FamilySpec.module` names and imported on
+first use (`FAMILY_CODE`, a `ruler.builder.registry.Registry`), so one family's dependencies
+never load for another; a plug-in registers its family (`register_family`) and tasks
+(`catalog.register_task`) from the module or function its `ruler.task_families` entry point
+names.
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ruler.builder.depths import DepthBin
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import FAMILIES, STANDARD_TASKS, TaskSpec, get_task
+from ruler.builder.registry import Registry, UnknownName
+from ruler.builder.tasks.catalog import (
+    BUILTIN_FAMILIES,
+    FAMILIES,
+    STANDARD_TASKS,
+    TASKS,
+    FamilySpec,
+    TaskSpec,
+    get_task,
+)
 
 #: (character offsets in `input` where the gold items start, (context start, context end)).
 GoldSpans = tuple[list[int], tuple[int, int]]
@@ -72,7 +80,9 @@ class TaskFamily:
     """What the builder, `ruler verify` and the evaluator need of a family.
 
     Attributes:
-        name: the family's name, as its tasks' `FamilySpec.name`.
+        spec: the family's constants (`catalog.FamilySpec`), the very object its tasks'
+            `TaskSpec.family` holds; `name`, `template`, `answer_prefix`,
+            `tokens_to_generate` and `metric` read it.
         generator: the `TaskGenerator` class, made as `generator(spec, ctx, max_seq_length)`.
         check_row: `check_row(row)`: None when the row's `outputs` can be read off its
             `input` (answer recoverability), else what is wrong.
@@ -100,7 +110,7 @@ class TaskFamily:
             context; the cut should be a clean junction (see builder.counting).
     """
 
-    name: str
+    spec: FamilySpec
     generator: type  # a ruler.builder.tasks.base.TaskGenerator (which asks `get_family`)
     check_row: Callable[[Mapping[str, Any]], str | None]
     gold_spans: Callable[[Mapping[str, Any], Any], GoldSpans | str]
@@ -112,6 +122,26 @@ class TaskFamily:
     depth_columns: Callable[[TaskSpec], tuple[str, ...]] = no_depth_columns
     depth_group: str | None = None
     question_start: Callable[[str, tuple[int, int]], int] = question_after_context
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def template(self) -> str:
+        return self.spec.template
+
+    @property
+    def answer_prefix(self) -> str:
+        return self.spec.answer_prefix
+
+    @property
+    def tokens_to_generate(self) -> int:
+        return self.spec.tokens_to_generate
+
+    @property
+    def metric(self) -> str:
+        return self.spec.metric
 
     def split_prompt(self, text: str, context_span: tuple[int, int]) -> tuple[str, str]:
         """(`context`, `question`) of a row's `input`: `context + question == input`, the cut
@@ -133,33 +163,49 @@ class TaskFamily:
                 f"[{bin.lo:g}, {bin.hi:g})")
 
 
-_FAMILIES: dict[str, TaskFamily] = {}
+def _same_family(a: TaskFamily, b: TaskFamily) -> bool:
+    return a is b or a == b
+
+
+#: Every family's code by name: the catalog's at the addresses their specs name (imported on
+#: first use), a plug-in's registered by the module or function its `ruler.task_families`
+#: entry point names (the catalog's `TASKS` reads those entry points: they register tasks too).
+FAMILY_CODE: Registry[TaskFamily] = Registry(
+    "task family", accepts=lambda obj: isinstance(obj, TaskFamily),
+    name_of=lambda family: family.name, same=_same_family, on_miss=lambda: TASKS.names())
+for _spec in BUILTIN_FAMILIES:
+    FAMILY_CODE.register_lazy(_spec.name, _spec.module)
 
 
 def register_family(family: TaskFamily) -> TaskFamily:
     """Register a family's code (registering the same family again does nothing); its tasks
     join the catalog with `catalog.register_task`."""
-    known = _FAMILIES.get(family.name)
-    if known is not None and known != family:
+    if not isinstance(family, TaskFamily):
+        raise TypeError(f"{family!r} is not a TaskFamily")
+    known = FAMILY_CODE.loaded_items()
+    other = dict(known).get(family.name)
+    if other is not None and not _same_family(other, family):
         raise RulerError(f"task family {family.name!r} is registered already (generator "
-                         f"{known.generator.__module__}.{known.generator.__qualname__})")
-    _FAMILIES[family.name] = family
-    return family
+                         f"{other.generator.__module__}.{other.generator.__qualname__})")
+    constants = FAMILIES.known(family.name)
+    if constants is not None and constants != family.spec:
+        raise RulerError(f"task family {family.name!r}: its tasks in the catalog have other "
+                         f"constants (template, prefix, budget or metric) than its spec")
+    return FAMILY_CODE.register(family)
 
 
 def get_family(name: str) -> TaskFamily:
-    """The registered family `name`, importing its module first if it has not registered yet."""
-    family = _FAMILIES.get(name)
-    if family is None:
+    """The family `name`, its module imported first if it has not been yet."""
+    if name not in FAMILY_CODE.known_names():
         spec = FAMILIES.get(name)  # a name not in the catalog loads the plug-ins first
         if spec is not None and spec.module:
-            importlib.import_module(spec.module)
-        family = _FAMILIES.get(name)
-    if family is None:
-        raise RulerError(f"no code is registered for task family {name!r} "
-                         f"(registered: {', '.join(_FAMILIES) or 'none'}); its module must call "
-                         f"ruler.builder.tasks.family.register_family")
-    return family
+            FAMILY_CODE.register_lazy(name, spec.module, origin=f"task family {name}'s spec")
+    try:
+        return FAMILY_CODE[name]
+    except UnknownName:
+        raise RulerError(f"no code is registered for task family {name!r} (registered: "
+                         f"{', '.join(FAMILY_CODE.known_names()) or 'none'}); its module must "
+                         f"call ruler.builder.tasks.family.register_family") from None
 
 
 def family_of(task: str) -> TaskFamily:

@@ -20,7 +20,7 @@ from scipy.special import zeta
 
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import FREQ_WORDS
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.sampling import strictly_most_frequent
 
 # Upstream's code sets vocab[0] = '...' (three dots) while the question says "Please ignore
@@ -127,6 +127,6 @@ def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]
     return [], (len(head), len(text) - len(tail))
 
 
-FAMILY = register_family(TaskFamily(
-    name=FREQ_WORDS.name, generator=FreqWordsGenerator, check_row=check_row,
-    gold_spans=gold_spans))
+FAMILY = TaskFamily(
+    spec=FREQ_WORDS, generator=FreqWordsGenerator, check_row=check_row,
+    gold_spans=gold_spans)

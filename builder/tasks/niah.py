@@ -21,7 +21,7 @@ from ruler.builder.essays import EssayCorpus, shared_corpus
 from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import NIAH, TaskSpec
-from ruler.builder.tasks.family import DepthItem, TaskFamily, first_gold_item, register_family
+from ruler.builder.tasks.family import DepthItem, TaskFamily, first_gold_item
 from ruler.builder.tasks.noise import NOISE_SENTENCE
 from ruler.builder.tasks.placement import essay_gold_cuts, line_gold_slots, token_weights
 from ruler.builder.tasks.sampling import permutation_prefix
@@ -381,7 +381,7 @@ def depth_columns(spec: TaskSpec) -> tuple[str, ...]:
     return ("input",) if several else ()
 
 
-FAMILY = register_family(TaskFamily(
-    name=NIAH.name, generator=NiahGenerator, check_row=check_row, gold_spans=gold_spans,
+FAMILY = TaskFamily(
+    spec=NIAH, generator=NiahGenerator, check_row=check_row, gold_spans=gold_spans,
     sweepable=True, depth_items=depth_items, depth_columns=depth_columns,
-    depth_group=NIAH.name))
+    depth_group=NIAH.name)

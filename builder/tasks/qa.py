@@ -32,7 +32,7 @@ from ruler.builder.depths import DepthBin
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
 from ruler.builder.tasks.catalog import QA
-from ruler.builder.tasks.family import DepthItem, TaskFamily, register_family
+from ruler.builder.tasks.family import DepthItem, TaskFamily
 from ruler.builder.tasks.placement import document_order, token_weights
 from ruler.builder.tasks.sampling import permutation_prefix
 
@@ -334,7 +334,7 @@ def depth_items(row: Mapping) -> list[DepthItem]:
     return [DepthItem(placed[0], tuple(row["outputs"]))] if placed else []
 
 
-FAMILY = register_family(TaskFamily(
-    name=QA.name, generator=QAGenerator, check_row=check_row, gold_spans=gold_spans,
+FAMILY = TaskFamily(
+    spec=QA, generator=QAGenerator, check_row=check_row, gold_spans=gold_spans,
     needs_generator=True, sweepable=True, placed_depths=gold_block_depth,
-    describe_placed=describe_block_depth, depth_items=depth_items))
+    describe_placed=describe_block_depth, depth_items=depth_items)

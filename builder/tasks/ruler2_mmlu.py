@@ -32,7 +32,7 @@ from ruler.builder.hub_sources import read_split
 from ruler.builder.rng import below, derive_seed
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.ruler2_items import (
     SampleStreams,
     aimed_step,
@@ -292,6 +292,8 @@ def gold_spans(row: Mapping, generator=None):
     return [parsed.items[k][2] for k in parsed.gold], parsed.context
 
 
-for _family in (RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE):
-    register_family(TaskFamily(name=_family.name, generator=Ruler2MmluGenerator,
-                               check_row=check_row, gold_spans=gold_spans))
+# One generator, three families: one per metric (catalog: `_ruler2_family`).
+FAMILY, FAMILY_2STEPS, FAMILY_CHOICE = (
+    TaskFamily(spec=spec, generator=Ruler2MmluGenerator, check_row=check_row,
+               gold_spans=gold_spans)
+    for spec in (RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE))

@@ -20,7 +20,7 @@ from typing import Mapping
 
 from ruler.builder.tasks.base import Draft, TaskGenerator, template_ends
 from ruler.builder.tasks.catalog import RULER2_NIAH, TaskSpec
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.niah import _split_needle
 from ruler.builder.tasks.ruler2_items import aimed_step, assemble, number, split_value
 from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, NIAH_NEEDLE, NIAH_SINGLE
@@ -180,5 +180,5 @@ def gold_spans(row: Mapping, generator=None):
             (start, end))
 
 
-FAMILY = register_family(TaskFamily(name=RULER2_NIAH.name, generator=Ruler2NiahGenerator,
-                                    check_row=check_row, gold_spans=gold_spans))
+FAMILY = TaskFamily(spec=RULER2_NIAH, generator=Ruler2NiahGenerator,
+                    check_row=check_row, gold_spans=gold_spans)

@@ -29,7 +29,7 @@ from ruler.builder.errors import RulerError
 from ruler.builder.hub_sources import read_split
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import RULER2_QA, get_task
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.ruler2_items import (
     SampleStreams,
     aimed_step,
@@ -236,6 +236,6 @@ def gold_spans(row: Mapping, generator=None):
     return [docs[k][1] for k, body in enumerate(bodies) if body in support], context
 
 
-FAMILY = register_family(TaskFamily(name=RULER2_QA.name, generator=Ruler2QaGenerator,
-                                    check_row=check_row, gold_spans=gold_spans,
-                                    needs_generator=True))
+FAMILY = TaskFamily(spec=RULER2_QA, generator=Ruler2QaGenerator,
+                    check_row=check_row, gold_spans=gold_spans,
+                    needs_generator=True)

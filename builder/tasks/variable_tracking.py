@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 from ruler.builder.rng import derive_seed
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import VARIABLE_TRACKING
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.noise import NOISE_SENTENCE
 from ruler.builder.tasks.sampling import draw_unique
 
@@ -295,6 +295,6 @@ def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]
     return offsets, (start, q.start() - 1)
 
 
-FAMILY = register_family(TaskFamily(
-    name=VARIABLE_TRACKING.name, generator=VariableTrackingGenerator, check_row=check_row,
-    gold_spans=gold_spans))
+FAMILY = TaskFamily(
+    spec=VARIABLE_TRACKING, generator=VariableTrackingGenerator, check_row=check_row,
+    gold_spans=gold_spans)

@@ -1,13 +1,12 @@
 """Folder-wide checks: the manifest's structure, its build entries, stray files (Parquet
-files outside the manifest, temporary files of builds that were killed), the card."""
+files outside the manifest, temporary files of builds that were killed). The card and any
+other file a publish step writes are checked by their step (`builder.publish_steps`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 from typing import Iterable
-
-import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
@@ -18,7 +17,6 @@ from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_from_record
 from ruler.builder.verify.findings import Problem
-from ruler.cards.render import card_is_current, configs_yaml
 
 
 def load_manifest(out: Path) -> Manifest:
@@ -50,8 +48,8 @@ def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
                                 f"temporary file of a build that ended without publishing it "
                                 f"(process {stale.pid} no longer runs): run the build again, "
                                 f"which removes it, or delete it"))
-    for config in manifest.configs():
-        build, files = manifest.build(config), manifest.files_of(config)
+    for config, build in sorted(manifest.builds.items()):
+        files = manifest.files_of(config)
         problems += build_problems(config, build, files)
         problems += identity_problems(config, build, files)
     return problems
@@ -59,7 +57,8 @@ def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
 
 def _data_tree(out: Path) -> tuple[set[str], list[str]]:
     """The Parquet files under `out/data` and the symbolic links there (not followed)."""
-    files, links = set(), []
+    files: set[str] = set()
+    links: list[str] = []
     if (out / "data").is_symlink():
         return files, ["data"]
     for folder, dirs, names in os.walk(out / "data"):
@@ -81,7 +80,8 @@ def identity_problems(config: str, build: BuildEntry,
     revision or version cannot pass. Each file holds the build's sample count."""
     where = f"{MANIFEST_NAME} build {config!r}"
     recomputed = identity_of_build(build)
-    differs = identity_differences(build.identity or {"identity": "missing"}, recomputed)
+    differs = ["no identity recorded"] if build.identity is None \
+        else identity_differences(build.identity, recomputed)
     problems = []
     if differs:
         problems.append(Problem(where, f"its recorded identity does not match its fields "
@@ -93,7 +93,7 @@ def identity_problems(config: str, build: BuildEntry,
             problems.append(Problem(rel, f"{entry.rows} rows, the build's samples are "
                                          f"{build.samples}"))
         spec = TASKS[entry.task]  # a known task: checked where the manifest is read
-        hashes = {sid: (sources.get(sid) or {}).get("sha256") for sid in spec.sources}
+        hashes = {sid: sources[sid].sha256 if sid in sources else None for sid in spec.sources}
         key = file_key(recomputed, entry.task, entry.max_seq_length, hashes)
         if entry.build_key != key:
             problems.append(Problem(rel, "build_key is not the one the build's recorded seed, "
@@ -118,49 +118,22 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
                                        f"{sorted(tasks)} and {lengths}"))
     sources = build.sources or {}
     for sid, s in sorted(sources.items()):
-        if bool(s.get("official")) != (s.get("sha256") == s.get("official_sha256")):
+        if not s.flag_consistent:
             problems.append(Problem(where, f"source {sid!r}: `official` disagrees with its "
                                            f"sha256 and official_sha256"))
-    official = bool(build.tokenizer.get("pinned")) and all(
-        s.get("official") and s.get("sha256") == s.get("official_sha256")
-        for s in sources.values())
+    official = build.official_by_record()
     if bool(build.official) != official:
         problems.append(Problem(where, f"`official` is {build.official}, but tokenizer "
                                        f"pinned and official sources give {official}"))
     variant = build.variant or {}
-    recorded = (build.identity or {}).get("variant")
+    recorded = build.identity.variant if build.identity else None
+    recorded_benchmark = (build.identity.benchmark if build.identity else None) or RULER
     benchmark = build.benchmark or RULER
     if variant or recorded or benchmark != RULER:
         named = variant_from_record(variant).config_name(benchmark_config(
-            config_name(str(build.tokenizer.get("name"))), benchmark))
-        if named != config or (recorded or {}) != variant or \
-                (build.identity or {}).get("benchmark", RULER) != benchmark:
+            config_name(build.tokenizer.name), benchmark))
+        if named != config or (recorded or {}) != variant or recorded_benchmark != benchmark:
             problems.append(Problem(where, f"variant {variant} (benchmark {benchmark!r}) "
                                            f"does not match the config name (expected "
                                            f"{named!r}) or the build identity"))
     return problems
-
-
-def card_problems(out: Path, manifest: Manifest) -> list[Problem]:
-    """The card's `configs` must be exactly those the manifest implies (load_dataset reads
-    them), and the whole card the one the manifest renders (a build killed between writing
-    the manifest and the card leaves a stale one; a re-run of the build re-renders it)."""
-    path = out / "README.md"
-    if not path.is_file():
-        return [Problem("README.md", "missing (the dataset card holds the configs)")]
-    text = path.read_text(encoding="utf-8")
-    parts = text.split("---\n", 2)
-    if not text.startswith("---\n") or len(parts) < 3:
-        return [Problem("README.md", "no YAML front matter")]
-    try:
-        front = yaml.safe_load(parts[1]) or {}
-    except yaml.YAMLError as e:
-        return [Problem("README.md", f"YAML front matter does not parse: {e}")]
-    if not isinstance(front, dict) or front.get("configs") != configs_yaml(manifest):
-        return [Problem("README.md", "`configs` do not match manifest.json "
-                                     "(rewrite the card: it is rendered by `ruler build`)")]
-    if not card_is_current(text, manifest):
-        return [Problem("README.md", "stale: it is not the card manifest.json renders (re-run "
-                                     "the `ruler build` or `ruler merge` that made the folder: "
-                                     "it re-renders the card)")]
-    return []

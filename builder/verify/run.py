@@ -36,9 +36,10 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.manifest import BuildEntry, FileEntry
 from ruler.builder.pipeline.config import default_start_method
+from ruler.builder.publish_steps import published_problems
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
-from ruler.builder.verify.folder import card_problems, load_manifest, manifest_problems
+from ruler.builder.verify.folder import load_manifest, manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.regenerate import Regenerator
 from ruler.builder.verify.rows import verify_file
@@ -66,7 +67,7 @@ class FileChecks:
     def __call__(self, job: tuple[str, FileEntry]) -> FileReport:
         rel, entry = job
         build = self.builds[entry.config]  # every file's config has a build entry (schema)
-        full = self.full or (self.full_unpinned and not build.tokenizer.get("pinned"))
+        full = self.full or (self.full_unpinned and not build.tokenizer.pinned)
         return verify_file(self.out, rel, entry, self.tokenizers.get(entry.config),
                            build.prompt_mode, full, self.sample, self.regenerate,
                            self.regenerator, self.variants.get(entry.config, NO_VARIANT))
@@ -100,7 +101,7 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
     manifest = load_manifest(out)
     report = VerifyReport(out)
     report.problems += manifest_problems(out, manifest)
-    report.problems += card_problems(out, manifest)
+    report.problems += published_problems(out, manifest)  # the card's, ...
     toks: dict[str, Any] = {}
     for config in manifest.configs():
         toks[config], problems = tokenizer_for(config, manifest.build(config),

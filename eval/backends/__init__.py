@@ -17,13 +17,13 @@ without an inference stack.
   instant: set-up checks, the tests, the evaluator's own benchmarks.
 
 `base` holds what they share, `registry` the table `ruler eval --backend` reads. Each backend
-module defines a `SPEC` (`registry.BackendSpec`), registered below: a new backend is one
-module and one line here (or, outside the package, one `register_backend(spec)` call).
+module defines a `SPEC` (`registry.BackendSpec`), listed in the table by address and imported
+on first use: a new backend is one module and one line there (or, outside the package, an
+entry point in group `ruler.backends`, or one `register_backend(spec)` call).
 """
 
 from __future__ import annotations
 
-from ruler.eval.backends import fake, hf, openai, vllm
 from ruler.eval.backends.base import (
     Backend,
     BackendOptions,
@@ -37,6 +37,7 @@ from ruler.eval.backends.base import (
     shared_options,
 )
 from ruler.eval.backends.registry import (
+    BACKENDS,
     DEFAULT_BACKEND,
     BackendSpec,
     add_backend_arguments,
@@ -48,11 +49,8 @@ from ruler.eval.backends.registry import (
     unregister_backend,
 )
 
-__all__ = ["DEFAULT_BACKEND", "Backend", "BackendOptions", "BackendSpec", "GenRequest",
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendOptions", "BackendSpec", "GenRequest",
            "GenResult", "add_backend_arguments", "backend_names", "context_limit", "feed_ready",
            "finished_result", "get_backend", "make_backend", "missing_requirement_error",
            "prompt_list", "register_backend", "require_backend", "shared_options",
            "unregister_backend"]
-
-for _module in (vllm, openai, hf, fake):  # the order `--backend` lists them
-    register_backend(_module.SPEC)

@@ -3,10 +3,11 @@
 A backend is one `BackendSpec`: its name, the module its inference stack needs (checked before
 any slow work, with the one line that says how to install it), a factory from its options to a
 `Backend`, and its own command-line flags and how they become its options. `ruler eval`'s
-`--backend` choices, its help and the flags each backend adds all come from this table, so a new
-backend is one module with a spec and one `register_backend(spec)` call (in
-`ruler.eval.backends` for the product's own, anywhere for a plug-in: before `ruler.cli.main`
-builds its parser).
+`--backend` choices, its help and the flags each backend adds all come from this table
+(`BACKENDS`, a `ruler.builder.registry.Registry`), so a new backend is one module with a
+`SPEC`: ruler's own are listed below by address; a plug-in offers its spec in entry point
+group `ruler.backends` (`name = "pkg.module:SPEC"`), and the installed `ruler eval` has it; a
+program may also call `register_backend(spec)` before `ruler.cli.main` builds its parser.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ruler.builder.errors import RulerError
+from ruler.builder.registry import Registry
 from ruler.eval.backends.base import Backend, BackendOptions, shared_options
 
 #: What `ruler eval` uses when `--backend` is not given.
@@ -47,34 +49,33 @@ class BackendSpec:
     runs_a_model: bool = True
 
 
-_BACKENDS: dict[str, BackendSpec] = {}
+#: Every backend by name: ruler's (imported on first use), then those registered, then the
+#: plug-ins' (entry point group `ruler.backends`).
+BACKENDS: Registry[BackendSpec] = Registry(
+    "backend", "ruler.backends", accepts=lambda obj: isinstance(obj, BackendSpec),
+    name_of=lambda spec: spec.name)
+for _name in ("vllm", "openai", "hf", "fake"):  # the order `--backend` lists them
+    BACKENDS.register_lazy(_name, f"ruler.eval.backends.{_name}:SPEC")
 
 
 def register_backend(spec: BackendSpec) -> BackendSpec:
     """Add a backend to the table. A name is registered once: replacing a backend silently
     would change what a command means depending on what happened to be imported."""
-    if spec.name in _BACKENDS and _BACKENDS[spec.name] is not spec:
-        raise ValueError(f"a backend named {spec.name!r} is registered already")
-    _BACKENDS[spec.name] = spec
-    return spec
+    return BACKENDS.register(spec)
 
 
 def unregister_backend(name: str) -> None:
     """Remove a backend (a plug-in's tests clean up after themselves)."""
-    _BACKENDS.pop(name, None)
+    BACKENDS.unregister(name)
 
 
 def backend_names() -> tuple[str, ...]:
     """The registered backends, in the order they were registered."""
-    return tuple(_BACKENDS)
+    return BACKENDS.names()
 
 
 def get_backend(name: str) -> BackendSpec:
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        raise RulerError(f"unknown backend {name!r}; choose one of "
-                         f"{', '.join(backend_names())}") from None
+    return BACKENDS[name]
 
 
 def require_backend(name: str) -> None:

@@ -8,9 +8,11 @@ Modules, one job each:
   lm_eval_samples lm-eval's `samples_*.jsonl` (or output folder) -> prediction records
   inspect_task    the Inspect task `ruler` (dataset, prefilled solver, RULER scorer)
   inspect_logs    Inspect `.eval`/`.json` logs -> prediction records
-  prediction_source  what a reader returns: records, and the run's model and limit
-  sources         which reader a `ruler score --predictions` path needs
-  cli             `ruler export`
+  nemo_skills     NeMo-Skills `output.jsonl` -> prediction records, keyed by prompt
+  cli             `ruler export lm-eval` and `ruler export kvpress` (exporters)
+The three readers are `ruler score`'s plug-ins (`READER` in each module, listed by address in
+`ruler.eval.prediction_readers`), the two exports `ruler export`'s (`ruler.eval.exporters`):
+scoring and the export command depend on no module here.
 The names and card texts both sides share live below, in `ruler.cards` (`lm_eval_usage`,
 `inspect_usage`), so the dataset card never imports this package.
 lm_eval and inspect_ai are imported only inside the functions that need them.

@@ -1,11 +1,12 @@
-"""`ruler export lm-eval | kvpress`: argparse wiring only (the work is in `lm_eval_export` and
-`kvpress_export`)."""
+"""`ruler export lm-eval | kvpress`: the two exporters (`ruler.eval.exporters`), argparse wiring
+only (the work is in `lm_eval_export` and `kvpress_export`)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from ruler.eval.exporters import Exporter
 from ruler.eval.integrations.export_folder import RECORD_NAME
 
 #: Both exports' rule for a folder that exists.
@@ -14,27 +15,20 @@ REPLACES = (f"An earlier export there is replaced, only while it holds nothing b
             f"refused, naming it")
 
 
-def register_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "export", help="write task files for other evaluation frameworks (lm-eval, kvpress)",
-        description="Write a build's tasks in another framework's format.")
-    targets = p.add_subparsers(dest="target", metavar="FRAMEWORK")
-    targets.required = True
-    lm = targets.add_parser(
-        "lm-eval", help="an lm-evaluation-harness task folder (use with --include_path)",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Write an lm-evaluation-harness task folder for the build BUILD: one task per "
-                    "(tokenizer config,\ntask, length), named ruler_<config>_<task>_<L>, with "
-                    "RULER's prompt fields, greedy\ndecoding up to the task's tokens_to_generate "
-                    "and RULER's metric (0-100); groups\nruler_<config>_<L>, ruler_<config> and "
-                    "ruler_all. Then:\n\n  lm_eval --model hf --model_args "
-                    "pretrained=<model>,max_length=<L> --apply_chat_template \\\n"
-                    "    --include_path BUILD/lm_eval --tasks ruler_<config>_<L> --log_samples "
-                    "--output_path results/\n  ruler score --predictions results/ --data BUILD\n\n"
-                    "--apply_chat_template is for builds counted with a chat template (the "
-                    "default); max_length\nmust be >= L, or lm-eval left-truncates the prompt.",
-        epilog="`ruler release` uploads the same folder (tasks reading the released tag) into "
-               "the dataset repo's lm_eval/.")
+LM_EVAL_DESCRIPTION = (
+    "Write an lm-evaluation-harness task folder for the build BUILD: one task per "
+    "(tokenizer config,\ntask, length), named ruler_<config>_<task>_<L>, with "
+    "RULER's prompt fields, greedy\ndecoding up to the task's tokens_to_generate "
+    "and RULER's metric (0-100); groups\nruler_<config>_<L>, ruler_<config> and "
+    "ruler_all. Then:\n\n  lm_eval --model hf --model_args "
+    "pretrained=<model>,max_length=<L> --apply_chat_template \\\n"
+    "    --include_path BUILD/lm_eval --tasks ruler_<config>_<L> --log_samples "
+    "--output_path results/\n  ruler score --predictions results/ --data BUILD\n\n"
+    "--apply_chat_template is for builds counted with a chat template (the "
+    "default); max_length\nmust be >= L, or lm-eval left-truncates the prompt.")
+
+
+def lm_eval_arguments(lm: argparse.ArgumentParser) -> None:
     lm.add_argument("build", type=Path, metavar="BUILD",
                     help="the build folder (with manifest.json)")
     lm.add_argument("--repo", default=None, metavar="ORG/NAME",
@@ -48,21 +42,22 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     help="name the build folder by its absolute path (the task folder can then "
                          "move alone); by default it is named relative to the task folder, so "
                          "the two can move together")
-    lm.set_defaults(func=run_export_lm_eval)
-    kv = targets.add_parser(
-        "kvpress", help="a dataset folder in kvpress's RULER schema (load_dataset(DIR, "
-                        "data_dir=L, split='test'))",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Write one tokenizer config of SOURCE (a build folder, or a Hub dataset "
-                    "ORG/NAME at --revision)\nas a dataset folder in the schema of kvpress's "
-                    "RULER dataset: one data_dir per length, split\ntest, columns context, "
-                    "question, answer_prefix, answer, task, max_new_tokens (and the\nrow's "
-                    "ruler key: tokenizer, max_seq_length, index). answer_prefix is rendered so "
-                    "that\nkvpress's prompt equals ruler's. Then:\n\n"
-                    "  load_dataset(DIR, data_dir=\"4096\", split=\"test\")   # as kvpress "
-                    "loads RULER\n\nThe folder's README.md says which build, tokenizer and "
-                    "revision it came from, and how\nto run kvpress's pipeline and score its "
-                    "predictions with `ruler score`.")
+
+
+KVPRESS_DESCRIPTION = (
+    "Write one tokenizer config of SOURCE (a build folder, or a Hub dataset "
+    "ORG/NAME at --revision)\nas a dataset folder in the schema of kvpress's "
+    "RULER dataset: one data_dir per length, split\ntest, columns context, "
+    "question, answer_prefix, answer, task, max_new_tokens (and the\nrow's "
+    "ruler key: tokenizer, max_seq_length, index). answer_prefix is rendered so "
+    "that\nkvpress's prompt equals ruler's. Then:\n\n"
+    "  load_dataset(DIR, data_dir=\"4096\", split=\"test\")   # as kvpress "
+    "loads RULER\n\nThe folder's README.md says which build, tokenizer and "
+    "revision it came from, and how\nto run kvpress's pipeline and score its "
+    "predictions with `ruler score`.")
+
+
+def kvpress_arguments(kv: argparse.ArgumentParser) -> None:
     kv.add_argument("source", metavar="SOURCE", help="build folder OUT, or a Hub dataset ORG/NAME")
     kv.add_argument("--out", "--to", dest="out", type=Path, required=True, metavar="DIR",
                     help=f"the folder to write (--to: the same; both exports take either "
@@ -78,7 +73,6 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     kv.add_argument("--tokenizer", default=None, metavar="PATH",
                     help="the build's tokenizer, where it is not found as the build found it "
                          "(a folder or registry name; checked against the manifest)")
-    kv.set_defaults(func=run_export_kvpress)
 
 
 def run_export_lm_eval(args: argparse.Namespace) -> int:
@@ -109,3 +103,15 @@ def run_export_kvpress(args: argparse.Namespace) -> int:
               f"{done.tokens['checked']} rows checked that differs from ruler's count "
               f"(e.g. {bad[0]}): the card says so")
     return 0
+
+
+LM_EVAL = Exporter(
+    name="lm-eval", help="an lm-evaluation-harness task folder (use with --include_path)",
+    description=LM_EVAL_DESCRIPTION, add_arguments=lm_eval_arguments, run=run_export_lm_eval,
+    epilog="`ruler release` uploads the same folder (tasks reading the released tag) into the "
+           "dataset repo's lm_eval/.")
+
+KVPRESS = Exporter(
+    name="kvpress", help="a dataset folder in kvpress's RULER schema (load_dataset(DIR, "
+                         "data_dir=L, split='test'))",
+    description=KVPRESS_DESCRIPTION, add_arguments=kvpress_arguments, run=run_export_kvpress)

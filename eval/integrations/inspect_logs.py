@@ -15,7 +15,8 @@ from typing import Any
 
 from ruler.builder.errors import RulerError
 from ruler.eval.build_tie import prompt_digest
-from ruler.eval.integrations.prediction_source import PredictionSource
+from ruler.eval.prediction_readers import PredictionReader
+from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS
 
 
@@ -120,3 +121,16 @@ def _asked(metadata: dict | None) -> set[tuple[str, str, int]] | None:
                 (key.rsplit("/", 1) for key in ruler["files"])}
     except (TypeError, KeyError, ValueError, AttributeError):
         return None  # a log of an older ruler task: the whole config is asked for
+
+
+def read_inspect_logs(paths: list[Path]) -> PredictionSource:
+    """The records of one Inspect log, or of several (a folder of them), merged."""
+    if len(paths) == 1:
+        return read_inspect_log(paths[0])
+    return PredictionSource.merge([read_inspect_log(log) for log in paths])
+
+
+#: `ruler score` reads Inspect logs through this (`eval.prediction_readers`).
+READER = PredictionReader(
+    name="inspect", what=("Inspect logs (*.eval)", "Inspect logs"), claims=is_inspect_log,
+    files_in=log_files, read=read_inspect_logs)

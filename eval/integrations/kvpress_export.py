@@ -49,6 +49,7 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
+from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
 from ruler.cards.render import tokenizer_origin
@@ -92,7 +93,7 @@ def split_file_name(length: int) -> str:
     return f"{length}/{SPLIT}-00000-of-00001.parquet"
 
 
-#: The script the README's "Using with kvpress" section runs (tests/eval/integrations/
+#: The script docs/integrations.md's "Using with kvpress" section runs (tests/eval/integrations/
 #: test_kvpress.py runs it from there) and the export's card shows: kvpress's own pipeline on
 #: the exported rows, with no press and two presses, each writing predictions keyed as
 #: `ruler score` reads them.
@@ -238,7 +239,7 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
         _check_columns(f)
     build = ds.build(config)
     prompt = KvpressPrompt(_build_tokenizer(ds, config, build, tokenizer)
-                           if build.tokenizer.get("chat_template_sha256") else None,
+                           if build.tokenizer.chat_template_sha256 else None,
                            build.prompt_mode or "chat")
     result = KvpressExport(out, _source_record(ds, config, build, revision), config,
                            limit=limit,
@@ -300,7 +301,7 @@ def _source_record(ds: Dataset, config: str, build: BuildEntry,
         "manifest_sha256": file_sha256(ds.root / MANIFEST_NAME),
         "generator": dict(ds.manifest.generator or {}),
         "config": config,
-        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision", "pinned")},
+        "tokenizer": {k: getattr(tok, k) for k in ("name", "kind", "repo", "revision", "pinned")},
         "prompt_mode": build.prompt_mode,
         "variant": dict(build.variant or {}),
         "seed": build.seed,
@@ -392,7 +393,9 @@ def render_card(e: KvpressExport) -> str:
              and s["revision_asked"] != s["revision"] else "")
     where = (f"Hub dataset `{s['dataset']}` at commit `{s['revision']}`{asked}" if s["revision"]
              else f"the local build `{s['dataset']}`")
-    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(tok)})" if tok.get("repo") else "")
+    # the export's source record keeps the manifest's tokenizer fields (`_source_record`)
+    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(TokenizerRecord.from_json(tok))})"
+                                      if tok.get("repo") else "")
     lengths = sorted(e.lengths)
     L = lengths[0]
     limited = (f"the first {e.limit} rows of each task and length" if e.limit
@@ -470,7 +473,7 @@ ds = load_dataset("path/to/this/folder", data_dir="{L}", split="{SPLIT}")  # as 
 ## Run kvpress and score with ruler
 
 Save as `kvpress_predict.py` (kvpress's `kv-press-text-generation` pipeline on these rows, with
-no press, Knorm and StreamingLLM at compression ratio 0.5; the script the generator's README
+no press, Knorm and StreamingLLM at compression ratio 0.5; the script the generator's documentation
 runs in its tests):
 
 ```python

@@ -78,7 +78,7 @@ from ruler.eval.integrations.export_folder import (
     publish,
     staging_folder,
 )
-from ruler.eval.metrics import METRIC_SPECS
+from ruler.eval.metrics import METRIC_SPECS, ROW_METRICS
 
 #: lm-eval's task `metadata.version`: bump when the exported fields change meaning.
 TASK_VERSION = 1.0
@@ -153,6 +153,10 @@ def task_config(manifest: Manifest, entry: FileEntry, source: TaskSource) -> dic
     if task not in TASKS:
         raise RulerError(f"manifest.json lists {entry.path} of unknown task {task!r}")
     spec = TASKS[task]
+    if spec.metric not in ROW_METRICS:
+        raise RulerError(f"task {task!r} is scored by metric {spec.metric!r}, which is not "
+                         f"ruler's own: the exported utils.py holds ruler's metrics only; score "
+                         f"lm-eval's samples with `ruler score` instead")
     build = manifest.build(config)
     generator = manifest.generator or {}
     return {

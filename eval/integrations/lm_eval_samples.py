@@ -18,7 +18,8 @@ from typing import Any
 
 from ruler.builder.errors import RulerError
 from ruler.eval.build_tie import prompt_digest
-from ruler.eval.integrations.prediction_source import PredictionSource
+from ruler.eval.prediction_readers import PredictionReader
+from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS, key_of, read_records
 from ruler.eval.strict_json import read_json
 
@@ -171,3 +172,10 @@ def read_samples(paths: list[Path]) -> PredictionSource:
                                       asked=set(hashes) or None,
                                       settings=_generation(results)))
     return PredictionSource.merge(parts)
+
+
+#: `ruler score` reads lm-eval's samples through this (`eval.prediction_readers`).
+READER = PredictionReader(
+    name="lm-eval", what=("lm-eval samples (samples_*.jsonl, from --log_samples)",
+                          "lm-eval samples"),
+    claims=is_samples_file, files_in=samples_files, read=read_samples)

@@ -29,7 +29,8 @@ from typing import Any, Iterable, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.eval.data import Dataset, SplitFile
-from ruler.eval.integrations.prediction_source import PredictionSource
+from ruler.eval.prediction_readers import PredictionReader
+from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS, read_records
 
 _OUTPUT = re.compile(r"^output(-rs\d+)?\.jsonl$")
@@ -166,3 +167,11 @@ def _match(record: dict[str, Any], index: dict[str, list[tuple]]) -> tuple | Non
         raise RulerError(f"{_describe(record)} matches several rows ({places}): the prompt "
                          f"does not say which one it answers")
     return found.pop() if found else None
+
+
+#: `ruler score` reads NeMo-Skills output through this (`eval.prediction_readers`); its
+#: records are keyed by their prompt (`key_by_prompt`).
+READER = PredictionReader(
+    name="nemo-skills", what=("NeMo-Skills output (output.jsonl)", "NeMo-Skills output.jsonl"),
+    claims=is_nemo_skills_output, files_in=nemo_skills_files, read=read_nemo_skills,
+    key_rows=key_by_prompt)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 
 import pytest
@@ -120,7 +121,7 @@ def test_fetch_list_and_build_say_which_essays_differ(tmp_path, capsys, monkeypa
 
     assert main(["sources", "list", "--sources", str(dest)]) == 1  # no squad, no hotpotqa
     listed = capsys.readouterr().out
-    assert "essays     UNOFFICIAL" in listed and "avg.txt, ds.html" in listed
+    assert re.search(r"^essays +UNOFFICIAL", listed, re.M) and "avg.txt, ds.html" in listed
 
     build = tmp_path / "ruler"
     assert main(["build", "--tokenizer", "gpt-4", "--tasks", "niah_single_2", "--lengths",
@@ -130,7 +131,7 @@ def test_fetch_list_and_build_say_which_essays_differ(tmp_path, capsys, monkeypa
     assert "unofficial build" in built and "avg.txt, ds.html" in built
     entry = Manifest.load(build).build("gpt-4")
     assert entry.official is False
-    note = entry.sources["essays"]["note"]
+    note = entry.sources["essays"].note
     assert "2 of 218 essays differ from the pinned corpus: avg.txt, ds.html" in note
     assert f"{len(record.named(MISSING))} of 218 essays missing" in note
     card = (build / "README.md").read_text("utf-8")

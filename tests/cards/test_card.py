@@ -205,7 +205,7 @@ def killed(out):
     (Path(out) / ".README.md.k1ll3d.tmp").write_text("half a card")
     os.kill(os.getpid(), 9)
 
-publish.write_card = killed
+publish.write_published = killed
 from ruler.cli import main
 sys.exit(main(sys.argv[1:]))
 """

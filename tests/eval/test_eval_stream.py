@@ -107,8 +107,8 @@ def test_bad_chat_template_kwargs_are_refused_by_the_cli(data, tmp_path, capsys)
 
 def test_many_gpu_flags_reach_the_vllm_engine_unchanged():
     """`--data/--tensor/--pipeline-parallel-size`, `--max-num-seqs`, `--enforce-eager`: the
-    README's multi-GPU commands become exactly these engine arguments (and vLLM's defaults
-    are left alone when the flags are not given)."""
+    multi-GPU commands of docs/evaluating.md become exactly these engine arguments (and vLLM's
+    defaults are left alone when the flags are not given)."""
     from ruler.cli import make_parser
     from ruler.eval.backends.vllm import engine_kwargs
     from ruler.eval.cli import backend_options

@@ -507,7 +507,7 @@ def test_odd_parquet_columns_are_one_clear_error_and_integral_float_indexes_are_
         err = capsys.readouterr().err
         assert f"{path}: record 1" in err and message in err, err
     # A float column of whole numbers (pandas writes one when a column had nulls) is exact:
-    # index 2.0 is row 2. Documented in the README.
+    # index 2.0 is row 2. Documented in docs/scoring.md.
     path = tmp_path / "float_index.parquet"
     pq.write_table(pa.Table.from_pylist([dict(r, index=float(r["index"])) for r in recs]), path)
     report = score_file(path, open_dataset(str(data)))
@@ -530,11 +530,13 @@ def test_score_defaults_to_the_only_config_of_the_dataset(data, tmp_path, capsys
     from dataclasses import replace
 
     from ruler.builder.manifest import BuildEntry
+    from ruler.builder.manifest_records import TokenizerRecord
     from ruler.eval.data import Dataset, default_config
 
     ds = open_dataset(str(data))
     assert default_config(ds) == CONFIG
-    builds = {**ds.manifest.builds, "llama-3.1": BuildEntry(tokenizer={"name": "llama-3.1"})}
+    builds = {**ds.manifest.builds, "llama-3.1": BuildEntry(
+        tokenizer=TokenizerRecord(name="llama-3.1", kind="hf"))}
     two = Dataset(ds.spec, None, ds.root, replace(ds.manifest, builds=builds))
     with pytest.raises(RulerError, match=r"2 tokenizer configs \(llama-3.1, qwen2.5\).*"
                                          r"--tokenizer-config"):

@@ -1,5 +1,6 @@
-"""Running a README section's command lines as a user would: in one bash, in an environment
-without this test's venv or engine variables (the README's CPU and kvpress sections)."""
+"""Running a documented section's command lines as a user would: in one bash, in an environment
+without this test's venv or engine variables (the CPU section of docs/evaluating.md, the kvpress
+section of docs/integrations.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def pip_cache_dir() -> str | None:
 
 
 def user_env(tmp: Path) -> dict[str, str]:
-    """This environment without anything that would do the README's work for it: no VLLM_*
+    """This environment without anything that would do the section's work for it: no VLLM_*
     variable, no venv, caches in tmp (but pip's, which makes the install quick)."""
     drop = ("VLLM_", "TORCHINDUCTOR_", "VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "DO_NOT_TRACK")
     env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}

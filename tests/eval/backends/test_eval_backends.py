@@ -75,7 +75,7 @@ def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
 
 @pytest.mark.build
 def test_the_fake_backend_needs_no_model_tokenizer(data, tmp_path, capsys):
-    """`--backend fake --model fake`, as the README calls it "no model": the prompts are
+    """`--backend fake --model fake`, as docs/evaluating.md calls it "no model": the prompts are
     rendered with the dataset config's tokenizer (issue 30.12); --model-tokenizer still
     overrides it, and the counts check still holds it to the build."""
     out = tmp_path / "no-model"

@@ -1,8 +1,8 @@
 """Zero glue, proven: kvpress's own pipeline on `ruler export kvpress` rows, scored by ruler.
 
-The README's "Using with kvpress" section, run as written (its bash lines in one shell, its
-script saved as kvpress_predict.py): a build and its export in ruler's environment (this
-test's), kvpress 0.5.5 installed into a fresh venv of its own with constraints-kvpress.txt,
+The "Using with kvpress" section of docs/integrations.md, run as written (its bash lines in one
+shell, its script saved as kvpress_predict.py): a build and its export in ruler's environment
+(this test's), kvpress 0.5.5 installed into a fresh venv of its own with constraints-kvpress.txt,
 its `kv-press-text-generation` pipeline with no press, KnormPress and StreamingLLMPress on the
 exported rows of the tiny random model on CPU, `ruler score` on its predictions, and `ruler
 eval --backend hf` on the same rows. Then:
@@ -33,24 +33,24 @@ from helpers.paths import ROOT as REPO
 from helpers.readme_shell import run_lines, user_env
 from ruler.eval.integrations.kvpress_export import KVPRESS_CHECKED, PREDICT_SCRIPT
 
-README = REPO / "README.md"
+PAGE = REPO / "docs" / "integrations.md"
 SECTION = "## Using with kvpress"
 CONSTRAINTS = REPO / "constraints-kvpress.txt"
 PRESSES = ("no_press", "knorm", "streaming_llm")
 
 
-def readme_section() -> tuple[list[str], str]:
+def page_section() -> tuple[list[str], str]:
     """The section's bash lines and its Python script."""
-    text = README.read_text()
-    section = re.search(re.escape(SECTION) + r"\n(.*?)\n## ", text, re.S).group(1)
+    text = PAGE.read_text()
+    section = re.search(re.escape(SECTION) + r"\n(.*?)(?=\n## |\Z)", text, re.S).group(1)
     bash = re.findall(r"```bash\n(.*?)```", section, re.S)
     python = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(bash) == 1 and len(python) == 1, (bash, python)
     return [line.strip() for line in bash[0].splitlines() if line.strip()], python[0]
 
 
-def test_the_readme_section_is_what_the_test_runs():
-    lines, script = readme_section()
+def test_the_page_section_is_what_the_test_runs():
+    lines, script = page_section()
     assert script == PREDICT_SCRIPT  # the export's card shows the same script
     argv = [shlex.split(line) for line in lines]
     assert [a[:3] for a in argv[:2]] == [["ruler", "build", "--tokenizer"],
@@ -108,7 +108,7 @@ def _cells(scores: Path) -> list[tuple]:
 @pytest.mark.slow
 def test_kvpress_runs_its_own_pipeline_on_the_export_and_ruler_scores_it(tmp_path):
     pytest.importorskip("torch")
-    lines, script = readme_section()
+    lines, script = page_section()
     work = tmp_path / "work"
     work.mkdir()
     shutil.copy2(CONSTRAINTS, work / CONSTRAINTS.name)

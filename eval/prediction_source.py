@@ -1,10 +1,14 @@
-"""What a predictions reader returns: the records, and what the run itself says about them."""
+"""What a predictions reader returns (`ruler.eval.prediction_readers`): the records, and what
+the run itself says about them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ruler.eval.run_record import ServingRecord
 
 
 @dataclass
@@ -19,13 +23,15 @@ class PredictionSource:
     # an Inspect log's task metadata, lm-eval's results file); None: not known.
     asked: set[tuple[str, str, int]] | None = None
     # How a `ruler eval` run's prompts reached the model (run.json's `serving`), if recorded.
-    serving: list[dict[str, Any]] | None = None
+    serving: list[ServingRecord] | None = None
     # How the run generated, where its files say (eval.report_health.HealthFacts settings:
     # framework, mode, temperature, max_tokens, ...); None: not known.
     settings: dict[str, Any] | None = None
-    # The records carry no key but their prompt text (NeMo-Skills output): they are keyed
-    # against the dataset's rows (`integrations.nemo_skills.key_by_prompt`) before scoring.
+    # The records carry no key but their prompt text (NeMo-Skills output): their reader keys
+    # them against the dataset's rows (`PredictionReader.key_rows`) before scoring.
     by_prompt: bool = False
+    # The reader that read them (`prediction_readers.PREDICTION_READERS`; None: ruler's own).
+    reader: str | None = None
 
     @classmethod
     def merge(cls, parts: list["PredictionSource"]) -> "PredictionSource":

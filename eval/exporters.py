@@ -1,0 +1,60 @@
+"""`ruler export FRAMEWORK`: a build's tasks in another framework's format, one exporter each.
+
+An `Exporter` is a sub-command of `ruler export`: its name, its help, its flags and what it
+runs. Exporters are entries of `EXPORTERS` (a `ruler.builder.registry.Registry`): ruler's
+(`lm-eval`, `kvpress`, in `ruler.eval.integrations.cli`) are listed by address; a plug-in
+offers one in entry point group `ruler.exporters` (`name = "pkg.module:EXPORTER"`), and the
+installed `ruler export` has it. Building the parser imports every exporter's module: keep
+them to argparse wiring, importing the framework only in `run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from typing import Callable
+
+from ruler.builder.registry import Registry
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """One `ruler export` target.
+
+    Attributes:
+        name: the sub-command (`ruler export NAME`).
+        help: one line for `ruler export --help`.
+        description, epilog: its own `--help` text (printed as written: line breaks kept).
+        add_arguments: adds its flags to its parser.
+        run: `run(args)`: does the export and returns the exit code.
+    """
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    description: str | None = None
+    epilog: str | None = None
+
+
+#: Every exporter, in `ruler export --help`'s order: ruler's, then a plug-in's.
+EXPORTERS: Registry[Exporter] = Registry(
+    "exporter", "ruler.exporters", accepts=lambda obj: isinstance(obj, Exporter),
+    name_of=lambda e: e.name)
+EXPORTERS.register_lazy("lm-eval", "ruler.eval.integrations.cli:LM_EVAL")
+EXPORTERS.register_lazy("kvpress", "ruler.eval.integrations.cli:KVPRESS")
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export", help="write task files for other evaluation frameworks "
+                       f"({', '.join(EXPORTERS)})",
+        description="Write a build's tasks in another framework's format.")
+    targets = p.add_subparsers(dest="target", metavar="FRAMEWORK")
+    targets.required = True
+    for exporter in EXPORTERS.values():
+        parser = targets.add_parser(exporter.name, help=exporter.help,
+                                    description=exporter.description, epilog=exporter.epilog,
+                                    formatter_class=argparse.RawDescriptionHelpFormatter)
+        exporter.add_arguments(parser)
+        parser.set_defaults(func=exporter.run)
