@@ -113,12 +113,18 @@ def test_the_shown_output_is_checked_line_by_line():
 
 
 def test_the_test_tiers_are_described_as_measured():
-    """No "about 75 s" for a fast tier measured at 255 s (quiet) and 889 s (loaded); the lint
-    covers the tracked files, so a build or export inside the checkout does not fail it."""
+    """No "about 75 s" for a fast tier measured at 255 s (quiet) and 889 s (loaded): the unit
+    and fast tiers with the commands that run them and their figures as measured (CPU and wall,
+    the load said); the lint covers the tracked files, so a build or export inside the
+    checkout does not fail it."""
     text = " ".join(CONTRIBUTING.read_text().split())
     tiers = re.search(r"Together they are the full suite.*?python -m pytest -q`\)\.", text).group(0)
-    assert "75 s" not in tiers
-    assert "255 s on 2 quiet cores" in tiers and "889 s" in tiers and "33 min" in tiers
+    assert "75 s" not in tiers and "255 s" not in tiers
+    assert "`python -m pytest -q -n 2 -m unit`" in tiers
+    assert '`python -m pytest -q -n 2 -m "not slow and not vllm"`' in tiers
+    assert "132 s of CPU" in tiers and "263 s measured on 2 cores loaded" in tiers
+    assert "543 s of CPU" in tiers and "1,162 s measured on 2 cores loaded" in tiers
+    assert "33 min" in tiers
     assert "tracked Python files" in tiers and "whole repository" not in tiers
 
 
