@@ -110,7 +110,7 @@ JSON_EDGES = {
     # last run's outcome, for people (no code reads it)
     "ruler.eval.run_record:RunRecord.chat_template_kwargs": "the user's template variables",
     "ruler.eval.run_record:RunRecord.last_run": "for people: no code reads it",
-    "ruler.eval.runner:EvalConfig.chat_template_kwargs": "the user's template variables",
+    "ruler.eval.config:EvalConfig.chat_template_kwargs": "the user's template variables",
     # a split file's rows (Parquet rows, hashed as canonical JSON), not the manifest's records
     "ruler.builder.manifest:canonical_row": "a split file's row",
     "ruler.builder.manifest:canonical_row_bytes": "a split file's row",

@@ -4,7 +4,6 @@ outside the package (this file) that `ruler eval` lists, offers the flags of and
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from helpers.builds import build, rows
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import option
 from ruler.cli import main
 from ruler.eval.backends import (
     BackendOptions,
@@ -21,7 +21,6 @@ from ruler.eval.backends import (
     backend_names,
     get_backend,
     register_backend,
-    shared_options,
     unregister_backend,
 )
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
@@ -182,7 +181,12 @@ def test_the_fake_backends_gold_answers_need_the_dataset():
 
 @dataclass(frozen=True)
 class ToyOptions(BackendOptions):
-    word: str = "toy"
+    word: str = option("--toy-word", default="toy", help="the toy's one word")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.word.strip():
+            raise RulerError("--toy-word must not be blank")
 
 
 class ToyBackend:
@@ -202,18 +206,8 @@ class ToyBackend:
         pass
 
 
-def _toy_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--toy-word", default="toy", help="the toy's one word")
-
-
-def _toy_options(args: argparse.Namespace) -> ToyOptions:
-    if not args.toy_word.strip():
-        raise RulerError("--toy-word must not be blank")
-    return ToyOptions(**shared_options(args), word=args.toy_word)
-
-
 TOY = BackendSpec(name="toy", factory=ToyBackend, summary="a test's own backend",
-                  add_arguments=_toy_arguments, options=_toy_options)
+                  options_type=ToyOptions)
 MISSING = BackendSpec(name="toy-gpu", factory=ToyBackend, requirement="no_such_engine_ruler",
                       install_hint="--backend toy-gpu needs no_such_engine_ruler: pip install it")
 
