@@ -27,6 +27,8 @@ from ruler.builder.variants import Variant, register_variant, variant_from_recor
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
+pytestmark = [pytest.mark.build, pytest.mark.subprocess]
+
 
 @register_variant
 @dataclass(frozen=True)

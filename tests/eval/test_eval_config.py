@@ -72,6 +72,7 @@ def test_a_run_is_checked_whoever_makes_it(tmp_path):
         _cfg(backend="nope")
 
 
+@pytest.mark.build
 def test_the_fake_backend_runs_from_the_config_alone(built_gpt4_niah_single, tmp_path):
     """Its gold answers come from the run's dataset, which the config gives its options (the
     runner used to make plain options without it: 'pass FakeOptions(model, data=...)')."""
@@ -84,6 +85,8 @@ def test_the_fake_backend_runs_from_the_config_alone(built_gpt4_niah_single, tmp
     assert [c["score"] for c in cells] == [100.0]
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_evaluate_writes_the_report_unless_told_not_to(built_gpt4_niah_single, tmp_path):
     """`ruler.evaluate` does what `ruler eval` does with `--no-report` as a keyword: its
     docstring promised the report in `.out`, and `no_report` was taken and ignored."""

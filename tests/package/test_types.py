@@ -70,6 +70,7 @@ def mypy_dir(tmp_path_factory) -> Path:
 
 
 @needs_mypy
+@pytest.mark.subprocess
 def test_mypy_finds_nothing(mypy_dir):
     proc = run_mypy(mypy_dir, "-p", PACKAGE)
     assert proc.returncode == 0, f"mypy:\n{proc.stdout}{proc.stderr}"
@@ -77,6 +78,7 @@ def test_mypy_finds_nothing(mypy_dir):
 
 
 @needs_mypy
+@pytest.mark.subprocess
 def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
     """The check above cannot pass by seeing no types: a scores cell indexed as the dict it
     used to be, or a manifest build's tokenizer read with `.get`, is an error."""

@@ -53,6 +53,7 @@ def _report(folder: Path) -> dict:
 
 # --- the fake backend, from the command line ---------------------------------------------------
 
+@pytest.mark.build
 def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
     out = tmp_path / "gold"
     assert _eval(data, out) == 0
@@ -71,6 +72,7 @@ def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
     assert report["complete"] and (report["avg"], report["effective_length"]) == (100.0, L)
 
 
+@pytest.mark.build
 def test_the_fake_backend_needs_no_model_tokenizer(data, tmp_path, capsys):
     """`--backend fake --model fake`, as docs/evaluating.md calls it "no model": the prompts are
     rendered with the dataset config's tokenizer (issue 30.12); --model-tokenizer still
@@ -88,6 +90,7 @@ def test_the_fake_backend_needs_no_model_tokenizer(data, tmp_path, capsys):
     assert "qwen2.5" in capsys.readouterr().err  # its counts differ from the build's
 
 
+@pytest.mark.build
 def test_eval_prints_the_headline_and_where_the_report_is(data, tmp_path, capsys):
     """Not the whole report (257 lines for a full run): the headline numbers and every task x
     length's score, the status line, and where report.md is (issue 30.15c)."""
@@ -106,6 +109,7 @@ def test_eval_prints_the_headline_and_where_the_report_is(data, tmp_path, capsys
     assert len(printed.splitlines()) < len(report.splitlines())
 
 
+@pytest.mark.build
 def test_the_fake_backends_empty_answers_score_0_and_the_rows_are_answered(data, tmp_path):
     out = tmp_path / "empty"
     assert _eval(data, out, "--fake-answers", "empty") == 0
@@ -117,6 +121,7 @@ def test_the_fake_backends_empty_answers_score_0_and_the_rows_are_answered(data,
     assert report["scores"] == {t: {str(L): 0.0} for t in TASKS}
 
 
+@pytest.mark.build
 def test_the_fake_backends_missing_answers_are_failed_rows_and_no_headline(data, tmp_path,
                                                                           capsys):
     out = tmp_path / "none"
@@ -134,6 +139,7 @@ def test_the_fake_backends_missing_answers_are_failed_rows_and_no_headline(data,
     assert sorted(report["incomplete_cells"]) == [f"{t}/{L}" for t in TASKS]
 
 
+@pytest.mark.build
 def test_the_fake_backend_skips_rows_above_max_model_len_like_an_engine(data, tmp_path):
     out = tmp_path / "short"
     lengths = sorted(r["length"] for t in TASKS for r in rows(data, CONFIG, t, L))
@@ -142,6 +148,8 @@ def test_the_fake_backend_skips_rows_above_max_model_len_like_an_engine(data, tm
     assert statuses == ["ok"] * 3 + ["skipped"] * 3
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_the_fake_backend_reads_a_hub_dataset_at_the_runs_revision(data, tmp_path,
                                                                     monkeypatch):
     """Released, then main moves on without the rows: the fake reads the references of the
@@ -226,6 +234,7 @@ def test_a_backend_registered_outside_the_package_is_offered_with_its_flags(toys
         register_backend(BackendSpec(name="toy", factory=ToyBackend))
 
 
+@pytest.mark.build
 def test_a_registered_backend_evaluates_and_scores(toys, data, tmp_path, capsys):
     out = tmp_path / "toy"
     assert _eval(data, out, "--toy-word", "Paris", backend="toy") == 0
@@ -247,6 +256,7 @@ def test_a_registered_backend_evaluates_and_scores(toys, data, tmp_path, capsys)
     assert not (tmp_path / "blank").exists() and not (tmp_path / "gpu").exists()
 
 
+@pytest.mark.build
 def test_an_unknown_backend_is_refused_by_the_library_too(data, tmp_path):
     from ruler.eval.runner import EvalConfig, run_eval
 
@@ -257,6 +267,7 @@ def test_an_unknown_backend_is_refused_by_the_library_too(data, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.build
 def test_a_product_backends_own_checks_run_before_any_work(data, tmp_path, capsys):
     """openai renders prompts locally: without a tokenizer to render with it refuses at once
     (the check moved from the CLI into the backend's options)."""
