@@ -60,6 +60,7 @@ def test_the_registry_pins_every_file_the_generator_reads():
     assert found.official and found.path == DATA
 
 
+@pytest.mark.network
 def test_fetch_from_a_mirror_installs_the_official_folder(mirror, tmp_path, capsys):
     data, url = mirror
     dest = tmp_path / "dest"
@@ -71,6 +72,7 @@ def test_fetch_from_a_mirror_installs_the_official_folder(mirror, tmp_path, caps
     assert sorted(p.name for p in dest.iterdir()) == ["oneruler"]  # no staging left
 
 
+@pytest.mark.network
 def test_a_changed_file_is_refused_and_nothing_is_left(mirror, tmp_path, capsys):
     data, url = mirror
     (data / "prompt/vi/cwe.txt").write_text("changed upstream {context}", encoding="utf-8")

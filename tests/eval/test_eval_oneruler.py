@@ -22,6 +22,8 @@ from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.oneruler_metric import NONE_WORDS
 from ruler.eval.runner import EvalConfig, run_eval
 
+pytestmark = [pytest.mark.build]  # every test reads the session build (conftest)
+
 TOK, L = "llama-3.1", 1024
 LANGUAGES = ("en", "ko")
 
@@ -154,6 +156,7 @@ def test_no_answer_is_kept_out_of_the_score_as_upstream_drops_it(data, tmp_path)
     assert "**Partial results**" in (out / "report.md").read_text()
 
 
+@pytest.mark.network
 def test_the_openai_backend_sends_onerulers_prompts_and_budgets(data, tmp_path):
     """Chat API: one user turn holding the row's input (no answer prefix to pre-fill),
     max_tokens the task's budget (30 NIAH, 50 CWE); the server answers "none" to all."""
@@ -180,6 +183,7 @@ def test_the_openai_backend_sends_onerulers_prompts_and_budgets(data, tmp_path):
         t: 100.0 if t == "or_niah_none" else 0.0 for t in ONERULER_TASKS}
 
 
+@pytest.mark.subprocess
 def test_the_lm_eval_export_scores_onerulers_rows(data, tmp_path):
     import subprocess
     import sys

@@ -16,6 +16,8 @@ from helpers.paths import REFERENCE
 from ruler.builder.tasks.catalog import ONERULER_TASKS
 from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 
+pytestmark = [pytest.mark.build, pytest.mark.subprocess]  # a build with spawned workers
+
 UPSTREAM = REFERENCE / "oneruler" / "llama-3.1"
 
 

@@ -39,6 +39,8 @@ def built(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_one_config_per_language_with_its_language_recorded(built):
     m = read_manifest(built)
     assert sorted(m["builds"]) == sorted(CONFIGS)
@@ -59,6 +61,8 @@ def test_one_config_per_language_with_its_language_recorded(built):
     assert {tuple(r["outputs"]) for r in none} == {("없음",)}  # the instruction language's
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_verify_rebuilds_rows_and_every_config_loads(built, capsys):
     assert main(["verify", str(built), "--regenerate", "2"]) == 0, capsys.readouterr().out
     for config, tasks in CONFIGS.items():
@@ -68,6 +72,8 @@ def test_verify_rebuilds_rows_and_every_config_loads(built, capsys):
         assert one.num_rows == SAMPLES
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_the_row_checks_read_the_languages_prompt_files(built):
     """verify's answer check: a needle's value, the none-word or a common word changed is
     found (the asked key parsed with the instruction language's question, needles with the
@@ -82,6 +88,8 @@ def test_the_row_checks_read_the_languages_prompt_files(built):
         assert check(wrong) is not None, task
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_the_card_says_what_is_known_of_licences_and_books(built):
     card = (built / "README.md").read_text(encoding="utf-8")
     front = card.split("---\n", 2)[1]
@@ -95,6 +103,8 @@ def test_the_card_says_what_is_known_of_licences_and_books(built):
     assert "ONERULER differences from upstream" in section and "2867825" in section
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_release_refuses_books_of_unknown_status_unless_acknowledged(built, capsys):
     code = main(["release", str(built), "--repo", "org/oneruler", "--dry-run"])
     err = capsys.readouterr().err.strip()
@@ -118,6 +128,8 @@ def _build_in_process(out: Path, hash_seed: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow  # two builds in fresh processes (~30 s)
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_two_processes_with_other_hash_seeds_write_the_same_bytes(tmp_path):
     outs = tmp_path / "a", tmp_path / "b"
     for out, seed in zip(outs, ("1", "2")):

@@ -257,6 +257,7 @@ ONERULER_CASES = [
 ]
 
 
+@pytest.mark.build
 def test_utils_py_scores_oneruler_rows_as_ruler_score_does(data, tmp_path):
     folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
                              tmp_path / "tasks")
