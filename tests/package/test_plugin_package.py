@@ -290,7 +290,7 @@ def data(site, tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_the_installed_command_offers_the_plugins_parts(site):
     text = " ".join(_ruler(site, "build", "--help").stdout.split())
-    assert "--benchmark {v1,v2,toy}" in text and "--toy-budget N" in text
+    assert "--benchmark {v1,v2,oneruler,toy}" in text and "--toy-budget N" in text
     text = " ".join(_ruler(site, "eval", "--help").stdout.split())
     assert "{vllm,openai,hf,fake,toy-reader}" in text and "--toy-hedge" in text
     assert "toy-list" in _ruler(site, "export", "--help").stdout
