@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # the heavy imports happen inside the functions
     from ruler.builder.pipeline.config import BuildReport
     from ruler.builder.verify.findings import VerifyReport
     from ruler.eval.runner import EvalOutcome
-    from ruler.eval.score import ScoreReport
+    from ruler.eval.scores_record import ScoresRecord
 
 
 class OptionError(RulerError, TypeError):
@@ -183,7 +183,7 @@ def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
     return run_eval(eval_config(args))
 
 
-def score(predictions: str | Path, data: str | Path, **options: Any) -> "ScoreReport":
+def score(predictions: str | Path, data: str | Path, **options: Any) -> "ScoresRecord":
     """`ruler score`: score a predictions file or folder (ruler eval, lm-eval samples, Inspect
     logs) against the dataset; writes scores.json as the command does and returns the report
     (`.cells`, `.complete`, `.missing`)."""

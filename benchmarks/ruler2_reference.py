@@ -237,7 +237,7 @@ def compare(ours: Path, config: str, reference: Path, lengths: Sequence[int], sa
     build = manifest.build(config)
     if build is None:
         raise SystemExit(f"{ours} has no build of config {config!r}")
-    tok = load_tokenizer(build.tokenizer["name"])
+    tok = load_tokenizer(build.tokenizer.name)
     mode = build.prompt_mode
     hotpot_data = []
 

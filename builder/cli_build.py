@@ -22,7 +22,6 @@ from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import variant_kinds, variants_from_args
 
 if TYPE_CHECKING:
-    from ruler.builder.manifest import BuildEntry
     from ruler.builder.pipeline import BuildConfig
 
 
@@ -209,23 +208,8 @@ def _build_one(args: argparse.Namespace, cfg: "BuildConfig") -> None:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "
               f"this tokenizer's counts do not add up across the prompt's piece junctions "
               f"(slower, same exactness): {', '.join(f.path for f in fallback)}")
-    why = unofficial_reasons(Manifest.load(report.out).build(report.config))
+    build = Manifest.load(report.out).build(report.config)
+    why = build.unofficial_reasons() if build is not None else []
     if why:
         print(f"note: {report.config} is an unofficial build ({'; '.join(why)}); the manifest "
               f"and the card say so, and `ruler release` refuses it without --allow-unofficial")
-
-
-def unofficial_reasons(build: BuildEntry | None) -> list[str]:
-    """Why a config's build entry (manifest.json) is not official; [] when it is."""
-    if build is None or build.official in (True, None):
-        return []
-    tokenizer = build.tokenizer
-    reasons = [] if tokenizer.get("pinned") else [
-        f"tokenizer {tokenizer.get('name')!r} is not a pinned registry tokenizer"]
-    for sid, source in sorted((build.sources or {}).items()):
-        if not source.get("official"):
-            note = f": {source['note']}" if source.get("note") else ""
-            reasons.append(f"source {sid} is not the official file ({source.get('file')}, "
-                           f"sha256 {str(source.get('sha256'))[:12]}, official "
-                           f"{str(source.get('official_sha256'))[:12]}){note}")
-    return reasons or ["its manifest entry says so"]

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
+
+from ruler.builder.manifest_records import IdentityRecord, SourceRecord, TokenizerRecord
 
 # The packages that shape rows: one list, in the lowest layer that reads it (the manifest
 # records the writer's environment too); the identity records its tokenizer's share of it.
@@ -30,34 +32,33 @@ if TYPE_CHECKING:
 NOT_RECORDED = "not recorded"
 
 
-def tokenizer_fingerprint(record: Mapping[str, Any]) -> str:
+def tokenizer_fingerprint(record: TokenizerRecord) -> str:
     """The fingerprint of a tokenizer as the manifest records it (kind, file hashes, chat
     template hash): equal to the loaded tokenizer's `identity.fingerprint()`."""
     return TokenizerIdentity(
-        name=str(record.get("name")), kind=str(record.get("kind")), origin="",
-        files=dict(record.get("files") or {}),
-        chat_template_sha256=record.get("chat_template_sha256")).fingerprint()
+        name=record.name, kind=record.kind, origin="", files=dict(record.files),
+        chat_template_sha256=record.chat_template_sha256).fingerprint()
 
 
-def make_identity(*, generator_version: str, seed: int, samples: int, prompt_mode: str,
-                  tokenizer: Mapping[str, Any], packages: Mapping[str, str],
-                  variant: Mapping[str, Any] | None = None,
-                  benchmark: str | None = None) -> dict[str, Any]:
+def make_identity(*, generator_version: str | None, seed: int | None, samples: int | None,
+                  prompt_mode: str | None, tokenizer: TokenizerRecord,
+                  packages: Mapping[str, str], variant: Mapping[str, int] | None = None,
+                  benchmark: str | None = None) -> IdentityRecord:
     """The identity of a config's build. `tokenizer` is its manifest record
     (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity.
     A RULERv2 build's identity names its benchmark; RULER's has no such key (absent means
     "ruler", as in the manifest), so v1 identities are what they always were."""
-    repo, revision = tokenizer.get("repo"), tokenizer.get("revision")
-    identity = {"generator_version": generator_version, "seed": seed, "samples": samples,
-                "prompt_mode": prompt_mode, "tokenizer": tokenizer_fingerprint(tokenizer),
-                "tokenizer_revision": f"{repo}@{revision}" if repo or revision else None,
-                "packages": dict(sorted(packages.items()))}
-    if benchmark not in (None, "ruler"):
-        identity["benchmark"] = benchmark
-    return {**identity, "variant": dict(sorted(variant.items()))} if variant else identity
+    repo, revision = tokenizer.repo, tokenizer.revision
+    return IdentityRecord(
+        generator_version=generator_version, seed=seed, samples=samples,
+        prompt_mode=prompt_mode, tokenizer=tokenizer_fingerprint(tokenizer),
+        tokenizer_revision=f"{repo}@{revision}" if repo or revision else None,
+        packages=dict(sorted(packages.items())),
+        benchmark=None if benchmark in (None, "ruler") else benchmark,
+        variant=dict(sorted(variant.items())) if variant else None)
 
 
-def identity_of_build(build: BuildEntry) -> dict[str, Any]:
+def identity_of_build(build: BuildEntry) -> IdentityRecord:
     """The identity recomputed from a manifest build entry's recorded fields."""
     return make_identity(generator_version=build.generator_version, seed=build.seed,
                          samples=build.samples, prompt_mode=build.prompt_mode,
@@ -65,46 +66,42 @@ def identity_of_build(build: BuildEntry) -> dict[str, Any]:
                          variant=build.variant or None, benchmark=build.benchmark)
 
 
-def file_key(identity: Mapping[str, Any], task: str, max_seq_length: int,
-             source_hashes: Mapping[str, str]) -> str:
+def file_key(identity: IdentityRecord, task: str, max_seq_length: int,
+             source_hashes: Mapping[str, str | None]) -> str:
     """A file's build key: its build's identity, task, length and its task's source hashes."""
-    relevant = dict(identity, sources=dict(sorted(source_hashes.items())), task=task,
+    relevant = dict(identity.to_json(), sources=dict(sorted(source_hashes.items())), task=task,
                     max_seq_length=max_seq_length)
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 
-def identity_differences(old: Mapping[str, Any] | None,
-                         new: Mapping[str, Any]) -> list[str]:
+def identity_differences(old: IdentityRecord | None, new: IdentityRecord) -> list[str]:
     """What differs between two identities, one phrase each ("seed 42 -> 7"); [] when equal
     or when there is no old one."""
-    if not old:
+    if old is None:
         return []
-    labels = {"generator_version": "generator version", "seed": "seed", "samples": "samples",
-              "prompt_mode": "prompt mode", "tokenizer": "tokenizer hash (files or chat "
-              "template)", "tokenizer_revision": "tokenizer revision", "variant": "variant",
-              "benchmark": "benchmark"}
-    found = [f"{label} {old.get(key)} -> {new.get(key)}" for key, label in labels.items()
-             if old.get(key) != new.get(key)]
-    before, after = old.get("packages") or {}, new.get("packages") or {}
+    found = [f"{label} {getattr(old, key)} -> {getattr(new, key)}"
+             for key, label in IdentityRecord.LABELS.items()
+             if getattr(old, key) != getattr(new, key)]
+    before, after = old.packages, new.packages
     changed = [f"{p} {before.get(p, NOT_RECORDED)} -> {after.get(p, NOT_RECORDED)}"
                for p in sorted(set(before) | set(after)) if before.get(p) != after.get(p)]
     if changed:
         found.append("package versions (" + ", ".join(changed) + ")")
-    extra = sorted(set(old) - set(labels) - {"packages"})
+    extra = sorted(old.extra)
     if extra:  # a manifest written by another generator version
         found.append(f"identity fields {', '.join(extra)}")
     return found
 
 
-def source_differences(old: Mapping[str, Mapping[str, Any]],
+def source_differences(old: Mapping[str, SourceRecord],
                        new: Mapping[str, str]) -> list[str]:
     """Sources both builds read, with other bytes (manifest `sources` entries vs hashes)."""
-    return [f"source {sid} sha256 {old[sid].get('sha256', '')[:12]} -> {sha[:12]}"
+    return [f"source {sid} sha256 {old[sid].sha256[:12]} -> {sha[:12]}"
             for sid, sha in sorted(new.items())
-            if sid in old and old[sid].get("sha256") != sha]
+            if sid in old and old[sid].sha256 != sha]
 
 
-def build_differences(previous: BuildEntry | None, identity: Mapping[str, Any],
+def build_differences(previous: BuildEntry | None, identity: IdentityRecord,
                       sources: Mapping[str, str]) -> list[str]:
     """What differs between a folder's recorded build of a config (`previous`, its manifest
     entry) and a build of `identity` that reads `sources` (id -> sha256), one phrase each;
@@ -113,7 +110,7 @@ def build_differences(previous: BuildEntry | None, identity: Mapping[str, Any],
     identity (a manifest of an older ruler) is never taken for the same build."""
     if previous is None:
         return []
-    if not previous.identity:
+    if previous.identity is None:
         return ["no identity recorded (a manifest of an older ruler)"]
     return (identity_differences(previous.identity, identity)
             + source_differences(previous.sources or {}, sources))

@@ -39,7 +39,6 @@ folder.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -55,6 +54,14 @@ import pyarrow as pa
 from ruler.builder import __version__
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
+from ruler.builder.json_record import Decode, JsonRecord, absent_field, extra_field, record_map
+from ruler.builder.manifest_records import (
+    IdentityRecord,
+    SourceRecord,
+    TokenizerRecord,
+    is_official,
+    unofficial_reasons,
+)
 from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
 from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.schema import LONG_TEXT_COLUMNS
@@ -101,33 +108,15 @@ def data_path(config: str, task: str, max_seq_length: int) -> str:
 # A record's optional fields are None where the manifest does not have them (a manifest of an
 # older version, a build made without that option), and `to_json` leaves them out again: no
 # field of the format may be null (`manifest_schema`), so None never stands for a value.
-
-class _Record:
-    """JSON <-> dataclass for one manifest record; keys it does not know stay in `extra`."""
-
-    #: Fields `to_json` always writes (the schema requires them).
-    REQUIRED: ClassVar[tuple[str, ...]] = ()
-
-    @classmethod
-    def from_json(cls, record: Mapping[str, Any]):
-        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
-        return cls(**{k: v for k, v in record.items() if k in known},
-                   extra={k: v for k, v in record.items() if k not in known})
-
-    def to_json(self) -> dict[str, Any]:
-        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "extra"
-               and (f.name in self.REQUIRED or getattr(self, f.name) is not None)}
-        return copy.deepcopy({**self.extra, **own})
-
+# (`builder.json_record`: JSON <-> dataclass, keys a record does not know kept in `extra`.)
 
 @dataclass(frozen=True)
-class FileEntry(_Record):
+class FileEntry(JsonRecord):
     """One split file: what it is (config, task, L), what it holds (rows, hashes) and what
     built it (build key, package versions, how its lengths were counted)."""
 
-    REQUIRED: ClassVar[tuple[str, ...]] = ("config", "task", "max_seq_length", "rows", "bytes",
-                                           "sha256", "content_sha256")
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({
+        "build_key", "packages", "counting", "repeated_share"})
 
     config: str
     task: str
@@ -143,7 +132,8 @@ class FileEntry(_Record):
     # it): {"mean", "max"} over the rows of the share of a row's context, in characters, that
     # repeats text of the source already in that context. The card reports it.
     repeated_share: dict[str, float] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = extra_field()
+    absent: frozenset[str] = absent_field()
 
     @property
     def path(self) -> str:
@@ -152,33 +142,51 @@ class FileEntry(_Record):
 
 
 @dataclass(frozen=True)
-class BuildEntry(_Record):
+class BuildEntry(JsonRecord):
     """One config's build: the tokenizer record, the identity fields (`builder.identity`), and
     what its files and sources make of it (sources, official, tasks, lengths, counting)."""
 
-    REQUIRED: ClassVar[tuple[str, ...]] = ("tokenizer",)
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({
+        "prompt_mode", "seed", "samples", "generator_version", "packages", "identity",
+        "counting", "sources", "official", "tasks", "lengths", "variant", "benchmark"})
+    DECODE: ClassVar[Mapping[str, Decode]] = {
+        "tokenizer": TokenizerRecord.from_json, "identity": IdentityRecord.from_json,
+        "sources": record_map(SourceRecord.from_json)}
 
-    tokenizer: dict[str, Any]  # TokenizerIdentity.as_manifest()
+    tokenizer: TokenizerRecord  # TokenizerIdentity.as_manifest()
     prompt_mode: str | None = None
     seed: int | None = None
     samples: int | None = None
     generator_version: str | None = None
     packages: dict[str, str] | None = None
-    identity: dict[str, Any] | None = None
+    identity: IdentityRecord | None = None
     counting: list[str] | None = None
-    sources: dict[str, dict[str, Any]] | None = None  # id -> ResolvedSource.as_manifest()
+    sources: dict[str, SourceRecord] | None = None  # id -> ResolvedSource.as_manifest()
     official: bool | None = None
     tasks: list[str] | None = None
     lengths: list[int] | None = None
     variant: dict[str, int] | None = None  # builder.variants: {field: value}
     # builder.tasks.benchmarks: "ruler2" for RULERv2's configs; absent for RULER's
     benchmark: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = extra_field()
+    absent: frozenset[str] = absent_field()
 
     @property
     def source_hashes(self) -> dict[str, str]:
         """id -> sha256 of the sources the build recorded."""
-        return {sid: s.get("sha256") for sid, s in (self.sources or {}).items()}
+        return {sid: s.sha256 for sid, s in (self.sources or {}).items()}
+
+    def official_by_record(self) -> bool:
+        """Whether its tokenizer and sources, as recorded, make it official (what `official`
+        must say: `manifest_records.is_official`)."""
+        return is_official(self.tokenizer, self.sources or {})
+
+    def unofficial_reasons(self) -> list[str]:
+        """Why the build is not official; [] when its entry says it is (or says nothing)."""
+        if self.official in (True, None):
+            return []
+        return unofficial_reasons(self.tokenizer, self.sources or {}) or [
+            "its manifest entry says so"]
 
 
 @dataclass
@@ -201,7 +209,7 @@ class Manifest:
                    packages=package_versions())
 
     @classmethod
-    def load(cls, out: str | os.PathLike) -> Manifest:
+    def load(cls, out: str | os.PathLike[str]) -> Manifest:
         """The manifest of build folder `out`, checked (`manifest_schema`), or an empty one
         when the folder has none yet."""
         path = Path(out) / MANIFEST_NAME
@@ -241,7 +249,7 @@ class Manifest:
                 data[name] = copy.deepcopy(getattr(self, name))
         return data
 
-    def save(self, out: str | os.PathLike) -> None:
+    def save(self, out: str | os.PathLike[str]) -> None:
         """Write `OUT/manifest.json` atomically, recording this process's package versions
         (hold `manifest_lock` when others may write too)."""
         self.packages = package_versions()
@@ -296,7 +304,7 @@ class Manifest:
         self.builds.pop(config, None)
 
 
-def split_file(root: str | os.PathLike, rel: str) -> Path:
+def split_file(root: str | os.PathLike[str], rel: str) -> Path:
     """`root/rel` for a split file's path relative to a build folder, refusing a symbolic
     link anywhere below `root` (`data`, a config's or task's folder, the file): a link could
     make a write land, or a read come from, outside the folder, or one config's files alias
@@ -315,14 +323,14 @@ def split_file(root: str | os.PathLike, rel: str) -> Path:
     return path
 
 
-def check_split_files(root: str | os.PathLike, rels: Iterable[str]) -> None:
+def check_split_files(root: str | os.PathLike[str], rels: Iterable[str]) -> None:
     """`split_file` for each path: no symbolic link below `root` on the way to any of them."""
     for rel in rels:
         split_file(root, rel)
 
 
 @contextmanager
-def manifest_lock(out: str | os.PathLike) -> Iterator[None]:
+def manifest_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     """Hold OUT's manifest lock (blocking; other writers hold it for milliseconds)."""
     from filelock import FileLock
 
@@ -379,13 +387,13 @@ def content_sha256_rows(rows: Iterable[dict[str, Any]]) -> str:
 
 def content_sha256(table: pa.Table) -> str:
     """Hash of a table's rows in order, independent of Parquet encoding details."""
-    def rows():
+    def rows() -> Iterator[dict[str, Any]]:
         for batch in table.to_batches(max_chunksize=64):
             yield from batch.to_pylist()
     return content_sha256_rows(rows())
 
 
-def read_manifest(out: str | os.PathLike) -> dict[str, Any]:
+def read_manifest(out: str | os.PathLike[str]) -> dict[str, Any]:
     """`Manifest.load(out)` as its JSON data: for tools and tests that look at the format
     itself. Code reads the typed `Manifest`."""
     return Manifest.load(out).to_json()

@@ -21,7 +21,7 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.builder import hub_sources
 from ruler.builder.atomic import replace_folder, replacing
@@ -30,6 +30,7 @@ from ruler.builder.essay_fetch import fetch_essays
 from ruler.builder.essay_record import read_record
 from ruler.builder.hashing import directory_digest, file_sha256
 from ruler.builder.hub_sources import HubDataset, HubFile, HubSplit
+from ruler.builder.manifest_records import SourceRecord
 from ruler.builder.mirror import mirrored
 from ruler.builder.user_cache import user_cache_root
 
@@ -216,7 +217,13 @@ class ResolvedSource:
     hashes: Mapping[str, str] = field(default_factory=dict)
     revision: str | None = None
 
-    def as_manifest(self) -> dict:
+    def as_manifest(self) -> SourceRecord:
+        """Its record in a manifest build entry's `sources`. Made from its JSON: a local
+        file's record has no Hub fields, a Hub source's records its revision even when None
+        (a stand-in), as manifests always had them."""
+        return SourceRecord.from_json(self._manifest_json())
+
+    def _manifest_json(self) -> dict[str, Any]:
         if self.spec.hub is not None:
             official_sha256 = self.sha256 if self.official else \
                 hub_sources.official_digest(self.spec.hub)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ruler.builder.chat_template import ChatTemplate
 from ruler.builder.errors import RulerError
+from ruler.builder.manifest_records import TokenizerRecord
 
 #: chat: the chat template, assistant turn pre-filled with the answer prefix; base: input +
 #: answer prefix with the tokenizer's special tokens; reasoning: the chat template with a
@@ -62,12 +63,12 @@ class TokenizerIdentity:
                          str(self.chat_template_sha256)])
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def as_manifest(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "kind": self.kind, "origin": self.origin, "repo": self.repo,
-            "revision": self.revision, "files": dict(sorted(self.files.items())),
-            "chat_template_sha256": self.chat_template_sha256, "pinned": self.pinned,
-        }
+    def as_manifest(self) -> TokenizerRecord:
+        """The manifest's record of this tokenizer (a build entry's `tokenizer`)."""
+        return TokenizerRecord(
+            name=self.name, kind=self.kind, origin=self.origin, repo=self.repo,
+            revision=self.revision, files=dict(sorted(self.files.items())),
+            chat_template_sha256=self.chat_template_sha256, pinned=self.pinned)
 
 
 class ChatTemplateError(RulerError, ValueError):

@@ -26,7 +26,8 @@ def wonderwords_list(name: str) -> tuple[str, ...]:
         raise RulerError(f"wonderwords {version} is installed; RULER's word lists are those of "
                          f"wonderwords {WONDERWORDS_VERSION} (pip install "
                          f"wonderwords=={WONDERWORDS_VERSION})")
-    text = importlib.resources.files("wonderwords").joinpath("assets", name).read_text("utf-8")
+    text = importlib.resources.files("wonderwords").joinpath("assets").joinpath(name).read_text(
+        "utf-8")
     return tuple(w for w in (line.strip() for line in text.splitlines()) if w)
 
 

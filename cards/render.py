@@ -22,6 +22,7 @@ from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
+from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.registry import load_target
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
@@ -147,17 +148,17 @@ def _yes(flag: bool) -> str:
 
 # --- body sections ---------------------------------------------------------------------------
 
-def tokenizer_origin(tok: Mapping[str, Any]) -> str:
+def tokenizer_origin(tok: TokenizerRecord) -> str:
     """Where a build's tokenizer comes from, as far as its record knows: `repo@revision`; for a
     registry pin without a recorded Hub commit, that its files are pinned by hash (what makes
     the build official), never an "unrecorded revision" beside "official: yes"."""
-    if not tok.get("repo"):
-        return str(tok.get("kind"))
-    if tok.get("revision"):
-        return f"{tok['repo']}@{tok['revision']}"
-    if tok.get("pinned"):
-        return f"{tok['repo']}, files pinned by sha256; Hub commit not recorded"
-    return f"{tok['repo']}, revision not recorded"
+    if not tok.repo:
+        return tok.kind
+    if tok.revision:
+        return f"{tok.repo}@{tok.revision}"
+    if tok.pinned:
+        return f"{tok.repo}, files pinned by sha256; Hub commit not recorded"
+    return f"{tok.repo}, revision not recorded"
 
 
 def contents_table(manifest: Manifest) -> str:
@@ -166,7 +167,7 @@ def contents_table(manifest: Manifest) -> str:
         build = manifest.build(config)
         tok = build.tokenizer
         origin = tokenizer_origin(tok)
-        rows.append([_code(config), f"{tok.get('name', config)} ({origin})",
+        rows.append([_code(config), f"{tok.name} ({origin})",
                      build.prompt_mode, len(manifest.tasks(config)),
                      ", ".join(f"`{L}`" for L in manifest.lengths(config)), build.samples,
                      sum(f.rows for f in manifest.files_of(config)),
@@ -211,14 +212,14 @@ def packages_table(manifest: Manifest) -> str:
 
 def build_section(config: str, build: BuildEntry) -> str:
     tok = build.tokenizer
-    template = _code(tok.get("chat_template_sha256")) if tok.get("chat_template_sha256") \
+    template = _code(tok.chat_template_sha256) if tok.chat_template_sha256 \
         else "none (base prompt: `input` + `answer_prefix` with the tokenizer's own special " \
         "tokens, e.g. BOS)"
     lines = [
         f"### Config `{config}`", "",
-        f"- tokenizer: `{tok.get('name')}` ({tok.get('kind')}, from {tok.get('origin')}); "
-        f"repo {_code(tok.get('repo'))}, revision {_revision_text(tok)}; "
-        f"files equal the registry's pin: {_yes(bool(tok.get('pinned')))}",
+        f"- tokenizer: `{tok.name}` ({tok.kind}, from {tok.origin}); "
+        f"repo {_code(tok.repo)}, revision {_revision_text(tok)}; "
+        f"files equal the registry's pin: {_yes(tok.pinned)}",
         f"- chat template sha256: {template}",
         f"- prompt mode: `{build.prompt_mode}`; seed: `{build.seed}`; "
         f"samples per task and length: {build.samples}",
@@ -231,27 +232,27 @@ def build_section(config: str, build: BuildEntry) -> str:
         f"{', '.join(f'{p} {v}' for p, v in sorted((build.packages or {}).items())) or '—'}",
         "",
         _table(["tokenizer file", "sha256"],
-               [[f, _code(h)] for f, h in sorted(tok.get("files", {}).items())]), "",
+               [[f, _code(h)] for f, h in sorted(tok.files.items())]), "",
     ]
     sources = build.sources or {}
     if sources:
         lines.append(_table(
             ["source", "file", "sha256", "official", "official sha256"],
-            [[sid, _code(s.get("file")), _code(s.get("sha256")), _yes(bool(s.get("official"))),
-              _code(s.get("official_sha256"))] for sid, s in sorted(sources.items())]))
-        lines.extend(f"\n- `{sid}` is not the official file: {s['note']}"
-                     for sid, s in sorted(sources.items()) if s.get("note"))
+            [[sid, _code(s.file), _code(s.sha256), _yes(s.official),
+              _code(s.official_sha256)] for sid, s in sorted(sources.items())]))
+        lines.extend(f"\n- `{sid}` is not the official file: {s.note}"
+                     for sid, s in sorted(sources.items()) if s.note)
     else:
         lines.append("Sources: none (these tasks read no third-party input).")
     return "\n".join(lines)
 
 
-def _revision_text(tok: Mapping[str, Any]) -> str:
-    if tok.get("revision"):
-        return _code(tok["revision"])
-    if tok.get("repo") and tok.get("pinned"):
+def _revision_text(tok: TokenizerRecord) -> str:
+    if tok.revision:
+        return _code(tok.revision)
+    if tok.repo and tok.pinned:
         return "not recorded (the registry pins the files by their sha256, below)"
-    return "not recorded" if tok.get("repo") else "—"
+    return "not recorded" if tok.repo else "—"
 
 
 def counting_text(methods: Sequence[str]) -> str:

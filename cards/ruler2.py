@@ -58,9 +58,9 @@ def ruler2_section(manifest: Manifest) -> str:
     for sid in ("mmlu", "hotpotqa_hub"):
         hub = SOURCES[sid].hub
         used = {c: (manifest.build(c).sources or {}).get(sid) for c in configs}
-        got = "; ".join(f"`{c}`: " + (f"revision `{s['revision']}`" if s.get("revision")
+        got = "; ".join(f"`{c}`: " + (f"revision `{s.revision}`" if s.revision
                                        else "stand-in files, no revision")
-                        + ("" if s.get("official") else " (**not official**)")
+                        + ("" if s.official else " (**not official**)")
                         for c, s in used.items() if s)
         hub_rows.append([f"`{sid}`", f"`{hub.repo}` config `{hub.config}`",
                          ", ".join(f"`{s.name}` ({s.rows:,} rows)" for s in hub.splits),

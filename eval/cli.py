@@ -19,7 +19,7 @@ from ruler.eval.engine_env import VLLM_CPU_DEFAULTS
 if TYPE_CHECKING:
     from ruler.eval.backends import BackendOptions
     from ruler.eval.runner import EvalConfig
-    from ruler.eval.score import ScoreReport
+    from ruler.eval.scores_record import ScoresRecord
 
 _SHOWN = 10
 #: What `ruler eval --help` says of vLLM's CPU build, from what `engine_env` sets.
@@ -376,7 +376,7 @@ def backend_options(args: argparse.Namespace) -> BackendOptions:
     return get_backend(args.backend).options(args)
 
 
-def score_to_folder(args: argparse.Namespace) -> "tuple[ScoreReport, Path]":
+def score_to_folder(args: argparse.Namespace) -> "tuple[ScoresRecord, Path]":
     """Score `ruler score`'s predictions and write scores.json (the CLI and `ruler.score`);
     returns the report and the folder written."""
     from ruler.builder.cli_build import parse_lengths, parse_tasks
@@ -445,7 +445,7 @@ def _several_report(args: argparse.Namespace) -> int:
     pooled."""
     from ruler.eval.report import load_scores
 
-    models = {load_scores(results).get("model") for results in args.results}
+    models = {load_scores(results).model for results in args.results}
     if args.table or len(models) > 1:
         return _table3_report(args)
     if args.reference:
@@ -492,8 +492,8 @@ def _dataset_files(args: argparse.Namespace, results: Path) -> dict | None:
     from ruler.eval.report import load_scores
 
     scores = load_scores(results)
-    ds = open_dataset(args.data, args.revision, scores["config"])
-    return {f.key: f.content_sha256 for f in ds.files(scores["config"])}
+    ds = open_dataset(args.data, args.revision, scores.config)
+    return {f.key: f.content_sha256 for f in ds.files(scores.config)}
 
 
 def _pooled_report(args: argparse.Namespace) -> int:

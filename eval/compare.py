@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
@@ -27,7 +27,8 @@ from ruler.eval.integrations.inspect_logs import is_inspect_log
 from ruler.eval.intervals import METHOD_TEXT, PairedDifference, paired_difference
 from ruler.eval.report import check_revision, load_scores
 from ruler.eval.results_folder import SCORES_NAME
-from ruler.eval.score import score_path, tie_totals
+from ruler.eval.score import score_path
+from ruler.eval.scores_record import ScoresRecord, TieTotals
 
 COMPARE_FILES = ("compare.md", "compare.json", "compare.png")
 _SHOWN = 5
@@ -63,8 +64,8 @@ class Comparison:
     rows: list[Row]  # per task x length, then per length overall
     not_shared: dict[str, list[str]] = field(default_factory=dict)  # "a_only"/"b_only" keys
     cells_only: dict[str, list[str]] = field(default_factory=dict)  # cells in one run only
-    # "a"/"b" -> scored rows nothing ties to the build (score.tie_totals), where there are any
-    unverified: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # "a"/"b" -> scored rows nothing ties to the build, where there are any
+    unverified: dict[str, TieTotals] = field(default_factory=dict)
 
     @property
     def by_task(self) -> list[Row]:
@@ -80,30 +81,27 @@ class Comparison:
                 "by_task": [r.to_json() for r in self.by_task],
                 "by_length": [r.to_json() for r in self.overall],
                 "rows_not_shared": self.not_shared, "cells_in_one_run_only": self.cells_only,
-                "unverified": self.unverified}
+                "unverified": {side: t.to_json() for side, t in self.unverified.items()}}
 
 
-def _rows_of(scores: Mapping[str, Any], where: str) -> dict[tuple[str, int], dict[int, float]]:
+def _rows_of(scores: ScoresRecord, where: str) -> dict[tuple[str, int], dict[int, float]]:
     cells = {}
-    for c in scores["cells"]:
-        if "row_scores" not in c:
+    for c in scores.cells:
+        if c.row_scores is None:
             raise RulerError(f"{where} records no per-row values (scored by an older ruler): "
                              f"re-score it with `ruler score` to compare it")
-        cells[(c["task"], int(c["max_seq_length"]))] = {int(i): float(v)
-                                                        for i, v in c["row_scores"]}
+        cells[c.key] = {int(i): float(v) for i, v in c.row_scores}
     return cells
 
 
-def check_same_rows(a: Mapping[str, Any], b: Mapping[str, Any], where_a: str,
-                    where_b: str) -> None:
+def check_same_rows(a: ScoresRecord, b: ScoresRecord, where_a: str, where_b: str) -> None:
     """Refuse runs that were not made on the same rows: another config, or a split file both
     name with other contents."""
-    if a["config"] != b["config"]:
+    if a.config != b.config:
         raise RulerError(f"{where_a} and {where_b} are runs on different dataset configs "
-                         f"({a['config']!r} vs {b['config']!r}): a paired comparison needs the "
+                         f"({a.config!r} vs {b.config!r}): a paired comparison needs the "
                          f"same rows")
-    files_a = a["dataset"].get("files") or {}
-    files_b = b["dataset"].get("files") or {}
+    files_a, files_b = a.files, b.files
     differ = sorted(k for k in set(files_a) & set(files_b) if files_a[k] != files_b[k])
     if differ:
         raise RulerError(f"{where_a} and {where_b} were scored on different builds: "
@@ -114,13 +112,13 @@ def check_same_rows(a: Mapping[str, Any], b: Mapping[str, Any], where_a: str,
                          f"compare")
 
 
-def compare_scores(a: Mapping[str, Any], b: Mapping[str, Any], where_a: str = "A",
+def compare_scores(a: ScoresRecord, b: ScoresRecord, where_a: str = "A",
                    where_b: str = "B") -> Comparison:
     check_same_rows(a, b, where_a, where_b)
-    config = a["config"]
+    config = a.config
     rows_a, rows_b = _rows_of(a, where_a), _rows_of(b, where_b)
     cells = sorted(set(rows_a) & set(rows_b), key=lambda k: (k[1], task_rank(k[0])))
-    only = {"a_only": [], "b_only": []}
+    only: dict[str, list[str]] = {"a_only": [], "b_only": []}
     lines: list[Row] = []
     pooled: dict[int, tuple[list[float], list[float]]] = {}
     for task, L in cells:
@@ -143,8 +141,8 @@ def compare_scores(a: Mapping[str, Any], b: Mapping[str, Any], where_a: str = "A
         raise RulerError(f"{where_a} and {where_b} have no answered row in common: nothing "
                          f"to compare")
     unverified = {side: totals for side, run in (("a", a), ("b", b))
-                  if (totals := tie_totals(run["cells"]))["unverified"]}
-    return Comparison(where_a, where_b, a.get("model"), b.get("model"), config, lines, only,
+                  if (totals := run.tied_to_build).unverified}
+    return Comparison(where_a, where_b, a.model, b.model, config, lines, only,
                       in_one, unverified)
 
 
@@ -173,13 +171,13 @@ def holds_scores(run: str | Path) -> bool:
 
 
 def run_scores(run: str | Path, data: str | None = None, revision: str | None = None,
-               config: str | None = None) -> dict[str, Any]:
+               config: str | None = None) -> ScoresRecord:
     """The scores of one side of a comparison (see `compare_runs`)."""
     if holds_scores(run):
         scores = load_scores(run)
         if data is not None:
-            ds = open_dataset(data, revision, scores["config"])
-            check_revision(scores, {f.key: f.content_sha256 for f in ds.files(scores["config"])},
+            ds = open_dataset(data, revision, scores.config)
+            check_revision(scores, {f.key: f.content_sha256 for f in ds.files(scores.config)},
                            str(run))
         return scores
     if not Path(run).exists():
@@ -189,7 +187,7 @@ def run_scores(run: str | Path, data: str | None = None, revision: str | None = 
         raise RulerError(f"{run} holds predictions, not scores (no {SCORES_NAME}): pass --data "
                          f"(the dataset they were made from) to score them here, or score them "
                          f"first with `ruler score`")
-    return score_path(run, data, revision, config).to_json()
+    return score_path(run, data, revision, config)
 
 
 def _p(p: float) -> str:
@@ -223,7 +221,7 @@ def to_markdown(c: Comparison) -> str:
             notes.append(f"\nCells scored in {name} only (not compared): {', '.join(cells)}")
         tie = c.unverified.get(side)
         if tie:
-            notes.append(f"\nUnverified rows in {name}: {tie['unverified']} of {tie['scored']} "
+            notes.append(f"\nUnverified rows in {name}: {tie.unverified} of {tie.scored} "
                          f"scored rows carry nothing that ties them to the build they were "
                          f"scored on (no data_sha256 or prompt in the predictions)")
     return "\n".join(head + table + notes) + "\n"
@@ -241,7 +239,7 @@ def plot(c: Comparison, path: Path) -> Path:
     ys = [r.diff.difference for r in overall]
     err = [[max(0.0, y - r.diff.interval.low) for y, r in zip(ys, overall)],
            [max(0.0, r.diff.interval.high - y) for y, r in zip(ys, overall)]]
-    for task in in_task_order({r.task for r in c.by_task}):
+    for task in in_task_order({r.task for r in c.by_task if r.task is not None}):
         mine = {format_length(r.length): r.diff.difference for r in c.by_task if r.task == task}
         ax.plot(labels, [mine.get(x, float("nan")) for x in labels], marker=".", alpha=0.35,
                 linewidth=0.8, label=task)

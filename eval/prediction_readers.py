@@ -22,7 +22,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
@@ -30,8 +30,9 @@ from ruler.builder.registry import Registry
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, read_records
 from ruler.eval.report_health import run_settings
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, recorded_files
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
 from ruler.eval.results_schema import read_run
+from ruler.eval.scores_record import PredictionsRecord
 
 if TYPE_CHECKING:
     from ruler.eval.data import Dataset
@@ -71,7 +72,7 @@ for _name, _target in (("lm-eval", "ruler.eval.integrations.lm_eval_samples:READ
     PREDICTION_READERS.register_lazy(_name, _target)
 
 
-def read_predictions(path: str | os.PathLike) -> PredictionSource:
+def read_predictions(path: str | os.PathLike[str]) -> PredictionSource:
     """Prediction records (key columns, prediction, status...) of any supported source."""
     path = Path(path)
     source = _read(path)
@@ -135,14 +136,13 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
     except RulerError as e:
         raise RulerError(f"{e} (the run record beside {path.name}; move {path.name} "
                          f"elsewhere to score it without it)") from None
-    config = run["dataset"]["config"]
     return PredictionSource(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
-                            run["model"], run.get("limit"), mode=run.get("mode"),
-                            asked={(config, *_cell(key)) for key in recorded_files(run)},
-                            serving=run.get("serving"), settings=run_settings(run))
+                            run.model, run.limit, mode=run.mode,
+                            asked={(run.config, *_cell(key)) for key in run.dataset.files},
+                            serving=run.serving, settings=run_settings(run))
 
 
-def _named_model(records: list[dict]) -> str | None:
+def _named_model(records: list[dict[str, Any]]) -> str | None:
     """The model every record names (`ruler eval` writes it into each), else None."""
     names = {r.get("model") for r in records}
     name = names.pop() if len(names) == 1 else None
@@ -155,13 +155,14 @@ def _cell(key: str) -> tuple[str, int]:
     return task, int(L)
 
 
-def fingerprint(source: PredictionSource) -> dict[str, str]:
+def fingerprint(source: PredictionSource) -> PredictionsRecord:
     """What was scored, recorded in scores.json: the path given (absolute) and the sha256 of
     its bytes; for a folder (lm-eval samples, Inspect logs), the sha256 of the list of the
     files read with their sha256s, so any changed, added or removed file changes it."""
     origin = Path(source.origin or source.files[0]).resolve()
     if origin.is_file():
-        return {"path": str(origin), "sha256": file_sha256(origin)}
+        return PredictionsRecord(path=str(origin), sha256=file_sha256(origin))
     listing = "".join(f"{Path(f).resolve().relative_to(origin)}\t{file_sha256(f)}\n"
                       for f in sorted(source.files))
-    return {"path": str(origin), "sha256": hashlib.sha256(listing.encode()).hexdigest()}
+    return PredictionsRecord(path=str(origin),
+                             sha256=hashlib.sha256(listing.encode()).hexdigest())

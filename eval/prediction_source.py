@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ruler.eval.run_record import ServingRecord
 
 
 @dataclass
@@ -20,7 +23,7 @@ class PredictionSource:
     # an Inspect log's task metadata, lm-eval's results file); None: not known.
     asked: set[tuple[str, str, int]] | None = None
     # How a `ruler eval` run's prompts reached the model (run.json's `serving`), if recorded.
-    serving: list[dict[str, Any]] | None = None
+    serving: list[ServingRecord] | None = None
     # How the run generated, where its files say (eval.report_health.HealthFacts settings:
     # framework, mode, temperature, max_tokens, ...); None: not known.
     settings: dict[str, Any] | None = None

@@ -37,7 +37,8 @@ class Prediction:
     index: int
     prediction: str | None  # None when the row was skipped or failed
     status: str = "ok"  # ok | skipped (never sent: does not fit) | error (request failed)
-    reason: str = ""
+    reason: str = ""  # why a row was skipped or failed, for people
+    skip_kind: str = ""  # a skipped row's `eval.skip_reasons.SkipReason` (what code reads)
     prompt_tokens: int = 0
     output_tokens: int = 0
     finish_reason: str = ""
@@ -70,13 +71,15 @@ class Prediction:
 
     def record(self) -> dict[str, Any]:
         """The JSON record; the reasoning fields only in reasoning mode, the server's prompt
-        count only where the engine reports one, the output budget only where clamped."""
+        count only where the engine reports one, the output budget only where clamped, the
+        skip kind only for a skipped row."""
         rec = asdict(self)
         if not self.reasoning:
             del rec["raw_prediction"], rec["reasoning"]
         if self.server_prompt_tokens is None:  # an engine that reports no count of its own
             del rec["server_prompt_tokens"]
-        for name in ("prompt_mismatch", "prompt_unchecked", "server_model", "server_notes"):
+        for name in ("skip_kind", "prompt_mismatch", "prompt_unchecked", "server_model",
+                     "server_notes"):
             if not rec[name]:
                 del rec[name]
         if self.output_budget is None:

@@ -160,7 +160,7 @@ def _model_key(model: str) -> str:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict[str, Any]:
-    return json.loads(resources.files("ruler.eval").joinpath("published", SCHEMA_NAME)
+    return json.loads(resources.files("ruler.eval").joinpath("published").joinpath(SCHEMA_NAME)
                       .read_text(encoding="utf-8"))
 
 

@@ -32,17 +32,18 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
+from ruler.builder.json_record import encode, fields_json
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, RULER2, benchmark_of
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
+from ruler.eval.health_record import HealthFacts
 from ruler.eval.intervals import METHOD_TEXT, Interval
-from ruler.eval.report_health import HealthFacts
 from ruler.eval.report_health import flags as health_flags
 from ruler.eval.report_health import markdown as health_markdown
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
@@ -51,23 +52,24 @@ from ruler.eval.report_reference import mark_plot as mark_published
 from ruler.eval.report_reference import markdown as reference_markdown
 from ruler.eval.report_reference import to_csv as reference_csv
 from ruler.eval.report_ruler2 import grid, grid_markdown
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.results_schema import read_run, read_scores
-from ruler.eval.score import cell_complete, cell_done, tie_totals
+from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
+from ruler.eval.scores_record import CellScore, ScoresRecord, Selection, TieTotals
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
                 "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Report:
     model: str | None
     config: str
-    dataset: dict[str, Any]
+    dataset: DatasetRecord
     tasks: list[str]
     lengths: list[int]
-    cells: dict[tuple[str, int], dict[str, Any]]
+    cells: dict[tuple[str, int], CellScore]
     summary: Summary
     depth: DepthTables | None = None  # None: scores.json has no depth items (older scores)
     mode: str | None = None  # "reasoning": the report counts rows that ran out of budget
@@ -75,14 +77,15 @@ class Report:
     # shortest length first.
     incomplete: list[tuple[str, int]] = field(default_factory=list)
     unscored: set[tuple[str, int]] = field(default_factory=set)
-    selection: dict[str, Any] = field(default_factory=dict)  # scores.json's (what was asked)
+    # scores.json's (what was asked; None: not recorded)
+    selection: Selection | None = None
     intervals: ReportIntervals | None = None  # None: the scores record no rows (older ones)
     # How the prompts were served and the server's prompt-count check (eval.serving)
-    serving: list[dict[str, Any]] | None = None
-    prompt_check: dict[str, Any] | None = None
-    # How the scored rows are tied to the build (score.tie_totals); None: not recorded (older
-    # scores.json)
-    tied_to_build: dict[str, Any] | None = None
+    serving: list[ServingRecord] | None = None
+    prompt_check: PromptCheck | None = None
+    # How the scored rows are tied to the build (scores_record.TieTotals); None: not recorded
+    # (older scores.json)
+    tied_to_build: TieTotals | None = None
     # The set-up health facts scores.json recorded (None: older scores) and the run beside
     # published results (`--reference`), or the names of those for its model (a hint).
     health: HealthFacts | None = None
@@ -117,13 +120,13 @@ class Report:
         if (task, L) in self.unscored:
             return "not scored"
         c = self.cells.get((task, L))
-        return None if c is None else f"{cell_done(c)}/{c['rows']}"
+        return None if c is None else f"{c.done}/{c.rows}"
 
     @property
     def rows_done(self) -> tuple[int, int]:
         """Rows with a result and rows asked for, over the cells scored."""
-        return (sum(cell_done(c) for c in self.cells.values()),
-                sum(c["rows"] for c in self.cells.values()))
+        return (sum(c.done for c in self.cells.values()),
+                sum(c.rows for c in self.cells.values()))
 
     def incomplete_labels(self) -> list[str]:
         return [f"{t} @ {format_length(L)} ({self.coverage(t, L)})" for t, L in self.incomplete]
@@ -131,24 +134,26 @@ class Report:
     def selection_text(self) -> str:
         """What was asked for, e.g. "2 task(s) x 1 length(s), as the run asked, first 2 rows
         of each"."""
+        selection = self.selection or Selection()
         by = {"run": ", as the run asked", "flags": ", as --tasks/--lengths select",
-              "config": ", all of the config's"}.get(self.selection.get("by"), "")
-        limit = self.selection.get("limit")
+              "config": ", all of the config's"}.get(selection.by or "", "")
+        limit = selection.limit
         return (f"{len(self.tasks)} task(s) x {len(self.lengths)} length(s){by}"
                 + (f", first {limit} rows of each" if limit else ""))
 
     @property
     def unverified(self) -> int:
-        return (self.tied_to_build or {}).get("unverified", 0)
+        return self.tied_to_build.unverified if self.tied_to_build else 0
 
     def unverified_text(self) -> str:
         """The scored rows nothing ties to this build, in words ("" when there are none)."""
         if not self.unverified:
             return ""
         tie = self.tied_to_build
-        weak = (f"; {tie['length_only']} carry only a length equal to the row's, which "
-                f"another build's row can share" if tie.get("length_only") else "")
-        return (f"{self.unverified} of {tie['scored']} scored rows carry nothing that ties "
+        assert tie is not None  # unverified rows are counted in it
+        weak = (f"; {tie.length_only} carry only a length equal to the row's, which "
+                f"another build's row can share" if tie.length_only else "")
+        return (f"{self.unverified} of {tie.scored} scored rows carry nothing that ties "
                 f"them to this build (no data_sha256 or prompt in the predictions{weak}): "
                 f"predictions made from another build of config {self.config!r} (another seed "
                 f"or revision) would score as wrong answers")
@@ -167,7 +172,7 @@ class Report:
                 f"(`ruler score --tasks/--lengths/--limit`){unverified}")
 
 
-def load_scores(results: str | Path) -> dict[str, Any]:
+def load_scores(results: str | Path) -> ScoresRecord:
     path = Path(results)
     path = path / SCORES_NAME if path.is_dir() else path
     if not path.is_file():
@@ -175,11 +180,11 @@ def load_scores(results: str | Path) -> dict[str, Any]:
     return read_scores(path)
 
 
-def check_revision(scores: dict[str, Any], dataset_files: dict[str, str], where: str) -> None:
+def check_revision(scores: ScoresRecord, dataset_files: Mapping[str, str], where: str) -> None:
     """Refuse scores made from other rows than the given dataset's (content hashes differ)."""
-    changed = sorted(k for k, sha in recorded_files(scores).items()
+    changed = sorted(k for k, sha in scores.files.items()
                      if k in dataset_files and dataset_files[k] != sha)
-    absent = sorted(k for k in recorded_files(scores) if k not in dataset_files)
+    absent = sorted(k for k in scores.files if k not in dataset_files)
     if changed or absent:
         raise RulerError(f"{where} was scored on a different revision of the dataset: "
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
@@ -190,55 +195,55 @@ def _cell_key(key: str) -> tuple[str, int]:
     return task, int(L)
 
 
-def build_report(scores: dict[str, Any], threshold: float = DEFAULT_THRESHOLD,
+def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                  depth_bins: int | None = None,
                  min_depth_samples: int = DEFAULT_MIN_SAMPLES,
                  asked: Iterable[str] = ()) -> Report:
     """The report of a scores.json. Depth bins: `depth_bins`, else the depth-swept dataset
     config's own, else DEFAULT_DEPTH_BINS. `asked`: "task/L" cells asked for besides the
     scores' own files (a results folder's run), unscored ones making the results partial."""
-    cells = {(c["task"], int(c["max_seq_length"])): c for c in scores["cells"]}
-    unscored = {_cell_key(k) for k in (*recorded_files(scores), *asked)} - set(cells)
+    cells = {c.key: c for c in scores.cells}
+    unscored = {_cell_key(k) for k in (*scores.files, *asked)} - set(cells)
     if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
     benchmark = report_benchmark(tasks)
-    incomplete = sorted([k for k, c in cells.items() if not cell_complete(c)] + list(unscored),
+    incomplete = sorted([k for k, c in cells.items() if not c.complete] + list(unscored),
                         key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
     for L in lengths:
-        values = [cells[(t, L)]["score"] if (t, L) in cells else None for t in tasks]
+        values = [cells[(t, L)].score if (t, L) in cells else None for t in tasks]
         # A length misses a task or a score: its mean would be over other tasks than the rest;
         # a length with rows missing would be a mean over other rows than were asked for.
         gap = any(v is None for v in values) or any(k[1] == L for k in incomplete)
-        by_length[L] = None if gap else sum(values) / len(values)
+        by_length[L] = None if gap else sum(v for v in values if v is not None) / len(values)
     depth = None
-    if "depth_items" in scores:
-        bins = depth_bins or scores.get("depth_bins") or DEFAULT_DEPTH_BINS
-        depth = depth_table(scores["depth_items"], bins, min_depth_samples)
+    if scores.depth_items is not None:
+        bins = depth_bins or scores.depth_bins or DEFAULT_DEPTH_BINS
+        depth = depth_table(scores.depth_items, bins, min_depth_samples)
     summary = summarize(by_length, threshold, partial=bool(incomplete), benchmark=benchmark)
-    return Report(scores.get("model"), scores["config"], scores["dataset"], tasks, lengths,
-                  cells, summary, depth, scores.get("mode"), incomplete, unscored,
-                  scores.get("selection") or {},
-                  report_intervals(cells, tasks, lengths, summary, key=scores["config"]),
-                  scores.get("serving"), scores.get("prompt_check"),
-                  tie_totals(scores["cells"]) if any("unverified" in c for c in scores["cells"])
-                  else None,
-                  health=HealthFacts.of(scores.get("health")), benchmark=benchmark)
+    return Report(model=scores.model, config=scores.config, dataset=scores.dataset,
+                  tasks=tasks, lengths=lengths, cells=cells, summary=summary, depth=depth,
+                  mode=scores.mode, incomplete=incomplete, unscored=unscored,
+                  selection=scores.selection,
+                  intervals=report_intervals(cells, tasks, lengths, summary, key=scores.config),
+                  serving=scores.serving, prompt_check=scores.prompt_check,
+                  tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
+                  health=scores.health, benchmark=benchmark)
 
 
-def baseline_scores(nc: dict[str, Any], scores: dict[str, Any],
+def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
                     where: str) -> dict[tuple[str, int], float | None]:
     """A no-context run's cell scores, after checking it is one, of the same model."""
-    if not (nc.get("variant") or {}).get("no_context"):
+    if not (nc.variant or {}).get("no_context"):
         raise RulerError(f"{where} is not a run on a --no-context config (config "
-                         f"{nc.get('config')!r}): build one with `ruler build ... --no-context` "
+                         f"{nc.config!r}): build one with `ruler build ... --no-context` "
                          f"and evaluate the model on it")
-    if nc.get("model") != scores.get("model"):
-        raise RulerError(f"{where} is a run of model {nc.get('model')!r}, not "
-                         f"{scores.get('model')!r}: the baseline must be the same model's")
-    return {(c["task"], int(c["max_seq_length"])): c["score"] for c in nc["cells"]}
+    if nc.model != scores.model:
+        raise RulerError(f"{where} is a run of model {nc.model!r}, not "
+                         f"{scores.model!r}: the baseline must be the same model's")
+    return {c.key: c.score for c in nc.cells}
 
 
 def report_benchmark(tasks: Iterable[str]) -> str:
@@ -254,7 +259,7 @@ def report_benchmark(tasks: Iterable[str]) -> str:
     return found.pop() if found else "ruler"
 
 
-def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
+def run_files(results: Path, scores: ScoresRecord) -> list[str]:
     """The cells a `ruler eval` results folder's run asked for (run.json), when the scores are
     of that folder's predictions: a run interrupted after widening its selection left a
     scores.json of the earlier, smaller one. A run.json that is there but damaged is one
@@ -263,12 +268,11 @@ def run_files(results: Path, scores: dict[str, Any]) -> list[str]:
     if not (folder / RUN_NAME).is_file():
         return []  # no run here: scores of `ruler score`
     run = read_run(folder / RUN_NAME)
-    dataset, files = run["dataset"], list(recorded_files(run))
-    own = (scores.get("predictions") or {}).get("path")
-    if dataset.get("config") != scores.get("config") or (
+    own = scores.predictions.path if scores.predictions else None
+    if run.dataset.config != scores.config or (
             own and own != str((folder / PREDICTIONS_NAME).resolve())):
         return []
-    return files
+    return list(run.dataset.files)
 
 
 def _fmt(v: float | None, digits: int = 1) -> str:
@@ -280,14 +284,14 @@ def _head(r: Report) -> list[str]:
     partial."""
     name = r.title
     head = [f"# {name} results: {r.model or 'unknown model'}", "",
-            f"Dataset `{r.dataset.get('spec')}`"
-            + (f" @ `{r.dataset['revision']}`" if r.dataset.get("revision") else "")
+            f"Dataset `{r.dataset.spec}`"
+            + (f" @ `{r.dataset.revision}`" if r.dataset.revision else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
     head += serving_markdown(r.serving, r.prompt_check)
     if r.unverified:
-        cells = ", ".join(f"{t} @ {format_length(L)} ({c['unverified']})"
+        cells = ", ".join(f"{t} @ {format_length(L)} ({c.unverified})"
                           for (t, L), c in sorted(r.cells.items(), key=lambda kv: (
-                              kv[0][1], task_rank(kv[0][0]))) if c.get("unverified"))
+                              kv[0][1], task_rank(kv[0][0]))) if c.unverified)
         head += [f"**Unverified rows**: {r.unverified_text()}. Cells: {cells}.", ""]
     head += hint_markdown(r.reference_hint)
     if not r.complete:
@@ -436,29 +440,29 @@ def _underline(v: float | None, threshold: float) -> str:
     return "n/a" if v is None else (f"<ins>{v:.1f}</ins>" if v > threshold else f"{v:.1f}")
 
 
-def _cell(c: dict | None, ci: str = "") -> str:
+def _cell(c: CellScore | None, ci: str = "") -> str:
     if c is None:
         return "—"
-    flag = "*" if c["skipped"] or c["errors"] or c["missing"] else ""
-    return _fmt(c["score"], 2) + flag + ci
+    flag = "*" if c.skipped or c.errors or c.missing else ""
+    return _fmt(c.score, 2) + flag + ci
 
 
-def _counts(c: dict | None, reasoning: bool = False) -> str:
+def _counts(c: CellScore | None, reasoning: bool = False) -> str:
     if c is None:
         return "—"
-    text = f"{c['scored']}/{c['nulls']}/{c['skipped']}/{c['errors']}/{c['missing']}"
-    return text + f"/{c.get('budget_exhausted', 0)}" if reasoning else text
+    text = f"{c.scored}/{c.nulls}/{c.skipped}/{c.errors}/{c.missing}"
+    return text + f"/{c.budget_exhausted}" if reasoning else text
 
 
 def _notes(r: Report) -> list[str]:
     notes = []
     for (t, L), c in sorted(r.cells.items()):
-        if c["skipped"] or c["errors"] or c["missing"]:
-            why = "; ".join(c.get("skip_reasons") or []) or "rows missing"
-            notes.append(f"- \\* {t} @ {format_length(L)}: scored on {c['scored']} of "
-                         f"{c['rows']} rows ({why}; {c['missing']} missing)")
-        if c.get("budget_clamped"):
-            notes.append(f"- {t} @ {format_length(L)}: {c['budget_clamped']} of {c['scored']} "
+        if c.skipped or c.errors or c.missing:
+            why = "; ".join(c.skip_reasons) or "rows missing"
+            notes.append(f"- \\* {t} @ {format_length(L)}: scored on {c.scored} of "
+                         f"{c.rows} rows ({why}; {c.missing} missing)")
+        if c.budget_clamped:
+            notes.append(f"- {t} @ {format_length(L)}: {c.budget_clamped} of {c.scored} "
                          f"answered rows ran with fewer output tokens than their "
                          f"tokens_to_generate: the model's context held the prompt but not "
                          f"the whole budget on top (each row's `output_budget` in the "
@@ -476,9 +480,9 @@ def to_csv(r: Report) -> str:
         for L in r.lengths:
             c = r.cells.get((t, L))
             if c:
-                w.writerow([t, L, c["metric"], "" if c["score"] is None else c["score"],
-                            c["rows"], c["scored"], c["nulls"], c["skipped"], c["errors"],
-                            c["missing"], c.get("budget_exhausted", 0),
+                w.writerow([t, L, c.metric, "" if c.score is None else c.score,
+                            c.rows, c.scored, c.nulls, c.skipped, c.errors,
+                            c.missing, c.budget_exhausted,
                             *_csv_interval(ri.cells.get((t, L)) if ri else None)])
     for L in r.lengths:
         v = r.summary.by_length[L]
@@ -487,7 +491,7 @@ def to_csv(r: Report) -> str:
     return buf.getvalue()
 
 
-def _csv_interval(i: Interval | None) -> list:
+def _csv_interval(i: Interval | None) -> list[Any]:
     return ["", ""] if i is None else i.to_json()
 
 
@@ -495,11 +499,12 @@ def to_json(r: Report) -> dict[str, Any]:
     s = r.summary
     return {
         "benchmark": r.benchmark,
-        "model": r.model, "config": r.config, "mode": r.mode, "dataset": r.dataset,
-        "serving": r.serving, "prompt_check": r.prompt_check, "tied_to_build": r.tied_to_build,
+        "model": r.model, "config": r.config, "mode": r.mode, "dataset": encode(r.dataset),
+        "serving": encode(r.serving), "prompt_check": encode(r.prompt_check),
+        "tied_to_build": r.tied_to_build.to_json() if r.tied_to_build else None,
         "tasks": r.tasks,
         "lengths": r.lengths,
-        "scores": {t: {str(L): r.cells[(t, L)]["score"] for L in r.lengths if (t, L) in r.cells}
+        "scores": {t: {str(L): r.cells[(t, L)].score for L in r.lengths if (t, L) in r.cells}
                    for t in r.tasks},
         "mean_by_length": {str(L): v for L, v in s.by_length.items()},
         "mean_label": r.mean_label,
@@ -511,12 +516,12 @@ def to_json(r: Report) -> dict[str, Any]:
         "coverage": {t: {str(L): r.coverage(t, L) for L in r.lengths
                          if r.coverage(t, L) is not None} for t in r.tasks},
         # scores.json keeps the rows' values; the report only their intervals
-        "cells": [{k: v for k, v in r.cells[c].items() if k != "row_scores"}
+        "cells": [{k: v for k, v in r.cells[c].to_json().items() if k != "row_scores"}
                   for c in sorted(r.cells)],
         "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,
         "health": None if r.health is None else {
-            **r.health.to_json(), "flags": [vars(f) for f in health_flags(
+            **fields_json(r.health), "flags": [vars(f) for f in health_flags(
                 r.health, r.cells, r.serving, r.baseline)]},
         "references": [c.to_json() for c in r.references],
         "published_for_model": r.reference_hint,
@@ -538,7 +543,7 @@ def plot(r: Report, out: Path) -> list[Path]:
     colors = plt.get_cmap("tab20").colors  # 13 tasks: tab10 would repeat colours
     ri = r.intervals
     for n, t in enumerate(r.tasks):
-        ys = [r.cells[(t, L)]["score"] if (t, L) in r.cells else None for L in xs]
+        ys = [r.cells[(t, L)].score if (t, L) in r.cells else None for L in xs]
         cis = [ri.cells.get((t, L)) if ri else None for L in xs]
         ax.errorbar(labels, [float("nan") if y is None else y for y in ys],
                     yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,

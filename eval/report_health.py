@@ -19,10 +19,16 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.eval.health_record import HealthFacts
+from ruler.eval.skip_reasons import skip_kind
+
+if TYPE_CHECKING:
+    from ruler.eval.run_record import RunRecord, ServingRecord
+    from ruler.eval.scores_record import CellScore
 
 #: Phrases that mark an answer as a refusal or a non-answer rather than an attempt. Each is a
 #: regular expression, matched case-insensitively anywhere in the answer.
@@ -49,68 +55,6 @@ def ruler_budget(task: str) -> int | None:
     return spec.tokens_to_generate if spec else None
 
 
-@dataclass
-class HealthFacts:
-    """Counts per task of what the predictions show, and the run's settings where recorded."""
-
-    framework: str = "ruler eval"  # who made the predictions: ruler eval, lm-eval, inspect, ...
-    answered: dict[str, int] = field(default_factory=dict)
-    finish_known: int = 0  # answered rows whose finish reason is recorded
-    cut_at_budget: dict[str, int] = field(default_factory=dict)  # finish_reason "length"
-    empty: dict[str, int] = field(default_factory=dict)  # answered with nothing (not reasoning)
-    budget_exhausted: dict[str, int] = field(default_factory=dict)  # reasoning ran out
-    unterminated: dict[str, int] = field(default_factory=dict)  # stopped inside reasoning
-    refusals: dict[str, int] = field(default_factory=dict)
-    prompt_mismatch: dict[str, int] = field(default_factory=dict)
-    prompt_unchecked: dict[str, int] = field(default_factory=dict)
-    skipped_context: dict[str, int] = field(default_factory=dict)
-    failed: dict[str, int] = field(default_factory=dict)
-    examples: dict[str, list[str]] = field(default_factory=dict)  # kind -> row keys
-    # The run's settings as recorded (None: not recorded): prompt mode; decoding; a cap on
-    # the output tokens (`--max-tokens`, lm-eval's max_gen_toks, Inspect's max_tokens) and
-    # temperature; the output budget the rows reserve where it is not RULER's (a build with
-    # --output-budget); the chat template that rendered the prompts and the build's.
-    mode: str | None = None
-    decoding: str | None = None
-    temperature: float | None = None
-    max_tokens: int | None = None
-    max_tokens_by_task: dict[str, int] = field(default_factory=dict)  # a framework's per task
-    reserved_budget: int | None = None
-    template_sha256: str | None = None
-    build_template_sha256: str | None = None
-    no_context: bool = False  # the run is on a --no-context config (the baseline itself)
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def shape_ok(cls, saved: Any) -> bool:
-        """Whether scores.json's `health` has this record's shape (fields a later version adds
-        are kept unchecked): a damaged file is refused where it is read
-        (`ruler.eval.results_schema`), never a traceback where the report uses it."""
-        if saved is None:
-            return True
-        if not isinstance(saved, dict):
-            return False
-        for name, value in saved.items():
-            if name not in _FIELD_CHECKS:
-                continue
-            if not _FIELD_CHECKS[name](value):
-                return False
-        return True
-
-    @classmethod
-    def of(cls, saved: Mapping[str, Any] | None) -> "HealthFacts | None":
-        if not isinstance(saved, Mapping):
-            return None
-        known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in saved.items() if k in known})
-
-    @property
-    def rows(self) -> int:
-        return sum(self.answered.values())
-
-
 def _key(r: Mapping[str, Any]) -> str:
     return f"{r.get('tokenizer')}/{r.get('task')}/{r.get('max_seq_length')}#{r.get('index')}"
 
@@ -118,10 +62,11 @@ def _key(r: Mapping[str, Any]) -> str:
 def health_facts(records: Iterable[Mapping[str, Any]],
                  settings: Mapping[str, Any] | None = None) -> HealthFacts:
     """Count the facts of prediction records (any framework's, as `ruler score` reads them).
-    `settings`: the run's recorded settings (the `HealthFacts` fields from `mode` on)."""
-    facts = HealthFacts(**{k: v for k, v in (settings or {}).items()
-                           if k in HealthFacts.__dataclass_fields__})
-    counts: dict[str, Counter] = {}
+    `settings`: the run's recorded settings (the `HealthFacts` fields from `mode` on; a
+    framework's reader gives what its files record)."""
+    known = {f.name for f in HealthFacts.json_fields()}
+    facts = HealthFacts(**{k: v for k, v in (settings or {}).items() if k in known})
+    counts: dict[str, Counter[str]] = {}
     examples: dict[str, list[str]] = {}
 
     def count(kind: str, r: Mapping[str, Any]) -> None:
@@ -133,7 +78,7 @@ def health_facts(records: Iterable[Mapping[str, Any]],
     for r in records:
         status = r.get("status", "ok")
         if status == "skipped":
-            if "max_model_len" in str(r.get("reason") or "") or not r.get("reason"):
+            if skip_kind(r) is not None or not r.get("reason"):
                 count("skipped_context", r)
             continue
         if status == "error" or r.get("prediction") is None:
@@ -198,8 +143,8 @@ def _total(counts: Mapping[str, int]) -> int:
     return sum(counts.values())
 
 
-def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | None = None,
-          serving: list[Mapping[str, Any]] | None = None,
+def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = None,
+          serving: list[ServingRecord] | None = None,
           baseline: Mapping[tuple[str, int], float | None] | None = None) -> list[Flag]:
     """Every check of the section, each with its finding; the ones to act on with meaning and
     fix."""
@@ -369,7 +314,7 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], Mapping[str, Any]] | N
 
 
 def _baseline_flag(baseline: Mapping[tuple[str, int], float | None],
-                   cells: Mapping[tuple[str, int], Mapping[str, Any]]) -> Flag:
+                   cells: Mapping[tuple[str, int], CellScore]) -> Flag:
     """The run's scores beside the same model's scores without the context (a run on the
     config's --no-context variant, `ruler report RUN --no-context BASELINE`)."""
     order = in_task_order({t for t, _ in baseline})
@@ -394,16 +339,17 @@ def _baseline_flag(baseline: Mapping[tuple[str, int], float | None],
                 "whose baseline is 0.")
 
 
-def _score(cell: Mapping[str, Any]) -> str:
-    v = cell.get("score")
+def _score(cell: CellScore) -> str:
+    v = cell.score
     return "n/a" if v is None else f"{v:.1f}"
 
 
 _STATUS = {"ok": "ok", "check": "check", "problem": "**problem**"}
 
 
-def markdown(h: HealthFacts | None, cells: Mapping | None = None,
-             serving: list | None = None, baseline: Mapping | None = None) -> list[str]:
+def markdown(h: HealthFacts | None, cells: Mapping[tuple[str, int], CellScore] | None = None,
+             serving: list[ServingRecord] | None = None,
+             baseline: Mapping[tuple[str, int], float | None] | None = None) -> list[str]:
     """The report's "Set-up health" section."""
     lines = ["## Set-up health", ""]
     if h is None:
@@ -423,47 +369,18 @@ def markdown(h: HealthFacts | None, cells: Mapping | None = None,
     return lines + [""]
 
 
-def run_settings(run: Mapping[str, Any], variant: Mapping[str, Any] | None = None
-                 ) -> dict[str, Any]:
+def run_settings(run: RunRecord, variant: Mapping[str, int] | None = None) -> dict[str, Any]:
     """The `HealthFacts` settings of a `ruler eval` run record (run.json) and its config's
-    build variant. Runs recorded before these fields existed give what they have."""
-    template = run.get("prompt_template") or {}
+    build variant, as `health_facts` takes them (a prediction source's `settings`). Runs
+    recorded before these fields existed give what they have."""
+    template = run.prompt_template
     variant = variant or {}
     budget = variant.get("output_budget")
-    return {"framework": "ruler eval", "mode": run.get("mode"),
+    return {"framework": "ruler eval", "mode": run.mode,
             # every `ruler eval` backend decodes greedily (vLLM, transformers, openai, fake)
-            "decoding": template.get("decoding") or "greedy",
-            "temperature": 0.0, "max_tokens": run.get("max_tokens"),
+            "decoding": (template.decoding if template else None) or "greedy",
+            "temperature": 0.0, "max_tokens": run.max_tokens,
             "reserved_budget": int(budget) if isinstance(budget, int) else None,
-            "template_sha256": template.get("sha256"),
-            "build_template_sha256": template.get("build_sha256"),
+            "template_sha256": template.sha256 if template else None,
+            "build_template_sha256": template.build_sha256 if template else None,
             "no_context": bool(variant.get("no_context"))}
-
-
-def _count(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
-
-
-def _counts(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
-
-
-def _opt(check: Any) -> Any:
-    return lambda v: v is None or check(v)
-
-
-_FIELD_CHECKS: dict[str, Any] = {
-    **{name: _counts for name in (
-        "answered", "cut_at_budget", "empty", "budget_exhausted", "unterminated", "refusals",
-        "prompt_mismatch", "prompt_unchecked", "skipped_context", "failed",
-        "max_tokens_by_task")},
-    "framework": lambda v: isinstance(v, str), "finish_known": _count,
-    "examples": lambda v: isinstance(v, dict) and all(
-        isinstance(k, str) and isinstance(x, list) and all(isinstance(i, str) for i in x)
-        for k, x in v.items()),
-    **{name: _opt(lambda v: isinstance(v, str)) for name in (
-        "mode", "decoding", "template_sha256", "build_template_sha256")},
-    "temperature": _opt(lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
-    "max_tokens": _opt(_count), "reserved_budget": _opt(_count),
-    "no_context": lambda v: isinstance(v, bool),
-}

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from ruler.eval.aggregate import Summary, length_weights
 from ruler.eval.intervals import METHOD_TEXT, Interval, uncertain_lengths, weighted_mean_interval
+from ruler.eval.scores_record import CellScore
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,17 @@ class ReportIntervals:
                 "uncertain_lengths": self.uncertain}
 
 
-def cell_interval(cell: Mapping[str, Any]) -> Interval | None:
+def cell_interval(cell: CellScore) -> Interval | None:
     """The interval scores.json recorded for a cell (None: older scores, or no answered row)."""
-    ci = cell.get("ci95")
-    return None if not ci else Interval(float(ci[0]), float(ci[1]), cell.get("ci_method") or "")
+    ci = cell.ci95
+    return None if not ci else Interval(float(ci[0]), float(ci[1]), cell.ci_method or "")
 
 
-def _rows(cell: Mapping[str, Any] | None) -> list[float] | None:
-    rows = (cell or {}).get("row_scores")
-    return [float(v) for _, v in rows] if rows else None
+def _rows(cell: CellScore | None) -> list[float] | None:
+    return (cell.values or None) if cell else None
 
 
-def report_intervals(cells: Mapping[tuple[str, int], Mapping[str, Any]], tasks: Sequence[str],
+def report_intervals(cells: Mapping[tuple[str, int], CellScore], tasks: Sequence[str],
                      lengths: Sequence[int], summary: Summary,
                      key: str = "") -> ReportIntervals | None:
     """The intervals of a report's numbers; None when no cell recorded its rows (older scores).
@@ -69,10 +69,11 @@ def report_intervals(cells: Mapping[tuple[str, int], Mapping[str, Any]], tasks: 
     averages: dict[str, Interval | None] = {"avg": None, "inc": None, "dec": None}
     if summary.avg is not None and all(by_length[L] is not None for L in lengths):
         stacked = [rows[(t, L)] for L in lengths for t in tasks]
-        given = (("avg", {L: 1 / len(lengths) for L in lengths}),)
+        given: list[tuple[str, Mapping[int, float]]] = [
+            ("avg", {L: 1 / len(lengths) for L in lengths})]
         if summary.wavg_inc is not None:  # RULERv2 has no weighted averages
-            given += (("inc", length_weights(lengths, True)),
-                      ("dec", length_weights(lengths, False)))
+            given += [("inc", length_weights(lengths, True)),
+                      ("dec", length_weights(lengths, False))]
         for name, weights in given:
             averages[name] = weighted_mean_interval(
                 stacked, [weights[L] / len(tasks) for L in lengths for _ in tasks],

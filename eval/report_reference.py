@@ -104,7 +104,7 @@ class ReferenceComparison:
     differences: list[str] = field(default_factory=list)  # set-up differences, in words
 
     @property
-    def positions(self) -> Counter:
+    def positions(self) -> Counter[str]:
         return Counter(line.position for line in self.by_length if line.position)
 
     def summary_line(self) -> str:
@@ -133,7 +133,7 @@ class ReferenceComparison:
 
 
 def _run_rows(r: Report) -> list[int]:
-    return sorted({int(c["rows"]) for c in r.cells.values()})
+    return sorted({c.rows for c in r.cells.values()})
 
 
 def setup_differences(r: Report, e: PublishedResult) -> list[str]:
@@ -214,7 +214,7 @@ def compare_report(r: Report, e: PublishedResult) -> ReferenceComparison:
     for task in [t for t in STANDARD_TASKS if t in e.tasks]:
         for L in sorted(L for L, v in e.tasks[task].items() if v is not None):
             cell = r.cells.get((task, L))
-            run = cell.get("score") if cell else None
+            run = cell.score if cell else None
             by_task.append(Line(task, L, e.tasks[task][L], run,
                                 cell_interval(cell) if cell and run is not None else None,
                                 why_no_run="" if run is not None else

@@ -29,7 +29,7 @@ from ruler.builder.tasks.catalog import in_task_order
 from ruler.builder.variants import NO_VARIANT, Replicate, variant_from_record
 from ruler.eval.aggregate import format_length, summarize
 from ruler.eval.report import Report
-from ruler.eval.score import cell_complete
+from ruler.eval.scores_record import ScoresRecord
 
 SPREAD_TEXT = (
     "Each number is the mean over the {n} runs, one per replicate config, with the "
@@ -74,7 +74,8 @@ class Spread:
 
 def _spread(values: Sequence[float | None]) -> Spread | None:
     """The spread of every run's value; None when any run has none."""
-    return None if any(v is None for v in values) else Spread(tuple(values))
+    known = [v for v in values if v is not None]
+    return None if len(known) < len(values) else Spread(tuple(known))
 
 
 @dataclass(frozen=True)
@@ -115,14 +116,14 @@ class PooledReport:
                 for run in self.runs if run.report.incomplete]
 
 
-def replicate_of(scores: dict[str, Any], where: str) -> tuple[str, int]:
+def replicate_of(scores: ScoresRecord, where: str) -> tuple[str, int]:
     """The tokenizer config a run's config is a replicate of, and the replicate (0: the
     default config); refuses a run on another kind of variant."""
-    if "variant" not in scores:
+    if scores.variant is None:
         raise RulerError(f"{where} records no build variant (scored by an older ruler): re-score "
                          f"it with `ruler score` to pool it with other replicates")
-    variant = variant_from_record(scores["variant"])
-    config = scores["config"]
+    variant = variant_from_record(scores.variant)
+    config = scores.config
     if variant == NO_VARIANT:
         return config, 0
     if isinstance(variant, Replicate):
@@ -132,7 +133,7 @@ def replicate_of(scores: dict[str, Any], where: str) -> tuple[str, int]:
                      f"--replicates K`) pool; report it alone")
 
 
-def pool_reports(runs: Sequence[tuple[str, dict[str, Any], Report]]) -> PooledReport:
+def pool_reports(runs: Sequence[tuple[str, ScoresRecord, Report]]) -> PooledReport:
     """Pool the reports of runs on replicates: (where, scores.json, its report) per run."""
     if len(runs) < 2:
         raise RulerError("pooling replicates needs two runs or more")
@@ -145,10 +146,10 @@ def pool_reports(runs: Sequence[tuple[str, dict[str, Any], Report]]) -> PooledRe
         _check_alike(first_where, where, "tokenizer config", base, config)
         if index in seen:
             raise RulerError(f"{seen[index]} and {where} are both runs on config "
-                             f"{scores['config']!r}: give each replicate once")
+                             f"{scores.config!r}: give each replicate once")
         seen[index] = where
-        _check_alike(first_where, where, "model", first.get("model"), scores.get("model"))
-        _check_alike(first_where, where, "prompt mode", first.get("mode"), scores.get("mode"))
+        _check_alike(first_where, where, "model", first.model, scores.model)
+        _check_alike(first_where, where, "prompt mode", first.mode, scores.mode)
         pooled.append(ReplicateRun(where, index, report))
     pooled.sort(key=lambda run: run.replicate)
     _check_same_rows(pooled)
@@ -169,7 +170,7 @@ def pool_reports(runs: Sequence[tuple[str, dict[str, Any], Report]]) -> PooledRe
     effective = summarize({L: s.mean if s else None for L, s in by_length.items()}, threshold,
                           partial=any(s is None for s in by_length.values()),
                           benchmark=pooled[0].report.benchmark)  # RULERv2: none defined
-    return PooledReport(first.get("model"), base, first.get("mode"), pooled, tasks, lengths,
+    return PooledReport(first.model, base, first.mode, pooled, tasks, lengths,
                         cells, by_length, averages, threshold, effective.effective_label)
 
 
@@ -182,7 +183,7 @@ def _check_alike(first: str, where: str, what: str, theirs: Any, ours: Any) -> N
 
 def _cell_score(report: Report, task: str, L: int) -> float | None:
     c = report.cells.get((task, L))
-    return c["score"] if c is not None and cell_complete(c) else None
+    return c.score if c is not None and c.complete else None
 
 
 def _check_same_rows(runs: list[ReplicateRun]) -> None:
@@ -191,10 +192,10 @@ def _check_same_rows(runs: list[ReplicateRun]) -> None:
     asked: dict[tuple[str, int], tuple[int, str]] = {}
     for run in runs:
         for key, c in run.report.cells.items():
-            rows, where = asked.setdefault(key, (c["rows"], run.where))
-            if rows != c["rows"]:
+            rows, where = asked.setdefault(key, (c.rows, run.where))
+            if rows != c.rows:
                 raise RulerError(f"{where} asked for {rows} rows of {key[0]} @ "
-                                 f"{format_length(key[1])}, {run.where} for {c['rows']}: "
+                                 f"{format_length(key[1])}, {run.where} for {c.rows}: "
                                  f"replicates pool runs of the same sample count and --limit")
 
 
@@ -242,7 +243,8 @@ def to_csv(p: PooledReport) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["task", "max_seq_length", "replicates", "mean", "sd", "min", "max",
                 *(f"score_{run.label}" for run in p.runs)])
-    lines = [(t, L, p.cells[(t, L)]) for t in p.tasks for L in p.lengths]
+    lines: list[tuple[str, int | str, Spread | None]] = [
+        (t, L, p.cells[(t, L)]) for t in p.tasks for L in p.lengths]
     lines += [(p.mean_label, L, p.by_length[L]) for L in p.lengths]
     lines += [(name, "", p.averages[key]) for name, key in
               (("Avg.", "avg"), ("wAvg. (inc)", "wavg_inc"), ("wAvg. (dec)", "wavg_dec"))]
@@ -259,12 +261,12 @@ def to_json(p: PooledReport) -> dict[str, Any]:
         "model": p.model, "config": p.config, "mode": p.mode,
         "replicates": [{"replicate": run.replicate, "label": run.label,
                         "config": run.report.config, "results": run.where,
-                        "dataset": run.report.dataset,
+                        "dataset": run.report.dataset.to_json(),
                         "effective_length_label": run.report.summary.effective_label}
                        for run in p.runs],
         "spread": SPREAD_TEXT.format(n=len(p.runs)),
         "tasks": p.tasks, "lengths": p.lengths,
-        "scores": {t: {str(L): None if p.cells[(t, L)] is None else p.cells[(t, L)].to_json()
+        "scores": {t: {str(L): None if (s := p.cells[(t, L)]) is None else s.to_json()
                        for L in p.lengths} for t in p.tasks},
         "mean_label": p.mean_label,
         "mean_by_length": {str(L): None if s is None else s.to_json()

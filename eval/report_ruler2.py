@@ -15,11 +15,12 @@ from typing import Any, Mapping, Sequence
 from ruler.eval.aggregate import format_length
 from ruler.eval.intervals import Interval, weighted_mean_interval
 from ruler.eval.report_intervals import format_interval
+from ruler.eval.scores_record import CellScore
 
 FAMILIES = {"mk_niah": "mk", "mv_niah": "mv", "qa": "qa"}
 DIFFICULTIES = ("basic", "easy", "medium", "hard")
 
-Cells = Mapping[tuple[str, int], Mapping[str, Any]]
+Cells = Mapping[tuple[str, int], CellScore]
 
 
 def family_difficulty(task: str) -> tuple[str, str] | None:
@@ -37,7 +38,7 @@ def _task(family: str, difficulty: str) -> str:
 
 def _score(cells: Cells, task: str, L: int) -> float | None:
     c = cells.get((task, L))
-    return None if c is None else c.get("score")
+    return None if c is None else c.score
 
 
 def _mean(cells: Cells, tasks: Sequence[str], L: int,
@@ -46,10 +47,10 @@ def _mean(cells: Cells, tasks: Sequence[str], L: int,
     scores = [_score(cells, t, L) for t in tasks]
     if any(s is None for s in scores):
         return None, None
-    rows = [[float(v) for _, v in cells[(t, L)].get("row_scores") or []] for t in tasks]
+    rows = [cells[(t, L)].values or [] for t in tasks]
     interval = weighted_mean_interval(rows, [1.0] * len(rows), key=key) \
         if all(rows) else None
-    return sum(scores) / len(scores), interval
+    return sum(s for s in scores if s is not None) / len(scores), interval
 
 
 def grid(cells: Cells, lengths: Sequence[int], key: str = "") -> dict[int, dict[str, Any]]:
@@ -64,17 +65,20 @@ def grid(cells: Cells, lengths: Sequence[int], key: str = "") -> dict[int, dict[
             for difficulty in DIFFICULTIES:
                 task = _task(family, difficulty)
                 entry["cells"].setdefault(family, {})[difficulty] = _score(cells, task, L)
-                ci = (cells.get((task, L)) or {}).get("ci95")
-                entry["intervals"]["cells"].setdefault(family, {})[difficulty] = ci
-            mean, ci = _mean(cells, [_task(family, d) for d in DIFFICULTIES], L,
-                             f"{key}/family/{family}/{L}")
+                cell = cells.get((task, L))
+                entry["intervals"]["cells"].setdefault(family, {})[difficulty] = \
+                    cell.ci95 if cell else None
+            mean, interval = _mean(cells, [_task(family, d) for d in DIFFICULTIES], L,
+                                   f"{key}/family/{family}/{L}")
             entry["family_mean"][family] = mean
-            entry["intervals"]["family_mean"][family] = ci.to_json() if ci else None
+            entry["intervals"]["family_mean"][family] = \
+                interval.to_json() if interval else None
         for difficulty in DIFFICULTIES:
-            mean, ci = _mean(cells, [_task(f, difficulty) for f in FAMILIES.values()], L,
-                             f"{key}/difficulty/{difficulty}/{L}")
+            mean, interval = _mean(cells, [_task(f, difficulty) for f in FAMILIES.values()], L,
+                                   f"{key}/difficulty/{difficulty}/{L}")
             entry["difficulty_mean"][difficulty] = mean
-            entry["intervals"]["difficulty_mean"][difficulty] = ci.to_json() if ci else None
+            entry["intervals"]["difficulty_mean"][difficulty] = \
+                interval.to_json() if interval else None
         out[L] = entry
     return out
 

@@ -75,7 +75,7 @@ def _run_row(where: str, r: Report, registry: Registry) -> TableRow:
               for L in r.lengths}
     averages = {k: (getattr(r.summary, k), getattr(ri, k) if ri else None)
                 for k, _ in AVERAGES}
-    rows = sorted({int(c["rows"]) for c in r.cells.values()})
+    rows = sorted({c.rows for c in r.cells.values()})
     return TableRow(r.model or where, "run", claimed, r.summary.effective_label, scores,
                     averages, where, "/".join(map(str, rows)))
 

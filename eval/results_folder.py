@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Iterator
 
 from ruler.builder.errors import RulerError
 
@@ -16,13 +16,6 @@ SCORES_NAME = "scores.json"  # `ruler score`'s output, which `ruler report` read
 #: Held by a `ruler eval` run for as long as it works in the folder (a dot file: no report or
 #: listing shows it).
 LOCK_NAME = ".ruler-eval.lock"
-
-
-def recorded_files(record: Mapping[str, Any]) -> Mapping[str, str]:
-    """The split files a run record (run.json) or a scores.json covers, from its `dataset`
-    section: "task/L" -> content_sha256 of their rows. KeyError or TypeError when `record` is
-    not one of ours."""
-    return record["dataset"]["files"]
 
 
 #: File descriptors of the results-folder locks this process holds (see `_forget_in_child`).

@@ -4,8 +4,9 @@
 predictions.jsonl, `ruler report` and `ruler compare` read scores.json (and the run.json beside
 it). These files are input from disk: a run killed mid-copy, an editor's BOM, a hand edit. So
 every reader goes through `read_run` / `read_scores`, which parse strictly
-(`ruler.eval.strict_json`: no key twice, no NaN, no runaway nesting) and check that each field
-a reader uses has its shape: damage is one line naming the file and the field, never a
+(`ruler.eval.strict_json`: no key twice, no NaN, no runaway nesting), check that each field
+a reader uses has its shape, and make the typed record (`eval.run_record.RunRecord`,
+`eval.scores_record.ScoresRecord`): damage is one line naming the file and the field, never a
 traceback in whichever reader meets it first. Fields the readers do not use are not checked,
 and a field a later version adds is kept; an optional field that is absent means "not
 recorded" (older files).
@@ -20,10 +21,10 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.variants import record_ok
-from ruler.eval.report_health import HealthFacts
+from ruler.eval.health_record import HealthFacts
+from ruler.eval.run_record import RunRecord
+from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 from ruler.eval.strict_json import read_json
-
-SCORES_FORMAT = "ruler-scores/1"
 
 Check = Callable[[Any], bool]
 
@@ -96,7 +97,7 @@ def _score(v: Any) -> bool:
 
 
 def _prompt_check(v: Any) -> bool:
-    """`eval.serving.PromptCheck.saved`: counts, `unchecked` and `answered_as` (model name ->
+    """`eval.run_record.PromptCheck`: counts, `unchecked` and `answered_as` (model name ->
     rows) absent from older files."""
     return v is None or (
         isinstance(v, dict) and all(_count(v.get(k)) for k in ("checked", "differ"))
@@ -128,6 +129,7 @@ CELL_FIELDS: Fields = {
     "nulls": (_count, True), "skipped": (_count, True), "errors": (_count, True),
     "missing": (_count, True), "data_sha256": (_str, False),
     "skip_reasons": (_list_of(_str), False), "budget_exhausted": (_count, False),
+    "budget_clamped": (_count, False),
     "row_scores": (_list_of(_row_score), False), "ci95": (_or_none(_pair_of(_number)), False),
     "ci_method": (_or_none(_str), False), "unverified": (_count, False),
     "tied_by": (_tied_by, False),
@@ -201,11 +203,11 @@ def check_run(run: Any, where: str) -> dict[str, Any]:
     return run
 
 
-def read_scores(path: str | Path) -> dict[str, Any]:
+def read_scores(path: str | Path) -> ScoresRecord:
     """A scores.json, parsed strictly and checked (`check_scores`)."""
-    return check_scores(read_json(path), str(path))
+    return ScoresRecord.from_json(check_scores(read_json(path), str(path)))
 
 
-def read_run(path: str | Path) -> dict[str, Any]:
+def read_run(path: str | Path) -> RunRecord:
     """A run.json, parsed strictly and checked (`check_run`)."""
-    return check_run(read_json(path), str(path))
+    return RunRecord.from_json(check_run(read_json(path), str(path)))

@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
+from ruler.builder.json_record import encode
 from ruler.builder.scrub import redact_known, scrub
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
@@ -70,15 +71,18 @@ from ruler.eval.reasoning import (
     vllm_parser_extractor,
 )
 from ruler.eval.render import Renderer
-from ruler.eval.results_folder import (
-    PREDICTIONS_NAME,
-    RUN_NAME,
-    hold_results_folder,
-    recorded_files,
-)
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, hold_results_folder
 from ruler.eval.results_schema import read_run
+from ruler.eval.run_record import (
+    DatasetRecord,
+    MaxModelLen,
+    PromptTemplate,
+    ReasoningSetting,
+    RunRecord,
+)
 from ruler.eval.score import score_folder
 from ruler.eval.serving import PromptCheck, prepare_backend, record_serving
+from ruler.eval.skip_reasons import SkipReason
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 
 
@@ -129,19 +133,27 @@ class EvalOutcome:
     # was not (a server that reports none, or not as a number): see eval.serving
     prompt_check: PromptCheck = field(default_factory=PromptCheck)
 
+    def to_json(self) -> dict[str, Any]:
+        """run.json's `last_run`."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        check = self.prompt_check
+        return {**encode(data), "out": str(self.out),
+                "prompt_check": {"checked": check.checked, "unchecked": check.unchecked,
+                                 "differ": check.differ, "answered_as": dict(check.answered_as)}}
+
 
 def run_eval(cfg: EvalConfig, backend: Backend | None = None) -> EvalOutcome:
     started = time.perf_counter()
     ds = open_dataset(cfg.data, cfg.revision, cfg.tokenizer_config, cfg.tasks, cfg.lengths,
                       one_config=True)
-    if not cfg.tokenizer_config:
-        cfg = replace(cfg, tokenizer_config=default_config(ds))
+    config = cfg.tokenizer_config or default_config(ds)
+    cfg = replace(cfg, tokenizer_config=config)
     if cfg.model_tokenizer is None and not _runs_a_model(cfg.backend):
-        cfg = replace(cfg, model_tokenizer=_dataset_tokenizer(ds, cfg.tokenizer_config))
-    files = ds.files(cfg.tokenizer_config, cfg.tasks or None, cfg.lengths or None)
+        cfg = replace(cfg, model_tokenizer=_dataset_tokenizer(ds, config))
+    files = ds.files(config, cfg.tasks or None, cfg.lengths or None)
     if not files:
-        raise RulerError(f"dataset {cfg.data} config {cfg.tokenizer_config!r} has no files")
-    mode = _prompt_mode(ds, cfg, files)
+        raise RulerError(f"dataset {cfg.data} config {config!r} has no files")
+    mode = _prompt_mode(ds, cfg, config, files)
     out = Path(cfg.out)
     with hold_results_folder(out):  # the second of two runs into one folder stops here
         return _run_locked(cfg, ds, files, mode, out, backend, started)
@@ -161,7 +173,7 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     renderer = Renderer(tok, mode, cfg.chat_template_kwargs)
     extract = _extractor(cfg, renderer, tok) if mode == OUTPUT_BUDGET_MODE else None
     _preflight(ds, files, renderer, done, cfg)
-    run_info["prompt_template"] = _template_record(ds, cfg, tok, mode)
+    run_info = replace(run_info, prompt_template=_template_record(ds, cfg, tok, mode))
 
     outcome = EvalOutcome(out, done_before=len(done), retried_skipped=len(retried))
     opts = cfg.backend_options or BackendOptions(cfg.model)
@@ -178,9 +190,11 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
             serving = prepare_backend(backend, renderer)  # e.g. a server's probe
             # Only now, with the engine up, does the folder become (or stay) this run's: a run
             # that fails before generating anything leaves no run.json to pin the folder.
-            outcome.notes.extend(_record_backend(run_info, old_run, cfg, backend, out))
-            outcome.notes.extend(record_serving(run_info, old_run, serving))
-            write_json_atomic(out / RUN_NAME, run_info)
+            run_info, notes = _record_backend(run_info, old_run, cfg, backend, out)
+            outcome.notes.extend(notes)
+            run_info, notes = record_serving(run_info, old_run, serving)
+            outcome.notes.extend(notes)
+            write_json_atomic(out / RUN_NAME, run_info.to_json())
             skip_special = extract is None or not renderer.is_special_token(
                 cfg.reasoning_end_marker)
             _generate(backend, stream, pending, out, outcome, cfg, extract, skip_special,
@@ -190,8 +204,8 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
         stream.close()
         if own_backend and backend is not None:
             backend.close()
-    run_info["last_run"] = asdict(outcome) | {"out": str(out)}
-    write_json_atomic(out / RUN_NAME, run_info)
+    run_info = replace(run_info, last_run=outcome.to_json())
+    write_json_atomic(out / RUN_NAME, run_info.to_json())
 
     score_folder(out, ds)
     return outcome
@@ -209,8 +223,8 @@ def counted_output(task: str, tokens_to_generate: int) -> int:
     return tokens_to_generate if reserves_output(task) else 0
 
 
-def _prompt_mode(ds: Dataset, cfg: EvalConfig, files: list[SplitFile]) -> str:
-    build = ds.build(cfg.tokenizer_config)
+def _prompt_mode(ds: Dataset, cfg: EvalConfig, config: str, files: list[SplitFile]) -> str:
+    build = ds.build(config)
     mode = cfg.mode or build.prompt_mode or "chat"
     if mode not in PROMPT_MODES:
         raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
@@ -220,9 +234,9 @@ def _prompt_mode(ds: Dataset, cfg: EvalConfig, files: list[SplitFile]) -> str:
             and reserved_output_budget(build.variant) is None:
         raise RulerError(
             f"--mode reasoning needs rows fitted with a reserved output budget, and config "
-            f"{cfg.tokenizer_config!r} was built without one: build the variant with `ruler "
+            f"{config!r} was built without one: build the variant with `ruler "
             f"build --tokenizer ... --output-budget 16384` and evaluate its config "
-            f"{cfg.tokenizer_config}--out16k")
+            f"{config}--out16k")
     return mode
 
 
@@ -235,7 +249,7 @@ def _runs_a_model(backend: str) -> bool:
 def _dataset_tokenizer(ds: Dataset, config: str) -> str:
     """The tokenizer the config was built with, as its manifest names it (a registry name, a
     folder, org/name@revision): a backend without a model renders prompts with it."""
-    name = ds.build(config).tokenizer.get("name")
+    name = ds.build(config).tokenizer.name
     if not name:
         raise RulerError(f"the manifest names no tokenizer for config {config!r}: pass "
                          f"--model-tokenizer (a tokenizer folder or registry name)")
@@ -272,28 +286,32 @@ def _extractor(cfg: EvalConfig, renderer: Renderer,
 
 
 def _template_record(ds: Dataset, cfg: EvalConfig, tok: Tokenizer,
-                     mode: str) -> dict[str, Any]:
+                     mode: str) -> PromptTemplate:
     """The chat template that renders the prompts and the one the config was built with (their
     sha256; None where a tokenizer has none), for the report's health section."""
     used = getattr(tok.identity, "chat_template_sha256", None)
-    built = (ds.build(cfg.tokenizer_config).tokenizer or {}).get("chat_template_sha256")
-    return {"mode": mode, "sha256": used, "build_sha256": built, "decoding": "greedy"}
+    built = ds.build(str(cfg.tokenizer_config)).tokenizer.chat_template_sha256
+    return PromptTemplate(mode=mode, sha256=used, build_sha256=built, decoding="greedy")
 
 
 def _selection_fingerprint(files: list[SplitFile]) -> dict[str, str]:
     return {f.key: f.content_sha256 for f in files}
 
 
-def _run_settings(cfg: EvalConfig, mode: str) -> dict[str, Any]:
-    """What every prediction of a results folder must share besides model and data."""
+def _run_record(cfg: EvalConfig, mode: str, ds: Dataset,
+                files: dict[str, str]) -> RunRecord:
+    """This run's record before its engine starts: the rows (`files`), the model, and what
+    every prediction of a results folder must share besides them (`RunRecord.SETTINGS`)."""
     reasoning = None
     if mode == OUTPUT_BUDGET_MODE:
-        reasoning = ({"parser": cfg.reasoning_parser} if cfg.reasoning_parser
-                     else {"end_marker": cfg.reasoning_end_marker})
-    return {"mode": mode, "limit": cfg.limit,
-            "chat_template_kwargs": dict(cfg.chat_template_kwargs)
-            if cfg.chat_template_kwargs else None,
-            "reasoning": reasoning, "max_tokens": cfg.max_tokens}
+        reasoning = (ReasoningSetting(parser=cfg.reasoning_parser) if cfg.reasoning_parser
+                     else ReasoningSetting(end_marker=cfg.reasoning_end_marker))
+    return RunRecord(
+        dataset=DatasetRecord(spec=cfg.data, revision=ds.revision, config=cfg.tokenizer_config,
+                              files=files),
+        model=cfg.model, backend=cfg.backend, mode=mode, limit=cfg.limit,
+        chat_template_kwargs=dict(cfg.chat_template_kwargs) if cfg.chat_template_kwargs
+        else None, reasoning=reasoning, max_tokens=cfg.max_tokens)
 
 
 def _covers(limit: int | None, before: int | None) -> bool:
@@ -303,54 +321,56 @@ def _covers(limit: int | None, before: int | None) -> bool:
 
 
 def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[SplitFile],
-                      mode: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                      mode: str) -> tuple[RunRecord, RunRecord | None]:
     """A results folder holds one model, prompt mode and dataset config; any file it already
     has results for must be the very same rows (content hash) as now. Returns the run record
     to write once the backend has started, and the folder's previous one (None if new)."""
-    settings = _run_settings(cfg, mode)
+    info = _run_record(cfg, mode, ds, _selection_fingerprint(files))
     path = out / RUN_NAME
-    old, before, kept = None, {}, {}
-    if path.is_file():
-        old = read_run(path)
-        for field_, new in (("model", cfg.model), *settings.items()):
-            if field_ == "limit" and _covers(new, old.get(field_)):
-                continue  # the first N rows of each file stay the first N: more are added
-            if old.get(field_) != new:
-                more = (" (a smaller --limit would score a subset of its rows)"
-                        if field_ == "limit" else "")
-                raise RulerError(f"results folder {out} holds a run with {field_} "
-                                 f"{old.get(field_)!r}, not {new!r}{more}: use another --out")
-        if old["dataset"]["config"] != cfg.tokenizer_config:
-            raise RulerError(f"results folder {out} holds tokenizer config "
-                             f"{old['dataset']['config']!r}, not {cfg.tokenizer_config!r}")
-        before = dict(recorded_files(old))
-        _check_same_files(before, _selection_fingerprint(files), str(out))
-        kept = {k: old[k] for k in ("backend", "backends", "max_model_len", "serving") if k in old}
-    info = {"dataset": {"spec": cfg.data, "revision": ds.revision,
-                        "config": cfg.tokenizer_config,
-                        "files": {**before, **_selection_fingerprint(files)}},
-            "model": cfg.model, "backend": cfg.backend, **settings, **kept}
-    return info, old
+    if not path.is_file():
+        return info, None
+    old = read_run(path)
+    for field_ in ("model", *RunRecord.SETTINGS):
+        was, new = getattr(old, field_), getattr(info, field_)
+        if field_ == "limit" and _covers(new, was):
+            continue  # the first N rows of each file stay the first N: more are added
+        if was != new:
+            more = (" (a smaller --limit would score a subset of its rows)"
+                    if field_ == "limit" else "")
+            raise RulerError(f"results folder {out} holds a run with {field_} "
+                             f"{encode(was)!r}, not {encode(new)!r}{more}: use another --out")
+    if old.config != cfg.tokenizer_config:
+        raise RulerError(f"results folder {out} holds tokenizer config "
+                         f"{old.config!r}, not {cfg.tokenizer_config!r}")
+    before = dict(old.dataset.files)
+    _check_same_files(before, info.dataset.files, str(out))
+    # kept from the folder's earlier runs: the backends, its context limit, how it was served
+    kept = {k: getattr(old, k) for k in ("backend", "backends", "max_model_len", "serving")
+            if k not in old.absent}
+    return replace(info, dataset=replace(info.dataset, files={**before, **info.dataset.files}),
+                   **kept), old
 
 
-def _record_backend(info: dict[str, Any], old: dict[str, Any] | None, cfg: EvalConfig,
-                    backend: Backend, out: Path) -> list[str]:
+def _record_backend(info: RunRecord, old: RunRecord | None, cfg: EvalConfig,
+                    backend: Backend, out: Path) -> tuple[RunRecord, list[str]]:
     """Record the started backend and its context limit in the run record. Another backend
     than the folder's earlier runs is allowed (one model's predictions, e.g. resumed on a
     server after a crash of the offline engine) but said, and every prediction records its
-    own backend. Returns what to tell the user."""
-    before = list((old or {}).get("backends") or ([old["backend"]] if old else []))
-    info["backend"] = backend.name
-    info["backends"] = before + [backend.name] if backend.name not in before else before
+    own backend. Returns the record with it, and what to tell the user."""
+    before = list((old.backends if old else None)
+                  or ([old.backend] if old and old.backend else []))
     requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
-    # What a later run needs to know whether rows skipped here could fit then.
-    info["max_model_len"] = {"used": int(backend.max_model_len), "requested": requested,
-                             "backend": backend.name}
+    info = replace(
+        info, backend=backend.name,
+        backends=before + [backend.name] if backend.name not in before else before,
+        # What a later run needs to know whether rows skipped here could fit then.
+        max_model_len=MaxModelLen(used=int(backend.max_model_len), requested=requested,
+                                  backend=backend.name))
     if before and backend.name not in before:
-        return [f"results folder {out} holds predictions of backend(s) {', '.join(before)}; "
-                f"this run adds predictions of backend {backend.name} (each prediction "
-                f"records its backend)"]
-    return []
+        return info, [f"results folder {out} holds predictions of backend(s) "
+                      f"{', '.join(str(b) for b in before)}; this run adds predictions of "
+                      f"backend {backend.name} (each prediction records its backend)"]
+    return info, []
 
 
 def _check_same_files(old: dict[str, str], new: dict[str, str], where: str) -> None:
@@ -390,16 +410,16 @@ def _read_state(out: Path, files: list[SplitFile]) -> _ResumeState:
                          if status == "skipped"})
 
 
-def _expected_limit(cfg: EvalConfig, old: dict[str, Any] | None) -> int | None:
+def _expected_limit(cfg: EvalConfig, old: RunRecord | None) -> int | None:
     """This run's max_model_len as far as it is known before the engine starts: the one asked
     for, else the limit the folder's last engine reported by itself (same backend: same
     default); None when it is known only once the engine is up."""
     requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
     if requested:
         return int(requested)
-    last = (old or {}).get("max_model_len") or {}
-    if last.get("used") and not last.get("requested") and last.get("backend") == cfg.backend:
-        return int(last["used"])
+    last = old.max_model_len if old else None
+    if last and last.used and not last.requested and last.backend == cfg.backend:
+        return int(last.used)
     return None
 
 
@@ -410,7 +430,7 @@ def _retryable_skips(ds: Dataset, files: list[SplitFile], skipped: dict[Key, int
     row that still does not fit is recorded as skipped again)."""
     if not skipped or limit is None:
         return set(skipped)
-    by_file: dict[tuple, dict[int, int]] = {}
+    by_file: dict[tuple[str, str, int], dict[int, int]] = {}
     for key, prompt_tokens in skipped.items():
         by_file.setdefault(key[:3], {})[key[3]] = prompt_tokens
     retry = set()
@@ -479,7 +499,8 @@ def _preflight(ds: Dataset, files: list[SplitFile], renderer: Renderer, done: se
         raise _mismatch_error(cfg, renderer.mode, len(mismatches), mismatches[0])
 
 
-def _first_pending(ds: Dataset, f: SplitFile, wanted: int, done: set[Key]) -> dict | None:
+def _first_pending(ds: Dataset, f: SplitFile, wanted: int,
+                   done: set[Key]) -> dict[str, Any] | None:
     for batch in ds.iter_rows(f, RENDER_COLUMNS, 16):
         for r in batch:
             i = int(r["index"])
@@ -516,11 +537,14 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
                 outcome.budget_clamped += 1
             elif need > limit:
                 pred.status = "skipped"
-                pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
-                               f"{row.tokens_to_generate} = {need} > max_model_len {limit}"
-                               if reserves_output(row.key[1]) else
-                               f"prompt {pred.prompt_tokens} leaves no room to generate within "
-                               f"max_model_len {limit}")
+                if reserves_output(row.key[1]):
+                    pred.skip_kind = SkipReason.OVER_CONTEXT.value
+                    pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
+                                   f"{row.tokens_to_generate} = {need} > max_model_len {limit}")
+                else:
+                    pred.skip_kind = SkipReason.NO_ROOM.value
+                    pred.reason = (f"prompt {pred.prompt_tokens} leaves no room to generate "
+                                   f"within max_model_len {limit}")
                 writer.write(pred)
                 outcome.skipped += 1
                 if len(outcome.skip_reasons) < 5:
@@ -545,6 +569,7 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
                 outcome.errors += 1
             else:
                 # A server may put the API key into its answer: never stored (the rest is).
+                assert isinstance(result.text, str)  # checked above
                 text = redact_known(result.text)
                 pred.prediction = text
                 pred.output_tokens = result.output_tokens

@@ -22,145 +22,34 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
-from ruler.eval import strict_json
 from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
-from ruler.eval.depth import compact, row_columns, row_items
+from ruler.eval.depth import Item, compact, row_columns, row_items
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import METRIC_SPECS, postprocess_pred, row_score, task_score
 from ruler.eval.prediction_readers import fingerprint, key_against, read_predictions
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.report_health import health_facts, run_settings
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME, recorded_files
-from ruler.eval.results_schema import SCORES_FORMAT, read_run
+from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.results_schema import read_run
+from ruler.eval.run_record import DatasetRecord
+from ruler.eval.scores_record import (
+    CellScore,
+    PredictionsRecord,
+    ScoresRecord,
+    Selection,
+    scores_owner,
+)
 from ruler.eval.serving import prompt_check
-
-
-@dataclass
-class CellScore:
-    task: str
-    max_seq_length: int
-    metric: str
-    score: float | None  # None: no row was answered
-    rows: int  # rows of the split (or of the evaluated subset)
-    scored: int
-    nulls: int  # answered with an empty prediction (after v1's post-processing: strip)
-    skipped: int
-    errors: int
-    missing: int
-    data_sha256: str
-    skip_reasons: list[str] = field(default_factory=list)
-    # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
-    budget_exhausted: int = 0
-    # RULERv2: answered rows that ran with less than their tokens_to_generate (the context
-    # left after the prompt; `Prediction.output_budget`)
-    budget_clamped: int = 0
-    # The answered rows' values (0..1, `metrics.row_score`: the metric on the prediction as its
-    # upstream prepares it) as [[index, value], ...] in row order: what intervals and paired
-    # comparisons are computed from (`ruler report`, `ruler compare`). `score` stays
-    # upstream's aggregate.
-    row_scores: list[list[float]] = field(default_factory=list)
-    # The score's 95 % interval on 0..100 ([low, high]) and how it was made
-    # (`ruler.eval.intervals`); None when no row was answered.
-    ci95: list[float] | None = None
-    ci_method: str | None = None
-    # How the answered rows are tied to this build (`ruler.eval.build_tie`): kind -> rows
-    # ("length": rows carrying an equal length and nothing more), and the rows neither their
-    # data_sha256 nor their prompt ties to it (scored, but they may come from another build).
-    tied_by: dict[str, int] = field(default_factory=dict)
-    unverified: int = 0
-
-
-def cell_done(cell: Mapping[str, Any]) -> int:
-    """Rows of a cell with a result: answered, or skipped as longer than the model's context
-    (a lasting outcome of the run's settings). Missing and failed rows have none yet."""
-    return cell["rows"] - cell["missing"] - cell["errors"]
-
-
-def cell_complete(cell: Mapping[str, Any]) -> bool:
-    return cell["missing"] == 0 and cell["errors"] == 0
-
-
-@dataclass
-class ScoreReport:
-    dataset: dict[str, Any]
-    config: str
-    model: str | None
-    cells: list[CellScore]  # one per (task, L) file of the selection, answered or not
-    missing: list[str]
-    unknown: list[str]
-    # Score by depth (eval.depth): "task/L" -> [[depth, score], ...] of the answered rows,
-    # and the dataset config's depth bins when it is depth-swept (`ruler build --depths N`).
-    depth_items: dict[str, list[list[float]]] = field(default_factory=dict)
-    depth_bins: int | None = None
-    # The dataset config's build variant, as its manifest entry records it ({} for a tokenizer's
-    # default config; builder.variants): `ruler report` pools replicates by it.
-    variant: dict[str, Any] = field(default_factory=dict)
-    mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
-    # What was asked for: {"tasks": [...], "lengths": [...], "limit": N or None, "by": who
-    # chose it: "flags", "run", "config" (every file of the config) or "caller"}.
-    selection: dict[str, Any] = field(default_factory=dict)
-    # What was scored: {"path": absolute path, "sha256": of its bytes} (`sources.fingerprint`);
-    # `ruler score` refuses to overwrite the scores of other predictions with it.
-    predictions: dict[str, str] | None = None
-    # How the prompts reached the model, where the run records it (run.json's `serving`), and
-    # the answered rows whose server prompt count was checked / differed (eval.serving).
-    serving: list[dict[str, Any]] | None = None
-    prompt_check: dict[str, int] | None = None
-    # What the predictions show of how the run was set up (eval.report_health.HealthFacts).
-    health: dict[str, Any] | None = None
-
-    @property
-    def incomplete_cells(self) -> list[str]:
-        return [f"{c.task}/{c.max_seq_length}" for c in self.cells if not cell_complete(
-            asdict(c))]
-
-    @property
-    def complete(self) -> bool:
-        return not self.incomplete_cells
-
-    @property
-    def coverage(self) -> dict[str, Any]:
-        return {"expected": sum(c.rows for c in self.cells),
-                "done": sum(cell_done(asdict(c)) for c in self.cells),
-                "complete": self.complete, "incomplete_cells": self.incomplete_cells}
-
-    @property
-    def tied_to_build(self) -> dict[str, Any]:
-        """The scored rows, how many are tied to this build (by kind) and how many nothing
-        ties to it (`unverified`)."""
-        return tie_totals([asdict(c) for c in self.cells])
-
-    @property
-    def unverified(self) -> int:
-        return self.tied_to_build["unverified"]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"format": SCORES_FORMAT, **asdict(self), "coverage": self.coverage,
-                "tied_to_build": self.tied_to_build}
-
-
-def tie_totals(cells: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Over `cells` (scores.json's): rows scored, tied to the build (and by what), and
-    unverified (of which `length_only` carry an equal length and nothing more). Cells of older
-    scores.json record no ties: their rows count as neither."""
-    by: Counter = Counter()
-    for c in cells:
-        by.update(c.get("tied_by") or {})
-    recorded = [c for c in cells if "unverified" in c]
-    return {"scored": sum(c["scored"] for c in recorded),
-            "tied": sum(by[k] for k in TIE_KINDS),
-            "by": {k: by[k] for k in TIE_KINDS if by[k]},
-            "unverified": sum(c["unverified"] for c in recorded),
-            "length_only": by[LENGTH_ONLY]}
+from ruler.eval.skip_reasons import skip_kind
 
 
 def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
@@ -168,7 +57,7 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
                       limit: int | None = None, config: str | None = None,
                       tasks: Sequence[str] | None = None,
                       lengths: Sequence[int] | None = None,
-                      selected_by: str | None = None) -> ScoreReport:
+                      selected_by: str | None = None) -> ScoresRecord:
     """Score keyed prediction records against the dataset.
 
     `files`: the split files asked for; default: every file of the config (the one named, else
@@ -189,15 +78,18 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
             else "config"
     if files is None:
         files = ds.files(config, tasks or None, lengths or None)
-    by_file: dict[tuple[str, int], dict[int, dict]] = defaultdict(dict)
+    by_file: dict[tuple[str, int], dict[int, dict[str, Any]]] = defaultdict(dict)
     for k, r in records.items():
         if k[0] == config:
             by_file[(k[1], k[2])][k[3]] = r
 
-    cells, missing, seen, depth_items = [], [], set(), {}
+    cells: list[CellScore] = []
+    missing: list[str] = []
+    seen: set[Key] = set()
+    depth_items: dict[str, list[list[float]]] = {}
     for f in files:
         preds = by_file.get((f.task, f.max_seq_length), {})
-        items: list = []
+        items: list[Item] = []
         cell, cell_missing = _score_file(ds, f, preds, limit, items)
         depth_items[f.key] = compact(items)
         cells.append(cell)
@@ -205,16 +97,15 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
     unknown = [format_key(k) for k in sorted(records) if k not in seen or
                records[k].get("_unknown")]
-    return ScoreReport(
-        dataset={"spec": ds.spec, "revision": ds.revision,
-                 "files": {f.key: f.content_sha256 for f in files}},
+    variant = dict(ds.build(config).variant or {})
+    return ScoresRecord(
+        dataset=DatasetRecord(spec=ds.spec, revision=ds.revision,
+                              files={f.key: f.content_sha256 for f in files}),
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
-        depth_items=depth_items,
-        depth_bins=(ds.build(config).variant or {}).get("depth_bins"),
-        variant=dict(ds.build(config).variant or {}),
-        selection={"tasks": in_task_order(f.task for f in files),
-                   "lengths": sorted({f.max_seq_length for f in files}), "limit": limit,
-                   "by": selected_by})
+        depth_items=depth_items, depth_bins=variant.get("depth_bins"), variant=variant,
+        selection=Selection(tasks=in_task_order(f.task for f in files),
+                            lengths=sorted({f.max_seq_length for f in files}), limit=limit,
+                            by=selected_by))
 
 
 def _unanswered_file(f: SplitFile, limit: int | None) -> tuple[CellScore, list[str]]:
@@ -224,12 +115,14 @@ def _unanswered_file(f: SplitFile, limit: int | None) -> tuple[CellScore, list[s
     n = min(f.rows, limit) if limit else f.rows
     missing = [format_key((f.config, f.task, f.max_seq_length, i)) for i in range(n)]
     metric = TASKS[f.task].metric if f.task in TASKS else ""
-    return CellScore(f.task, f.max_seq_length, metric, None, n, 0, 0, 0, 0, n,
-                     f.content_sha256), missing
+    return CellScore(task=f.task, max_seq_length=f.max_seq_length, metric=metric, score=None,
+                     rows=n, scored=0, nulls=0, skipped=0, errors=0, missing=n,
+                     data_sha256=f.content_sha256, row_scores=[], unverified=0), missing
 
 
-def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | None,
-                depth_items: list | None = None) -> tuple[CellScore, list[str]]:
+def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
+                limit: int | None,
+                depth_items: list[Item] | None = None) -> tuple[CellScore, list[str]]:
     """Score one split file; append the answered rows' depth items to `depth_items`."""
     if not preds:
         return _unanswered_file(f, limit)
@@ -247,7 +140,11 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
                          f"{', '.join(METRIC_SPECS)}): update ruler-bench, or install the "
                          f"plug-in that offers it (entry point group ruler.metrics), to score "
                          f"these rows")
-    answered, refs, answered_index, reasons, tied_by = [], [], [], Counter(), Counter()
+    answered: list[str] = []
+    refs: list[list[str]] = []
+    answered_index: list[int] = []
+    reasons: Counter[str] = Counter()
+    tied_by: Counter[str | None] = Counter()
     skipped = errors = exhausted = clamped = 0
     missing = []
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
@@ -258,10 +155,11 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
             missing.append(format_key((f.config, f.task, f.max_seq_length, i)))
         elif status == "skipped":
             skipped += 1
-            reasons[_reason_kind(p.get("reason") or "")] += 1
+            kind = skip_kind(p)
+            reasons[kind.label if kind else str(p.get("reason") or "")[:120]] += 1
         elif status == "error" or p.get("prediction") is None:
             errors += 1
-            reasons[_reason_kind(p.get("reason", "") or "no prediction")] += 1
+            reasons[str(p.get("reason", "") or "no prediction")[:120]] += 1
         else:
             answered.append(str(p["prediction"]))
             refs.append(list(rows[i]["outputs"]))
@@ -275,9 +173,11 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
     nulls = sum(1 for a in answered if not postprocess_pred(a))
     values = [row_score(metric, a, r) for a, r in zip(answered, refs)]
     interval = score_interval(values, key=f"{f.config}/{f.key}") if values else None
-    cell = CellScore(f.task, f.max_seq_length, metric, score, len(considered), len(answered),
-                     nulls, skipped, errors, len(missing), f.content_sha256,
-                     [f"{n}x {why}" for why, n in reasons.most_common()], exhausted,
+    cell = CellScore(task=f.task, max_seq_length=f.max_seq_length, metric=metric, score=score,
+                     rows=len(considered), scored=len(answered), nulls=nulls, skipped=skipped,
+                     errors=errors, missing=len(missing), data_sha256=f.content_sha256,
+                     skip_reasons=[f"{n}x {why}" for why, n in reasons.most_common()],
+                     budget_exhausted=exhausted,
                      row_scores=[[i, v] for i, v in zip(answered_index, values)],
                      ci95=interval.to_json() if interval else None,
                      ci_method=interval.method if interval else None,
@@ -287,7 +187,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict], limit: int | 
     return cell, missing
 
 
-def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict],
+def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                  rows: Mapping[int, Mapping[str, Any]]) -> None:
     """Mark each prediction with how it is tied to its row (`_tied`, `ruler.eval.build_tie`)
     or as naming no row (`_unknown`); refuse predictions made from other rows than these,
@@ -315,15 +215,6 @@ def _input_digests(ds: Dataset, f: SplitFile) -> dict[int, str]:
             for batch in ds.iter_rows(f, ("index", "input"), batch_size=64) for r in batch}
 
 
-def _reason_kind(reason: str) -> str:
-    """Group reasons by their kind (numbers stripped) so a summary stays short."""
-    if "leaves no room to generate" in reason:
-        return "prompt >= max_model_len (no room to generate)"
-    if "max_model_len" in reason:
-        return "prompt + tokens_to_generate > max_model_len"
-    return reason[:120]
-
-
 def predictions_config(records: Mapping[Key, Any]) -> str | None:
     """The one tokenizer config the records name (None: no records)."""
     configs = sorted({k[0] for k in records})
@@ -344,7 +235,7 @@ def scored_config(ds: Dataset, records: Mapping[Key, Any]) -> str:
 def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[str, Any]],
                  config: str | None = None, tasks: Sequence[str] | None = None,
                  lengths: Sequence[int] | None = None,
-                 limit: int | None = None) -> ScoreReport:
+                 limit: int | None = None) -> ScoresRecord:
     """Score a read predictions source. `config` named: only its predictions are scored (the
     others are left out); else `scored_config`. What was asked for: the files of `tasks` /
     `lengths` when either is given, else the cells the run recorded (`run_files`), else the
@@ -361,7 +252,7 @@ def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[
     report.mode = source.mode
     report.predictions = fingerprint(source)
     report.serving, report.prompt_check = source.serving, prompt_check(tied(records))
-    report.health = health_facts(records.values(), source.settings).to_json()
+    report.health = health_facts(records.values(), source.settings)
     return report
 
 
@@ -391,9 +282,9 @@ def run_files(ds: Dataset, config: str, source: PredictionSource) -> list[SplitF
     return files
 
 
-def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None = None,
+def score_file(predictions: str | os.PathLike[str], ds: Dataset, config: str | None = None,
                tasks: Sequence[str] | None = None, lengths: Sequence[int] | None = None,
-               limit: int | None = None) -> ScoreReport:
+               limit: int | None = None) -> ScoresRecord:
     """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
     Inspect log, NeMo-Skills output, a plug-in's; see `ruler.eval.prediction_readers`)."""
     source = read_predictions(predictions)
@@ -402,9 +293,9 @@ def score_file(predictions: str | os.PathLike, ds: Dataset, config: str | None =
     return score_source(ds, source, records, config, tasks, lengths, limit)
 
 
-def score_path(predictions: str | os.PathLike, data: str, revision: str | None = None,
+def score_path(predictions: str | os.PathLike[str], data: str, revision: str | None = None,
                config: str | None = None, tasks: Sequence[str] | None = None,
-               lengths: Sequence[int] | None = None, limit: int | None = None) -> ScoreReport:
+               lengths: Sequence[int] | None = None, limit: int | None = None) -> ScoresRecord:
     """`score_file` against the dataset `data` (a build folder or Hub id at `revision`): of a
     Hub dataset only the files the predictions can be scored on are fetched (the config they
     name, and the cells their run asked for where it records them)."""
@@ -415,7 +306,8 @@ def score_path(predictions: str | os.PathLike, data: str, revision: str | None =
     records = index_records(source.records, str(predictions))
     named = {k[0] for k in records}
     fetch_config = config or (named.pop() if len(named) == 1 else None)
-    fetch_tasks, fetch_lengths = tasks, lengths
+    fetch_tasks: Iterable[str] | None = tasks
+    fetch_lengths: Iterable[int] | None = lengths
     cells = run_cells(source, fetch_config) if fetch_config and not (tasks or lengths) else None
     if cells:
         fetch_tasks, fetch_lengths = {t for t, _ in cells}, {L for _, L in cells}
@@ -423,23 +315,22 @@ def score_path(predictions: str | os.PathLike, data: str, revision: str | None =
     return score_source(ds, source, records, config, tasks, lengths, limit)
 
 
-def score_folder(out: Path, ds: Dataset) -> ScoreReport:
+def score_folder(out: Path, ds: Dataset) -> ScoresRecord:
     """Score a `ruler eval` results folder and write its scores.json: the selection is the
     run's files (every --tasks/--lengths it was run with) at its --limit."""
     run = read_run(out / RUN_NAME)
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
-    keys = {tuple(k.split("/")) for k in recorded_files(run)}
-    files = [f for f in ds.files(run["dataset"]["config"])
-             if (f.task, str(f.max_seq_length)) in keys]
-    report = score_predictions(ds, records, files, model=run.get("model"),
-                               limit=run.get("limit"), config=run["dataset"]["config"],
-                               selected_by="run")
-    report.mode = run.get("mode")
-    report.predictions = fingerprint(PredictionSource(origin=path, files=[path]))
-    report.serving, report.prompt_check = run.get("serving"), prompt_check(tied(records))
-    report.health = health_facts(records.values(), run_settings(run, report.variant)).to_json()
+    keys = {tuple(k.split("/")) for k in run.dataset.files}
+    files = [f for f in ds.files(run.config) if (f.task, str(f.max_seq_length)) in keys]
+    report = score_predictions(ds, records, files, model=run.model, limit=run.limit,
+                               config=run.config, selected_by="run")
+    report = replace(
+        report, mode=run.mode,
+        predictions=fingerprint(PredictionSource(origin=path, files=[path])),
+        serving=run.serving, prompt_check=prompt_check(tied(records)),
+        health=health_facts(records.values(), run_settings(run, report.variant)))
     write_scores(out / SCORES_NAME, report)
     return report
 
@@ -453,26 +344,23 @@ def default_scores_folder(predictions: Path) -> Path:
         predictions.parent / f"{predictions.name}.scores"
 
 
-def check_scores_owner(path: Path, predictions: Mapping[str, str] | None) -> None:
+def check_scores_owner(path: Path, predictions: PredictionsRecord | None) -> None:
     """Refuse to replace a scores.json made from other predictions: the same file (path) or
     the same bytes (sha256) may replace its own results, nothing else."""
     path = Path(path)
     if not path.exists():
         return
-    try:
-        old = strict_json.parse(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # unreadable, not UTF-8, not JSON: says nothing of its owner
-        old = None
-    owner = old.get("predictions") if isinstance(old, dict) else None
-    if not isinstance(owner, dict) or predictions is None:
+    # unreadable, not UTF-8, not JSON: says nothing of its owner
+    owner = scores_owner(path)
+    if owner is None or predictions is None:
         raise RulerError(f"{path} exists and does not say which predictions it scores (not "
                          f"written by this version of `ruler score`): pass another --out, or "
                          f"remove it")
-    if owner.get("path") != predictions["path"] and owner.get("sha256") != \
-            predictions["sha256"]:
-        raise RulerError(f"{path} holds the scores of other predictions ({owner.get('path')}); "
+    owner_path, owner_sha256 = owner
+    if owner_path != predictions.path and owner_sha256 != predictions.sha256:
+        raise RulerError(f"{path} holds the scores of other predictions ({owner_path}); "
                          f"pass another --out, or remove that folder's scores first")
 
 
-def write_scores(path: Path, report: ScoreReport) -> None:
+def write_scores(path: Path, report: ScoresRecord) -> None:
     write_json_atomic(Path(path), report.to_json())

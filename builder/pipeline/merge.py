@@ -111,7 +111,7 @@ def _holds(out: Path, rel: str, entry: FileEntry) -> bool:
 def _check_same_identity(config: str, build: BuildEntry, seen: tuple[Path, BuildEntry] | None,
                          existing: BuildEntry | None, src: Path, out: Path,
                          outcome: str = "nothing was merged") -> None:
-    if not build.identity:
+    if build.identity is None:
         raise RulerError(f"{src}/manifest.json: config {config!r} records no build identity "
                          f"(built by an older ruler); rebuild it to merge")
     for other, where in ((seen[1] if seen else None, seen[0] if seen else None),

@@ -7,19 +7,20 @@ that shapes its rows, so a kept file is never stale and a stale one is never kep
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import TooShortError
 from ruler.builder.fitting import too_short_counts
 from ruler.builder.identity import file_key
+from ruler.builder.manifest_records import IdentityRecord
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
 
 
-def job_key(identity: dict[str, Any], ctx: BuildContext, task: str, L: int) -> str:
+def job_key(identity: IdentityRecord, ctx: BuildContext, task: str, L: int) -> str:
     """A planned file's build key, with the hashes of the sources its task reads."""
     return file_key(identity, task, L, {sid: ctx.source(sid).sha256
                                         for sid in get_task(task).sources})

@@ -15,12 +15,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import build_differences
 from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_lock, split_file
+from ruler.builder.manifest_records import IdentityRecord, SourceRecord, is_official
 from ruler.builder.pipeline.config import FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.publish_steps import write_published
@@ -36,9 +37,9 @@ class Publisher:
     build with another identity may have started in the same OUT meanwhile).
     """
 
-    def __init__(self, out: Path, config: str, entry_fields: dict, ctx: BuildContext):
+    def __init__(self, out: Path, config: str, entry: BuildEntry, ctx: BuildContext):
         self.out, self.config = out, config
-        self._fields, self._ctx = entry_fields, ctx
+        self._entry, self._ctx = entry, ctx
         self.results: list[FileResult] = []
 
     def publish(self, result: FileResult, entry: FileEntry, written: Path) -> None:
@@ -53,14 +54,15 @@ class Publisher:
 
     def _check_same_build(self, manifest: Manifest) -> None:
         ours = {sid: s.sha256 for sid, s in self._ctx.used_sources().items()}
-        differs = build_differences(manifest.build(self.config), self._fields["identity"], ours)
+        assert self._entry.identity is not None  # `build_entry` records it
+        differs = build_differences(manifest.build(self.config), self._entry.identity, ours)
         if differs:
             raise RulerError(f"another build recorded config {self.config!r} in {self.out} "
                              f"with a different identity while this one ran "
                              f"({'; '.join(differs)}); this build stopped, its unfinished "
                              f"files were not published")
-        clash = seed_clash(manifest.builds, self.config, self._fields.get("variant"),
-                           self._fields["seed"])
+        clash = seed_clash(manifest.builds, self.config, self._entry.variant,
+                           self._entry.seed)
         if clash:
             raise RulerError(clash.message(str(self.out), "another build recorded it while "
                                                           "this one ran; this build stopped, "
@@ -71,12 +73,11 @@ class Publisher:
         """Write the config's build entry, the manifest, then the card rendered from it
         (the caller holds the lock)."""
         sources = {k: v.as_manifest() for k, v in self._ctx.used_sources().items()}
-        entry = BuildEntry(tokenizer=self._ctx.tokenizer.identity.as_manifest(), **self._fields)
-        record_build(self.out, manifest, self.config, entry, sources)
+        record_build(self.out, manifest, self.config, self._entry, sources)
 
 
 def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
-                 sources: Mapping[str, Mapping[str, Any]]) -> None:
+                 sources: Mapping[str, SourceRecord]) -> None:
     """Set `config`'s build entry from `entry` (identity fields and tokenizer record) and the
     manifest's files: its sources (with those earlier runs of the same build recorded), its
     official flag, tasks, lengths and counting methods are derived here; fields of a newer
@@ -86,9 +87,7 @@ def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
     merged = dict(sorted({**((previous.sources if previous else None) or {}),
                           **sources}.items()))
     manifest.put_build(config, dataclasses.replace(
-        entry, sources=merged,
-        official=bool(entry.tokenizer.get("pinned")) and all(s["official"]
-                                                             for s in merged.values()),
+        entry, sources=merged, official=is_official(entry.tokenizer, merged),
         tasks=manifest.tasks(config), lengths=manifest.lengths(config),
         counting=sorted({f.counting for f in manifest.files_of(config) if f.counting}),
         extra={**(previous.extra if previous else {}), **entry.extra}))
@@ -96,19 +95,15 @@ def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
     write_published(out)  # the card (and any plug-in step's files)
 
 
-def entry_fields(recipe: BuildRecipe, identity: dict[str, Any]) -> dict[str, Any]:
-    """The parts of a config's build entry that come from the recipe, not from its files
-    (`BuildEntry` fields besides the tokenizer record; `BuildRecipe.from_manifest` reads them
-    back)."""
-    fields = {"prompt_mode": recipe.prompt_mode, "seed": recipe.seed,
-              "samples": recipe.samples, "generator_version": identity["generator_version"],
-              "packages": identity["packages"], "identity": identity}
-    variant = recipe.variant.record()
-    if variant:
-        fields["variant"] = variant
-    if recipe.benchmark != RULER:
-        fields["benchmark"] = recipe.benchmark
-    return fields
+def build_entry(recipe: BuildRecipe, identity: IdentityRecord) -> BuildEntry:
+    """The parts of a config's build entry that come from the recipe, not from its files (its
+    tokenizer record and identity fields; `BuildRecipe.from_manifest` reads them back)."""
+    return BuildEntry(tokenizer=recipe.tokenizer.identity.as_manifest(),
+                      prompt_mode=recipe.prompt_mode, seed=recipe.seed, samples=recipe.samples,
+                      generator_version=identity.generator_version,
+                      packages=dict(identity.packages), identity=identity,
+                      variant=recipe.variant.record() or None,
+                      benchmark=None if recipe.benchmark == RULER else recipe.benchmark)
 
 
 def listed_files(out: Path, manifest: Manifest, config: str) -> list[str]:

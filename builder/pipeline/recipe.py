@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ruler.builder import __version__
 from ruler.builder.context import BuildContext
 from ruler.builder.identity import make_identity
 from ruler.builder.manifest import BuildEntry
+from ruler.builder.manifest_records import IdentityRecord
 from ruler.builder.packages import content_packages
 from ruler.builder.tasks.benchmarks import RULER, benchmark_config, get_benchmark
 from ruler.builder.tokenizer import Tokenizer
@@ -76,7 +77,7 @@ class BuildRecipe:
         return BuildContext(self.tokenizer, self.seed_name, self.seed, self.sources_dir,
                             variant=self.variant)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> IdentityRecord:
         """Everything that, when changed, makes existing files of this config stale (see
         `ruler.builder.identity`); a variant's parameters are part of it."""
         tok = self.tokenizer

@@ -32,7 +32,7 @@ from ruler.builder.pipeline.config import (
 )
 from ruler.builder.pipeline.executor import Executor, LocalExecutor
 from ruler.builder.pipeline.plan import job_key, plan_units, preflight, resolve_sources
-from ruler.builder.pipeline.publish import Publisher, drop_config, entry_fields, listed_files
+from ruler.builder.pipeline.publish import Publisher, build_entry, drop_config, listed_files
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.publish_steps import refresh_published
@@ -73,7 +73,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     todo: list[FileJob] = []
     for task, L in units:
         job = FileJob(out, config, task, L, recipe.samples, job_key(identity, ctx, task, L),
-                      packages=identity["packages"], tokenizer_pinned=tok.identity.pinned)
+                      packages=identity.packages, tokenizer_pinned=tok.identity.pinned)
         path = split_file(out, job.path)  # never written through a link in OUT
         entry = None if differs else manifest.file(job.path)
         if entry and entry.build_key == job.build_key and path.is_file() \
@@ -88,7 +88,7 @@ def run_build(cfg: BuildConfig) -> BuildReport:
         refresh_published(out)  # ... unless a run killed before its last card write left it stale
         return BuildReport(out, config, _in_plan_order(kept, units))
 
-    publisher = Publisher(out, config, entry_fields(recipe, identity), ctx)
+    publisher = Publisher(out, config, build_entry(recipe, identity), ctx)
     bar = None
     try:
         # Entered first: a Ray cluster that cannot be reached fails before OUT is touched.

@@ -48,8 +48,8 @@ def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
                                 f"temporary file of a build that ended without publishing it "
                                 f"(process {stale.pid} no longer runs): run the build again, "
                                 f"which removes it, or delete it"))
-    for config in manifest.configs():
-        build, files = manifest.build(config), manifest.files_of(config)
+    for config, build in sorted(manifest.builds.items()):
+        files = manifest.files_of(config)
         problems += build_problems(config, build, files)
         problems += identity_problems(config, build, files)
     return problems
@@ -57,7 +57,8 @@ def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
 
 def _data_tree(out: Path) -> tuple[set[str], list[str]]:
     """The Parquet files under `out/data` and the symbolic links there (not followed)."""
-    files, links = set(), []
+    files: set[str] = set()
+    links: list[str] = []
     if (out / "data").is_symlink():
         return files, ["data"]
     for folder, dirs, names in os.walk(out / "data"):
@@ -79,7 +80,8 @@ def identity_problems(config: str, build: BuildEntry,
     revision or version cannot pass. Each file holds the build's sample count."""
     where = f"{MANIFEST_NAME} build {config!r}"
     recomputed = identity_of_build(build)
-    differs = identity_differences(build.identity or {"identity": "missing"}, recomputed)
+    differs = ["no identity recorded"] if build.identity is None \
+        else identity_differences(build.identity, recomputed)
     problems = []
     if differs:
         problems.append(Problem(where, f"its recorded identity does not match its fields "
@@ -91,7 +93,7 @@ def identity_problems(config: str, build: BuildEntry,
             problems.append(Problem(rel, f"{entry.rows} rows, the build's samples are "
                                          f"{build.samples}"))
         spec = TASKS[entry.task]  # a known task: checked where the manifest is read
-        hashes = {sid: (sources.get(sid) or {}).get("sha256") for sid in spec.sources}
+        hashes = {sid: sources[sid].sha256 if sid in sources else None for sid in spec.sources}
         key = file_key(recomputed, entry.task, entry.max_seq_length, hashes)
         if entry.build_key != key:
             problems.append(Problem(rel, "build_key is not the one the build's recorded seed, "
@@ -116,23 +118,21 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
                                        f"{sorted(tasks)} and {lengths}"))
     sources = build.sources or {}
     for sid, s in sorted(sources.items()):
-        if bool(s.get("official")) != (s.get("sha256") == s.get("official_sha256")):
+        if not s.flag_consistent:
             problems.append(Problem(where, f"source {sid!r}: `official` disagrees with its "
                                            f"sha256 and official_sha256"))
-    official = bool(build.tokenizer.get("pinned")) and all(
-        s.get("official") and s.get("sha256") == s.get("official_sha256")
-        for s in sources.values())
+    official = build.official_by_record()
     if bool(build.official) != official:
         problems.append(Problem(where, f"`official` is {build.official}, but tokenizer "
                                        f"pinned and official sources give {official}"))
     variant = build.variant or {}
-    recorded = (build.identity or {}).get("variant")
+    recorded = build.identity.variant if build.identity else None
+    recorded_benchmark = (build.identity.benchmark if build.identity else None) or RULER
     benchmark = build.benchmark or RULER
     if variant or recorded or benchmark != RULER:
         named = variant_from_record(variant).config_name(benchmark_config(
-            config_name(str(build.tokenizer.get("name"))), benchmark))
-        if named != config or (recorded or {}) != variant or \
-                (build.identity or {}).get("benchmark", RULER) != benchmark:
+            config_name(build.tokenizer.name), benchmark))
+        if named != config or (recorded or {}) != variant or recorded_benchmark != benchmark:
             problems.append(Problem(where, f"variant {variant} (benchmark {benchmark!r}) "
                                            f"does not match the config name (expected "
                                            f"{named!r}) or the build identity"))

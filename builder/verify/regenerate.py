@@ -72,7 +72,7 @@ class Regenerator:
                 found = worker.ctx.source(sid)
             except RulerError as e:
                 return f"source {sid!r} not found here ({e})"
-            want = (recorded.get(sid) or {}).get("sha256")
+            want = recorded[sid].sha256 if sid in recorded else None
             if found.sha256 != want:
                 return (f"source {sid!r} at {found.path} has sha256 {found.sha256[:12]}, the "
                         f"build recorded {str(want)[:12]} (point --sources at the copy it used)")

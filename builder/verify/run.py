@@ -67,7 +67,7 @@ class FileChecks:
     def __call__(self, job: tuple[str, FileEntry]) -> FileReport:
         rel, entry = job
         build = self.builds[entry.config]  # every file's config has a build entry (schema)
-        full = self.full or (self.full_unpinned and not build.tokenizer.get("pinned"))
+        full = self.full or (self.full_unpinned and not build.tokenizer.pinned)
         return verify_file(self.out, rel, entry, self.tokenizers.get(entry.config),
                            build.prompt_mode, full, self.sample, self.regenerate,
                            self.regenerator, self.variants.get(entry.config, NO_VARIANT))

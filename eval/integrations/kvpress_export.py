@@ -49,6 +49,7 @@ import yaml
 
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
+from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
 from ruler.cards.render import tokenizer_origin
@@ -238,7 +239,7 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
         _check_columns(f)
     build = ds.build(config)
     prompt = KvpressPrompt(_build_tokenizer(ds, config, build, tokenizer)
-                           if build.tokenizer.get("chat_template_sha256") else None,
+                           if build.tokenizer.chat_template_sha256 else None,
                            build.prompt_mode or "chat")
     result = KvpressExport(out, _source_record(ds, config, build, revision), config,
                            limit=limit,
@@ -300,7 +301,7 @@ def _source_record(ds: Dataset, config: str, build: BuildEntry,
         "manifest_sha256": file_sha256(ds.root / MANIFEST_NAME),
         "generator": dict(ds.manifest.generator or {}),
         "config": config,
-        "tokenizer": {k: tok.get(k) for k in ("name", "kind", "repo", "revision", "pinned")},
+        "tokenizer": {k: getattr(tok, k) for k in ("name", "kind", "repo", "revision", "pinned")},
         "prompt_mode": build.prompt_mode,
         "variant": dict(build.variant or {}),
         "seed": build.seed,
@@ -392,7 +393,9 @@ def render_card(e: KvpressExport) -> str:
              and s["revision_asked"] != s["revision"] else "")
     where = (f"Hub dataset `{s['dataset']}` at commit `{s['revision']}`{asked}" if s["revision"]
              else f"the local build `{s['dataset']}`")
-    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(tok)})" if tok.get("repo") else "")
+    # the export's source record keeps the manifest's tokenizer fields (`_source_record`)
+    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(TokenizerRecord.from_json(tok))})"
+                                      if tok.get("repo") else "")
     lengths = sorted(e.lengths)
     L = lengths[0]
     limited = (f"the first {e.limit} rows of each task and length" if e.limit

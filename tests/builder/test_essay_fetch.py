@@ -130,7 +130,7 @@ def test_fetch_list_and_build_say_which_essays_differ(tmp_path, capsys, monkeypa
     assert "unofficial build" in built and "avg.txt, ds.html" in built
     entry = Manifest.load(build).build("gpt-4")
     assert entry.official is False
-    note = entry.sources["essays"]["note"]
+    note = entry.sources["essays"].note
     assert "2 of 218 essays differ from the pinned corpus: avg.txt, ds.html" in note
     assert f"{len(record.named(MISSING))} of 218 essays missing" in note
     card = (build / "README.md").read_text("utf-8")

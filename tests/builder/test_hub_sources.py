@@ -72,7 +72,7 @@ def test_fetch_downloads_checks_and_records_the_pinned_files(mmlu_hub, tmp_path,
 
     found = sources.resolve("mmlu", dest)
     assert found.official and found.revision == revision
-    entry = found.as_manifest()
+    entry = found.as_manifest().to_json()
     assert entry["official_sha256"] == entry["sha256"] and set(entry["files"]) == {TEST, AUX}
 
     # a build from the fetched files is official and records what it read
@@ -131,7 +131,7 @@ def test_stand_ins_are_found_and_unofficial():
     assert not hotpot.official
     assert dict(hotpot.files) == {"train": ("ruler2.train.standin.parquet",),
                                   "validation": ("ruler2.validation.standin.parquet",)}
-    entry = hotpot.as_manifest()
+    entry = hotpot.as_manifest().to_json()
     assert entry["repo"] == "hotpotqa/hotpot_qa" and entry["revision"] is None
     # the official files' hashes are all pinned for HotpotQA, so its official digest is known
     assert entry["official_sha256"] == sources.directory_digest(

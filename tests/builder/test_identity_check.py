@@ -39,7 +39,7 @@ def test_build_differences(built):
     identity, sources = entry.identity, entry.source_hashes
     assert build_differences(None, identity, sources) == []
     assert build_differences(entry, identity, sources) == []
-    assert build_differences(entry, {**identity, "seed": 7}, sources) == ["seed 42 -> 7"]
+    assert build_differences(entry, replace(identity, seed=7), sources) == ["seed 42 -> 7"]
     other = {**sources, "squad": "ab" * 32}
     assert build_differences(entry, identity, other) == [
         f"source squad sha256 {sources['squad'][:12]} -> {'ab' * 6}"]

@@ -50,7 +50,7 @@ def test_the_records_are_typed(built):
     assert all(isinstance(f, FileEntry) and f.path == rel for rel, f in m.files.items())
     default, variant = m.build("gpt-4"), m.build("qwen2.5--out256")
     assert default.samples == 2 and default.seed == 42 and default.variant is None
-    assert default.tokenizer["name"] == "gpt-4" and default.identity["samples"] == 2
+    assert default.tokenizer.name == "gpt-4" and default.identity.samples == 2
     assert variant.variant == {"output_budget": 256}
     assert m.build("nope") is None
 

@@ -11,6 +11,7 @@ import pytest
 
 from helpers.builds import build
 from ruler.builder.manifest import BuildEntry
+from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.seed_series import seed_clash
 from ruler.builder.variants import Replicate
 from ruler.cli import main
@@ -73,7 +74,7 @@ def test_build_into_a_folder_of_another_seed_refuses(built_gpt4_niah_single, tmp
 
 
 def _entry(seed: int | None, variant: dict | None = None) -> BuildEntry:
-    return BuildEntry(tokenizer={"name": "t"}, seed=seed, variant=variant)
+    return BuildEntry(tokenizer=TokenizerRecord(name="t", kind="hf"), seed=seed, variant=variant)
 
 
 def test_the_series_is_the_tokenizer_config():

@@ -37,7 +37,7 @@ def test_shared_copies_resolve_and_partial_ones_are_unofficial():
     assert sources.resolve("punkt_tab", SOURCES).official
     squad = sources.resolve("squad", SOURCES)
     assert squad.path.name == "dev-v2.0.partial.json" and not squad.official
-    assert squad.as_manifest()["sha256"] == sources.file_sha256(squad.path)
+    assert squad.as_manifest().sha256 == sources.file_sha256(squad.path)
     assert not sources.resolve("hotpotqa", SOURCES).official
 
 

@@ -244,8 +244,10 @@ def test_a_registry_name_has_one_identity_whichever_backend_loads_it(name, monke
     from ruler.builder.packages import content_packages
 
     folder, packaged = _both_loaders(name, monkeypatch, tmp_path)
-    record = {k: v for k, v in folder.identity.as_manifest().items() if k != "origin"}
-    assert {k: v for k, v in packaged.identity.as_manifest().items() if k != "origin"} == record
+    record = {k: v for k, v in folder.identity.as_manifest().to_json().items()
+              if k != "origin"}
+    assert {k: v for k, v in packaged.identity.as_manifest().to_json().items()
+            if k != "origin"} == record
     assert packaged.identity.fingerprint() == folder.identity.fingerprint()
     # Both backends' packages shape the rows of this name, whichever one loaded it.
     assert content_packages(*packaged.identity.content_kinds) == \
@@ -322,9 +324,10 @@ def test_identity_differences_name_packages_as_they_are():
     """A package recorded by one identity and not used by the other is 'not recorded', never
     'not installed' (it is: every backend is a dependency)."""
     from ruler.builder.identity import identity_differences
+    from ruler.builder.manifest_records import IdentityRecord
 
-    old = {"packages": {"mistral-common": "1.13.1", "numpy": "2.3.5"}}
-    new = {"packages": {"numpy": "2.3.5", "transformers": "5.19.0"}}
+    old = IdentityRecord(packages={"mistral-common": "1.13.1", "numpy": "2.3.5"})
+    new = IdentityRecord(packages={"numpy": "2.3.5", "transformers": "5.19.0"})
     (said,) = identity_differences(old, new)
     assert "not installed" not in said
     assert said == ("package versions (mistral-common 1.13.1 -> not recorded, "
@@ -371,7 +374,8 @@ def test_a_tiktoken_encoding_from_tiktokens_own_cache_is_the_pinned_file(name, t
     script = (
         "import json; from ruler.builder.tokenizer_registry import load_tokenizer\n"
         f"t = load_tokenizer({name!r})\n"
-        f"print(json.dumps([t.identity.as_manifest(), t.prompt_ids({TEXT!r}, ' Answer: ')]))")
+        "print(json.dumps([t.identity.as_manifest().to_json(), "
+        f"t.prompt_ids({TEXT!r}, ' Answer: ')]))")
     env = {k: v for k, v in os.environ.items()
            if k not in ("RULER_TOKENIZERS", "NO_PROXY", "no_proxy")}
     # A download (the tampered case) fails at once instead of waiting on the network.
@@ -384,7 +388,7 @@ def test_a_tiktoken_encoding_from_tiktokens_own_cache_is_the_pinned_file(name, t
     folder = load_tokenizer(name)
     assert ids == folder.prompt_ids(TEXT, " Answer: ")
     assert {k: v for k, v in record.items() if k != "origin"} == \
-        {k: v for k, v in folder.identity.as_manifest().items() if k != "origin"}
+        {k: v for k, v in folder.identity.as_manifest().to_json().items() if k != "origin"}
     # Tampered, the cached file is not accepted (tiktoken would download the real one).
     seeded.write_bytes(seeded.read_bytes().replace(b"IQ==", b"IR==", 1))
     bad = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,

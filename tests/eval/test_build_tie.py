@@ -191,7 +191,7 @@ def test_lm_eval_samples_without_their_results_file_are_tied_by_the_logged_promp
         "its prompt differs from the row's" in err, err
     report = score_file(samples, open_dataset(str(data)))
     assert [c.score for c in report.cells] == [100.0, 100.0]
-    assert report.tied_to_build["by"] == {"prompt": len(TASKS) * SAMPLES}
+    assert report.tied_to_build.by == {"prompt": len(TASKS) * SAMPLES}
     assert report.unverified == 0
 
 

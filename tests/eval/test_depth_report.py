@@ -13,7 +13,7 @@ import pytest
 from ruler.eval.depth import bin_cells, group_cells, row_items
 from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP, hatch_meaning, heatmap_figure
 from ruler.eval.report import build_report, to_markdown, write_report
-from ruler.eval.score import SCORES_FORMAT
+from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 
 NEEDLE = "One of the special magic numbers for {k} is: {v}."
 
@@ -140,11 +140,13 @@ def test_report_json_and_csv_hold_the_depth_table(tmp_path):
 
 
 def test_report_bins_default_to_10_and_can_be_set(tmp_path):
-    r = build_report(_scores(ITEMS))
+    r = build_report(ScoresRecord.from_json(_scores(ITEMS)))
     assert r.depth.bins == 10 and len(r.depth.cells["qa_1"][1024]) == 10
-    assert build_report(_scores(ITEMS, depth_bins=4), depth_bins=5).depth.bins == 5
+    four = ScoresRecord.from_json(_scores(ITEMS, depth_bins=4))
+    assert build_report(four, depth_bins=5).depth.bins == 5
     old = _scores(ITEMS)
     del old["depth_items"]  # scores written before depth items existed
+    old = ScoresRecord.from_json(old)
     assert build_report(old).depth is None and "Score by depth" not in to_markdown(
         build_report(old))
 

@@ -41,7 +41,7 @@ from ruler.eval.report import (
     to_markdown,
     write_report,
 )
-from ruler.eval.score import SCORES_FORMAT
+from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 
 # model: (4K, 8K, 16K, 32K, 64K, 128K), Avg., wAvg. (inc), wAvg. (dec), effective length
 README_TABLE = {
@@ -121,7 +121,7 @@ def test_report_means_per_length_over_the_13_tasks():
     offsets = [k - 6 for k in range(13)]  # -6..6, sum 0
     cells = {(t, L): s + off for L, s in zip(PAPER_LENGTHS, gpt4)
              for t, off in zip(STANDARD_TASKS, offsets)}
-    r = build_report(_scores(cells))
+    r = build_report(ScoresRecord.from_json(_scores(cells)))
     assert r.mean_label == "Mean (13 tasks)"
     assert [r.summary.by_length[L] for L in PAPER_LENGTHS] == pytest.approx(gpt4)
     assert round(r.summary.avg, 1) == 91.6 and r.summary.effective_label == "64K"
@@ -139,7 +139,7 @@ def test_report_marks_skipped_cells_and_refuses_averages_over_missing_lengths():
              ("qa_1", 4096): 80.0, ("qa_1", 8192): 70.0}
     reasons = {("niah_single_1", 8192): {"skip_reasons": ["10x prompt + tokens_to_generate > "
                                                           "max_model_len"]}}
-    r = build_report(_scores(cells, reasons))
+    r = build_report(ScoresRecord.from_json(_scores(cells, reasons)))
     assert r.summary.by_length == {4096: 90.0, 8192: None}
     assert r.summary.avg is None and r.summary.wavg_inc is None
     assert r.summary.effective_length == 4096
@@ -158,7 +158,7 @@ def test_write_report_files_and_revision_check(tmp_path):
     assert (tmp_path / "scores_overall.png").read_bytes()[:4] == b"\x89PNG"
     assert r.summary.effective_label == "8K"
     same = {f"{t}/{L}": f"sha-{t}-{L}" for t, L in cells}
-    check_revision(_scores(cells), same, "results")
+    check_revision(ScoresRecord.from_json(_scores(cells)), same, "results")
     with pytest.raises(RulerError, match="different revision"):
         write_report(tmp_path, dataset_files=dict(same, **{"qa_2/8192": "other"}))
 
@@ -179,7 +179,7 @@ def test_missing_or_failed_rows_make_the_report_partial(tmp_path, gap):
     skipped = {"skipped": 3, "scored": 7, "skip_reasons": ["3x prompt + tokens_to_generate > "
                                                            "max_model_len"]}
     scores = _scores(cells, {("qa_2", 8192): gap, ("qa_2", 4096): skipped})
-    r = build_report(scores)
+    r = build_report(ScoresRecord.from_json(scores))
     assert (r.summary.avg, r.summary.wavg_inc, r.summary.effective_length) == (None, None, None)
     assert r.summary.by_length == {4096: 90.0, 8192: None}  # 8K has the gap
     assert r.summary.effective_label == "n/a (partial)"
@@ -197,7 +197,7 @@ def test_missing_or_failed_rows_make_the_report_partial(tmp_path, gap):
     assert r.status_line().startswith("PARTIAL: 36 of 40 rows asked for have a result; "
                                       "incomplete cells: qa_2 @ 8K (6/10)")
     # Complete: the headline is there, and says so.
-    full = build_report(_scores({k: 90.0 for k in cells}))
+    full = build_report(ScoresRecord.from_json(_scores({k: 90.0 for k in cells})))
     assert full.complete and full.summary.avg == 90.0 and full.summary.effective_label == "8K"
     assert "Partial" not in to_markdown(full)
     assert full.status_line() == "complete: 40 of 40 rows asked for have a result (2 task(s) " \

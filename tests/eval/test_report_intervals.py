@@ -22,6 +22,7 @@ from ruler.eval.intervals import METHOD_TEXT, score_interval, weighted_mean_inte
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows
 from ruler.eval.report import build_report, to_csv, to_json, to_markdown, write_report
 from ruler.eval.score import score_file, write_scores
+from ruler.eval.scores_record import ScoresRecord
 
 CONFIG = "gpt-4"
 TASKS = ("niah_single_1", "niah_multivalue")
@@ -145,8 +146,9 @@ def test_the_report_gives_every_score_its_interval_and_the_means_a_bootstrap_ove
 
 def test_a_length_whose_interval_contains_the_threshold_is_marked_uncertain(scored):
     _, folder = scored
-    threshold = build_report(_scores(folder)).summary.by_length[L] - 1  # passes, barely
-    r = build_report(_scores(folder), threshold=threshold)
+    scores = ScoresRecord.from_json(_scores(folder))
+    threshold = build_report(scores).summary.by_length[L] - 1  # passes, barely
+    r = build_report(scores, threshold=threshold)
     assert r.intervals.uncertain == [L] and r.summary.effective_length == L
     md = to_markdown(r)
     assert "] ‡ |" in md
@@ -160,7 +162,7 @@ def test_older_scores_without_rows_still_load_and_show_no_intervals(scored):
     for c in old["cells"]:
         for k in ("row_scores", "ci95", "ci_method"):
             del c[k]
-    r = build_report(old)
+    r = build_report(ScoresRecord.from_json(old))
     assert r.intervals is None and r.summary.avg is not None
     md = to_markdown(r)
     assert "95 % interval" not in md and "Uncertainty" not in md
@@ -175,7 +177,7 @@ def test_a_partial_selection_has_cell_intervals_but_no_headline_ones(scored):
     partial = _scores(folder)
     cell = partial["cells"][0]
     cell.update(missing=1, scored=cell["scored"] - 1, row_scores=cell["row_scores"][1:])
-    r = build_report(partial, threshold=50.0)
+    r = build_report(ScoresRecord.from_json(partial), threshold=50.0)
     assert not r.complete and r.intervals.by_length == {L: None}
     assert r.intervals.avg is None and r.intervals.uncertain == []
     assert ("niah_single_1", L) in r.intervals.cells

@@ -25,7 +25,7 @@ from ruler.builder.variants import NoContext
 from ruler.cli import main
 from ruler.eval.report import load_scores, write_report
 from ruler.eval.report_reference import comparisons, mark_plot
-from ruler.eval.score import SCORES_FORMAT
+from ruler.eval.scores_record import SCORES_FORMAT
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 PUBLISHED = "ruler-readme/meta-llama-3.1-8b-instruct"  # 4K: 95.5, effective 32K
@@ -163,7 +163,7 @@ def test_a_ruler2_run_has_no_published_counterpart(tmp_path, capsys):
     assert "no published results for RULERv2 in the registry (it holds RULER v1 results " \
            "only)" in err
     assert not (tmp_path / "report.md").exists()
-    assert load_scores(tmp_path)["model"] == LLAMA
+    assert load_scores(tmp_path).model == LLAMA
 
 
 def test_two_runs_and_a_published_row_make_one_table_3_that_compiles(runs, tmp_path, capsys):

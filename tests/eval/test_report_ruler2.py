@@ -17,7 +17,7 @@ from ruler.eval.compare import compare_scores
 from ruler.eval.intervals import score_interval
 from ruler.eval.report import build_report, to_csv, to_json, to_markdown, write_report
 from ruler.eval.report_ruler2 import family_difficulty
-from ruler.eval.score import SCORES_FORMAT
+from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 
 LENGTHS = (8192, 32768)
 METRICS = {"mk_niah_medium": "multichoice", "mk_niah_hard": "multichoice",
@@ -54,7 +54,7 @@ def _scores(tasks=RULER2_TASKS, rows=_rows) -> dict:
 
 
 def test_the_mean_per_length_is_the_plain_mean_of_the_12_tasks():
-    r = build_report(_scores())
+    r = build_report(ScoresRecord.from_json(_scores()))
     scores = {(t, L): 100.0 * sum(_rows(t, L)) / 4 for t in RULER2_TASKS for L in LENGTHS}
     # 8K: tasks 0..11 target 100, 95, ..., 45 -> rounded down to 12.5-point steps:
     # 100, 87.5, 87.5, 75, 75, 75, 62.5, 62.5, 50, 50, 50, 37.5 -> sum 812.5, mean 67.708...
@@ -75,7 +75,7 @@ def test_the_mean_per_length_is_the_plain_mean_of_the_12_tasks():
 
 
 def test_markdown_has_the_ruler2_headline_and_the_family_difficulty_table():
-    r = build_report(_scores())
+    r = build_report(ScoresRecord.from_json(_scores()))
     md = to_markdown(r)
     assert md.startswith("# RULERv2 results: m")
     assert "| 8K | 32K | Avg. |" in md and "wAvg" not in md and "Effective length" not in md
@@ -93,7 +93,7 @@ def test_markdown_has_the_ruler2_headline_and_the_family_difficulty_table():
 
 
 def test_json_and_csv_carry_the_benchmark_and_the_grid():
-    r = build_report(_scores())
+    r = build_report(ScoresRecord.from_json(_scores()))
     data = json.loads(json.dumps(to_json(r)))
     assert data["benchmark"] == "ruler2" and data["wavg_inc"] is None
     g = data["family_difficulty"]["8192"]
@@ -107,7 +107,7 @@ def test_json_and_csv_carry_the_benchmark_and_the_grid():
 
 
 def test_a_task_missing_from_a_family_leaves_its_mean_out():
-    r = build_report(_scores(tasks=RULER2_TASKS[:-1]))  # no qa_hard
+    r = build_report(ScoresRecord.from_json(_scores(tasks=RULER2_TASKS[:-1])))  # no qa_hard
     g = to_json(r)["family_difficulty"]["8192"]
     assert g["cells"]["qa"]["hard"] is None and g["family_mean"]["qa"] is None
     assert g["difficulty_mean"]["hard"] is None and g["family_mean"]["mk"] == 87.5
@@ -119,7 +119,7 @@ def test_scores_mixing_ruler_and_ruler2_tasks_are_refused():
     v1 = dict(scores["cells"][0], task="niah_single_1", metric="string_match_all")
     scores["cells"].append(v1)
     with pytest.raises(RulerError, match="mix the tasks of several benchmarks"):
-        build_report(scores)
+        build_report(ScoresRecord.from_json(scores))
 
 
 def test_write_report_writes_every_file(tmp_path):
@@ -132,7 +132,7 @@ def test_write_report_writes_every_file(tmp_path):
 def test_compare_works_on_ruler2_runs():
     a = _scores()
     b = _scores(rows=lambda t, L: [0.0] * 4)
-    c = compare_scores(a, b, "A", "B")
+    c = compare_scores(ScoresRecord.from_json(a), ScoresRecord.from_json(b), "A", "B")
     assert len(c.by_task) == 24 and len(c.overall) == 2
     first = c.by_task[0]
     assert (first.task, first.length, first.a, first.b) == ("mk_niah_basic", 8192, 100.0, 0.0)

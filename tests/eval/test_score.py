@@ -523,11 +523,13 @@ def test_score_defaults_to_the_only_config_of_the_dataset(data, tmp_path, capsys
     from dataclasses import replace
 
     from ruler.builder.manifest import BuildEntry
+    from ruler.builder.manifest_records import TokenizerRecord
     from ruler.eval.data import Dataset, default_config
 
     ds = open_dataset(str(data))
     assert default_config(ds) == CONFIG
-    builds = {**ds.manifest.builds, "llama-3.1": BuildEntry(tokenizer={"name": "llama-3.1"})}
+    builds = {**ds.manifest.builds, "llama-3.1": BuildEntry(
+        tokenizer=TokenizerRecord(name="llama-3.1", kind="hf"))}
     two = Dataset(ds.spec, None, ds.root, replace(ds.manifest, builds=builds))
     with pytest.raises(RulerError, match=r"2 tokenizer configs \(llama-3.1, qwen2.5\).*"
                                          r"--tokenizer-config"):

@@ -1,61 +1,14 @@
-"""The manifest is read through its type: no module outside `builder/manifest*.py` indexes
-the manifest's dict (`ruler.builder.manifest.Manifest` holds its records and queries)."""
+"""Imports only go down: nothing below the evaluator imports it.
+
+(The manifest, run.json and scores.json are read through their typed records; that no module
+indexes their JSON is mypy's check now, with the scan of the record paths for untyped JSON
+objects: tests/package/test_types.py.)"""
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from pathlib import Path
 
 from helpers.paths import ROOT
-
-SCOPE = ("builder", "cards", "eval", "release.py", "cli.py")
-RAW_ACCESS = re.compile(r'manifest\[|\["builds"\]|\["files"\]')
-OWNERS = "builder/manifest*.py"
-#: Modules whose lines match the pattern while indexing another document than the manifest,
-#: and what each such line must index instead.
-OTHER_DOCUMENTS = {
-    # the tokenizer registry's entries (registry.json): their pinned files and hashes
-    "builder/tokenizer_registry.py": 'entry["files"]',
-    # run.json and scores.json: the split files a run covers (`recorded_files`, their one reader)
-    "eval/results_folder.py": 'record["dataset"]["files"]',
-    # the Inspect task's metadata (`inspect_task` writes it into the Inspect log)
-    "eval/integrations/inspect_logs.py": 'ruler["files"]',
-}
-
-
-def _sources():
-    for name in SCOPE:
-        path = ROOT / name
-        yield from sorted(path.rglob("*.py")) if path.is_dir() else [path]
-
-
-def test_only_the_manifest_module_indexes_the_manifest_dict():
-    found = []
-    for path in _sources():
-        rel = path.relative_to(ROOT).as_posix()
-        if fnmatch.fnmatch(rel, OWNERS):
-            continue
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not RAW_ACCESS.search(line):
-                continue
-            other = OTHER_DOCUMENTS.get(rel)
-            if other and other in line and "manifest[" not in line and '["builds"]' not in line:
-                continue
-            found.append(f"{rel}:{n}: {line.strip()}")
-    assert found == [], "raw manifest access (use ruler.builder.manifest.Manifest):\n" + \
-        "\n".join(found)
-
-
-def test_the_scan_sees_the_modules_it_guards():
-    """The test above cannot pass by reading nothing: it reads the readers of the manifest,
-    and the manifest module itself would fail it."""
-    scanned = {p.relative_to(ROOT).as_posix() for p in _sources()}
-    assert {"release.py", "cards/render.py", "eval/data.py", "builder/pipeline/publish.py",
-            "builder/verify/folder.py"} <= scanned
-    schema = (ROOT / "builder" / "manifest_schema.py").read_text(encoding="utf-8")
-    assert RAW_ACCESS.search(schema)
-
 
 # --- imports only go down ------------------------------------------------------------------------
 

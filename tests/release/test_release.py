@@ -297,7 +297,8 @@ def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hu
     recorded = {sid: resolve(sid, SOURCES)
                 for sid in ("essays", "squad", "punkt_tab", "mmlu", "hotpotqa_hub")}
     m = json.loads((out / "manifest.json").read_text())
-    m["builds"]["gpt-4"]["sources"] = {sid: r.as_manifest() for sid, r in recorded.items()}
+    m["builds"]["gpt-4"]["sources"] = {sid: r.as_manifest().to_json()
+                                       for sid, r in recorded.items()}
     m["builds"]["gpt-4"]["official"] = all(r.official for r in recorded.values())
     (out / "manifest.json").write_text(json.dumps(m))
     write_card(out)

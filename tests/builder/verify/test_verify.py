@@ -272,12 +272,12 @@ def test_an_edited_tokenizer_revision_is_caught_against_the_registry(out, capsys
     build = m["builds"]["gpt-4"]
     build["tokenizer"]["repo"], build["tokenizer"]["revision"] = "openai/other", "v2"
     # a careful forger redoes the identity and the keys, too
-    build["identity"] = identity_of_build(BuildEntry.from_json(build))
+    identity = identity_of_build(BuildEntry.from_json(build))
+    build["identity"] = identity.to_json()
     for entry in m["files"].values():
         hashes = {sid: build["sources"][sid]["sha256"]
                   for sid in get_task(entry["task"]).sources}
-        entry["build_key"] = file_key(build["identity"], entry["task"], entry["max_seq_length"],
-                                      hashes)
+        entry["build_key"] = file_key(identity, entry["task"], entry["max_seq_length"], hashes)
     save_manifest(out, m)
     code, text = run(capsys, out, "--no-load")
     assert code == 1

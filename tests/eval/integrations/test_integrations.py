@@ -392,12 +392,12 @@ def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
 def test_score_reads_lm_eval_s_generation_settings_into_the_health_section(data, tmp_path):
     """A --gen_kwargs max_gen_toks=8 override, as the results file records it: every task's
     cap below RULER's budget is a problem the health section names."""
-    from ruler.eval.report_health import HealthFacts, flags
+    from ruler.eval.report_health import flags
 
     out = _lm_eval_output(tmp_path / "lm", data, lambda r: " " + " ".join(r["outputs"]),
                           generation={"until": [], "do_sample": False, "temperature": 0.0,
                                       "max_gen_toks": 8})
-    health = HealthFacts.of(score_file(out, open_dataset(str(data))).health)
+    health = score_file(out, open_dataset(str(data))).health
     assert health.framework == "lm-eval" and health.temperature == 0.0
     assert health.max_tokens_by_task == {t: 8 for t in TASKS_BUILT}
     (settings,) = [f for f in flags(health) if f.check == "Generation settings"]

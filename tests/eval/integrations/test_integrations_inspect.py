@@ -156,7 +156,7 @@ def test_a_log_without_content_hashes_is_tied_to_its_build_by_the_prompt(data, t
         score_file(stripped, open_dataset(str(rebuilt)))
     report = score_file(stripped, open_dataset(str(data)))
     assert [c.score for c in report.cells] == [100.0] * len(TASKS)
-    assert report.tied_to_build["by"] == {"prompt": len(TASKS) * LIMIT}
+    assert report.tied_to_build.by == {"prompt": len(TASKS) * LIMIT}
     assert report.unverified == 0
 
 

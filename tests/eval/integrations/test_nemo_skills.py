@@ -60,7 +60,7 @@ def test_a_nemo_skills_output_scores_against_our_rows(built_qwen_three, tmp_path
         ("niah_single_1", 100.0, 3), ("vt", 66.67, 3), ("qa_1", 100.0, 3)]
     assert report.unknown == [] and report.missing == []
     # The cells the records were found in are what was asked for.
-    assert report.selection["by"] == "run"
+    assert report.selection.by == "run"
 
 
 def test_the_chat_completions_variant_appends_the_answer_prefix(built_qwen_three, tmp_path):

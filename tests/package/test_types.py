@@ -1,0 +1,196 @@
+"""Types: mypy finds nothing in the package with the config in pyproject (`[tool.mypy]`), and
+no record path takes or gives an untyped JSON object.
+
+mypy checks every module of the installed package (third-party imports are `Any`: the check
+depends on this code alone). It is strict in the modules `[[tool.mypy.overrides]]` lists, where
+the manifest, run.json and scores.json records cross modules: there every function is
+annotated, its body checked, and a record used as anything else (indexed as a dict, given
+where another type is expected, None where it may be absent) is an error. The scan below
+makes sure those annotations name records: no public function, method or record field there
+takes or returns a `dict[str, Any]` (or `Mapping[str, Any]`) but the JSON edges listed in
+`JSON_EDGES`, each with its reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from helpers.paths import ROOT
+
+needs_mypy = pytest.mark.skipif(
+    importlib.util.find_spec("mypy") is None,
+    reason="mypy is not installed: pip install -e '.[test]' -c constraints.txt")
+
+PACKAGE = "ruler"
+
+
+def strict_modules() -> list[str]:
+    """The modules pyproject's strict mypy section lists (the record paths)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (strict,) = [o for o in config["tool"]["mypy"]["overrides"] if o.get("disallow_untyped_defs")]
+    return list(strict["module"])
+
+
+def module_path(name: str) -> Path:
+    """The source file of `ruler.a.b` in this checkout (the repository root is `ruler`)."""
+    parts = name.split(".")[1:]
+    path = ROOT.joinpath(*parts)
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def run_mypy(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """mypy with pyproject's config over the checkout, seen as the package `ruler` (a link in
+    `tmp_path`: the installed package is an editable install, whose import hook mypy does not
+    follow); its cache in `tmp_path`, nothing written into the checkout."""
+    root = tmp_path / "mypy-path"
+    root.mkdir(exist_ok=True)
+    if not (root / PACKAGE).exists():
+        (root / PACKAGE).symlink_to(ROOT, target_is_directory=True)
+    env = {**os.environ, "MYPYPATH": str(root)}
+    return subprocess.run([sys.executable, "-m", "mypy", "--config-file",
+                           str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
+                           *args], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+@pytest.fixture(scope="module")
+def mypy_dir(tmp_path_factory) -> Path:
+    """One folder (link and cache) for this module's mypy runs: the second reuses the first's
+    analysis of the package."""
+    return tmp_path_factory.mktemp("mypy")
+
+
+@needs_mypy
+def test_mypy_finds_nothing(mypy_dir):
+    proc = run_mypy(mypy_dir, "-p", PACKAGE)
+    assert proc.returncode == 0, f"mypy:\n{proc.stdout}{proc.stderr}"
+    assert "Success: no issues found" in proc.stdout
+
+
+@needs_mypy
+def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
+    """The check above cannot pass by seeing no types: a scores cell indexed as the dict it
+    used to be, or a manifest build's tokenizer read with `.get`, is an error."""
+    probe = ("from ruler.builder.manifest import BuildEntry\n"
+             "from ruler.eval.scores_record import CellScore\n"
+             "def rows(c: CellScore) -> int:\n"
+             "    return c['rows']\n"
+             "def name(b: BuildEntry) -> str:\n"
+             "    return b.tokenizer.get('name')\n")
+    proc = run_mypy(mypy_dir, "--enable-error-code", "index", "--enable-error-code",
+                    "attr-defined", "-c", probe)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert 'Value of type "CellScore" is not indexable' in proc.stdout
+    assert '"TokenizerRecord" has no attribute "get"' in proc.stdout
+
+
+# --- no untyped JSON object crosses a record path ---------------------------------------------
+
+UNTYPED = re.compile(r"\b(?:dict|Dict|Mapping|MutableMapping)\[str, Any\]")
+#: Names that are JSON by definition wherever they are: a record's own conversion (`from_json`
+#: takes the file's JSON, `to_json` / `derived_json` / `fields_json` give it, `extra` holds the
+#: keys this version does not know) and the shape checks that run on a file's JSON before a
+#: record is made of it.
+JSON_NAMES = re.compile(r"(^|\.)(from_json|to_json|derived_json|fields_json|extra|"
+                        r"check_\w+)($|\.)")
+#: Other public names of the record paths that take or give a JSON object, and why.
+JSON_EDGES = {
+    # run.json: the user's chat template variables (given to the template as they are) and the
+    # last run's outcome, for people (no code reads it)
+    "ruler.eval.run_record:RunRecord.chat_template_kwargs": "the user's template variables",
+    "ruler.eval.run_record:RunRecord.last_run": "for people: no code reads it",
+    "ruler.eval.runner:EvalConfig.chat_template_kwargs": "the user's template variables",
+    # a split file's rows (Parquet rows, hashed as canonical JSON), not the manifest's records
+    "ruler.builder.manifest:canonical_row": "a split file's row",
+    "ruler.builder.manifest:canonical_row_bytes": "a split file's row",
+    "ruler.builder.manifest:content_sha256_rows": "a split file's rows",
+    # the manifest's JSON for tools and tests that look at the format itself
+    "ruler.builder.manifest:read_manifest": "the format's JSON, for tools and tests",
+    # prediction records (the predictions path: any framework's rows, `eval.predictions`)
+    "ruler.eval.run_record:PromptCheck.add": "a prediction record",
+    "ruler.eval.skip_reasons:skip_kind": "a prediction record",
+    "ruler.eval.serving:prompt_check": "prediction records",
+    "ruler.eval.score:score_predictions": "prediction records",
+    "ruler.eval.score:score_source": "prediction records",
+    "ruler.eval.score:tied": "prediction records",
+    "ruler.eval.report_health:health_facts": "prediction records, a framework's settings",
+    # a framework's generation settings as its reader finds them (lm-eval, Inspect, run.json)
+    "ruler.eval.report_health:run_settings": "a prediction source's settings",
+    # report.json (a file of its own, written as it is made)
+    "ruler.eval.report_ruler2:grid": "report.json's family_difficulty",
+    "ruler.eval.scores_record:ScoresRecord.coverage": "scores.json's coverage (derived)",
+}
+
+
+def untyped_json(path: Path, module: str) -> list[str]:
+    """The public functions, methods and class fields of a module whose annotation names an
+    untyped JSON object: "module:Qual.name (where)"."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+
+    def hit(qual: str, node: ast.expr | None, where: str) -> None:
+        if node is not None and UNTYPED.search(ast.unparse(node)):
+            found.append(f"{module}:{qual} ({where}: {ast.unparse(node)})")
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for node in body:
+            name = getattr(node, "name", None)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if name.startswith("_") and not name.startswith("__"):
+                    continue
+                qual = prefix + name
+                args = node.args
+                for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg,
+                          args.kwarg):
+                    if a is not None:
+                        hit(qual, a.annotation, f"parameter {a.arg}")
+                hit(qual, node.returns, "returns")
+            elif isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                visit(node.body, f"{prefix}{node.name}.")
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                    and prefix and not node.target.id.startswith("_"):
+                hit(prefix + node.target.id, node.annotation, "field")
+
+    visit(tree.body, "")
+    return found
+
+
+def test_no_record_path_takes_or_gives_an_untyped_json_object():
+    found, allowed = [], set()
+    for module in strict_modules():
+        for hit in untyped_json(module_path(module), module):
+            key = hit.split(" ")[0]
+            if JSON_NAMES.search(key.split(":")[1]):
+                continue
+            if key in JSON_EDGES:
+                allowed.add(key)
+                continue
+            found.append(hit)
+    assert found == [], "untyped JSON objects in the record paths (use a record):\n" + \
+        "\n".join(found)
+    assert sorted(set(JSON_EDGES) - allowed) == [], "JSON_EDGES lists names that are gone"
+
+
+def test_the_scan_finds_an_untyped_json_object(tmp_path):
+    """The scan above cannot pass by seeing nothing: a parameter, a return and a field that
+    are `dict[str, Any]` are each found, a private helper's is not."""
+    source = tmp_path / "mod.py"
+    source.write_text("from typing import Any, Mapping\n"
+                      "def read(x: Mapping[str, Any]) -> int: ...\n"
+                      "def give() -> dict[str, Any]: ...\n"
+                      "def _own(x: dict[str, Any]) -> None: ...\n"
+                      "class Rec:\n"
+                      "    cells: list[dict[str, Any]]\n"
+                      "    def to_json(self) -> dict[str, Any]: ...\n")
+    hits = [h.split(" ")[0] for h in untyped_json(source, "m")]
+    assert hits == ["m:read", "m:give", "m:Rec.cells", "m:Rec.to_json"]
+    assert strict_modules() and all(module_path(m).is_file() for m in strict_modules())
