@@ -8,31 +8,33 @@
     scores = ruler.score(outcome.out / "predictions.jsonl", report.out)
 
 Each function takes the command's options as keyword arguments, spelled as the flags are
-(`max_model_len=8192` is `--max-model-len 8192`), and checks them exactly as the command does:
-`evaluate` and `score` go through the command's own parser, so defaults, choices and every
-backend's options have one source of truth. Errors are `RulerError` (the one line the command
-would print); so is a keyword a function does not take (`OptionError`, a `TypeError` too, as
-Python's own would be), naming it and the ones it takes. Nothing is printed that the command
-prints, except progress bars when asked.
+(`max_model_len=8192` is `--max-model-len 8192`; a config's field name is taken too:
+`progress=False` is `--no-progress`), and makes the command's own config from them
+(`BuildConfig`, `EvalConfig` with its backend's options, `ScoreConfig`): each value is read
+as its flag reads it and the config checks itself, so defaults, choices, bounds and messages
+have one source of truth, the config dataclass. Errors are `RulerError` (the one line the
+command would print); so is a keyword a function does not take (`OptionError`, a `TypeError`
+too, as Python's own would be), naming it and the ones it takes. Nothing is printed that the
+command prints, except progress bars when asked.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import FlagValueError, keyword_names, keyword_value, read_keywords
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 if TYPE_CHECKING:  # the heavy imports happen inside the functions
     import datasets
 
-    from ruler.builder.pipeline.config import BuildReport
+    from ruler.builder.pipeline.config import BuildConfig, BuildReport
     from ruler.builder.verify.findings import VerifyReport
+    from ruler.eval.config import EvalConfig, ScoreConfig
     from ruler.eval.runner import EvalOutcome
     from ruler.eval.scores_record import ScoresRecord
 
@@ -51,10 +53,16 @@ def _check_keywords(function: str, given: Iterable[str], accepted: Iterable[str]
                           f"takes {', '.join(accepted)}")
 
 
-def _csv(value: Any) -> str:
-    if isinstance(value, (str, int)):
-        return str(value)
-    return ",".join(str(v) for v in value)
+def _read(function: str, command: str, keywords: Mapping[str, Any],
+          accepted: Iterable[str], make: Callable[[], Any]) -> Any:
+    """`make()`, which reads `keywords` into the command's config, once every keyword is one the
+    function takes; a value a flag cannot read is refused in the flag's own words, naming the
+    function and the command's help."""
+    _check_keywords(function, keywords, accepted)
+    try:
+        return make()
+    except FlagValueError as e:
+        raise RulerError(f"ruler.{function}(): {e} (see `ruler {command} --help`)") from None
 
 
 def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
@@ -66,27 +74,40 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
     `benchmark`: "v1" (RULER) or "v2" (RULERv2, config `<tokenizer>--v2`); `tasks`: names or
     a comma-separated string (default: all of the benchmark's); `lengths`: ints or the
     command's spellings ("4k,128k", "paper"); `options`: any other field of
-    `ruler.builder.pipeline.BuildConfig` (seed, workers, variant=DepthSweep(10), overwrite, ...),
-    and `no_progress` as the flag spells it (the opposite of `progress`). Returns the build's
-    report (`.out`, `.config`, `.files`)."""
-    from dataclasses import fields
+    `ruler.builder.pipeline.BuildConfig` (seed, workers, overwrite, ...) or its flag's
+    spelling (`no_progress`, `sources`), a variant's flag (`depths=10`, `base=True`) or the
+    variant itself (`variant=DepthSweep(10)`). Returns the build's report (`.out`,
+    `.config`, `.files`)."""
+    from ruler.builder.pipeline import run_build
 
-    from ruler.builder.cli_build import parse_lengths, parse_tasks
-    from ruler.builder.pipeline import BuildConfig, run_build
-    from ruler.builder.pipeline.config import DEFAULT_OUT
-    from ruler.builder.tasks.benchmarks import BENCHMARKS, benchmark_id
+    return run_build(_build_config(tokenizer, tasks=tasks, lengths=lengths, samples=samples,
+                                   out=out, progress=progress, benchmark=benchmark, **options))
 
-    _check_keywords("build", options, {f.name for f in fields(BuildConfig)}
-                    - {"tokenizer", "benchmark"} | {"no_progress"})
-    if "no_progress" in options:
-        progress = not options.pop("no_progress")
-    bench = benchmark_id(benchmark)
-    cfg = BuildConfig(tokenizer=tokenizer, benchmark=bench,
-                      tasks=BENCHMARKS[bench] if tasks is None else parse_tasks(_csv(tasks)),
-                      lengths=parse_lengths(_csv(lengths)), samples=samples,
-                      out=Path(out if out is not None else DEFAULT_OUT), progress=progress,
-                      **options)
-    return run_build(cfg)
+
+def _build_config(tokenizer: str, *, progress: bool, **options: Any) -> "BuildConfig":
+    """The `BuildConfig` `build`'s arguments ask for."""
+    from ruler.builder.pipeline import BuildConfig
+    from ruler.builder.variants import variant_from_flags, variant_kinds
+
+    variant_flags = {flag.dest(""): flag for kind in variant_kinds()
+                     if (flag := kind.flag()) is not None}
+    given = {"tokenizer": tokenizer, **options}
+    if "no_progress" not in options:
+        given["progress"] = progress
+
+    def make() -> BuildConfig:
+        flagged = variant_from_flags({name: keyword_value(flag, name, given[name])
+                                      for name, flag in variant_flags.items()
+                                      if given.get(name) is not None})
+        variant = given.get("variant")
+        if variant is not None and flagged.field:
+            raise RulerError(f"ruler.build(): one variant per build: got variant={variant!r} "
+                             f"and {flagged.field} = {flagged.value!r}")
+        return BuildConfig(**read_keywords(BuildConfig, given),
+                           variant=flagged if variant is None else variant)
+
+    return _read("build", "build", given,
+                 [*keyword_names(BuildConfig), *variant_flags, "variant"], make)
 
 
 def load(data: str | Path, config: str | None = None, length: int | str = 4096, *,
@@ -124,63 +145,42 @@ def verify(out: str | Path, **options: Any) -> "VerifyReport":
     return verify_folder(out, **options)
 
 
-def _flags(options: Mapping[str, Any]) -> list[str]:
-    """Keyword arguments as the command's flags: `max_model_len=8192` -> `--max-model-len 8192`,
-    True -> the bare flag, False/None -> left out, sequences -> comma-separated, mappings ->
-    JSON."""
-    argv: list[str] = []
-    for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
-        if value is None or value is False:
-            continue
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, Mapping):
-            argv += [flag, json.dumps(dict(value))]
-        elif isinstance(value, (list, tuple, set)):
-            argv += [flag, _csv(value)]
-        else:
-            argv += [flag, str(value)]
-    return argv
-
-
-def _parse(command: str, options: Mapping[str, Any],
-           also: Iterable[str] = ()) -> argparse.Namespace:
-    """The command's own parser on the options: a keyword that is none of its flags (nor in
-    `also`, what the function itself takes besides), or a value it refuses, becomes a
-    RulerError naming it."""
-    import contextlib
-    import io
-
-    from ruler.cli import make_parser
-
-    function = command if command != "eval" else "evaluate"
-    parser = make_parser()
-    subcommands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    flags = [o for a in subcommands.choices[command]._actions for o in a.option_strings
-             if o.startswith("--") and o != "--help"]
-    _check_keywords(function, options, [*(f[2:].replace("-", "_") for f in flags), *also])
-    argv = [command, *_flags(options)]
-    said = io.StringIO()
-    try:
-        with contextlib.redirect_stderr(said):
-            return parser.parse_args(argv)
-    except SystemExit as e:  # argparse's usage line and its reason, e.g. an invalid choice
-        why = said.getvalue().strip().splitlines()
-        reason = why[-1].split("error: ", 1)[-1] if why else f"invalid options {argv[1:]}"
-        raise RulerError(f"ruler.{function}(): {reason} (see `ruler {command} --help`)") from e
-
-
 def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
     """`ruler eval`: run `model` on a build folder or Hub dataset; `options` are the command's
-    flags (backend="openai", base_url=..., tokenizer_config=..., lengths=[4096], limit=20, ...).
-    Returns the run's outcome (`.out` holds predictions.jsonl and the report)."""
-    from ruler.eval.cli import eval_config
+    flags (backend="openai", base_url=..., tokenizer_config=..., lengths=[4096], limit=20,
+    ...), progress bars off unless `progress=True`. Returns the run's outcome (`.out` holds
+    predictions.jsonl, scores.json and, unless `no_report=True`, the report)."""
     from ruler.eval.runner import run_eval
 
-    options = {"no_progress": not options.pop("progress", False), **options}
-    args = _parse("eval", {"model": model, "data": str(data), **options}, also=["progress"])
-    return run_eval(eval_config(args))
+    cfg = _eval_config(model, data, **options)
+    outcome = run_eval(cfg)
+    if cfg.report:
+        from ruler.eval.report import write_report
+
+        write_report(outcome.out)
+    return outcome
+
+
+def _eval_config(model: str, data: str | Path, **options: Any) -> "EvalConfig":
+    """The `EvalConfig` (with its backend's options) `evaluate`'s arguments ask for."""
+    from ruler.eval.backends import BACKENDS, DEFAULT_BACKEND, get_backend
+    from ruler.eval.config import EvalConfig
+
+    given = {"model": model, "data": data, **options}
+    if "no_progress" not in options:
+        given.setdefault("progress", False)
+    # Every backend's flags are taken, as the command takes them all; the chosen one's are read.
+    accepted = list(keyword_names(EvalConfig))
+    for spec in BACKENDS.values():
+        accepted += keyword_names(spec.options_type, field_names=False)
+
+    def make() -> EvalConfig:
+        run = read_keywords(EvalConfig, given)
+        kind = get_backend(run.get("backend", DEFAULT_BACKEND)).options_type
+        own = read_keywords(kind, given, field_names=False)
+        return EvalConfig(**run, backend_options=kind(model=run["model"], **own))
+
+    return _read("evaluate", "eval", given, accepted, make)
 
 
 def score(predictions: str | Path, data: str | Path, **options: Any) -> "ScoresRecord":
@@ -189,6 +189,14 @@ def score(predictions: str | Path, data: str | Path, **options: Any) -> "ScoresR
     (`.cells`, `.complete`, `.missing`)."""
     from ruler.eval.cli import score_to_folder
 
-    args = _parse("score", {"predictions": str(predictions), "data": str(data), **options})
-    report, _ = score_to_folder(args)
+    report, _ = score_to_folder(_score_config(predictions, data, **options))
     return report
+
+
+def _score_config(predictions: str | Path, data: str | Path, **options: Any) -> "ScoreConfig":
+    """The `ScoreConfig` `score`'s arguments ask for."""
+    from ruler.eval.config import ScoreConfig
+
+    given = {"predictions": predictions, "data": data, **options}
+    return _read("score", "score", given, keyword_names(ScoreConfig),
+                 lambda: ScoreConfig(**read_keywords(ScoreConfig, given)))

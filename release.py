@@ -23,6 +23,7 @@ endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at call time).
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import sys
@@ -31,8 +32,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import (
+    POSITIONAL,
+    REPEATED,
+    SWITCH,
+    add_flags,
+    check_flags,
+    from_flags,
+    option,
+)
 from ruler.builder.hub_errors import hub_error
 from ruler.builder.hub_names import validate_repo_id, validate_tag
+from ruler.builder.verify.cli import parse_overrides
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import Manifest
@@ -351,48 +362,63 @@ def check_can_publish() -> None:
         raise RulerError("no Hugging Face token: run `hf auth login` or set HF_TOKEN")
 
 
-def register_cli(subparsers) -> None:
+@dataclass(frozen=True)
+class ReleaseConfig:
+    """What `ruler release` publishes, where, and how it verifies first."""
+
+    out: str = option(kind=POSITIONAL, help="the build folder")
+    repo: str = option("--repo", required=True, metavar="ORG/NAME", help="target dataset repo")
+    tag: str | None = option("--tag", default=None,
+                             help="release tag (default: v<generator version>-<content hash>)")
+    dry_run: bool = option("--dry-run", kind=SWITCH, default=False,
+                           help="print the plan, upload nothing")
+    private: bool = option("--private", kind=SWITCH, default=False,
+                           help="create the repo private")
+    allow_unofficial: bool = option(
+        "--allow-unofficial", kind=SWITCH, default=False,
+        help="release builds with an unpinned tokenizer or non-official sources")
+    with_sources: bool = option(
+        "--with-sources", kind=SWITCH, default=False,
+        help="also upload the pinned source files the build read, under sources/")
+    sources_dir: str | None = option(
+        "--sources", default=None, metavar="SOURCES_DIR",
+        help="folder holding the sources (default: $RULER_SOURCES, then the cache)")
+    endpoint: str | None = option(
+        "--endpoint", default=None,
+        help=f"Hub endpoint (default: $HF_ENDPOINT, else {DEFAULT_ENDPOINT})")
+    tokenizers_dir: str | None = option(
+        "--tokenizers-dir", default=None,
+        help="folder of tokenizer folders for verify (default: $RULER_TOKENIZERS)")
+    tokenizers: Mapping[str, str] = option(
+        "--tokenizer", kind=REPEATED, default_factory=dict, parse=parse_overrides,
+        metavar="CONFIG=PATH",
+        help="verify: load CONFIG's tokenizer from PATH (a folder or registry name)")
+    regenerate: int = option(
+        "--regenerate", default=DEFAULT_REGENERATE, type=int, minimum=0, metavar="K",
+        help=f"verify: rows rebuilt per file from the manifest's identity and compared byte for "
+             f"byte (default {DEFAULT_REGENERATE}; needs the build's sources, see --sources)")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "release", help="verify a build and publish it to the Hub as one tagged commit",
         description="Run `ruler verify`, then upload the build folder to a Hub dataset repo in "
                     "one commit on top of the head it read (a failure leaves the repo "
                     "unchanged), then tag it. The token comes from `hf auth login` or HF_TOKEN.")
-    p.add_argument("out", help="the build folder")
-    p.add_argument("--repo", required=True, metavar="ORG/NAME", help="target dataset repo")
-    p.add_argument("--tag", default=None,
-                   help="release tag (default: v<generator version>-<content hash>)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan, upload nothing")
-    p.add_argument("--private", action="store_true", help="create the repo private")
-    p.add_argument("--allow-unofficial", action="store_true",
-                   help="release builds with an unpinned tokenizer or non-official sources")
-    p.add_argument("--with-sources", action="store_true",
-                   help="also upload the pinned source files the build read, under sources/")
-    p.add_argument("--sources", dest="sources_dir", default=None,
-                   help="folder holding the sources (default: $RULER_SOURCES, then the cache)")
-    p.add_argument("--endpoint", default=None,
-                   help=f"Hub endpoint (default: $HF_ENDPOINT, else {DEFAULT_ENDPOINT})")
-    p.add_argument("--tokenizers-dir", default=None,
-                   help="folder of tokenizer folders for verify (default: $RULER_TOKENIZERS)")
-    p.add_argument("--tokenizer", action="append", default=[], metavar="CONFIG=PATH",
-                   help="verify: load CONFIG's tokenizer from PATH (a folder or registry name)")
-    p.add_argument("--regenerate", type=int, default=DEFAULT_REGENERATE, metavar="K",
-                   help=f"verify: rows rebuilt per file from the manifest's identity and "
-                        f"compared byte for byte (default {DEFAULT_REGENERATE}; needs the "
-                        f"build's sources, see --sources)")
-    p.set_defaults(func=run_cli)
+    add_flags(p, ReleaseConfig)
+    p.set_defaults(func=lambda args: run(from_flags(ReleaseConfig, args)))
 
 
-def run_cli(args) -> int:
-    from ruler.builder.verify.cli import parse_overrides
-
-    if args.regenerate < 0:
-        raise RulerError(f"--regenerate must be >= 0, got {args.regenerate}")
-    release(args.out, args.repo, tag=args.tag, dry_run=args.dry_run, private=args.private,
-            allow_unofficial=args.allow_unofficial, with_sources=args.with_sources,
-            sources_dir=args.sources_dir, endpoint=args.endpoint,
-            verify_kwargs={"tokenizers_dir": args.tokenizers_dir,
-                           "tokenizers": parse_overrides(args.tokenizer)},
-            regenerate=args.regenerate)
+def run(cfg: ReleaseConfig) -> int:
+    release(cfg.out, cfg.repo, tag=cfg.tag, dry_run=cfg.dry_run, private=cfg.private,
+            allow_unofficial=cfg.allow_unofficial, with_sources=cfg.with_sources,
+            sources_dir=cfg.sources_dir, endpoint=cfg.endpoint,
+            verify_kwargs={"tokenizers_dir": cfg.tokenizers_dir,
+                           "tokenizers": dict(cfg.tokenizers)},
+            regenerate=cfg.regenerate)
     return 0
 
 

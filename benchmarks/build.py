@@ -36,9 +36,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchmarks.ray_cluster import RayCluster
-from ruler.builder.cli_build import parse_lengths, parse_tasks
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.pipeline.config import EXECUTORS, default_start_method
+from ruler.builder.selection import parse_lengths, parse_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ruler.builder.cli_build import parse_lengths, parse_tasks
 from ruler.builder.depths import bin_of, sample_bin
 from ruler.builder.pipeline import BuildConfig, run_build
+from ruler.builder.selection import parse_lengths, parse_tasks
 from ruler.builder.tasks.family import family_of, swept_tasks
 from ruler.builder.variants import DepthSweep
 

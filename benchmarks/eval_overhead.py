@@ -60,7 +60,7 @@ def main() -> int:
     os.environ.setdefault("VLLM_CACHE_ROOT", str(work / "vllm-cache"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "inductor-cache"))
 
-    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.builder.selection import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
     from ruler.eval.backends.vllm import VLLMBackend, VLLMOptions
     from ruler.eval.data import open_dataset

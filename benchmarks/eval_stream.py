@@ -146,7 +146,7 @@ def timed_fake(model: str):
 
 
 def run_fake(args: argparse.Namespace) -> dict:
-    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.builder.selection import parse_lengths, parse_tasks
     from ruler.eval.runner import EvalConfig, run_eval
 
     out = Path(args.out or tempfile.mkdtemp(prefix="ruler-eval-stream-")) / "results"
@@ -203,7 +203,7 @@ def run_overhead(args: argparse.Namespace) -> None:
     os.environ.setdefault("VLLM_CACHE_ROOT", str(work / "vllm-cache"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "inductor-cache"))
 
-    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.builder.selection import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
     from ruler.eval.backends.vllm import VLLMBackend, VLLMOptions
     from ruler.eval.data import open_dataset

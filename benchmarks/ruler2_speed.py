@@ -38,7 +38,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ruler.builder.cli_build import parse_lengths
+from ruler.builder.selection import parse_lengths
 from ruler.builder.sources import resolve
 from ruler.builder.tasks.catalog import RULER2_TASKS, get_task
 

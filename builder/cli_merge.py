@@ -1,9 +1,24 @@
-"""`ruler merge`."""
+"""`ruler merge`: its flags are `MergeConfig`'s fields."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
+
+from ruler.builder.flags import POSITIONAL, add_flags, check_flags, from_flags, option
+
+
+@dataclass(frozen=True)
+class MergeConfig:
+    """What `ruler merge` joins, and where."""
+
+    inputs: tuple[str, ...] = option(kind=POSITIONAL, nargs="+", metavar="FOLDER",
+                                     help="build folders to merge")
+    out: Path = option("--out", required=True, type=Path, help="the folder to merge into")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -14,15 +29,14 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "everywhere (seed, samples, tokenizer, package versions); a file present "
                     "in two places must hold the same rows. Everything is checked before "
                     "anything is written.")
-    p.add_argument("inputs", nargs="+", metavar="FOLDER", help="build folders to merge")
-    p.add_argument("--out", required=True, type=Path, help="the folder to merge into")
-    p.set_defaults(func=run)
+    add_flags(p, MergeConfig)
+    p.set_defaults(func=lambda args: run(from_flags(MergeConfig, args)))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(cfg: MergeConfig) -> int:
     from ruler.builder.pipeline.merge import merge
 
-    result = merge(args.inputs, args.out)
+    result = merge(list(cfg.inputs), cfg.out)
     print(f"merged into {result.out}: {len(result.copied)} file(s) copied, "
           f"{len(result.present)} already there")
     return 0

@@ -1,12 +1,52 @@
-"""`ruler sources list | fetch`."""
+"""`ruler sources list | fetch`: their flags are `ListSources`' and `FetchSources`' fields."""
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from ruler.builder import sources
 from ruler.builder.errors import RulerError
 from ruler.builder.essay_fetch import converter_versions
+from ruler.builder.flags import POSITIONAL, add_flags, check_flags, from_flags, option
+
+
+@dataclass(frozen=True)
+class ListSources:
+    """What `ruler sources list` shows: each source, where it was found, whether official."""
+
+    sources_dir: str | None = option("--sources", default=None, metavar="SOURCES_DIR")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
+
+
+def _ids_help() -> str:
+    hub = ", ".join(k for k, v in sources.SOURCES.items() if v.hub is not None)
+    return (f"sources to fetch (default: RULER's downloadable ones: {', '.join(_default_fetch())}"
+            f"; RULERv2's Hub datasets, some 400 MB, by name: {hub})")
+
+
+@dataclass(frozen=True)
+class FetchSources:
+    """What `ruler sources fetch` downloads, and where to."""
+
+    ids: tuple[str, ...] = option(kind=POSITIONAL, nargs="*", default=(), help=_ids_help)
+    dest: str | None = option(
+        "--dest", default=None,
+        help=f"target folder (default: {sources.default_cache_dir()})")
+    mirror: str | None = option(
+        "--mirror", default=None, metavar="BASE",
+        help="fetch the same URLs from a mirror laid out as host/path, as `wget -x` makes it "
+             "(http://www.paulgraham.com/avg.html is BASE/www.paulgraham.com/avg.html); "
+             f"http(s):// or file:// (default: ${sources.MIRROR_ENV}, else the original hosts)")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
+        unknown = [i for i in self.ids if i not in sources.SOURCES]
+        if unknown:
+            raise RulerError(f"unknown source(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(sources.SOURCES)}")
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -19,8 +59,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     s = p.add_subparsers(dest="sources_command", metavar="ACTION")
     s.required = True
     ls = s.add_parser("list", help="show each source, where it was found, and if it is official")
-    ls.add_argument("--sources", dest="sources_dir", default=None)
-    ls.set_defaults(func=run_list)
+    add_flags(ls, ListSources)
+    ls.set_defaults(func=lambda args: run_list(from_flags(ListSources, args)))
     f = s.add_parser(
         "fetch", help="download official files and check their sha256; make the essays as "
                       "upstream's scraper does",
@@ -35,19 +75,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "beside it names the essays that differ or are missing (`ruler sources "
                     "list` shows them). RULERv2's MMLU and HotpotQA come from the Hub at "
                     "pinned revisions, fetched by name.")
-    hub = ", ".join(k for k, v in sources.SOURCES.items() if v.hub is not None)
-    f.add_argument("ids", nargs="*",
-                   help=f"sources to fetch (default: RULER's downloadable ones: "
-                        f"{', '.join(_default_fetch())}; RULERv2's Hub datasets, some 400 MB, "
-                        f"by name: {hub})")
-    f.add_argument("--dest", default=None,
-                   help=f"target folder (default: {sources.default_cache_dir()})")
-    f.add_argument("--mirror", default=None, metavar="BASE",
-                   help="fetch the same URLs from a mirror laid out as host/path, as `wget -x` "
-                        "makes it (http://www.paulgraham.com/avg.html is "
-                        "BASE/www.paulgraham.com/avg.html); http(s):// or file:// "
-                        f"(default: ${sources.MIRROR_ENV}, else the original hosts)")
-    f.set_defaults(func=run_fetch)
+    add_flags(f, FetchSources)
+    f.set_defaults(func=lambda args: run_fetch(from_flags(FetchSources, args)))
 
 
 def _default_fetch() -> list[str]:
@@ -56,9 +85,9 @@ def _default_fetch() -> list[str]:
     return [k for k, v in sources.SOURCES.items() if v.urls or v.scraper]
 
 
-def run_list(args: argparse.Namespace) -> int:
+def run_list(cfg: ListSources) -> int:
     missing = 0
-    for spec, found, message in sources.status(args.sources_dir):
+    for spec, found, message in sources.status(cfg.sources_dir):
         if found is None:
             missing += 1
             print(f"{spec.id:12} MISSING   {message}")
@@ -71,16 +100,12 @@ def run_list(args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-def run_fetch(args: argparse.Namespace) -> int:
-    ids = args.ids or _default_fetch()
-    unknown = [i for i in ids if i not in sources.SOURCES]
-    if unknown:
-        raise RulerError(f"unknown source(s) {', '.join(unknown)}; "
-                         f"known: {', '.join(sources.SOURCES)}")
+def run_fetch(cfg: FetchSources) -> int:
+    ids = cfg.ids or _default_fetch()
     if any(sources.SOURCES[i].scraper for i in ids):
         converter_versions()  # before any download: the missing package is one clear line
     for source_id in ids:
-        got = sources.fetch(source_id, args.dest, mirror=args.mirror)
+        got = sources.fetch(source_id, cfg.dest, mirror=cfg.mirror)
         at = f" at {got.revision}" if got.revision else ""
         tag = "official" if got.official else "UNOFFICIAL: builds from it are marked unofficial"
         print(f"{source_id}: {got.path}{at} (sha256 {got.sha256[:16]}…, {tag})")

@@ -11,7 +11,8 @@ rule does not change it. One build makes one variant at most.
 
 A variant is one registered class (`register_variant`, or an entry point in group
 `ruler.variants` for a plug-in's: `VARIANTS`): its manifest field, config suffix,
-card text, checks and `ruler build` flag live on it, and it is the ONE channel into
+card text, checks and `ruler build` flag (declared on its parameter field with
+`ruler.builder.flags.option`, or as its `switch`) live on it, and it is the ONE channel into
 generation: the build recipe carries the variant object to the worker and, through the build
 context, to every generator, which ask it (`depth_bin`, `tokens_to_generate`, ...). The
 default config is a variant too, `NO_VARIANT`, whose answers are upstream's rules, so no caller
@@ -21,11 +22,12 @@ branches on "is there a variant". See docs/extending.md, "Adding a variant".
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import SWITCH, Flag, add_flag, flag_of, option
 from ruler.builder.registry import Registry
 from ruler.builder.tasks.benchmarks import RULER, benchmark_of
 from ruler.builder.tasks.catalog import TASKS, TaskSpec
@@ -39,7 +41,10 @@ if TYPE_CHECKING:
 class Variant:
     """The rules a build follows. This base class is the default config (`NO_VARIANT`):
     upstream's rules, no suffix, nothing recorded. A variant subclasses it as a frozen
-    dataclass with one field, its parameter, and overrides what its rule changes.
+    dataclass with one field, its parameter, declared with its `ruler build` flag
+    (`bins: int = option("--depths", type=int, metavar="N", help=...)`), and overrides what its
+    rule changes; a variant without a parameter (`SwitchVariant`) declares its flag as `switch`.
+    The flag's value is what the manifest records (`from_value`).
 
     Instances travel to worker processes inside the build recipe (pickled by class name under
     `spawn` and to Ray workers), so a subclass must be defined at the top level of a module
@@ -53,6 +58,8 @@ class Variant:
     doc: ClassVar[str] = ""
     #: Added to a build error when a row breaks the variant's rule (`row_problem`).
     row_advice: ClassVar[str] = ""
+    #: The `ruler build` flag of a kind without a parameter (a SWITCH `Flag`).
+    switch: ClassVar[Flag | None] = None
 
     # --- what is recorded ---------------------------------------------------------------------
 
@@ -137,13 +144,22 @@ class Variant:
     # --- the `ruler build` flag ---------------------------------------------------------------
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        """Add this kind's `ruler build` flag(s)."""
+    def flag(cls) -> Flag | None:
+        """The `ruler build` flag that asks for this kind: its parameter field's, else its
+        `switch` (None for the default config)."""
+        declared = [flag for f in fields(cls) if (flag := flag_of(f)) is not None]
+        return declared[0] if declared else cls.switch
 
     @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "Variant | None":
-        """The variant the parsed flags ask for, or None when they do not ask for this kind."""
-        return None
+    def flags(cls) -> tuple[Flag, ...]:
+        """Every `ruler build` flag of this kind (`--replicate` and `--replicates`)."""
+        flag = cls.flag()
+        return () if flag is None else (flag,)
+
+    @classmethod
+    def from_flag(cls, value: Any) -> "Variant | None":
+        """The variant its flag's value asks for (None, or a switch not given: none)."""
+        return None if value is None or value is False else cls.from_value(value)
 
 
 #: The default config: upstream's rules.
@@ -183,9 +199,14 @@ def variant_kinds() -> tuple[type[Variant], ...]:
 
 def variant_flags(field: str) -> tuple[str, ...]:
     """The `ruler build` flags of the variant kind `field` (for messages)."""
-    parser = argparse.ArgumentParser(add_help=False)
-    VARIANTS[field].add_arguments(parser)
-    return tuple(flag for action in parser._actions for flag in action.option_strings)
+    return tuple(name for flag in VARIANTS[field].flags() for name in flag.names)
+
+
+def add_variant_flags(container: argparse._ActionsContainer) -> None:
+    """Every registered kind's `ruler build` flags, none given by default."""
+    for kind in variant_kinds():
+        for flag in kind.flags():
+            add_flag(container, flag.dest(""), flag, None)
 
 
 def record_ok(record: Any) -> bool:
@@ -206,21 +227,23 @@ def variant_from_record(record: Mapping[str, Any] | None) -> Variant:
     return VARIANTS[field].from_value(value)
 
 
-def variant_from_args(args: argparse.Namespace) -> Variant:
-    """The variant `ruler build`'s flags ask for (NO_VARIANT for none)."""
-    chosen = [v for kind in variant_kinds() if (v := kind.from_args(args)) is not None]
+def variant_from_flags(values: Mapping[str, Any]) -> Variant:
+    """The variant `ruler build`'s flags ask for (NO_VARIANT for none); `values` by the flags'
+    names (`vars(args)`, or keywords read as the flags read them)."""
+    chosen = [v for kind in variant_kinds() if (flag := kind.flag()) is not None
+              and (v := kind.from_flag(values.get(flag.dest("")))) is not None]
     if len(chosen) > 1:
         raise RulerError(f"one variant per build: got {', '.join(sorted(v.field for v in chosen))}"
                          f"; build each into its own config with its own command")
     return chosen[0] if chosen else NO_VARIANT
 
 
-def variants_from_args(args: argparse.Namespace) -> tuple[Variant, ...]:
+def variants_from_flags(values: Mapping[str, Any]) -> tuple[Variant, ...]:
     """The configs one `ruler build` makes, in order: the one variant its flags ask for, or
     with `--replicates K` the replicate configs 1..K (each built as `--replicate i` builds
     it)."""
-    chosen = variant_from_args(args)
-    count = getattr(args, "replicates", None)
+    chosen = variant_from_flags(values)
+    count = values.get(REPLICATES.dest(""))
     return (chosen,) if count is None else Replicate.series(count, chosen)
 
 
@@ -238,7 +261,13 @@ def reserved_output_budget(variant: Mapping[str, Any] | None) -> int | None:
 class DepthSweep(Variant):
     """Sample i's gold items in depth bin i mod `bins` (`ruler build --depths N`)."""
 
-    bins: int
+    bins: int = option(
+        "--depths", type=int, metavar="N",
+        help=f"build the position-controlled variant instead of the default config: config "
+             f"<tokenizer>--depthN, where sample i's gold needle(s) or gold document(s) sit in "
+             f"depth bin i mod N (N = 2..{MAX_DEPTH_BINS}; e.g. 10); all else as the default, "
+             f"same per-sample seeds. Tasks: those whose family places its gold items (the "
+             f"needle and QA tasks, the default with --depths)")
 
     field = "depth_bins"
     title = "Position-controlled configs (`ruler build --depths N`)"
@@ -293,21 +322,6 @@ class DepthSweep(Variant):
             return None
         return family.bin_miss(row["gold_depths"], sample_bin(index, self.bins))
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--depths", type=int, default=None, metavar="N",
-            help=f"build the position-controlled variant instead of the default config: "
-                 f"config <tokenizer>--depthN, where sample i's gold needle(s) or gold "
-                 f"document(s) sit in depth bin i mod N (N = 2..{MAX_DEPTH_BINS}; e.g. "
-                 f"10); all else as the default, same per-sample seeds. Tasks: those whose "
-                 f"family places its gold items (the needle and QA tasks, the default with "
-                 f"--depths)")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "DepthSweep | None":
-        return None if args.depths is None else cls(args.depths)
-
 
 #: The prompt mode an output-budget variant is counted in (builder.tokenizer.PROMPT_MODES).
 OUTPUT_BUDGET_MODE = "reasoning"
@@ -318,7 +332,12 @@ OUTPUT_BUDGET_MODE = "reasoning"
 class OutputBudget(Variant):
     """A reserved output budget for reasoning models (`ruler build --output-budget N`)."""
 
-    budget: int
+    budget: int = option(
+        "--output-budget", type=int, metavar="N",
+        help="reasoning-model variant: reserve N tokens for the output in place of each task's "
+             "tokens_to_generate and count prompts as a reasoning model gets them (chat "
+             "template + generation prompt, no answer prefix); written as its own config "
+             "<tokenizer>--out16k (N = 16384) and evaluated with `ruler eval --mode reasoning`")
 
     field = "output_budget"
     title = "Reserved output budget, for reasoning models (`ruler build --output-budget N`)"
@@ -371,25 +390,19 @@ class OutputBudget(Variant):
     def tokens_to_generate(self, spec: TaskSpec) -> int:
         return self.budget
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--output-budget", type=int, default=None, metavar="N",
-            help="reasoning-model variant: reserve N tokens for the output in place of "
-                 "each task's tokens_to_generate and count prompts as a reasoning model "
-                 "gets them (chat template + generation prompt, no answer prefix); "
-                 "written as its own config <tokenizer>--out16k (N = 16384) and "
-                 "evaluated with `ruler eval --mode reasoning`")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "OutputBudget | None":
-        return None if args.output_budget is None else cls(args.output_budget)
-
 
 #: The most replicate configs one `--replicates K` builds: a seed-to-seed spread needs a
 #: handful, and each is a whole build of the default config; a larger K is a typo, refused
 #: before anything is made (10**8 used to fill 13.7 GB of memory in ten minutes, writing nothing).
 MAX_REPLICATES = 100
+
+#: `ruler build --replicates K`: the replicate configs 1..K, built one after the other.
+REPLICATES = Flag(
+    ("--replicates",), type=int, metavar="K",
+    help=f"build replicates 1..K of the default config in one command: K configs "
+         f"<tokenizer>--rep1 .. <tokenizer>--repK, each its own config with its own manifest "
+         f"entry, the same files as K builds with --replicate 1 .. K (`ruler report` given "
+         f"runs of one model on them pools them); K <= {MAX_REPLICATES}")
 
 
 @register_variant
@@ -403,7 +416,11 @@ class Replicate(Variant):
     builds `--replicate 1` .. `--replicate K` (`series`): each its own config, with the same
     bytes."""
 
-    index: int
+    index: int = option(
+        "--replicate", type=int, metavar="I",
+        help="build replicate I (1, 2, ...) of the default config: config <tokenizer>--repI, "
+             "same tasks, lengths and samples with other per-sample seeds, to measure "
+             "seed-to-seed variance")
 
     field = "replicate"
     title = ("Replicate configs, for seed-to-seed variance (`ruler build --replicates K`, "
@@ -459,23 +476,8 @@ class Replicate(Variant):
         return tuple(cls(i) for i in range(1, count + 1))
 
     @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--replicate", type=int, default=None, metavar="I",
-            help="build replicate I (1, 2, ...) of the default config: config "
-                 "<tokenizer>--repI, same tasks, lengths and samples with other per-sample "
-                 "seeds, to measure seed-to-seed variance")
-        parser.add_argument(
-            "--replicates", type=int, default=None, metavar="K",
-            help=f"build replicates 1..K of the default config in one command: K configs "
-                 f"<tokenizer>--rep1 .. <tokenizer>--repK, each its own config with its own "
-                 f"manifest entry, the same files as K builds with --replicate 1 .. K "
-                 f"(`ruler report` given runs of one model on them pools them); K <= "
-                 f"{MAX_REPLICATES}")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "Replicate | None":
-        return None if args.replicate is None else cls(args.replicate)
+    def flags(cls) -> tuple[Flag, ...]:
+        return (*super().flags(), REPLICATES)
 
 
 @dataclass(frozen=True)
@@ -509,6 +511,12 @@ class BaseModel(SwitchVariant):
 
     field = "base_model"
     title = "Base-model configs (`ruler build --base`)"
+    switch = Flag(
+        ("--base",), kind=SWITCH,
+        help="base-model variant: count prompts as a base model gets them (special tokens + "
+             "input + answer prefix, no chat template), as upstream's --model_template_type "
+             "base; written as its own config <tokenizer>--base and evaluated with `ruler eval "
+             "--mode base` (the default for it)")
     doc = (
         "Config `<tokenizer>--base` is for models without a chat template, evaluated as "
         "upstream RULER evaluates base models (`--model_template_type base`): the model is "
@@ -531,18 +539,6 @@ class BaseModel(SwitchVariant):
                              f"out --base)")
         return BASE_MODEL_MODE
 
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--base", action="store_true", default=None,
-            help="base-model variant: count prompts as a base model gets them (special "
-                 "tokens + input + answer prefix, no chat template), as upstream's "
-                 "--model_template_type base; written as its own config <tokenizer>--base and "
-                 "evaluated with `ruler eval --mode base` (the default for it)")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "BaseModel | None":
-        return cls() if getattr(args, "base", None) else None
 
 
 @register_variant
@@ -554,6 +550,11 @@ class NoContext(SwitchVariant):
 
     field = "no_context"
     title = "No-context baseline (`ruler build --no-context`)"
+    switch = Flag(
+        ("--no-context",), kind=SWITCH,
+        help="no-context baseline: the default config's rows with the haystack cut out "
+             "(instruction, question and answer prefix kept), as config "
+             "<tokenizer>--nocontext: what a model scores without the context")
     doc = (
         "Config `<tokenizer>--nocontext` holds, for each row of config `<tokenizer>`, the same "
         "row with its haystack cut out of `input`: the task's instruction (and vt's one-shot "
@@ -585,15 +586,3 @@ class NoContext(SwitchVariant):
         return {**row, "input": stripped, "context": context,
                 "length": count(stripped, row["answer_prefix"]) + row["tokens_to_generate"],
                 "gold_token_positions": [], "gold_depths": [], "haystack_size": 0}
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument(
-            "--no-context", action="store_true", default=None,
-            help="no-context baseline: the default config's rows with the haystack cut out "
-                 "(instruction, question and answer prefix kept), as config "
-                 "<tokenizer>--nocontext: what a model scores without the context")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "NoContext | None":
-        return cls() if getattr(args, "no_context", None) else None

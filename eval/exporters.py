@@ -1,19 +1,21 @@
 """`ruler export FRAMEWORK`: a build's tasks in another framework's format, one exporter each.
 
-An `Exporter` is a sub-command of `ruler export`: its name, its help, its flags and what it
-runs. Exporters are entries of `EXPORTERS` (a `ruler.builder.registry.Registry`): ruler's
+An `Exporter` is a sub-command of `ruler export`: its name, its help, its options (a frozen
+dataclass whose fields declare its flags, `ruler.builder.flags`) and what it runs with them.
+Exporters are entries of `EXPORTERS` (a `ruler.builder.registry.Registry`): ruler's
 (`lm-eval`, `kvpress`, in `ruler.eval.integrations.cli`) are listed by address; a plug-in
 offers one in entry point group `ruler.exporters` (`name = "pkg.module:EXPORTER"`), and the
 installed `ruler export` has it. Building the parser imports every exporter's module: keep
-them to argparse wiring, importing the framework only in `run`.
+them to their options and `run`, importing the framework only in `run`.
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
+from ruler.builder.flags import add_flags, from_flags
 from ruler.builder.registry import Registry
 
 
@@ -25,14 +27,14 @@ class Exporter:
         name: the sub-command (`ruler export NAME`).
         help: one line for `ruler export --help`.
         description, epilog: its own `--help` text (printed as written: line breaks kept).
-        add_arguments: adds its flags to its parser.
-        run: `run(args)`: does the export and returns the exit code.
+        options: the dataclass of its options, whose fields declare its flags.
+        run: `run(options)`: does the export and returns the exit code.
     """
 
     name: str
     help: str
-    add_arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], int]
+    options: type
+    run: Callable[[Any], int]
     description: str | None = None
     epilog: str | None = None
 
@@ -56,5 +58,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         parser = targets.add_parser(exporter.name, help=exporter.help,
                                     description=exporter.description, epilog=exporter.epilog,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-        exporter.add_arguments(parser)
-        parser.set_defaults(func=exporter.run)
+        add_flags(parser, exporter.options)
+        parser.set_defaults(func=_runner(exporter))
+
+
+def _runner(exporter: Exporter) -> Callable[[argparse.Namespace], int]:
+    return lambda args: exporter.run(from_flags(exporter.options, args))

@@ -44,7 +44,6 @@ from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import (
     Backend,
-    BackendOptions,
     GenRequest,
     GenResult,
     backend_names,
@@ -52,6 +51,7 @@ from ruler.eval.backends import (
     make_backend,
     require_backend,
 )
+from ruler.eval.config import EvalConfig
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.engine_env import addon_error
 from ruler.eval.predictions import (
@@ -64,7 +64,6 @@ from ruler.eval.predictions import (
     iter_records,
 )
 from ruler.eval.reasoning import (
-    DEFAULT_END_MARKER,
     Extraction,
     extract_answer,
     opens_reasoning,
@@ -84,32 +83,6 @@ from ruler.eval.score import score_folder
 from ruler.eval.serving import PromptCheck, prepare_backend, record_serving
 from ruler.eval.skip_reasons import SkipReason
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
-
-
-@dataclass(frozen=True)
-class EvalConfig:
-    model: str
-    data: str
-    tokenizer_config: str | None  # None: the dataset's only config (data.default_config)
-    out: Path
-    backend: str = "vllm"
-    tasks: tuple[str, ...] = ()
-    lengths: tuple[int, ...] = ()
-    mode: str | None = None  # chat | base | reasoning; default: the mode the data was built in
-    revision: str | None = None
-    model_tokenizer: str | None = None  # default: the model folder
-    limit: int | None = None  # first N samples per (task, L)
-    allow_length_mismatch: bool = False
-    progress: bool = True
-    backend_options: BackendOptions | None = None  # default: from `model`
-    chat_template_kwargs: Mapping[str, Any] | None = None  # extra chat template variables
-    reasoning_end_marker: str = DEFAULT_END_MARKER
-    reasoning_parser: str | None = None  # vLLM's reasoning parser of this name, if given
-    render_workers: int | None = None  # processes rendering prompts (0: in this process)
-    render_start_method: str | None = None  # fork | spawn (default: fork where available)
-    # A cap on every request's output tokens below the rows' own budgets (`--max-tokens`):
-    # not RULER's setting; recorded in run.json and flagged by the report's health section.
-    max_tokens: int | None = None
 
 
 @dataclass
@@ -176,7 +149,7 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     run_info = replace(run_info, prompt_template=_template_record(ds, cfg, tok, mode))
 
     outcome = EvalOutcome(out, done_before=len(done), retried_skipped=len(retried))
-    opts = cfg.backend_options or BackendOptions(cfg.model)
+    opts = cfg.backend_options
     stream = PromptStream(ds, files, renderer, done, cfg.limit, cfg.render_workers,
                           cfg.render_start_method,
                           keep_texts=getattr(backend, "wants_row_texts", False)
@@ -359,7 +332,7 @@ def _record_backend(info: RunRecord, old: RunRecord | None, cfg: EvalConfig,
     own backend. Returns the record with it, and what to tell the user."""
     before = list((old.backends if old else None)
                   or ([old.backend] if old and old.backend else []))
-    requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
+    requested = cfg.backend_options.max_model_len
     info = replace(
         info, backend=backend.name,
         backends=before + [backend.name] if backend.name not in before else before,
@@ -414,7 +387,7 @@ def _expected_limit(cfg: EvalConfig, old: RunRecord | None) -> int | None:
     """This run's max_model_len as far as it is known before the engine starts: the one asked
     for, else the limit the folder's last engine reported by itself (same backend: same
     default); None when it is known only once the engine is up."""
-    requested = (cfg.backend_options or BackendOptions(cfg.model)).max_model_len
+    requested = cfg.backend_options.max_model_len
     if requested:
         return int(requested)
     last = old.max_model_len if old else None

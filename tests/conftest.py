@@ -14,6 +14,10 @@ import pytest
 
 from helpers.paths import SHARED, SOURCES, TOKENIZERS
 
+# The unit tier's markers, and the check that a unit test builds, spawns and connects nothing;
+# pytester runs a pytest session of its own (tests/package/test_unit_tier.py).
+pytest_plugins = ["helpers.unit_tier", "pytester"]
+
 os.environ.setdefault("RULER_TOKENIZERS", str(TOKENIZERS))
 os.environ.setdefault("RULER_SOURCES", str(SOURCES))
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

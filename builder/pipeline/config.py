@@ -4,14 +4,27 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import NEGATED, SWITCH, check_flags, option
+from ruler.builder.selection import build_tasks_value, lengths_value, shard_value
+from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks import get_task
-from ruler.builder.tasks.benchmarks import RULER, check_tasks, get_benchmark
-from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.builder.tasks.benchmarks import (
+    ALIASES,
+    BENCHMARK_SPECS,
+    RULER,
+    RULER2,
+    benchmark_id,
+    check_tasks,
+    get_benchmark,
+)
+from ruler.builder.tasks.catalog import RULER2_TASKS, RULER2_TOKENS_TO_GENERATE, STANDARD_TASKS
+from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
 from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
 
 #: Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
@@ -43,44 +56,128 @@ def local_workers(cfg: "BuildConfig") -> int:
     return cfg.workers or os.cpu_count() or 1
 
 
+def _benchmark_help() -> str:
+    """`--benchmark`'s help: RULER's two, then any a plug-in registered."""
+    return ("which benchmark to build: v1 (RULER's 13 tasks, config <tokenizer>; the default) "
+            "or v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config <tokenizer>--v2, rows whose "
+            "length counts the prompt only, <= L, tokens_to_generate "
+            f"{RULER2_TOKENS_TO_GENERATE} on top; its MMLU and HotpotQA inputs: `ruler sources "
+            "fetch mmlu hotpotqa_hub`); ruler and ruler2 are accepted too" + "".join(
+                f"; {b.id}: {b.title} (a plug-in's, {len(b.tasks)} tasks)"
+                for b in BENCHMARK_SPECS.values() if b.id not in (RULER, RULER2)))
+
+
+def _benchmark_metavar() -> str:
+    return "{" + ",".join((b.aliases or (b.id,))[0] for b in BENCHMARK_SPECS.values()) + "}"
+
+
 @dataclass(frozen=True)
 class BuildConfig:
-    """What to build. Mirrors the `ruler build` flags one to one."""
+    """What to build: one config of one tokenizer. Each field but `variant` is a `ruler build`
+    flag (declared on the field: `ruler.builder.flags`); the variant is asked for by the
+    variant kinds' own flags (`ruler.builder.variants`). `ruler.build(...)` takes the same
+    fields as keywords."""
 
-    tokenizer: str
-    tasks: tuple[str, ...] = STANDARD_TASKS
-    lengths: tuple[int, ...] = (4096,)
-    samples: int = 500
-    seed: int = 42
-    out: Path = Path(DEFAULT_OUT)
+    tokenizer: str = option(
+        "--tokenizer", required=True,
+        help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
+    # The benchmark the tasks belong to (builder.tasks.benchmarks): "ruler" (RULER, the
+    # default), or "ruler2" (RULERv2: config <tokenizer>--v2); an alias (v1, v2) is settled
+    # to its id.
+    benchmark: str = option(
+        "--benchmark", default=RULER, text_default="v1", choices=lambda: tuple(ALIASES),
+        metavar=_benchmark_metavar, help=_benchmark_help)
+    # (): the benchmark's tasks; with a variant, those it applies to (settled on creation).
+    tasks: tuple[str, ...] = option(
+        "--tasks", default=(), text_default="all", parse=build_tasks_value,
+        help=f"comma-separated tasks of the benchmark (default: all; v1's 13: "
+             f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)})")
+    lengths: tuple[int, ...] = option(
+        "--lengths", default=(4096,), text_default="4096", parse=lengths_value,
+        help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; 'paper' = "
+             "4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); any length works, at "
+             "most 2M (the longest tested); sources that run out are repeated as upstream does "
+             "(default: 4096)")
+    samples: int = option(
+        "--samples", default=500, type=int, minimum=1,
+        help=f"samples per task and length (500, as upstream; at most {MAX_SAMPLES:,})")
+    seed: int = option("--seed", default=42, type=int, help="base seed (42, as upstream)")
+    out: Path = option("--out", default=Path(DEFAULT_OUT), type=Path,
+                       help=f"output folder (./{DEFAULT_OUT})")
     # Worker processes (local executor; default: every core) or at most this many Ray
     # actors (ray executor; default: one per CPU of the cluster).
-    workers: int | None = None
-    shard: tuple[int, int] = (0, 1)
-    sources_dir: str | None = None
-    tokenizers_dir: str | None = None
-    progress: bool = True
-    exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
-    start_method: str = field(default_factory=default_start_method)
-    # The variant to build (builder.variants: DepthSweep(10) makes config
-    # <tokenizer>--depth10, OutputBudget(16384) <tokenizer>--out16k); NO_VARIANT builds the
-    # default config.
-    variant: Variant = NO_VARIANT
+    workers: int | None = option(
+        "--workers", default=None, type=int, minimum=1,
+        help="worker processes (default: all cores); each fits and writes whole files, longest "
+             "first (with fewer files than workers, they share the samples of each file). With "
+             "--executor ray: at most this many Ray workers (default: one per CPU of the "
+             "cluster)")
+    shard: tuple[int, int] = option(
+        "--shard", default=(0, 1), text_default="0/1", parse=shard_value, metavar="I/N",
+        help="build only shard I of N of the files, counting from 0 (the four shards of "
+             "--shard I/4 are 0/4 .. 3/4; default 0/1: all files)")
+    sources_dir: str | None = option(
+        "--sources", default=None, metavar="SOURCES_DIR",
+        help=f"folder with the pinned sources, searched alone (a file it lacks is an error); "
+             f"without it: ${SOURCES_ENV}, then the cache")
+    tokenizers_dir: str | None = option(
+        "--tokenizers-dir", default=None,
+        help=f"folder with pinned tokenizer files (else ${TOKENIZERS_ENV})")
+    progress: bool = option("--no-progress", kind=NEGATED, default=True, help="no progress bar")
+    start_method: str = option(
+        "--start-method", default_factory=default_start_method,
+        choices=lambda: tuple(multiprocessing.get_all_start_methods()),
+        help="how worker processes start (default here: %(default)s; fork shares the loaded "
+             "tokenizer and corpora, spawn loads them in each worker; the rows are the same)")
+    exact_counts: bool = option(  # tokenize every probe whole (the reference; slow)
+        "--exact-counts", kind=SWITCH, default=False,
+        help="count every length probe by tokenizing the whole prompt (slow; the default sums "
+             "cached token counts of the prompt's pieces, checked against whole-prompt counts, "
+             "and gives the same rows)")
     # Replace OUT's files of this config when they were built with another identity (seed,
     # samples, tokenizer, package versions); without it such a build refuses.
-    overwrite: bool = False
-    # Tokenizers outside the registry: certify piece counts on sampled rows only (the first
-    # sample of each task and every SPOT_CHECK_EVERY-th) instead of every row.
-    sampled_certification: bool = False
+    overwrite: bool = option(
+        "--overwrite", kind=SWITCH, default=False,
+        help="replace this tokenizer's files in OUT when they were built with another seed, "
+             "sample count, tokenizer or package versions (default: refuse and say what "
+             "differs); only files its manifest lists are removed")
     # Where file jobs run: "local" (this machine: LocalExecutor) or "ray" (a Ray cluster at
     # ray_address, else $RAY_ADDRESS, else a Ray instance started here: RayExecutor).
-    executor: str = "local"
-    ray_address: str | None = None
-    # The benchmark the tasks belong to (builder.tasks.benchmarks): "ruler" (RULER, the
-    # default), or "ruler2" (RULERv2: config <tokenizer>--v2).
-    benchmark: str = RULER
+    executor: str = option(
+        "--executor", default="local", choices=EXECUTORS,
+        help="where files are built: 'local' (worker processes on this machine, the default) "
+             "or 'ray' (a Ray cluster: pip install 'ruler-bench[ray]'); each Ray worker fits "
+             "and encodes whole files, longest first, and streams them back; this process "
+             "publishes and records them, as with 'local'. The rows are the same")
+    ray_address: str | None = option(
+        "--ray-address", default=None, metavar="ADDR",
+        help="the Ray cluster to use with --executor ray (e.g. 10.0.0.5:6379, or 'auto' for "
+             "the one started on this machine); default: $RAY_ADDRESS, else a Ray instance "
+             "started here for the build. Every node needs this ruler version and the "
+             "tokenizer and source files at the same paths (checked before any work)")
+    # Tokenizers outside the registry: certify piece counts on sampled rows only (the first
+    # sample of each task and every SPOT_CHECK_EVERY-th) instead of every row.
+    sampled_certification: bool = option(
+        "--sampled-certification", kind=SWITCH, default=False,
+        help="for a tokenizer outside the registry, check piece counts against whole-prompt "
+             "tokenization on sampled rows only (faster); by default every row is checked, as "
+             "piece counting is proven only for the registry's tokenizers. The card records "
+             "which")
+    # The variant to build (builder.variants: DepthSweep(10) makes config
+    # <tokenizer>--depth10, OutputBudget(16384) <tokenizer>--out16k); NO_VARIANT builds the
+    # default config. Its flags are the variant kinds' own.
+    variant: Variant = NO_VARIANT
 
     def __post_init__(self) -> None:
+        check_flags(self)
+        settle = partial(object.__setattr__, self)  # a frozen dataclass settles its defaults
+        settle("benchmark", benchmark_id(self.benchmark))
+        if not isinstance(self.variant, Variant):
+            raise RulerError(f"variant must be a ruler.builder.variants.Variant (NO_VARIANT for "
+                             f"the default config), got {self.variant!r}")
+        if not self.tasks:
+            settle("tasks", self.variant.default_tasks() if self.benchmark == RULER
+                   else get_benchmark(self.benchmark).tasks)
         for t in self.tasks:
             get_task(t)
         if not self.tasks:
@@ -100,12 +197,7 @@ class BuildConfig:
         if too_long > MAX_LENGTH:
             raise RulerError(f"--lengths: at most 2M ({MAX_LENGTH:,} tokens), the longest this "
                              f"builder is tested at; got {too_long:,}")
-        if not isinstance(self.variant, Variant):
-            raise RulerError(f"variant must be a ruler.builder.variants.Variant (NO_VARIANT for "
-                             f"the default config), got {self.variant!r}")
         self.variant.check(self)
-        if self.samples < 1:
-            raise RulerError(f"--samples must be >= 1, got {self.samples}")
         if self.samples > MAX_SAMPLES:
             raise RulerError(f"--samples: at most {MAX_SAMPLES:,} per task and length (RULER "
                              f"uses 500); got {self.samples:,}")
@@ -113,20 +205,11 @@ class BuildConfig:
         if n < 1 or not 0 <= i < n:
             raise RulerError(f"--shard must be i/n with 0 <= i < n, counting from 0 (the "
                              f"shards of n=4 are 0/4 .. 3/4), got {i}/{n}")
-        if self.workers is not None and self.workers < 1:
-            raise RulerError(f"--workers must be >= 1, got {self.workers}")
         if self.executor == "local" and (self.workers or 1) > MAX_LOCAL_WORKERS:
             raise RulerError(f"--workers: at most {MAX_LOCAL_WORKERS} processes on this machine; "
                              f"got {self.workers:,}")
-        if self.executor not in EXECUTORS:
-            raise RulerError(f"--executor must be one of {', '.join(EXECUTORS)}, "
-                             f"got {self.executor!r}")
         if self.ray_address is not None and self.executor != "ray":
             raise RulerError("--ray-address needs --executor ray")
-        methods = multiprocessing.get_all_start_methods()
-        if self.start_method not in methods:
-            raise RulerError(f"--start-method {self.start_method!r} is not available here; "
-                             f"choose one of {', '.join(methods)}")
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,31 @@
-"""`ruler verify OUT`."""
+"""`ruler verify OUT`: its flags are `VerifyConfig`'s fields."""
 
 from __future__ import annotations
 
 import argparse
 import os
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import (
+    NEGATED,
+    POSITIONAL,
+    REPEATED,
+    SWITCH,
+    add_flags,
+    check_flags,
+    from_flags,
+    option,
+)
 from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
 from ruler.builder.verify.findings import DEFAULT_SAMPLE
 
 
-def parse_overrides(items: Sequence[str]) -> dict[str, str]:
+def parse_overrides(items: Sequence[str] | Mapping[str, str]) -> dict[str, str]:
+    """`--tokenizer CONFIG=PATH` (repeated) as {config: path}; a mapping is taken as it is."""
+    if isinstance(items, Mapping):
+        return dict(items)
     overrides = {}
     for item in items:
         config, sep, path = item.partition("=")
@@ -21,7 +35,52 @@ def parse_overrides(items: Sequence[str]) -> dict[str, str]:
     return overrides
 
 
-def register_cli(subparsers) -> None:
+@dataclass(frozen=True)
+class VerifyConfig:
+    """What `ruler verify` checks (`ruler.builder.verify.run.verify` does it)."""
+
+    out: str = option(kind=POSITIONAL, help="the build folder (holds manifest.json)")
+    full: bool = option("--full", kind=SWITCH, default=False,
+                        help="re-tokenize every row, not a sample")
+    # --sample: the old spelling, kept for scripts; `build --samples` is the one users know.
+    samples: int = option(
+        "--samples", default=DEFAULT_SAMPLE, type=int, minimum=1, hidden=("--sample",),
+        help=f"rows re-tokenized per file without --full (default {DEFAULT_SAMPLE})")
+    tokenizers: Mapping[str, str] = option(
+        "--tokenizer", kind=REPEATED, default_factory=dict, parse=parse_overrides,
+        metavar="CONFIG=PATH", help="load CONFIG's tokenizer from PATH (a folder or registry "
+                                    "name)")
+    tokenizers_dir: str | None = option(
+        "--tokenizers-dir", default=None,
+        help="folder of tokenizer folders (default: $RULER_TOKENIZERS)")
+    regenerate: int = option(
+        "--regenerate", default=0, type=int, minimum=0, metavar="K",
+        help="rebuild K random rows of every file from the manifest's identity and compare them "
+             "byte for byte with the stored ones (needs the build's sources; default 0)")
+    sources_dir: str | None = option(
+        "--sources", default=None, metavar="SOURCES_DIR",
+        help="folder with the build's sources, for --regenerate and QA gold documents, "
+             "searched alone (default: $RULER_SOURCES, then the cache)")
+    load: bool = option("--no-load", kind=NEGATED, default=True,
+                        help="skip the load_dataset check")
+    workers: int = option(
+        "--workers", default_factory=lambda: os.cpu_count() or 1, type=int, minimum=1,
+        help="processes checking files in parallel (default: all cores)")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
+        if self.workers > MAX_LOCAL_WORKERS:  # a pool forks all of them at once
+            raise RulerError(f"--workers: at most {MAX_LOCAL_WORKERS} processes on this "
+                             f"machine; got {self.workers:,}")
+
+    def verify_kwargs(self) -> dict[str, Any]:
+        """The keywords of `ruler.builder.verify.run.verify` this config gives."""
+        return dict(full=self.full, sample=self.samples, tokenizers=dict(self.tokenizers),
+                    tokenizers_dir=self.tokenizers_dir, load=self.load, workers=self.workers,
+                    regenerate=self.regenerate, sources_dir=self.sources_dir)
+
+
+def register_cli(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "verify", help="check a build folder against its manifest and load every split",
         description="Recompute every file's hashes against manifest.json, check schema, row "
@@ -30,48 +89,15 @@ def register_cli(subparsers) -> None:
                     "recoverable, optionally rebuild random rows (--regenerate K), and load "
                     "every config and split with datasets.load_dataset. Exit status 1 on any "
                     "problem.")
-    p.add_argument("out", help="the build folder (holds manifest.json)")
-    p.add_argument("--full", action="store_true", help="re-tokenize every row, not a sample")
-    p.add_argument("--samples", type=int, default=DEFAULT_SAMPLE,
-                   help=f"rows re-tokenized per file without --full (default {DEFAULT_SAMPLE})")
-    # The old spelling, kept for scripts; `build --samples` is the one users know.
-    p.add_argument("--sample", dest="samples", type=int, default=argparse.SUPPRESS,
-                   help=argparse.SUPPRESS)
-    p.add_argument("--tokenizer", action="append", default=[], metavar="CONFIG=PATH",
-                   help="load CONFIG's tokenizer from PATH (a folder or registry name)")
-    p.add_argument("--tokenizers-dir", default=None,
-                   help="folder of tokenizer folders (default: $RULER_TOKENIZERS)")
-    p.add_argument("--regenerate", type=int, default=0, metavar="K",
-                   help="rebuild K random rows of every file from the manifest's identity and "
-                        "compare them byte for byte with the stored ones (needs the build's "
-                        "sources; default 0)")
-    p.add_argument("--sources", dest="sources_dir", default=None,
-                   help="folder with the build's sources, for --regenerate and QA gold "
-                        "documents, searched alone (default: $RULER_SOURCES, then the cache)")
-    p.add_argument("--no-load", action="store_true", help="skip the load_dataset check")
-    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                   help="processes checking files in parallel (default: all cores)")
-    p.set_defaults(func=run_cli)
+    add_flags(p, VerifyConfig)
+    p.set_defaults(func=lambda args: run(from_flags(VerifyConfig, args)))
 
 
-def run_cli(args) -> int:
-    if args.samples < 1:
-        raise RulerError(f"--samples must be >= 1, got {args.samples}")
-    if args.workers < 1:
-        raise RulerError(f"--workers must be >= 1, got {args.workers}")
-    if args.workers > MAX_LOCAL_WORKERS:  # a pool forks all of them at once
-        raise RulerError(f"--workers: at most {MAX_LOCAL_WORKERS} processes on this machine; "
-                         f"got {args.workers:,}")
-    if args.regenerate < 0:
-        raise RulerError(f"--regenerate must be >= 0, got {args.regenerate}")
+def run(cfg: VerifyConfig) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we parallelise by process
     from ruler.builder.verify.report import format_report
     from ruler.builder.verify.run import verify
 
-    report = verify(args.out, full=args.full, sample=args.samples,
-                    tokenizers=parse_overrides(args.tokenizer),
-                    tokenizers_dir=args.tokenizers_dir, load=not args.no_load,
-                    workers=args.workers, regenerate=args.regenerate,
-                    sources_dir=args.sources_dir)
+    report = verify(cfg.out, **cfg.verify_kwargs())
     print(format_report(report))
     return 0 if report.ok else 1

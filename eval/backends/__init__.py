@@ -17,9 +17,10 @@ without an inference stack.
   instant: set-up checks, the tests, the evaluator's own benchmarks.
 
 `base` holds what they share, `registry` the table `ruler eval --backend` reads. Each backend
-module defines a `SPEC` (`registry.BackendSpec`), listed in the table by address and imported
-on first use: a new backend is one module and one line there (or, outside the package, an
-entry point in group `ruler.backends`, or one `register_backend(spec)` call).
+module defines a `SPEC` (`registry.BackendSpec`: its factory and its options type, whose fields
+declare its flags), listed in the table by address and imported on first use: a new backend is
+one module and one line there (or, outside the package, an entry point in group
+`ruler.backends`, or one `register_backend(spec)` call).
 """
 
 from __future__ import annotations
@@ -30,17 +31,18 @@ from ruler.eval.backends.base import (
     GenRequest,
     GenResult,
     context_limit,
+    dtype_option,
     feed_ready,
     finished_result,
     missing_requirement_error,
     prompt_list,
-    shared_options,
 )
 from ruler.eval.backends.registry import (
     BACKENDS,
     DEFAULT_BACKEND,
     BackendSpec,
-    add_backend_arguments,
+    add_backend_flags,
+    backend_help,
     backend_names,
     get_backend,
     make_backend,
@@ -50,7 +52,7 @@ from ruler.eval.backends.registry import (
 )
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendOptions", "BackendSpec", "GenRequest",
-           "GenResult", "add_backend_arguments", "backend_names", "context_limit", "feed_ready",
-           "finished_result", "get_backend", "make_backend", "missing_requirement_error",
-           "prompt_list", "register_backend", "require_backend", "shared_options",
+           "GenResult", "add_backend_flags", "backend_help", "backend_names", "context_limit",
+           "dtype_option", "feed_ready", "finished_result", "get_backend", "make_backend",
+           "missing_requirement_error", "prompt_list", "register_backend", "require_backend",
            "unregister_backend"]

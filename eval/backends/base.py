@@ -1,5 +1,6 @@
 """What every generation backend shares: the request and result types, the Backend protocol,
-the options every backend reads, and the one-line error for a missing inference stack.
+the options every backend reads (and how a backend's own declare their flags), and the one-line
+error for a missing inference stack.
 
 The backends (`vllm`, `openai`, `hf`, `fake`: one module each) import this module and nothing
 of each other; `registry` knows them by name. See `ruler.eval.backends` for how they work.
@@ -7,11 +8,11 @@ of each other; `registry` knows them by name. See `ruler.eval.backends` for how 
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TypeVar
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import check_flags, option
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,22 @@ def feed_ready(requests: Iterable[GenRequest]):
 @dataclass(frozen=True)
 class BackendOptions:
     """What every backend is given: the model and the context limit asked for (None: the
-    engine's own). A backend with options of its own subclasses this (`VLLMOptions`,
-    `OpenAIOptions`, ...) and reads them from its own flags (`BackendSpec.options`)."""
+    engine's own). A backend with options of its own subclasses this as a frozen dataclass
+    (`VLLMOptions`, `OpenAIOptions`, ...) whose fields declare their `ruler eval` flags
+    (`ruler.builder.flags.option`): the command shows them in the backend's own group,
+    `ruler.evaluate` takes them as keywords, and `__post_init__` checks them (the flags'
+    choices and bounds; a subclass adds its own checks after calling this one's).
+
+    A field named as one of the run's (`EvalConfig`: `model`; the fake backend's `data` and
+    `revision`) and declared without a flag takes the run's value: `EvalConfig` fills it."""
 
     model: str
-    max_model_len: int | None = None
+    max_model_len: int | None = option(
+        "--max-model-len", default=None, type=int,
+        help="context limit (prompt + generation); default: the model's / server's")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
 
     @property
     def wants_row_texts(self) -> bool:
@@ -113,40 +125,18 @@ Options = TypeVar("Options", bound=BackendOptions)
 
 
 def options_as(opts: BackendOptions, kind: type[Options]) -> Options:
-    """`opts` as a backend's own options type. Plain `BackendOptions` (what `run_eval` makes
-    from the model name when it is given none) take that type's defaults for the rest."""
+    """`opts` as a backend's own options type. Plain `BackendOptions` (what `EvalConfig`
+    settles for a backend given none of its own) take that type's defaults for the rest."""
     if isinstance(opts, kind):
         return opts
     return kind(**{f.name: getattr(opts, f.name) for f in fields(BackendOptions)})
 
 
-def shared_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The `BackendOptions` fields from the flags every backend shares (`--model`,
-    `--max-model-len`): a backend's `options(args)` adds its own to these."""
-    return {"model": args.model, "max_model_len": args.max_model_len}
-
-
-def at_least(args: argparse.Namespace, minimum: int, *names: str) -> None:
-    """Refuse, naming the flag, a value of these options below `minimum` (None: not given)."""
-    for name in names:
-        value = getattr(args, name)
-        if value is not None and value < minimum:
-            raise RulerError(f"--{name.replace('_', '-')} must be >= {minimum}, got {value}")
-
-
-def add_shared_argument(group: argparse._ActionsContainer, *flags: str, **kwargs: Any) -> None:
-    """Add a flag that several backends read (e.g. `--dtype`, vllm and hf): the first backend
-    that asks adds it, the others find it there."""
-    try:
-        group.add_argument(*flags, **kwargs)
-    except argparse.ArgumentError:  # "conflicting option string": added by another backend
-        pass
-
-
-def add_dtype_argument(group: argparse._ActionsContainer) -> None:
-    """`--dtype`, for the backends that load weights themselves (vllm, hf)."""
-    add_shared_argument(group, "--dtype", default="auto",
-                        help="weights dtype (vllm, hf): auto, float32, bfloat16, float16")
+def dtype_option() -> Any:
+    """The `--dtype` field of the backends that load weights themselves (vllm, hf): declared
+    alike in both, it is one flag of `ruler eval`."""
+    return option("--dtype", default="auto",
+                  help="weights dtype (vllm, hf): auto, float32, bfloat16, float16")
 
 
 def prompt_list(ids: Sequence[int]) -> list[int]:

@@ -24,18 +24,17 @@ a real model's answers). Tests that need another behaviour subclass
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import option
 from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
     GenResult,
     finished_result,
     options_as,
-    shared_options,
 )
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.metrics import METRIC_SPECS
@@ -47,31 +46,21 @@ NO_LIMIT = 1 << 40
 
 @dataclass(frozen=True)
 class FakeOptions(BackendOptions):
-    answers: str = "gold"  # one of ANSWERS
-    data: str | None = None  # the dataset the rows come from (needed by `gold`)
+    answers: str = option(
+        "--fake-answers", default="gold", choices=ANSWERS,
+        help="what the fake backend answers (no model runs): gold = the row's references "
+             "(scores 100), empty = an empty answer (scores 0), none = no answer (rows failed); "
+             "default: %(default)s")
+    # The run's dataset (`EvalConfig` fills them in): where `gold` answers come from.
+    data: str | None = None
     revision: str | None = None  # its Hub revision
-
-
-def add_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--fake-answers", choices=ANSWERS, default="gold",
-                       help="what the fake backend answers (no model runs): gold = the row's "
-                            "references (scores 100), empty = an empty answer (scores 0), "
-                            "none = no answer (rows failed); default: %(default)s")
-
-
-def options(args: argparse.Namespace) -> FakeOptions:
-    return FakeOptions(**shared_options(args), answers=args.fake_answers, data=args.data,
-                       revision=args.revision)
 
 
 class FakeBackend:
     name = "fake"
 
     def __init__(self, opts: BackendOptions):
-        self.opts = options_as(opts, FakeOptions)
-        if self.opts.answers not in ANSWERS:
-            raise RulerError(f"--fake-answers {self.opts.answers!r}: choose one of "
-                             f"{', '.join(ANSWERS)}")
+        self.opts = options_as(opts, FakeOptions)  # checked by its own __post_init__
         if self.opts.answers == "gold" and not self.opts.data:
             raise RulerError("the fake backend's gold answers come from the dataset: pass "
                              "FakeOptions(model, data=...) (the CLI passes --data)")
@@ -128,4 +117,4 @@ SPEC = BackendSpec(
     name="fake", factory=FakeBackend,
     summary="no model: answers from the rows' references (--fake-answers), for checks; "
             "prompts rendered with the dataset config's tokenizer",
-    add_arguments=add_arguments, options=options, runs_a_model=False)
+    options_type=FakeOptions, runs_a_model=False)

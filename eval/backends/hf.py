@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Container, Iterable, Iterator
@@ -12,13 +11,12 @@ from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
     GenResult,
-    add_dtype_argument,
     context_limit,
+    dtype_option,
     finished_result,
     missing_requirement_error,
     options_as,
     prompt_list,
-    shared_options,
 )
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error
@@ -29,11 +27,7 @@ INSTALL_HINT = ("--backend hf needs PyTorch, which is not installed: pip install
 
 @dataclass(frozen=True)
 class HFOptions(BackendOptions):
-    dtype: str = "auto"
-
-
-def options(args: argparse.Namespace) -> HFOptions:
-    return HFOptions(**shared_options(args), dtype=args.dtype)
+    dtype: str = dtype_option()
 
 
 def generation_result(key: Any, new: list[int], eos_ids: Container[int],
@@ -102,4 +96,4 @@ class HFBackend:
 SPEC = BackendSpec(
     name="hf", factory=HFBackend, requirement="torch", install_hint=INSTALL_HINT,
     summary="transformers generate, one prompt at a time (a reference, slow)",
-    add_arguments=add_dtype_argument, options=options)
+    options_type=HFOptions)

@@ -41,28 +41,25 @@ only scrubbed of the API key (`ruler.builder.scrub`), and the runner redacts it 
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import SWITCH, option
 from ruler.builder.scrub import register_secret, scrub
 from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
     GenResult,
-    at_least,
     context_limit,
     feed_ready,
     finished_result,
     missing_requirement_error,
     options_as,
-    shared_options,
 )
 from ruler.eval.backends.openai_api import (
     APIS,
@@ -105,84 +102,52 @@ INSTALL_HINT = "--backend openai needs httpx, which is not installed: pip instal
 
 @dataclass(frozen=True)
 class OpenAIOptions(BackendOptions):
-    base_url: str = "http://127.0.0.1:8000/v1"
+    base_url: str = option("--base-url", default="http://127.0.0.1:8000/v1",
+                           help="server URL (the API key, if it needs one: $OPENAI_API_KEY)")
     api_key: str | None = None  # default: $OPENAI_API_KEY (never a flag: argv is public)
-    concurrency: int | None = None  # None: the server's slots where it says, else 32
-    timeout: float = 600.0
-    retries: int = 5
+    api: str = option(  # one of openai_api.APIS
+        "--api", default=DEFAULT_API, choices=APIS,
+        help="how rows are sent: completions-ids = token ids to /completions, exactly the "
+             "build's (vLLM, SGLang, TGI, llama.cpp's llama-server); completions-text = the "
+             "rendered prompt as text (llama-cpp-python's server, Ollama); chat = messages to "
+             "/chat/completions, rendered by the server's chat template (default: %(default)s)")
+    answer_prefix_turn: str = option(  # chat API: one of openai_api.PREFIX_TURNS
+        "--answer-prefix-turn", default="auto", choices=PREFIX_TURNS,
+        help="--api chat: the answer prefix as a pre-filled assistant turn the server "
+             "continues, or at the end of the user's message (upstream RULER's API client); "
+             "auto: the first where the server continues it (default: %(default)s)")
+    allow_prompt_mismatch: bool = option(  # keep rows whose server prompt differs (flagged)
+        "--allow-prompt-mismatch", kind=SWITCH, default=False,
+        help="keep rows whose prompt token count on the server (usage.prompt_tokens) differs "
+             "from the build's rendering, flagged (default: the run stops at the first one)")
+    concurrency: int | None = option(  # None: the server's slots where it says, else 32
+        "--concurrency", default=None, type=int, minimum=1, maximum=MAX_CONCURRENCY,
+        help=f"requests in flight (default: the server's slots where it reports them, as "
+             f"llama.cpp does; 32 for vLLM and SGLang, which batch; else 1; never more than its "
+             f"slots, nor than {MAX_CONCURRENCY})")
+    timeout: float = option("--timeout", default=600.0, type=float, above=0,
+                            help="seconds per request before it is retried")
+    retries: int = option(
+        "--retries", default=5, type=int, minimum=0,
+        help="retries of a request that times out or gets 429/5xx, with exponential backoff "
+             "(then recorded as failed; re-running retries it)")
     retry_backoff: float = 1.0  # seconds before the first retry; doubles each time
-    startup_timeout: float = STARTUP_TIMEOUT  # per start-up phase (openai_startup)
-    api: str = DEFAULT_API  # one of openai_api.APIS
-    answer_prefix_turn: str = "auto"  # chat API: one of openai_api.PREFIX_TURNS
-    allow_prompt_mismatch: bool = False  # keep rows whose server prompt differs (flagged)
+    startup_timeout: float = option(  # per start-up phase (openai_startup)
+        "--startup-timeout", default=STARTUP_TIMEOUT, type=float, above=0, metavar="SECONDS",
+        help="seconds the server has to answer at start-up, for its model list and slots, then "
+             "again for the one-token probe; a server that is still loading its model (HTTP "
+             "503, as llama-server answers meanwhile) or does not answer is waited for that "
+             "long, saying so (default: %(default)g; raise it for a model that loads slowly)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.answer_prefix_turn != "auto" and self.api != "chat":
+            raise RulerError(f"--answer-prefix-turn places the answer prefix among chat "
+                             f"messages: it needs --api chat, not --api {self.api}")
 
     @property
     def wants_row_texts(self) -> bool:
         return self.api != "completions-ids"
-
-
-def add_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--base-url", default="http://127.0.0.1:8000/v1",
-                       help="server URL (the API key, if it needs one: $OPENAI_API_KEY)")
-    group.add_argument("--api", choices=APIS, default=DEFAULT_API,
-                       help="how rows are sent: completions-ids = token ids to /completions, "
-                            "exactly the build's (vLLM, SGLang, TGI, llama.cpp's "
-                            "llama-server); completions-text = the rendered prompt as text "
-                            "(llama-cpp-python's server, Ollama); chat = messages to "
-                            "/chat/completions, rendered by the server's chat template "
-                            "(default: %(default)s)")
-    group.add_argument("--answer-prefix-turn", choices=PREFIX_TURNS, default="auto",
-                       help="--api chat: the answer prefix as a pre-filled assistant turn the "
-                            "server continues, or at the end of the user's message (upstream "
-                            "RULER's API client); auto: the first where the server continues "
-                            "it (default: %(default)s)")
-    group.add_argument("--allow-prompt-mismatch", action="store_true",
-                       help="keep rows whose prompt token count on the server "
-                            "(usage.prompt_tokens) differs from the build's rendering, flagged "
-                            "(default: the run stops at the first one)")
-    group.add_argument("--concurrency", type=int, default=None,
-                       help=f"requests in flight (default: the server's slots where it reports "
-                            f"them, as llama.cpp does; 32 for vLLM and SGLang, which batch; "
-                            f"else 1; never more than its slots, nor than {MAX_CONCURRENCY})")
-    group.add_argument("--timeout", type=float, default=600.0,
-                       help="seconds per request before it is retried")
-    group.add_argument("--retries", type=int, default=5,
-                       help="retries of a request that times out or gets 429/5xx, with "
-                            "exponential backoff (then recorded as failed; re-running retries "
-                            "it)")
-    group.add_argument("--startup-timeout", type=float, default=STARTUP_TIMEOUT,
-                       metavar="SECONDS",
-                       help="seconds the server has to answer at start-up, for its model list "
-                            "and slots, then again for the one-token probe; a server that is "
-                            "still loading its model (HTTP 503, as llama-server answers "
-                            "meanwhile) or does not answer is waited for that long, saying so "
-                            "(default: %(default)g; raise it for a model that loads slowly)")
-
-
-def options(args: argparse.Namespace) -> OpenAIOptions:
-    if not args.model_tokenizer and not Path(args.model).exists():
-        raise RulerError("--backend openai renders prompts locally: pass --model-tokenizer "
-                         "(the served model's tokenizer folder or registry name)")
-    at_least(args, 1, "concurrency")
-    _check_concurrency(args.concurrency)
-    if args.retries < 0 or args.timeout <= 0:
-        raise RulerError("--retries must be >= 0 and --timeout > 0")
-    if not args.startup_timeout > 0:  # also NaN
-        raise RulerError(f"--startup-timeout must be > 0, got {args.startup_timeout:g}")
-    if args.answer_prefix_turn != "auto" and args.api != "chat":
-        raise RulerError(f"--answer-prefix-turn places the answer prefix among chat messages: "
-                         f"it needs --api chat, not --api {args.api}")
-    return OpenAIOptions(**shared_options(args), base_url=args.base_url,
-                         concurrency=args.concurrency, timeout=args.timeout,
-                         retries=args.retries, api=args.api,
-                         startup_timeout=args.startup_timeout,
-                         answer_prefix_turn=args.answer_prefix_turn,
-                         allow_prompt_mismatch=args.allow_prompt_mismatch)
-
-
-def _check_concurrency(value: int | None) -> None:
-    if value is not None and value > MAX_CONCURRENCY:
-        raise RulerError(f"--concurrency must be <= {MAX_CONCURRENCY}, got {value}")
 
 
 def retryable(status: int) -> bool:
@@ -205,10 +170,7 @@ class OpenAIBackend:
     name = "openai"
 
     def __init__(self, opts: BackendOptions):
-        opts = options_as(opts, OpenAIOptions)
-        if opts.api not in APIS:
-            raise RulerError(f"--api {opts.api!r}: choose one of {', '.join(APIS)}")
-        _check_concurrency(opts.concurrency)
+        opts = options_as(opts, OpenAIOptions)  # checked by its own __post_init__
         try:
             import httpx
         except ImportError as e:
@@ -545,4 +507,4 @@ def _scrubbed(record: dict[str, Any]) -> dict[str, Any]:
 SPEC = BackendSpec(
     name="openai", factory=OpenAIBackend, requirement="httpx", install_hint=INSTALL_HINT,
     summary="an OpenAI-compatible server at --base-url (token ids, text or chat: --api)",
-    add_arguments=add_arguments, options=options)
+    options_type=OpenAIOptions, serves_model_by_name=True)

@@ -203,9 +203,8 @@ class Negotiated:
 
 def negotiate(api: str, prefix_turn: str, renderer: Any, send: Send,
               server_render: ServerRender = lambda body: None) -> Negotiated:
-    """Settle `api` with the server through the probe (see the module's docstring)."""
-    if api not in APIS:
-        raise RulerError(f"--api {api!r}: choose one of {', '.join(APIS)}")
+    """Settle `api` with the server through the probe (see the module's docstring). `api`
+    and `prefix_turn` come from `OpenAIOptions`, which refused any other value."""
     probe = GenRequest("probe", renderer.ids(PROBE_INPUT, PROBE_PREFIX), 1,
                        input_text=PROBE_INPUT, answer_prefix=PROBE_PREFIX)
     if api == "chat":
@@ -236,9 +235,6 @@ def _negotiate_chat(prefix_turn: str, renderer: Any, probe: GenRequest, send: Se
                          f"chat template; --mode {renderer.mode} prompts are not chat turns "
                          f"(base: input + answer prefix; reasoning needs the whole output): "
                          f"use --api completions-ids or --api completions-text")
-    if prefix_turn not in PREFIX_TURNS:
-        raise RulerError(f"--answer-prefix-turn {prefix_turn!r}: choose one of "
-                         f"{', '.join(PREFIX_TURNS)}")
     tried: list[tuple[Wire, int | None, int]] = []
     refused: Rejected | None = None  # the pre-filled assistant turn, refused
     if prefix_turn in ("auto", "assistant"):

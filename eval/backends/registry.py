@@ -2,8 +2,9 @@
 
 A backend is one `BackendSpec`: its name, the module its inference stack needs (checked before
 any slow work, with the one line that says how to install it), a factory from its options to a
-`Backend`, and its own command-line flags and how they become its options. `ruler eval`'s
-`--backend` choices, its help and the flags each backend adds all come from this table
+`Backend`, and its options type, a `BackendOptions` dataclass whose fields declare the
+backend's own flags. `ruler eval`'s `--backend` choices, its help and the flags each backend
+adds all come from this table
 (`BACKENDS`, a `ruler.builder.registry.Registry`), so a new backend is one module with a
 `SPEC`: ruler's own are listed below by address; a plug-in offers its spec in entry point
 group `ruler.backends` (`name = "pkg.module:SPEC"`), and the installed `ruler eval` has it; a
@@ -14,19 +15,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import add_flags, flag_values
 from ruler.builder.registry import Registry
-from ruler.eval.backends.base import Backend, BackendOptions, shared_options
+from ruler.eval.backends.base import Backend, BackendOptions
 
 #: What `ruler eval` uses when `--backend` is not given.
 DEFAULT_BACKEND = "vllm"
-
-
-def _base_options(args: argparse.Namespace) -> BackendOptions:
-    return BackendOptions(**shared_options(args))
 
 
 @dataclass(frozen=True)
@@ -40,13 +38,26 @@ class BackendSpec:
     summary: str = ""  # one line for `ruler eval --help`
     requirement: str | None = None  # the module the backend imports (None: nothing extra)
     install_hint: str = ""  # the one line said when `requirement` is not installed
-    # Adds the backend's own flags to its argument group of `ruler eval`.
-    add_arguments: Callable[[argparse._ArgumentGroup], None] = lambda group: None
-    # The backend's options from the parsed flags (checked: a bad value is a RulerError).
-    options: Callable[[argparse.Namespace], BackendOptions] = _base_options
+    # Its options: BackendOptions, or a frozen subclass whose own fields declare the flags
+    # `ruler eval` shows in a group `--backend NAME` (and `ruler.evaluate` takes as keywords),
+    # and whose `__post_init__` checks them.
+    options_type: type[BackendOptions] = BackendOptions
     # False for a backend without a model (fake): there is no model tokenizer to default to,
     # so prompts are rendered with the dataset config's own unless --model-tokenizer says.
     runs_a_model: bool = True
+    # True where --model is the name a server knows the model by (openai), not weights to
+    # load: prompts are then rendered with --model-tokenizer, which the run must be given
+    # (unless --model is a tokenizer folder).
+    serves_model_by_name: bool = False
+
+    def own_flags(self) -> tuple[str, ...]:
+        """The fields of its options type that are its own flags (not BackendOptions')."""
+        shared = {f.name for f in fields(BackendOptions)}
+        return tuple(f.name for f in fields(self.options_type) if f.name not in shared)
+
+    def options_from(self, args: argparse.Namespace, model: str) -> BackendOptions:
+        """Its options from `ruler eval`'s parsed flags (checked by the options type)."""
+        return self.options_type(model=model, **flag_values(self.options_type, args))
 
 
 #: Every backend by name: ruler's (imported on first use), then those registered, then the
@@ -97,15 +108,18 @@ def make_backend(name: str, opts: BackendOptions) -> Backend:
     return get_backend(name).factory(opts)
 
 
-def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--backend` and, in a group per backend, each one's own flags."""
+def backend_help() -> str:
+    """`--backend`'s help: the registered backends, each with its summary."""
     names = backend_names()
-    default = DEFAULT_BACKEND if DEFAULT_BACKEND in names else names[0]
-    parser.add_argument(
-        "--backend", choices=names, default=default,
-        help="inference engine, one of %(choices)s (default: %(default)s). "
-             + "; ".join(f"{s.name}: {s.summary}".replace("%", "%%")
-                         for s in map(get_backend, names) if s.summary))
-    for name in names:
+    return ("inference engine, one of %(choices)s (default: %(default)s). "
+            + "; ".join(f"{s.name}: {s.summary}".replace("%", "%%")
+                        for s in map(get_backend, names) if s.summary))
+
+
+def add_backend_flags(parser: argparse.ArgumentParser) -> None:
+    """Each backend's own flags, in a group per backend (a flag two backends declare alike,
+    `--dtype`, is in the first one's)."""
+    for name in backend_names():
         spec = get_backend(name)
-        spec.add_arguments(parser.add_argument_group(f"--backend {name}"))
+        add_flags(parser.add_argument_group(f"--backend {name}"), spec.options_type,
+                  spec.own_flags())

@@ -19,7 +19,6 @@ vLLM's engine arguments in both.
 
 from __future__ import annotations
 
-import argparse
 import queue
 import re
 import threading
@@ -29,18 +28,17 @@ from itertools import count
 from typing import Any, Iterable, Iterator
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import SWITCH, option
 from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
     GenResult,
-    add_dtype_argument,
-    at_least,
+    dtype_option,
     feed_ready,
     finished_result,
     missing_requirement_error,
     options_as,
     prompt_list,
-    shared_options,
 )
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error, prepare_vllm
@@ -58,48 +56,29 @@ INSTALL_HINT = ("--backend vllm needs vLLM, which is not installed: pip install 
 
 @dataclass(frozen=True)
 class VLLMOptions(BackendOptions):
-    dtype: str = "auto"
-    tensor_parallel_size: int = 1
-    pipeline_parallel_size: int = 1
-    data_parallel_size: int = 1
-    max_num_seqs: int | None = None
-    enforce_eager: bool = False
-    gpu_memory_utilization: float | None = None
+    dtype: str = dtype_option()
+    tensor_parallel_size: int = option("--tensor-parallel-size", default=1, type=int, minimum=1,
+                                       help="GPUs per model replica (tensor parallel)")
+    pipeline_parallel_size: int = option("--pipeline-parallel-size", default=1, type=int,
+                                         minimum=1, help="pipeline stages per model replica")
+    data_parallel_size: int = option(
+        "--data-parallel-size", default=1, type=int, minimum=1,
+        help="model replicas, load-balanced by vLLM itself (GPUs used = data x tensor x "
+             "pipeline)")
+    max_num_seqs: int | None = option("--max-num-seqs", default=None, type=int, minimum=1,
+                                      help="sequences per engine step (default: vLLM's)")
+    enforce_eager: bool = option("--enforce-eager", kind=SWITCH, default=False,
+                                 help="no CUDA graphs / compilation (faster start, slower steps)")
+    gpu_memory_utilization: float | None = option(
+        "--gpu-memory-utilization", default=None, type=float,
+        help="share of GPU memory vLLM may use (default: vLLM's)")
     seed: int = 0
     # prompt tokens handed to the engine and not yet finished, per data-parallel rank
-    window_tokens: int | None = None
+    window_tokens: int | None = option(
+        "--window-tokens", default=None, type=int, minimum=1,
+        help="prompt tokens in flight per data-parallel rank (default 4M; bounds host memory, "
+             "must keep the engine busy)")
     engine_kwargs: dict[str, Any] = field(default_factory=dict)  # any other engine argument
-
-
-def add_arguments(group: argparse._ArgumentGroup) -> None:
-    add_dtype_argument(group)
-    group.add_argument("--tensor-parallel-size", type=int, default=1,
-                       help="GPUs per model replica (tensor parallel)")
-    group.add_argument("--pipeline-parallel-size", type=int, default=1,
-                       help="pipeline stages per model replica")
-    group.add_argument("--data-parallel-size", type=int, default=1,
-                       help="model replicas, load-balanced by vLLM itself (GPUs used = data x "
-                            "tensor x pipeline)")
-    group.add_argument("--max-num-seqs", type=int, default=None,
-                       help="sequences per engine step (default: vLLM's)")
-    group.add_argument("--enforce-eager", action="store_true",
-                       help="no CUDA graphs / compilation (faster start, slower steps)")
-    group.add_argument("--gpu-memory-utilization", type=float, default=None,
-                       help="share of GPU memory vLLM may use (default: vLLM's)")
-    group.add_argument("--window-tokens", type=int, default=None,
-                       help="prompt tokens in flight per data-parallel rank (default 4M; "
-                            "bounds host memory, must keep the engine busy)")
-
-
-def options(args: argparse.Namespace) -> VLLMOptions:
-    at_least(args, 1, "tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size",
-             "max_num_seqs", "window_tokens")
-    return VLLMOptions(
-        **shared_options(args), dtype=args.dtype, tensor_parallel_size=args.tensor_parallel_size,
-        pipeline_parallel_size=args.pipeline_parallel_size,
-        data_parallel_size=args.data_parallel_size, max_num_seqs=args.max_num_seqs,
-        enforce_eager=args.enforce_eager, window_tokens=args.window_tokens,
-        gpu_memory_utilization=args.gpu_memory_utilization)
 
 
 def engine_kwargs(opts: VLLMOptions) -> dict[str, Any]:
@@ -357,4 +336,4 @@ def _show(kwargs: dict[str, Any]) -> str:
 SPEC = BackendSpec(
     name="vllm", factory=VLLMBackend, requirement="vllm", install_hint=INSTALL_HINT,
     summary="vLLM's engine in this process (tensor, pipeline and data parallel)",
-    add_arguments=add_arguments, options=options)
+    options_type=VLLMOptions)

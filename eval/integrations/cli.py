@@ -1,11 +1,13 @@
-"""`ruler export lm-eval | kvpress`: the two exporters (`ruler.eval.exporters`), argparse wiring
-only (the work is in `lm_eval_export` and `kvpress_export`)."""
+"""`ruler export lm-eval | kvpress`: the two exporters (`ruler.eval.exporters`), their options
+and how they run (the work is in `lm_eval_export` and `kvpress_export`)."""
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
+from ruler.builder.flags import POSITIONAL, SWITCH, check_flags, option
+from ruler.builder.selection import lengths_value, tasks_value
 from ruler.eval.exporters import Exporter
 from ruler.eval.integrations.export_folder import RECORD_NAME
 
@@ -28,20 +30,30 @@ LM_EVAL_DESCRIPTION = (
     "default); max_length\nmust be >= L, or lm-eval left-truncates the prompt.")
 
 
-def lm_eval_arguments(lm: argparse.ArgumentParser) -> None:
-    lm.add_argument("build", type=Path, metavar="BUILD",
-                    help="the build folder (with manifest.json)")
-    lm.add_argument("--repo", default=None, metavar="ORG/NAME",
-                    help="the tasks load this Hub dataset (with --revision) instead of BUILD")
-    lm.add_argument("--revision", default=None, metavar="TAG",
-                    help="the Hub revision (release tag or commit) the tasks load")
-    lm.add_argument("--out", "--to", dest="to", type=Path, default=None, metavar="DIR",
-                    help=f"the task folder to write (default: BUILD/lm_eval; --to: the same, the "
-                         f"older spelling). {REPLACES}")
-    lm.add_argument("--absolute", action="store_true",
-                    help="name the build folder by its absolute path (the task folder can then "
-                         "move alone); by default it is named relative to the task folder, so "
-                         "the two can move together")
+@dataclass(frozen=True)
+class LmEvalExport:
+    """`ruler export lm-eval`: which build, where, and which dataset the tasks load."""
+
+    build: Path = option(kind=POSITIONAL, type=Path, metavar="BUILD",
+                         help="the build folder (with manifest.json)")
+    repo: str | None = option(
+        "--repo", default=None, metavar="ORG/NAME",
+        help="the tasks load this Hub dataset (with --revision) instead of BUILD")
+    revision: str | None = option(
+        "--revision", default=None, metavar="TAG",
+        help="the Hub revision (release tag or commit) the tasks load")
+    to: Path | None = option(
+        "--out", "--to", default=None, type=Path, metavar="DIR",
+        help=f"the task folder to write (default: BUILD/lm_eval; --to: the same, the older "
+             f"spelling). {REPLACES}")
+    absolute: bool = option(
+        "--absolute", kind=SWITCH, default=False,
+        help="name the build folder by its absolute path (the task folder can then move "
+             "alone); by default it is named relative to the task folder, so the two can move "
+             "together")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
 
 
 KVPRESS_DESCRIPTION = (
@@ -57,42 +69,52 @@ KVPRESS_DESCRIPTION = (
     "predictions with `ruler score`.")
 
 
-def kvpress_arguments(kv: argparse.ArgumentParser) -> None:
-    kv.add_argument("source", metavar="SOURCE", help="build folder OUT, or a Hub dataset ORG/NAME")
-    kv.add_argument("--out", "--to", dest="out", type=Path, required=True, metavar="DIR",
-                    help=f"the folder to write (--to: the same; both exports take either "
-                         f"spelling). {REPLACES}")
-    kv.add_argument("--revision", default=None, help="Hub dataset revision (tag or commit)")
-    kv.add_argument("--tokenizer-config", default=None, metavar="CONFIG",
-                    help="the config to export (default: the dataset's only one)")
-    kv.add_argument("--tasks", default=None, help="comma-separated tasks (default: all)")
-    kv.add_argument("--lengths", default=None, help="comma-separated lengths (default: all)")
-    kv.add_argument("--limit", type=int, default=None, metavar="N",
-                    help="only the first N rows of each task and length (a calibration "
-                         "subset: e.g. 4)")
-    kv.add_argument("--tokenizer", default=None, metavar="PATH",
-                    help="the build's tokenizer, where it is not found as the build found it "
-                         "(a folder or registry name; checked against the manifest)")
+@dataclass(frozen=True)
+class KvpressExport:
+    """`ruler export kvpress`: which dataset config, which rows, and where."""
+
+    source: str = option(kind=POSITIONAL, metavar="SOURCE",
+                         help="build folder OUT, or a Hub dataset ORG/NAME")
+    out: Path = option(
+        "--out", "--to", required=True, type=Path, metavar="DIR",
+        help=f"the folder to write (--to: the same; both exports take either spelling). "
+             f"{REPLACES}")
+    revision: str | None = option("--revision", default=None,
+                                  help="Hub dataset revision (tag or commit)")
+    tokenizer_config: str | None = option(
+        "--tokenizer-config", default=None, metavar="CONFIG",
+        help="the config to export (default: the dataset's only one)")
+    tasks: tuple[str, ...] = option("--tasks", default=(), parse=tasks_value,
+                                    help="comma-separated tasks (default: all)")
+    lengths: tuple[int, ...] = option("--lengths", default=(), parse=lengths_value,
+                                      help="comma-separated lengths (default: all)")
+    limit: int | None = option(
+        "--limit", default=None, type=int, metavar="N",
+        help="only the first N rows of each task and length (a calibration subset: e.g. 4)")
+    tokenizer: str | None = option(
+        "--tokenizer", default=None, metavar="PATH",
+        help="the build's tokenizer, where it is not found as the build found it (a folder or "
+             "registry name; checked against the manifest)")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
 
 
-def run_export_lm_eval(args: argparse.Namespace) -> int:
+def run_export_lm_eval(cfg: LmEvalExport) -> int:
     from ruler.eval.integrations.lm_eval_export import ALL_GROUP, export_lm_eval
 
-    to = export_lm_eval(args.build, args.to, args.repo, args.revision, args.absolute)
+    to = export_lm_eval(cfg.build, cfg.to, cfg.repo, cfg.revision, cfg.absolute)
     files = sum(1 for _ in to.glob("*.yaml"))
     print(f"wrote {to}: {files} task and group files and utils.py; e.g.\n"
           f"  lm_eval --include_path {to} --tasks {ALL_GROUP} ... (see {to / 'README.md'})")
     return 0
 
 
-def run_export_kvpress(args: argparse.Namespace) -> int:
-    from ruler.builder.cli_build import parse_lengths, parse_tasks
+def run_export_kvpress(cfg: KvpressExport) -> int:
     from ruler.eval.integrations.kvpress_export import SPLIT, export_kvpress
 
-    done = export_kvpress(args.source, args.out, args.revision, args.tokenizer_config,
-                          parse_tasks(args.tasks) if args.tasks else None,
-                          parse_lengths(args.lengths) if args.lengths else None,
-                          args.limit, args.tokenizer)
+    done = export_kvpress(cfg.source, cfg.out, cfg.revision, cfg.tokenizer_config,
+                          cfg.tasks or None, cfg.lengths or None, cfg.limit, cfg.tokenizer)
     counts = ", ".join(f"{L}: {n}" for L, n in done.lengths.items())
     print(f"wrote {done.out}: config {done.config}, rows per length {counts}; load with\n"
           f"  load_dataset({str(done.out)!r}, data_dir=\"{next(iter(done.lengths))}\", "
@@ -107,11 +129,11 @@ def run_export_kvpress(args: argparse.Namespace) -> int:
 
 LM_EVAL = Exporter(
     name="lm-eval", help="an lm-evaluation-harness task folder (use with --include_path)",
-    description=LM_EVAL_DESCRIPTION, add_arguments=lm_eval_arguments, run=run_export_lm_eval,
+    description=LM_EVAL_DESCRIPTION, options=LmEvalExport, run=run_export_lm_eval,
     epilog="`ruler release` uploads the same folder (tasks reading the released tag) into the "
            "dataset repo's lm_eval/.")
 
 KVPRESS = Exporter(
     name="kvpress", help="a dataset folder in kvpress's RULER schema (load_dataset(DIR, "
                          "data_dir=L, split='test'))",
-    description=KVPRESS_DESCRIPTION, add_arguments=kvpress_arguments, run=run_export_kvpress)
+    description=KVPRESS_DESCRIPTION, options=KvpressExport, run=run_export_kvpress)

@@ -54,7 +54,7 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
                   tasks: Any = None, lengths: Any = None, limit: int | None = None
                   ) -> tuple[list[Sample], dict[str, Any]]:
     """The selected rows as Inspect samples, and the provenance the task's metadata records."""
-    from ruler.builder.cli_build import parse_lengths, parse_tasks
+    from ruler.builder.selection import parse_lengths, parse_tasks
     from ruler.eval.data import open_dataset
 
     task_list, length_texts = _as_list(tasks, "tasks"), _as_list(lengths, "lengths")

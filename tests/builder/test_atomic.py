@@ -38,6 +38,7 @@ def test_writes_replace_the_file_readable_by_all(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o644 and _leftovers(path.parent) == []
 
 
+@pytest.mark.subprocess
 def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temp(tmp_path):
     """A real failure in the middle of writing the data: the process may write at most 4 KiB
     per file (RLIMIT_FSIZE), so writing 1 MiB fails with EFBIG after the first 4 KiB."""

@@ -18,6 +18,8 @@ from ruler.builder.variants import BaseModel, variant_from_record
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
+pytestmark = [pytest.mark.build]
+
 TOK, L, SAMPLES = "gemma-3", 4096, 3
 TASKS = ("niah_single_1", "vt", "qa_1")
 BASE = f"{TOK}--base"
@@ -74,6 +76,7 @@ def test_base_configs_verify_and_load(out, tmp_path):
     assert ds.num_rows == len(TASKS) * SAMPLES and set(ds["tokenizer"]) == {BASE}
 
 
+@pytest.mark.subprocess
 def test_eval_runs_a_base_config_in_base_mode(out, tmp_path):
     res = tmp_path / "res"
     assert main(["eval", "--backend", "fake", "--model", "fake", "--model-tokenizer", TOK,

@@ -16,6 +16,8 @@ from ruler.builder.manifest import read_manifest
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.tokenizer_registry import load_tokenizer
 
+pytestmark = [pytest.mark.build]
+
 
 def _folder(tmp_path: Path) -> Path:
     """A registry tokenizer's files as a folder: outside the registry (not pinned), small and

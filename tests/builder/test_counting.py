@@ -311,6 +311,7 @@ def _non_additive_tokenizer(folder):
     return folder
 
 
+@pytest.mark.build
 def test_a_tokenizer_that_merges_across_junctions_is_counted_whole(tmp_path):
     from ruler.builder.context import BuildContext
     from ruler.builder.tasks import get_task, make_generator

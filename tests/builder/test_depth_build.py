@@ -36,6 +36,7 @@ def folder(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.build
 def test_every_bin_holds_samples_over_n_rows_each_inside_it(folder):
     for task in TASKS:
         for L in LENGTHS:
@@ -49,6 +50,7 @@ def test_every_bin_holds_samples_over_n_rows_each_inside_it(folder):
             assert bins == {b: SAMPLES // BINS for b in range(BINS)}
 
 
+@pytest.mark.build
 def test_variant_is_its_own_config_with_the_default_seeds(folder):
     m = json.loads((folder / "manifest.json").read_text())
     assert set(m["builds"]) == {TOK, VARIANT}
@@ -67,6 +69,7 @@ def test_variant_is_its_own_config_with_the_default_seeds(folder):
             assert [r["gold_depths"] for r in swept] != [r["gold_depths"] for r in default]
 
 
+@pytest.mark.build
 def test_a_variant_build_leaves_the_default_files_as_they_were(folder, tmp_path):
     alone = tmp_path / "alone"
     build(alone, TOK, TASKS, LENGTHS, SAMPLES, workers=1)
@@ -76,6 +79,8 @@ def test_a_variant_build_leaves_the_default_files_as_they_were(folder, tmp_path)
         assert both[rel]["sha256"] == entry["sha256"]
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_variant_rows_are_deterministic_per_sample(folder, tmp_path):
     # one task and length alone, in two workers: the same rows as in the full variant build
     part = tmp_path / "part"
@@ -84,6 +89,7 @@ def test_variant_rows_are_deterministic_per_sample(folder, tmp_path):
     assert content_sha256(pq.read_table(part / rel)) == content_sha256(pq.read_table(folder / rel))
 
 
+@pytest.mark.build
 def test_card_explains_the_variant_and_declares_its_configs(folder):
     card = (folder / "README.md").read_text()
     assert "## Variant configs" in card and f"`{VARIANT}` (depth_bins = {BINS})" in card
@@ -92,6 +98,7 @@ def test_card_explains_the_variant_and_declares_its_configs(folder):
     assert f"- variant: `depth_bins={BINS}`" in card
 
 
+@pytest.mark.build
 def test_verify_passes_and_catches_a_row_outside_its_bin(folder, tmp_path):
     assert verify(folder, load=False).ok
     out = Path(shutil.copytree(folder, tmp_path / "copy"))
@@ -115,6 +122,7 @@ def test_verify_passes_and_catches_a_row_outside_its_bin(folder, tmp_path):
                         f"[0.25, 0.5)"]
 
 
+@pytest.mark.build
 def test_verify_catches_a_variant_that_does_not_match_its_config_name(folder, tmp_path):
     out = Path(shutil.copytree(folder, tmp_path / "copy"))
     m = json.loads((out / "manifest.json").read_text())

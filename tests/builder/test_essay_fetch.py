@@ -69,6 +69,7 @@ def test_recorded_pages_convert_back_to_their_pinned_text(name):
     assert as_read_back(page_text(page_for(text))) == text
 
 
+@pytest.mark.network
 def test_a_download_that_gives_every_essay_its_pinned_text_is_official(tmp_path):
     """The 49 .txt files and 5 pages (a reduced list: pages that reproduce all 169 are not
     constructed here), fetched through --mirror's layout from a loopback server."""

@@ -53,6 +53,8 @@ def mmlu_hub(tmp_path, monkeypatch):
         yield hub, commit.sha, pinned
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_fetch_downloads_checks_and_records_the_pinned_files(mmlu_hub, tmp_path, capsys):
     from ruler.cli import main
 
@@ -85,6 +87,7 @@ def test_fetch_downloads_checks_and_records_the_pinned_files(mmlu_hub, tmp_path,
     assert built["sources"]["mmlu"]["files"][AUX] == record["files"][AUX]["sha256"]
 
 
+@pytest.mark.network
 def test_a_copy_whose_unpinned_file_changed_after_the_fetch_is_unofficial(mmlu_hub, tmp_path):
     dest = tmp_path / "sources"
     sources.fetch("mmlu", dest)
@@ -95,6 +98,7 @@ def test_a_copy_whose_unpinned_file_changed_after_the_fetch_is_unofficial(mmlu_h
     assert not found.official and found.hashes[AUX] == _sha(aux.read_bytes())
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("change,message", [
     ("sha256", "sha256 [0-9a-f]{64}, pinned 0{64}"),
     ("rows", "split auxiliary_train: 285 rows at [0-9a-f]{40}, expected 99,842"),
@@ -149,6 +153,7 @@ def test_the_registry_pins_what_third_parties_publish():
                                                                       ("validation", 7_405, 1)]
 
 
+@pytest.mark.network
 def test_release_with_sources_keeps_a_fetched_copy_official(mmlu_hub, tmp_path):
     """`ruler release --with-sources` puts a fetched copy under sources/ in its repo layout,
     with its fetch record, so `--sources <release>/sources` finds it official again."""

@@ -17,6 +17,8 @@ from ruler.builder.identity import build_differences
 from ruler.builder.manifest import Manifest
 from ruler.cli import main
 
+pytestmark = [pytest.mark.build]
+
 OLD = "no identity recorded (a manifest of an older ruler)"
 
 

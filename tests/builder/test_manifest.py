@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from ruler.builder.manifest import canonical_row, canonical_row_bytes
 
 ROW = {"tokenizer": "llama-3.1", "task": "qa_1", "max_seq_length": 4096, "index": 3,
@@ -30,6 +32,7 @@ def test_the_fast_encoding_equals_json_for_every_pair_of_context_and_input():
             assert canonical_row_bytes(row) == canonical_row(row).encode("utf-8"), (context, text)
 
 
+@pytest.mark.subprocess
 def test_the_fast_encoding_equals_json_on_built_rows(tmp_path):
     from helpers.builds import all_rows, build
 

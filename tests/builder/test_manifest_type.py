@@ -31,6 +31,7 @@ def _dump(data) -> str:
     return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+@pytest.mark.subprocess
 def test_a_built_manifest_reads_and_writes_back_byte_for_byte(built, tmp_path):
     text = (built / MANIFEST_NAME).read_text(encoding="utf-8")
     m = Manifest.load(built)
@@ -43,6 +44,7 @@ def test_a_built_manifest_reads_and_writes_back_byte_for_byte(built, tmp_path):
     assert (copy / MANIFEST_NAME).read_bytes() == (built / MANIFEST_NAME).read_bytes()
 
 
+@pytest.mark.subprocess
 def test_the_records_are_typed(built):
     m = Manifest.load(built)
     assert m.format_version == 1 and m.generator["name"] == "ruler-bench"
@@ -55,6 +57,7 @@ def test_the_records_are_typed(built):
     assert m.build("nope") is None
 
 
+@pytest.mark.subprocess
 def test_unknown_fields_survive_a_rewrite_by_a_build(built, tmp_path):
     """Fields a newer writer added (top level, a build entry, a file entry) are kept when this
     version adds a file to the folder and rewrites the manifest."""
@@ -79,6 +82,7 @@ def test_unknown_fields_survive_a_rewrite_by_a_build(built, tmp_path):
     assert after["files"][rel]["future_file"] == {"a": 1}
 
 
+@pytest.mark.subprocess
 def test_absent_optional_fields_stay_absent(built):
     """A manifest of an older version (no identity, no counting, no build_key) round-trips
     without gaining fields."""
@@ -95,6 +99,7 @@ def test_absent_optional_fields_stay_absent(built):
     assert m.to_json() == data
 
 
+@pytest.mark.subprocess
 def test_queries(built):
     m = Manifest.load(built)
     assert m.configs() == ["gpt-4", "qwen2.5--out256"]
@@ -111,6 +116,7 @@ def test_queries(built):
     assert m.file("data/gpt-4/vt/4096.parquet") is None
 
 
+@pytest.mark.subprocess
 def test_a_damaged_manifest_is_refused_as_load_refuses_it(built):
     data = Manifest.load(built).to_json()
     data["files"]["data/gpt-4/vt/1024.parquet"]["rows"] = "two"
@@ -124,6 +130,7 @@ def test_an_empty_manifest_is_written_as_today(tmp_path):
     assert set(m.to_json()) == {"format_version", "generator", "packages", "builds", "files"}
 
 
+@pytest.mark.subprocess
 def test_the_environment_record_holds_every_package_a_build_records(built):
     """One list of the packages that shape rows (packages.CONTENT_PACKAGES): the manifest's
     record of the writer's environment covers what every build's identity records."""

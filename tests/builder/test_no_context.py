@@ -18,6 +18,8 @@ from ruler.builder.variants import NoContext, variant_from_record
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
+pytestmark = [pytest.mark.build]
+
 TOK, L, SAMPLES = "gemma-3", 4096, 3
 TASKS = ("niah_single_1", "niah_multivalue", "vt", "cwe", "fwe", "qa_1")
 NC = f"{TOK}--nocontext"
@@ -76,6 +78,7 @@ def test_no_context_configs_verify_and_load(out, tmp_path):
     assert ds.num_rows == len(TASKS) * SAMPLES and set(ds["haystack_size"]) == {0}
 
 
+@pytest.mark.subprocess
 def test_eval_scores_it_like_any_config(out, tmp_path):
     res = tmp_path / "res"
     assert main(["eval", "--backend", "fake", "--fake-answers", "empty", "--model", "fake",

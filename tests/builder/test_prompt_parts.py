@@ -2,12 +2,13 @@
 
 Built for real, for every registry tokenizer: the 13 tasks at 4K and 16K in the default config,
 the depth-swept variant (its tasks) and, for tokenizers with a chat template, the reserved
-output budget variant. Besides the equality: the question is the task's query text that
-follows the context in upstream's template (the last occurrence of its opening words, never a
-part of the context), the context ends where the haystack's line ends, the context's tokens
-open `input`'s (so gold positions, token indices in `input`, are indices in the context's
-tokens) and the question's tokens are the rest (but for SentencePiece's space before the
-first word of any text it encodes alone).
+output budget variant; 4K in the fast tier, 16K with `slow` (a 16K row costs about four 4K
+rows). Besides the equality: the question is the task's query text that follows the context
+in upstream's template (the last occurrence of its opening words, never a part of the
+context), the context ends where the haystack's line ends, the context's tokens open `input`'s
+(so gold positions, token indices in `input`, are indices in the context's tokens) and the
+question's tokens are the rest (but for SentencePiece's space before the first word of any
+text it encodes alone).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from ruler.builder.tokenizer_registry import load_tokenizer, registry
 from ruler.builder.variants import DepthSweep, OutputBudget
 from ruler.builder.verify.run import verify
 from ruler.cli import main
+
+pytestmark = [pytest.mark.build]
 
 LENGTHS = (4096, 16384)
 BINS = 4
@@ -68,21 +71,23 @@ def _check_row(tok, path: str, row: dict) -> None:
         assert question_ids == rest, where
 
 
-@pytest.mark.parametrize("tokenizer", sorted(registry()))
+@pytest.mark.build
+@pytest.mark.parametrize("tokenizer,length", [
+    pytest.param(tokenizer, length, marks=() if length == LENGTHS[0] else pytest.mark.slow)
+    for tokenizer in sorted(registry()) for length in LENGTHS])
 def test_context_plus_question_is_input_for_every_task_variant_and_tokenizer(tmp_path,
-                                                                           tokenizer):
+                                                                           tokenizer, length):
     tok = load_tokenizer(tokenizer)
-    build(tmp_path, tokenizer, STANDARD_TASKS, LENGTHS, 1, workers=1)
-    build(tmp_path, tokenizer, swept_tasks(), LENGTHS, 1, workers=1, variant=DepthSweep(BINS))
+    build(tmp_path, tokenizer, STANDARD_TASKS, (length,), 1, workers=1)
+    build(tmp_path, tokenizer, swept_tasks(), (length,), 1, workers=1, variant=DepthSweep(BINS))
     configs = {tokenizer, f"{tokenizer}--depth{BINS}"}
     if tok.has_chat_template:  # the reasoning variant counts the prompt with its template
-        build(tmp_path, tokenizer, STANDARD_TASKS, LENGTHS, 1, workers=1,
+        build(tmp_path, tokenizer, STANDARD_TASKS, (length,), 1, workers=1,
               variant=OutputBudget(BUDGET))
         configs.add(f"{tokenizer}--out{BUDGET}")
     files = all_rows(tmp_path)
     assert {Path(p).parts[1] for p in files} == configs
-    assert len(files) == len(LENGTHS) * (len(STANDARD_TASKS) * (len(configs) - 1)
-                                         + len(swept_tasks()))
+    assert len(files) == len(STANDARD_TASKS) * (len(configs) - 1) + len(swept_tasks())
     for path, rows in files.items():
         for row in rows:
             _check_row(tok, path, row)

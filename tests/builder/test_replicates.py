@@ -29,6 +29,7 @@ def out(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.build
 def test_replicates_redraw_every_sample_and_keep_the_rest(out):
     for task in TASKS:
         default = rows(out, TOK, task, L)
@@ -44,6 +45,7 @@ def test_replicates_redraw_every_sample_and_keep_the_rest(out):
         assert [r["outputs"] for r in reps[0]] != [r["outputs"] for r in reps[1]]
 
 
+@pytest.mark.build
 def test_replicates_are_recorded_and_explained_in_the_card(out):
     manifest = json.loads((out / "manifest.json").read_text())
     for i in (1, 2):
@@ -55,6 +57,7 @@ def test_replicates_are_recorded_and_explained_in_the_card(out):
     assert f"### {Replicate.title}" in card and "seed-to-seed variance" in card
 
 
+@pytest.mark.build
 def test_replicates_verify_and_load(out, tmp_path):
     from datasets import load_dataset
 
@@ -67,6 +70,7 @@ def test_replicates_verify_and_load(out, tmp_path):
     assert ds.num_rows == len(TASKS) * SAMPLES and set(ds["tokenizer"]) == {f"{TOK}--rep2"}
 
 
+@pytest.mark.build
 def test_the_build_flag(out, capsys):
     argv = ["build", "--tokenizer", TOK, "--tasks", ",".join(TASKS), "--lengths", str(L),
             "--samples", str(SAMPLES), "--out", str(out), "--no-progress"]
@@ -82,6 +86,7 @@ def _tree(folder: Path) -> dict[str, bytes]:
             if p.is_file() and not p.name.endswith(".lock")}
 
 
+@pytest.mark.build
 def test_replicates_k_builds_k_configs_as_k_single_builds_would(tmp_path, capsys):
     """`--replicates 2` = `--replicate 1` then `--replicate 2`: the same configs, manifest
     entries, card and file bytes."""

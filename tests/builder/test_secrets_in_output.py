@@ -84,6 +84,9 @@ def data(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_an_openai_server_that_echoes_the_key_never_gets_it_shown_or_saved(data, tmp_path):
     """Every completion is refused with a body that holds the key and the Authorization
     header: the rows are errors (exit 1), and neither the output nor predictions.jsonl holds
@@ -143,6 +146,9 @@ def assert_no_piece(secret: str, *texts: str, piece: int = 10) -> None:
             assert secret[at:at + piece] not in text, (secret[at:at + piece], text[-3000:])
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_an_openai_server_that_cuts_or_answers_with_the_key_never_gets_any_of_it_saved(
         data, tmp_path):
     """A 401 whose body echoes the raw key (no "Bearer ") exactly where the backend cuts
@@ -201,6 +207,8 @@ def test_an_openai_server_that_cuts_or_answers_with_the_key_never_gets_any_of_it
                     *(r.stderr for r in runs.values()))
 
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_tokenizer_download_whose_redirect_echoes_the_token_never_shows_it(tmp_path):
     """The Hub redirects each tokenizer file to its CDN with the caller's token in the URL;
     the CDN asks the client to slow down once (429), so huggingface_hub's retry warning

@@ -38,6 +38,7 @@ def _one_line(capsys) -> str:
     return err
 
 
+@pytest.mark.build
 def test_merge_refuses_a_replicate_of_another_seed(built_gpt4_niah_single, rep_seed_7,
                                                    tmp_path, capsys):
     out = Path(shutil.copytree(built_gpt4_niah_single, tmp_path / "out"))
@@ -48,6 +49,7 @@ def test_merge_refuses_a_replicate_of_another_seed(built_gpt4_niah_single, rep_s
     assert _files(out) == before
 
 
+@pytest.mark.build
 def test_merge_refuses_inputs_of_two_seeds(built_gpt4_niah_single, rep_seed_7, tmp_path,
                                            capsys):
     out = tmp_path / "fresh"
@@ -58,6 +60,7 @@ def test_merge_refuses_inputs_of_two_seeds(built_gpt4_niah_single, rep_seed_7, t
     assert not out.exists()
 
 
+@pytest.mark.build
 def test_build_into_a_folder_of_another_seed_refuses(built_gpt4_niah_single, tmp_path, capsys):
     out = Path(shutil.copytree(built_gpt4_niah_single, tmp_path / "out"))
     before = _files(out)

@@ -49,6 +49,7 @@ def test_missing_source_names_the_file_and_how_to_get_it(tmp_path, monkeypatch):
     assert "squad/dev-v2.0.json" in str(e.value) and "ruler sources fetch squad" in str(e.value)
 
 
+@pytest.mark.network
 def test_fetch_checks_the_hash_and_installs_atomically(http_root, tmp_path):
     root, url = http_root
     (root / "essays.json").write_bytes((SOURCES / "essays/PaulGrahamEssays.json").read_bytes())
@@ -56,6 +57,7 @@ def test_fetch_checks_the_hash_and_installs_atomically(http_root, tmp_path):
     assert got.official and got.path == tmp_path / "dest/essays/PaulGrahamEssays.json"
 
 
+@pytest.mark.network
 def test_fetch_refuses_a_corrupt_download_and_tries_the_next_url(http_root, tmp_path):
     root, url = http_root
     (root / "bad.json").write_bytes(b'{"text": "not the corpus"}')
@@ -67,6 +69,7 @@ def test_fetch_refuses_a_corrupt_download_and_tries_the_next_url(http_root, tmp_
     assert got.official
 
 
+@pytest.mark.network
 def test_fetch_punkt_tab_extracts_and_verifies_the_english_files(http_root, tmp_path):
     root, url = http_root
     buf = io.BytesIO()
@@ -151,6 +154,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("failure", ["404", "dropped", "unreachable"])
 def test_a_failed_fetch_leaves_no_folder_behind(http_root, dropping_url, tmp_path, failure):
     root, url = http_root
@@ -167,6 +171,7 @@ def test_a_failed_fetch_leaves_no_folder_behind(http_root, dropping_url, tmp_pat
     assert kept.is_dir() and not list(kept.iterdir())
 
 
+@pytest.mark.network
 def test_cli_fetch_that_cannot_connect_leaves_no_folder(tmp_path, capsys, monkeypatch):
     for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
         monkeypatch.setenv(var, f"http://127.0.0.1:{_closed_port()}")  # refused at once
@@ -179,6 +184,7 @@ def test_cli_fetch_that_cannot_connect_leaves_no_folder(tmp_path, capsys, monkey
     assert not dest.exists()
 
 
+@pytest.mark.network
 def test_mirror_serves_every_source_at_host_path(http_root, tmp_path, monkeypatch):
     """--mirror / $RULER_SOURCES_MIRROR: the official URL's host/path below the mirror's base."""
     root, url = http_root

@@ -17,6 +17,8 @@ from helpers.paths import TOKENIZERS
 from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
 
+pytestmark = [pytest.mark.network]
+
 COMMIT = "a09a35458c702b33eeacc393d103063234e8bc28"
 
 

@@ -102,6 +102,7 @@ def test_llama2_base_prompt_starts_with_bos():
     assert ids[0] == tok.sp.bos_id() and len(ids) == 1 + tok.count("Hello Answer:")
 
 
+@pytest.mark.network
 def test_package_tekken_equals_hf_folder(monkeypatch, tmp_path):
     folder = load_tokenizer("mistral-nemo")
     monkeypatch.delenv("RULER_TOKENIZERS")
@@ -354,6 +355,7 @@ def test_a_chat_template_file_beside_the_pinned_files_is_refused(tmp_path, monke
         load_tokenizer("llama-3.1")
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("name", [n for n, e in registry().items() if e["kind"] == "tiktoken"])
 def test_a_tiktoken_encoding_from_tiktokens_own_cache_is_the_pinned_file(name, tmp_path):
     """Without $RULER_TOKENIZERS tiktoken's own cache (or its download) supplies the encoding:

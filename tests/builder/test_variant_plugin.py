@@ -8,7 +8,6 @@ which reaches the rows' budget column, the fitted length, and fwe's vocabulary s
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import yaml
 
 from helpers.builds import build, rows
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import option
 from ruler.builder.manifest import Manifest
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.tasks.catalog import TaskSpec
@@ -27,13 +27,15 @@ from ruler.builder.variants import Variant, register_variant, variant_from_recor
 from ruler.builder.verify.run import verify
 from ruler.cli import main
 
+pytestmark = [pytest.mark.build, pytest.mark.subprocess]
+
 
 @register_variant
 @dataclass(frozen=True)
 class AnswerBudgetDivided(Variant):
     """Every task's answer budget divided by `divisor` (`--toy-budget-divisor N`)."""
 
-    divisor: int
+    divisor: int = option("--toy-budget-divisor", type=int, metavar="N")
 
     field = "toy_budget_divisor"
     title = "Toy: answer budget divided (`--toy-budget-divisor N`)"
@@ -52,15 +54,6 @@ class AnswerBudgetDivided(Variant):
 
     def tokens_to_generate(self, spec: TaskSpec) -> int:
         return spec.tokens_to_generate // self.divisor
-
-    @classmethod
-    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--toy-budget-divisor", type=int, default=None, metavar="N")
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> "AnswerBudgetDivided | None":
-        n = args.toy_budget_divisor
-        return None if n is None else cls(n)
 
 
 TOK, L, SAMPLES = "gpt-4", 1024, 3

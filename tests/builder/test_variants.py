@@ -54,6 +54,7 @@ def out(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.build
 def test_variant_rows_reserve_the_budget_and_count_the_reasoning_prompt(out):
     tok = load_tokenizer("qwen2.5")
     for task in TASKS:
@@ -73,6 +74,7 @@ def test_variant_rows_reserve_the_budget_and_count_the_reasoning_prompt(out):
             assert d["tokens_to_generate"] < 256
 
 
+@pytest.mark.build
 def test_variant_is_recorded_explained_and_verified(out):
     manifest = json.loads((out / "manifest.json").read_text())
     variant, default = manifest["builds"]["qwen2.5--out256"], manifest["builds"]["qwen2.5"]
@@ -92,6 +94,7 @@ def test_variant_is_recorded_explained_and_verified(out):
         {(x.config, x.split) for x in report.loads}
 
 
+@pytest.mark.build
 def test_verify_expects_the_variants_budget(out, tmp_path):
     import shutil
 
@@ -104,6 +107,7 @@ def test_verify_expects_the_variants_budget(out, tmp_path):
     assert any("tokens_to_generate=256 (expected 128)" in str(p) for p in report.all_problems())
 
 
+@pytest.mark.build
 def test_a_default_build_has_the_identity_it_had(tmp_path):
     """No `variant` key enters a default config's identity (its files' build keys, and so an
     existing build's up-to-date check, stay as they were)."""
@@ -114,6 +118,7 @@ def test_a_default_build_has_the_identity_it_had(tmp_path):
                              "prompt_mode", "samples", "packages"}
 
 
+@pytest.mark.build
 def test_variant_of_a_thinking_template(tmp_path):
     think = thinking_tokenizer(Path(os.environ["RULER_TOKENIZERS"]) / "qwen2.5",
                                tmp_path / "qwen-think")
@@ -126,6 +131,7 @@ def test_variant_of_a_thinking_template(tmp_path):
             == r["length"]
 
 
+@pytest.mark.build
 def test_reasoning_configs_are_left_out_of_the_lm_eval_export_and_say_so(out):
     """lm-eval's generation tasks would score the whole output, thinking included: the export
     keeps the default config, leaves the reasoning config out, and says why."""

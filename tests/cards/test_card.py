@@ -42,6 +42,7 @@ def manifest_of(out: Path) -> dict:
     return json.loads((out / "manifest.json").read_text())
 
 
+@pytest.mark.build
 def test_yaml_configs_per_tokenizer_and_task_with_quoted_length_splits(out):
     text = (out / "README.md").read_text()
     meta = front_matter(text)
@@ -57,6 +58,7 @@ def test_yaml_configs_per_tokenizer_and_task_with_quoted_length_splits(out):
     assert "dataset_info" not in meta  # it would need Arrow byte sizes we do not have
 
 
+@pytest.mark.build
 def test_load_dataset_reads_every_config_and_split_offline(out, tmp_path):
     stored = {p.relative_to(out).as_posix(): pq.read_table(p).to_pylist()
               for p in out.glob("data/*/*/*.parquet")}
@@ -74,6 +76,7 @@ def test_load_dataset_reads_every_config_and_split_offline(out, tmp_path):
                         cache_dir=str(tmp_path)).num_rows == 12
 
 
+@pytest.mark.build
 def test_card_is_deterministic(out, tmp_path):
     before = (out / "README.md").read_bytes()
     copy_dir = tmp_path / "again"
@@ -87,6 +90,7 @@ def _table_row(text: str, first_cell: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(f"| {first_cell} |"))
 
 
+@pytest.mark.build
 def test_body_is_rendered_from_catalog_schema_differences_and_manifest(out):
     text = (out / "README.md").read_text()
     m = manifest_of(out)
@@ -112,6 +116,7 @@ def test_body_is_rendered_from_catalog_schema_differences_and_manifest(out):
     assert "Unofficial build" not in text
 
 
+@pytest.mark.build
 def test_the_card_shows_the_real_model_check_from_its_measurement(out):
     """Every card carries the measured equivalence with upstream (cards/real_model.json): the
     pooled difference and one row per task with both scores, the difference and its interval,
@@ -130,6 +135,7 @@ def test_the_card_shows_the_real_model_check_from_its_measurement(out):
     assert "the oracle (answering from the references) scores 100" in section
 
 
+@pytest.mark.build
 def test_release_rendering_names_the_repo_and_tag(out):
     text = render_card(Manifest.load(out), repo_id="nvidia-fans/ruler", revision="v1")
     assert 'load_dataset("nvidia-fans/ruler", "gpt-4", split="1024", revision="v1")' in text
@@ -137,6 +143,7 @@ def test_release_rendering_names_the_repo_and_tag(out):
     assert front_matter(text) == front_matter((out / "README.md").read_text())
 
 
+@pytest.mark.build
 def test_one_folder_with_several_tokenizers_and_an_unofficial_build(out):
     m = manifest_of(out)
     other = copy.deepcopy(m["builds"]["gpt-4"])
@@ -162,6 +169,7 @@ def test_one_folder_with_several_tokenizers_and_an_unofficial_build(out):
     assert front_matter(render_card(Manifest.from_json(m)))["license"] == "other"
 
 
+@pytest.mark.build
 def test_a_pinned_tokenizer_without_a_recorded_commit_says_what_is_known(out):
     """mistral-nemo's registry pin records no Hub commit (its files' hashes are the identity):
     the card says so, never "@unrecorded revision" beside "official: yes" (issue 30.15g)."""
@@ -214,6 +222,8 @@ def _card_is_current(out: Path) -> bool:
         and sorted(p.name for p in out.iterdir() if p.name.startswith(".README")) == []
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 @pytest.mark.parametrize("rerun", [[], ["--overwrite"]])
 def test_a_card_left_stale_by_a_killed_build_is_rendered_again_by_a_rerun(tmp_path, capsys,
                                                                          rerun):
@@ -231,6 +241,8 @@ def test_a_card_left_stale_by_a_killed_build_is_rendered_again_by_a_rerun(tmp_pa
     assert main(["verify", str(out), "--workers", "1"]) == 0, capsys.readouterr().out
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_a_card_left_stale_by_a_killed_merge_is_rendered_again_by_a_rerun(tmp_path, capsys):
     parts = [tmp_path / "a", tmp_path / "b"]
     build(parts[0], "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
@@ -244,6 +256,7 @@ def test_a_card_left_stale_by_a_killed_merge_is_rendered_again_by_a_rerun(tmp_pa
     assert _card_is_current(merged)
 
 
+@pytest.mark.build
 def test_verify_reports_a_stale_card_whose_configs_still_match(tmp_path, capsys):
     """An overwrite with another seed keeps the configs, not the card: the old card names the
     old seed and must not pass."""
@@ -260,6 +273,7 @@ def test_verify_reports_a_stale_card_whose_configs_still_match(tmp_path, capsys)
     assert _card_is_current(out)
 
 
+@pytest.mark.build
 def test_a_card_rendered_for_a_release_is_current(out):
     """`ruler release` renders the card for its repo and tag; such a card (downloaded) is the
     manifest's card too."""
@@ -269,6 +283,7 @@ def test_a_card_rendered_for_a_release_is_current(out):
     assert not card_is_current(released.replace("seed: `42`", "seed: `43`"), Manifest.load(out))
 
 
+@pytest.mark.build
 def test_a_v2_config_gets_the_ruler2_section_and_a_v1_card_none(built_llama_v2, out):
     from ruler.builder.differences import RULER2_DIFFERENCES
     from ruler.builder.tasks.catalog import RULER2_TASKS

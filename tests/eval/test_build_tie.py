@@ -22,6 +22,8 @@ from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
 from ruler.eval.score import score_file
 
+pytestmark = [pytest.mark.build]
+
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt")
 L = 1024

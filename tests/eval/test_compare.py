@@ -19,6 +19,8 @@ from ruler.builder.errors import RulerError
 from ruler.cli import main
 from ruler.eval.compare import compare_runs
 
+pytestmark = [pytest.mark.build, pytest.mark.subprocess]
+
 CONFIG = "gpt-4"
 TASKS = ("niah_single_1", "niah_multivalue")
 L = 4096

@@ -60,6 +60,7 @@ def test_prepare_sets_and_says_exactly_what_the_installed_build_needs():
     assert len(lines) == (0 if build is None else 1)
 
 
+@pytest.mark.subprocess
 def test_a_torch_addon_built_for_another_torch_is_one_line_naming_the_uninstall(tmp_path):
     """An add-on that fails as the CUDA torchvision wheel does next to the CPU torch (raised
     from its own file, wrapped as transformers wraps it), diagnosed in another interpreter."""

@@ -16,6 +16,8 @@ from helpers.fake_openai import MODEL, FakeServer
 from ruler.builder.errors import RulerError
 from ruler.cli import main
 
+pytestmark = [pytest.mark.subprocess]
+
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1",)
 
@@ -66,6 +68,8 @@ def _wait_for_first_request(server: FakeServer, proc: subprocess.Popen, log: Pat
         time.sleep(0.05)
 
 
+@pytest.mark.build
+@pytest.mark.network
 @linux_proc
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill-9"])
 def test_a_killed_eval_leaves_no_render_worker_behind(data, tmp_path, sig):
@@ -146,6 +150,8 @@ def test_spawned_render_workers_die_with_a_killed_driver(data, tmp_path):
                 os.kill(w, signal.SIGKILL)
 
 
+@pytest.mark.build
+@pytest.mark.network
 @linux_proc
 def test_a_second_eval_into_a_busy_results_folder_refuses_at_once(data, tmp_path, capsys):
     """Two runs into one --out would both generate every row and leave duplicate keys: the

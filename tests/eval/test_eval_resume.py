@@ -52,6 +52,8 @@ def _args(data: Path, out: Path, url: str, *extra: str,
             "--no-report", "--render-workers", "0", *extra]
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_rows_skipped_for_max_model_len_are_retried_when_the_limit_allows(data, tmp_path,
                                                                          capsys):
     lengths = [r["length"] for t in TASKS for r in rows(data, CONFIG, t, 1024)]
@@ -87,6 +89,8 @@ def test_rows_skipped_for_max_model_len_are_retried_when_the_limit_allows(data, 
         assert requests() == len(lengths)
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_without_max_model_len_the_engines_own_limit_decides_which_skips_run(data, tmp_path):
     """A run limited by --max-model-len, resumed without it: the server's limit applies, and
     the skipped rows that fit it run. Resumed again without it: the same limit as last time,
@@ -124,6 +128,7 @@ class NamedBackend(FakeBackend):
         return super().answer(request)
 
 
+@pytest.mark.build
 def test_a_changed_backend_is_recorded_and_said(data, tmp_path):
     out = tmp_path / "r"
 
@@ -145,6 +150,8 @@ def test_a_changed_backend_is_recorded_and_said(data, tmp_path):
     assert run_eval(cfg("openai"), backend=NamedBackend("openai")).notes == []
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_a_run_that_fails_before_generating_does_not_pin_the_folder(data, tmp_path, capsys):
     """The engine cannot be reached: no run.json is left, so the next run may use other
     settings (here another --limit) in the same folder."""
@@ -161,6 +168,8 @@ def test_a_run_that_fails_before_generating_does_not_pin_the_folder(data, tmp_pa
     assert (out / "run.json").read_text() == before
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_a_larger_limit_extends_a_folder_and_a_smaller_one_is_refused(data, tmp_path, capsys):
     """Try a few rows, then more: --limit 2 then --limit 3 in one folder sends only the third
     row of each file and scores the three; --limit 1 afterwards would score a subset."""
@@ -189,6 +198,8 @@ def test_eval_help_names_the_backends_and_the_default():
     assert "default: the dataset's only config" in " ".join(text.split())
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_the_only_config_is_the_default_and_several_are_listed(data, two_configs, tmp_path,
                                                               capsys):
     with FakeServer() as server:
@@ -203,6 +214,7 @@ def test_the_only_config_is_the_default_and_several_are_listed(data, two_configs
     assert not (tmp_path / "r2").exists()
 
 
+@pytest.mark.build
 def test_a_hub_dataset_of_several_configs_is_refused_before_any_download(two_configs,
                                                                         monkeypatch):
     import huggingface_hub
@@ -225,6 +237,7 @@ def test_a_hub_dataset_of_several_configs_is_refused_before_any_download(two_con
     assert downloads == []
 
 
+@pytest.mark.build
 def test_a_raised_limit_passed_to_run_eval_reruns_skips(data, tmp_path):
     """The same through the library: BackendOptions.max_model_len is the flag."""
     lengths = [r["length"] for t in TASKS for r in rows(data, CONFIG, t, 1024)]

@@ -41,6 +41,8 @@ def _expected(data: Path, tok, limit=None, done=()):
     return out
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 @pytest.mark.parametrize("workers", [0, 2])
 def test_stream_yields_every_pending_row_rendered_exactly_in_order(data, workers):
     tok = load_tokenizer(CONFIG)
@@ -56,6 +58,8 @@ def test_stream_yields_every_pending_row_rendered_exactly_in_order(data, workers
     assert first.prompt_ids.itemsize == 4  # compact: 4 bytes per token
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_stream_holds_a_bounded_window(data, monkeypatch):
     """With a small window, the rendered-but-unconsumed tokens stay within one chunk of it."""
     monkeypatch.setattr(stream_mod, "CHUNK_TOKENS", 4096)  # 4 rows at 1K, 2 at 2K per chunk
@@ -81,6 +85,7 @@ def test_stream_renders_in_spawned_processes(data):
     assert got == [e for e in _expected(data, tok, limit=2) if e[0][2] == 1024]
 
 
+@pytest.mark.build
 def test_eval_hf_without_torch_says_what_to_install(data, tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "torch", None)  # what `import torch` sees without torch
     code = main(["eval", "--model", "/models/some-model", "--model-tokenizer", CONFIG, "--data",
@@ -92,6 +97,7 @@ def test_eval_hf_without_torch_says_what_to_install(data, tmp_path, monkeypatch,
     assert not (tmp_path / "res").exists()
 
 
+@pytest.mark.build
 def test_bad_chat_template_kwargs_are_refused_by_the_cli(data, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main(["eval", "--model", "m", "--data", str(data), "--tokenizer-config", CONFIG,

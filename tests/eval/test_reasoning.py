@@ -132,6 +132,7 @@ def _script(data: Path) -> dict:
     return script
 
 
+@pytest.mark.build
 def test_reasoning_eval_renders_without_prefix_and_scores_the_answer(think, data, tmp_path):
     out = tmp_path / "res"
     backend = ScriptedBackend(_script(data))
@@ -183,6 +184,7 @@ def test_reasoning_eval_renders_without_prefix_and_scores_the_answer(think, data
     assert [r["budget_exhausted"] for r in rows_csv if r["task"] in TASKS] == ["1", "1"]
 
 
+@pytest.mark.build
 def test_a_resumed_reasoning_run_keeps_its_settings(think, data, tmp_path):
     out = tmp_path / "res"
     cfg = EvalConfig(model=str(think), data=str(data), tokenizer_config=CONFIG, out=out,
@@ -193,6 +195,7 @@ def test_a_resumed_reasoning_run_keeps_its_settings(think, data, tmp_path):
         run_eval(other, backend=ScriptedBackend(_script(data)))
 
 
+@pytest.mark.build
 def test_reasoning_mode_needs_a_config_with_a_reserved_budget(think, tmp_path):
     data = tmp_path / "data"
     build(data, str(think), ("niah_single_1",), (1024,), samples=1, workers=1)
@@ -203,6 +206,7 @@ def test_reasoning_mode_needs_a_config_with_a_reserved_budget(think, tmp_path):
     assert not (tmp_path / "res").exists()
 
 
+@pytest.mark.build
 def test_template_variables_reach_the_template_and_a_changed_count_is_refused(think, data,
                                                                               tmp_path):
     kwargs = {"enable_thinking": False}

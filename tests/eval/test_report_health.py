@@ -48,6 +48,8 @@ def _section(md: str) -> str:
     return md.split("## Set-up health", 1)[1].split("\n## ", 1)[0]
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_a_sound_run_is_healthy(data, tmp_path, capsys):
     out = tmp_path / "ok"
     assert main(["eval", "--backend", "fake", "--model", CONFIG, "--data", str(data),
@@ -63,6 +65,9 @@ def test_a_sound_run_is_healthy(data, tmp_path, capsys):
         run["prompt_template"]["build_sha256"]
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_broken_server_run_names_each_problem_with_its_fix(data, tmp_path):
     """Answers capped at 8 tokens (the server ends them with finish_reason length), a chat
     template other than the build's (rows longer than the build counted: allowed), and a
@@ -115,6 +120,7 @@ class _Thinking(FakeBackend):
                          "length")
 
 
+@pytest.mark.build
 def test_a_thinking_budget_of_16_is_named_with_its_fix(tmp_path):
     think = thinking_tokenizer(Path(os.environ["RULER_TOKENIZERS"]) / CONFIG,
                                tmp_path / "qwen-think")
@@ -157,6 +163,8 @@ def test_facts_from_records_refusals_empty_and_skipped():
     assert len(REFUSAL_PATTERNS) == 5 and not is_refusal("The special magic number is 42.")
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_older_scores_have_no_health_record(data, tmp_path):
     out = tmp_path / "old"
     assert main(["eval", "--backend", "fake", "--model", CONFIG, "--data", str(data),

@@ -24,6 +24,8 @@ from ruler.eval.report import build_report, to_csv, to_json, to_markdown, write_
 from ruler.eval.score import score_file, write_scores
 from ruler.eval.scores_record import ScoresRecord
 
+pytestmark = [pytest.mark.build]
+
 CONFIG = "gpt-4"
 TASKS = ("niah_single_1", "niah_multivalue")
 L = 4096

@@ -62,6 +62,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
             "empty": _eval(data, root / "empty", "fake/other-model", "--fake-answers", "empty")}
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_the_report_places_the_published_value_against_the_run_s_interval(runs, tmp_path,
                                                                          capsys):
     out = tmp_path / "gold"
@@ -90,6 +92,8 @@ def test_the_report_places_the_published_value_against_the_run_s_interval(runs, 
     assert (out / "scores_overall.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_a_run_within_noise_of_the_published_value_is_inside_and_per_task_lines(runs):
     """Two answers of 39 blanked: the 4K mean (94.87) has an interval holding 95.5; the
     maintainer's per-task GPT-4 scores (issue #63) are compared task by task."""
@@ -108,6 +112,8 @@ def test_a_run_within_noise_of_the_published_value_is_inside_and_per_task_lines(
     assert "| 4K | 96.6 † |" in (runs["close"] / "report.md").read_text()
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_the_model_hint_base_mode_and_a_partial_task_set(runs, tmp_path):
     r = write_report(runs["gold"], tmp_path / "hint", plots=False)
     assert r.reference_hint == [PUBLISHED]
@@ -122,6 +128,8 @@ def test_the_model_hint_base_mode_and_a_partial_task_set(runs, tmp_path):
     assert c.by_length[0].run is None and "not comparable" in c.by_length[0].why_no_run
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_published_markers_on_the_figure(runs, tmp_path):
     import matplotlib
 
@@ -136,6 +144,8 @@ def test_published_markers_on_the_figure(runs, tmp_path):
     plt.close(fig)
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_compare_with_a_published_result(runs, tmp_path, capsys):
     out = tmp_path / "cmp"
     assert main(["compare", str(runs["empty"]), f"reference:{PUBLISHED}", "--out",
@@ -166,6 +176,8 @@ def test_a_ruler2_run_has_no_published_counterpart(tmp_path, capsys):
     assert load_scores(tmp_path).model == LLAMA
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_two_runs_and_a_published_row_make_one_table_3_that_compiles(runs, tmp_path, capsys):
     out = tmp_path / "t3"
     assert main(["report", str(runs["gold"]), str(runs["empty"]), "--reference", PUBLISHED,
@@ -196,6 +208,8 @@ def test_two_runs_and_a_published_row_make_one_table_3_that_compiles(runs, tmp_p
     assert (out / "doc.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_the_no_context_baseline_beside_the_run(runs, tmp_path, capsys):
     """The same model on the --no-context variant: a task it answers without the haystack
     (here qa_1, answered from the references by hand) is named in the health section."""

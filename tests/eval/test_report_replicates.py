@@ -20,6 +20,8 @@ from helpers.builds import build
 from ruler.builder.variants import DepthSweep, Replicate
 from ruler.cli import main
 
+pytestmark = [pytest.mark.build, pytest.mark.subprocess]
+
 TOK, L, SAMPLES = "gpt-4", 1024, 3
 TASKS = ("niah_single_1", "qa_1")
 # Answers blanked (scored 0) among the 3 rows of each cell, per replicate: the cell scores are

@@ -25,6 +25,8 @@ from helpers.builds import rows
 from ruler.cli import main
 from ruler.eval.integrations import lm_eval_export as ex
 
+pytestmark = [pytest.mark.build]
+
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt")
 L = 1024

@@ -49,6 +49,7 @@ def _written(path: Path, data) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.build
 def test_a_results_folder_reads_back_to_the_same_bytes(pristine, tmp_path):
     run, scores = read_run(pristine / "run.json"), read_scores(pristine / "scores.json")
     assert isinstance(run, RunRecord) and isinstance(scores, ScoresRecord)
@@ -59,6 +60,7 @@ def test_a_results_folder_reads_back_to_the_same_bytes(pristine, tmp_path):
         (pristine / "scores.json").read_bytes()
 
 
+@pytest.mark.build
 def test_scoring_the_same_run_again_writes_the_same_scores(pristine, results, data):
     """The same predictions scored again: the same bytes (the copy's own path aside)."""
     ds = open_dataset(str(data))
@@ -70,6 +72,7 @@ def test_scoring_the_same_run_again_writes_the_same_scores(pristine, results, da
         (pristine / "scores.json").read_bytes()
 
 
+@pytest.mark.build
 def test_older_and_newer_files_are_written_back_as_they_were_read(pristine, tmp_path):
     """An older ruler's files lack fields (each then reads as "not recorded"); a newer one's
     have fields this version does not know (kept, also inside nested records)."""
@@ -99,6 +102,7 @@ def test_older_and_newer_files_are_written_back_as_they_were_read(pristine, tmp_
     assert record.to_json() == run
 
 
+@pytest.mark.build
 def test_a_skipped_row_is_counted_by_the_kind_the_run_recorded(results, data):
     """Scores and the health section read the kind (`skip_kind`), not the reason's words: a
     reason worded otherwise is still a row skipped for the context limit. A record of an
@@ -123,6 +127,7 @@ def test_a_skipped_row_is_counted_by_the_kind_the_run_recorded(results, data):
     assert report.health.skipped_context == {first["task"]: 2}
 
 
+@pytest.mark.build
 def test_the_runner_records_the_kind_of_a_skip(data, tmp_path):
     """`ruler eval` with a context below the rows' length skips them, recording the kind."""
     out = tmp_path / "short"

@@ -23,6 +23,8 @@ from ruler.eval.data import open_dataset
 from ruler.eval.runner import EvalConfig, run_eval
 from ruler.eval.score import score_file
 
+pytestmark = [pytest.mark.build]
+
 TASKS = ("niah_single_1", "niah_multikey_2")
 CONFIG = "qwen2.5"
 
@@ -129,6 +131,7 @@ def _cfg(data: Path, out: Path, **kw) -> EvalConfig:
                       model_tokenizer=CONFIG, progress=False, **kw)
 
 
+@pytest.mark.subprocess
 def test_eval_resumes_without_redoing_finished_rows(data, tmp_path):
     out = tmp_path / "res"
     first = GoldBackend(data, fail_after=2)
@@ -149,6 +152,7 @@ def test_eval_resumes_without_redoing_finished_rows(data, tmp_path):
     assert run_eval(_cfg(data, out), backend=None).generated == 0
 
 
+@pytest.mark.subprocess
 def test_rows_longer_than_max_model_len_are_skipped_with_the_reason(data, tmp_path):
     out = tmp_path / "res"
     shortest = min(r["length"] for t in TASKS for r in rows(data, CONFIG, t, 1024))
@@ -165,6 +169,7 @@ def test_rows_longer_than_max_model_len_are_skipped_with_the_reason(data, tmp_pa
         assert c["score"] == (None if c["scored"] == 0 else 100.0)
 
 
+@pytest.mark.subprocess
 def test_a_results_folder_from_another_dataset_revision_is_refused(data, tmp_path):
     out = tmp_path / "res"
     run_eval(_cfg(data, out, tasks=("niah_single_1",)), backend=GoldBackend(data))
@@ -380,6 +385,7 @@ def test_a_selection_named_by_flags_that_is_complete_has_its_headline(grid, tmp_
     assert "has no task 'qa_1'" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 def test_predictions_of_a_ruler_eval_run_are_scored_against_what_it_asked_for(
         grid, tmp_path, capsys):
     out = tmp_path / "res"
@@ -400,6 +406,7 @@ def test_predictions_of_a_ruler_eval_run_are_scored_against_what_it_asked_for(
         "incomplete_cells"] == [f"{t}/{L}" for L in GRID_LENGTHS for t in TASKS]
 
 
+@pytest.mark.subprocess
 def test_the_report_of_an_interrupted_eval_has_no_headline(grid, tmp_path, capsys):
     out = tmp_path / "res"
     run_eval(_cfg(grid, out, lengths=(1024,)), backend=GoldBackend(grid))  # 1K complete

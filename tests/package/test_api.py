@@ -12,6 +12,7 @@ import ruler
 from ruler.builder.errors import RulerError
 
 
+@pytest.mark.subprocess
 def test_the_package_exports_the_api_and_stays_light_to_import():
     code = ("import sys, ruler; print(sorted(ruler.__all__)); "
             "print(sorted(m for m in ('datasets', 'pyarrow', 'ruler.api', 'ruler.eval.runner') "
@@ -28,6 +29,8 @@ def test_the_package_exports_the_api_and_stays_light_to_import():
         ruler.no_such_function  # noqa: B018
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_build_load_verify_evaluate_score_from_python(tmp_path):
     data = tmp_path / "data"
     report = ruler.build("gpt-4", tasks=["niah_single_1", "vt"], lengths="4k", samples=3,
@@ -56,6 +59,7 @@ def test_options_are_checked_as_the_commands_check_them(tmp_path):
         ruler.load(tmp_path / "no_such_folder", "gpt-4")
 
 
+@pytest.mark.build
 def test_a_keyword_a_function_does_not_take_is_one_line_naming_it(tmp_path):
     """The docs say keywords are checked (getting-started.md): an unknown one is a RulerError
     naming it and the ones the function takes (still a TypeError, as Python's own);

@@ -60,6 +60,7 @@ def _help_text(capsys, *command: str) -> str:
     return " ".join(capsys.readouterr().out.split())
 
 
+@pytest.mark.build
 def test_build_and_verify_spell_samples_alike_and_the_old_spelling_still_works(
         built_gpt4_niah_single, capsys):
     assert "--samples" in _help_text(capsys, "build")
@@ -80,6 +81,7 @@ def test_shard_says_it_counts_from_zero(capsys):
     assert "counting from 0" in capsys.readouterr().err
 
 
+@pytest.mark.subprocess
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
 def test_commands_that_need_no_torch_say_nothing_about_it(tmp_path):
     """transformers logs "PyTorch was not found ..." when it is imported without torch: on
@@ -115,6 +117,7 @@ def _summary(capsys, tmp_path, *argv: str) -> str:
     return captured.out
 
 
+@pytest.mark.build
 def test_the_build_summary_says_when_a_build_is_unofficial(tmp_path, capsys):
     official = _summary(capsys, tmp_path / "a", "--tokenizer", "gpt-4", "--tasks", "vt")
     assert "unofficial" not in official.lower()
@@ -130,6 +133,7 @@ def test_the_build_summary_says_when_a_build_is_unofficial(tmp_path, capsys):
     assert len(note) == 1 and "tokenizer" in note[0] and "pinned" in note[0], unpinned
 
 
+@pytest.mark.build
 def test_the_build_summary_defines_fill(tmp_path, capsys):
     """Every built file's line gives its "fill"; the summary says what that is (issue 30.15h),
     once, and it is what the rows hold: length / L."""
@@ -146,6 +150,7 @@ def test_the_build_summary_defines_fill(tmp_path, capsys):
            f"{min(lengths) / 4096:.4f}" in line
 
 
+@pytest.mark.subprocess
 def test_the_default_output_folder_does_not_shadow_the_package(tmp_path):
     """Run from a folder (the repository root, say), the default output must not be named
     `ruler`: a later `python -m ruler` or `import ruler` there finds that folder as a namespace

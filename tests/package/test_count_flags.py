@@ -17,6 +17,7 @@ def _refused(capsys, argv: list[str], says: str) -> None:
     assert says in err and err.startswith("ruler: error: ") and err.count("\n") == 1, err
 
 
+@pytest.mark.build
 def test_verify_workers(built_gpt4_niah_single, capsys):
     _refused(capsys, ["verify", str(built_gpt4_niah_single), "--no-load", "--workers",
                       str(MAX_LOCAL_WORKERS + 1)], f"--workers: at most {MAX_LOCAL_WORKERS}")
@@ -41,6 +42,8 @@ def results(built_gpt4_niah_single, tmp_path_factory):
     return out
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 @pytest.mark.parametrize("bins", [0, MAX_REPORT_DEPTH_BINS + 1, 10**12])
 def test_report_depth_bins(results, tmp_path, capsys, bins):
     capsys.readouterr()

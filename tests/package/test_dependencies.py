@@ -23,6 +23,8 @@ from packaging.requirements import Requirement
 
 from helpers.paths import ROOT as REPO
 
+pytestmark = [pytest.mark.subprocess]
+
 DIST = "ruler-bench"
 
 

@@ -32,6 +32,7 @@ def _mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, cwd=config.parent)
 
 
+@pytest.mark.subprocess
 def test_the_site_builds_strict_with_every_page(tmp_path):
     done = _mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert done.returncode == 0, done.stderr[-4000:]
@@ -44,6 +45,7 @@ def test_the_site_builds_strict_with_every_page(tmp_path):
     assert not list((tmp_path / "site").rglob("*.py"))  # the scripts beside the pages stay out
 
 
+@pytest.mark.subprocess
 def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
     """What the strict build above would catch: the site's validation settings at work."""
     shutil.copytree(DOCS, tmp_path / "docs")
@@ -55,6 +57,7 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
     assert "lost.md" in done.stderr and "#no-such-heading" in done.stderr, done.stderr[-3000:]
 
 
+@pytest.mark.subprocess
 def test_the_cli_reference_is_generated_from_the_parser():
     """docs/cli.md is what docs/cli_reference.py writes now (in a fresh process: a backend a
     test registered here would be on the page)."""

@@ -18,6 +18,8 @@ import pytest
 
 from helpers.paths import ROOT
 
+pytestmark = [pytest.mark.subprocess]  # ruff and git run as the user runs them
+
 needs_ruff = pytest.mark.skipif(
     importlib.util.find_spec("ruff") is None,
     reason="ruff is not installed: pip install -e '.[test]' -c constraints.txt")

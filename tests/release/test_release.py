@@ -22,6 +22,8 @@ from ruler.cards.render import write_card
 from ruler.cli import main
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
 
+pytestmark = [pytest.mark.build]
+
 TOKEN = "hf_loopbackSecretToken123"
 REPO = "ruler-org/ruler-test"
 SOURCES = Path(os.environ["RULER_SOURCES"])  # set by conftest to the pinned inputs
@@ -63,6 +65,7 @@ def config_splits(folder: Path) -> list[tuple[str, str]]:
     return [(c["config_name"], d["split"]) for c in meta["configs"] for d in c["data_files"]]
 
 
+@pytest.mark.network
 def test_round_trip_one_commit_then_tag(out, hub, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_ENDPOINT", hub.endpoint)  # read at call time, not at import
     code, text = run(capsys, out, "--repo", REPO, "--tag", "v1")
@@ -106,6 +109,7 @@ def test_round_trip_one_commit_then_tag(out, hub, capsys, tmp_path, monkeypatch)
         assert got.to_list() == want.to_list() and got.num_rows > 0
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("step,status,message", [
     ("commit", 500, "storage backend unavailable"),
     ("commit", 409, "conflicting commit in progress"),
@@ -125,6 +129,7 @@ def test_hub_failure_leaves_no_commit_and_no_tag(out, hub, capsys, step, status,
     assert not any("/tag/" in s for s in hub.steps())
 
 
+@pytest.mark.network
 def test_a_server_that_echoes_request_headers_never_gets_the_token_printed(out, hub, capsys):
     hub.reflect_headers = True
     hub.fail("preupload", 507, "insufficient storage for this upload")
@@ -134,6 +139,7 @@ def test_a_server_that_echoes_request_headers_never_gets_the_token_printed(out, 
     assert not re.search(r"hf_[A-Za-z0-9]{8,}", text)
 
 
+@pytest.mark.network
 def test_a_failed_first_release_deletes_the_repo_it_created(out, hub, capsys):
     hub.fail("commit", 500, "storage backend unavailable")
     code, text = run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)
@@ -141,6 +147,7 @@ def test_a_failed_first_release_deletes_the_repo_it_created(out, hub, capsys):
     assert REPO not in hub.repos
 
 
+@pytest.mark.network
 def test_a_repo_that_cannot_be_deleted_again_is_said_to_remain(out, hub, capsys):
     hub.fail("commit", 500, "storage backend unavailable")
     hub.fail("delete", 403, "deleting repos is not allowed for this token")
@@ -149,6 +156,7 @@ def test_a_repo_that_cannot_be_deleted_again_is_said_to_remain(out, hub, capsys)
     assert len(hub.repos[REPO].commits) == 1
 
 
+@pytest.mark.network
 def test_a_failed_release_into_an_existing_repo_leaves_it_alone(out, hub, capsys):
     assert run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)[0] == 0
     hub.fail("commit", 500, "storage backend unavailable")
@@ -157,6 +165,7 @@ def test_a_failed_release_into_an_existing_repo_leaves_it_alone(out, hub, capsys
     assert len(hub.repos[REPO].commits) == 2
 
 
+@pytest.mark.network
 def test_release_rebuilds_rows_from_the_identity_before_uploading(out, hub, capsys):
     rel = "data/gpt-4/niah_single_1/1024.parquet"
     import pyarrow as pa
@@ -180,6 +189,7 @@ def test_release_rebuilds_rows_from_the_identity_before_uploading(out, hub, caps
     assert "nothing was released" in text and hub.requests == []
 
 
+@pytest.mark.network
 def test_tag_failure_names_the_untagged_commit(out, hub, capsys):
     """The Hub cannot commit and tag atomically: the one step after the commit says so."""
     hub.fail("tag", 500, "tag service down")
@@ -189,11 +199,13 @@ def test_tag_failure_names_the_untagged_commit(out, hub, capsys):
     assert f"commit {repo.head.sha} is on main but untagged" in text and not repo.tags
 
 
+@pytest.mark.network
 def test_unreachable_endpoint_is_one_clear_message(out, hub, capsys):
     code, text = run(capsys, out, "--repo", REPO, "--endpoint", "http://127.0.0.1:9")
     assert code == 2 and "read repo failed: " in text and "Traceback" not in text
 
 
+@pytest.mark.network
 def test_wrong_token_is_one_clear_message(out, hub, capsys, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_wrong")
     code, text = run(capsys, out, "--repo", REPO, "--endpoint", hub.endpoint)
@@ -201,6 +213,7 @@ def test_wrong_token_is_one_clear_message(out, hub, capsys, monkeypatch):
     assert REPO not in hub.repos
 
 
+@pytest.mark.network
 def test_repo_moved_after_reading_head_commits_nothing(out, hub):
     """parent_commit: a commit that lands between our read and our commit makes ours fail."""
 
@@ -223,6 +236,7 @@ def test_repo_moved_after_reading_head_commits_nothing(out, hub):
     assert not repo.tags
 
 
+@pytest.mark.network
 def test_existing_tag_is_refused_before_committing(out, hub, capsys):
     assert run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)[0] == 0
     code, text = run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)
@@ -230,6 +244,7 @@ def test_existing_tag_is_refused_before_committing(out, hub, capsys):
     assert len(hub.repos[REPO].commits) == 2
 
 
+@pytest.mark.network
 def test_next_release_removes_files_the_build_no_longer_has(out, hub, capsys):
     assert run(capsys, out, "--repo", REPO, "--tag", "v1", "--endpoint", hub.endpoint)[0] == 0
     gone = "data/gpt-4/niah_single_1/2048.parquet"
@@ -247,6 +262,7 @@ def test_next_release_removes_files_the_build_no_longer_has(out, hub, capsys):
     assert repo.tags == {"v1": repo.commits[1].sha, "v2": repo.commits[2].sha}
 
 
+@pytest.mark.network
 def test_bad_input_makes_no_request(out, hub, capsys):
     code, text = run(capsys, out, "--repo", "bad org/ruler!", "--endpoint", hub.endpoint)
     assert code == 2 and "invalid repo id 'bad org/ruler!'" in text
@@ -291,6 +307,7 @@ def test_dry_run_prints_the_plan_and_uploads_nothing(out, capsys, monkeypatch):
     assert int(text.split("(")[-1].split(" bytes)")[0]) > total  # + the rendered card
 
 
+@pytest.mark.network
 def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hub, capsys):
     from ruler.builder.sources import resolve
 
@@ -379,6 +396,7 @@ def assert_tag_serves_the_build(out: Path, tag: str, tmp_path: Path) -> None:
         assert got.to_list() == want.to_list() and got.num_rows > 0
 
 
+@pytest.mark.network
 @pytest.mark.parametrize("multipart", [False, True], ids=["basic", "multipart"])
 def test_parquet_goes_through_lfs_and_the_tag_serves_the_same_bytes(out, hub_here, capsys,
                                                                     tmp_path, multipart):
@@ -413,6 +431,7 @@ def test_parquet_goes_through_lfs_and_the_tag_serves_the_same_bytes(out, hub_her
     assert_tag_serves_the_build(out, "v1", tmp_path)
 
 
+@pytest.mark.network
 def test_an_upload_cut_off_once_is_sent_again_and_the_release_completes(out, hub_here, capsys,
                                                                         tmp_path):
     hub = hub_here
@@ -426,6 +445,7 @@ def test_an_upload_cut_off_once_is_sent_again_and_the_release_completes(out, hub
     assert_tag_serves_the_build(out, "v1", tmp_path)
 
 
+@pytest.mark.network
 def test_an_upload_refused_mid_release_commits_nothing_and_a_rerun_converges(out, hub_here,
                                                                             capsys, tmp_path):
     """Storage refuses one object (an expired signed URL: not retried) while the others are
@@ -456,6 +476,7 @@ def test_an_upload_refused_mid_release_commits_nothing_and_a_rerun_converges(out
     assert_tag_serves_the_build(out, "v1", tmp_path)
 
 
+@pytest.mark.network
 def test_with_xet_a_hub_without_xet_storage_leaves_nothing(out, hub, capsys, monkeypatch):
     """huggingface_hub 2.4 sends every LFS-mode file through Xet whenever hf_xet is installed
     (it never asks the server), so that is the path a default install takes on the real Hub.
@@ -472,6 +493,8 @@ def test_with_xet_a_hub_without_xet_storage_leaves_nothing(out, hub, capsys, mon
 
 # --- no output holds the token --------------------------------------------------------------
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_no_line_release_prints_holds_the_token_when_the_hub_echoes_it(out, hub, tmp_path):
     """A Hub that echoes the caller's token into a file name of the previous release (printed
     in "removed ..."), into the upload URLs it hands out (huggingface_hub's retry warning

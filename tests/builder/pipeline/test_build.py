@@ -21,6 +21,8 @@ def full(tmp_path_factory):
     return out
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_same_command_twice_gives_identical_files(full, tmp_path):
     build(tmp_path, "gpt-4", TASKS, (1024, 2048), 6, workers=1)
     assert all_rows(tmp_path) == all_rows(full)
@@ -28,12 +30,14 @@ def test_same_command_twice_gives_identical_files(full, tmp_path):
     assert m1["files"] == m2["files"]  # byte hashes too: pinned pyarrow writes the same bytes
 
 
+@pytest.mark.subprocess
 def test_subset_build_equals_slice_of_full_build(full, tmp_path):
     build(tmp_path, "gpt-4", ["niah_single_2"], [2048], 4)
     assert rows(tmp_path, "gpt-4", "niah_single_2", 2048) == \
         rows(full, "gpt-4", "niah_single_2", 2048)[:4]
 
 
+@pytest.mark.subprocess
 def test_shards_are_disjoint_and_their_union_is_the_full_build(full, tmp_path):
     parts = []
     for i in range(3):
@@ -46,6 +50,7 @@ def test_shards_are_disjoint_and_their_union_is_the_full_build(full, tmp_path):
     assert merged == all_rows(full)
 
 
+@pytest.mark.subprocess
 def test_manifest_records_hashes_identity_and_official_status(full):
     m = read_manifest(full)
     b = m["builds"]["gpt-4"]
@@ -58,6 +63,7 @@ def test_manifest_records_hashes_identity_and_official_status(full):
         assert f["content_sha256"] == content_sha256(table)
 
 
+@pytest.mark.subprocess
 def test_rerun_skips_complete_files_and_rebuilds_changed_or_tampered_ones(tmp_path, capsys):
     report = build(tmp_path, "gpt-4", ["niah_single_1"], [1024], 3)
     assert not report.files[0].skipped
@@ -74,6 +80,7 @@ def test_rerun_skips_complete_files_and_rebuilds_changed_or_tampered_ones(tmp_pa
     assert before != after and read_manifest(tmp_path)["builds"]["gpt-4"]["seed"] == 7
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("tokenizer", ["llama-2", pytest.param("gpt-4o", marks=pytest.mark.slow),
                                        pytest.param("qwen2.5", marks=pytest.mark.slow)])
 def test_stored_length_is_a_fresh_tokenization_for_each_backend(tmp_path, tokenizer):
@@ -132,6 +139,7 @@ def test_lengths_accept_k_suffix_and_paper(tmp_path):
         parse_lengths("x")
 
 
+@pytest.mark.build
 def test_interrupted_build_keeps_finished_files_and_resumes(tmp_path, monkeypatch):
     from ruler.builder.pipeline.worker import Worker
 
@@ -153,6 +161,7 @@ def test_interrupted_build_keeps_finished_files_and_resumes(tmp_path, monkeypatc
     assert [f.skipped for f in report.files] == [True, False]
 
 
+@pytest.mark.subprocess
 def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_path,
                                                                            monkeypatch):
     """Workers write whole files: one failing stops the build, the files finished before
@@ -215,6 +224,7 @@ def test_spawned_workers_write_the_same_files_as_forked_ones(tmp_path):
         {k: v["sha256"] for k, v in fork["files"].items()}
 
 
+@pytest.mark.build
 def test_two_builds_in_one_process_at_once_do_not_share_state(tmp_path):
     """No module-level state: two builds running in threads of one process (other
     tokenizers, other folders) write what each writes alone."""

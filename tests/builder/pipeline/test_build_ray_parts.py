@@ -51,6 +51,7 @@ def _stream(worker: Worker, job: FileJob) -> list[tuple]:
         builder.close()
 
 
+@pytest.mark.build
 def test_a_streamed_file_is_the_local_file_byte_for_byte(tmp_path, monkeypatch):
     monkeypatch.setattr(ray_executor, "CHUNK_BYTES", 1000)  # several chunks
     worker, job = _worker(), _job(tmp_path / "ray", "niah_single_1", 1024, 3)
@@ -72,6 +73,7 @@ def test_a_streamed_file_is_the_local_file_byte_for_byte(tmp_path, monkeypatch):
     assert pq.read_table(path).num_rows == 3
 
 
+@pytest.mark.build
 def test_items_arrive_whatever_the_order_of_chunks(tmp_path, monkeypatch):
     """A file re-run after a failure may resend chunks: each lands at its own offset."""
     monkeypatch.setattr(ray_executor, "CHUNK_BYTES", 500)
@@ -86,6 +88,7 @@ def test_items_arrive_whatever_the_order_of_chunks(tmp_path, monkeypatch):
     assert path.stat().st_size == entry.bytes
 
 
+@pytest.mark.build
 def test_bytes_that_differ_from_their_hash_are_refused_and_removed(tmp_path):
     worker, job = _worker(), _job(tmp_path, "niah_single_1", 1024, 2)
     items = _stream(worker, job)
@@ -152,6 +155,7 @@ def test_a_worker_that_cannot_load_the_tokenizer_refuses(tmp_path, monkeypatch):
         builder.close()
 
 
+@pytest.mark.subprocess
 def test_scratch_folders_of_dead_workers_are_removed(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -167,6 +171,7 @@ def test_scratch_folders_of_dead_workers_are_removed(tmp_path):
     assert not builder.scratch.exists()
 
 
+@pytest.mark.subprocess
 def test_the_package_and_the_executor_module_import_without_ray():
     code = ("import sys; import ruler.builder.pipeline.run, ruler.builder.pipeline.ray_executor, "
             "ruler.cli; assert 'ray' not in sys.modules, 'ray was imported'")

@@ -45,6 +45,7 @@ def test_config_names_that_could_leave_data_are_refused(bad):
         check_config_name("a/b")  # a name read from a manifest is checked as it is
 
 
+@pytest.mark.build
 def test_a_tokenizer_path_ending_in_dotdot_builds_under_its_folders_name(tmp_path):
     folder = _tokenizer_copy(tmp_path)
     (folder / "sub").mkdir()
@@ -61,6 +62,7 @@ def test_a_tokenizer_path_ending_in_dotdot_builds_under_its_folders_name(tmp_pat
     assert read_manifest(out)["builds"]["mytok"]["seed"] == 7
 
 
+@pytest.mark.build
 def test_overwrite_deletes_only_files_the_manifest_lists(tmp_path):
     out = tmp_path / "out"
     build(out, "gpt-4", TASKS, [1024], 2, workers=1)
@@ -72,6 +74,7 @@ def test_overwrite_deletes_only_files_the_manifest_lists(tmp_path):
     assert not (out / "data/gpt-4/vt").exists()  # emptied folders go too
 
 
+@pytest.mark.build
 def test_a_hand_edited_manifest_never_makes_the_builder_delete_elsewhere(tmp_path):
     out = tmp_path / "out"
     build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
@@ -88,6 +91,7 @@ def test_a_hand_edited_manifest_never_makes_the_builder_delete_elsewhere(tmp_pat
 
 # --- finding 3: another identity refuses; a new task or length of the same build is added -------
 
+@pytest.mark.build
 def test_a_changed_samples_or_seed_refuses_and_keeps_every_earlier_file(tmp_path, capsys):
     out = tmp_path / "ruler"
     build(out, "gpt-4", TASKS, [1024], 3, workers=1)
@@ -118,6 +122,7 @@ def test_a_changed_tokenizer_under_the_same_name_refuses(tmp_path):
         build(out, str(folder), ["niah_single_1"], [1024], 2, workers=1)
 
 
+@pytest.mark.build
 def test_a_complete_build_is_left_exactly_as_it_is(tmp_path):
     out = tmp_path / "out"
     build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
@@ -129,6 +134,7 @@ def test_a_complete_build_is_left_exactly_as_it_is(tmp_path):
 
 # --- finding 4: builds into one folder at once all end up recorded; merge ---------------------
 
+@pytest.mark.build
 def test_a_build_that_runs_while_another_publishes_keeps_the_others_files(tmp_path, monkeypatch):
     """B reads the manifest, then A builds other tasks into the same folder while B fits;
     B's files are recorded next to A's, none lost (the last writer used to win)."""
@@ -157,6 +163,7 @@ def test_a_build_that_runs_while_another_publishes_keeps_the_others_files(tmp_pa
     assert verify(out, load=False).ok
 
 
+@pytest.mark.build
 def test_a_build_with_another_identity_that_starts_meanwhile_stops_cleanly(tmp_path,
                                                                          monkeypatch):
     from ruler.builder.pipeline.worker import Worker
@@ -196,6 +203,7 @@ def test_shards_built_at_the_same_time_into_one_folder_are_all_recorded(tmp_path
     assert report.ok, report.all_problems()
 
 
+@pytest.mark.build
 def test_shards_built_apart_merge_into_the_full_build(tmp_path, capsys):
     full = tmp_path / "full"
     build(full, "gpt-4", TASKS, [1024], 2, workers=1)
@@ -215,6 +223,7 @@ def test_shards_built_apart_merge_into_the_full_build(tmp_path, capsys):
     assert "0 file(s) copied, 2 already there" in capsys.readouterr().out
 
 
+@pytest.mark.build
 def test_merge_refuses_another_identity_and_conflicting_files(tmp_path, capsys):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     build(a, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
@@ -265,6 +274,7 @@ def test_a_tokenizer_folder_that_does_not_exist_says_so(tmp_path, capsys, spec):
     assert "revision" not in err
 
 
+@pytest.mark.network
 def test_gpt4o_offline_names_the_download_and_the_offline_folder(tmp_path, capsys, monkeypatch):
     import tiktoken.registry
 
@@ -307,6 +317,8 @@ class ReadOnly:
             subprocess.run(["chattr", "-i", *map(str, self.paths)], check=True)
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_a_read_only_folder_builds_nothing_and_says_so_in_one_line(tmp_path, capsys):
     out = tmp_path / "out"
     build(out, "gpt-4", ["niah_single_1"], [1024], 2, workers=1)
@@ -320,6 +332,7 @@ def test_a_read_only_folder_builds_nothing_and_says_so_in_one_line(tmp_path, cap
     assert _files(out) == before
 
 
+@pytest.mark.build
 def test_one_sample_at_a_length_near_a_tasks_minimum_builds(tmp_path):
     """preflight with --samples 1 where the smallest sample takes over half of L (vt at 1K:
     ~770 tokens) used to fail with a TypeError."""
@@ -329,6 +342,7 @@ def test_one_sample_at_a_length_near_a_tasks_minimum_builds(tmp_path):
 
 # --- finding 7: versions of the packages that shape content are identity ---------------------
 
+@pytest.mark.build
 def test_a_resumed_build_after_a_package_upgrade_refuses_instead_of_mixing(tmp_path,
                                                                           monkeypatch):
     import ruler.builder.pipeline.recipe as recipe  # where a build's identity is made
@@ -356,6 +370,8 @@ def _ended_pid() -> int:
     return done.pid
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_stale_temporary_files_are_reported_by_verify_and_removed_by_the_next_build(tmp_path):
     """A build killed with SIGKILL leaves `.<L>.parquet.<pid>-<tag>.<random>.tmp` files that no
     run removed and verify did not see. A later build removes those whose build has ended,
@@ -409,6 +425,7 @@ def _ruler(*argv: str, script: str | None = None) -> subprocess.CompletedProcess
     return subprocess.run([*head, *argv], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(small_disk, workers):
     """pyarrow aborted the process on ENOSPC (a failed Check in its writer), so the build
@@ -450,6 +467,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.subprocess
 def test_a_folder_made_read_only_mid_build_is_one_line_naming_the_first_error(tmp_path):
     """The temporary file's removal then failed too, and its error hid the first."""
     out = tmp_path / "out"

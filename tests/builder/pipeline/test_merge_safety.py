@@ -17,6 +17,8 @@ from ruler.builder.errors import RulerError
 from ruler.builder.manifest import read_manifest
 from ruler.cli import main
 
+pytestmark = [pytest.mark.build]
+
 REL = "data/gpt-4/niah_single_1/1024.parquet"
 
 
@@ -199,6 +201,7 @@ def seeds(tmp_path_factory) -> list[Path]:
     return outs
 
 
+@pytest.mark.subprocess
 def test_two_merges_of_other_identities_at_once_one_refuses(seeds, tmp_path):
     for attempt in range(3):
         out = tmp_path / f"out{attempt}"
@@ -219,6 +222,7 @@ def test_two_merges_of_other_identities_at_once_one_refuses(seeds, tmp_path):
         assert not list(out.rglob("*.tmp"))
 
 
+@pytest.mark.subprocess
 def test_two_merges_of_the_same_rows_at_once_copy_each_file_once(seeds, tmp_path):
     """Overlapping inputs: a file the other merge recorded meanwhile is counted as already
     there, never replaced behind the back of the merge that reported it copied."""

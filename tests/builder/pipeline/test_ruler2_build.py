@@ -94,6 +94,7 @@ def test_a_config_holds_one_benchmark(tmp_path):
     assert not tmp_path.joinpath("manifest.json").exists()
 
 
+@pytest.mark.build
 def test_a_replicate_of_a_v2_config(tmp_path):
     report = build(tmp_path, "llama-3.1", ("mk_niah_basic",), (L,), 1, benchmark="ruler2",
                    variant=Replicate(2), workers=1)
@@ -102,6 +103,7 @@ def test_a_replicate_of_a_v2_config(tmp_path):
     assert entry["benchmark"] == "ruler2" and entry["variant"] == {"replicate": 2}
 
 
+@pytest.mark.subprocess
 def test_the_cli_builds_v2_by_name_and_refuses_an_unknown_benchmark(tmp_path):
     done = subprocess.run([sys.executable, "-m", "ruler", "build", "--benchmark", "v3",
                            "--tokenizer", "llama-3.1", "--out", str(tmp_path / "x")],
@@ -110,6 +112,7 @@ def test_the_cli_builds_v2_by_name_and_refuses_an_unknown_benchmark(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.build
 def test_the_python_api_builds_v2_for_qwen(tmp_path):
     import ruler
 
@@ -120,6 +123,7 @@ def test_the_python_api_builds_v2_for_qwen(tmp_path):
     assert sorted(ds["task"]) == ["mv_niah_basic", "qa_hard"] and max(ds["length"]) <= L
 
 
+@pytest.mark.build
 def test_a_manifest_whose_benchmark_and_tasks_disagree_is_refused(tmp_path):
     import json
 

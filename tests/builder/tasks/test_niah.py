@@ -51,6 +51,7 @@ def test_task_parameters_equal_upstream_yaml():
     assert p["niah_multivalue"]["num_needle_v"] == 4 and p["niah_multiquery"]["num_needle_q"] == 4
 
 
+@pytest.mark.subprocess
 def test_singular_prompt_matches_upstreams_rendering(niah_build):
     row = rows(niah_build, "llama-3.1", "niah_single_1", 4096)[0]
     key = re.search(r"for (\S+) mentioned", row["input"]).group(1)
@@ -63,6 +64,7 @@ def test_singular_prompt_matches_upstreams_rendering(niah_build):
         f" The special magic number for {key} mentioned in the provided text is")
 
 
+@pytest.mark.subprocess
 def test_plural_prompts_for_multiquery(niah_build):
     row = rows(niah_build, "llama-3.1", "niah_multiquery", 4096)[0]
     q = re.search(r"What are all the special magic numbers for (.+) mentioned", row["input"])
@@ -71,6 +73,7 @@ def test_plural_prompts_for_multiquery(niah_build):
     assert len(row["outputs"]) == 4
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("task", [t if t in ("niah_single_1", "niah_multikey_2", "niah_multiquery")
                                   else pytest.param(t, marks=pytest.mark.slow) for t in NIAH_TASKS])
 def test_lengths_exact_fill_tight_and_answers_recoverable(niah_build, task):
@@ -89,6 +92,7 @@ def test_lengths_exact_fill_tight_and_answers_recoverable(niah_build, task):
         assert np.mean(fills) >= 0.99 and min(fills) >= 0.98, (task, L, fills)
 
 
+@pytest.mark.subprocess
 def test_gold_token_positions_point_at_the_needles(niah_build):
     tok = load_tokenizer("llama-3.1")
     for task in ("niah_single_2", "niah_multikey_1", "niah_multivalue"):
@@ -98,6 +102,7 @@ def test_gold_token_positions_point_at_the_needles(niah_build):
                 assert tok.hf.decode(ids[pos:pos + 8]).lstrip().startswith("One of the special")
 
 
+@pytest.mark.subprocess
 def test_no_duplicate_keys_within_a_sample(niah_build):
     needle = re.compile(r"One of the special magic \w+ for (.+?) is: ")
     for task in ("niah_multikey_2", "niah_multikey_3", "niah_multikey_1"):
@@ -106,6 +111,7 @@ def test_no_duplicate_keys_within_a_sample(niah_build):
             assert len(keys) == len(set(keys)), task
 
 
+@pytest.mark.subprocess
 def test_check_row_fails_on_a_tampered_row(niah_build):
     r = rows(niah_build, "llama-3.1", "niah_multikey_2", 4096)[0]
     assert check_row(r) is None
@@ -113,6 +119,7 @@ def test_check_row_fails_on_a_tampered_row(niah_build):
     assert check_row(dict(r, input=r["input"].replace(r["outputs"][0], "0000000"))) is not None
 
 
+@pytest.mark.subprocess
 def test_essay_needles_sit_between_sentences_at_grid_depths(niah_build):
     for r in rows(niah_build, "llama-3.1", "niah_multikey_1", 8192):
         assert r["haystack_size"] > 3000  # essay words

@@ -214,6 +214,7 @@ def test_a_registered_task_or_family_never_replaces_a_known_one():
     assert get_family("niah").generator.__name__ == "NiahGenerator"
 
 
+@pytest.mark.subprocess
 def test_a_task_without_registered_family_code_is_one_line(tmp_path):
     """A plug-in that registers its task but not its family's code: the build says so."""
     script = r"""

@@ -61,6 +61,8 @@ def rewrite(out: Path, rel: str, rows: list[dict], update_manifest: bool) -> Non
         save_manifest(out, m)
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_good_build_passes_and_prints_a_summary(out, capsys):
     code, text = run(capsys, out)
     assert code == 0, text
@@ -68,6 +70,7 @@ def test_good_build_passes_and_prints_a_summary(out, capsys):
     assert "gpt-4--niah_multikey_2" in text  # the load table lists every config
 
 
+@pytest.mark.build
 def test_full_retokenizes_every_row(out):
     report = verify(out, full=True, load=False)
     assert report.ok and all(f.retokenized == f.rows == 4 for f in report.files)
@@ -75,6 +78,8 @@ def test_full_retokenizes_every_row(out):
     assert all(f.retokenized == 2 for f in sampled.files)
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_parallel_verify_reports_what_one_process_reports(out):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rows[2]["length"] -= 1  # a wrong stored length, with a manifest that agrees
@@ -87,6 +92,8 @@ def test_parallel_verify_reports_what_one_process_reports(out):
     assert any("re-tokenized" in str(p) and p.row == 2 for p in two.all_problems())
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_flipped_byte_fails_naming_the_file(out, capsys):
     path = out / VICTIM
     data = bytearray(path.read_bytes())
@@ -97,6 +104,8 @@ def test_flipped_byte_fails_naming_the_file(out, capsys):
     assert f"{VICTIM}: file bytes differ from manifest.json" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_truncated_parquet_fails_naming_the_file(out, capsys):
     path = out / VICTIM
     path.write_bytes(path.read_bytes()[:-100])
@@ -106,6 +115,8 @@ def test_truncated_parquet_fails_naming_the_file(out, capsys):
     assert "load_dataset failed" in text  # the loader trips over it too
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_removed_row_fails_naming_the_file(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rewrite(out, VICTIM, rows[:-1], update_manifest=False)
@@ -115,6 +126,8 @@ def test_removed_row_fails_naming_the_file(out, capsys):
     assert "split '1024': load_dataset gave 7 rows, expected 8" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_removed_row_with_a_consistent_manifest_is_still_caught(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rewrite(out, VICTIM, rows[:1] + rows[2:], update_manifest=True)
@@ -123,6 +136,8 @@ def test_removed_row_with_a_consistent_manifest_is_still_caught(out, capsys):
     assert f"{VICTIM} row 1: index=2 (expected 1)" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_edited_manifest_fails_naming_the_file(out, capsys):
     m = manifest(out)
     m["files"][VICTIM]["content_sha256"] = "0" * 64
@@ -132,6 +147,7 @@ def test_edited_manifest_fails_naming_the_file(out, capsys):
     assert f"{VICTIM}: row content differs from manifest.json" in text
 
 
+@pytest.mark.build
 def test_structurally_broken_manifest_is_one_clear_error(out, capsys):
     m = manifest(out)
     del m["files"][VICTIM]["rows"]
@@ -143,6 +159,8 @@ def test_structurally_broken_manifest_is_one_clear_error(out, capsys):
     assert code == 2 and "manifest.json is not valid JSON" in text and "Traceback" not in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_hand_set_official_flag_fails(out, capsys):
     m = manifest(out)
     m["builds"]["gpt-4"]["tokenizer"]["pinned"] = False  # official stays True: inconsistent
@@ -152,6 +170,8 @@ def test_hand_set_official_flag_fails(out, capsys):
     assert "manifest.json build 'gpt-4': `official` is True, but tokenizer pinned" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_manifest_naming_other_tokenizer_files_fails(out, capsys):
     m = manifest(out)
     files = m["builds"]["gpt-4"]["tokenizer"]["files"]
@@ -162,6 +182,8 @@ def test_manifest_naming_other_tokenizer_files_fails(out, capsys):
     assert "config 'gpt-4': tokenizer 'gpt-4' loaded here has other files" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_wrong_stored_length_is_named_by_row(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rows[2]["length"] -= 1
@@ -172,6 +194,8 @@ def test_wrong_stored_length_is_named_by_row(out, capsys):
            f"{rows[2]['length'] + 1}" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_length_over_the_split_budget_is_named_by_row(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rows[0]["length"] = 1025
@@ -181,6 +205,8 @@ def test_length_over_the_split_budget_is_named_by_row(out, capsys):
     assert f"{VICTIM} row 0: length 1025 > L = 1024" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_unrecoverable_answer_is_named_by_row(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rows[1]["outputs"] = ["1234567"]
@@ -190,6 +216,8 @@ def test_unrecoverable_answer_is_named_by_row(out, capsys):
     assert f"{VICTIM} row 1: answer not recoverable" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_missing_file_and_stray_file(out, capsys):
     (out / VICTIM).rename(out / "data/gpt-4/niah_multikey_2/4096.parquet")
     code, text = run(capsys, out)
@@ -198,6 +226,8 @@ def test_missing_file_and_stray_file(out, capsys):
     assert "data/gpt-4/niah_multikey_2/4096.parquet: Parquet file not listed" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_card_that_does_not_match_the_manifest(out, capsys):
     from ruler.cards.render import write_card
 
@@ -220,6 +250,8 @@ def test_not_a_build_folder_is_a_clear_error(tmp_path, capsys):
     assert "manifest.json not found" in text and "Traceback" not in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_tokenizer_override_is_used_and_checked(out, capsys):
     code, text = run(capsys, out, "--tokenizer", "gpt-4")
     assert code == 2 and "--tokenizer expects CONFIG=PATH" in text
@@ -231,6 +263,8 @@ def test_tokenizer_override_is_used_and_checked(out, capsys):
 
 # --- the build proven, not only the files: identity, row counts, gold items, regenerated rows --
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_removed_last_row_with_a_consistent_manifest_is_caught(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rewrite(out, VICTIM, rows[:-1], update_manifest=True)
@@ -239,6 +273,8 @@ def test_removed_last_row_with_a_consistent_manifest_is_caught(out, capsys):
     assert f"{VICTIM}: 3 rows, the build's samples are 4" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 @pytest.mark.parametrize("edit,message", [
     (lambda b: b.update(seed=7), "seed 42 -> 7"),
     (lambda b: b["tokenizer"].update(revision="abc"), "tokenizer revision"),
@@ -254,6 +290,8 @@ def test_edited_build_fields_are_caught(out, capsys, edit, message):
     assert message in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_edited_seed_with_a_matching_identity_still_fails_every_build_key(out, capsys):
     m = manifest(out)
     m["builds"]["gpt-4"]["seed"] = m["builds"]["gpt-4"]["identity"]["seed"] = 7
@@ -263,6 +301,8 @@ def test_edited_seed_with_a_matching_identity_still_fails_every_build_key(out, c
     assert f"{VICTIM}: build_key is not the one the build's recorded seed" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_an_edited_tokenizer_revision_is_caught_against_the_registry(out, capsys):
     from ruler.builder.identity import file_key, identity_of_build
     from ruler.builder.manifest import BuildEntry
@@ -284,6 +324,8 @@ def test_an_edited_tokenizer_revision_is_caught_against_the_registry(out, capsys
     assert "records tokenizer 'gpt-4' from openai/other@v2, the registry pins" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 @pytest.mark.parametrize("column", ["gold_token_positions", "gold_depths"])
 def test_wrong_gold_positions_or_depths_are_named_by_row(out, capsys, column):
     rows = pq.read_table(out / VICTIM).to_pylist()
@@ -300,6 +342,8 @@ def test_wrong_gold_positions_or_depths_are_named_by_row(out, capsys, column):
     assert sum(f.gold_checked for f in report.files) == 16
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_gold_positions_out_of_shape_are_caught_on_every_row(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rows[1]["gold_depths"] = rows[1]["gold_depths"] + [0.5]
@@ -308,6 +352,8 @@ def test_gold_positions_out_of_shape_are_caught_on_every_row(out, capsys):
     assert code == 1 and f"{VICTIM} row 1: gold_token_positions" in text
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_regenerate_rebuilds_rows_and_catches_a_consistent_forgery(out, capsys):
     code, text = run(capsys, out, "--no-load", "--regenerate", "2")
     assert code == 0, text
@@ -329,6 +375,7 @@ def qa_build(tmp_path_factory) -> Path:
     return folder
 
 
+@pytest.mark.build
 def test_qa_gold_documents_are_re_derived_from_the_source(qa_build, tmp_path, capsys,
                                                           monkeypatch):
     out = Path(shutil.copytree(qa_build, tmp_path / "ruler"))
@@ -414,6 +461,7 @@ def _build_again(capsys, out: Path) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_a_damaged_manifest_is_one_clear_line_in_build_and_verify(out, capsys, damage):
     change, named = DAMAGE[damage]
@@ -444,6 +492,7 @@ def _paths(value, prefix=()):
             yield from _paths(v, (*prefix, i))
 
 
+@pytest.mark.build
 def test_fuzzed_manifests_never_give_a_traceback(pristine, tmp_path, capsys):
     """Any value of a manifest replaced by a value of another shape: verify and build answer
     with a verdict or one clear line (exit 2), never an exception."""
@@ -467,6 +516,7 @@ def test_fuzzed_manifests_never_give_a_traceback(pristine, tmp_path, capsys):
             assert err.startswith("ruler: error: ") and len(err.splitlines()) == 1, err
 
 
+@pytest.mark.build
 def test_an_unlisted_link_under_data_is_reported(out, tmp_path, capsys):
     """Issue 21.14: the dataset loader's patterns (`data/<config>/*/<L>.parquet`) would follow
     a link under data/ that no manifest entry names; verify names it."""

@@ -85,6 +85,7 @@ def no_text():
     unregister_backend(spec.name)
 
 
+@pytest.mark.build
 def test_a_result_without_text_from_any_backend_is_recorded_as_failed(no_text, tmp_path,
                                                                       built_qwen_niah):
     data = built_qwen_niah  # CONFIG: niah_single_1 x 1024 x 4 samples (conftest; read only)

@@ -4,7 +4,6 @@ outside the package (this file) that `ruler eval` lists, offers the flags of and
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ import pytest
 
 from helpers.builds import build, rows
 from ruler.builder.errors import RulerError
+from ruler.builder.flags import option
 from ruler.cli import main
 from ruler.eval.backends import (
     BackendOptions,
@@ -21,7 +21,6 @@ from ruler.eval.backends import (
     backend_names,
     get_backend,
     register_backend,
-    shared_options,
     unregister_backend,
 )
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
@@ -54,6 +53,7 @@ def _report(folder: Path) -> dict:
 
 # --- the fake backend, from the command line ---------------------------------------------------
 
+@pytest.mark.build
 def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
     out = tmp_path / "gold"
     assert _eval(data, out) == 0
@@ -72,6 +72,7 @@ def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
     assert report["complete"] and (report["avg"], report["effective_length"]) == (100.0, L)
 
 
+@pytest.mark.build
 def test_the_fake_backend_needs_no_model_tokenizer(data, tmp_path, capsys):
     """`--backend fake --model fake`, as docs/evaluating.md calls it "no model": the prompts are
     rendered with the dataset config's tokenizer (issue 30.12); --model-tokenizer still
@@ -89,6 +90,7 @@ def test_the_fake_backend_needs_no_model_tokenizer(data, tmp_path, capsys):
     assert "qwen2.5" in capsys.readouterr().err  # its counts differ from the build's
 
 
+@pytest.mark.build
 def test_eval_prints_the_headline_and_where_the_report_is(data, tmp_path, capsys):
     """Not the whole report (257 lines for a full run): the headline numbers and every task x
     length's score, the status line, and where report.md is (issue 30.15c)."""
@@ -107,6 +109,7 @@ def test_eval_prints_the_headline_and_where_the_report_is(data, tmp_path, capsys
     assert len(printed.splitlines()) < len(report.splitlines())
 
 
+@pytest.mark.build
 def test_the_fake_backends_empty_answers_score_0_and_the_rows_are_answered(data, tmp_path):
     out = tmp_path / "empty"
     assert _eval(data, out, "--fake-answers", "empty") == 0
@@ -118,6 +121,7 @@ def test_the_fake_backends_empty_answers_score_0_and_the_rows_are_answered(data,
     assert report["scores"] == {t: {str(L): 0.0} for t in TASKS}
 
 
+@pytest.mark.build
 def test_the_fake_backends_missing_answers_are_failed_rows_and_no_headline(data, tmp_path,
                                                                           capsys):
     out = tmp_path / "none"
@@ -135,6 +139,7 @@ def test_the_fake_backends_missing_answers_are_failed_rows_and_no_headline(data,
     assert sorted(report["incomplete_cells"]) == [f"{t}/{L}" for t in TASKS]
 
 
+@pytest.mark.build
 def test_the_fake_backend_skips_rows_above_max_model_len_like_an_engine(data, tmp_path):
     out = tmp_path / "short"
     lengths = sorted(r["length"] for t in TASKS for r in rows(data, CONFIG, t, L))
@@ -143,6 +148,8 @@ def test_the_fake_backend_skips_rows_above_max_model_len_like_an_engine(data, tm
     assert statuses == ["ok"] * 3 + ["skipped"] * 3
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_the_fake_backend_reads_a_hub_dataset_at_the_runs_revision(data, tmp_path,
                                                                     monkeypatch):
     """Released, then main moves on without the rows: the fake reads the references of the
@@ -174,7 +181,12 @@ def test_the_fake_backends_gold_answers_need_the_dataset():
 
 @dataclass(frozen=True)
 class ToyOptions(BackendOptions):
-    word: str = "toy"
+    word: str = option("--toy-word", default="toy", help="the toy's one word")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.word.strip():
+            raise RulerError("--toy-word must not be blank")
 
 
 class ToyBackend:
@@ -194,18 +206,8 @@ class ToyBackend:
         pass
 
 
-def _toy_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--toy-word", default="toy", help="the toy's one word")
-
-
-def _toy_options(args: argparse.Namespace) -> ToyOptions:
-    if not args.toy_word.strip():
-        raise RulerError("--toy-word must not be blank")
-    return ToyOptions(**shared_options(args), word=args.toy_word)
-
-
 TOY = BackendSpec(name="toy", factory=ToyBackend, summary="a test's own backend",
-                  add_arguments=_toy_arguments, options=_toy_options)
+                  options_type=ToyOptions)
 MISSING = BackendSpec(name="toy-gpu", factory=ToyBackend, requirement="no_such_engine_ruler",
                       install_hint="--backend toy-gpu needs no_such_engine_ruler: pip install it")
 
@@ -232,6 +234,7 @@ def test_a_backend_registered_outside_the_package_is_offered_with_its_flags(toys
         register_backend(BackendSpec(name="toy", factory=ToyBackend))
 
 
+@pytest.mark.build
 def test_a_registered_backend_evaluates_and_scores(toys, data, tmp_path, capsys):
     out = tmp_path / "toy"
     assert _eval(data, out, "--toy-word", "Paris", backend="toy") == 0
@@ -253,6 +256,7 @@ def test_a_registered_backend_evaluates_and_scores(toys, data, tmp_path, capsys)
     assert not (tmp_path / "blank").exists() and not (tmp_path / "gpu").exists()
 
 
+@pytest.mark.build
 def test_an_unknown_backend_is_refused_by_the_library_too(data, tmp_path):
     from ruler.eval.runner import EvalConfig, run_eval
 
@@ -263,6 +267,7 @@ def test_an_unknown_backend_is_refused_by_the_library_too(data, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.build
 def test_a_product_backends_own_checks_run_before_any_work(data, tmp_path, capsys):
     """openai renders prompts locally: without a tokenizer to render with it refuses at once
     (the check moved from the CLI into the backend's options)."""

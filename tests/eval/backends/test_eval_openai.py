@@ -41,6 +41,8 @@ def _eval(data: Path, out: Path, url: str, concurrency: int, **opts) -> tuple:
     return outcome, preds
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_flaky_server_is_retried_and_concurrency_does_not_change_predictions(data, tmp_path):
     def flaky(prompt, attempt):
         if attempt == 0 and sum(prompt) % 3 == 0:
@@ -64,6 +66,8 @@ def test_flaky_server_is_retried_and_concurrency_does_not_change_predictions(dat
         {k: p["prediction"] for k, p in preds.items()}
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_a_slow_answer_times_out_and_is_retried(data, tmp_path):
     slow = {"first": None}
 
@@ -78,6 +82,9 @@ def test_a_slow_answer_times_out_and_is_retried(data, tmp_path):
     assert server.attempts[slow["first"]] == 2
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_rejected_request_is_not_retried_and_a_rerun_resumes(data, tmp_path, capsys):
     bad = set()
 
@@ -116,6 +123,9 @@ EMPTY_ANSWER = {"choices": [{"text": "", "finish_reason": "stop"}],
                 "usage": {"completion_tokens": 1}}
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_200_without_a_completion_is_a_failed_request_retried_on_resume(data, tmp_path,
                                                                           capsys):
     """`text: null`, no `text`, `finish_reason` "error" or "abort": recorded as errors (out
@@ -164,6 +174,7 @@ def test_a_200_without_a_completion_is_a_failed_request_retried_on_resume(data, 
     assert sum(c["errors"] for c in cells) == 0 and sum(c["scored"] for c in cells) == 8
 
 
+@pytest.mark.network
 def test_an_unreachable_server_is_one_clear_error():
     with pytest.raises(RulerError, match="cannot reach the OpenAI-compatible server"):
         OpenAIBackend(OpenAIOptions(model=MODEL, base_url="http://127.0.0.1:9/v1"))
@@ -191,6 +202,9 @@ def _records(out: Path) -> list[dict]:
     return [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_server_that_counts_the_prompt_otherwise_is_refused_before_any_row(data, tmp_path,
                                                                           capsys):
     """A server that adds a token to every token-id prompt (a BOS of its own, say) shows on
@@ -222,6 +236,9 @@ def test_a_server_that_counts_the_prompt_otherwise_is_refused_before_any_row(dat
     assert "**8 differ from the build's prompt**" in report and "PROMPT MISMATCH allowed" in report
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_server_that_refuses_token_ids_fails_at_once_naming_the_api_to_use(data, tmp_path,
                                                                              capsys):
     """llama-cpp-python's server answers a token-id prompt with HTTP 500 (its schema takes
@@ -239,6 +256,9 @@ def test_a_server_that_refuses_token_ids_fails_at_once_naming_the_api_to_use(dat
     assert "use --api completions-text or --api chat" in err[0]
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_base_url_without_v1_that_reaches_a_native_route_says_so(data, tmp_path, capsys):
     """llama.cpp answers /completions at its root in its own format (no `choices`): a
     --base-url without /v1 gets there, and the one line says which URL was meant."""
@@ -257,6 +277,9 @@ def test_a_base_url_without_v1_that_reaches_a_native_route_says_so(data, tmp_pat
     assert "did you mean" not in capsys.readouterr().err
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_row_the_server_counts_otherwise_stops_the_run_and_is_redone_on_resume(data,
                                                                                 tmp_path,
                                                                                 capsys):
@@ -288,6 +311,9 @@ def test_a_row_the_server_counts_otherwise_stops_the_run_and_is_redone_on_resume
                                    for r in final.values())
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_the_servers_context_and_slots_are_used(data, tmp_path):
     """llama.cpp reports its context per slot (/v1/models meta.n_ctx) and its slots (/props):
     no --max-model-len needed, and never more requests in flight than slots."""
@@ -306,6 +332,9 @@ def test_the_servers_context_and_slots_are_used(data, tmp_path):
     assert server.peak == 1
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_text_api_sends_the_rendered_prompt_and_checks_its_count(data, tmp_path):
     from ruler.builder.tokenizer_registry import load_tokenizer
 
@@ -323,6 +352,9 @@ def test_text_api_sends_the_rendered_prompt_and_checks_its_count(data, tmp_path)
         {"checked": 8, "unchecked": 0, "differ": 0}
 
 
+@pytest.mark.build
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_chat_api_puts_the_prefix_in_the_user_turn_where_the_server_does_not_continue_it(
         data, tmp_path):
     """A server that renders a pre-filled assistant turn as a finished one and opens a new

@@ -17,6 +17,8 @@ from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.openai import MAX_CONCURRENCY, OpenAIBackend, OpenAIOptions
 from ruler.eval.render import Renderer
 
+pytestmark = [pytest.mark.network]
+
 CONFIG = "qwen2.5"
 DEEP = b"[" * 100_000 + b"]" * 100_000  # json.loads: RecursionError
 TRUNCATED = b'{"data": [{"id": "served-mo'
@@ -64,6 +66,8 @@ def test_a_damaged_model_list_is_used_where_it_can_be_or_one_line(doc):
     assert backend.max_model_len == 2048 and 1 <= backend.concurrency <= MAX_CONCURRENCY
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_a_model_list_that_is_not_one_is_one_line_on_the_command_line(built_qwen_niah, tmp_path,
                                                                       capsys):
     for doc in ([{"id": MODEL}], "served-model", {"data": [{"id": MODEL, "meta": [4096]}]}):

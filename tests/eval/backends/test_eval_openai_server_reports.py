@@ -17,6 +17,8 @@ from helpers.fake_openai import MODEL, FakeServer, Unsized
 from ruler.cli import main
 from ruler.eval.backends.openai import MAX_CONCURRENCY, OpenAIBackend, OpenAIOptions
 
+pytestmark = [pytest.mark.build]
+
 CONFIG = "qwen2.5"
 
 
@@ -60,6 +62,8 @@ def _usage(**fields):
 
 # --- finding 2: a prompt count in any numeric form is compared; none is said -----------------
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_prompt_counts_in_any_numeric_form_are_compared_and_the_unchecked_ones_said(
         data, tmp_path, capsys):
     """A float or a string that equals the build's count is equal (the string recorded as
@@ -102,6 +106,8 @@ def test_prompt_counts_in_any_numeric_form_are_compared_and_the_unchecked_ones_s
     assert "usage.prompt_tokens checked against the build's count" not in console
 
 
+@pytest.mark.network
+@pytest.mark.subprocess
 @pytest.mark.parametrize("form", [float, str])
 def test_a_prompt_count_that_differs_is_a_mismatch_whatever_its_type(form, data, tmp_path,
                                                                      capsys):
@@ -117,6 +123,8 @@ def test_a_prompt_count_that_differs_is_a_mismatch_whatever_its_type(form, data,
     assert second["server_prompt_tokens"] == second["prompt_tokens"] + 7
 
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_probe_count_given_as_a_float_that_differs_is_refused(data, tmp_path, capsys):
     def float_count(body):
         return 200, {"choices": [{"text": "x", "finish_reason": "length"}],
@@ -130,6 +138,8 @@ def test_a_probe_count_given_as_a_float_that_differs_is_refused(data, tmp_path, 
 
 # --- finding 4: the model the server says it answered as ------------------------------------
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_the_model_a_server_answers_as_is_recorded_and_shown(data, tmp_path, capsys):
     """Hosted APIs answer as a dated snapshot of the name asked for, proxies as the model they
     routed to: not refused, but recorded per row, in run.json's serving record, and shown."""
@@ -151,6 +161,8 @@ def test_the_model_a_server_answers_as_is_recorded_and_shown(data, tmp_path, cap
         in (out / "report.md").read_text()
 
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_server_that_echoes_the_model_asked_for_records_nothing_more(data, tmp_path):
     def echo(body, reply):
         return {**reply, "model": body["model"]}
@@ -166,6 +178,7 @@ def test_a_server_that_echoes_the_model_asked_for_records_nothing_more(data, tmp
 
 # --- finding 9: slots, sizes and counts ------------------------------------------------------
 
+@pytest.mark.network
 def test_a_servers_slots_are_capped_and_a_larger_concurrency_refused(data, tmp_path, capsys):
     entry = {"id": MODEL, "owned_by": "llamacpp", "meta": {"n_ctx": 2048}}
     with FakeServer(models_entry=entry, props={"total_slots": 100000}) as server:
@@ -181,6 +194,8 @@ def test_a_servers_slots_are_capped_and_a_larger_concurrency_refused(data, tmp_p
     assert err == [f"ruler: error: --concurrency must be <= {MAX_CONCURRENCY}, got 100000"]
 
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_completion_far_beyond_max_tokens_is_refused_and_what_came_recorded(data,
                                                                              tmp_path):
     """Replies of 32 MiB, announced by Content-Length (not read) or not (read stops at the
@@ -222,6 +237,8 @@ def test_a_completion_far_beyond_max_tokens_is_refused_and_what_came_recorded(da
                            "token(s) (max_tokens) can make")
 
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_nonsense_completion_counts_are_recorded_as_not_reported(data, tmp_path):
     shape = InOrder(_usage(prompt_tokens=lambda n: n, completion_tokens=-5),
                     _usage(prompt_tokens=lambda n: n, completion_tokens=2.5),
@@ -242,6 +259,8 @@ def test_nonsense_completion_counts_are_recorded_as_not_reported(data, tmp_path)
 
 # --- finding 8: a start-up that never ends --------------------------------------------------
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_probe_that_never_answers_is_bounded_and_says_what_it_waits_for(data, tmp_path,
                                                                          capsys):
     def silent(body):
@@ -260,6 +279,8 @@ def test_a_probe_that_never_answers_is_bounded_and_says_what_it_waits_for(data, 
     assert not (tmp_path / "r" / "run.json").exists()
 
 
+@pytest.mark.network
+@pytest.mark.subprocess
 def test_a_server_loading_its_model_is_waited_for_and_said(data, tmp_path, capsys):
     """llama-server answers 503 "Loading model" until its model is in memory (/props as well):
     waited for whatever --retries says, with a message, then its slots are used."""

@@ -33,6 +33,7 @@ def _files(folder: Path) -> dict[str, bytes]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("kind", EXPORTS)
 def test_exporting_again_keeps_what_the_user_put_in_the_folder(built_gpt4_niah_single,
                                                                tmp_path, capsys, kind):
@@ -59,6 +60,7 @@ def test_exporting_again_keeps_what_the_user_put_in_the_folder(built_gpt4_niah_s
     assert set(record["files"]) == set(_files(to)) - {RECORD_NAME}
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("kind", EXPORTS)
 def test_a_file_edited_since_the_export_is_named_and_kept(built_gpt4_niah_single, tmp_path,
                                                          capsys, kind):
@@ -70,6 +72,7 @@ def test_a_file_edited_since_the_export_is_named_and_kept(built_gpt4_niah_single
     assert code == 2 and "README.md (changed since the export wrote it)" in text, text
 
 
+@pytest.mark.build
 def test_a_folder_without_a_record_is_refused_naming_what_it_holds(built_gpt4_niah_single,
                                                                    tmp_path, capsys):
     """An export by a ruler that kept no record, or any other folder: nothing there is known to
@@ -83,6 +86,7 @@ def test_a_folder_without_a_record_is_refused_naming_what_it_holds(built_gpt4_ni
     assert _files(to) == before
 
 
+@pytest.mark.build
 def test_a_stale_file_of_the_earlier_export_goes(built_gpt4_niah_single, tmp_path, capsys):
     """A file the earlier export wrote and this one does not (the local build's loader, for
     tasks that now read a Hub release) is the export's own: it is replaced with the rest."""

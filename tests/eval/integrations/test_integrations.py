@@ -57,6 +57,7 @@ def load(text: str) -> dict:
 
 # --- the exported files --------------------------------------------------------------------------
 
+@pytest.mark.build
 def test_one_task_per_split_file_with_ruler_prompt_fields_and_budget(data):
     manifest = Manifest.load(data)
     files = ex.export_files(manifest, ex.local_source(data))
@@ -89,6 +90,7 @@ def test_one_task_per_split_file_with_ruler_prompt_fields_and_budget(data):
             cfg["generation_kwargs"]["max_gen_toks"]}
 
 
+@pytest.mark.build
 def test_every_yaml_file_is_a_yaml_dump_never_hand_formatted(data):
     files = ex.export_files(Manifest.load(data), ex.TaskSource("org/ruler", "v1"))
     for name, text in files.items():
@@ -100,6 +102,7 @@ def test_every_yaml_file_is_a_yaml_dump_never_hand_formatted(data):
             assert ex.dump_yaml(back) == text, name
 
 
+@pytest.mark.build
 def test_local_export_names_the_build_relative_to_the_task_folder(data, tmp_path):
     """No absolute path to the build unless asked (`--absolute`): the folder keeps working when
     the build is moved or copied whole (run for real in test_integrations_lm_eval.py)."""
@@ -123,6 +126,7 @@ def test_local_export_names_the_build_relative_to_the_task_folder(data, tmp_path
                  "--absolute"]) == 2  # a Hub export names no folder
 
 
+@pytest.mark.build
 def test_hub_export_loads_the_release_revision(data):
     files = ex.export_files(Manifest.load(data), ex.TaskSource("org/ruler", "v1"))
     cfg = load(files[f"ruler_{CONFIG}_vt_{L}.yaml"])
@@ -132,6 +136,7 @@ def test_hub_export_loads_the_release_revision(data):
     assert cfg["metadata"]["ruler"]["dataset"] == "org/ruler@v1"
 
 
+@pytest.mark.build
 def test_groups_per_length_per_config_and_all(data):
     manifest = Manifest.load(data)
     manifest.put_build("gpt-4", manifest.build(CONFIG))
@@ -163,6 +168,8 @@ CASES = [  # upstream's quirks included: substring without word boundaries, dupl
 ]
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data, tmp_path):
     folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
                              tmp_path / "tasks")
@@ -206,6 +213,8 @@ RULER2_CASES = [
 ]
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_utils_py_scores_ruler2_rows_as_ruler_score_does(data, tmp_path):
     folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
                              tmp_path / "tasks")
@@ -250,6 +259,8 @@ def _unbound_names(source: str) -> set[str]:
     return {n for n in read - bound if not hasattr(builtins, n)}
 
 
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_utils_py_imports_every_name_it_uses(data, tmp_path):
     """Every name utils.py reads is defined or imported in it, annotations included: a fresh
     interpreter with no site-packages resolves every function's type hints and runs each one."""
@@ -312,6 +323,7 @@ def test_lm_eval_builds_the_prompts_ruler_eval_counts(data, tmp_path):
 
 # --- the CLI -------------------------------------------------------------------------------------
 
+@pytest.mark.build
 def test_export_cli_writes_replaces_and_refuses_bad_input(data, tmp_path, capsys):
     to = tmp_path / "tasks"
     assert main(["export", "lm-eval", str(data), "--to", str(to)]) == 0
@@ -371,6 +383,7 @@ def _lm_eval_output(folder: Path, data: Path, answer, sha: str | None = None,
     return folder
 
 
+@pytest.mark.build
 def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
     ds = open_dataset(str(data))
     out = _lm_eval_output(tmp_path / "lm", data, lambda r: " " + " ".join(r["outputs"]))
@@ -389,6 +402,7 @@ def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
         score_file(out, ds)
 
 
+@pytest.mark.build
 def test_score_reads_lm_eval_s_generation_settings_into_the_health_section(data, tmp_path):
     """A --gen_kwargs max_gen_toks=8 override, as the results file records it: every task's
     cap below RULER's budget is a problem the health section names."""
@@ -405,6 +419,7 @@ def test_score_reads_lm_eval_s_generation_settings_into_the_health_section(data,
         "output capped below RULER's budget at 8 token(s) for niah, vt, qa")
 
 
+@pytest.mark.build
 def test_score_refuses_lm_eval_samples_of_another_revision_or_generator(data, tmp_path):
     ds = open_dataset(str(data))
     out = _lm_eval_output(tmp_path / "lm", data, lambda r: "x", sha="0" * 64)
@@ -423,6 +438,7 @@ def test_score_refuses_lm_eval_samples_of_another_revision_or_generator(data, tm
         score_file(tmp_path / "empty", ds)
 
 
+@pytest.mark.build
 def test_lm_eval_samples_with_a_non_integer_length_are_one_clear_error(data, tmp_path, capsys):
     out = _lm_eval_output(tmp_path / "lm", data, lambda r: " " + " ".join(r["outputs"]))
     samples = next(out.rglob(f"samples_{ex.task_name(CONFIG, 'vt', L)}_*.jsonl"))
@@ -504,6 +520,7 @@ def test_inspect_metric_aggregates_ruler2_rows_as_nemo_skills():
 
 # --- the card ------------------------------------------------------------------------------------
 
+@pytest.mark.build
 def test_card_says_how_to_run_with_lm_eval_and_inspect(data):
     manifest = Manifest.load(data)
     card = render_card(manifest, repo_id="org/ruler", revision="v1")

@@ -54,6 +54,7 @@ def _export(capsys, *argv) -> tuple[int, str]:
     return code, captured.out + captured.err
 
 
+@pytest.mark.build
 def test_the_export_loads_as_kvpress_loads_ruler(data, tmp_path, capsys):
     out = tmp_path / "kv"
     code, text = _export(capsys, data, "--out", out, "--tokenizer-config", "qwen2.5")
@@ -94,6 +95,7 @@ def test_the_export_loads_as_kvpress_loads_ruler(data, tmp_path, capsys):
     assert kx.PREDICT_SCRIPT in card
 
 
+@pytest.mark.build
 @pytest.mark.parametrize("tokenizer, trims", [("llama-3.1", True), ("gemma-3", True),
                                                ("mistral-nemo", False), ("qwen2.5", False)])
 def test_the_answer_prefix_makes_kvpress_prompt_the_one_ruler_counted(tokenizer, trims,
@@ -123,6 +125,7 @@ def test_the_answer_prefix_makes_kvpress_prompt_the_one_ruler_counted(tokenizer,
     assert meta["prompt_tokens"] == {"checked": 3, "mismatched": [], "template": True}
 
 
+@pytest.mark.build
 def test_a_base_tokenizer_keeps_the_prefix_and_the_card_names_kvpress_newline(tmp_path,
                                                                             capsys):
     data = tmp_path / "ruler"
@@ -137,6 +140,7 @@ def test_a_base_tokenizer_keeps_the_prefix_and_the_card_names_kvpress_newline(tm
            "\"\\n\" + `answer_prefix`" in card
 
 
+@pytest.mark.build
 def test_the_reasoning_variant_exports_no_prefix_and_its_budget(data, tmp_path, capsys):
     code, text = _export(capsys, data, "--out", tmp_path / "kv", "--tokenizer-config",
                          "qwen2.5--out256")
@@ -148,6 +152,7 @@ def test_the_reasoning_variant_exports_no_prefix_and_its_budget(data, tmp_path, 
     assert "prompt mode reasoning, output_budget = 256" in card and "enable_thinking=True" in card
 
 
+@pytest.mark.build
 def test_a_calibration_subset_and_predictions_keyed_from_it_score_in_ruler(data, tmp_path,
                                                                           capsys):
     out = tmp_path / "calib"
@@ -180,6 +185,8 @@ def test_a_calibration_subset_and_predictions_keyed_from_it_score_in_ruler(data,
         ("niah_single_1", 100.0, 2), ("cwe", 100.0, 2)]
 
 
+@pytest.mark.build
+@pytest.mark.network
 def test_an_export_from_a_hub_revision_names_it(data, tmp_path, capsys, monkeypatch):
     from helpers.fake_hub import hub_for_this_process
     from ruler.release import release
@@ -200,6 +207,7 @@ def test_an_export_from_a_hub_revision_names_it(data, tmp_path, capsys, monkeypa
                                             for r in rows(data, "qwen2.5", t, 4096)]
 
 
+@pytest.mark.build
 def test_refusals_are_one_line(data, tmp_path, capsys):
     other = tmp_path / "other"
     other.mkdir()
@@ -223,6 +231,7 @@ def test_refusals_are_one_line(data, tmp_path, capsys):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".kv")]
 
 
+@pytest.mark.build
 def test_a_build_older_than_the_prompt_parts_says_what_to_do(tmp_path, capsys):
 
     from ruler.builder.schema import ROW_SCHEMA
@@ -238,6 +247,7 @@ def test_a_build_older_than_the_prompt_parts_says_what_to_do(tmp_path, capsys):
     assert "Traceback" not in text and len(ROW_SCHEMA) == len(old.schema) + 2
 
 
+@pytest.mark.build
 def test_the_build_card_shows_the_kvpress_export(data):
     card = (data / "README.md").read_text()
     assert "## Use with kvpress" in card

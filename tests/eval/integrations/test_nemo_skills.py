@@ -25,6 +25,8 @@ from ruler.cli import main
 from ruler.eval.data import open_dataset
 from ruler.eval.score import score_file
 
+pytestmark = [pytest.mark.build]
+
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt", "qa_1")
 

@@ -1,0 +1,82 @@
+"""Reading the selections flags make: tasks (`--tasks`), lengths (`--lengths`) and shards
+(`--shard`), from the flag's text or from the value Python code gives (`lengths=[4096, "16k"]`).
+The config dataclasses declare these as their flags' readers (`ruler.builder.flags`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ruler.builder.errors import RulerError
+from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
+
+
+def parse_lengths(text: str) -> tuple[int, ...]:
+    """`4096,8192` or `4k,128k,1m` (k = 1024, m = 1024^2), and the named sets `paper`
+    (4K..128K) and `long` (256K, 512K, 1M), alone or combined: `paper,long`."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part in LENGTH_SETS:
+            out += [L for L in LENGTH_SETS[part] if L not in out]
+            continue
+        scale = {"k": 1024, "m": 1024 * 1024}.get(part[-1:], 1)
+        try:
+            out.append(int(part[:-1] if scale > 1 else part) * scale)
+        except ValueError:
+            raise RulerError(f"bad length {part!r} in --lengths {text!r}: use integers like "
+                             f"4096,8192 or 4k,1m, or {' / '.join(LENGTH_SETS)}") from None
+    return tuple(out)
+
+
+def parse_tasks(text: str | None) -> tuple[str, ...]:
+    if not text or text == "all":
+        return STANDARD_TASKS
+    tasks = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise RulerError(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(TASKS)}")
+    return tasks
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise RulerError(f"--shard takes i/n, counting from 0 (0/4 .. 3/4), got {text!r}") from None
+    return i, n
+
+
+def _text(value: Any) -> str:
+    """A value as its flag's text: a string as it is, a number or a list comma-separated."""
+    if isinstance(value, (str, int)):
+        return str(value)
+    return ",".join(str(v) for v in value)
+
+
+def lengths_value(value: Any) -> tuple[int, ...]:
+    """`--lengths` of a selection (eval, score, export): () for all of them."""
+    return parse_lengths(_text(value)) if value not in (None, "", ()) else ()
+
+
+def tasks_value(value: Any) -> tuple[str, ...]:
+    """`--tasks` of a selection (eval, score, export): () for all of them."""
+    return parse_tasks(_text(value)) if value not in (None, "", ()) else ()
+
+
+def build_tasks_value(value: Any) -> tuple[str, ...]:
+    """`ruler build --tasks`: () ("all", the default) for the benchmark's tasks, which
+    `BuildConfig` settles (with a variant: those it applies to)."""
+    text = "" if value in (None, ()) else _text(value)
+    return () if text in ("", "all") else parse_tasks(text)
+
+
+def shard_value(value: Any) -> tuple[int, int]:
+    """`--shard i/n`, or the pair (i, n)."""
+    if isinstance(value, str):
+        return parse_shard(value)
+    try:
+        i, n = value
+    except (TypeError, ValueError):
+        raise RulerError(f"--shard takes i/n, counting from 0 (0/4 .. 3/4), got {value!r}") \
+            from None
+    return i, n
