@@ -142,6 +142,8 @@ def test_a_file_transformers_would_read_beside_the_pinned_ones_means_transformer
         (folder / name).unlink()
 
 
+@pytest.mark.subprocess
+@pytest.mark.build
 def test_a_build_with_a_direct_tokenizer_never_imports_transformers(tmp_path):
     """The point of it: `ruler build` with llama-3.1 starts without transformers."""
     code = ("import sys; from ruler.cli import main; "
