@@ -66,14 +66,16 @@ def _read(function: str, command: str, keywords: Mapping[str, Any],
 
 
 def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
-          lengths: int | str | Iterable[int | str] = 4096, samples: int = 500,
+          lengths: int | str | Iterable[int | str] | None = None, samples: int = 500,
           out: str | Path | None = None, progress: bool = False, benchmark: str = "v1",
           **options: Any) -> "BuildReport":
     """`ruler build`: generate the tasks for `tokenizer` into `out` (default ./ruler-data).
 
-    `benchmark`: "v1" (RULER) or "v2" (RULERv2, config `<tokenizer>--v2`); `tasks`: names or
-    a comma-separated string (default: all of the benchmark's); `lengths`: ints or the
-    command's spellings ("4k,128k", "paper"); `options`: any other field of
+    `benchmark`: "v1" (RULER), "v2" (RULERv2, config `<tokenizer>--v2`) or "oneruler"
+    (ONERULER: give `language="ko"` or "en-ko"; config `<tokenizer>--oneruler-<language>`);
+    `tasks`: names or a comma-separated string (default: all of the benchmark's, the 5 NIAH
+    tasks for a cross-lingual pair); `lengths`: ints or the command's spellings ("4k,128k",
+    "paper", "oneruler"; default: 4096, ONERULER's 8000..128000); `options`: any other field of
     `ruler.builder.pipeline.BuildConfig` (seed, workers, overwrite, ...) or its flag's
     spelling (`no_progress`, `sources`), a variant's flag (`depths=10`, `base=True`) or the
     variant itself (`variant=DepthSweep(10)`). Returns the build's report (`.out`,
@@ -104,10 +106,11 @@ def _build_config(tokenizer: str, *, progress: bool, **options: Any) -> "BuildCo
             raise RulerError(f"ruler.build(): one variant per build: got variant={variant!r} "
                              f"and {flagged.field} = {flagged.value!r}")
         return BuildConfig(**read_keywords(BuildConfig, given),
-                           variant=flagged if variant is None else variant)
+                           variant=flagged if variant is None else variant,
+                           language=given.get("language"))
 
     return _read("build", "build", given,
-                 [*keyword_names(BuildConfig), *variant_flags, "variant"], make)
+                 [*keyword_names(BuildConfig), *variant_flags, "variant", "language"], make)
 
 
 def load(data: str | Path, config: str | None = None, length: int | str = 4096, *,

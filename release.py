@@ -29,7 +29,7 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import (
@@ -102,6 +102,27 @@ def default_tag(manifest: Manifest) -> str:
 def resolve_endpoint(endpoint: str | None) -> str:
     # Read at call time, never at import: tests and mirrors set it per run.
     return (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+
+
+def check_book_status(manifest: Manifest, acknowledged: Sequence[str] | None) -> None:
+    """ONERULER configs hold their context language's book, and neither upstream's repository
+    nor its books state a source or copyright status (builder.oneruler_licences): a release
+    refuses unless `acknowledged` names exactly the languages whose status is unknown."""
+    from ruler.builder.oneruler_licences import unknown_book_languages
+    from ruler.cards.oneruler import oneruler_configs
+
+    unknown = unknown_book_languages(lang.context for lang in oneruler_configs(manifest).values())
+    given = sorted(set(acknowledged or ()))
+    if given == unknown:
+        return
+    if not unknown:
+        raise RulerError(f"--acknowledge-book-status {','.join(given)}: no ONERULER book of "
+                         f"unknown status is in this folder; leave the flag out")
+    raise RulerError(
+        f"the ONERULER configs hold books whose source and copyright status upstream does not "
+        f"state (languages: {', '.join(unknown)}; the card lists each book): check you may "
+        f"redistribute them, then pass --acknowledge-book-status {','.join(unknown)}"
+        + (f" (given: {','.join(given)})" if given else ""))
 
 
 def check_official(manifest: Manifest, allow_unofficial: bool) -> None:
@@ -301,7 +322,8 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
             private: bool = False, allow_unofficial: bool = False, with_sources: bool = False,
             sources_dir: str | None = None, endpoint: str | None = None, api=None,
             verify_kwargs: Mapping[str, Any] | None = None, echo=print,
-            regenerate: int = DEFAULT_REGENERATE) -> ReleaseResult | None:
+            regenerate: int = DEFAULT_REGENERATE,
+            acknowledge_book_status: Sequence[str] | None = None) -> ReleaseResult | None:
     from ruler.builder.scrub import scrub
     from ruler.builder.verify.folder import load_manifest
     from ruler.builder.verify.report import format_report
@@ -320,6 +342,7 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     if not manifest.files:
         raise RulerError(f"{out} holds no split files: nothing to release")
     check_official(manifest, allow_unofficial)
+    check_book_status(manifest, acknowledge_book_status)
     if not dry_run and api is None:
         check_can_publish()  # before verify spends seconds
     # Rebuild a few rows of every file from the manifest's identity (the strongest proof the
@@ -362,6 +385,12 @@ def check_can_publish() -> None:
         raise RulerError("no Hugging Face token: run `hf auth login` or set HF_TOKEN")
 
 
+def _languages_value(value: str | Sequence[str]) -> tuple[str, ...]:
+    """`--acknowledge-book-status ko,sw` (or, from Python, a list) as ("ko", "sw")."""
+    parts = value.split(",") if isinstance(value, str) else value
+    return tuple(s.strip() for s in parts if s.strip())
+
+
 @dataclass(frozen=True)
 class ReleaseConfig:
     """What `ruler release` publishes, where, and how it verifies first."""
@@ -377,6 +406,12 @@ class ReleaseConfig:
     allow_unofficial: bool = option(
         "--allow-unofficial", kind=SWITCH, default=False,
         help="release builds with an unpinned tokenizer or non-official sources")
+    acknowledge_book_status: tuple[str, ...] | None = option(
+        "--acknowledge-book-status", default=None, parse=_languages_value,
+        metavar="LANGS",
+        help="ONERULER configs: the comma-separated languages whose book's copyright status is "
+             "unknown (upstream states none; the card lists them), named after checking you may "
+             "redistribute each; without it such a release refuses and says which")
     with_sources: bool = option(
         "--with-sources", kind=SWITCH, default=False,
         help="also upload the pinned source files the build read, under sources/")
@@ -418,7 +453,8 @@ def run(cfg: ReleaseConfig) -> int:
             sources_dir=cfg.sources_dir, endpoint=cfg.endpoint,
             verify_kwargs={"tokenizers_dir": cfg.tokenizers_dir,
                            "tokenizers": dict(cfg.tokenizers)},
-            regenerate=cfg.regenerate)
+            regenerate=cfg.regenerate,
+            acknowledge_book_status=list(cfg.acknowledge_book_status or ()))
     return 0
 
 

@@ -3,22 +3,63 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
-from ruler.builder.flags import add_flags, flag_values
+from ruler.builder.errors import RulerError
+from ruler.builder.flags import add_flags, check_flags, flag_values, from_flags, option
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.selection import parse_lengths, parse_shard, parse_tasks
 from ruler.builder.sources import SOURCES_ENV
+from ruler.builder.tasks.benchmarks import ONERULER, RULER, benchmark_id, per_language
+from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import add_variant_flags, variants_from_flags
 
 #: Read by other modules from here too (`parse_*` live in ruler.builder.selection).
-__all__ = ["FILL_DEFINITION", "parse_lengths", "parse_shard", "parse_tasks", "register_cli",
-           "run"]
+__all__ = ["FILL_DEFINITION", "LanguageFlags", "parse_languages", "parse_lengths", "parse_shard",
+           "parse_tasks", "register_cli", "run"]
 
 #: What the build summary's "fill" is (the worker's `fill_mean`/`fill_min`).
 FILL_DEFINITION = ("fill: a row's length / L, the share of the length L it uses, where length = "
                    "its prompt's tokens + tokens_to_generate <= L; mean and smallest over the "
                    "file's rows")
+
+
+def parse_languages(text: str | None) -> tuple[OnerulerLanguage, ...]:
+    """`ko,fr` or `en-ko` (context-instructions, a cross-lingual config); `all` (or nothing):
+    the 26 languages, each on its own."""
+    if not text or text.strip() == "all":
+        return tuple(OnerulerLanguage.mono(code) for code in LANGUAGES)
+    out = [OnerulerLanguage.parse(part) for part in text.split(",") if part.strip()]
+    if len(set(out)) != len(out):
+        raise RulerError(f"--languages {text!r} names a language twice")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LanguageFlags:
+    """`ruler build --languages`: which languages of a per-language benchmark (ONERULER) to
+    build, one config each (`BuildConfig.language`), as --replicates asks for several
+    variants."""
+
+    languages: str | None = option(
+        "--languages", default=None,
+        help=f"--benchmark oneruler: comma-separated languages, one config each: a code "
+             f"({' '.join(LANGUAGES)}) or a cross-lingual pair context-instructions (en-ko: the "
+             f"book, needles and keys in English, the instructions, question and none-word in "
+             f"Korean); default: all 26 codes")
+
+    def __post_init__(self) -> None:
+        check_flags(self)
+
+    def of(self, benchmark: str) -> tuple[OnerulerLanguage | None, ...]:
+        """The languages to build for `benchmark` (None: a benchmark without languages)."""
+        if per_language(benchmark):
+            return parse_languages(self.languages)
+        if self.languages is not None:
+            raise RulerError(f"--languages is for --benchmark {ONERULER} (one config per "
+                             f"language); --benchmark {benchmark} has none")
+        return (None,)
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +79,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                f"--sources) at the\nessay/SQuAD/HotpotQA/punkt_tab inputs (`ruler sources list`).",
     )
     add_flags(p, BuildConfig)
+    add_flags(p, LanguageFlags)
     # Each registered variant adds its own flag(s) (builder.variants): --depths, --output-budget,
     # --replicate / --replicates, --base, --no-context
     add_variant_flags(p)
@@ -49,9 +91,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     # One config per variant; `--replicates K` asks for K of them, built one after the other,
     # each exactly as its own `--replicate i` command builds it.
+    # ONERULER: one config per language too (`--languages`).
     values = flag_values(BuildConfig, args)
+    languages = from_flags(LanguageFlags, args).of(benchmark_id(values.get("benchmark", RULER)))
     for variant in variants_from_flags(vars(args)):
-        _build_one(BuildConfig(**values, variant=variant))
+        for language in languages:
+            _build_one(BuildConfig(**values, variant=variant, language=language))
     return 0
 
 

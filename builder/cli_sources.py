@@ -24,7 +24,8 @@ class ListSources:
 def _ids_help() -> str:
     hub = ", ".join(k for k, v in sources.SOURCES.items() if v.hub is not None)
     return (f"sources to fetch (default: RULER's downloadable ones: {', '.join(_default_fetch())}"
-            f"; RULERv2's Hub datasets, some 400 MB, by name: {hub})")
+            f"; RULERv2's Hub datasets, some 400 MB, by name: {hub}; ONERULER's data by name: "
+            f"oneruler)")
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sources", help="list or download the pinned source inputs",
                        description="The inputs tasks read (essays, SQuAD, HotpotQA, punkt_tab; "
                                    "RULERv2: MMLU and HotpotQA from the Hub at pinned "
-                                   "revisions). "
+                                   "revisions; ONERULER: its data folder at a pinned commit). "
                                    f"Searched in --sources DIR, ${sources.SOURCES_ENV}, then "
                                    f"{sources.default_cache_dir()}.")
     s = p.add_subparsers(dest="sources_command", metavar="ACTION")
@@ -74,7 +75,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "from it are marked unofficial, and essays/PaulGrahamEssays.fetch.json "
                     "beside it names the essays that differ or are missing (`ruler sources "
                     "list` shows them). RULERv2's MMLU and HotpotQA come from the Hub at "
-                    "pinned revisions, fetched by name.")
+                    "pinned revisions, fetched by name; ONERULER's data (`fetch oneruler`: "
+                    "books, prompts, nouns, dictionaries, 104 files, 29 MB) from its GitHub "
+                    "repository's raw files at the pinned commit, each sha256-checked.")
     add_flags(f, FetchSources)
     f.set_defaults(func=lambda args: run_fetch(from_flags(FetchSources, args)))
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ruler.builder.sources import ResolvedSource, resolve
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.variants import NO_VARIANT, Variant
 
@@ -27,6 +28,8 @@ class BuildContext:
     # go and how many tokens a row reserves for the answer (TaskGenerator.depth_bin,
     # .tokens_to_generate). NO_VARIANT: upstream's rules.
     variant: Variant = NO_VARIANT
+    # The language(s) of a per-language benchmark's config (ONERULER); None for the others.
+    language: OnerulerLanguage | None = None
     _sources: dict[str, ResolvedSource] = field(default_factory=dict)
     _resources: dict[str, Any] = field(default_factory=dict)
 

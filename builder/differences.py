@@ -144,3 +144,73 @@ RULER2_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
      "5 % of qa rows would, but the asked item is one of the pair in only about 0.02 % of "
      "rows, so scores barely move"),
 )
+
+#: ONERULER (mungg/OneRuler @ a3fe6af): what differs from upstream's generator and what it does,
+#: as measured on upstream's own output (../shared/reference/oneruler: llama-3.1 at 8192, en,
+#: zh, ru, ko, hi, sw x 7 tasks, 20 rows each, made with sentencex in stanza's place;
+#: benchmarks/oneruler_reference.py prints the comparison) and on the data. The card's
+#: ONERULER section renders this list only.
+ONERULER_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
+    ("all 7 tasks",
+     "`length` counts the whole prompt as the model reads it (the tokenizer's chat template "
+     "where it has one) plus tokens_to_generate (30 NIAH, 50 CWE), and it is at most L; each "
+     "sample is fitted on its own to the most book sentences (NIAH) or distinct words (CWE) "
+     "that fit",
+     "upstream sizes the book text alone to L (task text, question and needles come on top) "
+     "and keeps the first CWE list that reaches L: its llama-3.1 rows at 8192 count "
+     "8,252-8,599 tokens (NIAH, + 30) and 8,192-8,568 (CWE) without any template, so all 840 "
+     "exceed L as the model reads them. Fill by upstream's own count: NIAH 1.007-1.050 "
+     "upstream, 0.993-0.999 here; CWE 1.000-1.046 upstream, 0.980-0.993 here. At 8192 the "
+     "haystack holds 2-12 sentences fewer (en 211-212 vs 220, zh 312-314 vs 316, ko 219-222 "
+     "vs 226, sw 216-218 vs 228)"),
+    ("all 7 tasks",
+     "every sample has its own RNG from (seed, config, task, length, index); upstream's fixed "
+     "shuffles (a fresh `Random(seed)` for the needles and for the CWE list) are kept",
+     "upstream seeds one global stream with 42 for every task and language: in its rows all "
+     "20 samples of niah_single, multikey, multivalue and multiquery have the same answers in "
+     "all 6 languages (sample 0 of niah_single is 2867825 in each) and niah_none's sample i "
+     "is niah_multikey's sample i with another question; here 0 of 20 share an answer across "
+     "the 6 languages, and depths are drawn per language (mean gold depth of multikey, 20 "
+     "rows: 0.32-0.42 upstream, the same draws in every language; 0.39-0.65 here)"),
+    ("NIAH",
+     "books are split into sentences by sentencex (pinned in constraints.txt, its version in "
+     "each build's identity) for the 24 languages upstream splits with stanza; sw and st by "
+     "upstream's own regex, which upstream always uses for them (stanza has no model)",
+     "stanza downloads unpinned models at run time, and when that fails upstream silently "
+     "uses the regex, which finds 1 sentence in zh and ja (their contexts then hold only the "
+     "needles). What changes is where sentences end: which text lies between two cut points, "
+     "how many sentences fill L, where a needle may land; the text is the book's start either "
+     "way. sentencex finds en 6,273 sentences (regex 8,000), zh 1,797 (1), ja 2,510 (1), ko "
+     "221 (301), es 799 (9,430), de 2,469 (12,231); stanza's own boundaries cannot be "
+     "measured offline. With sentencex on both sides, every haystack here is the book's first "
+     "n sentences joined as upstream's (42 of 42 cells)"),
+    ("NIAH",
+     "no two needles of a row share a key string, nor, cross-lingually, the word the question "
+     "asks them by; a row's values are distinct",
+     "17 languages translate two of the 100 nouns alike (ko 달 = month, moon; sw kioo, mwezi, "
+     "bustani; fa 3 pairs) and upstream draws keys by position: 0.12 % of its niah_multikey "
+     "and niah_none rows carry two needles under one key in a language with one such pair, "
+     "0.24 % (ja, ta) and 0.36 % (fa, sw) with more, 0.02-0.06 % of niah_multiquery rows; "
+     "half of those ask that key, an ambiguous question. Cross-lingually (only earth, field, "
+     "house, month, moon are dropped) 15 en-X pairs still ask two keys by one word (en-sw: "
+     "glass, mirror -> kioo; 0.13-0.27 % of rows). Equal values: 7e-7 of multivalue rows"),
+    ("cwe, cwe_easy (vi)",
+     "the Vietnamese cwe.txt's leftover first paragraph (`\\n{context}\\nCâu hỏi: ...?` with "
+     "literal backslash-n) is removed: the list appears once",
+     "upstream's Vietnamese prompt holds the word list twice, so half as many words fit: with "
+     "llama-3.1 at 8000 (its 8K) 131 distinct words instead of 263 (cwe, 10/5) and 628 "
+     "instead of 1,286 (cwe_easy, 10/1); at 8192 64 instead of 128 (20/10), 157 instead of "
+     "378 (30/3)"),
+    ("cwe, cwe_easy",
+     "a sample's words are the first n of the sample's own random permutation of the pool "
+     "(the distribution of upstream's `random.sample`); where L needs more words than the "
+     "dictionary has, the row holds them all, shorter than L, as upstream's ('run out of "
+     "vocabs')",
+     "with llama-3.1 a whole dictionary's cwe_easy list is shorter than 128000 tokens in es, "
+     "fa, ko, st, sw, vi, zh (45,427-122,154 tokens) and than 64000 in ko, st, sw, zh: those "
+     "rows fill less of L, upstream's too; cwe's lists (20/10) fit 128K in every language"),
+    ("cross-lingual",
+     "configs `<tokenizer>--oneruler-<context>-<instructions>` hold the 5 NIAH tasks",
+     "upstream's CWE refuses `--xling` (prepare.py then fails with UnboundLocalError); the "
+     "zh/ja joining rule stays keyed on the context language, as upstream's"),
+)

@@ -88,7 +88,7 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
     else:
         raise RulerError(f"task {gen.spec.name}: length search for sample {index} at "
                          f"L={max_seq_length} did not converge in {MAX_PROBES} probes")
-    if fit_n == hi_bound:  # the inputs ran out before the budget did: never a short row
+    if fit_n == hi_bound and not gen.short_at_bound:  # inputs ran out before the budget did
         raise RulerError(f"task {gen.spec.name} cannot fill L={max_seq_length}: sample "
                          f"{index} reaches {measured[fit_n] + gen.reserved_tokens} "
                          f"tokens with {hi_bound:,} {gen.unit}, the most its inputs hold; "

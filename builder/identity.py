@@ -43,11 +43,13 @@ def tokenizer_fingerprint(record: TokenizerRecord) -> str:
 def make_identity(*, generator_version: str | None, seed: int | None, samples: int | None,
                   prompt_mode: str | None, tokenizer: TokenizerRecord,
                   packages: Mapping[str, str], variant: Mapping[str, int] | None = None,
-                  benchmark: str | None = None) -> IdentityRecord:
+                  benchmark: str | None = None,
+                  language: str | dict[str, str] | None = None) -> IdentityRecord:
     """The identity of a config's build. `tokenizer` is its manifest record
     (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity.
     A RULERv2 build's identity names its benchmark; RULER's has no such key (absent means
-    "ruler", as in the manifest), so v1 identities are what they always were."""
+    "ruler", as in the manifest), so v1 identities are what they always were. A ONERULER
+    build's names its language(s) too (the manifest's `language`)."""
     repo, revision = tokenizer.repo, tokenizer.revision
     return IdentityRecord(
         generator_version=generator_version, seed=seed, samples=samples,
@@ -55,7 +57,7 @@ def make_identity(*, generator_version: str | None, seed: int | None, samples: i
         tokenizer_revision=f"{repo}@{revision}" if repo or revision else None,
         packages=dict(sorted(packages.items())),
         benchmark=None if benchmark in (None, "ruler") else benchmark,
-        variant=dict(sorted(variant.items())) if variant else None)
+        language=language, variant=dict(sorted(variant.items())) if variant else None)
 
 
 def identity_of_build(build: BuildEntry) -> IdentityRecord:
@@ -63,7 +65,8 @@ def identity_of_build(build: BuildEntry) -> IdentityRecord:
     return make_identity(generator_version=build.generator_version, seed=build.seed,
                          samples=build.samples, prompt_mode=build.prompt_mode,
                          tokenizer=build.tokenizer, packages=build.packages or {},
-                         variant=build.variant or None, benchmark=build.benchmark)
+                         variant=build.variant or None, benchmark=build.benchmark,
+                         language=build.language)
 
 
 def file_key(identity: IdentityRecord, task: str, max_seq_length: int,

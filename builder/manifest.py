@@ -5,9 +5,10 @@ Layout (format_version 1):
   builds {<config>: {tokenizer {identity}, prompt_mode, seed, samples, generator_version,
                      packages {dist: version}, identity {...}, counting [...],
                      sources {id: {...}}, official, tasks, lengths[, variant {field: value}]
-                     [, benchmark]}};
+                     [, benchmark][, language]}};
     (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants;
-    a RULERv2 config, `<tokenizer>--v2`, records "benchmark": "ruler2")
+    a RULERv2 config, `<tokenizer>--v2`, records "benchmark": "ruler2"; a ONERULER config,
+    `<tokenizer>--oneruler-<lang>`, records "benchmark": "oneruler" and its "language")
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
                                                 sha256, content_sha256, build_key, packages,
                                                 counting[, repeated_share {mean, max}]}}
@@ -148,7 +149,8 @@ class BuildEntry(JsonRecord):
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({
         "prompt_mode", "seed", "samples", "generator_version", "packages", "identity",
-        "counting", "sources", "official", "tasks", "lengths", "variant", "benchmark"})
+        "counting", "sources", "official", "tasks", "lengths", "variant", "benchmark",
+        "language"})
     DECODE: ClassVar[Mapping[str, Decode]] = {
         "tokenizer": TokenizerRecord.from_json, "identity": IdentityRecord.from_json,
         "sources": record_map(SourceRecord.from_json)}
@@ -168,6 +170,9 @@ class BuildEntry(JsonRecord):
     variant: dict[str, int] | None = None  # builder.variants: {field: value}
     # builder.tasks.benchmarks: "ruler2" for RULERv2's configs; absent for RULER's
     benchmark: str | None = None
+    # ONERULER: "ko", or {"context": "en", "instructions": "ko"} (builder.tasks.
+    # oneruler_languages); absent for the other benchmarks
+    language: str | dict[str, str] | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 

@@ -26,8 +26,9 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_names import check_config_name
-from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, benchmark_of
+from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, benchmark_of, per_language
 from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.oneruler_languages import record_ok as language_ok
 from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
 
 FORMAT_VERSION = 1
@@ -133,6 +134,7 @@ BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "lengths": (_list_of(_positive), False), "counting": (_list_of(_str), False),
     "variant": (_variant, False),
     "benchmark": (lambda v: v in BENCHMARKS, False),
+    "language": (language_ok, False),
 }
 TOP_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "builds": (_dict, True), "files": (_dict, True),
@@ -185,6 +187,9 @@ def _check_build(config: str, build: Any, where: str) -> None:
     base = variant_from_record(build.get("variant")).base_config(config)
     check_config_name(base, f"build {config!r} of {where}")
     benchmark = build.get("benchmark", RULER)
+    if per_language(benchmark) != ("language" in build):
+        raise RulerError(f"{where}: build {config!r} of benchmark {benchmark!r} "
+                         f"{'lacks' if per_language(benchmark) else 'has'} a `language`")
     other = [t for t in build.get("tasks") or () if benchmark_of(t) != benchmark]
     if other:
         raise RulerError(f"{where}: build {config!r} of benchmark {benchmark!r} lists "

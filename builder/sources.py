@@ -17,13 +17,14 @@ import http.client
 import os
 import shutil
 import tempfile
+import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.builder import hub_sources
+from ruler.builder import hub_sources, oneruler_files
 from ruler.builder.atomic import replace_folder, replacing
 from ruler.builder.errors import RulerError
 from ruler.builder.essay_fetch import fetch_essays
@@ -53,6 +54,9 @@ class SourceSpec:
             fetch` runs to make it (the file is official when the result's sha256 is `sha256`).
         hub: a Hugging Face dataset repo at a pinned revision (`ruler.builder.hub_sources`):
             `relpath` is then the folder its files are fetched into, and `sha256` unused.
+        file_base: for a folder of files published one by one (ONERULER's data in its GitHub
+            repository at a pinned commit): each file of `sha256` is downloaded from
+            `file_base` + its path (URL-quoted).
     """
 
     id: str
@@ -66,6 +70,7 @@ class SourceSpec:
     how_to_get: str = ""
     scraper: str = ""
     hub: HubDataset | None = None
+    file_base: str = ""
 
     @property
     def is_directory(self) -> bool:
@@ -73,7 +78,11 @@ class SourceSpec:
 
     @property
     def downloadable(self) -> bool:
-        return bool(self.urls) or self.hub is not None
+        return bool(self.urls) or self.hub is not None or bool(self.file_base)
+
+    def file_urls(self) -> dict[str, str]:
+        """Each file of a `file_base` source -> the URL it is downloaded from."""
+        return {name: self.file_base + urllib.parse.quote(name) for name in self.sha256}
 
 
 SOURCES: Mapping[str, SourceSpec] = {
@@ -197,6 +206,20 @@ SOURCES: Mapping[str, SourceSpec] = {
                         27_452_575),),
                         standin="hotpotqa/ruler2.validation*.parquet"),
                 )),
+        ),
+        # ONERULER's data (books, translated prompts, key nouns, dictionaries): its GitHub
+        # repository at the pinned commit, file by file (`builder.oneruler_files`).
+        SourceSpec(
+            id="oneruler",
+            title=f"ONERULER data (GitHub mungg/OneRuler @ {oneruler_files.COMMIT[:7]}, "
+                  f"OneRuler/data: 26 books, prompts, nouns, dictionaries)",
+            relpath="oneruler",
+            urls=(),
+            size=None,
+            sha256=oneruler_files.FILES,
+            license="none stated by the repository for its data (the paper's OpenReview record: "
+                    "CC BY-NC-SA 4.0); the books' copyright status is not stated (see the card)",
+            file_base=oneruler_files.RAW_BASE,
         ),
     )
 }
@@ -330,6 +353,8 @@ def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = Fal
     """Why `spec` was not found in `dirs` (`explicit`: the one folder --sources named)."""
     dest = f" --dest {dirs[0]}" if explicit else ""
     how = (f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.urls[0]})" if spec.urls
+           else f"run `ruler sources fetch {spec.id}{dest}` (downloads its {len(spec.sha256)} "
+                f"files from {spec.file_base})" if spec.file_base
            else f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.hub.repo} "
                 f"config {spec.hub.config} at {spec.hub.revision[:12]} from the Hub)"
            if spec.hub is not None
@@ -388,6 +413,9 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
         root = Path(dest_root) if dest_root else default_cache_dir()
         hub_sources.fetch(spec.hub, spec.relpath, root, timeout)
         return _hub_resolved(spec, hub_sources.find(spec.hub, spec.relpath, root))
+    if spec.file_base and urls is None:
+        root = Path(dest_root) if dest_root else default_cache_dir()
+        return _fetch_files(spec, root / spec.relpath, mirror, timeout)
     scrape = spec.scraper and urls is None  # given URLs: a copy of the finished file
     urls = [mirrored(u, mirror) for u in (urls if urls is not None else spec.urls)]
     if not urls and not scrape:
@@ -424,6 +452,34 @@ def _fetch_into(spec: SourceSpec, urls: Sequence[str], target: Path,
             continue
         return _inspect(spec, target)
     raise RulerError(f"could not fetch source {spec.id!r}: " + "; ".join(errors))
+
+
+def _fetch_files(spec: SourceSpec, target: Path, mirror: str | None,
+                 timeout: float) -> ResolvedSource:
+    """A `file_base` source: every file downloaded into a staging folder beside `target` and
+    checked against its pinned sha256; the folder replaces `target` only when all match, so a
+    failure leaves nothing (and an earlier copy untouched)."""
+    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent,
+                                         prefix=f".{target.name}.fetch-") as tmp:
+            staging = Path(tmp) / target.name
+            for name, url in spec.file_urls().items():
+                url = mirrored(url, mirror)
+                path = staging / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _download(url, path, timeout)
+                got = file_sha256(path)
+                if got != spec.sha256[name]:
+                    raise RulerError(f"could not fetch source {spec.id!r}: {url} gave sha256 "
+                                     f"{got}, expected {spec.sha256[name]} (the file changed "
+                                     f"upstream or the download is corrupt)")
+            replace_folder(staging, target)
+    except BaseException:
+        _remove_empty(created)
+        raise
+    return _inspect(spec, target)
 
 
 def _remove_empty(folders: Sequence[Path]) -> None:

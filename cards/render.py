@@ -29,6 +29,7 @@ from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
 from ruler.cards import real_model
+from ruler.cards.oneruler import oneruler_configs
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
@@ -93,12 +94,24 @@ def _used_sources(manifest: Manifest) -> list[str]:
 def licence_yaml(manifest: Manifest) -> dict[str, str]:
     """The Hub `license` field for what the rows actually contain."""
     used = set(_used_sources(manifest))
-    if "essays" in used:  # text (c) Paul Graham sits next to generated and CC BY-SA text
+    # essays: text (c) Paul Graham sits next to generated and CC BY-SA text; oneruler: books
+    # and translations whose licence and copyright are not stated (the ONERULER section)
+    if used & {"essays", "oneruler"}:
         # `other` needs a name and a link; the card's Licences section is the licence text
         return {"license": "other", "license_name": "ruler-mixed", "license_link": CARD_NAME}
     if used & {"squad", "hotpotqa", "hotpotqa_hub"}:  # QA rows adapt CC BY-SA 4.0 text
         return {"license": "cc-by-sa-4.0"}
     return {"license": GENERATOR_LICENSE.lower()}
+
+
+def _languages(manifest: Manifest) -> list[str]:
+    """The languages of the rows: English, and every ONERULER config's (ISO 639-1 codes, as
+    the Hub's `language` field takes them)."""
+    found = {code for lang in oneruler_configs(manifest).values()
+             for code in (lang.context, lang.instructions)}
+    if any(manifest.build(c).benchmark in (None, "ruler", "ruler2") for c in manifest.configs()):
+        found.add("en")
+    return sorted(found) or ["en"]
 
 
 def _size_category(rows: int) -> str:
@@ -113,11 +126,12 @@ def front_matter(manifest: Manifest) -> dict[str, Any]:
     rows = sum(f.rows for f in manifest.files.values())
     return {
         "pretty_name": "RULER (tokenizer-exact builds)",
-        "language": ["en"],
+        "language": _languages(manifest),
         **licence_yaml(manifest),
         "size_categories": [_size_category(rows)],
         "task_categories": ["text-generation", "question-answering"],
-        "tags": ["long-context", "ruler", "needle-in-a-haystack", "synthetic", "benchmark"],
+        "tags": ["long-context", "ruler", "needle-in-a-haystack", "synthetic", "benchmark",
+                 *(["multilingual", "oneruler"] if oneruler_configs(manifest) else [])],
         "configs": configs_yaml(manifest),
         # No `dataset_info`: `datasets` requires per-split `num_bytes` (Arrow bytes, which the
         # manifest does not have) and a wrong value is worse than none; row counts are checked
@@ -287,7 +301,9 @@ def licence_list(manifest: Manifest) -> str:
         if spec is not None:
             lines.append(f"- {spec.title} (`{sid}`): {spec.license}.")
     lines.append("- Rows that quote a source carry that source's terms; SQuAD and HotpotQA are "
-                 "CC BY-SA 4.0 (share-alike), the essays are © Paul Graham.")
+                 "CC BY-SA 4.0 (share-alike), the essays are © Paul Graham"
+                 + ("; ONERULER's books and translations state none (its section above)."
+                    if "oneruler" in _used_sources(manifest) else "."))
     return "\n".join(lines)
 
 

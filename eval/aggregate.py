@@ -15,8 +15,10 @@ paper's six lengths.
 RULERv2 (NeMo-Skills `ruler2_score.compute_score`, notes/ruler2.md §6): per length, the plain
 mean of the 12 task scores; NeMo-Skills' documentation adds the mean over lengths ("Avg").
 It has no weighted averages and no effective length (the 85.6 threshold is RULER v1's), so a
-RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`). Which benchmark
-aggregates which way is its own record's to say (`Benchmark.weighted_average`).
+RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`). ONERULER (the paper's
+figures: accuracy per language and length, averaged over its 7 tasks) defines neither either:
+its summary is the per-length mean of the tasks and their average over lengths. Which
+benchmark aggregates which way is its own record's to say (`Benchmark.weighted_average`).
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class Summary:
     effective_length: int | None
     threshold: float
     partial: bool = False  # rows asked for have no result: no effective length, no averages
-    benchmark: str = "ruler"  # "ruler2": no weighted averages, no effective length
+    benchmark: str = "ruler"  # "ruler2", "oneruler": no weighted averages, no effective length
 
     @property
     def has_effective_length(self) -> bool:
@@ -121,7 +123,8 @@ PARTIAL_LABEL = "n/a (partial)"
 def summarize(by_length: Mapping[int, float | None],
               threshold: float = DEFAULT_THRESHOLD, partial: bool = False,
               benchmark: str = "ruler") -> Summary:
-    """Avg, wAvg (inc/dec) and effective length from per-length means (RULERv2: Avg only).
+    """Avg, wAvg (inc/dec) and effective length from per-length means (RULERv2, ONERULER: Avg
+    only).
 
     Averages over lengths are only given when every length has a score: an average over a
     subset would silently change what the number means. `partial`: some rows that were asked

@@ -142,6 +142,13 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                     "row per model\n(claimed and effective length, every length, Avg., wAvg. "
                     "with 95 % intervals), published\nrows of --reference interleaved; printed, "
                     "and with --out written to OUT/table3.md, .tex\n(LaTeX, booktabs), .json."
+                    "\n\nSeveral RESULTS of ONERULER (one config per language): per model, "
+                    "the language x length\ntable (the mean of the tasks per language and "
+                    "length, Avg., the mean over languages,\nwith 95 % intervals), language x "
+                    "task, the per-task micro accuracy over all languages,\nand heatmaps; "
+                    "printed, and with --out written to OUT/report_languages.md, .csv, .json\n"
+                    "and OUT/language_heatmaps/. Runs scored with different metrics are "
+                    "refused."
                     "\n\n--reference NAME puts a published result (`ruler published` lists "
                     "them) beside one run:\nper length the published score, the run's with its "
                     "95 % interval, the difference, and\nwhether the published value lies in "
@@ -236,7 +243,7 @@ def score_to_folder(cfg: ScoreConfig) -> "tuple[ScoresRecord, Path]":
     )
 
     report = score_path(cfg.predictions, cfg.data, cfg.revision, cfg.tokenizer_config,
-                        cfg.tasks or None, cfg.lengths or None, cfg.limit)
+                        cfg.tasks or None, cfg.lengths or None, cfg.limit, cfg.metric)
     out = cfg.out or default_scores_folder(cfg.predictions)
     check_scores_owner(out / SCORES_NAME, report.predictions)
     write_scores(out / SCORES_NAME, report)
@@ -277,9 +284,13 @@ def run_report_cmd(cfg: ReportConfig) -> int:
 def _several_report(cfg: ReportConfig) -> int:
     """Several RESULTS: Table 3 for runs of several models (or --table), else replicates
     pooled."""
-    from ruler.eval.report import load_scores
+    from ruler.builder.tasks.benchmarks import ONERULER
+    from ruler.eval.report import load_scores, report_benchmark
 
-    models = {load_scores(results).model for results in cfg.results}
+    loaded = [load_scores(results) for results in cfg.results]
+    if any(report_benchmark(c.task for c in s.cells) == ONERULER for s in loaded):
+        return _language_report(cfg)
+    models = {scores.model for scores in loaded}
     if cfg.table or len(models) > 1:
         return _table3_report(cfg)
     if cfg.reference:
@@ -315,6 +326,45 @@ def _table3_report(cfg: ReportConfig) -> int:
         write_text_atomic(cfg.out / "table3.tex", to_latex(table))
         write_json_atomic(cfg.out / "table3.json", table.to_json())
         print(f"wrote {cfg.out}/table3.md, .tex, .json")
+    return 0
+
+
+def _language_report(cfg: ReportConfig) -> int:
+    """`ruler report RUN RUN ...` of ONERULER runs: per model, the language x length table,
+    language x task, per-task micro accuracy and heatmaps (eval.report_oneruler)."""
+    from ruler.builder.atomic import write_json_atomic, write_text_atomic
+    from ruler.eval.report import build_report, check_revision, load_scores, run_files
+    from ruler.eval.report_oneruler import (
+        language_tables,
+        to_csv,
+        to_json,
+        to_markdown,
+        write_language_heatmaps,
+    )
+
+    if cfg.table or cfg.reference:
+        raise RulerError("--table and --reference are RULER's Table 3 and published results; "
+                         "ONERULER runs make the language table (no flag needed)")
+    runs = []
+    for results in cfg.results:
+        scores = load_scores(results)
+        files = _dataset_files(cfg, results)
+        if files is not None:
+            check_revision(scores, files, str(results))
+        runs.append((str(results), build_report(
+            scores, cfg.threshold, cfg.depth_bins, cfg.min_depth_samples,
+            asked=run_files(results, scores))))
+    tables = language_tables(runs)
+    print(to_markdown(tables), end="")
+    if cfg.out:
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(cfg.out / "report_languages.md", to_markdown(tables))
+        write_text_atomic(cfg.out / "report_languages.csv", to_csv(tables))
+        write_json_atomic(cfg.out / "report_languages.json", to_json(tables))
+        if cfg.plots:
+            write_language_heatmaps(tables, cfg.out)
+        print(f"wrote {cfg.out}/report_languages.md, .csv, .json"
+              + (" and language_heatmaps/" if cfg.plots else ""))
     return 0
 
 

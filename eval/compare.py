@@ -10,6 +10,10 @@ others (skipped, failed, missing in one run) are counted and named, never scored
 
 Per length, the overall difference pools the shared rows of every task at that length (with
 the same rows per task, as a complete run has, this is the mean of the per-task differences).
+
+The two sides may be scored with different metrics of the same rows (ONERULER's `oneruler` and
+`oneruler_corrected`, `ruler score --metric`): then the comparison is what the metric changes,
+and the report says which side ran which.
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ class Comparison:
     cells_only: dict[str, list[str]] = field(default_factory=dict)  # cells in one run only
     # "a"/"b" -> scored rows nothing ties to the build, where there are any
     unverified: dict[str, TieTotals] = field(default_factory=dict)
+    # "a"/"b" -> the metrics that scored the side's cells, where the two sides differ
+    metrics: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def by_task(self) -> list[Row]:
@@ -81,7 +87,8 @@ class Comparison:
                 "by_task": [r.to_json() for r in self.by_task],
                 "by_length": [r.to_json() for r in self.overall],
                 "rows_not_shared": self.not_shared, "cells_in_one_run_only": self.cells_only,
-                "unverified": {side: t.to_json() for side, t in self.unverified.items()}}
+                "unverified": {side: t.to_json() for side, t in self.unverified.items()},
+                "metrics": self.metrics}
 
 
 def _rows_of(scores: ScoresRecord, where: str) -> dict[tuple[str, int], dict[int, float]]:
@@ -142,8 +149,10 @@ def compare_scores(a: ScoresRecord, b: ScoresRecord, where_a: str = "A",
                          f"to compare")
     unverified = {side: totals for side, run in (("a", a), ("b", b))
                   if (totals := run.tied_to_build).unverified}
+    metrics = {side: sorted({c.metric for c in run.cells}) for side, run in (("a", a),
+                                                                             ("b", b))}
     return Comparison(where_a, where_b, a.model, b.model, config, lines, only,
-                      in_one, unverified)
+                      in_one, unverified, metrics if metrics["a"] != metrics["b"] else {})
 
 
 def _row(task: str | None, L: int, xa: list[float], xb: list[float], key: str) -> Row:
@@ -199,6 +208,10 @@ def to_markdown(c: Comparison) -> str:
             f"A: `{c.a}` ({c.model_a or 'unknown model'}); B: `{c.b}` "
             f"({c.model_b or 'unknown model'}); tokenizer config `{c.config}`. Differences in "
             f"points (0..100) over the rows both runs answered; * significant at 5 %.", ""]
+    if c.metrics:
+        head += [f"Scored with different metrics: A {', '.join(c.metrics['a'])}; B "
+                 f"{', '.join(c.metrics['b'])} (the differences are the metrics' where the "
+                 f"answers are the same).", ""]
     table = ["| Task | Length | Rows | A | B | A - B | 95 % interval | Test | p |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in c.by_task + c.overall:

@@ -205,6 +205,14 @@ class ScoreConfig:
         "--out", default=None, type=Path,
         help="folder for scores.json and the report (default: PREDICTIONS.scores/ beside a "
              "file, or the PREDICTIONS folder itself)")
+    # The metric to score with instead of the rows' own, where it may replace it
+    # (`metrics.rescoring_metric`); None: the rows' own.
+    metric: str | None = option(
+        "--metric", default=None, metavar="NAME",
+        help="score with NAME instead of the rows' own metric, where it may replace it: "
+             "oneruler_corrected for ONERULER's rows (metric oneruler, upstream's) fixes its "
+             "documented flaws (case, whole words, numbers with separators); scores.json and "
+             "the report say which ran")
     # `ruler score`'s exit status only (`ruler.score` returns the report, which says it all)
     strict: bool = option(
         "--strict", kind=SWITCH, default=False,
@@ -214,6 +222,12 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         check_flags(self)
+        if self.metric is not None:
+            from ruler.eval.metrics import METRIC_SPECS
+
+            if self.metric not in METRIC_SPECS:
+                raise RulerError(f"--metric {self.metric}: unknown metric; known: "
+                                 f"{', '.join(METRIC_SPECS)}")
 
 
 def _reference_files(help: str) -> Any:

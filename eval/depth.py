@@ -14,7 +14,9 @@ on); the score is the row's metric on those references. The built-in families:
   places), scored with the row's `string_match_part` (which has no per-document hit);
 - vt rows: one item at the depth of the chain's first line, scored with the row's metric
   (a chain is followed as a whole);
-- rows without gold positions (cwe, fwe) give none.
+- rows without gold positions (cwe, fwe) give none;
+- rows of a metric without partial credit (ONERULER's): each item scored as its whole row is
+  (a multi-value answer is right only with every value), at its own depth.
 
 `depth_table` bins the items (bin b of N: depths in [b/N, (b+1)/N), `ruler.builder.depths`)
 per task and length; cells with fewer than `min_samples` items are flagged, never hidden.
@@ -28,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.depths import bin_of
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.builder.tasks.family import DepthItem, first_gold_item, get_family
-from ruler.eval.metrics import row_score
+from ruler.eval.metrics import METRIC_SPECS, row_score
 
 #: Bins of a report on a build that was not depth-swept (a swept one uses its own N).
 DEFAULT_DEPTH_BINS = 10
@@ -62,11 +64,20 @@ def gold_items(row: Mapping[str, Any]) -> list[DepthItem]:
         else first_gold_item(row)
 
 
-def row_items(row: Mapping[str, Any], prediction: str) -> list[Item]:
-    """The (depth, score) items of one answered row; see the module docstring."""
+def row_items(row: Mapping[str, Any], prediction: str, metric: str | None = None,
+              config: str = "") -> list[Item]:
+    """The (depth, score) items of one answered row; see the module docstring. `metric`: the
+    one scoring the row (default: the row's own); `config`: the row's, for a keyed metric
+    (`MetricSpec.keyed`)."""
     if not row.get("gold_depths"):
         return []
-    return [(depth, row_score(row["metric"], prediction, refs)) for depth, refs in gold_items(row)]
+    metric = metric or row["metric"]
+    items = gold_items(row)
+    if not METRIC_SPECS[metric].partial_credit:  # each item is right where its row is
+        value = row_score(metric, prediction, row["outputs"], row["task"], config)
+        return [(depth, value) for depth, _ in items]
+    return [(depth, row_score(metric, prediction, refs, row["task"], config))
+            for depth, refs in items]
 
 
 def compact(items: Iterable[Item]) -> list[list[float]]:

@@ -3,10 +3,12 @@
 Two benchmarks, two upstreams: RULER v1's `string_match_all` / `string_match_part` below, on
 the post-processed prediction; RULERv2's `ruler2_all` / `ruler2_2steps` / `ruler2_part`
 (`ruler.eval.ruler2_metric`) and `multichoice` (`ruler.eval.multichoice`), as NeMo-Skills scores
-them, on the raw generation. `METRIC_SPECS` (a `ruler.builder.registry.Registry`, which a
-plug-in extends through entry point group `ruler.metrics`) says, per name the data's `metric`
-column holds, which function scores a row, what it is given and how a task's rows make its
-score.
+them, on the raw generation; ONERULER's `oneruler` (upstream's evaluate.py) and
+`oneruler_corrected` (`ruler.eval.oneruler_metric`), on the raw generation too, which also
+read the row's task and dataset config (`MetricSpec.keyed`). `METRIC_SPECS` (a
+`ruler.builder.registry.Registry`, which a plug-in extends through entry point group
+`ruler.metrics`) says, per name the data's `metric` column holds, which function scores a row,
+what it is given and how a task's rows make its score.
 
 v1 upstream: NVIDIA/RULER `scripts/eval/synthetic/constants.py` (metrics, unchanged since the
 first commit) and `scripts/eval/evaluate.py:postprocess_pred`. The two aggregate functions
@@ -24,6 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from ruler.builder.registry import Registry
 from ruler.eval.multichoice import boxed_answer, multichoice
+from ruler.eval.oneruler_metric import config_language, oneruler, oneruler_corrected
 from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
@@ -95,12 +98,30 @@ def joined_references(references: Sequence[str]) -> str:
 class MetricSpec:
     """One metric of the `metric` column."""
 
-    row: Callable[[str, Sequence[str]], float]  # (prepared prediction, references) -> 0..1
+    # (prepared prediction, references) -> 0..1; keyed: (..., task, config) -> 0..1
+    row: Callable[..., float]
     prepare: Callable[[str], str]  # what upstream scores: the post-processed or raw text
     aggregate: Callable[[Sequence[float]], float]  # the rows' values -> the task score
-    benchmark: str  # "ruler" (v1) or "ruler2"
+    benchmark: str  # "ruler" (v1), "ruler2" or "oneruler"
     # A right answer, as a model writes it, from the references (the fake backend's `gold`)
     gold: Callable[[Sequence[str]], str] = joined_references
+    # True: `row` also takes the row's task and dataset config. ONERULER's metric picks its
+    # comparison by task name and its none-words by the language the config names, and one
+    # `metric` column value serves all 7 tasks and 26 languages.
+    keyed: bool = False
+    # A keyed metric's check of a (task, config) before any row is scored: raises ValueError
+    # for a config it cannot read (ONERULER's: one that names no ONERULER language).
+    check_keys: Callable[[str, str], object] | None = None
+    # False: a row is right or wrong as a whole (ONERULER: a missing or extra number fails
+    # it), so a gold item is scored as its row is, not on its own references (`eval.depth`).
+    partial_credit: bool = True
+    # The metric of the rows this one may rescore in their stead (`ruler score --metric`);
+    # None: only rows that name it.
+    replaces: str | None = None
+
+
+def _oneruler_keys(task: str, config: str) -> None:
+    config_language(config)  # ValueError: the config names no ONERULER language
 
 
 #: Every metric by the name the data's `metric` column holds: upstream's, then any registered
@@ -118,9 +139,19 @@ _BUILTIN: dict[str, MetricSpec] = {
     "ruler2_part": MetricSpec(ruler2_part, raw_generation, percent_of_rows, "ruler2"),
     "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2",
                               gold=boxed_answer),
+    # upstream's avg_acc is the plain mean of the rows' 0/1, not rounded
+    "oneruler": MetricSpec(oneruler, raw_generation, percent_of_rows, "oneruler", keyed=True,
+                           check_keys=_oneruler_keys, partial_credit=False),
+    "oneruler_corrected": MetricSpec(oneruler_corrected, raw_generation, percent_of_rows,
+                                     "oneruler", keyed=True, check_keys=_oneruler_keys,
+                                     partial_credit=False, replaces="oneruler"),
 }
 for _name, _spec in _BUILTIN.items():
     METRIC_SPECS.register(_spec, _name, origin="ruler")
+
+#: Ruler's metrics whose row function also takes the row's task and config (`MetricSpec.keyed`;
+#: the lm-eval export's utils.py copies this table, as it copies ruler's metrics only).
+KEYED_METRICS = frozenset(name for name, spec in _BUILTIN.items() if spec.keyed)
 
 
 def metric_spec(metric: str) -> MetricSpec:
@@ -128,31 +159,48 @@ def metric_spec(metric: str) -> MetricSpec:
     return METRIC_SPECS[metric]
 
 
-def row_score(metric: str, prediction: str, references: Sequence[str]) -> float:
-    """One row's value (0..1) under `metric`, from the model's text as generated."""
+def row_score(metric: str, prediction: str, references: Sequence[str], task: str = "",
+              config: str = "") -> float:
+    """One row's value (0..1) under `metric`, from the model's text as generated; `task` and
+    `config` (the row's `task` and `tokenizer` columns) are read by keyed metrics only."""
     spec = metric_spec(metric)
-    return spec.row(spec.prepare(prediction), list(references))
+    keys = (task, config) if spec.keyed else ()
+    return spec.row(spec.prepare(prediction), list(references), *keys)
 
 
-def _rows_aggregate(metric: str) -> Callable[[Sequence[str], Sequence[Sequence[str]]], float]:
-    def aggregate(preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+def rescoring_metric(rows_metric: str, asked: str | None) -> str:
+    """The metric to score rows whose `metric` column is `rows_metric` with, when `asked`
+    (`ruler score --metric`) names one: itself, or one that `replaces` it; a ValueError
+    otherwise."""
+    if asked is None or asked == rows_metric:
+        return rows_metric
+    if metric_spec(asked).replaces != rows_metric:
+        fits = [rows_metric] + [n for n, s in METRIC_SPECS.items() if s.replaces == rows_metric]
+        raise ValueError(f"metric {asked!r} cannot score rows whose metric is {rows_metric!r} "
+                         f"(these rows: {', '.join(fits)})")
+    return asked
+
+
+def _rows_aggregate(metric: str) -> Callable[..., float]:
+    def aggregate(preds: Sequence[str], refs: Sequence[Sequence[str]], *keys: str) -> float:
         spec = metric_spec(metric)
-        return spec.aggregate([spec.row(p, list(r)) for p, r in zip(preds, refs)])
+        return spec.aggregate([spec.row(p, list(r), *keys) for p, r in zip(preds, refs)])
 
     aggregate.__name__ = metric
     return aggregate
 
 
 #: Upstream's aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric`
-#: column holds. v1: upstream's own functions; RULERv2: the mean of the rows (NeMo-Skills
-#: aggregates row by row). Each on predictions as its `MetricSpec.prepare` leaves them. The
-#: tables here (and the lm-eval export's utils.py, copied from them) hold ruler's own metrics;
-#: a plug-in's is read from `METRIC_SPECS`.
-METRICS: Mapping[str, Callable[[Sequence[str], Sequence[Sequence[str]]], float]] = {
+#: column holds. v1: upstream's own functions; RULERv2 and ONERULER: the mean of the rows
+#: (NeMo-Skills and OneRuler's evaluate.py aggregate row by row; a keyed metric's aggregate also
+#: takes the rows' task and config). Each on predictions as its `MetricSpec.prepare` leaves
+#: them. The tables here (and the lm-eval export's utils.py, copied from them) hold ruler's own
+#: metrics; a plug-in's is read from `METRIC_SPECS`.
+METRICS: Mapping[str, Callable[..., float]] = {
     "string_match_all": string_match_all,
     "string_match_part": string_match_part,
     **{name: _rows_aggregate(name) for name, spec in _BUILTIN.items()
-       if spec.benchmark == "ruler2"},
+       if spec.benchmark != "ruler"},
 }
 
 #: Per-row metric (0..1) by the same names, on the prepared prediction.
@@ -164,11 +212,14 @@ PREPARE: Mapping[str, Callable[[str], str]] = {
     name: spec.prepare for name, spec in _BUILTIN.items()}
 
 
-def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]]) -> float:
+def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]],
+               task: str = "", config: str = "") -> float:
     """Upstream's task score over raw predictions: prepared as the metric's upstream does
-    (v1: post-processed; RULERv2: as generated), then the named metric."""
+    (v1: post-processed; RULERv2, ONERULER: as generated), then the named metric (a keyed one
+    given the rows' `task` and `config`)."""
     spec = metric_spec(metric)
     if not preds:
         raise ValueError("cannot score an empty set of predictions")
+    keys = (task, config) if spec.keyed else ()
     aggregate = METRICS.get(metric) or _rows_aggregate(metric)
-    return aggregate([spec.prepare(p) for p in preds], refs)
+    return aggregate([spec.prepare(p) for p in preds], refs, *keys)

@@ -23,7 +23,11 @@ Several runs of one model on replicate configs: eval.report_replicates pools the
 RULERv2 scores (its 12 tasks, `ruler.builder.tasks.benchmarks`): the per-length plain mean of
 the tasks and its average over lengths, as NeMo-Skills reports them, with their intervals; no
 weighted averages or effective length (RULERv2 defines neither); and the family x difficulty
-table (eval.report_ruler2). Scores mixing the two benchmarks' tasks are refused.
+table (eval.report_ruler2). ONERULER scores (its 7 tasks in one language per config): the
+same plain means, the run's language and the metric that scored it (upstream's `oneruler` or
+`oneruler_corrected`), each task's accuracy over all lengths and a task x length heatmap
+(eval.report_oneruler, which also makes the language x length table of several runs). Scores
+mixing benchmarks' tasks are refused.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode, fields_json
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, RULER2, benchmark_of
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, ONERULER, RULER2, benchmark_of
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
@@ -47,6 +51,14 @@ from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_health import flags as health_flags
 from ruler.eval.report_health import markdown as health_markdown
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
+from ruler.eval.report_oneruler import (
+    TASK_HEATMAP,
+    head_lines,
+    report_metric,
+    run_language,
+    write_task_heatmap,
+)
+from ruler.eval.report_oneruler import single_run_markdown as oneruler_markdown
 from ruler.eval.report_reference import ReferenceComparison, comparisons, hint, hint_markdown
 from ruler.eval.report_reference import mark_plot as mark_published
 from ruler.eval.report_reference import markdown as reference_markdown
@@ -59,7 +71,8 @@ from ruler.eval.scores_record import CellScore, ScoresRecord, Selection, TieTota
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
-                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")
+                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv",
+                TASK_HEATMAP)
 
 
 @dataclass(kw_only=True)
@@ -93,7 +106,7 @@ class Report:
     reference_hint: list[str] = field(default_factory=list)
     # The same model's scores without the context ("task", L) -> score (`--no-context`).
     baseline: dict[tuple[str, int], float | None] | None = None
-    benchmark: str = "ruler"  # "ruler2": RULERv2's tasks (builder.tasks.benchmarks)
+    benchmark: str = "ruler"  # "ruler2", "oneruler": their tasks (builder.tasks.benchmarks)
 
     @property
     def mean_label(self) -> str:
@@ -105,8 +118,12 @@ class Report:
         return self.benchmark == RULER2
 
     @property
+    def is_oneruler(self) -> bool:
+        return self.benchmark == ONERULER
+
+    @property
     def title(self) -> str:
-        """The benchmark's name in the report ("RULER", "RULERv2")."""
+        """The benchmark's name in the report ("RULER", "RULERv2", "ONERULER")."""
         spec = BENCHMARK_SPECS.get(self.benchmark)
         return spec.title if spec is not None else self.benchmark
 
@@ -282,11 +299,12 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 def _head(r: Report) -> list[str]:
     """The report's title, what it covers, how the rows were served, and whether it is
     partial."""
-    name = r.title
-    head = [f"# {name} results: {r.model or 'unknown model'}", "",
+    head = [f"# {r.title} results: {r.model or 'unknown model'}", "",
             f"Dataset `{r.dataset.spec}`"
             + (f" @ `{r.dataset.revision}`" if r.dataset.revision else "")
             + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
+    if r.is_oneruler:
+        head += head_lines(r)
     head += serving_markdown(r.serving, r.prompt_check)
     if r.unverified:
         cells = ", ".join(f"{t} @ {format_length(L)} ({c.unverified})"
@@ -309,8 +327,8 @@ def _summary_table(r: Report) -> list[str]:
     their intervals."""
     s = r.summary
     cols = [format_length(L) for L in r.lengths]
-    if r.is_ruler2:
-        return _ruler2_summary(r, cols)
+    if not s.has_effective_length:
+        return _plain_summary(r, cols)
     return ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
             "|---" * (len(cols) + 4) + "|",
             f"| {r.summary.effective_label} | "
@@ -345,7 +363,7 @@ def headline_markdown(r: Report) -> str:
 
 def to_markdown(r: Report) -> str:
     s = r.summary
-    summary = _summary_table(r) if r.is_ruler2 else [
+    summary = _summary_table(r) if not s.has_effective_length else [
                *_summary_table(r), "",
                f"Per-length score: the plain mean of the {len(r.tasks)} task scores. "
                f"Effective length: the largest length whose score exceeds {s.threshold} at it "
@@ -378,14 +396,30 @@ def to_markdown(r: Report) -> str:
     # No "prompt counts ok" for rows not tied to this build (their counts are another's).
     counts += [""] + health_markdown(r.health, r.cells, None if r.unverified else r.serving,
                                      r.baseline)[:-1]
+    if r.is_oneruler:
+        table += [""] + oneruler_markdown(r)[:-1]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
                      + ([""] + depth if depth else [])) + "\n"
 
 
-def _ruler2_summary(r: Report, cols: list[str]) -> list[str]:
-    """RULERv2's headline: the mean of the tasks per length and its average over lengths."""
+#: What the plain summary's numbers are, per benchmark without an effective length.
+_PLAIN_SUMMARY_TEXT = {
+    RULER2: "(NeMo-Skills' RULERv2 score, `ruler2_score`); Avg.: their mean over the lengths. "
+            "RULERv2 defines no weighted averages and no effective length. Task scores are "
+            "NeMo-Skills' `accuracy` (ruler2 metrics) or `symbolic_correct` (multichoice) in "
+            "percent, not rounded.",
+    ONERULER: "(the paper's accuracy of a language at a length); Avg.: their mean over the "
+              "lengths. ONERULER defines no weighted averages and no effective length. Task "
+              "scores are upstream's `avg_acc` in percent (the share of rows right), not "
+              "rounded.",
+}
+
+
+def _plain_summary(r: Report, cols: list[str]) -> list[str]:
+    """RULERv2's and ONERULER's headline: the mean of the tasks per length and its average
+    over lengths."""
     s, ri = r.summary, r.intervals
     lines = ["| " + " | ".join(cols) + " | Avg. |", "|---" * (len(cols) + 1) + "|",
              "| " + " | ".join(_fmt(s.by_length[L]) for L in r.lengths) + f" | {_fmt(s.avg)} |"]
@@ -394,11 +428,7 @@ def _ruler2_summary(r: Report, cols: list[str]) -> list[str]:
                                        for L in r.lengths)
                      + f" | {format_interval(ri.avg) or 'n/a'} |")
     return lines + ["", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
-                        f"(NeMo-Skills' RULERv2 score, `ruler2_score`); Avg.: their mean over the "
-                        f"lengths. RULERv2 defines no weighted averages and no effective "
-                        f"length. Task scores are NeMo-Skills' `accuracy` (ruler2 metrics) or "
-                        f"`symbolic_correct` (multichoice) in percent, not rounded.", "",
-                    *_uncertainty_text(r)]
+                        + _PLAIN_SUMMARY_TEXT.get(r.benchmark, ""), "", *_uncertainty_text(r)]
 
 
 def _ci(r: Report, task: str | None, L: int) -> str:
@@ -527,6 +557,10 @@ def to_json(r: Report) -> dict[str, Any]:
         "published_for_model": r.reference_hint,
         "family_difficulty": {str(L): g for L, g in grid(r.cells, r.lengths, r.config).items()}
         if r.is_ruler2 else None,
+        # ONERULER: the run's language ("ko"; "en-ko": context en, instructions ko) and the
+        # metric that scored it
+        "language": run_language(r.config) if r.is_oneruler else None,
+        "metric": report_metric(r) if r.is_oneruler else None,
     }
 
 
@@ -625,4 +659,6 @@ def write_report(results: str | Path, out: Path | None = None,
         plot(r, out)
         if r.depth and r.depth.tasks:
             write_heatmaps(r.depth, out, r.model)
+        if r.is_oneruler:
+            write_task_heatmap(r, out)
     return r

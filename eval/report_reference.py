@@ -36,7 +36,7 @@ from ruler.eval.report_intervals import cell_interval, format_interval
 Report = Any
 
 #: The benchmark names a report may carry (a RULERv2 report's `benchmark`), as people say them.
-BENCHMARK_NAMES = {"ruler": "RULER", "ruler2": "RULERv2"}
+BENCHMARK_NAMES = {"ruler": "RULER", "ruler2": "RULERv2", "oneruler": "ONERULER"}
 _RULER2_FAMILIES = ("mk_niah_", "mv_niah_", "qa_")
 
 

@@ -33,7 +33,13 @@ from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import Item, compact, row_columns, row_items
 from ruler.eval.intervals import score_interval
-from ruler.eval.metrics import METRIC_SPECS, postprocess_pred, row_score, task_score
+from ruler.eval.metrics import (
+    METRIC_SPECS,
+    postprocess_pred,
+    rescoring_metric,
+    row_score,
+    task_score,
+)
 from ruler.eval.prediction_readers import fingerprint, key_against, read_predictions
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
@@ -57,7 +63,8 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
                       limit: int | None = None, config: str | None = None,
                       tasks: Sequence[str] | None = None,
                       lengths: Sequence[int] | None = None,
-                      selected_by: str | None = None) -> ScoresRecord:
+                      selected_by: str | None = None,
+                      metric: str | None = None) -> ScoresRecord:
     """Score keyed prediction records against the dataset.
 
     `files`: the split files asked for; default: every file of the config (the one named, else
@@ -66,7 +73,9 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
     expected (`ruler eval --limit N`); rows beyond them are neither scored nor reported
     missing. Predictions of other configs are listed as unknown. `selected_by`: who chose the
     files, for the record ("flags", "run"; default: "config" when every file of the config is
-    asked for, else "caller").
+    asked for, else "caller"). `metric`: score with it instead of the rows' own metric, where it
+    may replace theirs (`metrics.rescoring_metric`: ONERULER's corrected variant); a RulerError
+    for rows it cannot score.
     """
     if config is None:
         config = predictions_config(records) or (files[0].config if files else None)
@@ -90,7 +99,7 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
     for f in files:
         preds = by_file.get((f.task, f.max_seq_length), {})
         items: list[Item] = []
-        cell, cell_missing = _score_file(ds, f, preds, limit, items)
+        cell, cell_missing = _score_file(ds, f, preds, limit, items, metric)
         depth_items[f.key] = compact(items)
         cells.append(cell)
         missing += cell_missing
@@ -105,27 +114,40 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         depth_items=depth_items, depth_bins=variant.get("depth_bins"), variant=variant,
         selection=Selection(tasks=in_task_order(f.task for f in files),
                             lengths=sorted({f.max_seq_length for f in files}), limit=limit,
-                            by=selected_by))
+                            by=selected_by),
+        metric_asked=metric)
 
 
-def _unanswered_file(f: SplitFile, limit: int | None) -> tuple[CellScore, list[str]]:
+def _metric_for(f: SplitFile, rows_metric: str, asked: str | None) -> str:
+    """The metric to score `f`'s rows with (`metrics.rescoring_metric`), or a RulerError."""
+    try:
+        return rescoring_metric(rows_metric, asked)
+    except (KeyError, ValueError) as e:
+        raise RulerError(f"--metric {asked}: {f.path}: {str(e).strip(chr(34))}") from None
+
+
+def _unanswered_file(f: SplitFile, limit: int | None,
+                     asked: str | None = None) -> tuple[CellScore, list[str]]:
     """A file no prediction names: every row asked for is missing. Its rows are not read (on
     a Hub dataset they need not even be downloaded): `index` runs 0..rows-1 in every split
     file (`ruler verify` checks it), and the metric is the task's."""
     n = min(f.rows, limit) if limit else f.rows
     missing = [format_key((f.config, f.task, f.max_seq_length, i)) for i in range(n)]
     metric = TASKS[f.task].metric if f.task in TASKS else ""
+    if metric:
+        metric = _metric_for(f, metric, asked)
     return CellScore(task=f.task, max_seq_length=f.max_seq_length, metric=metric, score=None,
                      rows=n, scored=0, nulls=0, skipped=0, errors=0, missing=n,
                      data_sha256=f.content_sha256, row_scores=[], unverified=0), missing
 
 
 def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
-                limit: int | None,
-                depth_items: list[Item] | None = None) -> tuple[CellScore, list[str]]:
-    """Score one split file; append the answered rows' depth items to `depth_items`."""
+                limit: int | None, depth_items: list[Item] | None = None,
+                asked: str | None = None) -> tuple[CellScore, list[str]]:
+    """Score one split file; append the answered rows' depth items to `depth_items`.
+    `asked`: the metric to score with instead of the rows' own (`ruler score --metric`)."""
     if not preds:
-        return _unanswered_file(f, limit)
+        return _unanswered_file(f, limit, asked)
     # Only the columns scoring reads: a 128K row's input is megabytes.
     all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index", "length")
                                                       + row_columns(f.task))))
@@ -140,6 +162,8 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                          f"{', '.join(METRIC_SPECS)}): update ruler-bench, or install the "
                          f"plug-in that offers it (entry point group ruler.metrics), to score "
                          f"these rows")
+    metric = _metric_for(f, metric, asked)
+    keys = _metric_keys(f, metric)
     answered: list[str] = []
     refs: list[list[str]] = []
     answered_index: list[int] = []
@@ -166,12 +190,12 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
             answered_index.append(i)
             tied_by[p.get("_tied")] += 1
             if depth_items is not None:
-                depth_items.extend(row_items(rows[i], answered[-1]))
+                depth_items.extend(row_items(rows[i], answered[-1], metric, f.config))
             exhausted += p.get("reasoning") == "budget_exhausted"
             clamped += p.get("output_budget") is not None
-    score = task_score(metric, answered, refs) if answered else None
+    score = task_score(metric, answered, refs, *keys) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
-    values = [row_score(metric, a, r) for a, r in zip(answered, refs)]
+    values = [row_score(metric, a, r, *keys) for a, r in zip(answered, refs)]
     interval = score_interval(values, key=f"{f.config}/{f.key}") if values else None
     cell = CellScore(task=f.task, max_seq_length=f.max_seq_length, metric=metric, score=score,
                      rows=len(considered), scored=len(answered), nulls=nulls, skipped=skipped,
@@ -185,6 +209,19 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                      unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS),
                      budget_clamped=clamped)
     return cell, missing
+
+
+def _metric_keys(f: SplitFile, metric: str) -> tuple[str, str]:
+    """The row's task and config a keyed metric reads (`MetricSpec.keyed`), checked here so
+    that a config it cannot read (ONERULER's metric needs `<tokenizer>--oneruler-<lang>`) is
+    one line, not a failure in the middle of scoring."""
+    check = METRIC_SPECS[metric].check_keys
+    if check is not None:
+        try:
+            check(f.task, f.config)
+        except ValueError as e:
+            raise RulerError(f"{f.path}: metric {metric!r}: {e}") from None
+    return f.task, f.config
 
 
 def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
@@ -235,11 +272,11 @@ def scored_config(ds: Dataset, records: Mapping[Key, Any]) -> str:
 def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[str, Any]],
                  config: str | None = None, tasks: Sequence[str] | None = None,
                  lengths: Sequence[int] | None = None,
-                 limit: int | None = None) -> ScoresRecord:
+                 limit: int | None = None, metric: str | None = None) -> ScoresRecord:
     """Score a read predictions source. `config` named: only its predictions are scored (the
     others are left out); else `scored_config`. What was asked for: the files of `tasks` /
     `lengths` when either is given, else the cells the run recorded (`run_files`), else the
-    whole config. `limit`: default the source's own."""
+    whole config. `limit`: default the source's own. `metric`: `score_predictions`'."""
     if config:
         records = {k: r for k, r in records.items() if k[0] == config}
     else:
@@ -248,7 +285,8 @@ def score_source(ds: Dataset, source: PredictionSource, records: dict[Key, dict[
     report = score_predictions(ds, records, files, model=source.model, config=config,
                                tasks=tasks, lengths=lengths,
                                limit=limit if limit is not None else source.limit,
-                               selected_by="run" if files is not None else None)
+                               selected_by="run" if files is not None else None,
+                               metric=metric)
     report.mode = source.mode
     report.predictions = fingerprint(source)
     report.serving, report.prompt_check = source.serving, prompt_check(tied(records))
@@ -284,18 +322,19 @@ def run_files(ds: Dataset, config: str, source: PredictionSource) -> list[SplitF
 
 def score_file(predictions: str | os.PathLike[str], ds: Dataset, config: str | None = None,
                tasks: Sequence[str] | None = None, lengths: Sequence[int] | None = None,
-               limit: int | None = None) -> ScoresRecord:
+               limit: int | None = None, metric: str | None = None) -> ScoresRecord:
     """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
     Inspect log, NeMo-Skills output, a plug-in's; see `ruler.eval.prediction_readers`)."""
     source = read_predictions(predictions)
     key_against(source, ds, config, tasks, lengths)
     records = index_records(source.records, str(predictions))
-    return score_source(ds, source, records, config, tasks, lengths, limit)
+    return score_source(ds, source, records, config, tasks, lengths, limit, metric)
 
 
 def score_path(predictions: str | os.PathLike[str], data: str, revision: str | None = None,
                config: str | None = None, tasks: Sequence[str] | None = None,
-               lengths: Sequence[int] | None = None, limit: int | None = None) -> ScoresRecord:
+               lengths: Sequence[int] | None = None, limit: int | None = None,
+               metric: str | None = None) -> ScoresRecord:
     """`score_file` against the dataset `data` (a build folder or Hub id at `revision`): of a
     Hub dataset only the files the predictions can be scored on are fetched (the config they
     name, and the cells their run asked for where it records them)."""
@@ -312,7 +351,7 @@ def score_path(predictions: str | os.PathLike[str], data: str, revision: str | N
     if cells:
         fetch_tasks, fetch_lengths = {t for t, _ in cells}, {L for _, L in cells}
     ds = open_dataset(data, revision, fetch_config, fetch_tasks, fetch_lengths)
-    return score_source(ds, source, records, config, tasks, lengths, limit)
+    return score_source(ds, source, records, config, tasks, lengths, limit, metric)
 
 
 def score_folder(out: Path, ds: Dataset) -> ScoresRecord:

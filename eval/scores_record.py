@@ -181,6 +181,9 @@ class ScoresRecord(JsonRecord):
     prompt_check: PromptCheck | None = None
     # What the predictions show of how the run was set up (eval.report_health.HealthFacts).
     health: HealthFacts | None = None
+    # The metric `ruler score --metric` asked for in the rows' own stead (None: their own);
+    # each cell's `metric` says which scored it.
+    metric_asked: str | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 

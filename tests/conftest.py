@@ -44,11 +44,20 @@ def _files(out: Path) -> dict[str, tuple[int, int]]:
 
 
 def _shared_build(tmp_path_factory, name: str, tokenizer: str, tasks: tuple[str, ...],
-                  lengths: tuple[int, ...], samples: int, **kw) -> Iterator[Path]:
+                  lengths: tuple[int, ...], samples: int, languages: tuple[str, ...] = (),
+                  **kw) -> Iterator[Path]:
+    """One build; with `languages` (ONERULER), one config per language in the same folder."""
     from helpers.builds import build
 
     out = tmp_path_factory.mktemp(name) / "ruler"
-    build(out, tokenizer, tasks, lengths, samples=samples, workers=1, **kw)
+    if languages:
+        from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+
+        for code in languages:
+            build(out, tokenizer, tasks, lengths, samples=samples, workers=1,
+                  language=OnerulerLanguage.parse(code), **kw)
+    else:
+        build(out, tokenizer, tasks, lengths, samples=samples, workers=1, **kw)
     files = _files(out)
     yield out
     changed = sorted(set(files.items()) ^ set(_files(out).items()))
@@ -100,3 +109,13 @@ def built_gpt4_niah_single(tmp_path_factory) -> Iterator[Path]:
     """gpt-4: niah_single_1 x 1024 x 2 samples (merge's shard, the command line's verify)."""
     yield from _shared_build(tmp_path_factory, "gpt4_niah_single", "gpt-4", ("niah_single_1",),
                              (1024,), 2)
+
+
+@pytest.fixture(scope="session")
+def built_llama_oneruler(tmp_path_factory) -> Iterator[Path]:
+    """llama-3.1: ONERULER's 7 tasks x 1024 x 3 samples in en and ko (configs
+    llama-3.1--oneruler-en and -ko: the ONERULER evaluation, its exports and reports)."""
+    from ruler.builder.tasks.catalog import ONERULER_TASKS
+
+    yield from _shared_build(tmp_path_factory, "llama_oneruler", "llama-3.1", ONERULER_TASKS,
+                             (1024,), 3, languages=("en", "ko"), benchmark="oneruler")

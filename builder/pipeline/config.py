@@ -11,19 +11,28 @@ from typing import Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import NEGATED, SWITCH, check_flags, option
-from ruler.builder.selection import build_tasks_value, lengths_value, shard_value
+from ruler.builder.selection import build_tasks_value, lengths_value, parse_lengths, shard_value
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks import get_task
 from ruler.builder.tasks.benchmarks import (
     ALIASES,
     BENCHMARK_SPECS,
+    ONERULER,
     RULER,
     RULER2,
     benchmark_id,
+    benchmark_tasks,
     check_tasks,
     get_benchmark,
 )
-from ruler.builder.tasks.catalog import RULER2_TASKS, RULER2_TOKENS_TO_GENERATE, STANDARD_TASKS
+from ruler.builder.tasks.catalog import (
+    ONERULER_LENGTHS,
+    ONERULER_TASKS,
+    RULER2_TASKS,
+    RULER2_TOKENS_TO_GENERATE,
+    STANDARD_TASKS,
+)
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
 from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
 
@@ -57,14 +66,17 @@ def local_workers(cfg: "BuildConfig") -> int:
 
 
 def _benchmark_help() -> str:
-    """`--benchmark`'s help: RULER's two, then any a plug-in registered."""
-    return ("which benchmark to build: v1 (RULER's 13 tasks, config <tokenizer>; the default) "
-            "or v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config <tokenizer>--v2, rows whose "
+    """`--benchmark`'s help: RULER's three, then any a plug-in registered."""
+    return ("which benchmark to build: v1 (RULER's 13 tasks, config <tokenizer>; the default), "
+            "v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config <tokenizer>--v2, rows whose "
             "length counts the prompt only, <= L, tokens_to_generate "
             f"{RULER2_TOKENS_TO_GENERATE} on top; its MMLU and HotpotQA inputs: `ruler sources "
-            "fetch mmlu hotpotqa_hub`); ruler and ruler2 are accepted too" + "".join(
+            "fetch mmlu hotpotqa_hub`) or oneruler (ONERULER: RULER's NIAH and CWE tasks in 26 "
+            "languages, one config per language, <tokenizer>--oneruler-<lang>, see "
+            "--languages; its data: `ruler sources fetch oneruler`); ruler and ruler2 are "
+            "accepted too" + "".join(
                 f"; {b.id}: {b.title} (a plug-in's, {len(b.tasks)} tasks)"
-                for b in BENCHMARK_SPECS.values() if b.id not in (RULER, RULER2)))
+                for b in BENCHMARK_SPECS.values() if b.id not in (RULER, RULER2, ONERULER)))
 
 
 def _benchmark_metavar() -> str:
@@ -82,8 +94,8 @@ class BuildConfig:
         "--tokenizer", required=True,
         help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
     # The benchmark the tasks belong to (builder.tasks.benchmarks): "ruler" (RULER, the
-    # default), or "ruler2" (RULERv2: config <tokenizer>--v2); an alias (v1, v2) is settled
-    # to its id.
+    # default), "ruler2" (RULERv2: config <tokenizer>--v2) or "oneruler" (ONERULER: one config
+    # per language, <tokenizer>--oneruler-<language>); an alias (v1, v2) is settled to its id.
     benchmark: str = option(
         "--benchmark", default=RULER, text_default="v1", choices=lambda: tuple(ALIASES),
         metavar=_benchmark_metavar, help=_benchmark_help)
@@ -91,13 +103,16 @@ class BuildConfig:
     tasks: tuple[str, ...] = option(
         "--tasks", default=(), text_default="all", parse=build_tasks_value,
         help=f"comma-separated tasks of the benchmark (default: all; v1's 13: "
-             f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)})")
+             f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)}; oneruler's 7: "
+             f"{', '.join(ONERULER_TASKS)}, the 5 NIAH ones in a cross-lingual config)")
+    # (): the benchmark's default lengths (`Benchmark.default_lengths`, settled on creation).
     lengths: tuple[int, ...] = option(
-        "--lengths", default=(4096,), text_default="4096", parse=lengths_value,
+        "--lengths", default=(), text_default="4096", parse=lengths_value,
         help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; 'paper' = "
-             "4K..128K, 'long' = 256K,512K,1M (combinable: paper,long); any length works, at "
-             "most 2M (the longest tested); sources that run out are repeated as upstream does "
-             "(default: 4096)")
+             "4K..128K, 'long' = 256K,512K,1M (combinable: paper,long), 'oneruler' = "
+             f"{','.join(map(str, ONERULER_LENGTHS))} (ONERULER's, not powers of two); any "
+             "length works, at most 2M (the longest tested); sources that run out are repeated "
+             "as upstream does (default: 4096; with --benchmark oneruler: oneruler)")
     samples: int = option(
         "--samples", default=500, type=int, minimum=1,
         help=f"samples per task and length (500, as upstream; at most {MAX_SAMPLES:,})")
@@ -167,6 +182,11 @@ class BuildConfig:
     # <tokenizer>--depth10, OutputBudget(16384) <tokenizer>--out16k); NO_VARIANT builds the
     # default config. Its flags are the variant kinds' own.
     variant: Variant = NO_VARIANT
+    # ONERULER's language(s): the context's and the instructions' (equal but for a
+    # cross-lingual config; a string is parsed: "ko", "en-ko"). Required for ONERULER, refused
+    # for the others. `ruler build --languages` makes one config per language
+    # (`ruler.builder.cli_build.LanguageFlags`).
+    language: OnerulerLanguage | None = None
 
     def __post_init__(self) -> None:
         check_flags(self)
@@ -175,9 +195,13 @@ class BuildConfig:
         if not isinstance(self.variant, Variant):
             raise RulerError(f"variant must be a ruler.builder.variants.Variant (NO_VARIANT for "
                              f"the default config), got {self.variant!r}")
+        if isinstance(self.language, str):
+            settle("language", OnerulerLanguage.parse(self.language))
         if not self.tasks:
             settle("tasks", self.variant.default_tasks() if self.benchmark == RULER
-                   else get_benchmark(self.benchmark).tasks)
+                   else benchmark_tasks(self.benchmark, self.language))
+        if not self.lengths:
+            settle("lengths", parse_lengths(get_benchmark(self.benchmark).default_lengths))
         for t in self.tasks:
             get_task(t)
         if not self.tasks:
@@ -189,6 +213,17 @@ class BuildConfig:
             raise RulerError(f"--benchmark {self.benchmark}: only {flags or 'no variant flag'} "
                              f"apply to {bench.title} configs (this build asks for variant "
                              f"{self.variant.field} = {self.variant.value!r})")
+        if bench.per_language != (self.language is not None):
+            raise RulerError(f"--benchmark {self.benchmark}: " + (
+                "give the language(s) to build (--languages ko, en-ko)"
+                if bench.per_language else "its configs have no language"))
+        if self.language is not None and self.language.cross_lingual:
+            other = [t for t in self.tasks if t not in bench.cross_lingual_tasks]
+            if other:
+                raise RulerError(f"{', '.join(other)}: ONERULER's CWE has no cross-lingual "
+                                 f"setting (upstream refuses --xling); a cross-lingual config "
+                                 f"({self.language.code}) holds "
+                                 f"{', '.join(bench.cross_lingual_tasks)}")
         if len(set(self.tasks)) != len(self.tasks) or len(set(self.lengths)) != len(self.lengths):
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):

@@ -103,7 +103,8 @@ def build_entry(recipe: BuildRecipe, identity: IdentityRecord) -> BuildEntry:
                       generator_version=identity.generator_version,
                       packages=dict(identity.packages), identity=identity,
                       variant=recipe.variant.record() or None,
-                      benchmark=None if recipe.benchmark == RULER else recipe.benchmark)
+                      benchmark=None if recipe.benchmark == RULER else recipe.benchmark,
+                      language=None if recipe.language is None else recipe.language.record())
 
 
 def listed_files(out: Path, manifest: Manifest, config: str) -> list[str]:

@@ -136,6 +136,10 @@ class TaskGenerator(ABC):
 
     unit: ClassVar[str] = "units"
     calibration_step: ClassVar[int] = 10
+    #: When the inputs run out (`max_size`) before L is filled: False (the default) refuses
+    #: the length; True keeps the row with every unit, shorter than L, as an upstream that
+    #: stops there does (ONERULER's CWE: "run out of vocabs").
+    short_at_bound: ClassVar[bool] = False
 
     def __init__(self, spec: TaskSpec, ctx: "BuildContext", max_seq_length: int):
         self.spec = spec

@@ -1,14 +1,16 @@
-"""Benchmarks: RULER (v1, id "ruler") and RULERv2 (id "ruler2"), or a plug-in's.
+"""Benchmarks: RULER (v1, id "ruler"), RULERv2 (id "ruler2") and ONERULER (id "oneruler",
+RULER in 26 languages), or a plug-in's.
 
 A `Benchmark` is a set of tasks (hence their families, sources and metrics), how its configs are
 named and its rows counted, how its scores aggregate and the card's section about it; the one
 place that says which benchmark a task belongs to. A build makes one benchmark's tasks
-(`ruler build --benchmark`), its configs say which (`<tokenizer>--v2` for RULERv2) and its
-manifest entry records the id (`"benchmark": "ruler2"`; absent means "ruler"); reports
-average a benchmark's tasks. Benchmarks are entries of `BENCHMARK_SPECS` (a
-`ruler.builder.registry.Registry`): a plug-in offers one in entry point group
-`ruler.benchmarks` (`id = "pkg.module:BENCHMARK"`), its tasks registered by its families'
-plug-in (`ruler.task_families`).
+(`ruler build --benchmark`), its configs say which (`<tokenizer>--v2` for RULERv2,
+`<tokenizer>--oneruler-<lang>` for ONERULER: one config per language,
+`builder.tasks.oneruler_languages`) and its manifest entry records the id
+(`"benchmark": "ruler2"`; absent means "ruler"); reports average a benchmark's tasks.
+Benchmarks are entries of `BENCHMARK_SPECS` (a `ruler.builder.registry.Registry`): a plug-in
+offers one in entry point group `ruler.benchmarks` (`id = "pkg.module:BENCHMARK"`), its tasks
+registered by its families' plug-in (`ruler.task_families`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,18 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.registry import Registry
-from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS, get_task
+from ruler.builder.tasks.catalog import (
+    ONERULER_CROSS_LINGUAL_TASKS,
+    ONERULER_TASKS,
+    RULER2_TASKS,
+    STANDARD_TASKS,
+    get_task,
+)
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 
 RULER = "ruler"
 RULER2 = "ruler2"
+ONERULER = "oneruler"
 
 
 def ruler2_prompt_mode(has_chat_template: bool) -> str:
@@ -53,6 +63,13 @@ class Benchmark:
             and Avg. only (RULERv2, `eval.aggregate.summarize`).
         card_section: "package.module:function" of the card's section about it,
             `function(manifest) -> str` ("" for a folder without its configs); None: none.
+        per_language: its configs are one per language (`BuildConfig.language`, ONERULER's
+            `<tokenizer>--oneruler-<lang>`); False: one config per tokenizer and variant.
+        cross_lingual_tasks: the tasks a cross-lingual config (context in one language,
+            instructions in another) builds unless told otherwise (ONERULER: the 5 NIAH tasks;
+            upstream's CWE has no cross-lingual setting).
+        default_lengths: the `--lengths` a build makes unless told otherwise (ONERULER's are
+            the paper's set, `--lengths oneruler`).
     """
 
     id: str
@@ -64,6 +81,9 @@ class Benchmark:
     variants: tuple[str, ...] | None = None
     weighted_average: bool = True
     card_section: str | None = None
+    per_language: bool = False
+    cross_lingual_tasks: tuple[str, ...] = ()
+    default_lengths: str = "4096"
 
     @property
     def flag(self) -> str:
@@ -97,6 +117,14 @@ BENCHMARK_SPECS.register(Benchmark(
     # its rows count no output budget and have no depth sweep, base or no-context variant
     variants=("", "replicate"), weighted_average=False,
     card_section="ruler.cards.ruler2:ruler2_section"), origin="ruler")
+BENCHMARK_SPECS.register(Benchmark(
+    ONERULER, "ONERULER", ONERULER_TASKS, config_suffix="oneruler",
+    # its rows follow RULER's length rule (the prompt as the model reads it + the budget <= L)
+    # and have no depth sweep, base or no-context variant
+    variants=("", "replicate"), weighted_average=False,
+    card_section="ruler.cards.oneruler:oneruler_section", per_language=True,
+    cross_lingual_tasks=ONERULER_CROSS_LINGUAL_TASKS, default_lengths="oneruler"),
+    origin="ruler")
 
 
 class _View(Mapping[str, object]):
@@ -127,9 +155,14 @@ ALIASES: Mapping[str, str] = _View(
     lambda: {name: b.id for b in BENCHMARK_SPECS.values() for name in (*b.aliases, b.id)})
 
 #: What a benchmark's configs add to the tokenizer's config name (`llama-3.1--v2`): its rows
-#: never mix with another benchmark's in one config.
+#: never mix with another benchmark's in one config. ONERULER's add the language too
+#: (`llama-3.1--oneruler-ko`: `benchmark_config`).
 CONFIG_SUFFIX: Mapping[str, str] = _View(
     lambda: {b.id: b.config_suffix for b in BENCHMARK_SPECS.values()})
+
+#: The `--lengths` a build of each benchmark makes unless told otherwise.
+DEFAULT_LENGTHS: Mapping[str, str] = _View(
+    lambda: {b.id: b.default_lengths for b in BENCHMARK_SPECS.values()})
 
 
 def get_benchmark(benchmark_id: str) -> Benchmark:
@@ -146,10 +179,30 @@ def benchmark_of(task: str) -> str:
     return RULER
 
 
-def benchmark_config(base: str, benchmark: str) -> str:
-    """The config of `benchmark`'s rows for the tokenizer config `base`."""
-    suffix = get_benchmark(benchmark).config_suffix
-    return f"{base}--{suffix}" if suffix else base
+def per_language(benchmark: str) -> bool:
+    """Whether `benchmark`'s configs are one per language (ONERULER's)."""
+    return get_benchmark(benchmark).per_language
+
+
+def benchmark_tasks(benchmark: str, language: OnerulerLanguage | None = None) -> tuple[str, ...]:
+    """A benchmark's tasks, those a build makes unless told otherwise (a cross-lingual config:
+    its benchmark's `cross_lingual_tasks`)."""
+    bench = get_benchmark(benchmark)
+    if language is not None and language.cross_lingual:
+        return bench.cross_lingual_tasks
+    return bench.tasks
+
+
+def benchmark_config(base: str, benchmark: str,
+                     language: OnerulerLanguage | None = None) -> str:
+    """The config of `benchmark`'s rows for the tokenizer config `base` (and, for a
+    per-language benchmark, `language`: `llama-3.1--oneruler-ko`, `--oneruler-en-ko`)."""
+    bench = get_benchmark(benchmark)
+    if bench.per_language:
+        if language is None:
+            raise ValueError(f"benchmark {benchmark!r} has one config per language: give one")
+        return f"{base}--{language.config_suffix()}"
+    return f"{base}--{bench.config_suffix}" if bench.config_suffix else base
 
 
 def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
@@ -162,7 +215,8 @@ def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
 
 
 def benchmark_id(name: str) -> str:
-    """The id `--benchmark NAME` means (v1, ruler, v2, ruler2, a plug-in's), or a RulerError."""
+    """The id `--benchmark NAME` means (v1, ruler, v2, ruler2, oneruler, a plug-in's), or a
+    RulerError."""
     try:
         return ALIASES[name]
     except KeyError:

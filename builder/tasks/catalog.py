@@ -1,5 +1,5 @@
-"""The 13 RULER tasks and RULERv2's 12: templates, answer prefixes, budgets, metrics and
-parameters.
+"""The 13 RULER tasks, RULERv2's 12 and ONERULER's 7: templates, answer prefixes, budgets,
+metrics and parameters.
 
 This module is the single source of truth for every fact that must equal upstream RULER
 (NVIDIA/RULER `scripts/data/synthetic/constants.py`, `scripts/synthetic.yaml`,
@@ -173,11 +173,38 @@ RULER2_MMLU_CHOICE = _ruler2_family("ruler2_mmlu_choice", "ruler2_mmlu", TOTAL,
                                     "multichoice", "FAMILY_CHOICE")
 RULER2_QA = _ruler2_family("ruler2_qa", "ruler2_qa", TOTAL, "ruler2_part")
 
+# --- ONERULER (mungg/OneRuler @ a3fe6af): RULER's needle and common-words tasks in 26 ----------
+# languages. Every template part is the language's prompt file (`prompt/<lang>/niah.txt`, a
+# JSON object of parts, and `prompt/<lang>/cwe.txt`, read from the `oneruler` source), so a
+# family's `template` here only says how its generator joins them. No answer prefix: upstream's
+# `answer_prefix` part ("Please provide your answer in the following format:") ends the user
+# prompt, it does not pre-fill the answer. Budgets are upstream's `synthetic/constants.py`'s (30
+# for NIAH, 50 for CWE), reserved within L as in RULER v1. Metric: upstream's
+# `eval/evaluate.py` exactly ("oneruler", registered by the evaluator).
+
+ONERULER_NIAH = FamilySpec(
+    name="oneruler_niah",
+    module="ruler.builder.tasks.oneruler_niah:FAMILY",
+    template="{task}{question}{answer}",  # the niah.txt parts, each formatted by upstream's rule
+    answer_prefix="",
+    tokens_to_generate=30,
+    metric="oneruler",
+)
+
+ONERULER_CWE = FamilySpec(
+    name="oneruler_cwe",
+    module="ruler.builder.tasks.oneruler_cwe:FAMILY",
+    template="{cwe}",  # the whole cwe.txt, formatted with context=<numbered words>, query=""
+    answer_prefix="",
+    tokens_to_generate=50,
+    metric="oneruler",
+)
+
 #: The families of the tasks below (their code registers lazily at these specs' addresses:
 #: `ruler.builder.tasks.family`).
 BUILTIN_FAMILIES: tuple[FamilySpec, ...] = (
     NIAH, VARIABLE_TRACKING, COMMON_WORDS, FREQ_WORDS, QA, RULER2_NIAH, RULER2_MMLU,
-    RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE, RULER2_QA)
+    RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE, RULER2_QA, ONERULER_NIAH, ONERULER_CWE)
 
 
 def _niah(name: str, haystack: str, key: str, value: str, k: int = 1, v: int = 1,
@@ -252,17 +279,58 @@ _RULER2_TASK_LIST = (
 #: `STANDARD_TASKS`: a v1 build never makes them (`ruler.builder.tasks.benchmarks`).
 RULER2_TASKS: tuple[str, ...] = tuple(t.name for t in _RULER2_TASK_LIST)
 
+
+def _oneruler_niah(name: str, k: int = 1, v: int = 1, q: int = 1,
+                   relevant: bool = True) -> TaskSpec:
+    """Upstream's `niah.py` arguments (`config/synthetic.yaml`): book haystack, word keys (the
+    translated nouns), 7-digit number values; `num_needle_k` already raised to the queries'
+    count as the script does; `relevant_needle` False: the asked key is absent (niah_none)."""
+    params = dict(type_haystack="book", type_needle_k="words", type_needle_v="numbers",
+                  num_needle_k=max(k, q), num_needle_v=v, num_needle_q=q,
+                  relevant_needle=relevant)
+    return TaskSpec(name, ONERULER_NIAH, MappingProxyType(params), sources=("oneruler",))
+
+
+def _oneruler_cwe(name: str, freq_cw: int, freq_ucw: int, short: tuple[int, int]) -> TaskSpec:
+    """`short`: the frequencies upstream's `common_words_extraction.py` switches to when
+    max_seq_length <= `short_at_most` (8000: its own "8K" length)."""
+    params = dict(freq_cw=freq_cw, freq_ucw=freq_ucw, num_cw=10, short_freq_cw=short[0],
+                  short_freq_ucw=short[1], short_at_most=8000)
+    return TaskSpec(name, ONERULER_CWE, MappingProxyType(params), sources=("oneruler",))
+
+
+# Catalog names are prefixed (`or_`): upstream's `cwe` would clash with RULER's. The Parquet
+# `task` column and folders use these names; `ONERULER_UPSTREAM_NAMES` gives upstream's.
+_ONERULER_TASK_LIST = (
+    _oneruler_niah("or_niah_single"),
+    _oneruler_niah("or_niah_none", k=4, relevant=False),
+    _oneruler_niah("or_niah_multikey", k=4),
+    _oneruler_niah("or_niah_multivalue", v=4),
+    _oneruler_niah("or_niah_multiquery", q=2),
+    _oneruler_cwe("or_cwe", 20, 10, (10, 5)),
+    _oneruler_cwe("or_cwe_easy", 30, 3, (10, 1)),
+)
+
+#: ONERULER's 7 tasks (in `TASKS`, not in `STANDARD_TASKS`: built with `--benchmark oneruler`).
+ONERULER_TASKS: tuple[str, ...] = tuple(t.name for t in _ONERULER_TASK_LIST)
+#: The tasks of a cross-lingual config: upstream's CWE refuses `--xling` (notes: oneruler.md §5).
+ONERULER_CROSS_LINGUAL_TASKS: tuple[str, ...] = tuple(
+    t.name for t in _ONERULER_TASK_LIST if t.family is ONERULER_NIAH)
+#: Catalog name -> upstream's task name (its `config_tasks.sh`, its output folders).
+ONERULER_UPSTREAM_NAMES: Mapping[str, str] = MappingProxyType(
+    {t: t.removeprefix("or_") for t in ONERULER_TASKS})
+
 #: The entry point group of task-family plug-ins: each entry point names a module that
 #: registers its families and tasks when imported, or a function that does when called.
 PLUGIN_GROUP = "ruler.task_families"
 
-#: Every task: the 13 standard tasks in upstream's order, RULERv2's 12, then registered ones
-#: in the order they were registered (a plug-in's, loaded when a name is missing or the whole
-#: list is read).
+#: Every task: the 13 standard tasks in upstream's order, RULERv2's 12, ONERULER's 7, then
+#: registered ones in the order they were registered (a plug-in's, loaded when a name is
+#: missing or the whole list is read).
 TASKS: Registry[TaskSpec] = Registry("task", PLUGIN_GROUP,
                                      accepts=lambda obj: isinstance(obj, TaskSpec),
                                      name_of=lambda spec: spec.name)
-for _task in (*_TASK_LIST, *_RULER2_TASK_LIST):
+for _task in (*_TASK_LIST, *_RULER2_TASK_LIST, *_ONERULER_TASK_LIST):
     TASKS.register(_task, origin="ruler")
 
 
@@ -318,8 +386,12 @@ PAPER_LENGTHS = (4096, 8192, 16384, 32768, 65536, 131072)
 #: (tested to 2M); sources that run out are repeated as upstream does (cards.repeated).
 LONG_LENGTHS = (262144, 524288, 1048576)
 
+#: ONERULER's lengths: upstream's `config_models.sh` (`SEQ_LENGTHS=(8000 32000 64000 128000)`,
+#: the paper's 8K..128K), not powers of two; the default of `--benchmark oneruler`.
+ONERULER_LENGTHS = (8000, 32000, 64000, 128000)
+
 #: Named length sets for `--lengths` (combinable: `paper,long`).
-LENGTH_SETS = {"paper": PAPER_LENGTHS, "long": LONG_LENGTHS}
+LENGTH_SETS = {"paper": PAPER_LENGTHS, "long": LONG_LENGTHS, "oneruler": ONERULER_LENGTHS}
 
 #: Upstream's weights for wAvg (issue NVIDIA/RULER#82): k/21 over the paper's lengths.
 PAPER_LENGTH_WEIGHTS_INC = tuple(k / 21 for k in range(1, 7))

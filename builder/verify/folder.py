@@ -13,6 +13,7 @@ from ruler.builder.identity import file_key, identity_differences, identity_of_b
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
 from ruler.builder.tasks.benchmarks import RULER, benchmark_config
 from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_from_record
@@ -130,9 +131,13 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
     recorded_benchmark = (build.identity.benchmark if build.identity else None) or RULER
     benchmark = build.benchmark or RULER
     if variant or recorded or benchmark != RULER:
+        language = None if build.language is None else \
+            OnerulerLanguage.from_record(build.language)
         named = variant_from_record(variant).config_name(benchmark_config(
-            config_name(build.tokenizer.name), benchmark))
-        if named != config or (recorded or {}) != variant or recorded_benchmark != benchmark:
+            config_name(build.tokenizer.name), benchmark, language))
+        recorded_language = build.identity.language if build.identity else None
+        if named != config or (recorded or {}) != variant or \
+                recorded_benchmark != benchmark or recorded_language != build.language:
             problems.append(Problem(where, f"variant {variant} (benchmark {benchmark!r}) "
                                            f"does not match the config name (expected "
                                            f"{named!r}) or the build identity"))

@@ -19,8 +19,9 @@
   `tokens_to_generate` tokens (`inspect_usage.greedy_settings`: temperature 0, or top_k 1 on
   Inspect's transformers providers, which sample and refuse temperature 0).
 - Scorer: upstream's per-row metric on the completion (prepared as upstream does: v1
-  post-processes it, RULERv2 scores it as generated); metrics: the task score (0..100) per
-  `<task>/<L>` cell (v1: rounded to 2 decimals as upstream; RULERv2: NeMo-Skills' unrounded
+  post-processes it, RULERv2 and ONERULER score it as generated; ONERULER's reads the row's
+  task and config from the sample's metadata); metrics: the task score (0..100) per
+  `<task>/<L>` cell (v1: rounded to 2 decimals as upstream; RULERv2, ONERULER: the unrounded
   mean) and `mean`, the unweighted mean over the cells (the paper's averages, RULERv2's score).
 """
 
@@ -128,21 +129,24 @@ def ruler_score() -> Metric:
     return compute
 
 
-def row_score(completion: str, metric_name: str, references: Sequence[str]) -> float:
-    """Upstream's per-row value (0..1) of `metric_name` for one completion."""
-    return metrics.row_score(metric_name, completion, references)
+def row_score(completion: str, metric_name: str, references: Sequence[str], task: str = "",
+              config: str = "") -> float:
+    """Upstream's per-row value (0..1) of `metric_name` for one completion (ONERULER's also
+    reads the row's task and dataset config: `metrics.MetricSpec.keyed`)."""
+    return metrics.row_score(metric_name, completion, references, task, config)
 
 
 @scorer(metrics=[grouped(ruler_score(), CELL_KEY, all="groups", all_label=MEAN_LABEL)])
 def ruler_scorer() -> Scorer:
     """RULER's metric of each row (v1's `string_match_*`, RULERv2's `ruler2_*` and
-    `multichoice`), named in the Score's metadata for the aggregate."""
+    `multichoice`, ONERULER's `oneruler`), named in the Score's metadata for the aggregate."""
 
     async def score(state: TaskState, target: Target) -> Score:
         completion = state.output.completion
         name = state.metadata["metric"]
-        return Score(value=row_score(completion, name, target.target), answer=completion,
-                     metadata={"metric": name})
+        value = row_score(completion, name, target.target, state.metadata["task"],
+                          state.metadata["tokenizer"])
+        return Score(value=value, answer=completion, metadata={"metric": name})
 
     return score
 

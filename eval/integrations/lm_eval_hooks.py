@@ -11,15 +11,24 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ruler.eval.metrics import PREPARE, ROW_METRICS, percent_of_rows, score_of_rows
+from ruler.eval.metrics import (
+    KEYED_METRICS,
+    PREPARE,
+    ROW_METRICS,
+    percent_of_rows,
+    score_of_rows,
+)
 
 
 def process_results(doc: dict[str, Any], results: Sequence[str]) -> dict[str, float]:
     """Per row: upstream's value of the row's own metric (0..1) on the completion (the text
     generated after `answer_prefix`), prepared as that metric's upstream does (v1:
-    post-processed; RULERv2: as generated)."""
-    prediction = PREPARE[doc["metric"]](results[0])
-    return {"score": ROW_METRICS[doc["metric"]](prediction, list(doc["outputs"]))}
+    post-processed; RULERv2, ONERULER: as generated). ONERULER's metric also reads the row's
+    task and config (its `task` and `tokenizer` columns: the comparison and the language)."""
+    metric = doc["metric"]
+    prediction = PREPARE[metric](results[0])
+    keys = (doc["task"], doc["tokenizer"]) if metric in KEYED_METRICS else ()
+    return {"score": ROW_METRICS[metric](prediction, list(doc["outputs"]), *keys)}
 
 
 def aggregate(row_scores: Sequence[float]) -> float:
@@ -31,4 +40,10 @@ def aggregate(row_scores: Sequence[float]) -> float:
 def aggregate_ruler2(row_scores: Sequence[float]) -> float:
     """Per RULERv2 task: NeMo-Skills' score, the rows' mean in percent (not rounded), as
     `ruler score` reports it."""
+    return percent_of_rows(list(row_scores))
+
+
+def aggregate_oneruler(row_scores: Sequence[float]) -> float:
+    """Per ONERULER task: upstream's `avg_acc`, the share of rows right in percent (not
+    rounded), as `ruler score` reports it."""
     return percent_of_rows(list(row_scores))

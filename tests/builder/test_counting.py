@@ -61,7 +61,10 @@ FAST_PAIRS = {("niah_single_1", "llama-3.1"), ("niah_single_3", "qwen2.5"),
               # RULERv2: needle lines with 10-digit values, MMLU questions (with solved
               # examples) and HotpotQA documents under 7-digit ids
               ("mv_niah_basic", "mistral-nemo"), ("mk_niah_hard", "llama-2"),
-              ("qa_easy", "gpt-4")}
+              ("qa_easy", "gpt-4"),
+              # ONERULER (English here; every language below): book sentences with needles
+              # (cut at their spaces), a numbered word list
+              ("or_niah_multikey", "qwen2.5"), ("or_cwe_easy", "gemma-3")}
 
 
 def _tasks_by_tokenizer():
@@ -346,3 +349,49 @@ def test_fast_and_exact_builds_write_the_same_rows(tmp_path):
                json.loads((tmp_path / o / "manifest.json").read_text())["files"].items()}
               for o in ("fast", "exact")]
     assert len(hashes[0]) == len(STANDARD_TASKS) and hashes[0] == hashes[1]
+
+
+#: ONERULER's fast pairs: scripts and joiners the tokenizers split differently (Hangul,
+#: Devanagari with its danda, Cyrillic with guillemets, Persian with ZWNJ, Tamil, Vietnamese
+#: diacritics, CJK counted whole), each with another registry tokenizer.
+ONERULER_FAST = {("ko", "llama-3.1"), ("hi", "qwen2.5"), ("ru", "gemma-3"),
+                 ("fa", "mistral-nemo"), ("ta", "gpt-4o"), ("vi", "llama-2"), ("zh", "gpt-4"),
+                 ("ta", "qwen2.5")}
+
+
+def _oneruler_pairs():
+    from ruler.builder.tasks.oneruler_languages import LANGUAGES
+
+    for lang in LANGUAGES:
+        for tok in registry():
+            slow = () if (lang, tok) in ONERULER_FAST else (pytest.mark.slow,)
+            yield pytest.param(lang, tok, marks=slow, id=f"{lang}-{tok}")
+
+
+@pytest.mark.parametrize("lang,tok_name", _oneruler_pairs())
+def test_piece_counts_hold_in_every_oneruler_language(lang, tok_name):
+    """ONERULER's drafts in each language: sentences and needles joined by spaces (zh and
+    ja, joined by nothing, are not cut: counted whole), numbered word lists. The sentences
+    are the book's first ones (split from its start: the junctions are what matters)."""
+    from helpers.paths import SOURCES
+    from ruler.builder.context import BuildContext
+    from ruler.builder.tasks import get_task, make_generator
+    from ruler.builder.tasks.oneruler_data import OnerulerData
+    from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+    from ruler.builder.tasks.oneruler_sentences import split_sentences
+
+    language = OnerulerLanguage.mono(lang)
+    ctx = BuildContext(tokenizer(tok_name), f"{tok_name}--oneruler-{lang}", SEED, str(SOURCES),
+                       language=language)
+    book = OnerulerData(SOURCES / "oneruler").book(lang)
+    ctx._resources[f"oneruler:sentences:{lang}"] = split_sentences(lang, book[:60_000])
+    for task in ("or_niah_multikey", "or_niah_none", "or_cwe_easy"):
+        gen = make_generator(get_task(task), ctx, 8000)
+        if lang in ("zh", "ja") and task.startswith("or_niah"):
+            rng = sample_rng(SEED, ctx.tokenizer_name, task, 8000, 0)
+            assert gen.draft(0, rng, 60).pieces == ()  # counted whole
+            continue
+        for index in range(2):
+            for size in (gen.min_size, gen.min_size + 3, 60):
+                pieces = _assert_counts_agree(gen, index, size)
+            assert pieces >= 4, "the draft is not cut into pieces, so nothing is proven"

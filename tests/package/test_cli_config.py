@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from ruler import api
+from ruler.builder.cli_build import LanguageFlags
 from ruler.builder.cli_merge import MergeConfig
 from ruler.builder.cli_sources import FetchSources, ListSources
 from ruler.builder.errors import RulerError
@@ -35,7 +36,8 @@ from ruler.release import ReleaseConfig
 
 #: The configs each command's flags come from (besides build's variant kinds, below).
 CONFIGS = {
-    ("build",): [BuildConfig], ("merge",): [MergeConfig], ("verify",): [VerifyConfig],
+    ("build",): [BuildConfig, LanguageFlags], ("merge",): [MergeConfig],
+    ("verify",): [VerifyConfig],
     ("release",): [ReleaseConfig], ("sources", "list"): [ListSources],
     ("sources", "fetch"): [FetchSources], ("score",): [ScoreConfig],
     ("report",): [ReportConfig], ("compare",): [CompareConfig],

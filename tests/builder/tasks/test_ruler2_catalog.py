@@ -8,7 +8,7 @@ import pytest
 
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.benchmarks import BENCHMARKS, benchmark_id, benchmark_of
-from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS, TASKS
+from ruler.builder.tasks.catalog import ONERULER_TASKS, RULER2_TASKS, STANDARD_TASKS, TASKS
 from ruler.builder.tasks.family import family_of
 
 NAMES = ("mk_niah_basic", "mk_niah_easy", "mk_niah_medium", "mk_niah_hard", "mv_niah_basic",
@@ -47,7 +47,8 @@ def test_v1_families_reserve_their_output():
 
 
 def test_benchmark_table():
-    assert BENCHMARKS == {"ruler": STANDARD_TASKS, "ruler2": NAMES}
+    assert BENCHMARKS == {"ruler": STANDARD_TASKS, "ruler2": NAMES,
+                          "oneruler": ONERULER_TASKS}
     assert {benchmark_of(t) for t in STANDARD_TASKS} == {"ruler"}
     assert [benchmark_id(n) for n in ("v1", "ruler", "v2", "ruler2")] == [
         "ruler", "ruler", "ruler2", "ruler2"]

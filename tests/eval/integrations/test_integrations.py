@@ -180,7 +180,8 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
     imports = {a.name if isinstance(n, ast.Import) else n.module
                for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.Import, ast.ImportFrom))
                for a in n.names}
-    assert imports <= {"__future__", "re", "typing"}  # typing: the copied annotations
+    # typing: the copied annotations; unicodedata: ONERULER's NFKC and letter classes
+    assert imports <= {"__future__", "re", "typing", "unicodedata"}
     # run it with no site-packages at all (-S): no ruler, no lm_eval
     code = (f"import json, sys; sys.path.insert(0, {str(folder)!r}); import utils\n"
             f"cases = json.loads(sys.stdin.read()); out = {{}}\n"
@@ -239,6 +240,41 @@ def test_utils_py_scores_ruler2_rows_as_ruler_score_does(data, tmp_path):
                    "multichoice": 100 * 2 / 3}
 
 
+# ONERULER's metrics (tests/eval/test_metrics_oneruler.py): (metric, task, config, prediction,
+# references); a row's task and config (its `tokenizer` column) reach the metric
+ONERULER_CASES = [
+    ("oneruler", "or_niah_single", "q--oneruler-en", "2,867,825", ["2867825"]),
+    ("oneruler", "or_niah_single", "q--oneruler-ru", "«планета» - это 2867825", ["2867825"]),
+    ("oneruler", "or_niah_none", "q--oneruler-zh", "无法找到", ["无"]),
+    ("oneruler", "or_niah_none", "q--oneruler-en-ko", "없음", ["없음"]),
+    ("oneruler", "or_cwe", "q--oneruler-en", "apple start", ["apple", "art"]),
+    ("oneruler_corrected", "or_niah_single", "q--oneruler-en", "2,867,825", ["2867825"]),
+    ("oneruler_corrected", "or_niah_single", "q--oneruler-ru", "«планета» - это 2867825",
+     ["2867825"]),
+    ("oneruler_corrected", "or_niah_none", "q--oneruler-zh", "无法找到", ["无"]),
+    ("oneruler_corrected", "or_niah_none", "q--oneruler-en-ko", "없음", ["없음"]),
+    ("oneruler_corrected", "or_cwe", "q--oneruler-en", "apple start", ["apple", "art"]),
+]
+
+
+@pytest.mark.build
+def test_utils_py_scores_oneruler_rows_as_ruler_score_does(data, tmp_path):
+    folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
+                             tmp_path / "tasks")
+    code = (f"import json, sys; sys.path.insert(0, {str(folder)!r}); import utils\n"
+            f"cases = json.loads(sys.stdin.read())\n"
+            f"print(json.dumps([utils.process_results({{'metric': m, 'task': t, "
+            f"'tokenizer': c, 'outputs': r}}, [p])['score'] for m, t, c, p, r in cases]))")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code],
+                          input=json.dumps(ONERULER_CASES), capture_output=True, text=True,
+                          check=True)
+    got = json.loads(done.stdout)
+    assert got == [metrics.row_score(m, p, r, t, c) for m, t, c, p, r in ONERULER_CASES]
+    # upstream: separators split the number, нет inside планета, 无 inside 无法, ko's
+    # none-word in an en-ko config, art inside start; corrected: the opposite but for 없음
+    assert got == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
+
+
 def _unbound_names(source: str) -> set[str]:
     """Names the module reads (annotations included) that nothing in it binds and that are no
     builtins: pyflakes' "undefined name", over-approximating scopes (any binding anywhere)."""
@@ -281,7 +317,7 @@ def test_utils_py_imports_every_name_it_uses(data, tmp_path):
     done = subprocess.run([sys.executable, "-I", "-S", "-c", "import json\n" + code],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 21]
+    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 38]
 
 
 # --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------
