@@ -17,7 +17,9 @@ tenacity, wonderwords, nltk, datasets, transformers).
 
 Both sides get the same cores: `--workers N` runs upstream's task processes N at a time
 (prepare_data.py starts them all at once) and our build with N workers. Wall times include
-start-up (Python, imports, tokenizer, datasets) on both sides, as a user pays it.
+start-up (Python, imports, tokenizer, datasets) on both sides, as a user pays it. Each side's
+CPU seconds (its processes' user + system time) are printed too: on a machine that other work
+shares, wall times stretch with the load while CPU seconds mostly do not.
 `--reference DIR` also checks upstream's files against `DIR/SHA256SUMS.uncompressed` (byte for
 byte; run with PYTHONHASHSEED=1 for the qa tasks), which shows the harness runs upstream as the
 reference was made.
@@ -28,6 +30,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -126,6 +129,12 @@ def run_upstream(upstream: Path, tokenizer_path: Path, tasks, lengths, samples: 
     return time.perf_counter() - started, seconds
 
 
+def children_cpu() -> float:
+    """User + system seconds of this process's finished (waited-for) child processes."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def run_ours(tokenizer: str, tasks, lengths, samples: int, workers: int, out: Path
              ) -> tuple[float, dict]:
     """`ruler build --benchmark v2` in a fresh process (start-up included, as upstream's)."""
@@ -187,25 +196,29 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--upstream DIR is needed (or --ours-only)")
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
+        cpu = children_cpu()
         ours_wall, ours = run_ours(args.tokenizer, tasks, lengths, args.samples, args.workers,
                                    work / "ours")
+        ours_cpu, cpu = children_cpu() - cpu, children_cpu()
         rows = len(tasks) * len(lengths) * args.samples
         print(f"ours: ruler build --benchmark v2, {len(tasks)} tasks x {len(lengths)} "
               f"length(s) x {args.samples} samples = {rows} rows, {args.workers} worker(s): "
-              f"{ours_wall:.1f} s wall")
+              f"{ours_wall:.1f} s wall, {ours_cpu:.1f} CPU s")
         if args.ours_only:
             return 0
         tok_folder = Path(os.environ.get("RULER_TOKENIZERS", "")) / args.tokenizer
         up_wall, up = run_upstream(args.upstream, tok_folder, tasks, lengths, args.samples,
                                    args.workers, work / "upstream", args.sources)
+        up_cpu = children_cpu() - cpu
         print(f"upstream: NeMo-Skills generators, one process per task and length, "
-              f"{args.workers} at a time: {up_wall:.1f} s wall\n")
+              f"{args.workers} at a time: {up_wall:.1f} s wall, {up_cpu:.1f} CPU s\n")
         print("| task | L | upstream s (process) | ours s (file) |\n|---|---|---|---|")
         for L in lengths:
             for t in tasks:
                 print(f"| {t} | {L} | {up[(t, L)]:.1f} | {ours.get((t, L), float('nan')):.2f} |")
         print(f"\nwall: upstream {up_wall:.1f} s, ours {ours_wall:.1f} s: ours is "
-              f"{up_wall / ours_wall:.1f}x faster")
+              f"{up_wall / ours_wall:.1f}x faster; CPU: upstream {up_cpu:.1f} s, ours "
+              f"{ours_cpu:.1f} s: {up_cpu / ours_cpu:.1f}x")
         if args.reference is not None:
             equal, compared = check_reference(work / "upstream", args.reference)
             print(f"upstream's files equal to the reference: {equal}/{compared}")

@@ -40,6 +40,7 @@ folder.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -81,13 +82,22 @@ TRACKED_PACKAGES = tuple(dict.fromkeys(
 
 
 def package_versions() -> dict[str, str]:
-    versions = {}
+    """The installed versions of TRACKED_PACKAGES (those installed)."""
+    return dict(_package_versions())
+
+
+@functools.cache
+def _package_versions() -> tuple[tuple[str, str], ...]:
+    # Read once per process: a build saves the manifest after every file, and each lookup
+    # scans the environment's distributions (~15 ms for all). The packages this process has
+    # imported are the ones it ran, whatever is installed later.
+    versions = []
     for dist in TRACKED_PACKAGES:
         try:
-            versions[dist] = importlib.metadata.version(dist)
+            versions.append((dist, importlib.metadata.version(dist)))
         except importlib.metadata.PackageNotFoundError:
             pass
-    return versions
+    return tuple(versions)
 
 
 def data_path(config: str, task: str, max_seq_length: int) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from ruler.builder.chat_template import ChatTemplate
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest_records import TokenizerRecord
 
@@ -170,7 +171,7 @@ class Tokenizer(ABC):
 
 
 #: tokenizer_config.json classes that AutoTokenizer resolves to PreTrainedTokenizerFast itself.
-_GENERIC_FAST_CLASSES = ("PreTrainedTokenizerFast", "TokenizersBackend")
+GENERIC_FAST_CLASSES = ("PreTrainedTokenizerFast", "TokenizersBackend")
 
 
 def load_hf(folder: Path):
@@ -180,7 +181,7 @@ def load_hf(folder: Path):
     config = folder / "tokenizer_config.json"
     name = json.loads(config.read_text()).get("tokenizer_class") if config.is_file() else None
     transformers = _import_transformers()
-    if name in _GENERIC_FAST_CLASSES:
+    if name in GENERIC_FAST_CLASSES:
         return transformers.PreTrainedTokenizerFast.from_pretrained(str(folder))
     return transformers.AutoTokenizer.from_pretrained(str(folder))
 
@@ -210,17 +211,39 @@ def _import_transformers():
 
 
 class HFTokenizer(Tokenizer):
-    """A Hugging Face tokenizer folder (`tokenizer.json` + `tokenizer_config.json`)."""
+    """A Hugging Face tokenizer folder (`tokenizer.json` + `tokenizer_config.json`).
 
-    def __init__(self, folder: Path, identity: TokenizerIdentity, hf: Any = None):
+    Made from transformers' tokenizer of the folder (its `apply_chat_template` renders the
+    prompts), or, with `direct`, from the `tokenizers` backend and the chat template alone:
+    the registry does so where its pinned files make transformers' tokenizer the
+    tokenizer.json as it is (`tokenizer_registry.direct_files`), and `chat_template`
+    renders as transformers does, without importing it (seconds of every start-up).
+    transformers' object is then loaded only when something asks for `hf`.
+    """
+
+    def __init__(self, folder: Path, identity: TokenizerIdentity, hf: Any = None,
+                 direct: tuple[Any, ChatTemplate | None] | None = None):
         # `hf`: the transformers tokenizer of `folder`, already loaded (the registry shares
-        # one per pinned folder: it is only read, never configured, here).
+        # one per pinned folder: it is only read, never configured, here). `direct`: the
+        # `tokenizers.Tokenizer` of its tokenizer.json and its template, instead.
         self.folder = Path(folder)
-        self.hf = hf if hf is not None else load_hf(self.folder)
-        self.backend = self.hf.backend_tokenizer
-        template = getattr(self.hf, "chat_template", None)
-        self._template = template if isinstance(template, str) else None
         self.identity = identity
+        if direct is not None:
+            self._hf, (self.backend, self._renderer) = hf, direct
+            self._template = self._renderer.source if self._renderer is not None else None
+            return
+        self._hf = hf if hf is not None else load_hf(self.folder)
+        self._renderer = None
+        self.backend = self._hf.backend_tokenizer
+        template = getattr(self._hf, "chat_template", None)
+        self._template = template if isinstance(template, str) else None
+
+    @property
+    def hf(self) -> Any:
+        """transformers' tokenizer of the folder (loaded on first use when made `direct`)."""
+        if self._hf is None:
+            self._hf = load_hf(self.folder)
+        return self._hf
 
     @property
     def has_chat_template(self) -> bool:
@@ -254,15 +277,23 @@ class HFTokenizer(Tokenizer):
                     {"role": "assistant", "content": answer_prefix}]
         with self._template_errors("a user turn, then the assistant turn pre-filled with the "
                                    "answer prefix"):
+            if self._renderer is not None:
+                return self._renderer.render(messages, add_generation_prompt=False,
+                                             continue_final_message=True,
+                                             template_kwargs=template_kwargs)
             return self.hf.apply_chat_template(
                 messages, tokenize=False, add_generation_prompt=False,
                 continue_final_message=True, **(template_kwargs or {}))
 
     def render_reasoning(self, input_text: str,
                          template_kwargs: Mapping[str, Any] | None = None) -> str:
+        messages = [{"role": "user", "content": input_text}]
         with self._template_errors("a user turn and a generation prompt"):
-            return self.hf.apply_chat_template([{"role": "user", "content": input_text}],
-                                               tokenize=False, add_generation_prompt=True,
+            if self._renderer is not None:
+                return self._renderer.render(messages, add_generation_prompt=True,
+                                             template_kwargs=template_kwargs)
+            return self.hf.apply_chat_template(messages, tokenize=False,
+                                               add_generation_prompt=True,
                                                **(template_kwargs or {}))
 
     @contextmanager

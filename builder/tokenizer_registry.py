@@ -27,10 +27,12 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ruler.builder.atomic import replace_folder, write_bytes_atomic
+from ruler.builder.chat_template import ChatTemplate, renders_here, special_tokens
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256, sha256_text
 from ruler.builder.hub_names import check_config_name
 from ruler.builder.tokenizer import (
+    GENERIC_FAST_CLASSES,
     HFTokenizer,
     SentencePieceTokenizer,
     TiktokenTokenizer,
@@ -164,8 +166,11 @@ def _build(name: str, entry: Mapping[str, Any], folder: Path | None, origin: str
     identity = registered_identity(name, entry, origin)
     kind = entry["kind"]
     if kind == "hf":
-        hf = _pinned_hf(str(folder), tuple(sorted(entry["files"].items())))
-        tok = HFTokenizer(folder, identity, hf=hf)
+        pins = tuple(sorted(entry["files"].items()))
+        if direct_files(folder, entry):
+            tok = HFTokenizer(folder, identity, direct=_pinned_direct(str(folder), pins))
+        else:
+            tok = HFTokenizer(folder, identity, hf=_pinned_hf(str(folder), pins))
         _check_template(name, folder, tok.chat_template, identity.chat_template_sha256)
         return tok
     if kind == "sentencepiece":
@@ -192,6 +197,46 @@ def _pinned_hf(folder: str, pins: tuple[tuple[str, str], ...]):
     pinned content (the hashes were checked just before): loading takes 0.5-3 s, and verify,
     eval and a session of builds load the same tokenizer many times."""
     return load_hf(Path(folder))
+
+
+#: Files a tokenizer folder may hold besides the pinned ones that transformers never reads.
+_NOT_TOKENIZER_FILES = re.compile(r"(LICEN[CS]E|NOTICE|README|USE_POLICY)[\w.-]*|.*\.md|\..*",
+                                  re.IGNORECASE)
+
+
+def direct_files(folder: Path, entry: Mapping[str, Any]) -> bool:
+    """Whether a registry tokenizer's folder (its pinned files checked) is loaded without
+    transformers (`HFTokenizer`'s `direct`): where transformers' tokenizer of it is the
+    tokenizer.json as it is and its template is the config's, rendered as
+    `chat_template` renders it. That is: the config names the generic fast class (no
+    class of its own that rebuilds the backend), does not split special tokens, has one
+    template without assistant-mask blocks, and the folder holds no other file transformers
+    reads (chat_template.jinja, special_tokens_map.json, added_tokens.json, ...).
+    tests/builder/test_chat_template.py checks every registry tokenizer this accepts against
+    transformers: the same backend, special tokens and rendered prompts."""
+    pinned = set(entry["files"])
+    if pinned != {"tokenizer.json", "tokenizer_config.json"}:
+        return False
+    if any(p.name not in pinned and not _NOT_TOKENIZER_FILES.fullmatch(p.name)
+           for p in folder.iterdir()):
+        return False
+    config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    return (config.get("tokenizer_class") in GENERIC_FAST_CLASSES
+            and not config.get("split_special_tokens", False)
+            and renders_here(config.get("chat_template")))
+
+
+@lru_cache(maxsize=8)
+def _pinned_direct(folder: str, pins: tuple[tuple[str, str], ...]):
+    """A `direct_files` tokenizer's backend and template, loaded once per process per folder
+    and pinned content (as `_pinned_hf`)."""
+    import tokenizers
+
+    config = json.loads((Path(folder) / "tokenizer_config.json").read_text(encoding="utf-8"))
+    backend = tokenizers.Tokenizer.from_file(str(Path(folder) / "tokenizer.json"))
+    template = config.get("chat_template")
+    return backend, (ChatTemplate(template, special_tokens(config))
+                     if template is not None else None)
 
 
 @lru_cache(maxsize=2)

@@ -3,10 +3,12 @@ generated output (code, or a package version the constraints file pins) is a vis
 deliberate update of `golden_content_sha256.json`, never a silent one.
 
 The hashes are `content_sha256` of 13 tasks x 4K x 2 samples for a chat-template tokenizer
-(llama-3.1), a tiktoken encoding (gpt-4o) and a SentencePiece model (llama-2), generated with
-the versions in `constraints.txt`. To update them after a deliberate change, rebuild with
-`ruler build --tokenizer T --lengths 4096 --samples 2` and copy the manifest's
-`content_sha256` values, saying in the commit why the rows changed.
+(llama-3.1), a tiktoken encoding (gpt-4o) and a SentencePiece model (llama-2), and of
+RULERv2's 12 tasks x 4K x 2 samples for llama-3.1 and qwen2.5 (config `<tokenizer>--v2`, from
+the stand-in MMLU and HotpotQA), generated with the versions in `constraints.txt`. To update
+them after a deliberate change, rebuild with `ruler build [--benchmark v2] --tokenizer T
+--lengths 4096 --samples 2` and copy the manifest's `content_sha256` values, saying in the
+commit why the rows changed.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from helpers.builds import build
 from helpers.paths import ROOT
 from ruler.builder.identity import CONTENT_PACKAGES
 from ruler.builder.manifest import read_manifest
-from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS
 
 GOLDEN = json.loads(Path(__file__).with_name("golden_content_sha256.json").read_text())
 CONSTRAINTS = ROOT / "constraints.txt"
@@ -34,6 +36,18 @@ def test_rows_equal_the_committed_golden_hashes(tmp_path, tokenizer):
     got = {rel: e["content_sha256"] for rel, e in read_manifest(tmp_path)["files"].items()}
     want = {rel: h for rel, h in GOLDEN.items() if rel.startswith(f"data/{tokenizer}/")}
     assert len(want) == len(STANDARD_TASKS)
+    changed = sorted(rel for rel in want if got.get(rel) != want[rel])
+    assert not changed, (f"generated rows changed for {changed}: if deliberate, update "
+                         f"tests/builder/golden_content_sha256.json (see this module's docstring)")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tokenizer", ["llama-3.1", "qwen2.5"])
+def test_ruler2_rows_equal_the_committed_golden_hashes(tmp_path, tokenizer):
+    build(tmp_path, tokenizer, RULER2_TASKS, [4096], 2, benchmark="ruler2")
+    got = {rel: e["content_sha256"] for rel, e in read_manifest(tmp_path)["files"].items()}
+    want = {rel: h for rel, h in GOLDEN.items() if rel.startswith(f"data/{tokenizer}--v2/")}
+    assert len(want) == len(RULER2_TASKS)
     changed = sorted(rel for rel in want if got.get(rel) != want[rel])
     assert not changed, (f"generated rows changed for {changed}: if deliberate, update "
                          f"tests/builder/golden_content_sha256.json (see this module's docstring)")

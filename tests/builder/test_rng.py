@@ -46,3 +46,20 @@ def test_permutation_prefix_draws_what_randrange_draws():
             a, b = random.Random(seed), random.Random(seed)
             assert permutation_prefix(a, n, k, exclude) == with_randrange(b, n, k, exclude)
             assert a.getstate() == b.getstate()
+
+
+def test_permutation_stream_picks_what_permutation_prefix_picks():
+    """RULERv2's streams (the MMLU question order, the haystack items) take a prefix of the
+    stream where the prefix of a whole permutation was meant: the same picks, in order."""
+    import itertools
+
+    from ruler.builder.tasks.ruler2_items import permutation_stream
+    from ruler.builder.tasks.sampling import permutation_prefix
+
+    for seed in range(20):
+        for n, k in ((10, 10), (14042, 14042), (14042, 50), (7, 3)):
+            exclude = frozenset(range(0, n, 5)) if seed % 2 else frozenset()
+            k = min(k, n - len(exclude))
+            stream = permutation_stream(random.Random(seed), n, exclude)
+            assert list(itertools.islice(stream, k)) == \
+                permutation_prefix(random.Random(seed), n, k, exclude)
