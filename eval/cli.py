@@ -25,6 +25,7 @@ from ruler.eval.config import (
 from ruler.eval.engine_env import VLLM_CPU_DEFAULTS
 
 if TYPE_CHECKING:
+    from ruler.eval.report import Report
     from ruler.eval.scores_record import ScoresRecord
 
 _SHOWN = 10
@@ -304,20 +305,11 @@ def _table3_report(cfg: ReportConfig) -> int:
     """`ruler report RUN RUN ... [--reference NAME]`: Table 3 (eval.report_table3)."""
     from ruler.builder.atomic import write_json_atomic, write_text_atomic
     from ruler.eval.published_results import load_registry
-    from ruler.eval.report import build_report, check_revision, load_scores, run_files
     from ruler.eval.report_table3 import build_table, to_latex, to_markdown
 
     registry = load_registry(cfg.reference_file)
     published = [registry.find(name) for name in cfg.reference]
-    runs = []
-    for results in cfg.results:
-        scores = load_scores(results)
-        files = _dataset_files(cfg, results)
-        if files is not None:
-            check_revision(scores, files, str(results))
-        runs.append((str(results), build_report(
-            scores, cfg.threshold, cfg.depth_bins, cfg.min_depth_samples,
-            asked=run_files(results, scores))))
+    runs = [(name, report) for name, _, report in _read_runs(cfg)]
     table = build_table(runs, published, registry)
     print(to_markdown(table), end="")
     if cfg.out:
@@ -333,7 +325,6 @@ def _language_report(cfg: ReportConfig) -> int:
     """`ruler report RUN RUN ...` of ONERULER runs: per model, the language x length table,
     language x task, per-task micro accuracy and heatmaps (eval.report_oneruler)."""
     from ruler.builder.atomic import write_json_atomic, write_text_atomic
-    from ruler.eval.report import build_report, check_revision, load_scores, run_files
     from ruler.eval.report_oneruler import (
         language_tables,
         to_csv,
@@ -345,15 +336,7 @@ def _language_report(cfg: ReportConfig) -> int:
     if cfg.table or cfg.reference:
         raise RulerError("--table and --reference are RULER's Table 3 and published results; "
                          "ONERULER runs make the language table (no flag needed)")
-    runs = []
-    for results in cfg.results:
-        scores = load_scores(results)
-        files = _dataset_files(cfg, results)
-        if files is not None:
-            check_revision(scores, files, str(results))
-        runs.append((str(results), build_report(
-            scores, cfg.threshold, cfg.depth_bins, cfg.min_depth_samples,
-            asked=run_files(results, scores))))
+    runs = [(name, report) for name, _, report in _read_runs(cfg)]
     tables = language_tables(runs)
     print(to_markdown(tables), end="")
     if cfg.out:
@@ -366,6 +349,23 @@ def _language_report(cfg: ReportConfig) -> int:
         print(f"wrote {cfg.out}/report_languages.md, .csv, .json"
               + (" and language_heatmaps/" if cfg.plots else ""))
     return 0
+
+
+def _read_runs(cfg: ReportConfig) -> list[tuple[str, ScoresRecord, Report]]:
+    """Each RESULTS folder as (its name, its scores, its report), its scores checked against
+    --data's files where given."""
+    from ruler.eval.report import build_report, check_revision, load_scores, run_files
+
+    runs = []
+    for results in cfg.results:
+        scores = load_scores(results)
+        files = _dataset_files(cfg, results)
+        if files is not None:
+            check_revision(scores, files, str(results))
+        runs.append((str(results), scores, build_report(
+            scores, cfg.threshold, cfg.depth_bins, cfg.min_depth_samples,
+            asked=run_files(results, scores))))
+    return runs
 
 
 def _dataset_files(cfg: ReportConfig, results: Path) -> dict | None:
@@ -383,19 +383,9 @@ def _dataset_files(cfg: ReportConfig, results: Path) -> dict | None:
 def _pooled_report(cfg: ReportConfig) -> int:
     """`ruler report RUN RUN ...`: runs on replicates, pooled (eval.report_replicates)."""
     from ruler.builder.atomic import write_json_atomic, write_text_atomic
-    from ruler.eval.report import build_report, check_revision, load_scores, run_files
     from ruler.eval.report_replicates import pool_reports, to_csv, to_json, to_markdown
 
-    runs = []
-    for results in cfg.results:
-        scores = load_scores(results)
-        files = _dataset_files(cfg, results)
-        if files is not None:
-            check_revision(scores, files, str(results))
-        runs.append((str(results), scores, build_report(
-            scores, cfg.threshold, cfg.depth_bins, cfg.min_depth_samples,
-            asked=run_files(results, scores))))
-    pooled = pool_reports(runs)
+    pooled = pool_reports(_read_runs(cfg))
     print(to_markdown(pooled), end="")
     if cfg.out:
         cfg.out.mkdir(parents=True, exist_ok=True)

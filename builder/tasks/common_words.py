@@ -202,16 +202,22 @@ def check_row(row: Mapping) -> str | None:
     start = text.rfind(head)
     if start < 0 or not text.endswith(tail):
         return "task text not found"
-    items = parse_numbered(text[start + len(head):len(text) - len(tail)])
+    return check_numbered_answers(text[start + len(head):len(text) - len(tail)], row["outputs"])
+
+
+def check_numbered_answers(listing: str, outputs: Sequence[str]) -> str | None:
+    """Why a row's numbered word list does not make `outputs` its strictly most frequent
+    words, each once (None when it does): CWE's answer check, v1's and ONERULER's."""
+    items = parse_numbered(listing)
     if not items:
         return "numbered list not found"
     counts: dict[str, int] = {}
     for w in items:
         counts[w] = counts.get(w, 0) + 1
-    outputs = list(row["outputs"])
-    if len(set(outputs)) != len(outputs) or any(o not in counts for o in outputs):
+    answers = list(outputs)
+    if len(set(answers)) != len(answers) or any(o not in counts for o in answers):
         return "an output is repeated or not in the list"
-    return strictly_most_frequent(counts, outputs)
+    return strictly_most_frequent(counts, answers)
 
 
 def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:

@@ -31,11 +31,10 @@ import numpy as np
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import ONERULER_CWE, TaskSpec
-from ruler.builder.tasks.common_words import parse_numbered
+from ruler.builder.tasks.common_words import check_numbered_answers
 from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.oneruler_resources import check_resources, cwe_pool, data, language_of
 from ruler.builder.tasks.ruler2_items import aimed_step
-from ruler.builder.tasks.sampling import strictly_most_frequent
 
 
 def cwe_template(raw: str) -> str:
@@ -157,16 +156,7 @@ def check_row(row: Mapping) -> str | None:
     text: str = row["input"]
     if not text.startswith(head) or not text.endswith(tail):
         return "the input is not the language's template"
-    items = parse_numbered(text[len(head):len(text) - len(tail)])
-    if not items:
-        return "numbered list not found"
-    counts: dict[str, int] = {}
-    for w in items:
-        counts[w] = counts.get(w, 0) + 1
-    outputs = list(row["outputs"])
-    if len(set(outputs)) != len(outputs) or any(o not in counts for o in outputs):
-        return "an output is repeated or not in the list"
-    return strictly_most_frequent(counts, outputs)
+    return check_numbered_answers(text[len(head):len(text) - len(tail)], row["outputs"])
 
 
 def gold_spans(row: Mapping, generator=None):
