@@ -122,8 +122,8 @@ def test_the_test_tiers_are_described_as_measured():
     assert "75 s" not in tiers and "255 s" not in tiers
     assert "`python -m pytest -q -n 2 -m unit`" in tiers
     assert '`python -m pytest -q -n 2 -m "not slow and not vllm"`' in tiers
-    assert "132 s of CPU" in tiers and "263 s measured on 2 cores loaded" in tiers
-    assert "543 s of CPU" in tiers and "1,162 s measured on 2 cores loaded" in tiers
+    assert "179 s of CPU, 99 s measured on 2 quiet cores" in tiers
+    assert "628 s of CPU, 352 s measured on 2 quiet cores" in tiers
     assert "33 min" in tiers
     assert "tracked Python files" in tiers and "whole repository" not in tiers
 
