@@ -27,7 +27,6 @@ was made.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import subprocess
 import sys
@@ -36,7 +35,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ruler.builder.cli_build import parse_languages, parse_lengths
+from benchmarks.ruler2_speed import check_reference
+from ruler.builder.cli_build import parse_languages
+from ruler.builder.selection import parse_lengths
 from ruler.builder.sources import resolve
 from ruler.builder.tasks.catalog import ONERULER_TASKS, ONERULER_UPSTREAM_NAMES
 
@@ -120,18 +121,6 @@ def run_ours(tokenizer: str, languages, tasks, lengths, samples: int, workers: i
                 ".", "").isdigit())
             seconds[(lang, task, int(name.split(".")[0]))] = float(secs[:-1])
     return wall, seconds
-
-
-def check_reference(out: Path, reference: Path) -> tuple[int, int]:
-    """(files equal to the reference, files compared), by the reference's own hashes."""
-    equal = compared = 0
-    for line in (reference / "SHA256SUMS.uncompressed").read_text().splitlines():
-        digest, rel = line.split(maxsplit=1)
-        path = out / rel.strip()
-        if path.is_file():
-            compared += 1
-            equal += hashlib.sha256(path.read_bytes()).hexdigest() == digest
-    return equal, compared
 
 
 def main(argv: list[str] | None = None) -> int:
