@@ -92,7 +92,7 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
 )
 
 #: RULERv2 (NeMo-Skills `ruler2`): what differs from NeMo-Skills' generators, and what it does,
-#: as measured on its own output (../shared/reference/nemo-skills-ruler2: llama-3.1, 4K and 8K,
+#: as measured on its own output ($RULER_SHARED/reference/nemo-skills-ruler2: llama-3.1, 4K and 8K,
 #: 50 samples a task, stand-in MMLU and HotpotQA; benchmarks/ruler2_reference.py prints the
 #: comparison) and on its generators run offline (benchmarks/ruler2_speed.py's harness). The
 #: card's RULERv2 section renders this list only.
@@ -146,7 +146,7 @@ RULER2_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
 )
 
 #: ONERULER (mungg/OneRuler @ a3fe6af): what differs from upstream's generator and what it does,
-#: as measured on upstream's own output (../shared/reference/oneruler: llama-3.1 at 8192, en,
+#: as measured on upstream's own output ($RULER_SHARED/reference/oneruler: llama-3.1 at 8192, en,
 #: zh, ru, ko, hi, sw x 7 tasks, 20 rows each, made with sentencex in stanza's place;
 #: benchmarks/oneruler_reference.py prints the comparison) and on the data. The card's
 #: ONERULER section renders this list only.

@@ -4,8 +4,9 @@ a book whose status is unknown without an acknowledgement naming its language).
 
 Sources of these statements: upstream's repository (mungg/OneRuler @ a3fe6af: its README, its
 LICENSE, the data files themselves) and the paper's OpenReview record, as read for
-../shared/sources/oneruler/README.md. Nothing else is claimed: where neither states a book's
-source or copyright status, its status is unknown here. A language's entry may record a
+$RULER_SHARED/sources/oneruler/README.md (the pinned stand-in of the fetched source).
+Nothing else is claimed: where neither states a book's source or copyright status, its status
+is unknown here. A language's entry may record a
 verified status (`BookFacts.status`) with where it was verified; none does yet.
 """
 
