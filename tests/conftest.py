@@ -7,6 +7,7 @@ Helpers are plain modules in `helpers/`; this file holds only pytest hooks and f
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,13 @@ from helpers.paths import SHARED, SOURCES, TOKENIZERS
 # The unit tier's markers, and the check that a unit test builds, spawns and connects nothing;
 # pytester runs a pytest session of its own (tests/package/test_unit_tier.py).
 pytest_plugins = ["helpers.unit_tier", "pytester"]
+
+# Python's bytecode cache, whatever the environment says: with PYTHONDONTWRITEBYTECODE set,
+# every xdist worker recompiles (and assertion-rewrites) every test module and the package at
+# each run, and every spawned `ruler` process recompiles the package. This conftest is loaded
+# in xdist's controller before the workers start, so they and spawned processes inherit it.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 os.environ.setdefault("RULER_TOKENIZERS", str(TOKENIZERS))
 os.environ.setdefault("RULER_SOURCES", str(SOURCES))
