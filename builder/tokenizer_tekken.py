@@ -29,6 +29,7 @@ class TekkenTokenizer(Tokenizer):
             tekken = Tekkenizer.from_file(path)
         self.tekken = tekken
         self.identity = identity
+        self._byte_lengths: dict[int, int] = {}
         self._special = {self.tekken.id_to_piece(i): i
                          for i in range(self.tekken.num_special_tokens)}
         self._special_lengths = sorted({len(s) for s in self._special}, reverse=True)
@@ -69,20 +70,33 @@ class TekkenTokenizer(Tokenizer):
                 ids += self.tekken.encode(part, bos=False, eos=False)
         return ids
 
+    def _byte_length(self, tid: int) -> int:
+        # Memoised: a haystack repeats its tokens, and the package's lookup is slow.
+        n = self._byte_lengths.get(tid)
+        if n is None:
+            n = self._byte_lengths[tid] = len(self.tekken.id_to_byte_piece(tid))
+        return n
+
     def token_starts(self, text: str) -> list[int]:
         starts: list[int] = []
         for offset, part in self._segments(text):
             if isinstance(part, int):
                 starts.append(offset)
                 continue
+            ids = self.tekken.encode(part, bos=False, eos=False)
+            pos = 0
+            if part.isascii():  # one byte per character: byte offsets are character offsets
+                for tid in ids:
+                    starts.append(offset + min(pos, len(part)))
+                    pos += self._byte_length(tid)
+                continue
             # A token can end inside a multi-byte character: walk bytes, map them to chars.
             byte_to_char = [i for i, ch in enumerate(part)
                             for _ in range(len(ch.encode("utf-8")))]
             byte_to_char.append(len(part))
-            pos = 0
-            for tid in self.tekken.encode(part, bos=False, eos=False):
+            for tid in ids:
                 starts.append(offset + byte_to_char[min(pos, len(byte_to_char) - 1)])
-                pos += len(self.tekken.id_to_byte_piece(tid))
+                pos += self._byte_length(tid)
         return starts
 
     def _chat_ids(self, input_text: str, answer_prefix: str,
