@@ -84,6 +84,7 @@ def data(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow  # end to end: ruler evals in their own processes against a loopback server
 @pytest.mark.build
 @pytest.mark.network
 @pytest.mark.subprocess
@@ -146,6 +147,7 @@ def assert_no_piece(secret: str, *texts: str, piece: int = 10) -> None:
             assert secret[at:at + piece] not in text, (secret[at:at + piece], text[-3000:])
 
 
+@pytest.mark.slow  # end to end: three ruler evals in their own processes against a loopback server
 @pytest.mark.build
 @pytest.mark.network
 @pytest.mark.subprocess
@@ -207,6 +209,7 @@ def test_an_openai_server_that_cuts_or_answers_with_the_key_never_gets_any_of_it
                     *(r.stderr for r in runs.values()))
 
 
+@pytest.mark.slow  # end to end: ruler commands in their own processes
 @pytest.mark.network
 @pytest.mark.subprocess
 def test_a_tokenizer_download_whose_redirect_echoes_the_token_never_shows_it(tmp_path):

@@ -98,6 +98,7 @@ def test_the_variant_is_recorded_and_explained_by_its_own_class(out):
     assert f"`{CONFIG}` (toy_budget_divisor = 2)" in card
 
 
+@pytest.mark.slow  # end to end: verify in spawned workers
 def test_verify_regenerates_the_variants_rows_from_the_manifest_in_spawned_workers(out):
     # (loading is the next test's: load_dataset directly)
     report = verify(out, regenerate=SAMPLES, workers=2, start_method="spawn", load=False)

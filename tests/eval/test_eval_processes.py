@@ -71,7 +71,10 @@ def _wait_for_first_request(server: FakeServer, proc: subprocess.Popen, log: Pat
 @pytest.mark.build
 @pytest.mark.network
 @linux_proc
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill-9"])
+@pytest.mark.parametrize("sig", [
+    # end to end (an eval in its own process, killed): one signal in the fast tier
+    pytest.param(signal.SIGTERM, id="term", marks=pytest.mark.slow),
+    pytest.param(signal.SIGKILL, id="kill-9")])
 def test_a_killed_eval_leaves_no_render_worker_behind(data, tmp_path, sig):
     """SIGTERM and kill -9 run none of the driver's clean-up: the render pool's workers
     must notice on their own and exit (within a few seconds, not never)."""
@@ -150,6 +153,7 @@ def test_spawned_render_workers_die_with_a_killed_driver(data, tmp_path):
                 os.kill(w, signal.SIGKILL)
 
 
+@pytest.mark.slow  # end to end: two evals in their own processes
 @pytest.mark.build
 @pytest.mark.network
 @linux_proc

@@ -208,6 +208,7 @@ def test_two_runs_and_a_published_row_make_one_table_3_that_compiles(runs, tmp_p
     assert (out / "doc.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+@pytest.mark.slow  # end to end: a no-context build and its eval
 @pytest.mark.build
 @pytest.mark.subprocess
 def test_the_no_context_baseline_beside_the_run(runs, tmp_path, capsys):

@@ -81,6 +81,7 @@ def test_shard_says_it_counts_from_zero(capsys):
     assert "counting from 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # end to end: every command in its own process
 @pytest.mark.subprocess
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None, reason="torch is installed")
 def test_commands_that_need_no_torch_say_nothing_about_it(tmp_path):

@@ -116,6 +116,7 @@ def test_a_fresh_interpreter_imports_every_module_and_no_repository_name(tmp_pat
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
 
+@pytest.mark.slow  # end to end: a build and commands in their own processes
 @pytest.mark.subprocess
 def test_python_m_ruler_works_beside_a_build_folder_named_ruler(tmp_path):
     """A user may still name the output ./ruler (the default is ./ruler-data): in an editable

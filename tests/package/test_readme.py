@@ -77,6 +77,7 @@ def test_the_install_is_pinned():
     assert setup == [line for line in _bash_lines(README.read_text()) if "pip install" in line]
 
 
+@pytest.mark.slow  # end to end: the README's quick start: build, verify, eval, report
 @pytest.mark.build
 def test_the_quick_start_runs_offline_from_packages_and_prints_what_the_readme_shows(
         tmp_path, monkeypatch, capsys):

@@ -493,6 +493,7 @@ def test_with_xet_a_hub_without_xet_storage_leaves_nothing(out, hub, capsys, mon
 
 # --- no output holds the token --------------------------------------------------------------
 
+@pytest.mark.slow  # end to end: two releases by the command in its own process
 @pytest.mark.network
 @pytest.mark.subprocess
 def test_no_line_release_prints_holds_the_token_when_the_hub_echoes_it(out, hub, tmp_path):

@@ -425,6 +425,7 @@ def _ruler(*argv: str, script: str | None = None) -> subprocess.CompletedProcess
     return subprocess.run([*head, *argv], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # end to end: a build filling a small disk, in its own process
 @pytest.mark.subprocess
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_full_disk_is_one_line_and_leaves_nothing_half_written(small_disk, workers):
@@ -467,6 +468,7 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+@pytest.mark.slow  # end to end: a build in its own process, stopped midway
 @pytest.mark.subprocess
 def test_a_folder_made_read_only_mid_build_is_one_line_naming_the_first_error(tmp_path):
     """The temporary file's removal then failed too, and its error hid the first."""

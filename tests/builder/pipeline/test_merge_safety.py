@@ -201,6 +201,7 @@ def seeds(tmp_path_factory) -> list[Path]:
     return outs
 
 
+@pytest.mark.slow  # end to end: two merges in their own processes at once
 @pytest.mark.subprocess
 def test_two_merges_of_other_identities_at_once_one_refuses(seeds, tmp_path):
     for attempt in range(3):
@@ -222,6 +223,7 @@ def test_two_merges_of_other_identities_at_once_one_refuses(seeds, tmp_path):
         assert not list(out.rglob("*.tmp"))
 
 
+@pytest.mark.slow  # end to end: two merges in their own processes at once
 @pytest.mark.subprocess
 def test_two_merges_of_the_same_rows_at_once_copy_each_file_once(seeds, tmp_path):
     """Overlapping inputs: a file the other merge recorded meanwhile is counted as already

@@ -61,6 +61,7 @@ def test_one_config_per_language_with_its_language_recorded(built):
     assert {tuple(r["outputs"]) for r in none} == {("없음",)}  # the instruction language's
 
 
+@pytest.mark.slow  # end to end: verify rebuilding every row in its workers
 @pytest.mark.build
 @pytest.mark.subprocess
 def test_verify_rebuilds_rows_and_every_config_loads(built, capsys):
