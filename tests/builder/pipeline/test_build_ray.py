@@ -207,12 +207,15 @@ def test_a_lost_node_is_retried_on_the_other_node(local_reference, tmp_path):
 
 def test_ctrl_c_stops_the_ray_build_and_its_workers_cleanly(cluster, tmp_path):
     out_dir = tmp_path / "out"
-    run = Build(cluster, out_dir, "niah_single_2,qa_1", "32768", 30)
+    # Far more rows than are built before the interrupt: a build that ends first (exit 0, as
+    # seen once on a loaded machine with 30 samples) would leave nothing to interrupt.
+    run = Build(cluster, out_dir, "niah_single_2,qa_1", "32768", 200)
     deadline = time.monotonic() + 120
     while not run.watch() and run.proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.1)
     building = run.watch()
     assert building, "no Ray worker was seen building"
+    assert run.proc.poll() is None, "the build ended before it could be interrupted"
     os.killpg(run.proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal does
     code, _, err = run.wait(timeout=60)
     assert code == 130 and err.strip().splitlines()[-1] == "ruler: interrupted", err
