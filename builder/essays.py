@@ -12,14 +12,19 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import hashlib
 import json
+import os
 import re
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from ruler.builder.errors import RulerError
 from ruler.builder.sources import ResolvedSource
+from ruler.builder.user_cache import user_cache_root
 
 
 def punkt_tokenizer(english_dir: Path):
@@ -185,7 +190,41 @@ def _sentence_ends(punkt, text: str) -> list[int]:
         redos.DEFAULT_TIMEOUT = saved
 
 
-def build_corpus(essay_json: Path, punkt_english_dir: Path) -> EssayCorpus:
+#: Bump when the split below changes: the cached splits of earlier versions are then unused.
+SPLIT_VERSION = 1
+
+
+def _cached_sentence_ends(key: str, text: str, split: Callable[[], list[int]]) -> list[int]:
+    """`split()`, kept in the user cache under `key` (the inputs' sha256s, nltk's version and
+    SPLIT_VERSION): every process that builds needs the split (a build's spawned workers, a
+    test session's), and punkt takes seconds over the corpus; reading it back takes
+    milliseconds. A cached split that is not a valid one for `text` is split anew; a cache that
+    cannot be written only costs the time."""
+    path = user_cache_root() / "essay-splits" / f"{key}.json"
+    try:
+        cached = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        cached = None
+    if (isinstance(cached, list) and all(type(b) is int for b in cached)
+            and all(0 < a < b for a, b in zip(cached, cached[1:]))
+            and (not cached or 0 < cached[0] and cached[-1] <= len(text))):
+        return cached
+    ends = split()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(ends, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return ends
+
+
+def build_corpus(essay_json: Path, punkt_english_dir: Path,
+                 cache_key: str | None = None) -> EssayCorpus:
+    """The corpus and its sentence ends; with `cache_key` (a digest of everything the split
+    depends on) the punkt split is read from and kept in the user cache."""
     words = load_essay_words(essay_json)
     single = " ".join(words)
     period = len(single) + 1
@@ -194,7 +233,12 @@ def build_corpus(essay_json: Path, punkt_english_dir: Path) -> EssayCorpus:
         pos += len(w)
         ends.append(pos)
         pos += 1
-    sent_ends = _sentence_ends(punkt_tokenizer(punkt_english_dir), single + " " + single)
+    text = single + " " + single
+
+    def split() -> list[int]:
+        return _sentence_ends(punkt_tokenizer(punkt_english_dir), text)
+
+    sent_ends = split() if cache_key is None else _cached_sentence_ends(cache_key, text, split)
     first = tuple(b for b in sent_ends if b < period)
     seam = (period - 1,) if (period - 1) in first else ()
     later = tuple(sorted({b - period for b in sent_ends if period <= b < 2 * period - 1}
@@ -216,4 +260,8 @@ def shared_corpus(essays: ResolvedSource, punkt: ResolvedSource) -> EssayCorpus:
 @functools.lru_cache(maxsize=2)
 def _split_corpus(essay_json: str, essay_sha256: str, punkt_dir: str,
                   punkt_sha256: str) -> EssayCorpus:
-    return build_corpus(Path(essay_json), Path(punkt_dir))
+    from importlib.metadata import version
+
+    key = hashlib.sha256(f"split {SPLIT_VERSION}, essays {essay_sha256}, punkt {punkt_sha256}, "
+                         f"nltk {version('nltk')}".encode()).hexdigest()[:32]
+    return build_corpus(Path(essay_json), Path(punkt_dir), cache_key=key)

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 import pytest
 
 from helpers.paths import SOURCES
-from ruler.builder.essays import _sentence_ends, build_corpus, punkt_tokenizer
+from ruler.builder import essays
+from ruler.builder.essays import (
+    _cached_sentence_ends,
+    _sentence_ends,
+    build_corpus,
+    punkt_tokenizer,
+)
 
 PUNKT = SOURCES / "nltk_data/tokenizers/punkt_tab/english"
+ESSAYS = SOURCES / "essays/PaulGrahamEssays.json"
 
 
 @lru_cache(maxsize=None)
 def corpus():
-    return build_corpus(SOURCES / "essays/PaulGrahamEssays.json", PUNKT)
+    return build_corpus(ESSAYS, PUNKT)  # split by punkt here, never read from a cache
 
 
 def _punkt_sentences(text: str) -> list[str]:
@@ -44,3 +52,40 @@ def test_cached_sentences_are_shared_between_prefixes():
     a, _ = c.prefix_sentences_spaced(20_000)
     b, _ = c.prefix_sentences_spaced(30_000)
     assert all(x is y for x, y in zip(a[:-1], b))  # complete sentences: the same objects
+
+
+def test_the_split_kept_in_the_user_cache_is_punkts(tmp_path, monkeypatch):
+    """Build processes keep the corpus's split in the user cache and read it back (punkt takes
+    seconds over it): what they read is punkt's split of the corpus, without running punkt."""
+    monkeypatch.setenv("RULER_CACHE", str(tmp_path))
+    kept = build_corpus(ESSAYS, PUNKT, cache_key="k")  # split by punkt, then kept
+    assert (tmp_path / "essay-splits" / "k.json").is_file()
+
+    def punkt_again(*args):
+        raise AssertionError("the corpus was split again")
+
+    monkeypatch.setattr(essays, "_sentence_ends", punkt_again)
+    read = build_corpus(ESSAYS, PUNKT, cache_key="k")
+    fresh = corpus()
+    assert (read.first_ends, read.later_ends) == (kept.first_ends, kept.later_ends) == \
+        (fresh.first_ends, fresh.later_ends)
+    assert len(fresh.first_ends) > 30_000
+
+
+@pytest.mark.parametrize("kept", ["", "not json", '{"ends": [3]}', "[3, 2]", "[0, 3]", "[3, 99]",
+                                  "[1.5, 3]", "[true, 3]"])
+def test_a_cached_split_that_is_not_a_split_of_the_text_is_split_anew(tmp_path, monkeypatch,
+                                                                      kept):
+    monkeypatch.setenv("RULER_CACHE", str(tmp_path))
+    path = tmp_path / "essay-splits" / "k.json"
+    path.parent.mkdir()
+    path.write_text(kept)
+    assert _cached_sentence_ends("k", "Ab. Cd.", lambda: [3, 7]) == [3, 7]
+    assert json.loads(path.read_text()) == [3, 7]  # and replaced
+    assert _cached_sentence_ends("k", "Ab. Cd.", lambda: [0]) == [3, 7]  # read back
+
+
+def test_a_cache_that_cannot_be_written_only_costs_the_split(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("RULER_CACHE", str(tmp_path / "file"))  # not a folder
+    assert _cached_sentence_ends("k", "Ab. Cd.", lambda: [3, 7]) == [3, 7]
