@@ -69,7 +69,6 @@ def mypy_dir(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("mypy")
 
 
-@pytest.mark.slow  # end to end: mypy over the package
 @needs_mypy
 @pytest.mark.subprocess
 def test_mypy_finds_nothing(mypy_dir):
@@ -78,7 +77,6 @@ def test_mypy_finds_nothing(mypy_dir):
     assert "Success: no issues found" in proc.stdout
 
 
-@pytest.mark.slow  # end to end: mypy over the package
 @needs_mypy
 @pytest.mark.subprocess
 def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
