@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import html
+import os
 import re
 import sys
 from pathlib import Path
@@ -129,7 +130,16 @@ def _command(parser: argparse.ArgumentParser, level: int) -> list[str]:
     return lines
 
 
+#: Variables that move the defaults the help shows (the user cache, where sources are found):
+#: the page shows the defaults of a user who set none of them, whoever runs this.
+_USER_SPECIFIC = ("RULER_CACHE", "XDG_CACHE_HOME", "RULER_SOURCES", "RULER_TOKENIZERS",
+                  "RULER_TOKENIZER_CACHE")
+
+
 def render() -> str:
+    for name in _USER_SPECIFIC:
+        os.environ.pop(name, None)
+    os.environ["XDG_CACHE_HOME"] = "~/.cache"  # the user cache as ~/.cache/ruler, not this home's
     from ruler.cli import make_parser
 
     head = ["# Command-line reference", "",

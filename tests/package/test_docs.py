@@ -8,6 +8,7 @@ mkdocs comes from the `docs` extra, which the CI stage without vLLM installs (`.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -58,12 +59,17 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path):
 
 
 @pytest.mark.subprocess
-def test_the_cli_reference_is_generated_from_the_parser():
+def test_the_cli_reference_is_generated_from_the_parser(tmp_path):
     """docs/cli.md is what docs/cli_reference.py writes now (in a fresh process: a backend a
-    test registered here would be on the page)."""
-    done = subprocess.run([sys.executable, str(DOCS / "cli_reference.py"), "--check"],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
+    test registered here would be on the page), whoever writes it: the cache folders the help
+    names are a user's defaults (~/.cache/ruler), not this machine's home or environment."""
+    for env in ({}, {"RULER_CACHE": str(tmp_path / "cache"), "XDG_CACHE_HOME": str(tmp_path),
+                     "HOME": str(tmp_path / "home"), "RULER_SOURCES": str(tmp_path)}):
+        done = subprocess.run([sys.executable, str(DOCS / "cli_reference.py"), "--check"],
+                              capture_output=True, text=True, cwd=ROOT,
+                              env={**os.environ, **env})
+        assert done.returncode == 0, (env, done.stderr)
+    assert "~/.cache/ruler/sources" in (DOCS / "cli.md").read_text()
 
 
 def _slugs(text: str) -> tuple[str, str]:
