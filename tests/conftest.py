@@ -7,6 +7,7 @@ Helpers are plain modules in `helpers/`; this file holds only pytest hooks and f
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,14 @@ pytest_plugins = ["helpers.unit_tier", "pytester"]
 # in xdist's controller before the workers start, so they and spawned processes inherit it.
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# Ctrl-C as a terminal delivers it: a suite started in the background by a non-interactive
+# shell (a CI script's `cmd &`) inherits SIGINT ignored, and so would every build the tests
+# interrupt (tests/builder/pipeline/test_build_processes.py, test_build_ray.py: the build
+# ran on and exited 0). A handled signal is reset to the default in the processes started
+# from here (workers, `ruler`), so they raise KeyboardInterrupt again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 os.environ.setdefault("RULER_TOKENIZERS", str(TOKENIZERS))
 os.environ.setdefault("RULER_SOURCES", str(SOURCES))

@@ -87,12 +87,9 @@ def test_a_killed_worker_fails_the_build_naming_the_file_and_a_rerun_resumes(tmp
 @pytest.mark.slow
 def test_ctrl_c_stops_driver_and_workers_with_one_line(tmp_path):
     out = tmp_path / "out"
-    # A file's .tmp appears when its rows are written, at the end of the file: with two files
-    # the build could end before the signal (exit 0, seen on a loaded CI machine); four more
-    # files wait behind the first two.
     argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4",
-            "--tasks", "niah_single_1,niah_single_2,niah_single_3", "--lengths", "16384,32768",
-            "--samples", "40", "--workers", "2", "--no-progress", "--out", str(out)]
+            "--tasks", "niah_single_1,niah_single_2", "--lengths", "16384", "--samples", "40",
+            "--workers", "2", "--no-progress", "--out", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     deadline = time.monotonic() + 120
