@@ -41,6 +41,7 @@ only scrubbed of the API key (`ruler.builder.scrub`), and the runner redacts it 
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import time
@@ -166,6 +167,14 @@ def backoff_seconds(attempt: int, base: float, retry_after: str | None,
     return min(MAX_BACKOFF, base * 2 ** attempt) * rng.uniform(0.5, 1.5)
 
 
+@functools.cache
+def tls_context(httpx: Any) -> Any:
+    """httpx's default verifying context (its CA bundle, or SSL_CERT_FILE / SSL_CERT_DIR),
+    made once per process: a client makes its own otherwise, loading the bundle each time
+    (~25 ms), and a context is shared safely between clients and threads."""
+    return httpx.create_ssl_context()
+
+
 class OpenAIBackend:
     name = "openai"
 
@@ -185,6 +194,7 @@ class OpenAIBackend:
         # environment's key is known to ruler.builder.scrub already)
         self.client = httpx.Client(
             base_url=self.base, headers={"Authorization": f"Bearer {api_key}"},
+            verify=tls_context(httpx),
             timeout=httpx.Timeout(opts.timeout, connect=min(30.0, opts.timeout)),
             # the thread pool bounds the requests in flight (known once the server has said
             # how many slots it has); connections are kept for as many

@@ -402,3 +402,23 @@ def test_chat_api_sends_a_row_without_answer_prefix_as_the_user_turn_alone(prefi
     assert wire.expected_tokens(request, renderer) == len(ids) == len(tok.encode(
         tok.hf.apply_chat_template([{"role": "user", "content": "Question?"}], tokenize=False,
                                    add_generation_prompt=True)))
+
+
+def test_clients_share_one_tls_context_that_verifies_certificates_and_hostnames(monkeypatch):
+    import ssl
+
+    import httpx
+
+    from ruler.eval.backends.openai import tls_context
+
+    made = []
+    real = httpx.create_ssl_context
+    monkeypatch.setattr(httpx, "create_ssl_context", lambda *a, **k: made.append(1) or real())
+    tls_context.cache_clear()
+    try:
+        first, second = tls_context(httpx), tls_context(httpx)
+        assert first is second and len(made) == 1
+        assert first.verify_mode == ssl.CERT_REQUIRED and first.check_hostname
+        assert first.cert_store_stats()["x509_ca"] > 0  # the CA bundle is loaded
+    finally:
+        tls_context.cache_clear()
