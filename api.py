@@ -201,5 +201,7 @@ def _score_config(predictions: str | Path, data: str | Path, **options: Any) -> 
     from ruler.eval.config import ScoreConfig
 
     given = {"predictions": predictions, "data": data, **options}
-    return _read("score", "score", given, keyword_names(ScoreConfig),
+    # `score` writes no report: the report's figures are not its to skip
+    accepted = [k for k in keyword_names(ScoreConfig) if k not in ("plots", "no_plots")]
+    return _read("score", "score", given, accepted,
                  lambda: ScoreConfig(**read_keywords(ScoreConfig, given)))

@@ -267,7 +267,7 @@ def run_score_cmd(cfg: ScoreConfig) -> int:
                     else "predictions that match no dataset row")
             print(f"{len(keys)} {what}: {shown}", file=sys.stderr)
     print(f"wrote {out / SCORES_NAME} (full lists of missing/unknown keys inside)")
-    _print_report(out, None)
+    _print_report(out, None, plots=cfg.plots)
     return 1 if cfg.strict and (not report.complete or report.unknown or report.unverified) \
         else 0
 

@@ -205,6 +205,10 @@ class ScoreConfig:
         "--out", default=None, type=Path,
         help="folder for scores.json and the report (default: PREDICTIONS.scores/ beside a "
              "file, or the PREDICTIONS folder itself)")
+    # `ruler score`'s report only (`ruler.score` writes scores.json alone)
+    plots: bool = option("--no-plots", kind=NEGATED, default=True,
+                         help="write the report without its figures (the PNGs): report.md, "
+                              ".csv and .json only")
     # The metric to score with instead of the rows' own, where it may replace it
     # (`metrics.rescoring_metric`); None: the rows' own.
     metric: str | None = option(

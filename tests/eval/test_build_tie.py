@@ -60,7 +60,7 @@ def _write(path: Path, records: list[dict]) -> Path:
 
 def _score(predictions: Path, data: Path, out: Path, *flags: str) -> int:
     return main(["score", "--predictions", str(predictions), "--data", str(data), "--out",
-                 str(out), *flags])
+                 str(out), "--no-plots", *flags])
 
 
 def _one_line_error(capsys) -> str:

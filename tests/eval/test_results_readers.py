@@ -86,7 +86,7 @@ def _key_twice_in_predictions(data: Path, results: Path, tmp_path: Path):
     lines = (results / "predictions.jsonl").read_text().splitlines()
     lines[1] = _twice(lines[1], "prediction", "not the model's answer")
     path.write_text("\n".join(lines) + "\n")
-    return (["score", "--predictions", str(path), "--data", str(data), "--out",
+    return (["score", "--no-plots", "--predictions", str(path), "--data", str(data), "--out",
              str(tmp_path / "s")], f"{path}:2: the key 'prediction' appears twice")
 
 
@@ -116,7 +116,7 @@ def _key_twice_in_lm_eval_samples(data: Path, results: Path, tmp_path: Path):
     lines = path.read_text().splitlines()
     lines[0] = _twice(lines[0], "filtered_resps", ["another answer"])
     path.write_text("\n".join(lines) + "\n")
-    return (["score", "--predictions", str(folder), "--data", str(data), "--out",
+    return (["score", "--no-plots", "--predictions", str(folder), "--data", str(data), "--out",
              str(tmp_path / "s")], f"{path}:1: the key 'filtered_resps' appears twice")
 
 
@@ -124,7 +124,7 @@ def _key_twice_in_lm_eval_results(data: Path, results: Path, tmp_path: Path):
     folder = _lm_eval_folder(data, tmp_path)
     path = next(folder.rglob("results_*.json"))
     path.write_text(_twice(path.read_text(), "configs", {}))
-    return (["score", "--predictions", str(folder), "--data", str(data), "--out",
+    return (["score", "--no-plots", "--predictions", str(folder), "--data", str(data), "--out",
              str(tmp_path / "s")], f"{path}: the key 'configs' appears twice")
 
 
@@ -319,7 +319,7 @@ def test_a_deeply_nested_prediction_line_is_one_clear_line(data, results, tmp_pa
     for n, line in ((1, '{"prediction": ' + _deep() + "}"), (3, _deep("{}"))):
         path = tmp_path / f"p{n}.jsonl"
         path.write_text("\n".join(lines[:n - 1] + [line] + lines[n - 1:]) + "\n")
-        code = main(["score", "--predictions", str(path), "--data", str(data),
+        code = main(["score", "--no-plots", "--predictions", str(path), "--data", str(data),
                      "--out", str(tmp_path / "s")])
         _one_line(capsys, code, f"{path}:{n}: nested too deeply")
     assert not (tmp_path / "s").exists()
@@ -374,7 +374,7 @@ def test_fuzzed_run_json_never_gives_a_traceback(data, pristine, tmp_path, capsy
         folder = Path(shutil.copytree(pristine, tmp_path / f"t{trial}"))
         case = _fuzz(folder / "run.json", rng)
         _verdict_or_one_line(capsys, main(_eval_args(data, folder)), (0, 2), case)
-        _verdict_or_one_line(capsys, main(["score", "--predictions",
+        _verdict_or_one_line(capsys, main(["score", "--no-plots", "--predictions",
                                            str(folder / "predictions.jsonl"), "--data",
                                            str(data), "--out", str(folder / "s")]), (0, 2), case)
         _verdict_or_one_line(capsys, main(["report", str(folder), "--no-plots"]), (0, 2), case)

@@ -65,6 +65,17 @@ def test_parquet_predictions_and_cli(data, tmp_path, capsys):
     assert [c["score"] for c in scores["cells"]] == [66.67, 100.0]
     assert (tmp_path / "p.parquet.scores" / "report.md").is_file()
     assert "66.67" in capsys.readouterr().out
+    figures = ["scores_by_task.png", "scores_overall.png", "depth_heatmaps/niah.png"]
+    assert all((tmp_path / "p.parquet.scores" / f).is_file() for f in figures)
+    # --no-plots: the same report, without its figures
+    bare = tmp_path / "bare"
+    assert main(["score", "--predictions", str(tmp_path / "p.parquet"), "--data", str(data),
+                 "--out", str(bare), "--no-plots"]) == 0
+    assert sorted(p.name for p in bare.iterdir()) == [
+        "report.csv", "report.json", "report.md", "report_depth.csv", "scores.json"]
+    assert (bare / "report.md").read_text() == \
+        (tmp_path / "p.parquet.scores" / "report.md").read_text().replace(
+            str(tmp_path / "p.parquet.scores"), str(bare))
 
 
 def test_a_damaged_predictions_file_is_one_clear_error(data, tmp_path, capsys):
@@ -301,8 +312,11 @@ def _grid_records(grid: Path, keep=lambda task, L, index: True) -> list[dict]:
             if keep(t, L, r["index"])]
 
 
-def _score_cli(grid: Path, predictions: Path, *flags: str) -> int:
-    return main(["score", "--predictions", str(predictions), "--data", str(grid), *flags])
+def _score_cli(grid: Path, predictions: Path, *flags: str, plots: bool = False) -> int:
+    """`ruler score`, by default without the report's figures (drawing them is most of a small
+    score's time; test_parquet_predictions_and_cli and the partial case below draw them)."""
+    return main(["score", "--predictions", str(predictions), "--data", str(grid), *flags,
+                 *(() if plots else ("--no-plots",))])
 
 
 SUBSETS = {  # what the predictions lack -> (cells left incomplete: (task, L, rows done))
@@ -322,7 +336,11 @@ def test_a_silent_subset_of_the_predictions_never_gets_a_headline(grid, tmp_path
                         _grid_records(grid, lambda *k: not lacks(*k)))
     n_missing = sum(3 - done for _, _, done in incomplete)
     out = tmp_path / "out"
-    assert _score_cli(grid, path, "--out", str(out)) == 0
+    # A length without results is drawn too: its points and heatmap column left empty.
+    plots = case == "a whole length"
+    assert _score_cli(grid, path, "--out", str(out), plots=plots) == 0
+    assert (out / "scores_by_task.png").is_file() is plots
+    assert (out / "depth_heatmaps" / "niah.png").is_file() is plots
     printed = capsys.readouterr().out
     named = [f"{t} @ {L // 1024}K ({done}/3)" for t, L, done in incomplete]
     assert f"PARTIAL: {12 - n_missing} of 12 rows asked for have a result" in printed

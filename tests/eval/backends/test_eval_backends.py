@@ -67,7 +67,7 @@ def test_the_fake_backends_gold_answers_score_100(data, tmp_path):
         [(t, 100.0, 3) for t in TASKS]
     # `ruler score` of the same predictions agrees, with the headline figures
     assert main(["score", "--predictions", str(out / "predictions.jsonl"), "--data", str(data),
-                 "--strict"]) == 0
+                 "--strict", "--no-plots"]) == 0
     report = _report(out / "predictions.jsonl.scores")
     assert report["complete"] and (report["avg"], report["effective_length"]) == (100.0, L)
 
@@ -115,7 +115,7 @@ def test_the_fake_backends_empty_answers_score_0_and_the_rows_are_answered(data,
     assert _eval(data, out, "--fake-answers", "empty") == 0
     assert {(r["status"], r["prediction"]) for r in _records(out)} == {("ok", "")}
     assert main(["score", "--predictions", str(out / "predictions.jsonl"), "--data", str(data),
-                 "--strict"]) == 0
+                 "--strict", "--no-plots"]) == 0
     report = _report(out / "predictions.jsonl.scores")
     assert report["complete"] and report["avg"] == 0.0
     assert report["scores"] == {t: {str(L): 0.0} for t in TASKS}
@@ -131,7 +131,7 @@ def test_the_fake_backends_missing_answers_are_failed_rows_and_no_headline(data,
     assert {r["status"] for r in records} == {"error"}
     assert all(r["prediction"] is None and "--fake-answers none" in r["reason"] for r in records)
     assert main(["score", "--predictions", str(out / "predictions.jsonl"), "--data", str(data),
-                 "--strict"]) == 1
+                 "--strict", "--no-plots"]) == 1
     assert "PARTIAL" in capsys.readouterr().out
     report = _report(out / "predictions.jsonl.scores")
     assert not report["complete"]
@@ -243,7 +243,7 @@ def test_a_registered_backend_evaluates_and_scores(toys, data, tmp_path, capsys)
     assert all(r["prediction"] == f"Paris {r['prompt_tokens']}" for r in records)
     assert json.loads((out / "run.json").read_text())["backend"] == "toy"
     assert main(["score", "--predictions", str(out / "predictions.jsonl"), "--data", str(data),
-                 "--strict"]) == 0
+                 "--strict", "--no-plots"]) == 0
     assert _report(out / "predictions.jsonl.scores")["complete"]
     # its own checks run as the CLI's do: one line, exit 2, nothing written
     capsys.readouterr()

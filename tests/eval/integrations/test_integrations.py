@@ -483,7 +483,7 @@ def test_lm_eval_samples_with_a_non_integer_length_are_one_clear_error(data, tmp
         sample = json.loads(lines[1])
         sample["doc"]["max_seq_length"] = bad
         samples.write_text("\n".join([lines[0], json.dumps(sample), *lines[2:]]) + "\n")
-        assert main(["score", "--predictions", str(out), "--data", str(data),
+        assert main(["score", "--no-plots", "--predictions", str(out), "--data", str(data),
                      "--out", str(tmp_path / "scores")]) == 2
         err = capsys.readouterr().err
         assert f"{samples}:2" in err and f"max_seq_length {bad!r} is not an integer" in err, err
@@ -493,7 +493,7 @@ def test_lm_eval_samples_with_a_non_integer_length_are_one_clear_error(data, tmp
     run = json.loads(results.read_text())
     next(iter(run["configs"].values()))["metadata"]["ruler"]["max_seq_length"] = "1k"
     results.write_text(json.dumps(run))
-    assert main(["score", "--predictions", str(out), "--data", str(data),
+    assert main(["score", "--no-plots", "--predictions", str(out), "--data", str(data),
                  "--out", str(tmp_path / "scores")]) == 2
     err = capsys.readouterr().err
     assert f"{results}" in err and "max_seq_length '1k' is not an integer" in err, err

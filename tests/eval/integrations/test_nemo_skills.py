@@ -80,7 +80,7 @@ def test_a_folder_of_benchmarks_and_the_command_line(built_qwen_three, tmp_path,
         write_output(tmp_path / "eval-results" / f"ruler.qwen_1k.{task}",
                      [nemo_record(r, " ".join(r["outputs"]))
                       for r in rows(data, CONFIG, task, 1024)])
-    assert main(["score", "--predictions", str(tmp_path / "eval-results"), "--data",
+    assert main(["score", "--no-plots", "--predictions", str(tmp_path / "eval-results"), "--data",
                  str(data)]) == 0
     scores = json.loads((tmp_path / "eval-results" / "scores.json").read_text())
     assert [c["score"] for c in scores["cells"]] == [100.0] * 3
@@ -96,7 +96,7 @@ def test_records_made_from_other_rows_are_refused_by_name(built_qwen_three, tmp_
     with pytest.raises(RulerError, match=r"1 NeMo-Skills record\(s\) match no row .*"
                                          r"output\.jsonl:2 \(index 1, "):
         score_file(path, open_dataset(str(data)))
-    assert main(["score", "--predictions", str(path), "--data", str(data)]) == 2
+    assert main(["score", "--no-plots", "--predictions", str(path), "--data", str(data)]) == 2
     err = capsys.readouterr().err
     assert "output.jsonl:2" in err and len(err.strip().splitlines()) == 1
     assert "Traceback" not in err and not (tmp_path / "output.jsonl.scores").exists()
