@@ -152,7 +152,8 @@ def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
     """`ruler eval`: run `model` on a build folder or Hub dataset; `options` are the command's
     flags (backend="openai", base_url=..., tokenizer_config=..., lengths=[4096], limit=20,
     ...), progress bars off unless `progress=True`. Returns the run's outcome (`.out` holds
-    predictions.jsonl, scores.json and, unless `no_report=True`, the report)."""
+    predictions.jsonl, scores.json and, unless `no_report=True`, the report, with its
+    figures unless `no_plots=True`)."""
     from ruler.eval.runner import run_eval
 
     cfg = _eval_config(model, data, **options)
@@ -160,7 +161,7 @@ def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
     if cfg.report:
         from ruler.eval.report import write_report
 
-        write_report(outcome.out)
+        write_report(outcome.out, plots=cfg.plots)
     return outcome
 
 

@@ -228,7 +228,7 @@ def run_eval_cmd(cfg: EvalConfig) -> int:
         print(f"  {outcome.errors} request(s) failed (see {out}/predictions.jsonl); re-run the "
               f"same command to retry them", file=sys.stderr)
     if cfg.report:
-        _print_headline(out)
+        _print_headline(out, cfg.plots)
     return 1 if outcome.errors else 0
 
 
@@ -410,16 +410,16 @@ def run_compare_cmd(cfg: CompareConfig) -> int:
     return 0
 
 
-def _print_headline(results: Path) -> None:
+def _print_headline(results: Path, plots: bool = True) -> None:
     """Write the report into the results folder and print its headline (the full report has
     row counts, coverage and score by depth too: hundreds of lines for a full run)."""
     from ruler.eval.report import headline_markdown, write_report
 
-    r = write_report(results)
+    r = write_report(results, plots=plots)
     print(headline_markdown(r))
     print(r.status_line())
     print(f"full report: {results / 'report.md'} (rows, coverage, notes and score by depth; "
-          f"also report.csv, report.json and the plots)")
+          f"also report.csv, report.json{' and the plots' if plots else ''})")
 
 
 REFERENCE_PREFIX = "reference:"

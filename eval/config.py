@@ -129,6 +129,8 @@ class EvalConfig:
     # (run_eval itself writes predictions and scores.json only).
     report: bool = option("--no-report", kind=NEGATED, default=True,
                           help="skip report.md/csv/json/png")
+    plots: bool = option("--no-plots", kind=NEGATED, default=True,
+                         help="write the report without its figures (the PNGs)")
     progress: bool = option("--no-progress", kind=NEGATED, default=True,
                             help="no progress bars")
     # The chosen backend's options: its own type (VLLMOptions, OpenAIOptions, ...), settled on

@@ -81,7 +81,7 @@ def test_eval_runs_a_base_config_in_base_mode(out, tmp_path):
     res = tmp_path / "res"
     assert main(["eval", "--backend", "fake", "--model", "fake", "--model-tokenizer", TOK,
                  "--data", str(out), "--tokenizer-config", BASE, "--no-progress",
-                 "--out", str(res)]) == 0
+                 "--out", str(res), "--no-plots"]) == 0
     assert json.loads((res / "run.json").read_text())["mode"] == "base"
     scores = json.loads((res / "scores.json").read_text())
     assert scores["config"] == BASE and all(c["score"] == 100.0 for c in scores["cells"])

@@ -50,7 +50,7 @@ def runs(tmp_path_factory):
     damaged.mkdir()
     (damaged / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert main(["score", "--predictions", str(damaged / "p.jsonl"), "--data", str(data),
-                 "--out", str(damaged)]) == 0
+                 "--out", str(damaged), "--no-plots"]) == 0
     return {"data": data, "gold": gold, "again": again, "empty": empty, "damaged": damaged,
             "root": root, "records": records}
 
@@ -109,7 +109,7 @@ def test_rows_answered_in_one_run_only_are_named_and_left_out(runs, tmp_path, ca
                                                r["index"] >= 17)]
     (fewer / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
     assert main(["score", "--predictions", str(fewer / "p.jsonl"), "--data",
-                 str(runs["data"]), "--out", str(fewer)]) == 0
+                 str(runs["data"]), "--out", str(fewer), "--no-plots"]) == 0
     c = compare_runs(runs["gold"], fewer)
     assert c.not_shared == {"a_only": [f"{CONFIG}/niah_multivalue/{L}/{i}" for i in
                                        (17, 18, 19)], "b_only": []}

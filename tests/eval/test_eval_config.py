@@ -93,8 +93,11 @@ def test_evaluate_writes_the_report_unless_told_not_to(built_gpt4_niah_single, t
     data = built_gpt4_niah_single
     with_report = ruler.evaluate("fake", data, backend="fake", out=tmp_path / "a")
     assert (with_report.out / "report.md").is_file()
+    assert (with_report.out / "scores_by_task.png").is_file()
     without = ruler.evaluate("fake", data, backend="fake", out=tmp_path / "b", no_report=True)
     assert (without.out / "scores.json").is_file() and not (without.out / "report.md").exists()
+    bare = ruler.evaluate("fake", data, backend="fake", out=tmp_path / "c", no_plots=True)
+    assert (bare.out / "report.md").is_file() and not list(bare.out.rglob("*.png"))
 
 
 def test_a_builds_default_tasks_are_its_benchmarks_and_its_variants():

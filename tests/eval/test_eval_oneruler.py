@@ -49,7 +49,7 @@ def _records(out: Path) -> list[dict]:
 def _eval(data: Path, lang: str, out: Path, *extra: str) -> int:
     return main(["eval", "--backend", "fake", "--model", "m", "--data", str(data),
                  "--tokenizer-config", config(lang), "--out", str(out), "--no-progress",
-                 "--render-workers", "0", *extra])
+                 "--render-workers", "0", "--no-plots", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -170,7 +170,7 @@ def test_the_openai_backend_sends_onerulers_prompts_and_budgets(data, tmp_path):
         assert main(["eval", "--backend", "openai", "--base-url", server.url, "--api", "chat",
                      "--model", MODEL, "--model-tokenizer", TOK, "--data", str(data),
                      "--tokenizer-config", config("en"), "--out", str(out), "--no-progress",
-                     "--render-workers", "0"]) == 0
+                     "--render-workers", "0", "--no-plots"]) == 0
     inputs = {r["input"]: r for t in ONERULER_TASKS for r in rows(data, config("en"), t, L)}
     assert len(server.bodies) == len(inputs) == 21
     for body in server.bodies:

@@ -51,7 +51,7 @@ def _damaged(data: Path, gold: Path, out: Path, blanked: dict[str, int],
     out.mkdir()
     (out / "p.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert main(["score", "--predictions", str(out / "p.jsonl"), "--data", str(data),
-                 "--out", str(out)]) == 0
+                 "--out", str(out), "--no-plots"]) == 0
     return out
 
 

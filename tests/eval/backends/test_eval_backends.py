@@ -97,15 +97,17 @@ def test_eval_prints_the_headline_and_where_the_report_is(data, tmp_path, capsys
     out = tmp_path / "headline"
     capsys.readouterr()
     assert main(["eval", "--backend", "fake", "--model", "fake", "--data", str(data), "--out",
-                 str(out), "--no-progress", "--render-workers", "0"]) == 0
+                 str(out), "--no-progress", "--render-workers", "0", "--no-plots"]) == 0
     printed = capsys.readouterr().out
     report = (out / "report.md").read_text()
+    assert not list(out.rglob("*.png"))
     for section in ("## Rows: answered", "## Coverage", "## Score by depth"):
         assert section in report and section not in printed, section
     assert "| Effective length |" in printed and "## Scores per task" in printed
     assert all(f"| {t} | 100.00" in printed for t in TASKS)
     assert "complete: 6 of 6 rows asked for have a result" in printed
-    assert f"full report: {out / 'report.md'}" in printed
+    assert f"full report: {out / 'report.md'} (rows, coverage, notes and score by depth; " \
+           f"also report.csv, report.json)" in printed
     assert len(printed.splitlines()) < len(report.splitlines())
 
 

@@ -30,7 +30,7 @@ def data(built_qwen_niah_vt) -> Path:
 def _args(data: Path, url: str, out: Path, *extra: str) -> list[str]:
     return ["eval", "--model", MODEL, "--model-tokenizer", CONFIG, "--data", str(data),
             "--tokenizer-config", CONFIG, "--backend", "openai", "--base-url", url,
-            "--out", str(out), "--no-progress", *extra]
+            "--out", str(out), "--no-progress", "--no-plots", *extra]
 
 
 def _records(out: Path) -> list[dict]:
