@@ -222,12 +222,15 @@ class HFTokenizer(Tokenizer):
     """
 
     def __init__(self, folder: Path, identity: TokenizerIdentity, hf: Any = None,
-                 direct: tuple[Any, ChatTemplate | None] | None = None):
+                 direct: tuple[Any, ChatTemplate | None] | None = None,
+                 hf_loader: Callable[[], Any] | None = None):
         # `hf`: the transformers tokenizer of `folder`, already loaded (the registry shares
         # one per pinned folder: it is only read, never configured, here). `direct`: the
-        # `tokenizers.Tokenizer` of its tokenizer.json and its template, instead.
+        # `tokenizers.Tokenizer` of its tokenizer.json and its template, instead; `hf` is then
+        # loaded on first use, by `hf_loader` where given (the registry's shared one).
         self.folder = Path(folder)
         self.identity = identity
+        self._hf_loader = hf_loader
         if direct is not None:
             self._hf, (self.backend, self._renderer) = hf, direct
             self._template = self._renderer.source if self._renderer is not None else None
@@ -242,7 +245,7 @@ class HFTokenizer(Tokenizer):
     def hf(self) -> Any:
         """transformers' tokenizer of the folder (loaded on first use when made `direct`)."""
         if self._hf is None:
-            self._hf = load_hf(self.folder)
+            self._hf = self._hf_loader() if self._hf_loader is not None else load_hf(self.folder)
         return self._hf
 
     @property

@@ -14,6 +14,7 @@ registry's pins: a package that ships the tokenizer in another format gives the 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import importlib.resources
@@ -168,7 +169,8 @@ def _build(name: str, entry: Mapping[str, Any], folder: Path | None, origin: str
     if kind == "hf":
         pins = tuple(sorted(entry["files"].items()))
         if direct_files(folder, entry):
-            tok = HFTokenizer(folder, identity, direct=_pinned_direct(str(folder), pins))
+            tok = HFTokenizer(folder, identity, direct=_pinned_direct(str(folder), pins),
+                              hf_loader=functools.partial(_pinned_hf, str(folder), pins))
         else:
             tok = HFTokenizer(folder, identity, hf=_pinned_hf(str(folder), pins))
         _check_template(name, folder, tok.chat_template, identity.chat_template_sha256)

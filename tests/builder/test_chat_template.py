@@ -155,3 +155,13 @@ def test_a_build_with_a_direct_tokenizer_never_imports_transformers(tmp_path):
                           timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.parametrize("name", DIRECT)
+def test_a_direct_tokenizers_transformers_object_is_loaded_once_a_process(name):
+    """Asked for (the kvpress export's template check, the tests), transformers' object of a
+    directly loaded registry tokenizer is the registry's shared one, as for the others: each
+    load took seconds."""
+    a, b = load_tokenizer(name), load_tokenizer(name)
+    assert a is not b and a._hf is None and b._hf is None
+    assert a.hf is b.hf and a.hf.chat_template == a.chat_template
