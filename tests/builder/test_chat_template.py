@@ -5,6 +5,7 @@ task's prompts and in every prompt mode."""
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 
 from helpers.paths import TOKENIZERS
 from ruler.builder.chat_template import ChatTemplate, special_tokens
-from ruler.builder.tokenizer import ChatTemplateError, HFTokenizer, load_hf
+from ruler.builder.tokenizer import ChatTemplateError, HFTokenizer
 from ruler.builder.tokenizer_registry import direct_files, load_tokenizer, registry
 
 HF_NAMES = [n for n, e in registry().items() if e["kind"] == "hf"]
@@ -44,7 +45,8 @@ def both(request):
     """(loaded directly, through transformers) for one registry name."""
     direct = load_tokenizer(request.param)
     assert direct._hf is None and direct._renderer is not None
-    return direct, HFTokenizer(direct.folder, direct.identity, hf=load_hf(direct.folder))
+    # transformers' tokenizer of the folder: the registry's, loaded by load_hf once a process
+    return direct, HFTokenizer(direct.folder, direct.identity, hf=direct.hf)
 
 
 def test_the_backend_special_tokens_and_template_are_transformers(both):
@@ -109,17 +111,17 @@ RAISES_FOR_ASSISTANT = (
     "{% for m in messages %}{% if m['role'] == 'user' %}{{ m['content'] }}{% endif %}"
     "{% endfor %}", "{{ messages[0]['role'] }}: no message text"],
     ids=["raise_exception", "syntax-error", "drops-the-answer-prefix", "no-content"])
-def test_a_template_that_fails_fails_alike_both_ways(tmp_path, template):
-    folder = tmp_path / "tok"
-    folder.mkdir()
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        (folder / f).write_bytes((TOKENIZERS / "llama-3.1" / f).read_bytes())
-    config = json.loads((folder / "tokenizer_config.json").read_text())
-    config["chat_template"] = template
-    (folder / "tokenizer_config.json").write_text(json.dumps(config))
-    via = load_tokenizer(str(folder))  # a folder: always through transformers
-    direct = HFTokenizer(folder, via.identity,
-                         direct=(via.backend, ChatTemplate(template, special_tokens(config))))
+def test_a_template_that_fails_fails_alike_both_ways(template):
+    # llama-3.1 with `template` instead of its own: transformers' tokenizer (a copy of the
+    # registry's, loaded once: seconds a load) and the backend with our renderer
+    tok = load_tokenizer("llama-3.1")
+    hf = copy.copy(tok.hf)
+    hf.chat_template = template
+    via = HFTokenizer(tok.folder, tok.identity, hf=hf)
+    config = json.loads((tok.folder / "tokenizer_config.json").read_text())
+    direct = HFTokenizer(tok.folder, tok.identity,
+                         direct=(tok.backend, ChatTemplate(template, special_tokens(config))))
+    assert via.chat_template == direct.chat_template == template != tok.chat_template
     with pytest.raises(ChatTemplateError) as through_transformers:
         via.render_chat("Q?", " A:")
     with pytest.raises(ChatTemplateError) as here:
