@@ -13,7 +13,10 @@ NIAH_TASKS = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_
 
 
 def build(out: Path, tokenizer: str, tasks, lengths, samples: int, **kw):
-    kw.setdefault("workers", 2)
+    # In this process by default: pytest's workers already keep the cores busy, and forking a
+    # worker that holds several tokenizers costs more than these small builds gain. The
+    # process pools have their own tests (pipeline/test_build.py, test_build_processes.py).
+    kw.setdefault("workers", 1)
     kw.setdefault("progress", False)
     return run_build(BuildConfig(tokenizer=tokenizer, tasks=tuple(tasks), lengths=tuple(lengths),
                                  samples=samples, out=out, **kw))
