@@ -1,7 +1,8 @@
 """Shared helpers for the vt / cwe / fwe / qa generator tests: fit samples with real tokenizers.
 
-Generators are exercised directly (fit_sample + the tokenizer's exact prompt count), so these
-tests do not depend on the build pipeline.
+Generators are exercised directly (fit_sample with the builder's piece counts), so these
+tests do not depend on the build pipeline; `assert_lengths_and_fill` checks each stored length
+against a fresh tokenization of the whole prompt.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from functools import lru_cache
 
 from helpers.paths import SOURCES  # pinned inputs beside the checkout
 from ruler.builder.context import BuildContext
+from ruler.builder.counting import PieceCounter
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task, make_generator
@@ -24,6 +26,14 @@ SEED = 42
 @lru_cache(maxsize=None)
 def tokenizer(name: str) -> Tokenizer:
     return load_tokenizer(name)
+
+
+@lru_cache(maxsize=None)
+def counter(name: str) -> PieceCounter:
+    """The builder's piece counter for the tokenizer's default prompt mode (whole-prompt
+    counts of every fitting step took most of these tests' time)."""
+    tok = tokenizer(name)
+    return PieceCounter(tok, tok.default_mode())
 
 
 @lru_cache(maxsize=None)
@@ -43,10 +53,11 @@ class Sample:
 
 def fit(gen: TaskGenerator, index: int) -> Sample:
     ctx, L, task = gen.ctx, gen.max_seq_length, gen.spec.name
-    tok = ctx.tokenizer
+    count = counter(ctx.tokenizer_name)
+    count.scope(gen.count_scope)
     fitted = fit_sample(gen, index,
                         lambda: sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index),
-                        lambda d: tok.prompt_length(d.input, d.answer_prefix), L)
+                        count.prompt_length, L)
     d = fitted.draft
     row = {"tokenizer": ctx.tokenizer_name, "task": task, "max_seq_length": L, "index": index,
            "input": d.input, "answer_prefix": d.answer_prefix, "outputs": list(d.outputs),

@@ -51,6 +51,7 @@ def rows() -> dict[str, list[dict]]:
     return out
 
 
+@pytest.mark.slow  # importing inflect takes seconds (its typeguard checks compile)
 def test_ordinal_is_inflects():
     inflect = pytest.importorskip("inflect")  # the test extra pins the version upstream used
     engine = inflect.engine()
