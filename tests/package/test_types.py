@@ -50,11 +50,14 @@ def module_path(name: str) -> Path:
 def run_mypy(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """mypy with pyproject's config over the checkout, seen as the package `ruler` (a link in
     `tmp_path`: the installed package is an editable install, whose import hook mypy does not
-    follow); its cache in `tmp_path`, nothing written into the checkout."""
+    follow); its cache in `tmp_path`."""
     root = tmp_path / "mypy-path"
     root.mkdir(exist_ok=True)
-    if not (root / PACKAGE).exists():
-        (root / PACKAGE).symlink_to(ROOT, target_is_directory=True)
+    link = root / PACKAGE
+    if link.is_symlink() and link.resolve() != ROOT.resolve():  # a moved checkout's link
+        link.unlink()
+    if not link.is_symlink():
+        link.symlink_to(ROOT, target_is_directory=True)
     env = {**os.environ, "MYPYPATH": str(root)}
     return subprocess.run([sys.executable, "-m", "mypy", "--config-file",
                            str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
@@ -63,10 +66,13 @@ def run_mypy(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def mypy_dir(tmp_path_factory) -> Path:
-    """One folder (link and cache) for this module's mypy runs: the second reuses the first's
-    analysis of the package."""
-    return tmp_path_factory.mktemp("mypy")
+def mypy_dir(request, tmp_path_factory) -> Path:
+    """One folder (link and cache) for this module's mypy runs, so the second reuses the
+    first's analysis of the package: in pytest's own cache (.pytest_cache, ignored by git),
+    kept between sessions as mypy keeps its cache between runs (mypy checks again what
+    changed), else (`-p no:cacheprovider`) a temporary folder."""
+    cache = getattr(request.config, "cache", None)
+    return cache.mkdir("mypy") if cache is not None else tmp_path_factory.mktemp("mypy")
 
 
 @needs_mypy
