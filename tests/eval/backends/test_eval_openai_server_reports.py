@@ -268,13 +268,13 @@ def test_a_probe_that_never_answers_is_bounded_and_says_what_it_waits_for(data, 
 
     started = time.monotonic()
     with FakeServer(probe_policy=silent) as server:
-        code = main(_args(data, server.url, tmp_path / "r", "--startup-timeout", "3"))
+        code = main(_args(data, server.url, tmp_path / "r", "--startup-timeout", "1"))
         assert server.bodies == []
     took = time.monotonic() - started
     assert code == 2 and took < 30
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("ruler: error: the server at ") and \
-        "did not answer a one-token request (the start-up probe) within 3 s" in err[-1]
+        "did not answer a one-token request (the start-up probe) within 1 s" in err[-1]
     assert "--startup-timeout" in err[-1]
     assert not (tmp_path / "r" / "run.json").exists()
 
@@ -284,7 +284,7 @@ def test_a_probe_that_never_answers_is_bounded_and_says_what_it_waits_for(data, 
 def test_a_server_loading_its_model_is_waited_for_and_said(data, tmp_path, capsys):
     """llama-server answers 503 "Loading model" until its model is in memory (/props as well):
     waited for whatever --retries says, with a message, then its slots are used."""
-    ready_at = time.monotonic() + 2.0
+    ready_at = time.monotonic() + 1.0
     loading = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
 
     def probe(body):
