@@ -29,10 +29,9 @@ def tokenizer(name: str) -> Tokenizer:
 
 
 @lru_cache(maxsize=None)
-def counter(name: str) -> PieceCounter:
+def counter(tok: Tokenizer) -> PieceCounter:
     """The builder's piece counter for the tokenizer's default prompt mode (whole-prompt
     counts of every fitting step took most of these tests' time)."""
-    tok = tokenizer(name)
     return PieceCounter(tok, tok.default_mode())
 
 
@@ -53,7 +52,7 @@ class Sample:
 
 def fit(gen: TaskGenerator, index: int) -> Sample:
     ctx, L, task = gen.ctx, gen.max_seq_length, gen.spec.name
-    count = counter(ctx.tokenizer_name)
+    count = counter(ctx.tokenizer)
     count.scope(gen.count_scope)
     fitted = fit_sample(gen, index,
                         lambda: sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index),
