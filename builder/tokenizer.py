@@ -256,14 +256,20 @@ class HFTokenizer(Tokenizer):
     def chat_template(self) -> str | None:
         return self._template
 
+    def _ids(self, texts: Sequence[str], special: bool = False) -> list[list[int]]:
+        # encode_batch_fast: encode's ids without the character offsets, which cost a third
+        # of the time (25-40 % here on 140K-token prompts); token_starts needs them.
+        return [e.ids for e in self.backend.encode_batch_fast(list(texts),
+                                                              add_special_tokens=special)]
+
     def encode(self, text: str) -> list[int]:
-        return self.backend.encode(text, add_special_tokens=False).ids
+        return self._ids([text])[0]
 
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
-        return [e.ids for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+        return self._ids(texts)
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
-        return [len(e) for e in self.backend.encode_batch(list(texts), add_special_tokens=False)]
+        return [len(ids) for ids in self._ids(texts)]
 
     def token_starts(self, text: str) -> list[int]:
         return [start for start, _ in self.backend.encode(text, add_special_tokens=False).offsets]
@@ -318,15 +324,13 @@ class HFTokenizer(Tokenizer):
     def _chat_ids(self, input_text: str, answer_prefix: str,
                   template_kwargs: Mapping[str, Any]) -> list[int]:
         # The rendered template already holds BOS etc.; adding special tokens would double them.
-        return self.backend.encode(self.render_chat(input_text, answer_prefix, template_kwargs),
-                                   add_special_tokens=False).ids
+        return self.encode(self.render_chat(input_text, answer_prefix, template_kwargs))
 
     def _reasoning_ids(self, input_text: str, template_kwargs: Mapping[str, Any]) -> list[int]:
-        return self.backend.encode(self.render_reasoning(input_text, template_kwargs),
-                                   add_special_tokens=False).ids
+        return self.encode(self.render_reasoning(input_text, template_kwargs))
 
     def _base_ids(self, text: str) -> list[int]:
-        return self.backend.encode(text, add_special_tokens=True).ids
+        return self._ids([text], special=True)[0]
 
 
 class TiktokenTokenizer(Tokenizer):

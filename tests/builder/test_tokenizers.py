@@ -8,6 +8,7 @@ import pytest
 
 from helpers.paths import TOKENIZERS
 from ruler.builder.errors import RulerError
+from ruler.builder.tokenizer import HFTokenizer
 from ruler.builder.tokenizer_registry import cache_dir, load_tokenizer, registry
 
 TEXT = ("July 2010What hard liquor, cigarettes, heroin, and crack have in common is\n"
@@ -31,6 +32,21 @@ def test_batch_counts_equal_single_counts(tok):
     texts = [TEXT, TEXT[:17], "", "One of the special magic numbers for x is: 1234567."]
     assert tok.count_batch(texts) == [tok.count(t) for t in texts]
     assert tok.count("") == 0
+
+
+def test_hf_ids_are_the_backends_own_encode(tok):
+    """HFTokenizer encodes without offsets (`encode_batch_fast`): the ids are `encode`'s, on
+    plain text and on a rendered prompt holding the template's special tokens."""
+    if not isinstance(tok, HFTokenizer):
+        pytest.skip(f"{tok.identity.name} is no Hugging Face tokenizer")
+    texts = [TEXT, "", " x", "\n\n"]
+    if tok.has_chat_template:
+        texts.append(tok.render_chat(TEXT, "Answer:"))
+    for special in (False, True):
+        want = [tok.backend.encode(t, add_special_tokens=special).ids for t in texts]
+        assert tok._ids(texts, special) == want
+    assert [tok.encode(t) for t in texts] == [e.ids for e in tok.backend.encode_batch(
+        texts, add_special_tokens=False)]
 
 
 def test_token_starts_are_monotonic_char_offsets(tok):
