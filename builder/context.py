@@ -1,14 +1,18 @@
 """Everything a generator may read: the tokenizer, the build's variant, resolved sources, and
 loaded resources.
 
-Resources (essay corpus, word lists, QA files) load lazily once per process and are shared
-by all generators. A forked worker inherits the loaded resources; a spawned one is sent the
-context without them (pickling drops them) and loads each again on first use.
+Resources (essay corpus, word lists, QA files) load lazily once per context and are shared
+by all its generators; those read from a hash-checked source alone are shared by every context
+of the process (keyed by the source's sha256). A forked worker inherits the loaded resources;
+a spawned one is sent the context without them (pickling drops them) and loads each again on
+first use.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,10 +42,16 @@ class BuildContext:
             self._sources[source_id] = resolve(source_id, self.sources_dir)
         return self._sources[source_id]
 
-    def resource(self, key: str, load: Callable[[], Any]) -> Any:
-        """A loaded resource, built by `load()` the first time it is asked for."""
+    def resource(self, key: str, load: Callable[[], Any], content: str | None = None) -> Any:
+        """A loaded resource, built by `load()` the first time it is asked for.
+
+        `content`: the sha256 of the (hash-checked) source `load` reads, and nothing else;
+        the resource is then loaded once per process for every context that asks for it (a
+        notebook or a test session builds many; SQuAD takes a second), so its users must not
+        change it.
+        """
         if key not in self._resources:
-            self._resources[key] = load()
+            self._resources[key] = load() if content is None else _by_content(key, content, load)
         return self._resources[key]
 
     def used_sources(self) -> dict[str, ResolvedSource]:
@@ -50,3 +60,22 @@ class BuildContext:
     def __getstate__(self) -> dict[str, Any]:
         # Resources are rebuilt from the (hash-checked) sources; some are hundreds of MB.
         return {**self.__dict__, "_resources": {}}
+
+
+#: Resources read from a source alone, by (key, the source's sha256): the last few asked for.
+_BY_CONTENT: OrderedDict[tuple[str, str], Any] = OrderedDict()
+_BY_CONTENT_KEPT = 4
+_BY_CONTENT_LOCK = threading.Lock()
+
+
+def _by_content(key: str, content: str, load: Callable[[], Any]) -> Any:
+    with _BY_CONTENT_LOCK:
+        if (key, content) in _BY_CONTENT:
+            _BY_CONTENT.move_to_end((key, content))
+            return _BY_CONTENT[key, content]
+    value = load()  # outside the lock: two threads asking at once may both load, harmlessly
+    with _BY_CONTENT_LOCK:
+        _BY_CONTENT[key, content] = value
+        while len(_BY_CONTENT) > _BY_CONTENT_KEPT:
+            _BY_CONTENT.popitem(last=False)
+    return value

@@ -157,7 +157,8 @@ class QAGenerator(TaskGenerator):
             raise RulerError(f"task {spec.name}: unknown QA dataset {self.dataset!r}")
         source = ctx.source(self.dataset)
         self.data: QASet = ctx.resource(f"qa:{self.dataset}:{source.path}",
-                                        lambda: READERS[self.dataset](Path(source.path)))
+                                        lambda: READERS[self.dataset](Path(source.path)),
+                                        content=source.sha256)
         self.official = source.official
         if not self.data.questions or not self.data.docs:
             raise _bad(self.data.path, self.dataset, "it holds no usable questions")

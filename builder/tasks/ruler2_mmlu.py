@@ -123,8 +123,8 @@ class Ruler2MmluGenerator(TaskGenerator):
         self.instruction = MMLU_CONTEXT[self.task_type]
         self.problem = MMLU_PROBLEM[(self.task_type, self.algo_type)]
         source = ctx.source("mmlu")
-        self.data: MmluData = ctx.resource(f"ruler2-mmlu:{source.sha256}",
-                                           lambda: read_mmlu(source))
+        self.data: MmluData = ctx.resource(f"ruler2-mmlu:{source.path}",
+                                           lambda: read_mmlu(source), content=source.sha256)
 
     #: The six tasks draw the same questions: their counts are made once for all six.
     count_scope = "ruler2:mmlu"

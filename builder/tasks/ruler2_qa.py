@@ -97,8 +97,8 @@ class Ruler2QaGenerator(TaskGenerator):
         self.instruction = QA_CONTEXT[(self.task_type, self.kind)]
         self.problem = QA_PROBLEM[(self.task_type, self.kind)]
         source = ctx.source("hotpotqa_hub")
-        self.data: HotpotData = ctx.resource(f"ruler2-hotpotqa:{source.sha256}",
-                                             lambda: read_hotpotqa(source))
+        self.data: HotpotData = ctx.resource(f"ruler2-hotpotqa:{source.path}",
+                                             lambda: read_hotpotqa(source), content=source.sha256)
 
     #: The four tasks draw the same paragraphs: their counts are made once for all four.
     count_scope = "ruler2:hotpotqa"

@@ -17,9 +17,11 @@ from helpers.tasks import (
     generator,
     tokenizer,
 )
+from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks.catalog import QA, TASKS
+from ruler.builder.tasks import make_generator
+from ruler.builder.tasks.catalog import QA, TASKS, get_task
 from ruler.builder.tasks.checks import check_row
 from ruler.builder.tasks.qa import fixed_permutation
 
@@ -241,3 +243,24 @@ def test_differences_cover_these_tasks():
     for task in ("vt", "cwe", "fwe", "qa_1", "qa_2"):
         assert task in scopes
     assert all(len(e) == 3 and all(isinstance(x, str) and x for x in e) for e in DIFFERENCES)
+
+
+def test_a_qa_file_is_read_once_a_process_for_its_content_and_anew_when_it_changes(tmp_path):
+    """Build contexts share the questions read from one file content (a session of builds
+    read SQuAD again for each); the same path holding other content is read again."""
+    here = tmp_path / SQUAD.relative_to(SOURCES)
+    here.parent.mkdir(parents=True)
+    here.write_bytes(SQUAD.read_bytes())
+
+    def data():
+        ctx = BuildContext(tokenizer("gpt-4"), "gpt-4", SEED, str(tmp_path))
+        return make_generator(get_task("qa_1"), ctx, 4096).data
+
+    first = data()
+    assert data() is first and len(first.questions) == len(squad_questions())
+    squad = json.loads(SQUAD.read_text())
+    squad["data"] = squad["data"][1:]  # one article fewer
+    here.write_text(json.dumps(squad))
+    changed = data()
+    assert changed is not first and len(changed.questions) < len(first.questions)
+    assert changed.path == first.path == here
