@@ -15,6 +15,7 @@ common count (3 + 10 = 13 < 30; 1 + 3 = 4 < 6 below 4096).
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -38,6 +39,9 @@ class ListShape:
     uncommon_repeats: int
 
 
+# Both pools are installed packages' files (their versions pinned by the constraints): read
+# once per process (each build context asked again; web2's sort takes 0.2 s).
+@functools.lru_cache(maxsize=1)
 def wonderwords_pool() -> tuple[str, ...]:
     """Upstream's pool: sorted(set(nouns + adjectives + verbs)) of wonderwords 2.2.0 (8,169)."""
     words = (wonderwords_list("nounlist.txt") + wonderwords_list("adjectivelist.txt")
@@ -45,6 +49,7 @@ def wonderwords_pool() -> tuple[str, ...]:
     return tuple(sorted(set(words)))
 
 
+@functools.lru_cache(maxsize=1)
 def fallback_pool() -> tuple[str, ...]:
     """The larger list used when a length needs more distinct words than the pool has.
 
