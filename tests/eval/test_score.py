@@ -568,7 +568,7 @@ def test_score_out_keeps_the_model_name_of_predictions_moved_away_from_their_run
     out = tmp_path / "res"
     run_eval(EvalConfig(model="/models/my-model", data=str(data), tokenizer_config=CONFIG,
                         out=out, backend="fake", model_tokenizer=CONFIG, progress=False,
-                        render_workers=0),
+                        render_workers=0, plots=False),
              backend=FakeBackend(FakeOptions("/models/my-model", data=str(data))))
     moved = tmp_path / "elsewhere" / "preds.jsonl"
     moved.parent.mkdir()
@@ -576,7 +576,7 @@ def test_score_out_keeps_the_model_name_of_predictions_moved_away_from_their_run
     for predictions, scored in ((out / "predictions.jsonl", tmp_path / "s1"),
                                 (moved, tmp_path / "s2")):
         assert main(["score", "--predictions", str(predictions), "--data", str(data),
-                     "--out", str(scored)]) == 0
+                     "--out", str(scored), "--no-plots"]) == 0
         assert json.loads((scored / "scores.json").read_text())["model"] == "/models/my-model"
         assert (scored / "report.md").read_text().startswith(
             "# RULER results: /models/my-model\n")
