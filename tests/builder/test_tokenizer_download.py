@@ -128,7 +128,7 @@ def test_hub_id_with_revision_downloads_an_unregistered_tokenizer(hub, tmp_path,
     assert tok.name == "someorg--some-model" and tok.identity.revision == COMMIT
     assert not tok.identity.pinned and tok.identity.repo == "someorg/some-model"
     # the files served are the registry's pinned llama-3.1 (loaded once a process)
-    assert tok.count("Hello world") == load_tokenizer("llama-3.1").count("Hello world")
+    assert tok.count("Hello world") == load_tokenizer("llama-3.1", TOKENIZERS).count("Hello world")
 
 
 def test_an_unreachable_hub_fails_at_once_without_retrying(tmp_path, monkeypatch, capsys):
