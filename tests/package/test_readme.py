@@ -123,9 +123,9 @@ def test_the_test_tiers_are_described_as_measured():
     assert "75 s" not in tiers and "255 s" not in tiers
     assert "`python -m pytest -q -n 2 -m unit`" in tiers
     assert '`python -m pytest -q -n 2 -m "not slow and not vllm"`' in tiers
-    assert "92 to 104 s of CPU, 48 to 54 s measured on 2 quiet cores" in tiers
-    assert "291 to 326 s of CPU, 160 to 177 s measured on 2 quiet cores" in tiers
-    assert "33 min" in tiers and "626 s" in tiers and "2,043 s (34 min)" in tiers
+    assert "99 s of CPU, 50 s measured on 2 quiet cores" in tiers
+    assert "246 to 279 s of CPU, 134 to 153 s measured on 2 quiet cores" in tiers
+    assert "33 min" in tiers and "572 s" in tiers and "1,910 s (32 min)" in tiers
     assert "tracked Python files" in tiers and "whole repository" not in tiers
 
 
