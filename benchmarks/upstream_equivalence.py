@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--timeout", type=float, default=600.0)
     up.add_argument("--out", required=True, help="predictions JSONL (appended, resumable)")
     up.set_defaults(func=run_upstream)
-    s = sub.add_parser("summary", help="per task x length: both scores, difference, 95% CI")
+    s = sub.add_parser("summary", help="per task x length: both scores, difference, 95%% CI")
     s.add_argument("--upstream", required=True)
     s.add_argument("--ours", required=True, help="a `ruler eval` results folder")
     s.add_argument("--ours-again", help="a second run on the same rows (noise floor)")
