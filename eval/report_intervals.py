@@ -7,6 +7,11 @@ per task within a length; for Avg. and wAvg. each length's weight (`eval.aggrega
 by its tasks. They are given exactly where the headline numbers are: a length's interval where
 its mean is, the averages' where the averages are (a complete selection). Scores written before
 the cells carried `row_scores` have no intervals (None), and the report shows none.
+
+One statistic has one interval: where two of these numbers weigh the same rows alike (at a
+single length, its mean, Avg. and both wAvg. are one number), they share the first one's
+interval instead of each drawing its own bootstrap (three intervals of one number, differing
+by their seeds only, would say three things about it).
 """
 
 from __future__ import annotations
@@ -59,25 +64,35 @@ def report_intervals(cells: Mapping[tuple[str, int], CellScore], tasks: Sequence
     rows = {k: r for k, c in cells.items() if (r := _rows(c)) is not None}
     if not rows:
         return None
+    # statistic (cell -> share of the weight) -> its interval: one number, one interval
+    drawn: dict[frozenset[tuple[tuple[str, int], float]], Interval] = {}
+
+    def interval(of: Sequence[tuple[str, int]], weights: Sequence[float], seed: str) -> Interval:
+        total = sum(weights)
+        statistic = frozenset((k, round(w / total, 12)) for k, w in zip(of, weights) if w)
+        if statistic not in drawn:
+            drawn[statistic] = weighted_mean_interval([rows[k] for k in of], weights, key=seed)
+        return drawn[statistic]
+
     by_length: dict[int, Interval | None] = {}
     for L in lengths:
         if summary.by_length.get(L) is None or any((t, L) not in rows for t in tasks):
             by_length[L] = None
         else:
-            by_length[L] = weighted_mean_interval([rows[(t, L)] for t in tasks],
-                                                  [1.0] * len(tasks), key=f"{key}/mean/{L}")
+            by_length[L] = interval([(t, L) for t in tasks], [1.0] * len(tasks),
+                                    f"{key}/mean/{L}")
     averages: dict[str, Interval | None] = {"avg": None, "inc": None, "dec": None}
     if summary.avg is not None and all(by_length[L] is not None for L in lengths):
-        stacked = [rows[(t, L)] for L in lengths for t in tasks]
+        stacked = [(t, L) for L in lengths for t in tasks]
         given: list[tuple[str, Mapping[int, float]]] = [
             ("avg", {L: 1 / len(lengths) for L in lengths})]
         if summary.wavg_inc is not None:  # RULERv2 has no weighted averages
             given += [("inc", length_weights(lengths, True)),
                       ("dec", length_weights(lengths, False))]
         for name, weights in given:
-            averages[name] = weighted_mean_interval(
+            averages[name] = interval(
                 stacked, [weights[L] / len(tasks) for L in lengths for _ in tasks],
-                key=f"{key}/{name}")
+                f"{key}/{name}")
     uncertain = [] if summary.partial or not summary.has_effective_length \
         else uncertain_lengths(by_length, summary.threshold)
     return ReportIntervals(

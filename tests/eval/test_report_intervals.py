@@ -111,9 +111,11 @@ def test_the_report_gives_every_score_its_interval_and_the_means_a_bootstrap_ove
     assert r.complete
     cells = {c.task: c for c in report.cells}
     mean = weighted_mean_interval([rows_of[t] for t in TASKS], [1, 1], key=f"{CONFIG}/mean/{L}")
-    avg = weighted_mean_interval([rows_of[t] for t in TASKS], [0.5, 0.5], key=f"{CONFIG}/avg")
-    assert r.intervals.by_length[L] == mean and r.intervals.avg == avg
-    # one length: wAvg weighs it 1, as Avg does (other seeds, same kind of interval)
+    # one length: Avg. and both wAvg. are its mean, and have its interval (issue 40 #23: they
+    # had three, from three seeds)
+    avg = mean
+    assert r.intervals.by_length[L] == mean
+    assert r.intervals.avg == r.intervals.wavg_inc == r.intervals.wavg_dec == mean
     assert r.intervals.wavg_inc.method == r.intervals.wavg_dec.method == "bootstrap"
     assert mean.low < r.summary.by_length[L] < mean.high
 
@@ -191,3 +193,25 @@ def test_report_cli_shows_the_intervals(scored, tmp_path, capsys):
     _, folder = scored
     assert main(["report", str(folder), "--out", str(tmp_path), "--no-plots"]) == 0
     assert "| 95 % interval | [" in capsys.readouterr().out
+
+
+def test_one_statistic_has_one_interval_at_one_length_and_distinct_ones_at_several():
+    """Issue 40 #23: at one length the mean, Avg. and both wAvg. are one number and were given
+    three different intervals ([51.3, 79.5], [51.3, 82.1], [48.7, 82.1]). Over several
+    lengths they are four numbers with the intervals they had before."""
+    from helpers.scores import alternating, scores
+
+    one = build_report(scores("m", "qwen2.5", TASKS, (4096,), alternating, rows=7))
+    ri = one.intervals
+    assert ri.by_length[4096] == ri.avg == ri.wavg_inc == ri.wavg_dec
+    assert ri.avg.low < one.summary.avg < ri.avg.high
+    line = next(x for x in to_markdown(one).splitlines() if x.startswith("| 95 % interval |"))
+    assert len({x.rstrip(" ‡") for x in line.strip("| ").split(" | ")[1:]}) == 1
+    two = build_report(scores("m", "qwen2.5", TASKS, (4096, 8192), alternating, rows=7))
+    ri = two.intervals
+    stacked = [c.values for L in (4096, 8192) for c in two.cells.values()
+               if c.max_seq_length == L]
+    assert ri.avg == weighted_mean_interval(stacked, [0.25] * 4, key="qwen2.5/avg")
+    assert ri.wavg_inc == weighted_mean_interval(stacked, [1 / 6, 1 / 6, 1 / 3, 1 / 3],
+                                                 key="qwen2.5/inc")
+    assert len({ri.avg, ri.wavg_inc, ri.wavg_dec, ri.by_length[4096]}) == 4
