@@ -1,0 +1,59 @@
+"""scores.json records made in the test, without a build or a run: what `ruler report`,
+Table 3 and `ruler compare` read, with chosen models, configs, tasks, lengths and row values."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ruler.eval.intervals import score_interval
+from ruler.eval.results_folder import SCORES_NAME
+from ruler.eval.run_record import DatasetRecord
+from ruler.eval.score import write_scores
+from ruler.eval.scores_record import CellScore, ScoresRecord, Selection
+
+#: Row value of (task, L, row index): 0..1.
+Values = Callable[[str, int, int], float]
+
+
+def right(task: str, L: int, i: int) -> float:
+    return 1.0
+
+
+def wrong(task: str, L: int, i: int) -> float:
+    return 0.0
+
+
+def alternating(task: str, L: int, i: int) -> float:
+    return float((i + len(task) + L // 1024) % 3 != 0)
+
+
+def scores(model: str | None, config: str, tasks: Sequence[str], lengths: Sequence[int],
+           values: Values = right, rows: int = 10, metric: str = "string_match_all",
+           spec: str = "data") -> ScoresRecord:
+    """A complete scores record: every (task, L) cell with `rows` answered rows."""
+    cells, files = [], {}
+    for task in tasks:
+        for L in lengths:
+            row_scores = [[i, values(task, L, i)] for i in range(rows)]
+            interval = score_interval([v for _, v in row_scores])
+            sha = hashlib.sha256(f"{config}/{task}/{L}".encode()).hexdigest()
+            files[f"{task}/{L}"] = sha
+            cells.append(CellScore(
+                task=task, max_seq_length=L, metric=metric,
+                score=100 * sum(v for _, v in row_scores) / rows, rows=rows, scored=rows,
+                nulls=0, skipped=0, errors=0, missing=0, data_sha256=sha,
+                row_scores=row_scores, ci95=interval.to_json(), ci_method=interval.method,
+                tied_by={"data_sha256": rows}, unverified=0))
+    return ScoresRecord(dataset=DatasetRecord(spec=spec, files=files), config=config,
+                        model=model, cells=cells, depth_items={}, variant={},
+                        selection=Selection(tasks=list(tasks), lengths=list(lengths),
+                                            by="config"))
+
+
+def write(folder: Path, record: ScoresRecord) -> Path:
+    """`folder/scores.json` holding `record`, as `ruler score` writes it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_scores(folder / SCORES_NAME, record)
+    return folder
