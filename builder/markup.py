@@ -78,7 +78,8 @@ def md_code(value: object) -> str:
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                    "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
-                   "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}"}
+                   "^": r"\textasciicircum{}", "<": r"\textless{}", ">": r"\textgreater{}",
+                   "|": r"\textbar{}"}
 
 
 def latex_text(value: object) -> str:

@@ -23,6 +23,7 @@ from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
 from ruler.builder.manifest_records import TokenizerRecord
+from ruler.builder.markup import md_code, md_text
 from ruler.builder.registry import load_target
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
@@ -142,8 +143,13 @@ def front_matter(manifest: Manifest) -> dict[str, Any]:
 # --- Markdown helpers ------------------------------------------------------------------------
 
 def _cell(value: Any) -> str:
+    """A table cell: Markdown text, its `|` not already escaped escaped (a value that is a
+    user's string comes here through `md_text` / `md_code` already)."""
     text = "—" if value is None or value == "" else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _UNESCAPED_PIPE.sub(r"\\|", text).replace("\n", " ")
+
+
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -153,7 +159,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def _code(value: Any) -> str:
-    return f"`{value}`" if value not in (None, "") else "—"
+    return md_code(value) if value not in (None, "") else "—"
 
 
 def _yes(flag: bool) -> str:
@@ -181,7 +187,7 @@ def contents_table(manifest: Manifest) -> str:
         build = manifest.build(config)
         tok = build.tokenizer
         origin = tokenizer_origin(tok)
-        rows.append([_code(config), f"{tok.name} ({origin})",
+        rows.append([_code(config), f"{md_text(tok.name)} ({md_text(origin)})",
                      build.prompt_mode, len(manifest.tasks(config)),
                      ", ".join(f"`{L}`" for L in manifest.lengths(config)), build.samples,
                      sum(f.rows for f in manifest.files_of(config)),
@@ -198,9 +204,10 @@ def task_table(manifest: Manifest) -> str:
     for spec in TASKS.values():
         if spec.name not in STANDARD_TASKS and spec.name not in built:
             continue  # a registered task (builder.tasks.family) that this folder lacks
-        params = ", ".join(f"{k}={v}" for k, v in spec.params.items())
-        rows.append([_code(spec.name), spec.family.name, params, spec.tokens_to_generate,
-                     _code(spec.metric), ", ".join(spec.sources) or "—",
+        params = md_text(", ".join(f"{k}={v}" for k, v in spec.params.items()))
+        rows.append([_code(spec.name), md_text(spec.family.name), params,
+                     spec.tokens_to_generate, _code(spec.metric),
+                     ", ".join(map(md_text, spec.sources)) or "—",
                      "yes" if spec.name in built else "no"])
     return _table(["task", "family", "parameters", "tokens_to_generate", "metric",
                    "sources", "in this repo"], rows)
@@ -231,7 +238,7 @@ def build_section(config: str, build: BuildEntry) -> str:
         "tokens, e.g. BOS)"
     lines = [
         f"### Config `{config}`", "",
-        f"- tokenizer: `{tok.name}` ({tok.kind}, from {tok.origin}); "
+        f"- tokenizer: {_code(tok.name)} ({md_text(tok.kind)}, from {md_text(tok.origin)}); "
         f"repo {_code(tok.repo)}, revision {_revision_text(tok)}; "
         f"files equal the registry's pin: {_yes(tok.pinned)}",
         f"- chat template sha256: {template}",
@@ -246,15 +253,15 @@ def build_section(config: str, build: BuildEntry) -> str:
         f"{', '.join(f'{p} {v}' for p, v in sorted((build.packages or {}).items())) or '—'}",
         "",
         _table(["tokenizer file", "sha256"],
-               [[f, _code(h)] for f, h in sorted(tok.files.items())]), "",
+               [[md_text(f), _code(h)] for f, h in sorted(tok.files.items())]), "",
     ]
     sources = build.sources or {}
     if sources:
         lines.append(_table(
             ["source", "file", "sha256", "official", "official sha256"],
-            [[sid, _code(s.file), _code(s.sha256), _yes(s.official),
+            [[md_text(sid), _code(s.file), _code(s.sha256), _yes(s.official),
               _code(s.official_sha256)] for sid, s in sorted(sources.items())]))
-        lines.extend(f"\n- `{sid}` is not the official file: {s.note}"
+        lines.extend(f"\n- {_code(sid)} is not the official file: {md_text(s.note)}"
                      for sid, s in sorted(sources.items()) if s.note)
     else:
         lines.append("Sources: none (these tasks read no third-party input).")

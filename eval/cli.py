@@ -429,6 +429,7 @@ def _compare_with_published(cfg: CompareConfig) -> int:
     """`ruler compare RUN reference:NAME`: the run beside a published result
     (eval.report_reference), as compare.md, compare.json and compare.png."""
     from ruler.builder.atomic import write_json_atomic, write_text_atomic
+    from ruler.builder.markup import md_code, md_text
     from ruler.eval.report import build_report, load_scores, run_files
     from ruler.eval.report_reference import comparisons, markdown, plot
 
@@ -436,8 +437,9 @@ def _compare_with_published(cfg: CompareConfig) -> int:
     scores = load_scores(cfg.run_a)
     r = build_report(scores, asked=run_files(cfg.run_a, scores))
     c, = comparisons(r, [name], cfg.reference_file)
-    text = "\n".join([f"# RULER: `{cfg.run_a}` ({r.model or 'unknown model'}) beside "
-                      f"published `{c.entry.name}`", ""] + markdown(c)[2:])
+    text = "\n".join([f"# {md_text(r.title)}: {md_code(cfg.run_a)} "
+                      f"({md_text(r.model or 'unknown model')}) beside published "
+                      f"{md_code(c.entry.name)}", ""] + markdown(c)[2:])
     print(text)
     print(c.summary_line())
     if cfg.out:

@@ -22,14 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
+from ruler.builder.atomic import write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
+from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import format_length
 from ruler.eval.data import open_dataset
+from ruler.eval.figures import dodged, fit_canvas, save_png
 from ruler.eval.integrations.inspect_logs import is_inspect_log
 from ruler.eval.intervals import METHOD_TEXT, PairedDifference, paired_difference
-from ruler.eval.report import check_revision, load_scores
+from ruler.eval.report import benchmark_title, check_revision, load_scores, report_benchmark
 from ruler.eval.results_folder import SCORES_NAME
 from ruler.eval.score import score_path
 from ruler.eval.scores_record import ScoresRecord, TieTotals
@@ -66,6 +68,7 @@ class Comparison:
     model_b: str | None
     config: str
     rows: list[Row]  # per task x length, then per length overall
+    benchmark: str = "ruler"  # the runs' benchmark, from their tasks (eval.report)
     not_shared: dict[str, list[str]] = field(default_factory=dict)  # "a_only"/"b_only" keys
     cells_only: dict[str, list[str]] = field(default_factory=dict)  # cells in one run only
     # "a"/"b" -> scored rows nothing ties to the build, where there are any
@@ -83,7 +86,7 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "model_a": self.model_a, "model_b": self.model_b,
-                "config": self.config, "method": METHOD_TEXT,
+                "config": self.config, "benchmark": self.benchmark, "method": METHOD_TEXT,
                 "by_task": [r.to_json() for r in self.by_task],
                 "by_length": [r.to_json() for r in self.overall],
                 "rows_not_shared": self.not_shared, "cells_in_one_run_only": self.cells_only,
@@ -151,8 +154,9 @@ def compare_scores(a: ScoresRecord, b: ScoresRecord, where_a: str = "A",
                   if (totals := run.tied_to_build).unverified}
     metrics = {side: sorted({c.metric for c in run.cells}) for side, run in (("a", a),
                                                                              ("b", b))}
-    return Comparison(where_a, where_b, a.model, b.model, config, lines, only,
-                      in_one, unverified, metrics if metrics["a"] != metrics["b"] else {})
+    return Comparison(where_a, where_b, a.model, b.model, config, lines,
+                      report_benchmark(c.task for c in a.cells), only, in_one, unverified,
+                      metrics if metrics["a"] != metrics["b"] else {})
 
 
 def _row(task: str | None, L: int, xa: list[float], xb: list[float], key: str) -> Row:
@@ -204,19 +208,20 @@ def _p(p: float) -> str:
 
 
 def to_markdown(c: Comparison) -> str:
-    head = ["# RULER comparison: A - B", "",
-            f"A: `{c.a}` ({c.model_a or 'unknown model'}); B: `{c.b}` "
-            f"({c.model_b or 'unknown model'}); tokenizer config `{c.config}`. Differences in "
-            f"points (0..100) over the rows both runs answered; * significant at 5 %.", ""]
+    head = [f"# {md_text(benchmark_title(c.benchmark))} comparison: A - B", "",
+            f"A: {md_code(c.a)} ({md_text(c.model_a or 'unknown model')}); B: {md_code(c.b)} "
+            f"({md_text(c.model_b or 'unknown model')}); tokenizer config {md_code(c.config)}. "
+            f"Differences in points (0..100) over the rows both runs answered; * significant "
+            f"at 5 %.", ""]
     if c.metrics:
-        head += [f"Scored with different metrics: A {', '.join(c.metrics['a'])}; B "
-                 f"{', '.join(c.metrics['b'])} (the differences are the metrics' where the "
-                 f"answers are the same).", ""]
+        head += [f"Scored with different metrics: A {', '.join(map(md_code, c.metrics['a']))}; "
+                 f"B {', '.join(map(md_code, c.metrics['b']))} (the differences are the "
+                 f"metrics' where the answers are the same).", ""]
     table = ["| Task | Length | Rows | A | B | A - B | 95 % interval | Test | p |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in c.by_task + c.overall:
         d = r.diff
-        name = r.task or "**all tasks**"
+        name = md_text(r.task) if r.task else "**all tasks**"
         test = d.test + (f" ({d.a_only}/{d.b_only})" if d.test == "mcnemar" else "")
         table.append(f"| {name} | {format_length(r.length)} | {d.rows} | {r.a:.2f} | "
                      f"{r.b:.2f} | {d.difference:+.2f}{'*' if d.significant else ''} | "
@@ -228,10 +233,12 @@ def to_markdown(c: Comparison) -> str:
         keys = c.not_shared.get(f"{side}_only") or []
         if keys:
             notes.append(f"\nRows answered in {name} only (not compared): {len(keys)}: "
-                         + ", ".join(keys[:_SHOWN]) + (" ..." if len(keys) > _SHOWN else ""))
+                         + ", ".join(map(md_text, keys[:_SHOWN]))
+                         + (" ..." if len(keys) > _SHOWN else ""))
         cells = c.cells_only.get(f"{side}_only") or []
         if cells:
-            notes.append(f"\nCells scored in {name} only (not compared): {', '.join(cells)}")
+            notes.append(f"\nCells scored in {name} only (not compared): "
+                         f"{', '.join(map(md_text, cells))}")
         tie = c.unverified.get(side)
         if tie:
             notes.append(f"\nUnverified rows in {name}: {tie.unverified} of {tie.scored} "
@@ -240,7 +247,9 @@ def to_markdown(c: Comparison) -> str:
     return "\n".join(head + table + notes) + "\n"
 
 
-def plot(c: Comparison, path: Path) -> Path:
+def figure(c: Comparison) -> Any:
+    """A - B per length with its interval (black), and each task's difference, the tasks
+    spread across a length's slot so that equal differences stay visible."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -248,26 +257,32 @@ def plot(c: Comparison, path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     overall = c.overall
-    labels = [format_length(r.length) for r in overall]
+    slot = {r.length: n for n, r in enumerate(overall)}
     ys = [r.diff.difference for r in overall]
     err = [[max(0.0, y - r.diff.interval.low) for y, r in zip(ys, overall)],
            [max(0.0, r.diff.interval.high - y) for y, r in zip(ys, overall)]]
-    for task in in_task_order({r.task for r in c.by_task if r.task is not None}):
-        mine = {format_length(r.length): r.diff.difference for r in c.by_task if r.task == task}
-        ax.plot(labels, [mine.get(x, float("nan")) for x in labels], marker=".", alpha=0.35,
-                linewidth=0.8, label=task)
-    ax.errorbar(labels, ys, yerr=err, marker="o", capsize=5, color="black", linewidth=2,
-                label="all tasks (95 % interval)")
+    tasks = in_task_order({r.task for r in c.by_task if r.task is not None})
+    for n, task in enumerate(tasks):
+        mine = {r.length: r.diff.difference for r in c.by_task if r.task == task}
+        ax.plot(dodged(range(len(overall)), n, len(tasks)),
+                [mine.get(r.length, float("nan")) for r in overall], marker=".", alpha=0.35,
+                linewidth=0.8, label=figure_text(task))
+    ax.errorbar(list(slot.values()), ys, yerr=err, marker="o", capsize=5, color="black",
+                linewidth=2, label="all tasks (95 % interval)")
     ax.axhline(0, color="gray", linestyle="--")
+    ax.set_xticks(list(slot.values()), [format_length(L) for L in slot])
     ax.set(xlabel="context length", ylabel="A - B (points)",
-           title=f"RULER A - B: {c.model_a or 'A'} vs {c.model_b or 'B'}")
+           title=f"{figure_text(benchmark_title(c.benchmark))} A - B: "
+                 f"{figure_text(c.model_a or 'A')} vs {figure_text(c.model_b or 'B')}")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with replacing(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return path
+    fit_canvas(fig)
+    return fig
+
+
+def plot(c: Comparison, path: Path) -> Path:
+    """`figure(c)` as a PNG at `path`."""
+    return save_png(figure(c), path, dpi=110)
 
 
 def write_comparison(c: Comparison, out: Path, plots: bool = True) -> None:

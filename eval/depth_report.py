@@ -15,9 +15,10 @@ import io
 from pathlib import Path
 from typing import Sequence
 
-from ruler.builder.atomic import replacing
+from ruler.builder.markup import figure_text, md_text
 from ruler.eval.aggregate import format_length
 from ruler.eval.depth import DepthCell, DepthTables
+from ruler.eval.figures import fit_canvas, save_png
 
 #: Heatmaps go in this folder of the report's output folder.
 HEATMAP_DIR = "depth_heatmaps"
@@ -71,7 +72,7 @@ def depth_markdown(t: DepthTables) -> list[str]:
         lines += [f"### {NIAH_GROUP} ({len(t.niah_tasks)} tasks, each weighted equally)", ""]
         lines += _table(t.niah, t.lengths, t.bins) + [""]
     for task in t.tasks:
-        lines += [f"### {task}", ""] + _table(t.cells[task], t.lengths, t.bins) + [""]
+        lines += [f"### {md_text(task)}", ""] + _table(t.cells[task], t.lengths, t.bins) + [""]
     return lines[:-1]
 
 
@@ -137,23 +138,28 @@ def heatmap_figure(cells_by_length: dict[int, list[DepthCell]], lengths: Sequenc
                   fontsize=7)
     ax.invert_yaxis()  # depth 0 (start of the context) at the top
     ax.set(xlabel="context length", ylabel="depth of the gold item in the context")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(figure_text(title), fontsize=9)
     fig.colorbar(mesh, ax=ax, label="score", fraction=0.06, pad=0.03)
     if any(c.too_few for cells in cells_by_length.values() for c in cells):
         fig.set_figheight(fig.get_figheight() + 0.45)
-        fig.legend(handles=[Patch(facecolor="white", edgecolor="#333333", hatch="///",
-                                  label=hatched)],
-                   loc="lower center", fontsize=7, frameon=False)
-        fig.tight_layout(rect=(0, 0.09, 1, 1))
+        legend = fig.legend(handles=[Patch(facecolor="white", edgecolor="#333333",
+                                           hatch="///", label=hatched)],
+                            loc="lower center", fontsize=7, frameon=False)
+        # the maps above the legend, however tall it is (two lines for a group's)
+        fit_canvas(fig, rect=(0, _legend_share(fig, legend), 1, 1))
     else:
-        fig.tight_layout()
+        fit_canvas(fig)
     return fig, ax, mesh
+
+
+def _legend_share(fig, legend) -> float:
+    """The share of the figure's height a legend at its bottom takes, with a little room."""
+    height = legend.get_window_extent(fig.canvas.get_renderer()).height / fig.dpi
+    return min(0.5, (height + 0.1) / fig.get_figheight())
 
 
 def write_heatmaps(t: DepthTables, out: Path, model: str | None) -> list[Path]:
     """`out/depth_heatmaps/niah.png` and `<task>.png` for every task with depth items."""
-    import matplotlib.pyplot as plt
-
     folder = out / HEATMAP_DIR
     folder.mkdir(parents=True, exist_ok=True)
     who = model or "unknown model"
@@ -164,8 +170,5 @@ def write_heatmaps(t: DepthTables, out: Path, model: str | None) -> list[Path]:
     paths = []
     for name, cells, title, hatched in jobs:
         fig, _, _ = heatmap_figure(cells, t.lengths, t.bins, title, hatched)
-        paths.append(folder / name)
-        with replacing(paths[-1]) as tmp:
-            fig.savefig(tmp, dpi=HEATMAP_DPI, format="png")
-        plt.close(fig)
+        paths.append(save_png(fig, folder / name, dpi=HEATMAP_DPI))
     return paths

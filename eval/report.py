@@ -38,14 +38,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
+from ruler.builder.atomic import write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode, fields_json
+from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, ONERULER, RULER2, benchmark_of
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
+from ruler.eval.figures import dodged, fit_canvas, save_png
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_health import flags as health_flags
@@ -124,8 +126,7 @@ class Report:
     @property
     def title(self) -> str:
         """The benchmark's name in the report ("RULER", "RULERv2", "ONERULER")."""
-        spec = BENCHMARK_SPECS.get(self.benchmark)
-        return spec.title if spec is not None else self.benchmark
+        return benchmark_title(self.benchmark)
 
     @property
     def complete(self) -> bool:
@@ -276,6 +277,13 @@ def report_benchmark(tasks: Iterable[str]) -> str:
     return found.pop() if found else "ruler"
 
 
+def benchmark_title(benchmark: str) -> str:
+    """A benchmark's name as reports say it ("RULER", "RULERv2", "ONERULER"; a plug-in's own
+    title; the id of a benchmark this ruler does not know)."""
+    spec = BENCHMARK_SPECS.get(benchmark)
+    return spec.title if spec is not None else benchmark
+
+
 def run_files(results: Path, scores: ScoresRecord) -> list[str]:
     """The cells a `ruler eval` results folder's run asked for (run.json), when the scores are
     of that folder's predictions: a run interrupted after widening its selection left a
@@ -299,18 +307,18 @@ def _fmt(v: float | None, digits: int = 1) -> str:
 def _head(r: Report) -> list[str]:
     """The report's title, what it covers, how the rows were served, and whether it is
     partial."""
-    head = [f"# {r.title} results: {r.model or 'unknown model'}", "",
-            f"Dataset `{r.dataset.spec}`"
-            + (f" @ `{r.dataset.revision}`" if r.dataset.revision else "")
-            + f", tokenizer config `{r.config}`. Asked for: {r.selection_text()}.", ""]
+    head = [f"# {md_text(r.title)} results: {md_text(r.model or 'unknown model')}", "",
+            f"Dataset {md_code(r.dataset.spec)}"
+            + (f" @ {md_code(r.dataset.revision)}" if r.dataset.revision else "")
+            + f", tokenizer config {md_code(r.config)}. Asked for: {r.selection_text()}.", ""]
     if r.is_oneruler:
         head += head_lines(r)
     head += serving_markdown(r.serving, r.prompt_check)
     if r.unverified:
-        cells = ", ".join(f"{t} @ {format_length(L)} ({c.unverified})"
+        cells = ", ".join(f"{md_text(t)} @ {format_length(L)} ({c.unverified})"
                           for (t, L), c in sorted(r.cells.items(), key=lambda kv: (
                               kv[0][1], task_rank(kv[0][0]))) if c.unverified)
-        head += [f"**Unverified rows**: {r.unverified_text()}. Cells: {cells}.", ""]
+        head += [f"**Unverified rows**: {md_text(r.unverified_text())}. Cells: {cells}.", ""]
     head += hint_markdown(r.reference_hint)
     if not r.complete:
         done, asked = r.rows_done
@@ -318,7 +326,8 @@ def _head(r: Report) -> list[str]:
                  + (" in the cells scored" if r.unscored else "")
                  + ", so the effective length, Avg. and wAvg. are not given, nor the mean of "
                    "a length with an incomplete cell. Incomplete cells (rows with a result / "
-                   "rows asked for): " + ", ".join(r.incomplete_labels()) + ".", ""]
+                   "rows asked for): " + ", ".join(map(md_text, r.incomplete_labels())) + ".",
+                 ""]
     return head
 
 
@@ -344,7 +353,7 @@ def _task_table(r: Report) -> list[str]:
     table = ["## Scores per task", "", "| Task | " + " | ".join(cols) + " |",
              "|---" * (len(cols) + 1) + "|"]
     for t in r.tasks:
-        table.append(f"| {t} | " + " | ".join(_cell(r.cells.get((t, L)), _ci(r, t, L))
+        table.append(f"| {md_text(t)} | " + " | ".join(_cell(r.cells.get((t, L)), _ci(r, t, L))
                                                for L in r.lengths) + " |")
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
@@ -378,7 +387,7 @@ def to_markdown(r: Report) -> str:
               + (" / budget exhausted" if reasoning else ""), "",
               "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for t in r.tasks:
-        counts.append(f"| {t} | " + " | ".join(_counts(r.cells.get((t, L)), reasoning)
+        counts.append(f"| {md_text(t)} | " + " | ".join(_counts(r.cells.get((t, L)), reasoning)
                                                for L in r.lengths) + " |")
     if reasoning:
         counts += ["", "Reasoning mode: the answer scored is the text after the model's "
@@ -388,7 +397,8 @@ def to_markdown(r: Report) -> str:
     counts += ["", "## Coverage: rows with a result / rows asked for", "",
                "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
     for t in r.tasks:
-        counts.append(f"| {t} | " + " | ".join(r.coverage(t, L) or "—" for L in r.lengths)
+        counts.append(f"| {md_text(t)} | " + " | ".join(r.coverage(t, L) or "—"
+                                                        for L in r.lengths)
                       + " |")
     counts += ["", "A result is an answer, or a row skipped as longer than the model's "
                    "context; missing and failed rows have none (re-running `ruler eval` "
@@ -488,11 +498,11 @@ def _notes(r: Report) -> list[str]:
     notes = []
     for (t, L), c in sorted(r.cells.items()):
         if c.skipped or c.errors or c.missing:
-            why = "; ".join(c.skip_reasons) or "rows missing"
-            notes.append(f"- \\* {t} @ {format_length(L)}: scored on {c.scored} of "
+            why = md_text("; ".join(c.skip_reasons) or "rows missing")
+            notes.append(f"- \\* {md_text(t)} @ {format_length(L)}: scored on {c.scored} of "
                          f"{c.rows} rows ({why}; {c.missing} missing)")
         if c.budget_clamped:
-            notes.append(f"- {t} @ {format_length(L)}: {c.budget_clamped} of {c.scored} "
+            notes.append(f"- {md_text(t)} @ {format_length(L)}: {c.budget_clamped} of {c.scored} "
                          f"answered rows ran with fewer output tokens than their "
                          f"tokens_to_generate: the model's context held the prompt but not "
                          f"the whole budget on top (each row's `output_budget` in the "
@@ -565,56 +575,70 @@ def to_json(r: Report) -> dict[str, Any]:
 
 
 def plot(r: Report, out: Path) -> list[Path]:
+    """scores_by_task.png and scores_overall.png."""
+    return [save_png(task_figure(r), out / "scores_by_task.png", dpi=110),
+            save_png(overall_figure(r), out / "scores_overall.png", dpi=110)]
+
+
+def _axes(figsize: tuple[float, float]) -> tuple[Any, Any]:
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
+    return plt.subplots(figsize=figsize)
+
+
+def task_figure(r: Report) -> Any:
+    """Every task's score by length with its interval; the tasks' markers spread across each
+    length's slot, so that tasks with equal scores do not hide each other."""
+    import matplotlib.pyplot as plt
+
     xs = r.lengths
-    labels = [format_length(L) for L in xs]
-    paths = []
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    fig, ax = _axes((9, 5.5))
     colors = plt.get_cmap("tab20").colors  # 13 tasks: tab10 would repeat colours
     ri = r.intervals
     for n, t in enumerate(r.tasks):
         ys = [r.cells[(t, L)].score if (t, L) in r.cells else None for L in xs]
         cis = [ri.cells.get((t, L)) if ri else None for L in xs]
-        ax.errorbar(labels, [float("nan") if y is None else y for y in ys],
+        at = dodged(range(len(xs)), n, len(r.tasks))
+        ax.errorbar(at, [float("nan") if y is None else y for y in ys],
                     yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
-                    color=colors[n % len(colors)], label=t)
-        mark_published(ax, r.references, labels, xs, task=t, color=colors[n % len(colors)])
-    name = r.title
+                    color=colors[n % len(colors)], label=figure_text(t))
+        mark_published(ax, r.references, at, xs, task=t, color=colors[n % len(colors)])
+    ax.set_xticks(range(len(xs)), [format_length(L) for L in xs])
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
-           title=f"{name} per task: {r.model or ''}")
+           title=f"{r.title} per task: {figure_text(r.model or '')}")
     ax.legend(fontsize=7, ncol=2, loc="lower left")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / "scores_by_task.png")
-    with replacing(paths[-1]) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
+    fit_canvas(fig)
+    return fig
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+
+def overall_figure(r: Report) -> Any:
+    """The mean over tasks by length with its interval, the threshold where the benchmark
+    has one, and published values where the report has them."""
+    xs = r.lengths
+    at = list(range(len(xs)))
+    ri = r.intervals
+    fig, ax = _axes((7, 4.5))
     means = [r.summary.by_length[L] for L in xs]
-    ax.errorbar(labels, [float("nan") if m is None else m for m in means], marker="o",
+    ax.errorbar(at, [float("nan") if m is None else m for m in means], marker="o",
                 yerr=_error_bars(means, [ri.by_length.get(L) if ri else None for L in xs]),
                 capsize=4, label=r.mean_label + (" (95 % interval)" if ri else ""))
     if r.summary.has_effective_length:
         ax.axhline(r.summary.threshold, color="gray", linestyle="--",
                    label=f"threshold {r.summary.threshold}")
-    mark_published(ax, r.references, labels, xs)
+    mark_published(ax, r.references, at, xs)
+    ax.set_xticks(at, [format_length(L) for L in xs])
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
-           title=f"{name} overall: {r.model or ''}" + (
+           title=f"{r.title} overall: {figure_text(r.model or '')}" + (
                f" (effective {r.summary.effective_label})"
                if r.summary.has_effective_length else ""))
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    paths.append(out / "scores_overall.png")
-    with replacing(paths[-1]) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return paths
+    fit_canvas(fig)
+    return fig
 
 
 def _error_bars(ys: list[float | None], intervals: list[Interval | None]) -> list[list[float]]:

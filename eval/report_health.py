@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from ruler.builder.markup import md_text
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.skip_reasons import skip_kind
@@ -355,6 +356,7 @@ def markdown(h: HealthFacts | None, cells: Mapping[tuple[str, int], CellScore] |
     if h is None:
         return lines + ["Not recorded: these scores were written by an older `ruler score`; "
                         "re-score the predictions to see it.", ""]
+    h, cells, baseline = _shown(h, cells, baseline)
     lines += [f"From the {h.rows} answered row(s) of the predictions ({h.framework}) and the "
               f"run's record. Refusal phrases: `ruler.eval.report_health.REFUSAL_PATTERNS`.",
               "", "| Check | Status | Finding |", "|---|---|---|"]
@@ -367,6 +369,24 @@ def markdown(h: HealthFacts | None, cells: Mapping[tuple[str, int], CellScore] |
             lines += [f"- **{f.check}**: {f.meaning}" + (f" *What to do*: {f.fix}"
                                                          if f.fix else "")]
     return lines + [""]
+
+
+def _shown(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None,
+           baseline: Mapping[tuple[str, int], float | None] | None) -> tuple[Any, Any, Any]:
+    """The facts as the Markdown shows them: every name in them (tasks, row keys, the
+    framework, the decoding: a foreign predictions file's text) escaped
+    (`ruler.builder.markup.md_text`), the counts as they are. report.json keeps them raw."""
+    changes: dict[str, Any] = {}
+    for f in HealthFacts.json_fields():
+        value = getattr(h, f.name)
+        if isinstance(value, str):
+            changes[f.name] = md_text(value)
+        elif isinstance(value, dict):
+            changes[f.name] = {md_text(k): [md_text(x) for x in v] if isinstance(v, list)
+                               else v for k, v in value.items()}
+    escaped = {(md_text(t), L): v for (t, L), v in (cells or {}).items()}
+    return (replace(h, **changes), escaped if cells is not None else None,
+            None if baseline is None else {(md_text(t), L): v for (t, L), v in baseline.items()})
 
 
 def run_settings(run: RunRecord, variant: Mapping[str, int] | None = None) -> dict[str, Any]:

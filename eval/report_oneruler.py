@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ruler.builder.atomic import replacing
 from ruler.builder.errors import RulerError
+from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.catalog import ONERULER_UPSTREAM_NAMES, in_task_order
 from ruler.eval.aggregate import format_length
 from ruler.eval.depth_report import COLORMAP, HEATMAP_DPI
+from ruler.eval.figures import fit_canvas, save_png
 from ruler.eval.intervals import Interval, score_interval, weighted_mean_interval
 from ruler.eval.oneruler_metric import config_language
 from ruler.eval.scores_record import CellScore
@@ -153,7 +154,8 @@ def single_run_markdown(r: Report) -> list[str]:
     lines = ["## ONERULER: accuracy per task over all lengths", "",
              "| Task (upstream's name) | Rows | Accuracy [95 % interval] |", "|---|---|---|"]
     for t in r.tasks:
-        lines.append(f"| {t} ({upstream_name(t)}) | {over[t].rows} | {over[t].text()} |")
+        lines.append(f"| {md_text(t)} ({md_text(upstream_name(t))}) | {over[t].rows} | "
+                     f"{over[t].text()} |")
     return lines + ["", "Each task's rows of every length pooled (micro accuracy); a row is "
                         "right or wrong. `ruler report RUN RUN ...` over the model's runs in "
                         "other languages gives the language x length table and heatmaps.", ""]
@@ -163,8 +165,15 @@ def single_run_markdown(r: Report) -> list[str]:
 
 def grid_heatmap(values: Sequence[Sequence[float | None]], rows: Sequence[str],
                  columns: Sequence[str], title: str, xlabel: str, ylabel: str, path: Path) -> Path:
+    """`heatmap_figure(...)` as a PNG at `path`."""
+    return save_png(heatmap_figure(values, rows, columns, title, xlabel, ylabel), path,
+                    dpi=HEATMAP_DPI)
+
+
+def heatmap_figure(values: Sequence[Sequence[float | None]], rows: Sequence[str],
+                   columns: Sequence[str], title: str, xlabel: str, ylabel: str) -> Any:
     """A heatmap with a cell per (row, column), its value written in it, on a fixed 0-100
-    scale (grey: no value)."""
+    scale (grey: no value); the canvas grows to hold its title (`figures.fit_canvas`)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -183,18 +192,15 @@ def grid_heatmap(values: Sequence[Sequence[float | None]], rows: Sequence[str],
             dark = 0.299 * r_ + 0.587 * g + 0.114 * b < 0.45
             ax.text(x + 0.5, y + 0.5, "—" if v is None else f"{v:.0f}", ha="center",
                     va="center", fontsize=7, color="white" if dark else "black")
-    ax.set_xticks([x + 0.5 for x in range(len(columns))], columns, fontsize=7,
-                  rotation=30 if max(map(len, columns), default=0) > 6 else 0)
-    ax.set_yticks([y + 0.5 for y in range(len(rows))], rows, fontsize=7)
+    ax.set_xticks([x + 0.5 for x in range(len(columns))], list(map(figure_text, columns)),
+                  fontsize=7, rotation=30 if max(map(len, columns), default=0) > 6 else 0)
+    ax.set_yticks([y + 0.5 for y in range(len(rows))], list(map(figure_text, rows)), fontsize=7)
     ax.invert_yaxis()  # the first row at the top
     ax.set(xlabel=xlabel, ylabel=ylabel)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(figure_text(title), fontsize=9)
     fig.colorbar(mesh, ax=ax, label="accuracy", fraction=0.06, pad=0.03)
-    fig.tight_layout()
-    with replacing(path) as tmp:
-        fig.savefig(tmp, dpi=HEATMAP_DPI, format="png")
-    plt.close(fig)
-    return path
+    fit_canvas(fig)
+    return fig
 
 
 def write_task_heatmap(r: Report, out: Path) -> Path:
@@ -329,13 +335,13 @@ def to_markdown(tables: Sequence[LanguageTable]) -> str:
     lines = ["# ONERULER: accuracy by language", ""]
     for tb in tables:
         cols = [format_length(L) for L in tb.lengths]
-        lines += [f"## {tb.title}", "",
-                  f"Metric: `{tb.metric}`: {METRIC_TEXT.get(tb.metric, '')}.", "",
+        lines += [f"## {md_text(tb.title)}", "",
+                  f"Metric: {md_code(tb.metric)}: {METRIC_TEXT.get(tb.metric, '')}.", "",
                   "### Language x length", "",
                   "| Language | " + " | ".join(cols) + " | Avg. |",
                   "|---" * (len(cols) + 2) + "|"]
         for code in tb.languages:
-            lines.append(f"| {code} | " + " | ".join(tb.by_length[code][L].text()
+            lines.append(f"| {md_text(code)} | " + " | ".join(tb.by_length[code][L].text()
                                                       for L in tb.lengths)
                          + f" | {tb.avg[code].text()} |")
         lines.append("| **All** | " + " | ".join(f"**{tb.all_languages[L].text()}**"
@@ -345,10 +351,10 @@ def to_markdown(tables: Sequence[LanguageTable]) -> str:
                       f"Avg.: over the lengths; All: the mean over the languages. Languages "
                       f"by Avg., highest first.", "",
                   "### Language x task (all lengths)", "",
-                  "| Language | " + " | ".join(tb.tasks) + " |",
+                  "| Language | " + " | ".join(map(md_text, tb.tasks)) + " |",
                   "|---" * (len(tb.tasks) + 1) + "|"]
         for code in tb.languages:
-            lines.append(f"| {code} | " + " | ".join(tb.by_task[code][t].text()
+            lines.append(f"| {md_text(code)} | " + " | ".join(tb.by_task[code][t].text()
                                                       for t in tb.tasks) + " |")
         lines += ["", "A cell: the accuracy over the language's rows of the task at every "
                       "length (Wilson interval).", "",
@@ -357,13 +363,13 @@ def to_markdown(tables: Sequence[LanguageTable]) -> str:
                   "|---" * (len(cols) + 2) + "|"]
         for t in tb.tasks:
             row = tb.task_micro[t]
-            lines.append(f"| {t} ({upstream_name(t)}) | "
+            lines.append(f"| {md_text(t)} ({md_text(upstream_name(t))}) | "
                          + " | ".join(row[L].text() for L in tb.lengths)
                          + f" | {row['all'].text()} |")
         lines += ["", "Every language's rows of the task pooled (micro accuracy), per length "
                       "and over all lengths (Wilson interval).", ""]
         if tb.notes:
-            lines += ["Notes:", ""] + [f"- {n}" for n in tb.notes] + [""]
+            lines += ["Notes:", ""] + [f"- {md_text(n)}" for n in tb.notes] + [""]
     return "\n".join(lines)
 
 

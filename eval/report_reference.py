@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ruler.builder.atomic import replacing
 from ruler.builder.errors import RulerError
+from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.eval.aggregate import format_length
+from ruler.eval.figures import fit_canvas, save_png
 from ruler.eval.intervals import Interval
 from ruler.eval.published_results import PublishedResult, load_registry
 from ruler.eval.report_intervals import cell_interval, format_interval
@@ -274,11 +275,12 @@ def _line_cells(x: Line) -> list[str]:
 
 def markdown(c: ReferenceComparison, heading: str = "##") -> list[str]:
     e = c.entry
-    lines = [f"{heading} Beside the published result `{e.name}`", "",
-             f"**{e.model}**, from {e.source.cite()}. Reported by {e.reported_by or 'not stated'}"
-             f"; mode {e.mode or 'not stated'}; samples per task and length "
-             f"{e.samples_per_task or 'not stated'}; decoding {e.decoding or 'not stated'}. "
-             f"Averaged: {e.averaged or 'not stated'}.", "",
+    lines = [f"{heading} Beside the published result {md_code(e.name)}", "",
+             f"**{md_text(e.model)}**, from {md_text(e.source.cite())}. Reported by "
+             f"{md_text(e.reported_by or 'not stated')}; mode {md_text(e.mode or 'not stated')}"
+             f"; samples per task and length {e.samples_per_task or 'not stated'}; decoding "
+             f"{md_text(e.decoding or 'not stated')}. Averaged: "
+             f"{md_text(e.averaged or 'not stated')}.", "",
              "| Length | Published | Run | Run 95 % interval | Run - published | "
              "Published value vs the interval |", "|---|---|---|---|---|---|"]
     for x in c.by_length:
@@ -293,7 +295,7 @@ def markdown(c: ReferenceComparison, heading: str = "##") -> list[str]:
         lines.append(f"| {names[key]} | {_v(p)} | {_v(v, 2)} | {format_interval(i) or '—'} | "
                      f"{'—' if d is None else f'{d:+.2f}'} | "
                      f"{_POSITION_TEXT.get(pos or '', '—')} |")
-    lines.append(f"| Effective length | {c.published_effective or 'not given'} | "
+    lines.append(f"| Effective length | {md_text(c.published_effective or 'not given')} | "
                  f"{c.run_effective} | | | |")
     lines += ["", "*inside*: the published value lies in the run's 95 % interval, so the two "
                   "agree at the run's sample size; *above* / *below*: the gap is larger than "
@@ -304,12 +306,12 @@ def markdown(c: ReferenceComparison, heading: str = "##") -> list[str]:
         lines += ["| Task | Length | Published | Run | Run 95 % interval | Run - published | "
                   "Published value vs the interval |", "|---|---|---|---|---|---|---|"]
         for x in c.by_task:
-            lines.append(f"| {x.task} | {format_length(x.length)} | "
+            lines.append(f"| {md_text(x.task)} | {format_length(x.length)} | "
                          + " | ".join(_line_cells(x)) + " |")
         lines.append("")
     if c.differences:
         lines += ["Set-up differences (the comparison holds only as far as these allow):", ""]
-        lines += [f"- {d}" for d in c.differences] + [""]
+        lines += [f"- {md_text(d)}" for d in c.differences] + [""]
     else:
         lines += ["No set-up difference recorded between the run and the published result.",
                   ""]
@@ -319,8 +321,9 @@ def markdown(c: ReferenceComparison, heading: str = "##") -> list[str]:
 def hint_markdown(names: Sequence[str]) -> list[str]:
     if not names:
         return []
-    return [f"Published results exist for this model: {', '.join(f'`{n}`' for n in names)}. "
-            f"Put them beside this run with `ruler report RESULTS --reference {names[0]}`.", ""]
+    command = md_code(f"ruler report RESULTS --reference {names[0]}")
+    return [f"Published results exist for this model: {', '.join(map(md_code, names))}. "
+            f"Put them beside this run with {command}.", ""]
 
 
 def to_csv(cs: Sequence[ReferenceComparison]) -> str:
@@ -339,23 +342,23 @@ def to_csv(cs: Sequence[ReferenceComparison]) -> str:
     return buf.getvalue()
 
 
-def mark_plot(ax: Any, cs: Sequence[ReferenceComparison], labels: Sequence[str],
+def mark_plot(ax: Any, cs: Sequence[ReferenceComparison], xs: Sequence[Any],
               lengths: Sequence[int], task: str | None = None, color: Any = None) -> None:
-    """Published values as markers on a score-by-length axis whose x labels are `labels` (the
-    run's lengths): per length (task None) or one task's."""
+    """Published values as markers on a score-by-length axis where length `lengths[i]` is
+    drawn at `xs[i]` (a label or a position): per length (task None) or one task's."""
     for n, c in enumerate(cs):
         lines = c.by_length if task is None else [x for x in c.by_task if x.task == task]
-        points = [(labels[lengths.index(x.length)], x.published) for x in lines
+        points = [(xs[lengths.index(x.length)], x.published) for x in lines
                   if x.published is not None and x.length in lengths]
         if not points:
             continue
-        xs, ys = zip(*points)
-        ax.plot(xs, ys, linestyle="none", marker="*x+"[n % 3], markersize=11 if task is None
+        at, ys = zip(*points)
+        ax.plot(at, ys, linestyle="none", marker="*x+"[n % 3], markersize=11 if task is None
                 else 8, color=color or "crimson",
-                label=f"published: {c.entry.model}" if task is None else None)
+                label=f"published: {figure_text(c.entry.model)}" if task is None else None)
 
 
-def plot(c: ReferenceComparison, path: Path) -> Path:
+def figure(c: ReferenceComparison) -> Any:
     """`ruler compare RUN reference:NAME`'s figure: the run's mean per length with its
     interval, the published values as markers (at every length either side has)."""
     import matplotlib
@@ -364,22 +367,26 @@ def plot(c: ReferenceComparison, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     lengths = [x.length for x in c.by_length]
-    labels = [format_length(L) for L in lengths]
+    at = list(range(len(lengths)))
     ys = [float("nan") if x.run is None else x.run for x in c.by_length]
     err = [[0.0 if x.run is None or x.interval is None else max(0.0, x.run - x.interval.low)
             for x in c.by_length],
            [0.0 if x.run is None or x.interval is None else max(0.0, x.interval.high - x.run)
             for x in c.by_length]]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.errorbar(labels, ys, yerr=err, marker="o", capsize=4,
-                label=f"run: {c.run_model or 'unknown model'} (95 % interval)")
-    mark_plot(ax, [c], labels, lengths)
+    ax.errorbar(at, ys, yerr=err, marker="o", capsize=4,
+                label=f"run: {figure_text(c.run_model or 'unknown model')} (95 % interval)")
+    mark_plot(ax, [c], at, lengths)
+    ax.set_xticks(at, [format_length(L) for L in lengths])
+    name = BENCHMARK_NAMES.get(c.entry.benchmark, c.entry.benchmark)
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
-           title=f"RULER: run vs published {c.entry.name}")
+           title=f"{figure_text(name)}: run vs published {figure_text(c.entry.name)}")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with replacing(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png")
-    plt.close(fig)
-    return path
+    fit_canvas(fig)
+    return fig
+
+
+def plot(c: ReferenceComparison, path: Path) -> Path:
+    """`figure(c)` as a PNG at `path`."""
+    return save_png(figure(c), path, dpi=110)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ruler.builder.errors import RulerError
+from ruler.builder.markup import md_code, md_text
 from ruler.builder.tasks.catalog import in_task_order
 from ruler.builder.variants import NO_VARIANT, Replicate, variant_from_record
 from ruler.eval.aggregate import format_length, summarize
@@ -206,10 +207,12 @@ def _text(s: Spread | None) -> str:
 def to_markdown(p: PooledReport) -> str:
     n = len(p.runs)
     cols = [format_length(L) for L in p.lengths]
-    head = [f"# RULER results over {n} replicates: {p.model or 'unknown model'}", "",
-            f"Tokenizer config `{p.config}`"
-            + (f", prompt mode {p.mode}" if p.mode else "") + "; runs: "
-            + ", ".join(f"{run.label} = `{run.report.config}` ({run.where})" for run in p.runs)
+    head = [f"# {md_text(p.runs[0].report.title)} results over {n} replicates: "
+            f"{md_text(p.model or 'unknown model')}", "",
+            f"Tokenizer config {md_code(p.config)}"
+            + (f", prompt mode {md_text(p.mode)}" if p.mode else "") + "; runs: "
+            + ", ".join(f"{run.label} = {md_code(run.report.config)} ({md_text(run.where)})"
+                        for run in p.runs)
             + ".", "", SPREAD_TEXT.format(n=n), ""]
     summary = ["| Over replicates | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
                "|---" * (len(cols) + 4) + "|",
@@ -222,19 +225,19 @@ def to_markdown(p: PooledReport) -> str:
                + ".", ""]
     table = ["## Scores per task over replicates", "", "| Task | " + " | ".join(cols) + " |",
              "|---" * (len(cols) + 1) + "|"]
-    table += [f"| {t} | " + " | ".join(_text(p.cells[(t, L)]) for L in p.lengths) + " |"
-              for t in p.tasks]
+    table += [f"| {md_text(t)} | " + " | ".join(_text(p.cells[(t, L)]) for L in p.lengths)
+              + " |" for t in p.tasks]
     per_run = ["", "## Per replicate: mean per length", "",
                "| Replicate | Config | " + " | ".join(cols) + " | Avg. |",
                "|---" * (len(cols) + 3) + "|"]
     for run in p.runs:
         s = run.report.summary
-        per_run.append(f"| {run.label} | `{run.report.config}` | "
+        per_run.append(f"| {run.label} | {md_code(run.report.config)} | "
                        + " | ".join("n/a" if s.by_length.get(L) is None
                                     else f"{s.by_length[L]:.2f}" for L in p.lengths)
                        + f" | {'n/a' if s.avg is None else f'{s.avg:.2f}'} |")
     notes = (["", "## Withheld", "", "Cells a run leaves incomplete (so n/a above):", ""]
-             + [f"- {w}" for w in p.withheld]) if p.withheld else []
+             + [f"- {md_text(w)}" for w in p.withheld]) if p.withheld else []
     return "\n".join(head + summary + table + per_run + notes) + "\n"
 
 

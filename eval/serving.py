@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
+from ruler.builder.markup import md_code, md_text
 from ruler.eval.run_record import PromptCheck, RunRecord, ServingRecord
 
 __all__ = ["PromptCheck", "describe", "markdown", "prepare_backend", "prompt_check",
@@ -80,12 +81,12 @@ def prompt_check(records: Iterable[Mapping[str, Any]]) -> PromptCheck | None:
 
 def markdown(serving: list[ServingRecord] | None, check: PromptCheck | None) -> list[str]:
     """The report's lines on how the prompts were served (none for engines that say nothing)."""
-    lines = [f"Served by `{s.backend}` at `{s.base_url}`: {describe(s)}."
+    lines = [f"Served by {md_code(s.backend)} at {md_code(s.base_url)}: {md_text(describe(s))}."
              for s in serving or []]
     counts = check or PromptCheck()
     if counts.checked or counts.unchecked:
         lines.append(f"Server prompt counts: {counts.counts_text(bold=True)}.")
-    if counts.answered_as:
+    if counts.answered_as:  # the names are the server's
         text = counts.models_text()
-        lines.append(text[:1].upper() + text[1:] + ".")
+        lines.append(md_text(text[:1].upper() + text[1:]) + ".")
     return lines + [""] if lines else []

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,7 @@ import yaml
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.manifest_records import TokenizerRecord
+from ruler.builder.markup import md_code, md_text
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
 from ruler.cards.render import tokenizer_origin
@@ -389,19 +391,22 @@ def front_matter(e: KvpressExport) -> dict[str, Any]:
 def render_card(e: KvpressExport) -> str:
     s = e.source
     tok = s["tokenizer"]
-    asked = (f" (`{s['revision_asked']}`)" if s.get("revision_asked")
+    asked = (f" ({md_code(s['revision_asked'])})" if s.get("revision_asked")
              and s["revision_asked"] != s["revision"] else "")
-    where = (f"Hub dataset `{s['dataset']}` at commit `{s['revision']}`{asked}" if s["revision"]
-             else f"the local build `{s['dataset']}`")
+    where = (f"Hub dataset {md_code(s['dataset'])} at commit {md_code(s['revision'])}{asked}"
+             if s["revision"] else f"the local build {md_code(s['dataset'])}")
     # the export's source record keeps the manifest's tokenizer fields (`_source_record`)
-    tok_text = f"`{tok['name']}`" + (f" ({tokenizer_origin(TokenizerRecord.from_json(tok))})"
-                                      if tok.get("repo") else "")
+    tok_text = md_code(tok["name"]) + (
+        f" ({md_text(tokenizer_origin(TokenizerRecord.from_json(tok)))})"
+        if tok.get("repo") else "")
     lengths = sorted(e.lengths)
     L = lengths[0]
     limited = (f"the first {e.limit} rows of each task and length" if e.limit
                else "every row")
-    data_arg = (f"--data {s['dataset']} --revision {s['revision_asked'] or s['revision']}"
-                if s["revision"] else f"--data {s['dataset']}")
+    # a shell command in a code block: the folder quoted as a shell reads it
+    data_arg = (f"--data {shlex.quote(s['dataset'])} --revision "
+                f"{shlex.quote(s['revision_asked'] or s['revision'])}"
+                if s["revision"] else f"--data {shlex.quote(s['dataset'])}")
     score_limit = (f" --tasks {','.join(e.tasks)}" if e.tasks != e.build_tasks else "") + \
         (f" --limit {e.limit}" if e.limit else "")
     tokens = e.tokens
@@ -415,7 +420,7 @@ def render_card(e: KvpressExport) -> str:
             f"kvpress's prompt text equals ruler's, but tokenized as kvpress does (context "
             f"and question apart) it differs from ruler's count on "
             f"{len(tokens['mismatched'])} of {tokens['checked']} rows checked (e.g. "
-            f"{tokens['mismatched'][0]}).")
+            f"{md_text(tokens['mismatched'][0])}).")
     else:
         prompt_note = (
             f"kvpress's prompt is ruler's, character for character (the chat template of "
@@ -437,13 +442,13 @@ def render_card(e: KvpressExport) -> str:
     return f"""---
 {front}---
 
-# RULER for kvpress: `{e.config}`, {', '.join(map(str, lengths))}
+# RULER for kvpress: {md_code(e.config)}, {', '.join(map(str, lengths))}
 
 RULER rows in the schema of [kvpress](https://github.com/NVIDIA/kvpress)'s RULER dataset,
 written by `ruler export kvpress` (layout and prompt checked against kvpress {KVPRESS_CHECKED}).
 
 - source: {where}, manifest sha256 `{s['manifest_sha256']}`
-- config: `{e.config}` (prompt mode {s['prompt_mode']}{_variant_text(s['variant'])})
+- config: {md_code(e.config)} (prompt mode {md_text(s['prompt_mode'])}{_variant_text(s['variant'])})
 - tokenizer: {tok_text}
 - built by: {built_by}
 - rows: {limited}
@@ -452,7 +457,7 @@ written by `ruler export kvpress` (layout and prompt checked against kvpress {KV
 |---|---|
 {rows}
 
-Tasks: {', '.join(f'`{t}`' for t in e.tasks)}.
+Tasks: {', '.join(map(md_code, e.tasks))}.
 
 ```python
 from datasets import load_dataset

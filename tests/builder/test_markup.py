@@ -40,4 +40,5 @@ def test_latex_and_figure_text():
     assert latex_text("a_b & 50% {x} $y$ ~^\\") == (
         r"a\_b \& 50\% \{x\} \$y\$ \textasciitilde{}\textasciicircum{}\textbackslash{}")
     assert latex_text("two\n\nlines") == r"two\textbackslash{}n\textbackslash{}nlines"
+    assert latex_text("a|b") == r"a\textbar{}b"
     assert figure_text("cost $5 and $6\nnext") == r"cost \$5 and \$6\nnext"

@@ -301,3 +301,22 @@ def test_a_v2_config_gets_the_ruler2_section_and_a_v1_card_none(built_llama_v2, 
     assert 'load_dataset(<repo>, "<tokenizer>--v2", split="8192")' in section
     assert "Unofficial build" in text  # stand-in MMLU and HotpotQA
     assert "## RULERv2" not in (out / "README.md").read_text()
+
+
+@pytest.mark.build
+def test_user_supplied_strings_show_as_themselves(out):
+    """Issue 40 #19: a tokenizer's folder, its files, a source's file and note are the user's
+    (any path); in the card each shows as itself, and no table gains a cell."""
+    from helpers.markdown_check import HOSTILE, check_markdown
+
+    m = manifest_of(out)
+    build = m["builds"]["gpt-4"]
+    build["tokenizer"] = dict(build["tokenizer"], origin=f"/data/{HOSTILE}",
+                              files={f"tok{HOSTILE}.json": "ab" * 32}, repo=None)
+    build["sources"] = {"squad": {"id": "squad", "file": f"/in/{HOSTILE}.json",
+                                  "sha256": "c9" * 32, "official": False,
+                                  "official_sha256": "80" * 32, "note": HOSTILE}}
+    build["official"] = False
+    text = render_card(Manifest.from_json(m)).split("---\n", 2)[2]
+    check_markdown(text, f"/data/{HOSTILE}", f"tok{HOSTILE}.json", f"/in/{HOSTILE}.json")
+    assert text.count(HOSTILE) == 0  # never raw

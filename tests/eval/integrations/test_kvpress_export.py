@@ -275,3 +275,28 @@ def test_the_card_says_what_is_known_of_a_pinned_tokenizers_revision():
     assert "@None" not in card
     assert ("- tokenizer: `mistral-nemo` (mistralai/Mistral-Nemo-Instruct-2407, files pinned by "
             "sha256; Hub commit not recorded)") in card
+
+
+def test_the_card_shows_user_supplied_strings_as_themselves():
+    """Issue 40 #19: the build's folder (any path), the tokenizer's origin and a mismatched
+    row's key show as themselves in the export's card; the score command quotes the folder."""
+    from helpers.markdown_check import HOSTILE, check_markdown
+
+    tok = {"name": "my-tok", "kind": "hf", "repo": f"org/{HOSTILE}", "revision": None,
+           "pinned": False}
+    folder = f"/data/{HOSTILE}"
+    source = {"dataset": folder, "revision": None, "revision_asked": None,
+              "manifest_sha256": "0" * 64, "generator": {"name": "ruler-bench", "version": "1"},
+              "config": "my-tok", "tokenizer": tok, "prompt_mode": "chat", "variant": {},
+              "seed": 42, "samples": 2, "official": False}
+    card = kx.render_card(kx.KvpressExport(
+        Path("/data/kv"), source, "my-tok", lengths={4096: 2}, tasks=["vt"],
+        build_tasks=["vt"], tokens={"checked": 1, "mismatched": [f"{HOSTILE}#0"],
+                                    "template": True}))
+    # the Markdown outside the code blocks (a command in one is the shell's to read)
+    body = "".join(card.split("---\n", 2)[2].split("```")[::2])
+    check_markdown(body, folder, f"org/{HOSTILE}", f"{HOSTILE}#0")
+    assert body.count(HOSTILE) == 0
+    import shlex
+
+    assert f"--data {shlex.quote(folder)} --tokenizer-config my-tok" in card
