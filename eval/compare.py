@@ -214,8 +214,8 @@ def to_markdown(c: Comparison) -> str:
             f"Differences in points (0..100) over the rows both runs answered; * significant "
             f"at 5 %.", ""]
     if c.metrics:
-        head += [f"Scored with different metrics: A {', '.join(map(md_code, c.metrics['a']))}; "
-                 f"B {', '.join(map(md_code, c.metrics['b']))} (the differences are the "
+        head += [f"Scored with different metrics: A {', '.join(map(md_text, c.metrics['a']))}; "
+                 f"B {', '.join(map(md_text, c.metrics['b']))} (the differences are the "
                  f"metrics' where the answers are the same).", ""]
     table = ["| Task | Length | Rows | A | B | A - B | 95 % interval | Test | p |",
              "|---|---|---|---|---|---|---|---|---|"]
