@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import add_flags, check_flags, flag_values, from_flags, option
+from ruler.builder.length_rules import fill_definition, rules_of
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.selection import parse_lengths, parse_shard, parse_tasks
 from ruler.builder.sources import SOURCES_ENV
@@ -16,13 +17,8 @@ from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import add_variant_flags, variants_from_flags
 
 #: Read by other modules from here too (`parse_*` live in ruler.builder.selection).
-__all__ = ["FILL_DEFINITION", "LanguageFlags", "parse_languages", "parse_lengths", "parse_shard",
-           "parse_tasks", "register_cli", "run"]
-
-#: What the build summary's "fill" is (the worker's `fill_mean`/`fill_min`).
-FILL_DEFINITION = ("fill: a row's length / L, the share of the length L it uses, where length = "
-                   "its prompt's tokens + tokens_to_generate <= L; mean and smallest over the "
-                   "file's rows")
+__all__ = ["LanguageFlags", "parse_languages", "parse_lengths", "parse_shard", "parse_tasks",
+           "register_cli", "run"]
 
 
 def parse_languages(text: str | None) -> tuple[OnerulerLanguage, ...]:
@@ -68,8 +64,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Generate the RULER tasks for one tokenizer into OUT/data/<tokenizer>/<task>/"
                     "<L>.parquet,\nwith OUT/manifest.json and a dataset card (OUT/README.md). "
-                    "Every sample fits its\nlength L exactly (prompt with chat template + answer "
-                    "prefix + tokens_to_generate <= L).\nRe-running skips files that are "
+                    "Every sample fits its\nlength L exactly, by its benchmark's length rule, "
+                    "which each file's manifest entry\nrecords: RULER and ONERULER count the "
+                    "prompt (chat template + answer prefix) +\ntokens_to_generate <= L, RULERv2 "
+                    "the prompt alone <= L (its answer comes on top).\nRe-running skips files "
+                    "that are "
                     "complete and match; an interrupted build resumes; builds of other\n"
                     "tasks, lengths or shards of the same build may run into one OUT at once. "
                     "A build whose seed,\nsamples, tokenizer or package versions differ from "
@@ -113,14 +112,18 @@ def _build_one(cfg: BuildConfig) -> None:
         on = f", on Ray worker {f.worker}" if cfg.executor == "ray" else ""
         print(f"  {f.path}: {f.rows} rows, fill mean {f.fill_mean:.4f} min {f.fill_min:.4f}, "
               f"{f.seconds:.1f}s, {f.bytes / 1e6:.2f} MB{on}")
-    if built:
-        print(f"  ({FILL_DEFINITION})")
+    manifest = Manifest.load(report.out)
+    # what "fill" is, by the built files' own recorded length rules (RULERv2's count the
+    # prompt alone)
+    recorded = {f.path: f.length_rule for f in manifest.files_of(report.config)}
+    for rule in rules_of(recorded.get(f.path) for f in built):
+        print(f"  ({fill_definition(rule)})")
     fallback = [f for f in built if f.exact_rows and not cfg.exact_counts]
     if fallback:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "
               f"this tokenizer's counts do not add up across the prompt's piece junctions "
               f"(slower, same exactness): {', '.join(f.path for f in fallback)}")
-    build = Manifest.load(report.out).build(report.config)
+    build = manifest.build(report.config)
     why = build.unofficial_reasons() if build is not None else []
     if why:
         print(f"note: {report.config} is an unofficial build ({'; '.join(why)}); the manifest "

@@ -11,7 +11,10 @@ Layout (format_version 1):
     `<tokenizer>--oneruler-<lang>`, records "benchmark": "oneruler" and its "language")
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
                                                 sha256, content_sha256, build_key, packages,
-                                                counting[, repeated_share {mean, max}]}}
+                                                counting, length_rule
+                                                [, repeated_share {mean, max}]}}
+    (`length_rule`: how the file's rows count their `length`, builder.length_rules; the build
+    entry lists its files' rules as `length_rules`)
 `sha256` hashes the file bytes (stable for a pinned pyarrow); `content_sha256` hashes the rows
 themselves, so content can be compared across library versions. A build's `identity` and each
 file's `build_key` are defined in `ruler.builder.identity`.
@@ -117,7 +120,7 @@ class FileEntry(JsonRecord):
     built it (build key, package versions, how its lengths were counted)."""
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({
-        "build_key", "packages", "counting", "repeated_share"})
+        "build_key", "packages", "counting", "repeated_share", "length_rule"})
 
     config: str
     task: str
@@ -133,6 +136,9 @@ class FileEntry(JsonRecord):
     # it): {"mean", "max"} over the rows of the share of a row's context, in characters, that
     # repeats text of the source already in that context. The card reports it.
     repeated_share: dict[str, float] | None = None
+    # How its rows' `length` is counted (builder.length_rules); None: not recorded (a file
+    # built before files recorded it)
+    length_rule: str | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 
@@ -150,7 +156,7 @@ class BuildEntry(JsonRecord):
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({
         "prompt_mode", "seed", "samples", "generator_version", "packages", "identity",
         "counting", "sources", "official", "tasks", "lengths", "variant", "benchmark",
-        "language"})
+        "language", "length_rules"})
     DECODE: ClassVar[Mapping[str, Decode]] = {
         "tokenizer": TokenizerRecord.from_json, "identity": IdentityRecord.from_json,
         "sources": record_map(SourceRecord.from_json)}
@@ -163,6 +169,8 @@ class BuildEntry(JsonRecord):
     packages: dict[str, str] | None = None
     identity: IdentityRecord | None = None
     counting: list[str] | None = None
+    # its files' length rules (builder.length_rules), derived from them as `counting` is
+    length_rules: list[str] | None = None
     sources: dict[str, SourceRecord] | None = None  # id -> ResolvedSource.as_manifest()
     official: bool | None = None
     tasks: list[str] | None = None

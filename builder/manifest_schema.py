@@ -123,7 +123,7 @@ FILE_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "rows": (_count, True), "bytes": (_count, True),
     "sha256": (_sha256, True), "content_sha256": (_sha256, True),
     "build_key": (_str, False), "packages": (_str_map, False), "counting": (_str, False),
-    "repeated_share": (_share, False),
+    "repeated_share": (_share, False), "length_rule": (_str, False),
 }
 BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "tokenizer": (_tokenizer, True), "identity": (_identity, False),
@@ -132,6 +132,7 @@ BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "sources": (lambda v: isinstance(v, dict) and all(map(_source, v.values())), False),
     "official": (_bool, False), "tasks": (_list_of(lambda t: t in TASKS), False),
     "lengths": (_list_of(_positive), False), "counting": (_list_of(_str), False),
+    "length_rules": (_list_of(_str), False),
     "variant": (_variant, False),
     "benchmark": (lambda v: v in BENCHMARKS, False),
     "language": (language_ok, False),

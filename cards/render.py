@@ -21,6 +21,7 @@ from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_ato
 from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
+from ruler.builder.length_rules import RULES, context_text, length_text, rules_of
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
 from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.markup import md_code, md_text
@@ -55,7 +56,8 @@ COLUMN_DOCS: Mapping[str, str] = {
     "answer_prefix": "text the assistant turn starts with (pre-filled, not generated)",
     "outputs": "the references the metric looks for in the prediction",
     "length": "exact tokens the model is given (chat template, or BOS + text for base "
-              "tokenizers, with `answer_prefix`) + `tokens_to_generate`; always <= L",
+              "tokenizers, with `answer_prefix`), plus `tokens_to_generate` where the file's "
+              "length rule counts it (Contents: `length`); always <= L",
     "tokens_to_generate": "maximum new tokens (upstream's budget for the task; in a "
                           "reserved-output-budget config `<tokenizer>--out<N>`, that budget)",
     "metric": "`string_match_all` or `string_match_part`",
@@ -188,14 +190,56 @@ def contents_table(manifest: Manifest) -> str:
         tok = build.tokenizer
         origin = tokenizer_origin(tok)
         rows.append([_code(config), f"{md_text(tok.name)} ({md_text(origin)})",
-                     build.prompt_mode, len(manifest.tasks(config)),
+                     build.prompt_mode, _rules_cell(manifest, config),
+                     len(manifest.tasks(config)),
                      ", ".join(f"`{L}`" for L in manifest.lengths(config)), build.samples,
                      sum(f.rows for f in manifest.files_of(config)),
                      _yes(bool(build.official))])
     if not rows:
         return "This folder holds no split files yet."
-    return _table(["config", "tokenizer", "prompt", "tasks", "splits (L)", "samples per task",
-                   "rows", "official"], rows)
+    return _table(["config", "tokenizer", "prompt", "length", "tasks", "splits (L)",
+                   "samples per task", "rows", "official"], rows)
+
+
+def _file_rules(manifest: Manifest, config: str) -> list[str | None]:
+    """The length rules `config`'s files record (None: a file that records none)."""
+    return rules_of(f.length_rule for f in manifest.files_of(config))
+
+
+def _rules_cell(manifest: Manifest, config: str) -> str:
+    """A config's length rule(s) as the Contents table says them: "prompt + tokens_to_generate
+    <= L" (`builder.length_rules`)."""
+    return "; ".join(_rule_md(r).replace("its prompt's tokens", "prompt")
+                     for r in _file_rules(manifest, config))
+
+
+def _rule_md(rule: str | None) -> str:
+    """`length_text(rule)` in Markdown: ours as written, an unknown rule's id (a newer
+    writer's, or a hand edit) escaped."""
+    text = length_text(rule)
+    return text if rule is None or rule in RULES else md_text(text)
+
+
+def length_rules_text(manifest: Manifest) -> str:
+    """The card's sentence on how `length` is counted, from the rules the files record: one
+    rule for the whole folder, or which configs count which way."""
+    by_rule: dict[str | None, list[str]] = {}
+    for config in _built_configs(manifest):
+        for rule in _file_rules(manifest, config):
+            by_rule.setdefault(rule, []).append(config)
+    if not by_rule:
+        return "(no split files yet)."
+    parts = []
+    for rule, configs in sorted(by_rule.items(), key=lambda kv: (kv[0] is None, kv[0] or "")):
+        which = "" if len(by_rule) == 1 else f" (config{'s' * (len(configs) > 1)} " \
+            f"{', '.join(map(_code, configs))})"
+        if rule is None:
+            parts.append(f"not recorded{which}: built before files recorded it")
+        else:
+            parts.append(f"length = {_rule_md(rule)}{which}, so serve a model with a context "
+                         f"(`max_model_len`) of {context_text(rule)}")
+        # a rule this version does not know is shown by its id (length_text)
+    return "; ".join(parts) + "."
 
 
 def task_table(manifest: Manifest) -> str:
@@ -231,8 +275,10 @@ def packages_table(manifest: Manifest) -> str:
     return _table(["package", "version"], [[p, v] for p, v in sorted(packages.items())])
 
 
-def build_section(config: str, build: BuildEntry) -> str:
+def build_section(config: str, build: BuildEntry, manifest: Manifest) -> str:
     tok = build.tokenizer
+    rules = _file_rules(manifest, config) if manifest.files_of(config) else \
+        rules_of(build.length_rules or [None])
     template = _code(tok.chat_template_sha256) if tok.chat_template_sha256 \
         else "none (base prompt: `input` + `answer_prefix` with the tokenizer's own special " \
         "tokens, e.g. BOS)"
@@ -244,6 +290,8 @@ def build_section(config: str, build: BuildEntry) -> str:
         f"- chat template sha256: {template}",
         f"- prompt mode: `{build.prompt_mode}`; seed: `{build.seed}`; "
         f"samples per task and length: {build.samples}",
+        f"- length rule (as its files record it): "
+        f"{'; '.join(f'length = {_rule_md(r)}' for r in rules)}",
         *(["- variant: " + ", ".join(f"`{k}={v}`" for k, v in build.variant.items())
            + " (see Variant configs)"] if build.variant else []),
         f"- official build (pinned tokenizer, official sources): "
@@ -284,7 +332,8 @@ def counting_text(methods: Sequence[str]) -> str:
 
 
 def builds_section(manifest: Manifest) -> str:
-    return "\n\n".join(build_section(c, manifest.build(c)) for c in manifest.configs())
+    return "\n\n".join(build_section(c, manifest.build(c), manifest)
+                       for c in manifest.configs())
 
 
 def official_note(manifest: Manifest) -> str:
@@ -347,6 +396,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
     body = Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(
         generator=f"{generator.get('name')} {generator.get('version')}",
         official_note=official_note(manifest),
+        length_rules=length_rules_text(manifest),
         contents_table=contents_table(manifest),
         task_table=task_table(manifest),
         repo_id=repo, example_config=config, example_task=task, example_split=split,

@@ -90,6 +90,8 @@ def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
         entry, sources=merged, official=is_official(entry.tokenizer, merged),
         tasks=manifest.tasks(config), lengths=manifest.lengths(config),
         counting=sorted({f.counting for f in manifest.files_of(config) if f.counting}),
+        length_rules=sorted({f.length_rule for f in manifest.files_of(config)
+                             if f.length_rule}) or None,
         extra={**(previous.extra if previous else {}), **entry.extra}))
     manifest.save(out)
     write_published(out)  # the card (and any plug-in step's files)

@@ -49,6 +49,8 @@ class Row:
     # The share of its context that repeats source material (a source used up before L:
     # builder.tasks.base.Draft).
     repeated_share: float
+    # How its `length` counts (builder.length_rules): recorded in the file's manifest entry
+    length_rule: str | None = None
 
 
 class Worker:
@@ -166,7 +168,8 @@ class Worker:
             raise RulerError(f"task {task}, L={L}, sample {index}: {problem}"
                              + (f"; {variant.row_advice}" if variant.row_advice else ""))
         return Row(row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
-                   d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]))
+                   d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]),
+                   spec.length_rule)
 
     def build_file(self, job: FileJob, tick: Callable[[int], None] | None = None
                    ) -> tuple[FileResult, FileEntry, Path]:
@@ -198,6 +201,7 @@ def write_file_steps(job: FileJob, rows: Iterable[Row], temp_tag: str = ""
     started = time.perf_counter()
     L = job.max_seq_length
     fills, probes, exact_rows, certified_rows, repeated = [], 0, 0, 0, []
+    rules: set[str | None] = set()
     with SplitWriter(job.out / job.path, L, publish=False, temp_tag=temp_tag) as writer:
         for made in rows:
             writer.write(made.row, made.canonical)
@@ -206,6 +210,7 @@ def write_file_steps(job: FileJob, rows: Iterable[Row], temp_tag: str = ""
             exact_rows += made.counted_exactly
             certified_rows += made.certified
             repeated.append(made.repeated_share)
+            rules.add(made.length_rule)
             yield
     path = writer.temp_path
     # The file's manifest entry, whole: made here only, recorded as it is by the publisher.
@@ -215,6 +220,8 @@ def write_file_steps(job: FileJob, rows: Iterable[Row], temp_tag: str = ""
         content_sha256=writer.content_sha256, build_key=job.build_key,
         packages=dict(job.packages),
         counting=counting_method(writer.rows, exact_rows, certified_rows, job.tokenizer_pinned),
+        # one task's rows: one rule (None: rows made without one, e.g. by a test)
+        length_rule=rules.pop() if len(rules) == 1 else None,
         # only where a source ran out
         repeated_share={"mean": round(sum(repeated) / len(repeated), 4),
                         "max": round(max(repeated), 4)} if max(repeated) > 0 else None)

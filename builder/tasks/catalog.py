@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any, Iterable, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.length_rules import rule_of
 from ruler.builder.registry import Registry
 from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, TOTAL
 
@@ -71,6 +72,12 @@ class TaskSpec:
         the prompt and the answer (RULER), none where L bounds the prompt alone (RULERv2:
         `FamilySpec.reserves_output`)."""
         return tokens_to_generate if self.family.reserves_output else 0
+
+    @property
+    def length_rule(self) -> str:
+        """The id of its rows' length rule (`builder.length_rules`), which the build records
+        in each file's manifest entry."""
+        return rule_of(self.family.reserves_output)
 
 
 NIAH = FamilySpec(

@@ -310,13 +310,52 @@ def test_user_supplied_strings_show_as_themselves(out):
     from helpers.markdown_check import HOSTILE, check_markdown
 
     m = manifest_of(out)
-    build = m["builds"]["gpt-4"]
-    build["tokenizer"] = dict(build["tokenizer"], origin=f"/data/{HOSTILE}",
+    entry = m["builds"]["gpt-4"]
+    entry["tokenizer"] = dict(entry["tokenizer"], origin=f"/data/{HOSTILE}",
                               files={f"tok{HOSTILE}.json": "ab" * 32}, repo=None)
-    build["sources"] = {"squad": {"id": "squad", "file": f"/in/{HOSTILE}.json",
+    entry["sources"] = {"squad": {"id": "squad", "file": f"/in/{HOSTILE}.json",
                                   "sha256": "c9" * 32, "official": False,
                                   "official_sha256": "80" * 32, "note": HOSTILE}}
-    build["official"] = False
+    entry["official"] = False
     text = render_card(Manifest.from_json(m)).split("---\n", 2)[2]
     check_markdown(text, f"/data/{HOSTILE}", f"tok{HOSTILE}.json", f"/in/{HOSTILE}.json")
     assert text.count(HOSTILE) == 0  # never raw
+
+
+@pytest.mark.build
+def test_each_config_s_length_rule_comes_from_what_its_files_record(built_llama_v2, out):
+    """Issue 40 #21: the card said every row's length is prompt + tokens_to_generate <= L and
+    that a model served with max_model_len = L never truncates, for RULERv2's configs too,
+    whose rows count the prompt alone (16,384 tokens to generate on top)."""
+    v2 = Manifest.load(built_llama_v2)
+    assert {f.length_rule for f in v2.files_of("llama-3.1--v2")} == {"prompt"}
+    assert v2.build("llama-3.1--v2").length_rules == ["prompt"]
+    v1 = Manifest.load(out)
+    assert {f.length_rule for f in v1.files_of("gpt-4")} == {"prompt+tokens_to_generate"}
+    text = render_card(v2)
+    assert "| reasoning | prompt <= L (tokens_to_generate on top) |" in text
+    assert ("`manifest.json`: length = its prompt's tokens <= L (tokens_to_generate on top), so "
+            "serve a model with a context (`max_model_len`) of L + tokens_to_generate") in \
+        " ".join(text.split())
+    assert "- length rule (as its files record it): length = its prompt's tokens <= L " \
+           "(tokens_to_generate on top)" in text
+    assert "prompt + tokens_to_generate" not in text.split("## RULERv2")[0]
+    both = manifest_of(out)
+    m2 = manifest_of(built_llama_v2)
+    both["builds"].update(m2["builds"])
+    both["files"].update(m2["files"])
+    text = " ".join(render_card(Manifest.from_json(both)).split())
+    assert ("length = its prompt's tokens + tokens_to_generate <= L (config `gpt-4`), so serve "
+            "a model with a context (`max_model_len`) of L (the answer's budget is inside it)"
+            ) in text
+    assert "length = its prompt's tokens <= L (tokens_to_generate on top) (config " \
+           "`llama-3.1--v2`)" in text
+    # a manifest written before files recorded their rule: said so, never assumed
+    for entry in both["files"].values():
+        entry.pop("length_rule")
+    for entry in both["builds"].values():
+        entry.pop("length_rules")
+    text = " ".join(render_card(Manifest.from_json(both)).split())
+    assert "`manifest.json`: not recorded: built before files recorded it." in text
+    assert "- length rule (as its files record it): length = a count this manifest does not " \
+           "record" in text and "<= L" not in text.split("## Contents")[0]

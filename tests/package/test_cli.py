@@ -151,6 +151,32 @@ def test_the_build_summary_defines_fill(tmp_path, capsys):
            f"{min(lengths) / 4096:.4f}" in line
 
 
+@pytest.mark.build
+def test_each_benchmark_s_build_summary_defines_fill_by_its_recorded_length_rule(tmp_path,
+                                                                                 capsys):
+    """Issue 40 #21: a RULERv2 build printed v1's rule (prompt + tokens_to_generate <= L)
+    under its files, whose rows count the prompt alone. Each build prints the rule its files'
+    manifest entries record: RULERv2's the prompt alone, ONERULER's (as this builder counts
+    it, with the chat template, unlike upstream) RULER's."""
+    from ruler.builder.manifest import Manifest
+
+    v2 = _summary(capsys, tmp_path / "v2", "--benchmark", "v2", "--tokenizer", "llama-3.1",
+                  "--tasks", "mk_niah_basic")
+    assert [x for x in v2.splitlines() if "fill:" in x] == [
+        "  (fill: a row's length / L, the share of the length L it uses, where length = its "
+        "prompt's tokens <= L (tokens_to_generate on top); mean and smallest over the file's "
+        "rows)"], v2
+    (entry,) = Manifest.load(tmp_path / "v2/out").files.values()
+    assert entry.length_rule == "prompt"
+    one = _summary(capsys, tmp_path / "one", "--benchmark", "oneruler", "--languages", "en",
+                   "--tokenizer", "llama-3.1", "--tasks", "or_niah_single")
+    assert [x for x in one.splitlines() if "fill:" in x] == [
+        "  (fill: a row's length / L, the share of the length L it uses, where length = its "
+        "prompt's tokens + tokens_to_generate <= L; mean and smallest over the file's rows)"]
+    (entry,) = Manifest.load(tmp_path / "one/out").files.values()
+    assert entry.length_rule == "prompt+tokens_to_generate"
+
+
 @pytest.mark.subprocess
 def test_the_default_output_folder_does_not_shadow_the_package(tmp_path):
     """Run from a folder (the repository root, say), the default output must not be named

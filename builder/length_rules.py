@@ -1,0 +1,75 @@
+"""How a row's `length` is counted against its split's L: the length rule, recorded per file.
+
+RULER (v1) and ONERULER rows count the prompt as the model reads it (chat template, or BOS +
+text) plus the answer's budget, `tokens_to_generate`, and the sum is at most L: a model served
+with a context of L never truncates. RULERv2 rows count the prompt alone, at most L, and its
+16,384 tokens to generate come on top (NeMo-Skills fills L with the prompt). (Upstream
+ONERULER counts neither its template nor its budget: its rows are longer than L; ours follow
+RULER's rule, as the card's ONERULER section says.)
+
+The builder decides a file's rule from its task (`TaskSpec.length_rule`) and writes it into
+the file's manifest entry (`FileEntry.length_rule`; the config's entry lists its files'
+rules); everything that says how lengths are counted (the build's summary, the card) reads it
+from there, never assumes one. A manifest written before files recorded their rule says
+nothing of it: "not recorded".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+#: The rule ids a manifest records.
+PROMPT_AND_OUTPUT = "prompt+tokens_to_generate"
+PROMPT_ONLY = "prompt"
+
+
+@dataclass(frozen=True)
+class LengthRule:
+    id: str
+    #: What `length` is, completing "length = ...".
+    length: str
+    #: The context a model needs for a row of L.
+    context: str
+
+
+RULES = {
+    PROMPT_AND_OUTPUT: LengthRule(PROMPT_AND_OUTPUT,
+                                  "its prompt's tokens + tokens_to_generate <= L",
+                                  "L (the answer's budget is inside it)"),
+    PROMPT_ONLY: LengthRule(PROMPT_ONLY,
+                            "its prompt's tokens <= L (tokens_to_generate on top)",
+                            "L + tokens_to_generate (the answer comes on top)"),
+}
+
+
+def rule_of(counts_output: bool) -> str:
+    """The rule id of rows whose `length` counts their `tokens_to_generate` (or not)."""
+    return PROMPT_AND_OUTPUT if counts_output else PROMPT_ONLY
+
+
+def length_text(rule: str | None) -> str:
+    """"its prompt's tokens + tokens_to_generate <= L" for a recorded rule; what is known of
+    an unknown or unrecorded one."""
+    if rule is None:
+        return "a count this manifest does not record"
+    known = RULES.get(rule)
+    return known.length if known else f"{rule!r} (a rule this version does not know)"
+
+
+def context_text(rule: str | None) -> str:
+    """The context a model needs for a row of L under `rule`."""
+    known = RULES.get(rule) if rule else None
+    return known.context if known else "not known (the length rule is not recorded)"
+
+
+def fill_definition(rule: str | None) -> str:
+    """What `ruler build`'s "fill" is, under the files' rule."""
+    return (f"fill: a row's length / L, the share of the length L it uses, where length = "
+            f"{length_text(rule)}; mean and smallest over the file's rows")
+
+
+def rules_of(recorded: Iterable[str | None]) -> list[str | None]:
+    """The distinct rules of several files, in a stable order (unrecorded last)."""
+    found = set(recorded)
+    return sorted((r for r in found if r is not None)) + ([None] if None in found else [])
