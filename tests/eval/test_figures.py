@@ -114,3 +114,18 @@ def test_tasks_with_equal_scores_at_one_length_stay_visible(saved, tmp_path):
     points = [xy for label, xy in marker_points(saved[-1][2].axes[0])
               if label in STANDARD_TASKS]
     assert len(points) == 13 and len(set(points)) == 13
+
+
+def test_the_docs_equivalence_figure_holds_its_texts(saved, tmp_path, monkeypatch):
+    """The docs' one figure (docs/make_equivalence_plot.py), drawn into tmp_path."""
+    import importlib.util
+
+    from helpers.paths import ROOT
+
+    spec = importlib.util.spec_from_file_location("make_equivalence_plot",
+                                                  ROOT / "docs" / "make_equivalence_plot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "IMAGE", tmp_path / "equivalence.png")
+    module.main()
+    assert len(saved) == 1 and not _clipped(saved)
