@@ -25,11 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ruler.builder.errors import RulerError
 from ruler.builder.markup import latex_text, md_code, md_text
 from ruler.eval.aggregate import format_length
 from ruler.eval.intervals import Interval
 from ruler.eval.published_results import PublishedResult, Registry
-from ruler.eval.report import Report
+from ruler.eval.report import Report, benchmark_title
 from ruler.eval.report_intervals import format_interval
 
 #: The registry entry of the paper's first row, whose 4K score is the threshold.
@@ -76,9 +77,12 @@ class Table3:
     lengths: list[int]
     threshold: float
     notes: list[str] = field(default_factory=list)
+    title: str = "RULER"  # the runs' benchmark, as reports name it
+    underline: bool = True  # scores above the threshold (a benchmark with an effective length)
 
     def to_json(self) -> dict[str, Any]:
-        return {"threshold": self.threshold, "lengths": self.lengths,
+        return {"benchmark": self.title, "threshold": self.threshold if self.underline else None,
+                "lengths": self.lengths,
                 "rows": [r.to_json() for r in self.rows], "notes": self.notes}
 
 
@@ -127,12 +131,32 @@ def _label_runs(rows: Sequence[TableRow]) -> None:
             row.label = f"{row.label} ({', '.join(parts)})"
 
 
+def _one_benchmark(runs: Sequence[tuple[str, Report]],
+                   published: Sequence[PublishedResult]) -> str:
+    """The benchmark all runs and published rows are of (a table of two would set one's
+    numbers beside the other's as if they measured the same); a RulerError otherwise."""
+    found: dict[str, list[str]] = {}
+    for where, r in runs:
+        found.setdefault(r.benchmark, []).append(where)
+    for e in published:
+        found.setdefault(e.benchmark, []).append(e.name)
+    if len(found) > 1:
+        shown = "; ".join(f"{benchmark_title(b)}: {', '.join(names[:3])}"
+                          for b, names in sorted(found.items()))
+        raise RulerError(f"the runs and published results are of different benchmarks "
+                         f"({shown}): a table holds one benchmark's; report them apart")
+    return next(iter(found))
+
+
 def build_table(runs: Sequence[tuple[str, Report]], published: Sequence[PublishedResult],
                 registry: Registry) -> Table3:
     """The table of the runs (where, report) and the published results, interleaved."""
+    benchmark = _one_benchmark(runs, published)
     threshold = runs[0][1].summary.threshold
+    # RULER's threshold row and underlining; a benchmark without an effective length has none
+    ruled = runs[0][1].summary.has_effective_length
     rows: list[TableRow] = []
-    if THRESHOLD_ROW in registry.entries:
+    if ruled and THRESHOLD_ROW in registry.entries:
         rows.append(_published_row(registry.entries[THRESHOLD_ROW], "threshold"))
     placed: set[str] = set()
     run_rows = [_run_row(where, r, registry) for where, r in runs]
@@ -148,7 +172,7 @@ def build_table(runs: Sequence[tuple[str, Report]], published: Sequence[Publishe
     notes = ["Runs: " + "; ".join(f"{md_text(row.label)}: config {md_code(row.config)}, run "
                                     f"{md_code(row.where)} ({row.samples} samples per task and "
                                     f"length)" for row in run_rows) + "."]
-    for e in [registry.entries.get(THRESHOLD_ROW), *published]:
+    for e in [registry.entries.get(THRESHOLD_ROW) if ruled else None, *published]:
         if e is not None:
             notes.append(f"{md_text(e.model)} ({md_code(e.name)}): {md_text(e.source.cite())}; "
                          f"samples per task {e.samples_per_task or 'not stated'}; reported by "
@@ -160,7 +184,8 @@ def build_table(runs: Sequence[tuple[str, Report]], published: Sequence[Publishe
             notes.append(f"{OTHER_LENGTHS} Avg. and wAvg. of {md_text(row.label)} are over "
                          f"{_lengths_text(row.averaged_over)}, not the table's {shown}: they "
                          f"do not compare with the others'.")
-    return Table3(rows, lengths, threshold, notes)
+    return Table3(rows, lengths, threshold, notes, title=benchmark_title(benchmark),
+                  underline=ruled)
 
 
 def _lengths_text(lengths: Sequence[int]) -> str:
@@ -188,10 +213,11 @@ def _mark(row: TableRow) -> str:
 
 def to_markdown(t: Table3) -> str:
     cols = [format_length(L) for L in t.lengths]
-    lines = ["# RULER: Table 3", "",
-             f"Scores (%) per length: the mean over the tasks; scores above the threshold "
-             f"{t.threshold} (Llama2 (7B) at 4K) underlined; runs with their 95 % intervals. "
-             f"Published rows are marked †"
+    above = (f"; scores above the threshold {t.threshold} (Llama2 (7B) at 4K) underlined"
+             if t.underline else "")
+    lines = [f"# {md_text(t.title)}: Table 3", "",
+             f"Scores (%) per length: the mean over the tasks{above}; runs with their 95 % "
+             f"intervals. Published rows are marked †"
              + (f"; averages over other lengths than the table's {OTHER_LENGTHS} (notes)"
                 if any(not row.averages_comparable for row in t.rows) else "") + ".", "",
              "| Models | Claimed Length | Effective Length | " + " | ".join(cols)
@@ -205,8 +231,8 @@ def to_markdown(t: Table3) -> str:
             lines.append(f"| {md_text(row.label)}{mark} | {md_text(row.claimed or '')} | | "
                          + " | ".join(cells) + " | | | |")
             continue
-        cells = [_md_value(row.scores[L], t.threshold) if L in row.scores else "—"
-                 for L in t.lengths]
+        cells = [_md_value(row.scores[L], t.threshold, t.underline) if L in row.scores
+                 else "—" for L in t.lengths]
         # a run's effective length is ours ("< 4K"); a published row's is its source's text
         effective = row.effective if row.kind == "run" else md_text(row.effective or "—")
         lines.append(f"| {md_text(row.label)}{mark} | {md_text(row.claimed or '—')} | "
@@ -243,16 +269,18 @@ def to_latex(t: Table3) -> str:
             lines += [" & ".join([label, latex_text(row.claimed or ""), ""] + cells
                                  + ["", "", ""]) + r" \\", r"\midrule"]
             continue
-        cells = [_tex_value(row.scores[L], t.threshold) if L in row.scores else "--"
-                 for L in t.lengths]
+        cells = [_tex_value(row.scores[L], t.threshold, t.underline) if L in row.scores
+                 else "--" for L in t.lengths]
         averages = [_tex_value(row.averages[k], t.threshold, underline=False,
                                mark=_mark(row)) for k, _ in AVERAGES]
         lines.append(" & ".join([label, latex_text(row.claimed or "--"),
                                  latex_text(row.effective or "--")] + cells + averages)
                      + r" \\")
-    caption = (f"Scores (\\%) per length: the mean over the tasks; scores above the threshold "
-               f"{t.threshold} (Llama2 (7B) at 4K) are underlined; runs with their 95\\,\\% "
-               f"intervals; $^\\dagger$ published results (sources in the report)"
+    above = (f"; scores above the threshold {t.threshold} (Llama2 (7B) at 4K) are underlined"
+             if t.underline else "")
+    caption = (f"{latex_text(t.title)}: scores (\\%) per length: the mean over the tasks{above}; "
+               f"runs with their 95\\,\\% intervals; $^\\dagger$ published results (sources in "
+               f"the report)"
                + ("; $^\\S$ averages over other lengths than the table's (see the report)"
                   if any(not row.averages_comparable for row in t.rows) else "") + ".")
     lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{caption}}}",

@@ -75,3 +75,27 @@ def test_runs_averaged_over_the_same_lengths_are_not_marked():
     b = build_report(scores("b", "qwen2.5", STANDARD_TASKS, (4096, 8192), alternating))
     md = to_markdown(build_table([("a", a), ("b", b)], [], load_registry()))
     assert "§" not in md
+
+
+def test_runs_of_two_benchmarks_are_refused_and_one_benchmark_names_the_table(tmp_path,
+                                                                               capsys):
+    """A RULER run and a RULERv2 run made one table under "# RULER: Table 3", RULER's 85.6
+    threshold row above the RULERv2 scores: blended, not compared."""
+    from ruler.builder.tasks.catalog import RULER2_TASKS
+
+    v1 = write(tmp_path / "v1", scores("m", "llama-3.1", STANDARD_TASKS, (4096,), right))
+    v2 = write(tmp_path / "v2", scores("n", "llama-3.1--v2", RULER2_TASKS, (4096,),
+                                       alternating))
+    assert main(["report", str(v1), str(v2), "--table"]) == 2
+    err = capsys.readouterr().err
+    assert "are of different benchmarks (RULER: " in err and f"RULERv2: {v2}" in err
+    assert main(["report", str(v1), str(v2), "--table", "--reference",
+                 "ruler-readme/meta-llama-3.1-8b-instruct"]) == 2
+    other = write(tmp_path / "v2b", scores("o", "llama-3.1--v2", RULER2_TASKS, (4096,), right))
+    assert main(["report", str(v2), str(other), "--table"]) == 0
+    md = capsys.readouterr().out
+    assert md.startswith("# RULERv2: Table 3\n")
+    assert "Llama2 (7B)" not in md and "<ins>" not in md and "threshold" not in md
+    assert main(["report", str(v2), str(other), "--table", "--reference",
+                 "ruler-readme/meta-llama-3.1-8b-instruct"]) == 2
+    assert "RULER: ruler-readme/meta-llama-3.1-8b-instruct" in capsys.readouterr().err
