@@ -92,7 +92,7 @@ def head_lines(r: Report) -> list[str]:
     """The report head's ONERULER lines: the language and which metric ran."""
     metric = report_metric(r)
     return [f"Language: {language_text(run_language(r.config))}.", "",
-            f"Metric: `{metric}`: {METRIC_TEXT.get(metric, 'not a ONERULER metric')}.", ""]
+            f"Metric: {md_code(metric)}: {METRIC_TEXT.get(metric, 'not a ONERULER metric')}.", ""]
 
 
 def _score(cell: CellScore | None) -> float | None:

@@ -105,13 +105,16 @@ def test_table3(tmp_path, capsys):
 
 
 def test_report_languages(tmp_path):
+    """The metric too: scores.json names it, and a hand-made one names anything."""
     runs = [write(tmp_path / f"{FOLDER}{code}",
                   _hostile(HOSTILE, f"llama-3.1--oneruler-{code}", ONERULER_TASKS,
-                           metric="oneruler"))
+                           metric=f"m{HOSTILE}"))
             for code in ("en", "ko")]
     out = tmp_path / "languages"
     assert main(["report", *map(str, runs), "--out", str(out), "--no-plots"]) == 0
-    check_markdown((out / "report_languages.md").read_text(), HOSTILE)
+    check_markdown((out / "report_languages.md").read_text(), HOSTILE, f"m{HOSTILE}")
+    write_report(runs[0], plots=False)
+    check_markdown((runs[0] / "report.md").read_text(), HOSTILE, f"m{HOSTILE}")
 
 
 def test_report_replicates(tmp_path):
