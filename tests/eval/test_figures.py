@@ -129,3 +129,17 @@ def test_the_docs_equivalence_figure_holds_its_texts(saved, tmp_path, monkeypatc
     monkeypatch.setattr(module, "IMAGE", tmp_path / "equivalence.png")
     module.main()
     assert len(saved) == 1 and not _clipped(saved)
+
+
+def test_a_model_name_with_dollar_signs_is_drawn_as_written(saved, tmp_path):
+    """`$...$` in a name started matplotlib's mathtext: `$\\badcmd{x}$` failed the drawing with
+    a ParseFatalException traceback, `$x$` drew an italic x. Every title shows the name."""
+    name = "org/m$\\badcmd{x}$ costs $5"
+    r = build_report(scores(name, "qwen2.5", STANDARD_TASKS[:2], ONE, right))
+    plot(r, tmp_path)
+    other = scores("n", "qwen2.5", STANDARD_TASKS[:2], ONE, alternating)
+    compare_plot(compare_scores(scores(name, "qwen2.5", STANDARD_TASKS[:2], ONE, right), other),
+                 tmp_path / "compare.png")
+    titles = [fig.axes[0].get_title() for _, _, fig in saved]
+    assert len(titles) == 3 and all(r"org/m\$\badcmd{x}\$ costs \$5" in t for t in titles)
+    assert not _clipped(saved)
