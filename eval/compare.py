@@ -262,9 +262,11 @@ def figure(c: Comparison) -> Any:
     err = [[max(0.0, y - r.diff.interval.low) for y, r in zip(ys, overall)],
            [max(0.0, r.diff.interval.high - y) for y, r in zip(ys, overall)]]
     tasks = in_task_order({r.task for r in c.by_task if r.task is not None})
+    # an even number of places: none at the slot's centre, where the overall point sits
+    places = len(tasks) + len(tasks) % 2
     for n, task in enumerate(tasks):
         mine = {r.length: r.diff.difference for r in c.by_task if r.task == task}
-        ax.plot(dodged(range(len(overall)), n, len(tasks)),
+        ax.plot(dodged(range(len(overall)), n, places),
                 [mine.get(r.length, float("nan")) for r in overall], marker=".", alpha=0.35,
                 linewidth=0.8, label=figure_text(task))
     ax.errorbar(list(slot.values()), ys, yerr=err, marker="o", capsize=5, color="black",
