@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from helpers.markdown_check import HOSTILE, check_markdown
 from helpers.scores import alternating, right, scores, write
@@ -136,3 +140,23 @@ def test_compare_md(tmp_path):
     assert main(["compare", str(a), str(b), "--out", str(out), "--no-plots"]) == 0
     check_markdown((out / "compare.md").read_text(), HOSTILE, f"{HOSTILE}b", TASK, str(a),
                    str(b))
+
+
+@pytest.mark.subprocess
+def test_table3_tex_with_hostile_names_compiles(tmp_path, capsys):
+    """The LaTeX of the same table compiles (pdflatex, where installed), § marks included."""
+    pdflatex = shutil.which("pdflatex")
+    if pdflatex is None:
+        pytest.skip("pdflatex not installed (apt-get install texlive-latex-base "
+                    "texlive-latex-recommended): the LaTeX was checked as text only")
+    a = write(tmp_path / FOLDER, _hostile(HOSTILE, "qwen2.5"))
+    b = write(tmp_path / f"{FOLDER}2", _hostile(HOSTILE, "llama-3.1", values=alternating))
+    out = tmp_path / "t3"
+    assert main(["report", str(a), str(b), "--table", "--reference",
+                 "ruler-readme/meta-llama-3.1-8b-instruct", "--out", str(out)]) == 0
+    assert r"$^\S$" in (out / "table3.tex").read_text()
+    (out / "doc.tex").write_text("\\documentclass{article}\n\\usepackage{booktabs}\n"
+                                 "\\begin{document}\n\\input{table3.tex}\n\\end{document}\n")
+    done = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+                          cwd=out, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:]
