@@ -98,13 +98,14 @@ def replace_folder(staging: str | os.PathLike, target: str | os.PathLike,
     one removed, so `target` is the old folder or the new one, never a mix of the two.
     `check_old(old)` runs on the old folder once it is aside (it sees whatever was added to
     `target` until then): an exception from it puts the old folder back and leaves `staging`
-    where it is."""
+    where it is. A link at `target` is replaced as a folder is, never followed: the folder it
+    points to stays as it was."""
     staging, target = Path(staging), Path(target)
-    if not target.exists():
+    if not target.exists() and not target.is_symlink():
         staging.rename(target)
         return
     old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)  # left by a writer killed between two renames
+    _remove(old)  # left by a writer killed between two renames
     target.rename(old)
     try:
         if check_old is not None:
@@ -113,4 +114,14 @@ def replace_folder(staging: str | os.PathLike, target: str | os.PathLike,
     except BaseException:
         old.rename(target)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """Remove `path` as far as possible: a folder with its files; a link or a file itself (a
+    link's target is never touched; `shutil.rmtree` refuses a link, and one left at `old`
+    made every later rename onto it fail)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
