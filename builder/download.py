@@ -77,7 +77,7 @@ class Stop:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._connections: set[http.client.HTTPConnection] = set()
+        self._sockets: list[socket.socket] = []
         self.reason: str | None = None
 
     @property
@@ -88,30 +88,28 @@ class Stop:
         with self._lock:
             if self.reason is None:
                 self.reason = reason
-            connections = list(self._connections)
-        for connection in connections:
-            _shut(connection)
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
 
-    def track(self, connection: http.client.HTTPConnection) -> None:
+    def track(self, sock: socket.socket) -> None:
+        """Shut `sock` on the stop (at once, if it came after it). The socket is held from
+        its connection on: urllib lets go of the connection's own once the headers are read."""
         with self._lock:
-            self._connections.add(connection)
+            self._sockets = [s for s in self._sockets if s.fileno() >= 0]  # closed ones go
+            self._sockets.append(sock)
             stopped = self.reason is not None
-        if stopped:  # connected after the stop
-            _shut(connection)
-
-    def forget(self, connection: http.client.HTTPConnection) -> None:
-        with self._lock:
-            self._connections.discard(connection)
+        if stopped:
+            _shut(sock)
 
 
-def _shut(connection: http.client.HTTPConnection) -> None:
-    """End the connection's reads without closing its socket under its reader's feet: a
-    shutdown acts on the connection, so a duplicate descriptor does (TLS sockets included,
-    whose own shutdown would drop their state)."""
-    sock = connection.sock
+def _shut(sock: socket.socket) -> None:
+    """End the socket's reads without closing it under its reader's feet: a shutdown acts on
+    the connection, so a duplicate descriptor does (TLS sockets included, whose own shutdown
+    would drop their state)."""
     try:
-        fd = sock.fileno() if sock is not None else -1
-        if fd < 0:
+        fd = sock.fileno()
+        if fd < 0:  # closed meanwhile
             return
         with socket.socket(fileno=os.dup(fd)) as dup:
             dup.shutdown(socket.SHUT_RDWR)
@@ -120,18 +118,13 @@ def _shut(connection: http.client.HTTPConnection) -> None:
 
 
 def _tracked(base: type[http.client.HTTPConnection], stops: tuple[Stop, ...]):
-    """`base` whose connections `stops` can shut once connected."""
+    """`base` whose sockets `stops` can shut once connected."""
 
     class Connection(base):  # type: ignore[valid-type, misc]
         def connect(self) -> None:
             super().connect()
             for stop in stops:
-                stop.track(self)
-
-        def close(self) -> None:
-            for stop in stops:
-                stop.forget(self)
-            super().close()
+                stop.track(self.sock)
 
     return Connection
 
