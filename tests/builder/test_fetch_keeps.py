@@ -150,3 +150,55 @@ def test_fetch_punkt_tab_refuses_a_folder_holding_other_files(tmp_path, capsys):
     (english / "my_abbreviations.txt").unlink()
     assert main(["sources", "fetch", "punkt_tab", "--dest", str(dest), "--mirror", mirror]) == 0
     assert sources.resolve("punkt_tab", dest).official
+
+
+# --- item 15: a link where the folder goes ------------------------------------------------------
+
+def test_a_link_where_the_oneruler_folder_goes_is_one_line_every_time(tmp_path, capsys):
+    """The first fetch left a hidden `.oneruler.old` link; every later one died with
+    NotADirectoryError."""
+    mirror = _oneruler_mirror(tmp_path / "www")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "mine.txt").write_text("kept", encoding="utf-8")
+    dest = tmp_path / "sources"
+    dest.mkdir()
+    (dest / "oneruler").symlink_to(elsewhere, target_is_directory=True)
+    for _ in range(2):
+        assert main(["sources", "fetch", "oneruler", "--dest", str(dest), "--mirror",
+                     mirror]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "is a link" in err, err
+    assert (dest / "oneruler").is_symlink()
+    assert [p.name for p in elsewhere.iterdir()] == ["mine.txt"]
+    assert sorted(p.name for p in dest.iterdir()) == ["oneruler"]  # no .oneruler.old
+
+
+# --- item 25: a plain copy given as a mirror; a failed Hub fetch leaves no folder ----------------
+
+def test_a_plain_copy_given_as_a_mirror_is_told_how_a_mirror_is_laid_out(tmp_path, capsys):
+    plain = tmp_path / "copy"
+    plain.mkdir()
+    shutil.copyfile(SOURCES / "squad/dev-v2.0.partial.json", plain / "dev-v2.0.json")
+    dest = tmp_path / "sources"
+    assert main(["sources", "fetch", "squad", "--dest", str(dest), "--mirror",
+                 plain.as_uri()]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert "no such file" in err and "laid out as host/path" in err and "--sources" in err
+    assert f"{plain.as_uri()}/rajpurkar.github.io/SQuAD-explorer/dataset/dev-v2.0.json" in err
+    assert not dest.exists()
+
+    assert main(["sources", "fetch", "essays", "--dest", str(dest), "--mirror",
+                 plain.as_uri()]) == 2
+    err = capsys.readouterr().err
+    assert "none of the 218 essays" in err and "laid out as host/path" in err
+
+
+def test_a_failed_hub_fetch_leaves_no_folder(tmp_path, capsys):
+    """`sources fetch mmlu` that failed (here: offline, as the tests run) left <dest>/mmlu."""
+    dest = tmp_path / "new" / "sources"
+    assert main(["sources", "fetch", "mmlu", "--dest", str(dest)]) == 2
+    err = capsys.readouterr().err
+    assert "could not download cais/mmlu" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "new").exists()
