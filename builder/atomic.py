@@ -22,6 +22,7 @@ because a name appears only through `os.replace`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -50,17 +51,65 @@ def temp_file_beside(path: str | os.PathLike, tag: str = "") -> tuple[int, Path]
     return fd, Path(tmp)
 
 
+#: Errors of the file system a file is written to (full, over quota, a file too large,
+#: read-only, not permitted, failing): a user can fix them, and the command line says them in
+#: one line (`storage_message`, `ruler.cli`) instead of a traceback.
+STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
+                            errno.EPERM, errno.EIO})
+
+
+@contextmanager
+def naming(path: str | os.PathLike, *temporary: str | os.PathLike) -> Iterator[None]:
+    """A storage error (`STORAGE_ERRORS`) raised in the block about no file (a write to an
+    open file names none), or about one of `temporary` (the writer's own temporary file, or
+    the staging folder of `path`: a file in it), is raised again naming `path` (or the file in
+    it): what is being written, as a user knows it."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in STORAGE_ERRORS:
+            raise
+        named = _as_published(e.filename, Path(path), [Path(t) for t in temporary])
+        if named is None:
+            raise
+        raise OSError(e.errno, e.strerror, os.fspath(named)) from None
+
+
+def _as_published(filename: Any, path: Path, temporary: list[Path]) -> Path | None:
+    if filename is None:
+        return path
+    filename = Path(os.fsdecode(filename)) if isinstance(filename, (str, bytes)) else None
+    for tmp in temporary:
+        if filename == tmp:
+            return path
+        if filename is not None and filename.is_relative_to(tmp):
+            return path / filename.relative_to(tmp)
+    return None
+
+
+def storage_message(e: OSError) -> str:
+    """A storage error in one line: the file, what happened, what to do."""
+    what = os.fspath(e.filename) if e.filename else "a file being written"
+    do = ("free some space" if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+          else "check the disk" if e.errno == errno.EIO
+          else "make its folder writable")
+    return (f"{what}: {e.strerror or e}; what was finished before is kept ({do}, then run the "
+            f"same command again)")
+
+
 @contextmanager
 def replacing(path: str | os.PathLike, tag: str = "") -> Iterator[Path]:
     """A temporary path beside `path` for the block to write; when the block ends without an
     exception it replaces `path` (readable by all, FILE_MODE), else it is removed (Ctrl-C
-    included)."""
-    fd, tmp = temp_file_beside(path, tag)
+    included). A storage error of the temporary file names `path` (`naming`)."""
+    with naming(path):
+        fd, tmp = temp_file_beside(path, tag)
     os.close(fd)
     try:
-        yield tmp
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
+        with naming(path, tmp):
+            yield tmp
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 

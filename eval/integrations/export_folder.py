@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ruler.builder import owned_files
-from ruler.builder.atomic import replace_folder
+from ruler.builder.atomic import naming, replace_folder
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 
@@ -106,8 +106,9 @@ def publish(staging: Path, target: Path, kind: ExportKind) -> None:
             "why": f"the files `{kind.command}` wrote here: exporting again replaces this "
                    f"folder only while it holds exactly these, unchanged",
             "files": files}
-        (staging / RECORD_NAME).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
-                                           encoding="utf-8")
+        with naming(target, staging):
+            (staging / RECORD_NAME).write_text(json.dumps(record, indent=2, sort_keys=True)
+                                               + "\n", encoding="utf-8")
         staging.chmod(0o755)  # mkdtemp makes 0700; an export is for sharing
         replace_folder(staging, target,
                        check_old=lambda old: _refuse_foreign(old, target, kind))
