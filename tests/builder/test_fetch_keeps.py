@@ -12,8 +12,6 @@ import json
 import shutil
 import zipfile
 
-import pytest
-
 from helpers.essay_pages import pinned_texts
 from helpers.paths import SOURCES
 from ruler.builder import oneruler_files, sources
