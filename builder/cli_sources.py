@@ -81,10 +81,14 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "equals the pinned corpus's; otherwise it is written all the same, builds "
                     "from it are marked unofficial, and essays/PaulGrahamEssays.fetch.json "
                     "beside it names the essays that differ or are missing (`ruler sources "
-                    "list` shows them). RULERv2's MMLU and HotpotQA come from the Hub at "
+                    "list` shows them). A download that misses essays never replaces a better "
+                    "copy, and exits 1. RULERv2's MMLU and HotpotQA come from the Hub at "
                     "pinned revisions, fetched by name; ONERULER's data (`fetch oneruler`: "
                     "books, prompts, nouns, dictionaries, 104 files, 29 MB) from its GitHub "
-                    "repository's raw files at the pinned commit, each sha256-checked.")
+                    "repository's raw files at the pinned commit, each sha256-checked. A "
+                    "source folder is replaced only while it holds nothing but the source's "
+                    "own files. Every download is capped at its pinned size (or its source's "
+                    "stated ceiling) and bounded in time (--timeout).")
     add_flags(f, FetchSources)
     # SIGTERM (`timeout`, Slurm) stops a fetch as Ctrl-C does: its staging removed
     f.set_defaults(func=lambda args: run_fetch(from_flags(FetchSources, args)),

@@ -3,8 +3,9 @@ pinned commit, folder `OneRuler/data/`, each with its sha256 (the `oneruler` sou
 `builder.sources`).
 
 `ruler sources fetch oneruler` downloads each file from raw.githubusercontent.com at the pinned
-commit and installs the folder only when every sha256 matches. What is not listed is never read
-by the generator (upstream's `.DS_Store` files and the dictionaries' `.txt` copies).
+commit, capped at its size (`SIZES`), and installs the folder only when every sha256 matches.
+What is not listed is never read by the generator (upstream's `.DS_Store` files and the
+dictionaries' `.txt` copies).
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ essays, which upstream publishes only as a scraper and its URL list, by that pro
 out as host/path. A file whose hash differs from the official one (e.g. a partial copy) may be
 used; the build then records its real hash, and why where it is known, and marks itself
 unofficial.
+
+A fetch writes only what it owns: each download is bounded (`ruler.builder.download`: the
+pinned size or the source's stated ceiling, a total time), staged beside its target
+(`fetch_staging`) and installed by a rename once checked; a folder source replaces a folder
+holding nothing but its own files (`owned_files`), and a partial essay download never replaces
+a better corpus.
 """
 
 from __future__ import annotations
