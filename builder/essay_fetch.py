@@ -31,7 +31,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
-from ruler.builder.atomic import write_bytes_atomic, write_text_atomic
+from ruler.builder.atomic import replacing
 from ruler.builder.download import DEFAULT_STALL, Limits, Stop, download, progress_bar
 from ruler.builder.errors import IncompleteFetch, RulerError
 from ruler.builder.essay_list import Essay, corpus_order, pinned_essays
@@ -44,6 +44,8 @@ from ruler.builder.essay_record import (
     read_record,
     record_path,
 )
+from ruler.builder.fetch_staging import remove_stale_staging
+from ruler.builder.fetch_staging import tag as fetch_tag
 from ruler.builder.hashing import file_sha256
 from ruler.builder.mirror import layout_hint, mirrored
 
@@ -190,8 +192,11 @@ def fetch_essays(target: Path, official_sha256: str, *, essays: Sequence[Essay] 
     if kept is None:
         # the corpus first: a reader that finds it beside an older record sees the record's
         # hash differ and ignores it (essay_record.read_record)
-        write_bytes_atomic(target, data)
-        write_text_atomic(record_path(target), record.to_json())
+        for path, content in ((target, data), (record_path(target),
+                                               record.to_json().encode("utf-8"))):
+            remove_stale_staging(path)  # what a fetch killed while writing left
+            with replacing(path, fetch_tag()) as tmp:
+                tmp.write_bytes(content)
     if failed:
         done = (f"kept {kept}" if kept is not None else
                 f"wrote the {len(essays) - len(failed)} essays downloaded to {target} "

@@ -340,3 +340,39 @@ def test_the_registry_records_each_oneruler_file_size():
     assert set(oneruler_files.SIZES) == set(oneruler_files.FILES)
     assert {n: (data / n).stat().st_size for n in oneruler_files.FILES} == \
         dict(oneruler_files.SIZES)
+
+
+class _TricklePages(Handler):
+    """Every page a byte every 0.2 s: eight downloads in flight, none ending."""
+
+    def do_GET(self):
+        self.served.paths.append(self.path)
+        self.send_response(200)
+        self.end_headers()
+        self.stream(b"<", every=0.2)
+
+
+@pytest.mark.network
+@pytest.mark.subprocess
+def test_sigterm_stops_the_essay_downloads_in_flight(tmp_path):
+    """The essays are fetched 8 at a time in threads: SIGTERM stops those in flight at once
+    (each would wait up to its time bound) and cancels the rest; nothing is written."""
+    dest = tmp_path / "sources"
+    with serve(_TricklePages) as served:
+        proc = subprocess.Popen([sys.executable, "-m", "ruler", "sources", "fetch", "essays",
+                                 "--dest", str(dest), "--mirror", served.url],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: len(served.paths) >= 8, 20, "eight pages asked for")
+            sent_at = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=20)
+            took = time.monotonic() - sent_at
+        finally:
+            proc.kill()
+        asked = len(served.paths)
+    assert proc.returncode == 128 + signal.SIGTERM, (proc.returncode, err)
+    assert took < 5, took
+    assert asked < 218  # the rest were never started
+    assert "essays: downloading 218 essays from 127.0.0.1:" in out
+    assert not dest.exists() or _hidden(dest) == [] and not list(dest.rglob("*.json"))
