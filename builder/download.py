@@ -29,6 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 from ruler.builder.errors import RulerError
@@ -258,3 +259,25 @@ def progress_bar(desc: str, total: int | None, unit: str = "B"):
 
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=unit == "B", delay=2.0,
                 dynamic_ncols=True, disable=None, leave=False)
+
+
+def hub_file(repo: str, path: str, revision: str, dest: Path, *, max_bytes: int,
+             limits: Limits, repo_type: str | None = None, endpoint: str | None = None,
+             progress: Callable[[int], object] | None = None):
+    """One file of a Hugging Face repo at `revision`, into `dest`, bounded as `download` is:
+    the Hub's metadata first (huggingface_hub: its commit, ETag and size, one request without
+    retries; its errors are raised as they are), then the bytes, refused at once when the
+    Hub announces more than `max_bytes`. Returns the metadata and what was downloaded."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+    from huggingface_hub.utils import build_hf_headers
+
+    url = hf_hub_url(repo, path, repo_type=repo_type, revision=revision, endpoint=endpoint)
+    meta = get_hf_file_metadata(url, timeout=limits.stall, endpoint=endpoint)
+    if meta.size is not None and meta.size > max_bytes:
+        raise RulerError(f"{url}: the Hub says {meta.size:,} bytes, more than the "
+                         f"{max_bytes:,} this file may have: not downloaded")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with open(dest, "wb") as out:
+        got = download(url, out.write, max_bytes=max_bytes, limits=limits,
+                       headers=build_hf_headers(), progress=progress)
+    return meta, got

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ruler.builder.atomic import replace_folder
-from ruler.builder.download import Limits, download, progress_bar, size_text
+from ruler.builder.download import Limits, hub_file, progress_bar, size_text
 from ruler.builder.errors import RulerError
 from ruler.builder.fetch_staging import staging_folder
 from ruler.builder.hashing import directory_digest, file_sha256
@@ -180,37 +180,24 @@ def fetch(hub: HubDataset, target: Path, limits: Limits, *, ceiling: int = 0,
 def _download(hub: HubDataset, f: HubFile, dest: Path, limits: Limits, cap: int,
               say: Callable[[str], object]) -> dict:
     """One file at the pinned revision: its bytes at `dest`, checked; what was served."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-    from huggingface_hub.utils import build_hf_headers
-
     from ruler.builder.scrub import scrub
 
     # Read at call time, never at import, so a mirror or a test server can be chosen per run.
     endpoint = os.environ.get("HF_ENDPOINT") or None
     where = f"{hub.repo}@{hub.revision}:{f.path}"
-    url = hf_hub_url(hub.repo, f.path, repo_type="dataset", revision=hub.revision,
-                     endpoint=endpoint)
-    try:
-        meta = get_hf_file_metadata(url, timeout=limits.stall, endpoint=endpoint)
-        headers = build_hf_headers()
-    except Exception as e:  # network, auth, offline mode, a missing file: one clear line
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise RulerError(scrub(f"could not download {where} from the Hub: "
-                               f"{type(e).__name__}: {first}")) from None
-    if meta.size is not None and meta.size > cap:
-        raise RulerError(f"{where}: the Hub says {meta.size:,} bytes, more than the {cap:,} "
-                         f"this file may have: not downloaded")
     size_said = size_text(f.size) if f.size else f"at most {size_text(cap)}"
     say(f"{hub.repo}: downloading {f.path} at {hub.revision[:12]} ({size_said}, within "
-        f"{limits.total:g} s) from {url.split('/datasets/')[0]}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
+        f"{limits.total:g} s) from {endpoint or 'the Hub'}")
     try:
-        with open(dest, "wb") as out, progress_bar(f.path.rsplit("/", 1)[-1],
-                                                   f.size or meta.size) as bar:
-            got = download(url, out.write, max_bytes=cap, limits=limits, headers=headers,
-                           progress=bar.update)
-    except RulerError as e:
-        raise RulerError(scrub(f"could not download {where} from the Hub: {e}")) from None
+        with progress_bar(f.path.rsplit("/", 1)[-1], f.size) as bar:
+            meta, got = hub_file(hub.repo, f.path, hub.revision, dest, max_bytes=cap,
+                                 limits=limits, repo_type="dataset", endpoint=endpoint,
+                                 progress=bar.update)
+    except Exception as e:  # network, auth, offline mode, a missing file: one clear line
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        kind = "" if isinstance(e, RulerError) else f"{type(e).__name__}: "
+        raise RulerError(scrub(f"could not download {where} from the Hub: {kind}{first}")
+                         ) from None
     digest, size = got.sha256, got.size
     hub_sha = (meta.etag or "").strip('"').lower()
     if len(hub_sha) == 64 and digest != hub_sha:  # an LFS file's ETag is its sha256

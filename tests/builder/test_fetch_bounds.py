@@ -376,3 +376,35 @@ def test_sigterm_stops_the_essay_downloads_in_flight(tmp_path):
     assert asked < 218  # the rest were never started
     assert "essays: downloading 218 essays from 127.0.0.1:" in out
     assert not dest.exists() or _hidden(dest) == [] and not list(dest.rglob("*.json"))
+
+
+@pytest.mark.network
+def test_a_tokenizer_file_longer_than_its_ceiling_is_cut_there(tmp_path, monkeypatch):
+    """The tokenizer download shares the bounded download: an endless tokenizer.json stops at
+    the stated ceiling (here lowered), and nothing is cached."""
+    from huggingface_hub import constants
+
+    from ruler.builder import tokenizer_registry
+
+    commit = "a" * 40
+
+    class Hub(_Long):
+        def do_HEAD(self):
+            self.send_response(200)
+            self.send_header("X-Repo-Commit", commit)
+            self.send_header("ETag", '"abc"')
+            self.end_headers()
+
+    monkeypatch.setattr(tokenizer_registry, "TOKENIZER_FILE_CEILING", 1_000_000)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("RULER_TOKENIZERS")
+    monkeypatch.setenv("RULER_TOKENIZER_CACHE", str(tmp_path / "cache"))
+    with serve(Hub) as served:
+        monkeypatch.setenv("HF_ENDPOINT", served.url)
+        with pytest.raises(RulerError, match="more than the 1,000,000 bytes"):
+            tokenizer_registry.load_tokenizer(f"someorg/some-model@{commit}")
+        sent = served.sent
+    assert f"/someorg/some-model/resolve/{commit}/tokenizer.json" in served.paths
+    assert sent < 1_000_000 + SLACK
+    cache = tmp_path / "cache"
+    assert not cache.exists() or not [p for p in cache.rglob("*") if p.is_file()]
