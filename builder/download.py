@@ -15,7 +15,9 @@ hashed on the way, and bounded three ways, whatever the server does:
 them with it when it is interrupted (Ctrl-C, SIGTERM). Redirects are followed as urllib
 follows them (at most 10; http and https only), an Authorization or Cookie header is not
 carried to another host, and the URL the bytes finally came from is returned, so that a fetch
-can record what it really read. Any base urllib opens works: https://, http://, file://.
+can record what it really read. A server that asks to be asked later (408, 429, 503: a CDN
+throttling) is asked again a few times, within the download's time. Any base urllib opens
+works: https://, http://, file://.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ import hashlib
 import http.client
 import os
 import socket
+import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -41,6 +45,12 @@ DEFAULT_TOTAL = 1800.0
 DEFAULT_STALL = 60.0
 #: Bytes asked of the connection per read.
 CHUNK = 1 << 16
+#: Statuses of a server (or a CDN) that asks to be asked again later, as huggingface_hub's
+#: downloads retry them; each download asks again at most RETRIES times, within its time.
+RETRY_STATUS = (408, 429, 503)
+RETRIES = 3
+#: The longest wait a Retry-After gets.
+RETRY_WAIT_CEILING = 10.0
 
 
 @dataclass(frozen=True)
@@ -176,12 +186,27 @@ def download(url: str, write: Callable[[bytes], object], *, max_bytes: int, limi
     watchdog.daemon = True
     got, digest = 0, hashlib.sha256()
     watchdog.start()
+    started = time.monotonic()
     try:
-        try:
-            response = opener.open(urllib.request.Request(url, headers=headers or {}),
-                                   timeout=min(limits.stall, limits.total))
-        except (OSError, http.client.HTTPException, ValueError) as e:
-            raise _failure(url, e, got, stops, limits) from None
+        for attempt in range(RETRIES + 1):
+            try:
+                response = opener.open(urllib.request.Request(url, headers=headers or {}),
+                                       timeout=min(limits.stall, limits.total))
+                break
+            except urllib.error.HTTPError as e:
+                wait = _retry_after(e, attempt, limits.total - (time.monotonic() - started))
+                e.close()
+                if wait is None:
+                    raise _failure(url, e, got, stops, limits) from None
+                # said, so that a wait is never silent (the URL without its query: a signed
+                # storage URL's query is a credential for a while)
+                print(f"ruler: {e.geturl().split('?', 1)[0]}: HTTP {e.code} {e.reason}: asking "
+                      f"again in {wait:g} s ({attempt + 1} of {RETRIES})", file=sys.stderr,
+                      flush=True)
+                if not _pause(wait, stops):
+                    raise _failure(url, e, got, stops, limits) from None
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                raise _failure(url, e, got, stops, limits) from None
         with response:
             declared = _content_length(response)
             if declared is not None and declared > max_bytes:
@@ -213,6 +238,30 @@ def download(url: str, write: Callable[[bytes], object], *, max_bytes: int, limi
     finally:
         watchdog.cancel()
     return Downloaded(url, final_url, got, digest.hexdigest())
+
+
+def _retry_after(error: urllib.error.HTTPError, attempt: int, left: float) -> float | None:
+    """How long to wait before asking again, for a server that said "not now" (408, 429,
+    503) and time left; None: no retry (another status, the retries spent, no time)."""
+    if error.code not in RETRY_STATUS or attempt >= RETRIES:
+        return None
+    try:
+        wait = float(error.headers.get("Retry-After", ""))
+    except (TypeError, ValueError):  # absent, or an HTTP date: a short wait
+        wait = 1.0
+    wait = min(max(wait, 0.0), RETRY_WAIT_CEILING)
+    return wait if wait < left else None
+
+
+def _pause(seconds: float, stops: tuple[Stop, ...]) -> bool:
+    """Sleep `seconds`, or until a stop; whether no stop came."""
+    deadline = time.monotonic() + seconds
+    while not any(s.stopped for s in stops):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        time.sleep(min(left, 0.05))
+    return False
 
 
 def _content_length(response) -> int | None:
