@@ -32,7 +32,14 @@ from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
 from ruler.builder.atomic import replacing
-from ruler.builder.download import DEFAULT_STALL, Limits, Stop, download, progress_bar
+from ruler.builder.download import (
+    DEFAULT_STALL,
+    Limits,
+    NotFound,
+    Stop,
+    download,
+    progress_bar,
+)
 from ruler.builder.errors import IncompleteFetch, RulerError
 from ruler.builder.essay_list import Essay, corpus_order, pinned_essays
 from ruler.builder.essay_record import (
@@ -103,6 +110,7 @@ class Fetched(NamedTuple):
     text: str | None
     error: str | None
     final_url: str | None = None
+    not_found: bool = False  # the server (or mirror) has no such file
 
 
 def _fetch_one(essay: Essay, mirror: str | None, limits: Limits, page_bytes: int,
@@ -113,7 +121,7 @@ def _fetch_one(essay: Essay, mirror: str | None, limits: Limits, page_bytes: int
     try:
         got = download(url, body.extend, max_bytes=page_bytes, limits=limits, stop=stop)
     except RulerError as e:
-        return Fetched(None, str(e))
+        return Fetched(None, str(e), not_found=isinstance(e, NotFound))
     try:
         text = page_text(bytes(body)) if essay.is_page else file_text(bytes(body))
     except (ValueError, LookupError) as e:
@@ -177,7 +185,8 @@ def fetch_essays(target: Path, official_sha256: str, *, essays: Sequence[Essay] 
             on_essay(essay.name, result.error or "ok")
     failed = [r.error for r in results if r.text is None]
     if len(failed) == len(essays):
-        hint = f" ({layout_hint(mirror)})" if mirror else ""
+        hint = f" ({layout_hint(mirror)})" if mirror and all(r.not_found for r in results) \
+            else ""
         raise RulerError(f"could not fetch source 'essays': none of the {len(essays)} essays "
                          f"could be downloaded (first: {failed[0]}){hint}")
     data, record = assemble([r.text for r in results], essays, versions, official_sha256,
