@@ -101,6 +101,13 @@ def main(argv: list[str] | None = None) -> int:
         except RulerError as e:
             print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
             return 2
+        except OSError as e:  # a full disk, a read-only folder: every command writes through
+            from ruler.builder.atomic import STORAGE_ERRORS, storage_message
+
+            if e.errno not in STORAGE_ERRORS:
+                raise
+            print(f"ruler: error: {scrub(storage_message(e))}", file=sys.stderr)
+            return 2
         except Terminated:
             print("ruler: terminated", file=sys.stderr)
             return 128 + signal.SIGTERM

@@ -22,6 +22,7 @@ because a name appears only through `os.replace`.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -50,17 +51,65 @@ def temp_file_beside(path: str | os.PathLike, tag: str = "") -> tuple[int, Path]
     return fd, Path(tmp)
 
 
+#: Errors of the file system a file is written to (full, over quota, a file too large,
+#: read-only, not permitted, failing): a user can fix them, and the command line says them in
+#: one line (`storage_message`, `ruler.cli`) instead of a traceback.
+STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
+                            errno.EPERM, errno.EIO})
+
+
+@contextmanager
+def naming(path: str | os.PathLike, *temporary: str | os.PathLike) -> Iterator[None]:
+    """A storage error (`STORAGE_ERRORS`) raised in the block about no file (a write to an
+    open file names none), or about one of `temporary` (the writer's own temporary file, or
+    the staging folder of `path`: a file in it), is raised again naming `path` (or the file in
+    it): what is being written, as a user knows it."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in STORAGE_ERRORS:
+            raise
+        named = _as_published(e.filename, Path(path), [Path(t) for t in temporary])
+        if named is None:
+            raise
+        raise OSError(e.errno, e.strerror, os.fspath(named)) from None
+
+
+def _as_published(filename: Any, path: Path, temporary: list[Path]) -> Path | None:
+    if filename is None:
+        return path
+    filename = Path(os.fsdecode(filename)) if isinstance(filename, (str, bytes)) else None
+    for tmp in temporary:
+        if filename == tmp:
+            return path
+        if filename is not None and filename.is_relative_to(tmp):
+            return path / filename.relative_to(tmp)
+    return None
+
+
+def storage_message(e: OSError) -> str:
+    """A storage error in one line: the file, what happened, what to do."""
+    what = os.fspath(e.filename) if e.filename else "a file being written"
+    do = ("free some space" if e.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+          else "check the disk" if e.errno == errno.EIO
+          else "make its folder writable")
+    return (f"{what}: {e.strerror or e}; what was finished before is kept ({do}, then run the "
+            f"same command again)")
+
+
 @contextmanager
 def replacing(path: str | os.PathLike, tag: str = "") -> Iterator[Path]:
     """A temporary path beside `path` for the block to write; when the block ends without an
     exception it replaces `path` (readable by all, FILE_MODE), else it is removed (Ctrl-C
-    included)."""
-    fd, tmp = temp_file_beside(path, tag)
+    included). A storage error of the temporary file names `path` (`naming`)."""
+    with naming(path):
+        fd, tmp = temp_file_beside(path, tag)
     os.close(fd)
     try:
-        yield tmp
-        os.chmod(tmp, FILE_MODE)
-        os.replace(tmp, path)
+        with naming(path, tmp):
+            yield tmp
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -98,13 +147,14 @@ def replace_folder(staging: str | os.PathLike, target: str | os.PathLike,
     one removed, so `target` is the old folder or the new one, never a mix of the two.
     `check_old(old)` runs on the old folder once it is aside (it sees whatever was added to
     `target` until then): an exception from it puts the old folder back and leaves `staging`
-    where it is."""
+    where it is. A link at `target` is replaced as a folder is, never followed: the folder it
+    points to stays as it was."""
     staging, target = Path(staging), Path(target)
-    if not target.exists():
+    if not target.exists() and not target.is_symlink():
         staging.rename(target)
         return
     old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)  # left by a writer killed between two renames
+    _remove(old)  # left by a writer killed between two renames
     target.rename(old)
     try:
         if check_old is not None:
@@ -113,4 +163,14 @@ def replace_folder(staging: str | os.PathLike, target: str | os.PathLike,
     except BaseException:
         old.rename(target)
         raise
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    """Remove `path` as far as possible: a folder with its files; a link or a file itself (a
+    link's target is never touched; `shutil.rmtree` refuses a link, and one left at `old`
+    made every later rename onto it fail)."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)

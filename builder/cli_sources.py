@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 
 from ruler.builder import sources
-from ruler.builder.errors import RulerError
+from ruler.builder.download import DEFAULT_TOTAL
+from ruler.builder.errors import IncompleteFetch, RulerError
 from ruler.builder.essay_fetch import converter_versions
 from ruler.builder.flags import POSITIONAL, add_flags, check_flags, from_flags, option
 
@@ -41,6 +43,11 @@ class FetchSources:
         help="fetch the same URLs from a mirror laid out as host/path, as `wget -x` makes it "
              "(http://www.paulgraham.com/avg.html is BASE/www.paulgraham.com/avg.html); "
              f"http(s):// or file:// (default: ${sources.MIRROR_ENV}, else the original hosts)")
+    timeout: float = option(
+        "--timeout", type=float, default=DEFAULT_TOTAL, above=0, metavar="SECONDS",
+        help="the longest one download may take, start to end, whatever the server sends "
+             "(default: %(default)g); each is also capped at its pinned size, or its source's "
+             "stated ceiling")
 
     def __post_init__(self) -> None:
         check_flags(self)
@@ -74,12 +81,18 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "equals the pinned corpus's; otherwise it is written all the same, builds "
                     "from it are marked unofficial, and essays/PaulGrahamEssays.fetch.json "
                     "beside it names the essays that differ or are missing (`ruler sources "
-                    "list` shows them). RULERv2's MMLU and HotpotQA come from the Hub at "
+                    "list` shows them). A download that misses essays never replaces a better "
+                    "copy, and exits 1. RULERv2's MMLU and HotpotQA come from the Hub at "
                     "pinned revisions, fetched by name; ONERULER's data (`fetch oneruler`: "
                     "books, prompts, nouns, dictionaries, 104 files, 29 MB) from its GitHub "
-                    "repository's raw files at the pinned commit, each sha256-checked.")
+                    "repository's raw files at the pinned commit, each sha256-checked. A "
+                    "source folder is replaced only while it holds nothing but the source's "
+                    "own files. Every download is capped at its pinned size (or its source's "
+                    "stated ceiling) and bounded in time (--timeout).")
     add_flags(f, FetchSources)
-    f.set_defaults(func=lambda args: run_fetch(from_flags(FetchSources, args)))
+    # SIGTERM (`timeout`, Slurm) stops a fetch as Ctrl-C does: its staging removed
+    f.set_defaults(func=lambda args: run_fetch(from_flags(FetchSources, args)),
+                   interrupt_on_sigterm=True)
 
 
 def _default_fetch() -> list[str]:
@@ -104,14 +117,34 @@ def run_list(cfg: ListSources) -> int:
 
 
 def run_fetch(cfg: FetchSources) -> int:
+    """Fetch each source; 1 when one got less than it was asked for (it said what failed and
+    what it kept), 0 when every one is in place."""
     ids = cfg.ids or _default_fetch()
     if any(sources.SOURCES[i].scraper for i in ids):
         converter_versions()  # before any download: the missing package is one clear line
+    code = 0
     for source_id in ids:
-        got = sources.fetch(source_id, cfg.dest, mirror=cfg.mirror)
-        at = f" at {got.revision}" if got.revision else ""
-        tag = "official" if got.official else "UNOFFICIAL: builds from it are marked unofficial"
-        print(f"{source_id}: {got.path}{at} (sha256 {got.sha256[:16]}…, {tag})")
-        if got.note:
-            print(f"  {got.note}")
-    return 0
+        try:
+            got = sources.fetch(source_id, cfg.dest, mirror=cfg.mirror, total=cfg.timeout,
+                                say=_say)
+        except IncompleteFetch as e:
+            if isinstance(e.source, sources.ResolvedSource):
+                _show(source_id, e.source)
+            print(f"ruler: {e}", file=sys.stderr, flush=True)
+            code = 1
+            continue
+        _show(source_id, got)
+    return code
+
+
+def _say(text: str) -> None:
+    """What a fetch waits for, said before the wait (flushed: a log shows it at once)."""
+    print(text, flush=True)
+
+
+def _show(source_id: str, got: sources.ResolvedSource) -> None:
+    at = f" at {got.revision}" if got.revision else ""
+    tag = "official" if got.official else "UNOFFICIAL: builds from it are marked unofficial"
+    print(f"{source_id}: {got.path}{at} (sha256 {got.sha256[:16]}…, {tag})")
+    if got.note:
+        print(f"  {got.note}")

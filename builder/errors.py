@@ -15,3 +15,11 @@ class TooShortError(RulerError):
             f"task {task!r} cannot be built at length {max_seq_length}: its smallest sample "
             f"needs {minimum} tokens ({counted}). Use a length >= {minimum}."
         )
+
+
+class IncompleteFetch(RulerError):
+    """A fetch that got less than it was asked for (some of the essays): it says what failed
+    and what it kept or wrote. `source` is what is at the destination now (None: nothing),
+    for `ruler sources fetch` to show before the message (and exit 1)."""
+
+    source: object = None

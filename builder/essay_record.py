@@ -1,16 +1,20 @@
 """The record `ruler sources fetch essays` writes beside the corpus it assembled.
 
 It lists every essay of the download with its length and sha256 and whether it equals the
-pinned corpus's text at its place, differs, or is missing (its download failed), with the
-versions of the packages that shaped the text. `ruler sources list`, a build's manifest and the
+pinned corpus's text at its place, differs, or is missing (its download failed), the URL its
+bytes finally came from (after redirects), with the versions of the packages that shaped the
+text. `ruler sources list`, a build's manifest and the
 dataset card read it to say why a fetched corpus is not the pinned one.
 """
 
 from __future__ import annotations
 
 import json
+import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from ruler.builder.mirror import mirrored
 
 SAME, DIFFERS, MISSING = "same", "differs", "missing"
 NAMES_SHOWN = 12  # in one-line summaries; the record itself names every essay
@@ -26,6 +30,7 @@ class FetchedEssay:
     chars: int | None = None
     sha256: str | None = None
     error: str | None = None  # why the download failed (MISSING)
+    final_url: str | None = None  # where the bytes came from, after redirects (None: none came)
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,12 @@ class EssayFetchRecord:
 
     def named(self, status: str) -> list[str]:
         return [e.name for e in self.essays if e.status == status]
+
+    def redirected(self) -> list[FetchedEssay]:
+        """The essays whose bytes came from another host than the one asked (the mirror's,
+        with one)."""
+        return [e for e in self.essays if e.final_url is not None
+                and _host(e.final_url) != _host(mirrored(e.url, self.mirror))]
 
     def summary(self) -> str:
         """One line: how the download compares with the pinned corpus, naming the essays."""
@@ -66,6 +77,10 @@ class EssayFetchRecord:
         return cls(d["corpus_sha256"], bool(d["official"]),
                    tuple(FetchedEssay(**e) for e in d["essays"]),
                    dict(d.get("packages") or {}), d.get("mirror"))
+
+
+def _host(url: str) -> str:
+    return urllib.parse.urlsplit(url).netloc.lower()
 
 
 def record_path(corpus: Path) -> Path:

@@ -1,5 +1,5 @@
 """Sources that are Hugging Face dataset repos at a pinned revision (RULERv2's MMLU and
-HotpotQA), found on disk or downloaded with `huggingface_hub`.
+HotpotQA), found on disk or downloaded from the Hub.
 
 Upstream's generators call `load_dataset("cais/mmlu", "all")` and
 `load_dataset("hotpotqa/hotpot_qa", "distractor")` with no revision: whatever the Hub serves
@@ -8,9 +8,11 @@ source names the repo, the config's Parquet files per split and the commit they 
 `ruler sources fetch` downloads exactly those files into `<dest>/<relpath>/`, checks each
 file's sha256 against the pin where one is known and always against the Hub's own LFS hash
 at that commit, checks the row counts, and records what it got in `ruler-source.json` beside
-them (`RECORD`). A build reads the files from there, or from stand-in copies in the Hub schema
-(`HubSplit.standin`, e.g. a 285-row `auxiliary_train`): those make an unofficial build, as a
-partial SQuAD copy does.
+them (`RECORD`: each file's sha256, size, rows and the URL its bytes came from). Each download
+is streamed and bounded (`ruler.builder.download`): capped at the file's pinned size, or the
+source's stated ceiling, and in time. A build reads the files from there, or from stand-in
+copies in the Hub schema (`HubSplit.standin`, e.g. a 285-row `auxiliary_train`): those make an
+unofficial build, as a partial SQuAD copy does.
 
 A copy is official when every split is read from the pinned files and each file has the
 pinned sha256, or, for a file whose hash is pinned nowhere we could read, the sha256 the
@@ -22,13 +24,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ruler.builder.atomic import replace_folder
+from ruler.builder.download import Limits, hub_file, progress_bar, size_text
 from ruler.builder.errors import RulerError
+from ruler.builder.fetch_staging import staging_folder
 from ruler.builder.hashing import directory_digest, file_sha256
 
 #: Written by `fetch` beside the files: the repo, the commit the Hub served, each file's sha256.
@@ -138,25 +141,29 @@ def official_digest(hub: HubDataset) -> str | None:
 
 # --- the download ------------------------------------------------------------------------------
 
-def fetch(hub: HubDataset, relpath: str, dest_root: Path, timeout: float = 60.0) -> None:
-    """Download the pinned files of `hub` into `dest_root/<relpath>`, checked (module
-    docstring); the folder appears whole or not at all."""
-    target = dest_root / relpath
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{target.name}.") as tmp:
-        staging = Path(tmp) / "files"
+def fetch(hub: HubDataset, target: Path, limits: Limits, *, ceiling: int = 0,
+          say: Callable[[str], object] | None = None,
+          check_old: Callable[[Path], None] | None = None) -> None:
+    """Download the pinned files of `hub` into the folder `target`, checked (module
+    docstring); the folder appears whole or not at all. Each file is capped at its pinned size,
+    or `ceiling` where none is pinned, and bounded in time by `limits`; `say` is told what is
+    waited for; `check_old` (`atomic.replace_folder`) may refuse the folder being replaced."""
+    tell: Callable[[str], object] = say or (lambda text: None)
+    staging_root = staging_folder(target)
+    try:
+        staging = staging_root / "files"
         staging.mkdir()
         files: dict[str, dict] = {}  # repo path -> what was downloaded
         for split in hub.splits:
             rows = 0
             for f in split.files:
-                got = _download(hub, f, staging / f.path, Path(tmp) / "hub-cache", timeout)
+                got = _download(hub, f, staging / f.path, limits, f.size or ceiling, tell)
                 if got["revision"] != hub.revision:
                     raise RulerError(f"{hub.repo}: asked for revision {hub.revision}, the Hub "
                                      f"served {got['revision']}")
                 rows += got["rows"]
                 files[f.path] = {"sha256": got["sha256"], "size": got["size"],
-                                 "rows": got["rows"]}
+                                 "rows": got["rows"], "url": got["url"]}
             if rows != split.rows:
                 raise RulerError(f"{hub.repo} ({hub.config}) split {split.name}: {rows:,} rows "
                                  f"at {hub.revision}, expected {split.rows:,}")
@@ -164,31 +171,34 @@ def fetch(hub: HubDataset, relpath: str, dest_root: Path, timeout: float = 60.0)
                   "files": files}
         (staging / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
                                       encoding="utf-8")
-        replace_folder(staging, target)
+        staging.chmod(0o755)
+        replace_folder(staging, target, check_old=check_old)
+    finally:
+        shutil.rmtree(staging_root, ignore_errors=True)
 
 
-def _download(hub: HubDataset, f: HubFile, dest: Path, cache: Path, timeout: float) -> dict:
+def _download(hub: HubDataset, f: HubFile, dest: Path, limits: Limits, cap: int,
+              say: Callable[[str], object]) -> dict:
     """One file at the pinned revision: its bytes at `dest`, checked; what was served."""
-    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
-
     from ruler.builder.scrub import scrub
 
     # Read at call time, never at import, so a mirror or a test server can be chosen per run.
     endpoint = os.environ.get("HF_ENDPOINT") or None
     where = f"{hub.repo}@{hub.revision}:{f.path}"
+    size_said = size_text(f.size) if f.size else f"at most {size_text(cap)}"
+    say(f"{hub.repo}: downloading {f.path} at {hub.revision[:12]} ({size_said}, within "
+        f"{limits.total:g} s) from {endpoint or 'the Hub'}")
     try:
-        meta = get_hf_file_metadata(hf_hub_url(hub.repo, f.path, repo_type="dataset",
-                                               revision=hub.revision, endpoint=endpoint),
-                                    timeout=timeout, endpoint=endpoint)
-        local = hf_hub_download(hub.repo, f.path, repo_type="dataset", revision=hub.revision,
-                                endpoint=endpoint, cache_dir=cache, etag_timeout=timeout)
+        with progress_bar(f.path.rsplit("/", 1)[-1], f.size) as bar:
+            meta, got = hub_file(hub.repo, f.path, hub.revision, dest, max_bytes=cap,
+                                 limits=limits, repo_type="dataset", endpoint=endpoint,
+                                 progress=bar.update)
     except Exception as e:  # network, auth, offline mode, a missing file: one clear line
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise RulerError(scrub(f"could not download {where} from the Hub: "
-                               f"{type(e).__name__}: {first}")) from None
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(local, dest)
-    digest, size = file_sha256(dest), dest.stat().st_size
+        kind = "" if isinstance(e, RulerError) else f"{type(e).__name__}: "
+        raise RulerError(scrub(f"could not download {where} from the Hub: {kind}{first}")
+                         ) from None
+    digest, size = got.sha256, got.size
     hub_sha = (meta.etag or "").strip('"').lower()
     if len(hub_sha) == 64 and digest != hub_sha:  # an LFS file's ETag is its sha256
         raise RulerError(f"{where}: downloaded sha256 {digest}, the Hub says {hub_sha} "
@@ -199,7 +209,14 @@ def _download(hub: HubDataset, f: HubFile, dest: Path, cache: Path, timeout: flo
     if f.size is not None and size != f.size:
         raise RulerError(f"{where}: {size:,} bytes, pinned {f.size:,}")
     return {"revision": meta.commit_hash, "sha256": digest, "size": size,
+            "url": _without_query(got.final_url),
             "rows": parquet_rows([dest], hub.columns, where)}
+
+
+def _without_query(url: str) -> str:
+    """`url` as recorded: a storage server's signed query (a credential for a while) left
+    out."""
+    return url.split("?", 1)[0]
 
 
 def parquet_rows(paths: Sequence[Path], columns: Sequence[str], what: str) -> int:

@@ -13,3 +13,12 @@ def mirrored(url: str, base: str | None) -> str:
     if not base:
         return url
     return f"{base.rstrip('/')}/{url.split('://', 1)[-1]}"
+
+
+def layout_hint(base: str) -> str:
+    """What a "not found" from the mirror at `base` adds: how a mirror is laid out, and where a
+    plain copy of the files belongs instead."""
+    return (f"--mirror {base} is read as a mirror laid out as host/path, as `wget -x` makes "
+            f"it (http://host/a/b is {base.rstrip('/')}/host/a/b); a folder holding the files "
+            f"themselves is a sources folder: pass it as --sources, or copy the files into "
+            f"--dest as `ruler sources list` names them")

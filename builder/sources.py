@@ -9,30 +9,45 @@ essays, which upstream publishes only as a scraper and its URL list, by that pro
 out as host/path. A file whose hash differs from the official one (e.g. a partial copy) may be
 used; the build then records its real hash, and why where it is known, and marks itself
 unofficial.
+
+A fetch writes only what it owns: each download is bounded (`ruler.builder.download`: the
+pinned size or the source's stated ceiling, a total time), staged beside its target
+(`fetch_staging`) and installed by a rename once checked; a folder source replaces a folder
+holding nothing but its own files (`owned_files`), and a partial essay download never replaces
+a better corpus.
 """
 
 from __future__ import annotations
 
-import http.client
 import os
 import shutil
-import tempfile
 import urllib.parse
-import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ruler.builder import hub_sources, oneruler_files
+from ruler.builder import hub_sources, oneruler_files, owned_files
 from ruler.builder.atomic import replace_folder, replacing
-from ruler.builder.errors import RulerError
-from ruler.builder.essay_fetch import fetch_essays
+from ruler.builder.download import (
+    DEFAULT_STALL,
+    DEFAULT_TOTAL,
+    Downloaded,
+    Limits,
+    NotFound,
+    download,
+    progress_bar,
+    size_text,
+)
+from ruler.builder.errors import IncompleteFetch, RulerError
+from ruler.builder.essay_fetch import PAGE_CEILING, fetch_essays
 from ruler.builder.essay_record import read_record
+from ruler.builder.fetch_staging import remove_stale_staging, staging_folder
+from ruler.builder.fetch_staging import tag as fetch_tag
 from ruler.builder.hashing import directory_digest, file_sha256
 from ruler.builder.hub_sources import HubDataset, HubFile, HubSplit
 from ruler.builder.manifest_records import SourceRecord
-from ruler.builder.mirror import mirrored
+from ruler.builder.mirror import layout_hint, mirrored
 from ruler.builder.user_cache import user_cache_root
 
 SOURCES_ENV = "RULER_SOURCES"
@@ -57,6 +72,10 @@ class SourceSpec:
         file_base: for a folder of files published one by one (ONERULER's data in its GitHub
             repository at a pinned commit): each file of `sha256` is downloaded from
             `file_base` + its path (URL-quoted).
+        sizes: for a `file_base` source, each file's size in bytes (its download's cap).
+        ceiling: the most bytes one download of this source may have where its size is pinned
+            nowhere (an essay's page, punkt_tab's archive, a Hub file without a pinned size):
+            a server sending more is refused there.
     """
 
     id: str
@@ -71,6 +90,8 @@ class SourceSpec:
     scraper: str = ""
     hub: HubDataset | None = None
     file_base: str = ""
+    sizes: Mapping[str, int] = field(default_factory=dict)
+    ceiling: int = 0
 
     @property
     def is_directory(self) -> bool:
@@ -79,6 +100,14 @@ class SourceSpec:
     @property
     def downloadable(self) -> bool:
         return bool(self.urls) or self.hub is not None or bool(self.file_base)
+
+    def owned_files(self) -> dict[str, str | None]:
+        """The files a fetch writes into this folder source, relative to it (any bytes: a
+        fetch writes them again): a folder there holding anything else is not replaced."""
+        if self.hub is not None:
+            return dict.fromkeys([*(f.path for s in self.hub.splits for f in s.files),
+                                  hub_sources.RECORD])
+        return dict.fromkeys(self.sha256)
 
     def file_urls(self) -> dict[str, str]:
         """Each file of a `file_base` source -> the URL it is downloaded from."""
@@ -106,6 +135,7 @@ SOURCES: Mapping[str, SourceSpec] = {
             ),
             scraper=("RULER's scripts/data/synthetic/json/download_paulgraham_essay.py over its "
                      "PaulGrahamEssays_URLs.txt (builder/essay_list.json)"),
+            ceiling=PAGE_CEILING,
         ),
         SourceSpec(
             id="squad",
@@ -151,6 +181,7 @@ SOURCES: Mapping[str, SourceSpec] = {
                     "f3f8535483e1dba487241b764945168123bca3209a9645e59acd1225dc76edac",
             },
             license="Apache-2.0 (NLTK data)",
+            ceiling=64_000_000,  # the archive of every language's files: its size is unpinned
         ),
         # RULERv2's inputs. Revisions and hashes as published by third parties that pin them
         # (no upstream pin exists): cais/mmlu c30699e8 is the commit that added
@@ -164,6 +195,7 @@ SOURCES: Mapping[str, SourceSpec] = {
             size=None,
             sha256={},
             license="MIT",
+            ceiling=1_000_000_000,  # a file whose size is pinned nowhere (auxiliary_train)
             hub=HubDataset(
                 repo="cais/mmlu", config="all",
                 revision="c30699e8356da336a370243923dbaf21066bb9fe",
@@ -220,6 +252,7 @@ SOURCES: Mapping[str, SourceSpec] = {
             license="none stated by the repository for its data (the paper's OpenReview record: "
                     "CC BY-NC-SA 4.0); the books' copyright status is not stated (see the card)",
             file_base=oneruler_files.RAW_BASE,
+            sizes=oneruler_files.SIZES,
         ),
     )
 }
@@ -381,104 +414,170 @@ def status(sources_dir: str | os.PathLike | None = None
     return rows
 
 
-def _download(url: str, dest: Path, timeout: float) -> None:
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as response, open(dest, "wb") as out:
-            shutil.copyfileobj(response, out, 1 << 20)
-    except (OSError, http.client.HTTPException, ValueError) as e:
-        # ValueError: not a URL; HTTPException: a connection dropped mid-body
-        raise RulerError(f"{url}: {e!r}" if not str(e) else f"{url}: {e}") from None
-
-
 def mirror_base(mirror: str | None = None) -> str | None:
     """The mirror to fetch from: `mirror` (`--mirror`), else `$RULER_SOURCES_MIRROR`, else none."""
     return mirror or os.environ.get(MIRROR_ENV) or None
 
 
 def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
-          urls: Sequence[str] | None = None, timeout: float = 60.0,
-          mirror: str | None = None) -> ResolvedSource:
+          urls: Sequence[str] | None = None, timeout: float = DEFAULT_STALL,
+          mirror: str | None = None, total: float = DEFAULT_TOTAL,
+          say: Callable[[str], object] | None = None) -> ResolvedSource:
     """Download the official file into `dest_root` (default: the user cache) and check its hash;
     for a scraped source (the essays), run upstream's procedure (`essay_fetch.fetch_essays`)
     unless `urls` names copies of the finished file.
 
     `mirror` (default `$RULER_SOURCES_MIRROR`) serves the same URLs laid out as host/path.
-    Nothing is left behind on failure: a download goes to a temporary file that is renamed
-    into place only after the size and sha256 match the registry. A scraped source is written
-    whatever its hash; it is official only with the registry's, and its record says why not.
+    Every download is bounded (`ruler.builder.download`): its size by the pinned size (or the
+    source's stated ceiling), its time by `total` seconds, each read by `timeout`; `say` is
+    told what is downloaded from where before the wait. Nothing is left behind on failure: a
+    download is staged beside its target (`fetch_staging`, which also removes what a killed
+    fetch left) and installed only after the size and sha256 match the registry. A folder
+    source replaces only its own files: a folder there holding anything else is refused,
+    naming it, before any download. A scraped source that got every essay is written whatever
+    its hash (official only with the registry's; its record says why not); one that got fewer
+    never replaces a complete or official copy (`IncompleteFetch`).
     """
     spec = SOURCES[source_id]
     mirror = mirror_base(mirror)
-    if spec.hub is not None and urls is None:
-        root = Path(dest_root) if dest_root else default_cache_dir()
-        hub_sources.fetch(spec.hub, spec.relpath, root, timeout)
-        return _hub_resolved(spec, hub_sources.find(spec.hub, spec.relpath, root))
-    if spec.file_base and urls is None:
-        root = Path(dest_root) if dest_root else default_cache_dir()
-        return _fetch_files(spec, root / spec.relpath, mirror, timeout)
-    scrape = spec.scraper and urls is None  # given URLs: a copy of the finished file
-    urls = [mirrored(u, mirror) for u in (urls if urls is not None else spec.urls)]
-    if not urls and not scrape:
+    limits = Limits(total=total, stall=timeout)
+    tell: Callable[[str], object] = say or (lambda text: None)
+    scrape = bool(spec.scraper) and urls is None  # given URLs: a copy of the finished file
+    hub = spec.hub is not None and urls is None
+    files = bool(spec.file_base) and urls is None
+    if urls is None and not (scrape or hub or files):
+        urls = spec.urls
+    if urls is not None and not urls:
         raise RulerError(f"source {spec.id!r} has no official download URL: {spec.how_to_get}")
     root = Path(dest_root) if dest_root else default_cache_dir()
     target = root / spec.relpath
+    if spec.is_directory:
+        _check_folder_target(spec, target)  # before any download: a refusal costs nothing
     created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_staging(target)
+        if hub:
+            hub_sources.fetch(spec.hub, target, limits, ceiling=spec.ceiling, say=tell,
+                              check_old=lambda old: _refuse_foreign(spec, old, target))
+            return _hub_resolved(spec, hub_sources.find(spec.hub, spec.relpath, root))
+        if files:
+            return _fetch_files(spec, target, mirror, limits, tell)
         if scrape:
-            fetch_essays(target, spec.sha256, mirror=mirror, timeout=timeout)
+            try:
+                fetch_essays(target, spec.sha256, mirror=mirror, limits=limits,
+                             page_bytes=spec.ceiling, say=tell)
+            except IncompleteFetch as e:
+                e.source = _inspect(spec, target) if target.is_file() else None
+                raise
             return _inspect(spec, target)
-        return _fetch_into(spec, urls, target, timeout)
+        assert urls is not None
+        return _fetch_into(spec, [mirrored(u, mirror) for u in urls], target, limits, mirror,
+                           tell)
     except BaseException:
         _remove_empty(created)  # deepest first: only the folders made here, if still empty
         raise
 
 
-def _fetch_into(spec: SourceSpec, urls: Sequence[str], target: Path,
-                timeout: float) -> ResolvedSource:
+def _check_folder_target(spec: SourceSpec, target: Path) -> None:
+    """A folder source is installed by replacing `target` whole: refuse a link there, a file,
+    or a folder holding anything but the source's own files (naming them)."""
+    if target.is_symlink():
+        raise RulerError(f"{target} is a link (to {os.readlink(target)}): `ruler sources fetch "
+                         f"{spec.id}` installs the source as a folder of its own there, "
+                         f"replacing it whole, and never writes through a link; remove the link "
+                         f"(what it points to stays as it is), or pass --dest a folder without "
+                         f"one")
+    if target.exists() and not target.is_dir():
+        raise RulerError(f"{target} is a file, where `ruler sources fetch {spec.id}` installs a "
+                         f"folder: move it away, or pass another --dest")
+    if target.is_dir():
+        _refuse_foreign(spec, target, target)
+
+
+def _refuse_foreign(spec: SourceSpec, folder: Path, shown_as: Path) -> None:
+    """Refuse to replace `folder` (shown as `shown_as`) if it holds anything but the source's
+    own files."""
+    found = owned_files.foreign_entries(folder, spec.owned_files())
+    if found:
+        raise RulerError(
+            f"{shown_as} holds {owned_files.listing(found)}, which `ruler sources fetch "
+            f"{spec.id}` did not write there (it replaces only the source's own "
+            f"{len(spec.owned_files())} file(s)): move {owned_files.them(found)} out, or pass "
+            f"another --dest")
+
+
+def _download_file(url: str, path: Path, max_bytes: int, limits: Limits,
+                   progress: Callable[[int], object] | None = None) -> Downloaded:
+    with open(path, "wb") as out:
+        return download(url, out.write, max_bytes=max_bytes, limits=limits, progress=progress)
+
+
+def _not_found(e: RulerError, mirror: str | None) -> str:
+    """`e`'s text, with how a mirror is laid out when the mirror had no such file."""
+    return f"{e} ({layout_hint(mirror)})" if mirror and isinstance(e, NotFound) else str(e)
+
+
+def _fetch_into(spec: SourceSpec, urls: Sequence[str], target: Path, limits: Limits,
+                mirror: str | None, say: Callable[[str], object]) -> ResolvedSource:
     errors = []
+    cap = spec.size if spec.size is not None else spec.ceiling
     for url in urls:
+        bound = f"{size_text(cap)}" if spec.size is not None else f"at most {size_text(cap)}"
+        say(f"{spec.id}: downloading {url} ({bound}, within {limits.total:g} s)")
         try:
-            if spec.is_directory:
-                with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-                    _download(url, Path(tmp) / "download", timeout)
-                    _install_zip_member_dir(spec, Path(tmp) / "download", Path(tmp), target)
-            else:
-                with replacing(target) as tmp_file:  # in place only once its hash matches
-                    _download(url, tmp_file, timeout)
-                    _check_file(spec, tmp_file, url)
+            with progress_bar(spec.id, spec.size) as bar:
+                if spec.is_directory:
+                    staging = staging_folder(target)
+                    try:
+                        _download_file(url, staging / "download", cap, limits, bar.update)
+                        _install_zip_member_dir(spec, staging / "download", staging, target)
+                    finally:
+                        shutil.rmtree(staging, ignore_errors=True)
+                else:
+                    with replacing(target, fetch_tag()) as tmp_file:  # in place once it matches
+                        _download_file(url, tmp_file, cap, limits, bar.update)
+                        _check_file(spec, tmp_file, url)
         except RulerError as e:
-            errors.append(str(e))
+            errors.append(_not_found(e, mirror))
             continue
         return _inspect(spec, target)
     raise RulerError(f"could not fetch source {spec.id!r}: " + "; ".join(errors))
 
 
-def _fetch_files(spec: SourceSpec, target: Path, mirror: str | None,
-                 timeout: float) -> ResolvedSource:
-    """A `file_base` source: every file downloaded into a staging folder beside `target` and
-    checked against its pinned sha256; the folder replaces `target` only when all match, so a
-    failure leaves nothing (and an earlier copy untouched)."""
-    created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+def _fetch_files(spec: SourceSpec, target: Path, mirror: str | None, limits: Limits,
+                 say: Callable[[str], object]) -> ResolvedSource:
+    """A `file_base` source: every file downloaded into a staging folder beside `target`, each
+    capped at its pinned size and checked against its pinned sha256; the folder replaces
+    `target` only when all match, so a failure leaves nothing (and an earlier copy
+    untouched)."""
+    urls = spec.file_urls()
+    size = sum(spec.sizes.get(name, 0) for name in urls)
+    say(f"{spec.id}: downloading {len(urls)} files ({size_text(size)}) from "
+        f"{mirrored(spec.file_base, mirror)} (each within {limits.total:g} s)")
+    staging_root = staging_folder(target)
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent,
-                                         prefix=f".{target.name}.fetch-") as tmp:
-            staging = Path(tmp) / target.name
-            for name, url in spec.file_urls().items():
+        staging = staging_root / target.name
+        with progress_bar(spec.id, size or None) as bar:
+            for name, url in urls.items():
                 url = mirrored(url, mirror)
                 path = staging / name
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _download(url, path, timeout)
-                got = file_sha256(path)
-                if got != spec.sha256[name]:
+                try:
+                    got = _download_file(url, path, spec.sizes.get(name) or spec.ceiling,
+                                         limits, bar.update)
+                except RulerError as e:
+                    raise RulerError(f"could not fetch source {spec.id!r}: "
+                                     f"{_not_found(e, mirror)}") from None
+                if got.sha256 != spec.sha256[name]:
                     raise RulerError(f"could not fetch source {spec.id!r}: {url} gave sha256 "
-                                     f"{got}, expected {spec.sha256[name]} (the file changed "
-                                     f"upstream or the download is corrupt)")
-            replace_folder(staging, target)
-    except BaseException:
-        _remove_empty(created)
-        raise
+                                     f"{got.sha256}, expected {spec.sha256[name]} (the file "
+                                     f"changed upstream or the download is corrupt)")
+        staging.chmod(0o755)  # mkdtemp makes 0700; a sources folder is for sharing
+        replace_folder(staging, target,
+                       check_old=lambda old: _refuse_foreign(spec, old, target))
+    finally:
+        shutil.rmtree(staging_root, ignore_errors=True)
     return _inspect(spec, target)
 
 
@@ -499,20 +598,30 @@ def _check_file(spec: SourceSpec, path: Path, url: str) -> None:
             f"sha256 {spec.sha256} (the file changed upstream or the download is corrupt)")
 
 
+#: The most bytes one member of punkt_tab's archive may unpack to (the English files are
+#: some 100 kB each).
+ZIP_MEMBER_CEILING = 16_000_000
+
+
 def _install_zip_member_dir(spec: SourceSpec, archive: Path, tmp: Path, target: Path) -> None:
     """Extract the English punkt_tab files from NLTK's zip and check each file's hash."""
     staging = tmp / "extract"
     staging.mkdir()
     try:
         with zipfile.ZipFile(archive) as z:
-            for member in z.namelist():
-                parts = Path(member).parts
+            for info in z.infolist():
+                parts = Path(info.filename).parts
                 if len(parts) >= 2 and parts[-2] == "english" and parts[-1] in spec.sha256:
-                    (staging / parts[-1]).write_bytes(z.read(member))
+                    if info.file_size > ZIP_MEMBER_CEILING:  # zipfile reads no more than this
+                        raise RulerError(f"downloaded punkt_tab archive: {info.filename} "
+                                         f"unpacks to {info.file_size:,} bytes, more than "
+                                         f"{ZIP_MEMBER_CEILING:,}")
+                    (staging / parts[-1]).write_bytes(z.read(info))
     except zipfile.BadZipFile as e:
         raise RulerError(f"downloaded punkt_tab archive is not a zip file: {e}") from None
     for name, expected in spec.sha256.items():
         got = file_sha256(staging / name) if (staging / name).exists() else "missing"
         if got != expected:
             raise RulerError(f"punkt_tab/english/{name}: sha256 {got}, expected {expected}")
-    replace_folder(staging, target)
+    staging.chmod(0o755)
+    replace_folder(staging, target, check_old=lambda old: _refuse_foreign(spec, old, target))

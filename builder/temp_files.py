@@ -53,7 +53,13 @@ class TempFile:
     @property
     def ended(self) -> bool:
         """Whether the build that wrote it has ended (so it will never be published)."""
-        return self.host in (None, _host()) and not process_running(self.pid)
+        return writer_ended(self.host, self.pid)
+
+
+def writer_ended(host: str | None, pid: int) -> bool:
+    """Whether the process of a tag (`new_temp_tag`) has ended: one of this machine (or of a
+    tag without a host) that no longer runs; another machine's counts as running."""
+    return host in (None, _host()) and not process_running(pid)
 
 
 def temp_files(out: str | os.PathLike) -> list[TempFile]:

@@ -335,14 +335,20 @@ def _download_registered(name: str, entry: Mapping[str, Any]) -> Path | None:
     return target
 
 
+#: The most bytes one tokenizer file may have (its size is pinned nowhere; the largest
+#: tokenizer.json of the registry is some 30 MB): a server sending more is refused there.
+TOKENIZER_FILE_CEILING = 200_000_000
+
+
 def _hub_download(repo: str, revision: str, files: list[str], target: Path,
                   optional: tuple[str, ...] = ()) -> None:
-    """Download `files` of a Hub model repo into `target`, atomically (all or nothing)."""
+    """Download `files` of a Hub model repo into `target`, atomically (all or nothing), each
+    bounded in size and time (`ruler.builder.download.hub_file`)."""
     import tempfile
 
-    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
     from huggingface_hub.errors import EntryNotFoundError
 
+    from ruler.builder.download import Limits, hub_file
     from ruler.builder.scrub import scrub
 
     # Read at call time, never at import, so a mirror or a test server can be chosen per run.
@@ -352,19 +358,15 @@ def _hub_download(repo: str, revision: str, files: list[str], target: Path,
         staging = Path(tmp) / "files"
         staging.mkdir()
         try:
-            # One request without retries first: `hf_hub_download` with an empty cache
-            # retries a failed connection for ~25 s before giving up.
-            get_hf_file_metadata(hf_hub_url(repo, files[0], revision=revision,
-                                             endpoint=endpoint), endpoint=endpoint)
             for f in [*files, *optional]:
-                try:
-                    got = hf_hub_download(repo, f, revision=revision, endpoint=endpoint,
-                                          cache_dir=Path(tmp) / "hub-cache")
+                try:  # its metadata first, one request without retries: a Hub that cannot
+                    # be reached fails at once
+                    hub_file(repo, f, revision, staging / f, endpoint=endpoint,
+                             max_bytes=TOKENIZER_FILE_CEILING, limits=Limits())
                 except EntryNotFoundError:
                     if f in optional:
                         continue
                     raise
-                shutil.copyfile(got, staging / f)
         except Exception as e:  # network, auth, offline mode: one clear message
             raise RulerError(scrub(
                 f"could not download tokenizer files {files} of {repo}@{revision} from the "

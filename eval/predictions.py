@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow.parquet as pq
 
+from ruler.builder.atomic import naming
 from ruler.builder.errors import RulerError
 from ruler.eval import strict_json
 
@@ -151,13 +152,17 @@ class PredictionWriter:
         self._fh = open(self.path, "a", encoding="utf-8")
 
     def write(self, pred: Prediction) -> None:
-        self._fh.write(json.dumps(pred.record(), ensure_ascii=False) + "\n")
-        self._fh.flush()
+        with naming(self.path):  # a full disk names the file (a torn line is cut on resume)
+            self._fh.write(json.dumps(pred.record(), ensure_ascii=False) + "\n")
+            self._fh.flush()
 
     def close(self) -> None:
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self._fh.close()
+        with naming(self.path):
+            try:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+            finally:
+                self._fh.close()  # closed even when the flush failed (its error raised again)
 
     def __enter__(self) -> "PredictionWriter":
         return self

@@ -14,11 +14,10 @@ first; this process publishes and records them, under the manifest lock.
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
-from ruler.builder.atomic import temp_prefix
+from ruler.builder.atomic import STORAGE_ERRORS, temp_prefix
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import build_differences
@@ -120,9 +119,6 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
 
 
-#: Errors of the file system OUT is on (full, read-only, quota, I/O): one line, not a traceback.
-STORAGE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM,
-                  errno.EFBIG, errno.EIO}
 
 
 def _executor(cfg: BuildConfig, worker: Worker) -> Executor:

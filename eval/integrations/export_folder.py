@@ -14,21 +14,19 @@ be the export's own.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.atomic import replace_folder
+from ruler.builder import owned_files
+from ruler.builder.atomic import naming, replace_folder
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 
 #: The record of the files an export wrote, inside the export folder.
 RECORD_NAME = "ruler_export_files.json"
-#: Entries a refusal names before "... and N more".
-_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -59,26 +57,8 @@ def foreign_entries(folder: Path) -> list[str]:
     POSIX paths; a folder with nothing of the export's is named once, with a trailing /) not in
     its record, recorded files whose bytes differ, links and special files. [] for an export
     exactly as written, or an empty folder."""
-    recorded = _recorded(folder) or {}
-    known = set(recorded) | {RECORD_NAME}
-    known_dirs = {p.rsplit("/", i)[0] for p in known for i in range(1, p.count("/") + 1)}
-    found: list[str] = []
-    for root, dirs, files in os.walk(folder):
-        rel_root = Path(root).relative_to(folder).as_posix()
-        prefix = "" if rel_root == "." else rel_root + "/"
-        for d in sorted(dirs):
-            path = prefix + d
-            if path not in known_dirs or Path(root, d).is_symlink():
-                found.append(path + "/")
-        dirs[:] = [d for d in dirs if prefix + d in known_dirs
-                   and not Path(root, d).is_symlink()]
-        for f in sorted(files):
-            path, full = prefix + f, Path(root, f)
-            if path not in known or full.is_symlink() or not full.is_file():
-                found.append(path)
-            elif path != RECORD_NAME and file_sha256(full) != recorded[path]:
-                found.append(f"{path} (changed since the export wrote it)")
-    return found
+    owned: dict[str, str | None] = {**(_recorded(folder) or {}), RECORD_NAME: None}
+    return owned_files.foreign_entries(folder, owned, changed="changed since the export wrote it")
 
 
 def check_target(target: Path, kind: ExportKind) -> None:
@@ -96,9 +76,7 @@ def _refuse_foreign(folder: Path, shown_as: Path, kind: ExportKind) -> None:
     found = foreign_entries(folder)
     if not found:
         return
-    names = ", ".join(found[:_SHOWN]) + (f" and {len(found) - _SHOWN} more"
-                                         if len(found) > _SHOWN else "")
-    them = "it" if len(found) == 1 else "them"
+    names, them = owned_files.listing(found), owned_files.them(found)
     if _recorded(folder) is None:
         raise RulerError(f"{kind.flag} {shown_as} exists and is not {kind.noun} (no "
                          f"{RECORD_NAME}): it holds {names}; move {them} out, or choose "
@@ -128,8 +106,9 @@ def publish(staging: Path, target: Path, kind: ExportKind) -> None:
             "why": f"the files `{kind.command}` wrote here: exporting again replaces this "
                    f"folder only while it holds exactly these, unchanged",
             "files": files}
-        (staging / RECORD_NAME).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n",
-                                           encoding="utf-8")
+        with naming(target, staging):
+            (staging / RECORD_NAME).write_text(json.dumps(record, indent=2, sort_keys=True)
+                                               + "\n", encoding="utf-8")
         staging.chmod(0o755)  # mkdtemp makes 0700; an export is for sharing
         replace_folder(staging, target,
                        check_old=lambda old: _refuse_foreign(old, target, kind))

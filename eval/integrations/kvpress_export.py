@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from ruler.builder.atomic import naming
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.manifest_records import TokenizerRecord
@@ -252,14 +253,16 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
         by_length.setdefault(f.max_seq_length, []).append(f)
     tmp = staging_folder(out)
     try:
-        for L, group in sorted(by_length.items()):
-            result.lengths[L] = _write_length(tmp / split_file_name(L), ds, group, prompt,
-                                              limit)
-        result.tokens = {"checked": prompt.checked, "mismatched": prompt.mismatched,
-                         "template": prompt.renders_template}
-        (tmp / METADATA_NAME).write_text(json.dumps(metadata(result), indent=2,
-                                                    sort_keys=True) + "\n", encoding="utf-8")
-        (tmp / CARD_NAME).write_text(render_card(result), encoding="utf-8")
+        with naming(out, tmp):  # a full disk names the file of OUT, not of the staging
+            for L, group in sorted(by_length.items()):
+                result.lengths[L] = _write_length(tmp / split_file_name(L), ds, group, prompt,
+                                                  limit)
+            result.tokens = {"checked": prompt.checked, "mismatched": prompt.mismatched,
+                             "template": prompt.renders_template}
+            (tmp / METADATA_NAME).write_text(json.dumps(metadata(result), indent=2,
+                                                        sort_keys=True) + "\n",
+                                             encoding="utf-8")
+            (tmp / CARD_NAME).write_text(render_card(result), encoding="utf-8")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -57,6 +57,7 @@ from typing import Any, Mapping
 
 import yaml
 
+from ruler.builder.atomic import naming
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.tasks.benchmarks import ONERULER, RULER2
@@ -370,8 +371,9 @@ def write_export(files: Mapping[str, str], to: str | os.PathLike) -> Path:
     check_target(to, KIND)
     tmp = staging_folder(to)
     try:
-        for name, text in files.items():
-            (tmp / name).write_text(text, encoding="utf-8")
+        with naming(to, tmp):  # a full disk names the file of --out, not of the staging
+            for name, text in files.items():
+                (tmp / name).write_text(text, encoding="utf-8")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -138,3 +138,21 @@ def test_replace_folder_swaps_a_whole_folder(tmp_path):
     assert sorted(p.name for p in target.iterdir()) == ["new.yaml"]
     replace_folder(target, tmp_path / "fresh")  # no folder there yet: one rename
     assert (tmp_path / "fresh" / "new.yaml").read_text() == "new" and not target.exists()
+
+
+def test_replace_folder_replaces_a_link_and_leaves_nothing_aside(tmp_path):
+    """A link at the target was renamed to `.<name>.old`, which rmtree refused to remove; the
+    next replace then failed with NotADirectoryError."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "theirs.txt").write_text("kept")
+    target = tmp_path / "folder"
+    target.symlink_to(elsewhere, target_is_directory=True)
+    for n in range(2):
+        staging = tmp_path / f"staging{n}"
+        staging.mkdir()
+        (staging / "new.txt").write_text(str(n))
+        replace_folder(staging, target)
+        assert not target.is_symlink() and (target / "new.txt").read_text() == str(n)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "folder"]
+    assert [p.name for p in elsewhere.iterdir()] == ["theirs.txt"]
