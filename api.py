@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ruler.builder.errors import RulerError
-from ruler.builder.flags import FlagValueError, keyword_names, keyword_value, read_keywords
+from ruler.builder.flags import (
+    FlagValueError,
+    flagged_fields,
+    keyword_names,
+    keyword_value,
+    read_keywords,
+)
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -89,8 +95,10 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
 def _build_config(tokenizer: str, *, progress: bool, **options: Any) -> "BuildConfig":
     """The `BuildConfig` `build`'s arguments ask for."""
     from ruler.builder.pipeline import BuildConfig
-    from ruler.builder.variants import variant_from_flags, variant_kinds
+    from ruler.builder.variants import leave_out_clashing, variant_from_flags, variant_kinds
 
+    leave_out_clashing({name for _, flag in flagged_fields(BuildConfig) for name in flag.names},
+                       "ruler.build()")
     variant_flags = {flag.dest(""): flag for kind in variant_kinds()
                      if (flag := kind.flag()) is not None}
     given = {"tokenizer": tokenizer, **options}
