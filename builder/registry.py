@@ -33,6 +33,7 @@ saying why it is missing.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import importlib
@@ -77,10 +78,23 @@ def _installed_entry_points() -> Any:
     return entry_points()
 
 
+#: Whether registries read the installed plug-ins (`ignore_installed_plugins`).
+_READ_INSTALLED = [True]
+
+
+def ignore_installed_plugins() -> None:
+    """From now on in this process, no registry reads an entry point group: what is listed is
+    ruler's own and what code registers (docs/cli_reference.py writes ruler's own commands,
+    whatever a developer has installed)."""
+    _READ_INSTALLED[0] = False
+
+
 def offered_entry_points(group: str) -> tuple[list[Any], dict[str, str]]:
     """The group's installed entry points, by name, and a message for each name two installed
     plug-ins offer with different values (name -> message; neither is taken: which one a
     command ran would depend on the install order)."""
+    if not _READ_INSTALLED[0]:
+        return [], {}
     by_name: dict[str, list[Any]] = {}
     for ep in sorted(_installed_entry_points().select(group=group),
                      key=lambda e: (e.name, e.value)):
@@ -134,6 +148,7 @@ class _Entry:
     loaded: bool = False
     loading: bool = False  # being imported (its module may read the registry meanwhile)
     plugin: bool = False  # offered by an entry point: it may be a registrar
+    from_plugin: bool = False  # registered by a plug-in's code (a registrar's entries)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -191,8 +206,9 @@ class Registry(Mapping[str, T], Generic[T]):
             known = self._entries.get(name)
             if known is None or (not known.loaded and _registers_itself(known.target, obj)):
                 # new, or what a lazy entry's address names, registered by its own module
-                self._entries[name] = _Entry(None, origin, obj, loaded=True,
-                                             plugin=bool(known and known.plugin))
+                self._entries[name] = _Entry(
+                    None, origin, obj, loaded=True, plugin=bool(known and known.plugin),
+                    from_plugin=_in_plugin_code() or bool(known and known.from_plugin))
                 return obj
             if known.loaded and self._same(known.obj, obj):
                 return obj
@@ -208,7 +224,7 @@ class Registry(Mapping[str, T], Generic[T]):
                 raise DuplicateName(f"{self.kind} {name!r} is registered already (by "
                                     f"{known.origin}); {target} cannot replace it")
             if known is None:
-                self._entries[name] = _Entry(target, origin)
+                self._entries[name] = _Entry(target, origin, from_plugin=_in_plugin_code())
 
     def unregister(self, name: str) -> None:
         """Remove an entry (a test cleans up after itself)."""
@@ -286,10 +302,17 @@ class Registry(Mapping[str, T], Generic[T]):
         """The plug-in entries left out so far (name -> why), without loading anything."""
         return dict(self._left_out)
 
-    def offered_by_plugin(self, name: str) -> bool:
-        """Whether the entry `name` came from an installed plug-in's entry point."""
+    def from_plugin(self, name: str) -> bool:
+        """Whether the entry `name` came from an installed plug-in: offered by its entry point,
+        or registered by its code (a registrar's families and tasks). What ruler registers
+        itself is the rest (`builtin_names`)."""
         entry = self._entries.get(name)
-        return entry is not None and entry.plugin
+        return entry is not None and (entry.plugin or entry.from_plugin)
+
+    def builtin_names(self) -> tuple[str, ...]:
+        """Every name but those from installed plug-ins (plug-ins loaded first, as `names`
+        does): what this package and the code using it registered, whatever is installed."""
+        return tuple(name for name in self.names() if not self.from_plugin(name))
 
     def leave_out(self, name: str, why: str) -> None:
         """Leave out an entry found unusable after it loaded (a plug-in exporter whose options
@@ -369,7 +392,8 @@ class Registry(Mapping[str, T], Generic[T]):
                 return
             entry.loading = True
             try:
-                self._import(name, entry)
+                with _plugin_code(entry.plugin or entry.from_plugin):
+                    self._import(name, entry)
             except RulerError as e:
                 if entry.plugin:  # left out from now on: asked for again, the same line
                     with self._table_lock:
@@ -426,6 +450,25 @@ class Registry(Mapping[str, T], Generic[T]):
         with self._table_lock:  # a registrar's label, not an entry of its own
             if self._entries.get(name) is entry:
                 del self._entries[name]
+
+
+#: How deep this thread is in a plug-in's code (importing it, calling its registrar): what it
+#: registers meanwhile is the plug-in's.
+_PLUGIN_CODE = threading.local()
+
+
+@contextlib.contextmanager
+def _plugin_code(active: bool) -> Iterator[None]:
+    depth = getattr(_PLUGIN_CODE, "depth", 0)
+    _PLUGIN_CODE.depth = depth + active
+    try:
+        yield
+    finally:
+        _PLUGIN_CODE.depth = depth
+
+
+def _in_plugin_code() -> bool:
+    return getattr(_PLUGIN_CODE, "depth", 0) > 0
 
 
 def _registers_itself(target: str | None, obj: Any) -> bool:

@@ -216,7 +216,7 @@ def leave_out_clashing(taken: Collection[str], command: str) -> None:
     or that a kind listed before it declared. ruler's own kinds are checked by its tests."""
     seen = set(taken)
     for kind in variant_kinds():
-        if not VARIANTS.offered_by_plugin(kind.field):
+        if not VARIANTS.from_plugin(kind.field):
             seen.update(name for flag in kind.flags() for name in flag.names)
             continue
         try:

@@ -55,7 +55,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     targets = p.add_subparsers(dest="target", metavar="FRAMEWORK")
     targets.required = True
     for exporter in EXPORTERS.values():
-        if EXPORTERS.offered_by_plugin(exporter.name) and not _makes_a_parser(exporter):
+        if EXPORTERS.from_plugin(exporter.name) and not _makes_a_parser(exporter):
             continue
         parser = targets.add_parser(exporter.name, help=exporter.help,
                                     description=exporter.description, epilog=exporter.epilog,

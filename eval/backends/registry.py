@@ -84,14 +84,14 @@ def backend_names() -> tuple[str, ...]:
     """The registered backends, in the order they were registered (a plug-in's whose options
     make no flags left out)."""
     for name in BACKENDS.names():
-        if BACKENDS.offered_by_plugin(name):
+        if BACKENDS.from_plugin(name):
             _usable(name, BACKENDS[name])
     return BACKENDS.names()
 
 
 def get_backend(name: str) -> BackendSpec:
     spec = BACKENDS[name]
-    if BACKENDS.offered_by_plugin(name) and not _usable(name, spec):
+    if BACKENDS.from_plugin(name) and not _usable(name, spec):
         return BACKENDS[name]  # left out: one line saying why
     return spec
 

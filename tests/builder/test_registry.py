@@ -157,6 +157,9 @@ def test_installed_entry_points_extend_the_registry(installed, modules):
         assert things["first"] == Thing("first", 3)  # a miss runs the registrars
         assert "several" not in things  # a registrar's label is not an entry
         assert things.names() == ("builtin", "plugged", "first", "second")
+        # the entry point's and those its registrar registered are the plug-in's (issue 40.27)
+        assert things.builtin_names() == ("builtin",)
+        assert all(things.from_plugin(n) for n in ("plugged", "first", "second"))
         with pytest.raises(RulerError, match=r"thing 'misnamed' .* is named 'other': the "
                                              r"names must agree"):
             _things("toy.misnamed")["misnamed"]
