@@ -120,11 +120,15 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
                         Regenerator(manifest.builds, toks, sources_dir), full_unpinned)
     # Most tokens first, so the workers finish together; results are reported in path order.
     jobs = sorted(manifest.files.items(), key=lambda kv: -kv[1].max_seq_length * kv[1].rows)
-    rebuilt = f", {regenerate} row(s) of each rebuilt from the build's identity" \
+    rebuilt = f", up to {regenerate} row(s) of each rebuilt from the build's identity" \
         if regenerate else ""
-    unpinned = " (every row of an unpinned tokenizer's)" if full_unpinned and not full else ""
+    unpinned = sum(not build.tokenizer.pinned for build in manifest.builds.values()) \
+        if full_unpinned and not full else 0
+    unpinned_rows = f" (every row of {unpinned} config(s) with an unpinned tokenizer)" \
+        if unpinned else ""
     say(f"checking {len(jobs)} file(s): hashes, schema, counts, "
-        f"{'every row' if full else f'{sample} row(s)'} re-tokenized{unpinned}{rebuilt}")
+        f"{'every row' if full else f'up to {sample} row(s) of each'} re-tokenized"
+        f"{unpinned_rows}{rebuilt}")
     pool = None
     if workers > 1 and len(jobs) > 1:
         mp = multiprocessing.get_context(start_method or default_start_method())

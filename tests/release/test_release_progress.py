@@ -19,8 +19,8 @@ def test_a_dry_run_says_what_it_verifies_before_the_plan(built_gpt4_niah_single,
     assert lines[:plan] == [
         f"verifying {data} first (as `ruler verify --regenerate 2` does):",
         "  loading the tokenizers of 1 config(s)",
-        "  checking 1 file(s): hashes, schema, counts, 3 row(s) re-tokenized (every row of an "
-        "unpinned tokenizer's), 2 row(s) of each rebuilt from the build's identity",
+        "  checking 1 file(s): hashes, schema, counts, up to 3 row(s) of each re-tokenized, up "
+        "to 2 row(s) of each rebuilt from the build's identity",
         "  loading every config and split with datasets.load_dataset"]
     assert "ruler release: verify" not in err  # --no-progress: no bar
     assert main(["release", str(data), "--repo", "org/ruler", "--dry-run"]) == 0
