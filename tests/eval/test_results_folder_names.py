@@ -97,3 +97,20 @@ def test_a_depth_heatmap_of_an_odd_task_name_stays_in_its_folder(tmp_path):
     paths = write_heatmaps(depth_table(items, bins=2), out, "m")
     assert len(paths) == 2 and all(p.parent == out / HEATMAP_DIR and p.is_file() for p in paths)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+@pytest.mark.build
+def test_score_beside_a_predictions_file_of_a_long_name(built_qwen_niah_vt, tmp_path):
+    """`<file>.scores/` beside a file whose name is near the file system's 255 bytes was past
+    it: an OSError traceback. A name past the limit is cut (with its hash)."""
+    run = tmp_path / "run"
+    assert main(["eval", "--backend", "fake", "--model", "m", "--model-tokenizer", CONFIG,
+                 "--data", str(built_qwen_niah_vt), "--out", str(run), "--limit", "1",
+                 "--no-progress", "--no-report", "--render-workers", "0"]) == 0
+    long = tmp_path / ("p" * 245 + ".jsonl")
+    long.write_bytes((run / "predictions.jsonl").read_bytes())
+    assert main(["score", "--predictions", str(long), "--data", str(built_qwen_niah_vt),
+                 "--no-plots"]) == 0
+    (scores,) = [p for p in tmp_path.iterdir() if p.name.endswith(".scores")]
+    assert (scores / "scores.json").is_file() and len(scores.name) <= MAX_NAME_BYTES + 7
+    assert scores.name.startswith("p" * 50)
