@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ruler.builder.errors import RulerError
-from ruler.builder.flags import FlagValueError, keyword_names, keyword_value, read_keywords
+from ruler.builder.flags import (
+    FlagValueError,
+    flagged_fields,
+    keyword_names,
+    keyword_value,
+    read_keywords,
+)
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -89,8 +95,10 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
 def _build_config(tokenizer: str, *, progress: bool, **options: Any) -> "BuildConfig":
     """The `BuildConfig` `build`'s arguments ask for."""
     from ruler.builder.pipeline import BuildConfig
-    from ruler.builder.variants import variant_from_flags, variant_kinds
+    from ruler.builder.variants import leave_out_clashing, variant_from_flags, variant_kinds
 
+    leave_out_clashing({name for _, flag in flagged_fields(BuildConfig) for name in flag.names},
+                       "ruler.build()")
     variant_flags = {flag.dest(""): flag for kind in variant_kinds()
                      if (flag := kind.flag()) is not None}
     given = {"tokenizer": tokenizer, **options}
@@ -123,16 +131,48 @@ def load(data: str | Path, config: str | None = None, length: int | str = 4096, 
 
     if not Path(data).exists() and not _HUB_ID.match(str(data)):
         raise RulerError(f"{data}: no such build folder (a Hub dataset is named ORG/NAME)")
-    if config is None and Path(data).is_dir():
+    if Path(data).is_dir():
         from ruler.builder.manifest import Manifest
 
-        configs = Manifest.load(Path(data)).configs()
-        if len(configs) != 1:
+        manifest = Manifest.load(Path(data))
+        configs = manifest.configs()
+        if config is None and len(configs) != 1:
             raise RulerError(f"{data} holds {len(configs)} configs ({', '.join(configs)}): "
                              f"name one")
-        config = configs[0]
+        config = configs[0] if config is None else config
+        _check_split(manifest, str(data), config, task, length)
     name = f"{config}--{task}" if task and config else config
-    return load_dataset(str(data), name, split=str(length), revision=revision)
+    try:
+        return load_dataset(str(data), name, split=str(length), revision=revision)
+    except ValueError as e:  # a Hub dataset without that config or split: `datasets` says so
+        raise RulerError(_missing_split(str(data), name, length, e)) from None
+
+
+def _check_split(manifest: Any, data: str, config: str, task: str | None,
+                 length: int | str) -> None:
+    """Refuse, in one line naming what there is, a config, task or length (split) a build
+    folder does not have."""
+    configs = manifest.configs()
+    if config not in configs:
+        raise RulerError(f"{data} has no config {config!r}; its configs: {', '.join(configs)}")
+    if task is not None and task not in manifest.tasks(config):
+        raise RulerError(f"{data}: config {config!r} has no task {task!r}; its tasks: "
+                         f"{', '.join(manifest.tasks(config))}")
+    lengths = sorted({f.max_seq_length for f in
+                      manifest.files_of(config, None if task is None else [task])})
+    if str(length) not in map(str, lengths):
+        raise RulerError(f"{data}: config {config!r}{f' task {task!r}' if task else ''} has no "
+                         f"split {str(length)!r} (a split is a length); its splits: "
+                         f"{', '.join(map(str, lengths))}")
+
+
+def _missing_split(data: str, name: str | None, length: int | str, error: ValueError) -> str:
+    """`load_dataset`'s ValueError on one line, saying what was asked for: its own text
+    lists the configs or splits the dataset has (asking the Hub again for them would answer
+    wrongly offline, from the cache)."""
+    said = " ".join(str(error).split())
+    return (f"{data}: cannot load config {name!r}, split {str(length)!r} (a split is a "
+            f"length): {said}")
 
 
 def verify(out: str | Path, **options: Any) -> "VerifyReport":

@@ -33,11 +33,29 @@ def make_parser() -> argparse.ArgumentParser:
         description="Build, verify, release and evaluate the RULER long-context benchmark "
                     "as deterministic, tokenizer-exact Parquet splits.",
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMAND_MODULES:
         importlib.import_module(module).register_cli(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """`ruler --version`: the versions are read when asked for, not each time a parser is
+    made."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="print ruler's version and those of the packages that shape the rows "
+                      "(recorded in every build), and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ruler.builder import __version__
+        from ruler.builder.packages import version_text
+
+        print(version_text(__version__))
+        parser.exit()
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import (
+    NEGATED,
     POSITIONAL,
     REPEATED,
     SWITCH,
@@ -323,7 +324,8 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
             sources_dir: str | None = None, endpoint: str | None = None, api=None,
             verify_kwargs: Mapping[str, Any] | None = None, echo=print,
             regenerate: int = DEFAULT_REGENERATE,
-            acknowledge_book_status: Sequence[str] | None = None) -> ReleaseResult | None:
+            acknowledge_book_status: Sequence[str] | None = None,
+            progress: bool = False) -> ReleaseResult | None:
     from ruler.builder.scrub import scrub
     from ruler.builder.verify.folder import load_manifest
     from ruler.builder.verify.report import format_report
@@ -348,8 +350,17 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     # Rebuild a few rows of every file from the manifest's identity (the strongest proof the
     # build is what it says), and re-tokenize every row of tokenizers outside the registry,
     # whose piece counting no test proves.
-    report = verify(out, **{"regenerate": regenerate, "sources_dir": sources_dir,
-                            "full_unpinned": True, **(verify_kwargs or {})})
+    # It takes a while (~40 s for the README's build): say what is being verified, and with
+    # `progress` a bar over the files on stderr.
+    say(f"verifying {out} first (as `ruler verify --regenerate {regenerate}` does):")
+    with _file_bar(len(manifest.files), progress) as bar:
+        def step(text: str) -> None:
+            with bar.external_write_mode():  # the bar cleared, the line said, the bar again
+                say(f"  {text}")
+
+        report = verify(out, **{"regenerate": regenerate, "sources_dir": sources_dir,
+                                "full_unpinned": True, "progress": lambda path: bar.update(1),
+                                "step": step, **(verify_kwargs or {})})
     if not report.ok:
         say(format_report(report))
         problems = report.all_problems()
@@ -373,6 +384,14 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     say(f"released {result.url} at commit {result.commit}, tag {result.tag}\n"
         f'load with: load_dataset("{repo_id}", "<config>", split="<L>", revision="{tag}")')
     return result
+
+
+def _file_bar(total: int, shown: bool) -> Any:
+    """A tqdm bar over the files verify checks (stderr), or one that shows nothing."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="ruler release: verify", unit="file", disable=not shown,
+                dynamic_ncols=True, leave=False)
 
 
 def check_can_publish() -> None:
@@ -432,6 +451,8 @@ class ReleaseConfig:
         "--regenerate", default=DEFAULT_REGENERATE, type=int, minimum=0, metavar="K",
         help=f"verify: rows rebuilt per file from the manifest's identity and compared byte for "
              f"byte (default {DEFAULT_REGENERATE}; needs the build's sources, see --sources)")
+    progress: bool = option("--no-progress", kind=NEGATED, default=True,
+                            help="no progress bar while verify checks the files")
 
     def __post_init__(self) -> None:
         check_flags(self)
@@ -454,7 +475,8 @@ def run(cfg: ReleaseConfig) -> int:
             verify_kwargs={"tokenizers_dir": cfg.tokenizers_dir,
                            "tokenizers": dict(cfg.tokenizers)},
             regenerate=cfg.regenerate,
-            acknowledge_book_status=list(cfg.acknowledge_book_status or ()))
+            acknowledge_book_status=list(cfg.acknowledge_book_status or ()),
+            progress=cfg.progress)
     return 0
 
 

@@ -54,3 +54,15 @@ def installed_versions(dists: Iterable[str]) -> dict[str, str]:
         except importlib.metadata.PackageNotFoundError:
             versions[dist] = NOT_INSTALLED
     return versions
+
+
+def version_text(version: str) -> str:
+    """`ruler --version`: the package's version (every manifest records it as the generator's)
+    and the installed versions of the packages that shape rows and files, which every build
+    records too: two installs print the same lines only if they build the same rows."""
+    content = installed_versions(p for kind in CONTENT_PACKAGES.values() for p in kind)
+    files = installed_versions(FILE_PACKAGES)
+    shown = ", ".join(f"{dist} {v}" for dist, v in content.items())
+    return (f"ruler {version}\n"
+            f"rows shaped by: {shown}\n"
+            f"files written by: {', '.join(f'{d} {v}' for d, v in files.items())}")

@@ -21,10 +21,19 @@ what happened to be imported), registering the same object again does nothing. A
 name is an `UnknownName` that lists the known ones and the closest matches. Both are
 RulerErrors (one line at the CLI). Loading is thread-safe: an entry's module is imported and
 a group's entry points are read once, under the registry's lock.
+
+An installed plug-in is someone else's code, and one broken package must not break every
+command: a plug-in entry that fails to load (an import error, an exception, `sys.exit` at
+import, an object of the wrong kind) or that offers a name another entry has (a built-in's,
+another plug-in's) is left out with one warning line on stderr naming it and its package
+(`plugin_warning`), once a process; the registry reads on without it, so every command that
+does not need it works, `--help` first. Asking for that name is then one RulerError line
+saying why it is missing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import importlib
@@ -69,18 +78,66 @@ def _installed_entry_points() -> Any:
     return entry_points()
 
 
-def entry_points_of(group: str) -> list[Any]:
-    """The group's installed entry points, by name; a name offered twice with the same value
-    (a package found on two paths) counts once."""
-    seen: dict[str, Any] = {}
+#: Whether registries read the installed plug-ins (`ignore_installed_plugins`).
+_READ_INSTALLED = [True]
+
+
+def ignore_installed_plugins() -> None:
+    """From now on in this process, no registry reads an entry point group: what is listed is
+    ruler's own and what code registers (docs/cli_reference.py writes ruler's own commands,
+    whatever a developer has installed)."""
+    _READ_INSTALLED[0] = False
+
+
+def offered_entry_points(group: str) -> tuple[list[Any], dict[str, str]]:
+    """The group's installed entry points, by name, and a message for each name two installed
+    plug-ins offer with different values (name -> message; neither is taken: which one a
+    command ran would depend on the install order)."""
+    if not _READ_INSTALLED[0]:
+        return [], {}
+    by_name: dict[str, list[Any]] = {}
     for ep in sorted(_installed_entry_points().select(group=group),
                      key=lambda e: (e.name, e.value)):
-        known = seen.get(ep.name)
-        if known is not None and known.value != ep.value:
-            raise DuplicateName(f"two installed plug-ins offer {ep.name!r} in entry point group "
-                                f"{group}: {known.value} and {ep.value}; uninstall one")
-        seen[ep.name] = ep
-    return list(seen.values())
+        if all(ep.value != known.value for known in by_name.get(ep.name, ())):
+            by_name.setdefault(ep.name, []).append(ep)
+    offered = [eps[0] for eps in by_name.values() if len(eps) == 1]
+    clashes = {name: f"two installed plug-ins offer {name!r} in entry point group {group}: "
+                     f"{' and '.join(f'{ep.value} ({_package_of(ep)})' for ep in eps)}; "
+                     f"neither is used: uninstall one"
+               for name, eps in by_name.items() if len(eps) > 1}
+    return offered, clashes
+
+
+def _package_of(ep: Any) -> str:
+    """The installed distribution an entry point comes from, for messages."""
+    return getattr(getattr(ep, "dist", None), "name", None) or "unknown package"
+
+
+#: Plug-in warnings shown in this process: each once, however many registries or lookups
+#: meet it.
+_WARNED: set[str] = set()
+
+
+def plugin_warning(message: str) -> None:
+    """Say, once a process, on one line of stderr, that a plug-in is left out and why."""
+    line = one_line(message)
+    if line not in _WARNED:
+        _WARNED.add(line)
+        print(f"ruler: warning: {line}", file=sys.stderr, flush=True)
+
+
+def one_line(text: str, limit: int = 600) -> str:
+    """`text` on one line (a plug-in's exception may span several), at most `limit`
+    characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _failure(e: BaseException) -> str:
+    """What an exception raised by a plug-in's code says, on one line."""
+    if isinstance(e, SystemExit):
+        return f"it called sys.exit({e.code!r})"
+    return one_line(f"{type(e).__name__}: {e}")
 
 
 @dataclass
@@ -91,6 +148,7 @@ class _Entry:
     loaded: bool = False
     loading: bool = False  # being imported (its module may read the registry meanwhile)
     plugin: bool = False  # offered by an entry point: it may be a registrar
+    from_plugin: bool = False  # registered by a plug-in's code (a registrar's entries)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -123,6 +181,8 @@ class Registry(Mapping[str, T], Generic[T]):
         self.kind, self.group = kind, group
         self._accepts, self._name_of, self._same, self._on_miss = accepts, name_of, same, on_miss
         self._entries: dict[str, _Entry] = {}
+        # name -> why a plug-in's entry of that name is left out (failed to load, clashed)
+        self._left_out: dict[str, str] = {}
         self._table_lock = threading.Lock()  # held only to change the table, never to import
         self._load_lock = threading.RLock()  # held while importing: one load at a time
         self._plugins = "not read"  # -> "reading" -> "read"
@@ -146,8 +206,9 @@ class Registry(Mapping[str, T], Generic[T]):
             known = self._entries.get(name)
             if known is None or (not known.loaded and _registers_itself(known.target, obj)):
                 # new, or what a lazy entry's address names, registered by its own module
-                self._entries[name] = _Entry(None, origin, obj, loaded=True,
-                                             plugin=bool(known and known.plugin))
+                self._entries[name] = _Entry(
+                    None, origin, obj, loaded=True, plugin=bool(known and known.plugin),
+                    from_plugin=_in_plugin_code() or bool(known and known.from_plugin))
                 return obj
             if known.loaded and self._same(known.obj, obj):
                 return obj
@@ -163,7 +224,7 @@ class Registry(Mapping[str, T], Generic[T]):
                 raise DuplicateName(f"{self.kind} {name!r} is registered already (by "
                                     f"{known.origin}); {target} cannot replace it")
             if known is None:
-                self._entries[name] = _Entry(target, origin)
+                self._entries[name] = _Entry(target, origin, from_plugin=_in_plugin_code())
 
     def unregister(self, name: str) -> None:
         """Remove an entry (a test cleans up after itself)."""
@@ -177,9 +238,11 @@ class Registry(Mapping[str, T], Generic[T]):
         if entry is None:
             self.load_plugins()
             entry = self._entries.get(name)
-        if entry is None:  # a registrar plug-in may register it
+        if entry is None and name not in self._left_out:  # a registrar plug-in may register it
             self._load_plugin_entries()
             entry = self._entries.get(name)
+        if entry is None and name in self._left_out:
+            raise RulerError(f"{self.kind} {name!r} is not available: {self._left_out[name]}")
         if entry is None:
             raise UnknownName(self.unknown_message(name))
         if not entry.loaded:
@@ -228,8 +291,39 @@ class Registry(Mapping[str, T], Generic[T]):
         names = self.known_names()
         close = difflib.get_close_matches(name, names, n=3)
         hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        # a plug-in left out (a registrar that failed) may have been the one to offer it
+        left = list(self._left_out.values())
+        also = f"; left out: {left[0]}" if len(left) == 1 else (
+            f"; {len(left)} plug-in entries were left out (see the warnings)" if left else "")
         return (f"unknown {self.kind} {name!r}; choose one of {', '.join(names) or 'none'}"
-                f"{hint}")
+                f"{hint}{also}")
+
+    def left_out(self) -> dict[str, str]:
+        """The plug-in entries left out so far (name -> why), without loading anything."""
+        return dict(self._left_out)
+
+    def from_plugin(self, name: str) -> bool:
+        """Whether the entry `name` came from an installed plug-in: offered by its entry point,
+        or registered by its code (a registrar's families and tasks). What ruler registers
+        itself is the rest (`builtin_names`)."""
+        entry = self._entries.get(name)
+        return entry is not None and (entry.plugin or entry.from_plugin)
+
+    def builtin_names(self) -> tuple[str, ...]:
+        """Every name but those from installed plug-ins (plug-ins loaded first, as `names`
+        does): what this package and the code using it registered, whatever is installed."""
+        return tuple(name for name in self.names() if not self.from_plugin(name))
+
+    def leave_out(self, name: str, why: str) -> None:
+        """Leave out an entry found unusable after it loaded (a plug-in exporter whose options
+        make no parser, a variant whose flag a command has already): removed, warned of once,
+        and asked for later, one line saying why."""
+        with self._table_lock:
+            entry = self._entries.pop(name, None)
+            origin = f", {entry.origin}" if entry is not None else ""
+            message = one_line(f"{self.kind} {name!r}{origin}: {why}")
+            self._left_out[name] = message
+        plugin_warning(f"{message}; left out")
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {list(self._entries)!r})"
@@ -248,27 +342,48 @@ class Registry(Mapping[str, T], Generic[T]):
             try:
                 if self._on_miss is not None:
                     self._on_miss()
-                for ep in entry_points_of(self.group) if self.group else ():
+                offered, clashes = self._offered()
+                for ep in offered:
                     self._offer(ep)
+                for name, message in clashes.items():
+                    self._left_out.setdefault(name, message)
+                    plugin_warning(message)
             finally:
                 self._plugins = "read"
 
+    def _offered(self) -> tuple[list[Any], dict[str, str]]:
+        """The group's entry points, and the names two plug-ins offer (name -> message);
+        none when the installed packages' metadata cannot be read."""
+        if not self.group:
+            return [], {}
+        try:
+            return offered_entry_points(self.group)
+        except Exception as e:  # damaged metadata of some installed package
+            plugin_warning(f"the installed plug-ins of group {self.group} could not be read "
+                           f"({_failure(e)}); none is used")
+            return [], {}
+
     def _offer(self, ep: Any) -> None:
-        dist = getattr(getattr(ep, "dist", None), "name", None)
-        origin = f"plug-in {dist or ep.value} (entry point {ep.name} in group {self.group})"
+        origin = f"plug-in {_package_of(ep)} (entry point {ep.name} in group {self.group})"
         with self._table_lock:
             known = self._entries.get(ep.name)
             if known is None:
                 self._entries[ep.name] = _Entry(ep.value, origin, plugin=True)
                 return
-        if known.target != ep.value:
-            raise DuplicateName(f"{origin} offers {self.kind} {ep.name!r}, which is registered "
-                                f"already (by {known.origin}): rename it in the plug-in")
+        if known.target != ep.value:  # the entry there keeps its name; this one is left out
+            message = (f"{origin} offers {self.kind} {ep.name!r}, which is registered already "
+                       f"(by {known.origin}): rename it in the plug-in; the plug-in's is not "
+                       f"used")
+            plugin_warning(message)
 
     def _load_plugin_entries(self) -> None:
+        """Load every plug-in entry not loaded yet; one that fails is left out, warned of."""
         for name, entry in list(self._entries.items()):
             if entry.plugin and not entry.loaded:
-                self._load(name)
+                try:
+                    self._load(name)
+                except RulerError as e:
+                    plugin_warning(f"{e}; left out")
 
     def _load(self, name: str) -> None:
         with self._load_lock:
@@ -277,18 +392,29 @@ class Registry(Mapping[str, T], Generic[T]):
                 return
             entry.loading = True
             try:
-                self._import(name, entry)
+                with _plugin_code(entry.plugin or entry.from_plugin):
+                    self._import(name, entry)
+            except RulerError as e:
+                if entry.plugin:  # left out from now on: asked for again, the same line
+                    with self._table_lock:
+                        if self._entries.get(name) is entry:
+                            del self._entries[name]
+                        self._left_out[name] = one_line(str(e))
+                raise
             finally:
                 entry.loading = False
 
     def _import(self, name: str, entry: _Entry) -> None:
         try:
             obj = load_target(entry.target)
-        except RulerError:
-            raise
-        except Exception as e:
+        except RulerError as e:
+            if not entry.plugin:
+                raise
             raise RulerError(f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed "
-                             f"to load: {type(e).__name__}: {e}") from e
+                             f"to load: {one_line(str(e))}") from e
+        except (Exception, SystemExit) as e:  # a plug-in's sys.exit at import is not obeyed
+            raise RulerError(f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed "
+                             f"to load: {_failure(e)}") from e
         now = self._entries.get(name)
         if now is not None and now.loaded:  # the module registered it while imported
             return
@@ -300,15 +426,21 @@ class Registry(Mapping[str, T], Generic[T]):
             with self._table_lock:
                 entry.obj, entry.loaded = obj, True
             return
+        if not callable(obj) and not isinstance(obj, ModuleType):  # 42, a misspelt address
+            raise RulerError(f"{self.kind} {name!r} ({entry.target}, {entry.origin}) is "
+                             f"{type(obj).__name__} {one_line(repr(obj), 80)}, not a "
+                             f"{self.kind}")
         if callable(obj) and not isinstance(obj, ModuleType):
             try:
                 obj()  # a registrar: it registers entries itself
-            except RulerError:
-                raise
-            except Exception as e:
-                raise RulerError(f"{self.kind} plug-in {name!r} ({entry.target}, "
-                                 f"{entry.origin}) failed to load: {type(e).__name__}: "
-                                 f"{e}") from e
+            except RulerError as e:
+                if not entry.plugin:
+                    raise
+                raise RulerError(f"{self.kind} {name!r} ({entry.target}, "
+                                 f"{entry.origin}) failed to load: {one_line(str(e))}") from e
+            except (Exception, SystemExit) as e:
+                raise RulerError(f"{self.kind} {name!r} ({entry.target}, "
+                                 f"{entry.origin}) failed to load: {_failure(e)}") from e
         now = self._entries.get(name)
         if now is not None and now.loaded:
             return
@@ -318,6 +450,25 @@ class Registry(Mapping[str, T], Generic[T]):
         with self._table_lock:  # a registrar's label, not an entry of its own
             if self._entries.get(name) is entry:
                 del self._entries[name]
+
+
+#: How deep this thread is in a plug-in's code (importing it, calling its registrar): what it
+#: registers meanwhile is the plug-in's.
+_PLUGIN_CODE = threading.local()
+
+
+@contextlib.contextmanager
+def _plugin_code(active: bool) -> Iterator[None]:
+    depth = getattr(_PLUGIN_CODE, "depth", 0)
+    _PLUGIN_CODE.depth = depth + active
+    try:
+        yield
+    finally:
+        _PLUGIN_CODE.depth = depth
+
+
+def _in_plugin_code() -> bool:
+    return getattr(_PLUGIN_CODE, "depth", 0) > 0
 
 
 def _registers_itself(target: str | None, obj: Any) -> bool:

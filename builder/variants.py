@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Mapping
 
 from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
 from ruler.builder.errors import RulerError
@@ -204,9 +204,33 @@ def variant_flags(field: str) -> tuple[str, ...]:
 
 def add_variant_flags(container: argparse._ActionsContainer) -> None:
     """Every registered kind's `ruler build` flags, none given by default."""
+    leave_out_clashing(set(container._option_string_actions), "ruler build")
     for kind in variant_kinds():
         for flag in kind.flags():
             add_flag(container, flag.dest(""), flag, None)
+
+
+def leave_out_clashing(taken: Collection[str], command: str) -> None:
+    """Leave out (with a warning) each plug-in kind whose flags cannot be read: one that
+    `command` has already (a plug-in's `--out` would read the build's folder as its value),
+    or that a kind listed before it declared. ruler's own kinds are checked by its tests."""
+    seen = set(taken)
+    for kind in variant_kinds():
+        if not VARIANTS.from_plugin(kind.field):
+            seen.update(name for flag in kind.flags() for name in flag.names)
+            continue
+        try:
+            names = [name for flag in kind.flags() for name in flag.names]
+        except Exception as e:  # a plug-in's own code
+            VARIANTS.leave_out(kind.field, f"its flags cannot be read ({type(e).__name__}: "
+                                           f"{e})")
+            continue
+        clash = [name for name in names if name in seen]
+        if clash:
+            VARIANTS.leave_out(kind.field, f"its flag {clash[0]} is taken already (by "
+                                           f"{command} or a variant listed before it)")
+            continue
+        seen.update(names)
 
 
 def record_ok(record: Any) -> bool:

@@ -10,7 +10,8 @@ tests/package/test_docs.py fails when the committed page differs from what this 
 
 Rendered as Markdown rather than as `--help`'s own text, so the page does not change with the
 terminal's width or with argparse's layout across Python versions. Run it in a fresh process:
-a backend or task family registered in the calling process would appear on the page.
+a backend or task family registered in the calling process would appear on the page (installed
+plug-ins are not read).
 """
 
 from __future__ import annotations
@@ -140,7 +141,10 @@ def render() -> str:
     for name in _USER_SPECIFIC:
         os.environ.pop(name, None)
     os.environ["XDG_CACHE_HOME"] = "~/.cache"  # the user cache as ~/.cache/ruler, not this home's
+    from ruler.builder.registry import ignore_installed_plugins
     from ruler.cli import make_parser
+
+    ignore_installed_plugins()  # the page is ruler's own commands, whatever is installed here
 
     head = ["# Command-line reference", "",
             "Every `ruler` command and flag, generated from the command's own parser by "

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from dataclasses import dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.file_names import safe_name
 from ruler.builder.flags import (
     NEGATED,
     POSITIONAL,
@@ -51,8 +51,9 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def default_results_folder(model: str) -> Path:
-    """`ruler eval`'s results folder when --out is not given: results/<model name>."""
-    return Path("results") / re.sub(r"[^\w.-]+", "--", Path(model).name)
+    """`ruler eval`'s results folder when --out is not given: results/<model name>, a folder
+    inside results/ whatever the model string is (`..`, `.`, a path, a Hub id, a newline)."""
+    return Path("results") / safe_name(model, fallback="model")
 
 
 #: `EvalConfig.backend_options` when none are given: the chosen backend's own defaults.

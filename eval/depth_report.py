@@ -15,6 +15,7 @@ import io
 from pathlib import Path
 from typing import Sequence
 
+from ruler.builder.file_names import safe_name
 from ruler.builder.markup import figure_text, md_text
 from ruler.eval.aggregate import format_length
 from ruler.eval.depth import DepthCell, DepthTables
@@ -165,8 +166,9 @@ def write_heatmaps(t: DepthTables, out: Path, model: str | None) -> list[Path]:
     who = model or "unknown model"
     jobs = [(NIAH_HEATMAP, t.niah, f"{NIAH_GROUP} ({len(t.niah_tasks)} tasks): {who}",
              hatch_meaning(t, group=True))] if t.niah else []
-    jobs += [(f"{task}.png", t.cells[task], f"{task}: {who}", hatch_meaning(t, group=False))
-             for task in t.tasks]
+    # a task name read from scores.json is one plain file name (`../../x` is no file here)
+    jobs += [(f"{safe_name(task, fallback='task')}.png", t.cells[task], f"{task}: {who}",
+              hatch_meaning(t, group=False)) for task in t.tasks]
     paths = []
     for name, cells, title, hatched in jobs:
         fig, _, _ = heatmap_figure(cells, t.lengths, t.bins, title, hatched)

@@ -55,11 +55,25 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     targets = p.add_subparsers(dest="target", metavar="FRAMEWORK")
     targets.required = True
     for exporter in EXPORTERS.values():
+        if EXPORTERS.from_plugin(exporter.name) and not _makes_a_parser(exporter):
+            continue
         parser = targets.add_parser(exporter.name, help=exporter.help,
                                     description=exporter.description, epilog=exporter.epilog,
                                     formatter_class=argparse.RawDescriptionHelpFormatter)
         add_flags(parser, exporter.options)
         parser.set_defaults(func=_runner(exporter))
+
+
+def _makes_a_parser(exporter: Exporter) -> bool:
+    """Whether a plug-in's exporter makes a command line (its options a dataclass of flags):
+    one that does not is left out with a warning, and `ruler export` works on without it."""
+    try:
+        add_flags(argparse.ArgumentParser(add_help=False), exporter.options)
+        return True
+    except Exception as e:  # a plug-in's own code
+        EXPORTERS.leave_out(exporter.name, f"its options make no command line "
+                                           f"({type(e).__name__}: {e})")
+        return False
 
 
 def _runner(exporter: Exporter) -> Callable[[argparse.Namespace], int]:

@@ -26,12 +26,14 @@ their means are over other tasks. Runs scored with different metrics (`oneruler`
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from ruler.builder.errors import RulerError
+from ruler.builder.file_names import safe_name
 from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.catalog import ONERULER_UPSTREAM_NAMES, in_task_order
 from ruler.eval.aggregate import format_length
@@ -404,8 +406,19 @@ def to_json(tables: Sequence[LanguageTable]) -> dict[str, Any]:
     return {"benchmark": "oneruler", "tables": [tb.to_json() for tb in tables]}
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
+def _stems(tables: Sequence[LanguageTable]) -> list[str]:
+    """Each table's file stem: its model as one safe file name (`safe_name`: a model string
+    is the user's, `..`, `/` or 300 characters long), `_xling` for cross-lingual tables, and a
+    table whose stem an earlier one took gets the hash of its model (`a/b`, `a b`)."""
+    stems: list[str] = []
+    for tb in tables:
+        stem = safe_name(tb.model, fallback="model", last_part=False) \
+            + ("_xling" if tb.cross_lingual else "")
+        if stem in stems:
+            stem += "-" + hashlib.sha256(tb.model.encode("utf-8", "surrogatepass")) \
+                .hexdigest()[:12]
+        stems.append(stem)
+    return stems
 
 
 def write_language_heatmaps(tables: Sequence[LanguageTable], out: Path) -> list[Path]:
@@ -413,8 +426,7 @@ def write_language_heatmaps(tables: Sequence[LanguageTable], out: Path) -> list[
     folder = out / LANGUAGE_HEATMAP_DIR
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for tb in tables:
-        stem = _slug(tb.model) + ("_xling" if tb.cross_lingual else "")
+    for tb, stem in zip(tables, _stems(tables)):
         paths.append(grid_heatmap(
             [[tb.by_length[c][L].score for L in tb.lengths] for c in tb.languages],
             tb.languages, [format_length(L) for L in tb.lengths],

@@ -28,6 +28,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
+from ruler.builder.file_names import safe_name
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
@@ -379,8 +380,12 @@ def default_scores_folder(predictions: Path) -> Path:
     output, Inspect logs) holds its own results; a file gets `<file name>.scores/` beside it,
     so two files in one folder never share (or overwrite) one scores.json."""
     predictions = Path(predictions)
-    return predictions if predictions.is_dir() else \
-        predictions.parent / f"{predictions.name}.scores"
+    if predictions.is_dir():
+        return predictions
+    name = f"{predictions.name}.scores"
+    if len(os.fsencode(name)) > 255:  # past the file system's limit: a cut name with a hash
+        name = f"{safe_name(predictions.name, fallback='predictions')}.scores"
+    return predictions.parent / name
 
 
 def check_scores_owner(path: Path, predictions: PredictionsRecord | None) -> None:

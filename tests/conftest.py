@@ -17,8 +17,9 @@ import pytest
 from helpers.paths import SHARED, SOURCES, TOKENIZERS
 
 # The unit tier's markers, and the check that a unit test builds, spawns and connects nothing;
-# pytester runs a pytest session of its own (tests/package/test_unit_tier.py).
-pytest_plugins = ["helpers.unit_tier", "pytester"]
+# in CI, a skip tests/expected_skips.toml does not declare fails the session; pytester runs a
+# pytest session of its own (tests/package/test_unit_tier.py, test_expected_skips.py).
+pytest_plugins = ["helpers.unit_tier", "helpers.expected_skips", "pytester"]
 
 # Python's bytecode cache, whatever the environment says: with PYTHONDONTWRITEBYTECODE set,
 # every xdist worker recompiles (and assertion-rewrites) every test module and the package at

@@ -12,6 +12,7 @@ build entry records the language: `"language": "ko"`, or `{"context": "en", "ins
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,18 +115,40 @@ class OnerulerLanguage:
     @classmethod
     def parse(cls, text: str) -> "OnerulerLanguage":
         """`ko` or `en-ko` (context-instructions), as `--languages` and config names say."""
-        parts = text.strip().split("-")
-        if len(parts) == 1:
-            return cls.mono(parts[0])
-        if len(parts) == 2:
-            return cls(*parts)
         from ruler.builder.errors import RulerError
 
-        raise RulerError(f"bad ONERULER language {text!r}: a code (ko) or a cross-lingual pair "
-                         f"context-instructions (en-ko)")
+        parts = text.strip().split("-")
+        try:
+            if len(parts) == 1:
+                return cls.mono(parts[0])
+            if len(parts) == 2:
+                return cls(*parts)
+            raise RulerError(f"bad ONERULER language {text!r}: a code (ko) or a cross-lingual "
+                             f"pair context-instructions (en-ko)")
+        except RulerError:
+            hint = _meant(text)
+            if hint is None:
+                raise
+            raise RulerError(f"ONERULER has no language {text.strip()!r}: {hint}") from None
 
     def config_suffix(self) -> str:
         return CONFIG_PREFIX + self.code
+
+
+def _meant(text: str) -> str | None:
+    """What a malformed language most likely meant: `KO` is `ko`, `KO-EN` is `ko-en`; `ko_en`
+    or `ko:en` name a cross-lingual pair, written context-instructions with a hyphen (both
+    orders offered: such a text does not say which language is the context's)."""
+    pieces = [p.lower() for p in re.split(r"[^A-Za-z]+", text) if p]
+    if not pieces or any(p not in LANGUAGES for p in pieces) or len(pieces) > 2:
+        return None
+    if len(pieces) == 1 or pieces[0] == pieces[1]:
+        return f"did you mean {pieces[0]}?"
+    a, b = pieces
+    if re.fullmatch(r"\s*[A-Za-z]+-[A-Za-z]+\s*", text):  # the form, in capitals: its order
+        return f"did you mean {a}-{b}?"
+    return (f"did you mean {a}-{b} or {b}-{a}? (a cross-lingual pair is context-instructions: "
+            f"{a}-{b}: the context in {a}, the instructions in {b})")
 
 
 def record_ok(value: Any) -> bool:

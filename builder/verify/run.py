@@ -89,19 +89,24 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
            tokenizers: Mapping[str, str] | None = None, tokenizers_dir: str | None = None,
            load: bool = True, progress: Callable[[str], None] | None = None,
            workers: int = 1, start_method: str | None = None, regenerate: int = 0,
-           sources_dir: str | None = None, full_unpinned: bool = False) -> VerifyReport:
+           sources_dir: str | None = None, full_unpinned: bool = False,
+           step: Callable[[str], None] | None = None) -> VerifyReport:
     """Verify the build folder `out`; see the module docstring for what is checked.
 
     `workers` > 1 checks files in that many processes (`start_method`: default fork where
     available, else spawn). `regenerate`: rows rebuilt per file (sources from `sources_dir`,
     else $RULER_SOURCES, then the cache). `full_unpinned`: re-tokenize every row of configs
     whose tokenizer is not a pinned registry one (whose piece counting no test proves).
+    `progress` is called with each file's path once it is checked, `step` with a line saying
+    what is being done before each stage (tokenizers, files, loading).
     """
+    say = step or (lambda text: None)
     out = Path(out)
     manifest = load_manifest(out)
     report = VerifyReport(out)
     report.problems += manifest_problems(out, manifest)
     report.problems += published_problems(out, manifest)  # the card's, ...
+    say(f"loading the tokenizers of {len(manifest.configs())} config(s)")
     toks: dict[str, Any] = {}
     for config in manifest.configs():
         toks[config], problems = tokenizer_for(config, manifest.build(config),
@@ -115,6 +120,15 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
                         Regenerator(manifest.builds, toks, sources_dir), full_unpinned)
     # Most tokens first, so the workers finish together; results are reported in path order.
     jobs = sorted(manifest.files.items(), key=lambda kv: -kv[1].max_seq_length * kv[1].rows)
+    rebuilt = f", up to {regenerate} row(s) of each rebuilt from the build's identity" \
+        if regenerate else ""
+    unpinned = sum(not build.tokenizer.pinned for build in manifest.builds.values()) \
+        if full_unpinned and not full else 0
+    unpinned_rows = f" (every row of {unpinned} config(s) with an unpinned tokenizer)" \
+        if unpinned else ""
+    say(f"checking {len(jobs)} file(s): hashes, schema, counts, "
+        f"{'every row' if full else f'up to {sample} row(s) of each'} re-tokenized"
+        f"{unpinned_rows}{rebuilt}")
     pool = None
     if workers > 1 and len(jobs) > 1:
         mp = multiprocessing.get_context(start_method or default_start_method())
@@ -131,5 +145,6 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
             pool.join()
     report.files.sort(key=lambda r: r.path)
     if load:
+        say("loading every config and split with datasets.load_dataset")
         report.loads = check_loading(out, manifest)
     return report

@@ -81,12 +81,38 @@ def unregister_backend(name: str) -> None:
 
 
 def backend_names() -> tuple[str, ...]:
-    """The registered backends, in the order they were registered."""
+    """The registered backends, in the order they were registered (a plug-in's whose options
+    make no flags left out)."""
+    for name in BACKENDS.names():
+        if BACKENDS.from_plugin(name):
+            _usable(name, BACKENDS[name])
     return BACKENDS.names()
 
 
 def get_backend(name: str) -> BackendSpec:
-    return BACKENDS[name]
+    spec = BACKENDS[name]
+    if BACKENDS.from_plugin(name) and not _usable(name, spec):
+        return BACKENDS[name]  # left out: one line saying why
+    return spec
+
+
+#: The plug-in backends found usable in this process.
+_USABLE: set[str] = set()
+
+
+def _usable(name: str, spec: BackendSpec) -> bool:
+    """Whether a plug-in backend's options make flags (a frozen BackendOptions subclass whose
+    fields declare them): one that does not is left out with a warning, and `ruler eval` works
+    on without it."""
+    if name in _USABLE:
+        return True
+    try:
+        add_flags(argparse.ArgumentParser(add_help=False), spec.options_type, spec.own_flags())
+    except Exception as e:  # a plug-in's own code
+        BACKENDS.leave_out(name, f"its options make no flags ({type(e).__name__}: {e})")
+        return False
+    _USABLE.add(name)
+    return True
 
 
 def require_backend(name: str) -> None:

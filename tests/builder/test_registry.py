@@ -5,6 +5,7 @@ one line, one load under concurrent first use. Real modules and real installed e
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 import time
@@ -156,6 +157,9 @@ def test_installed_entry_points_extend_the_registry(installed, modules):
         assert things["first"] == Thing("first", 3)  # a miss runs the registrars
         assert "several" not in things  # a registrar's label is not an entry
         assert things.names() == ("builtin", "plugged", "first", "second")
+        # the entry point's and those its registrar registered are the plug-in's (issue 40.27)
+        assert things.builtin_names() == ("builtin",)
+        assert all(things.from_plugin(n) for n in ("plugged", "first", "second"))
         with pytest.raises(RulerError, match=r"thing 'misnamed' .* is named 'other': the "
                                              r"names must agree"):
             _things("toy.misnamed")["misnamed"]
@@ -163,17 +167,89 @@ def test_installed_entry_points_extend_the_registry(installed, modules):
         del registry_module.REGISTRY_UNDER_TEST
 
 
-def test_a_plugin_cannot_take_a_builtin_name(installed, modules):
+def test_a_plugin_cannot_take_a_builtin_name(installed, modules, capsys):
+    """The built-in keeps its name; the plug-in's entry is left out with one warning line
+    (issue 40.14: a clash was a DuplicateName that broke every command, `--help` too)."""
     (modules / "toy_reg_clash.py").write_text(
-        "from test_registry import Thing\nCLASH = Thing('builtin')\n")
+        "from test_registry import Thing\nCLASH = Thing('builtin', 9)\n")
     installed("toy-reg-clash", {"toy.clash": {"builtin": "toy_reg_clash:CLASH"}})
     things = _things("toy.clash")
     things.register(Thing("builtin"))
-    with pytest.raises(DuplicateName, match=r"plug-in toy-reg-clash \(entry point builtin in "
-                                            r"group toy.clash\) offers thing 'builtin', which "
-                                            r"is registered already \(by module "
-                                            r"test_registry\): rename it in the plug-in"):
-        things.names()
+    assert things.names() == ("builtin",) and things["builtin"] == Thing("builtin")
+    warned = capsys.readouterr().err.splitlines()
+    assert len(warned) == 1 and re.fullmatch(
+        r"ruler: warning: plug-in toy-reg-clash \(entry point builtin in group toy.clash\) "
+        r"offers thing 'builtin', which is registered already \(by module test_registry\): "
+        r"rename it in the plug-in; the plug-in's is not used", warned[0])
+    assert things.names() == ("builtin",) and capsys.readouterr().err == ""  # said once
+
+
+# --- a broken plug-in is left out, warned of once; the rest works (issue 40.14) -----------------
+
+def test_a_plugin_that_fails_to_load_is_left_out_with_one_warning(installed, modules, capsys):
+    (modules / "toy_reg_broken_dep.py").write_text("import toy_reg_no_such_engine\n")
+    (modules / "toy_reg_exits.py").write_text("import sys\nsys.exit(3)\n")
+    (modules / "toy_reg_raises.py").write_text(
+        "def register():\n    raise RuntimeError('line one\\nline two')\n")
+    (modules / "toy_reg_fine.py").write_text(
+        "from test_registry import Thing\nFINE = Thing('fine', 1)\nNUMBER = 42\n")
+    installed("toy-reg-broken", {"toy.broken": {
+        "needs-engine": "toy_reg_broken_dep:THING", "exits": "toy_reg_exits:THING",
+        "raises": "toy_reg_raises:register", "fine": "toy_reg_fine:FINE",
+        "number": "toy_reg_fine:NUMBER"}})
+    things = _things("toy.broken")
+    things.register(Thing("builtin"))
+    assert things.names() == ("builtin", "fine")  # no SystemExit, no traceback
+    warned = capsys.readouterr().err.splitlines()
+    assert len(warned) == 4 and all(w.startswith("ruler: warning: thing '") for w in warned)
+    assert all("plug-in toy-reg-broken (entry point" in w and w.endswith("; left out")
+               for w in warned)
+    by_name = {w.split("'")[1]: w for w in warned}
+    assert "ModuleNotFoundError: No module named 'toy_reg_no_such_engine'" in \
+        by_name["needs-engine"]
+    assert "failed to load: it called sys.exit(3)" in by_name["exits"]
+    assert "failed to load: RuntimeError: line one line two" in by_name["raises"]
+    assert "is int 42, not a thing" in by_name["number"]
+    # asked for, each is one line saying why; the others are there
+    for name in ("needs-engine", "exits", "raises", "number"):
+        with pytest.raises(RulerError) as e:
+            things[name]
+        assert str(e.value).startswith(f"thing {name!r} is not available: ") and \
+            "\n" not in str(e.value)
+    assert things["fine"] == Thing("fine", 1) and "exits" not in things
+    with pytest.raises(UnknownName, match="unknown thing 'other'; choose one of builtin, fine; "
+                                          "4 plug-in entries were left out"):
+        things["other"]
+    assert capsys.readouterr().err == ""  # each said once
+
+
+def test_a_broken_plugin_asked_for_first_is_one_line(installed, modules, capsys):
+    (modules / "toy_reg_first.py").write_text("raise ImportError('no engine here')\n")
+    installed("toy-reg-first", {"toy.first": {"first": "toy_reg_first:THING"}})
+    things = _things("toy.first")
+    with pytest.raises(RulerError, match=r"^thing 'first' \(toy_reg_first:THING, plug-in "
+                                         r"toy-reg-first \(entry point first in group "
+                                         r"toy.first\)\) failed to load: ImportError: no "
+                                         r"engine here$"):
+        things["first"]
+    assert things.names() == () and "first" in things.left_out()
+
+
+def test_two_plugins_offering_one_name_are_both_left_out(installed, modules, capsys):
+    (modules / "toy_reg_twice.py").write_text(
+        "from test_registry import Thing\nA = Thing('twice', 1)\nB = Thing('twice', 2)\n")
+    # (underscores: importlib.metadata takes a dist-info folder's name up to its first `-`)
+    installed("toy_reg_twice_a", {"toy.twice": {"twice": "toy_reg_twice:A"}})
+    installed("toy_reg_twice_b", {"toy.twice": {"twice": "toy_reg_twice:B"}})
+    things = _things("toy.twice")
+    things.register(Thing("builtin"))
+    assert things.names() == ("builtin",)
+    warned = capsys.readouterr().err.splitlines()
+    assert warned == ["ruler: warning: two installed plug-ins offer 'twice' in entry point group "
+                      "toy.twice: toy_reg_twice:A (toy_reg_twice_a) and toy_reg_twice:B "
+                      "(toy_reg_twice_b); neither is used: uninstall one"]
+    with pytest.raises(RulerError, match="thing 'twice' is not available: two installed"):
+        things["twice"]
 
 
 def test_concurrent_first_use_loads_once(installed, modules):

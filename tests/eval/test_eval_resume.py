@@ -191,7 +191,9 @@ def test_a_larger_limit_extends_a_folder_and_a_smaller_one_is_refused(data, tmp_
     assert scores["coverage"]["complete"] and scores["coverage"]["done"] == 4 * len(TASKS)
 
 
-def test_eval_help_names_the_backends_and_the_default():
+def test_eval_help_names_the_backends_and_the_default(monkeypatch):
+    # wide enough that a long backend name (an installed plug-in's) is not cut at its hyphen
+    monkeypatch.setenv("COLUMNS", "1000")
     text = make_parser()._subparsers._group_actions[0].choices["eval"].format_help()
     assert f"one of {', '.join(backend_names())} (default: {DEFAULT_BACKEND})" in \
         " ".join(text.split())

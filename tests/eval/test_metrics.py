@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ruler.builder.tasks.catalog import FAMILIES, TASKS
+from ruler.builder.tasks.family import FAMILY_CODE
 from ruler.eval.metrics import (
     METRICS,
     ROW_METRICS,
@@ -22,7 +23,9 @@ from ruler.eval.metrics import (
 
 
 def test_every_catalog_metric_has_a_function():
-    assert {f.metric for f in FAMILIES.values()} <= set(METRICS) == set(ROW_METRICS)
+    # ruler's own families (an installed plug-in's brings its own metric: issue 40.27)
+    own = [FAMILIES[name] for name in FAMILY_CODE.builtin_names()]
+    assert own and {f.metric for f in own} <= set(METRICS) == set(ROW_METRICS)
     assert TASKS["qa_1"].metric == "string_match_part"
     assert TASKS["niah_single_1"].metric == "string_match_all"
 

@@ -354,3 +354,29 @@ def test_a_plugin_exporter_runs_as_a_subcommand(site, data, tmp_path):
                                "metrics only; score lm-eval's samples with `ruler score` "
                                "instead")
     assert not lm.exists()
+
+
+#: The unit tests that list a registry (issue 40.27: with any plug-in installed they failed,
+#: comparing ruler's own entries with every entry): they compare `builtin_names()` now.
+LISTING_TESTS = ("builder/tasks/test_ruler2_catalog.py::test_benchmark_table",
+                 "eval/test_metrics.py::test_every_catalog_metric_has_a_function",
+                 "eval/backends/test_eval_backends.py::"
+                 "test_a_backend_registered_outside_the_package_is_offered_with_its_flags",
+                 "eval/test_eval_resume.py::test_eval_help_names_the_backends_and_the_default")
+
+
+@pytest.mark.slow
+def test_the_tests_that_list_registries_pass_with_the_plugin_installed(site):
+    """They run in a pytest of their own with the toy plug-in on the path (which offers a
+    benchmark, a family, a backend, a metric ...), as in an environment it is installed in; and
+    the command-line reference is ruler's own commands whatever is installed."""
+    tests = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *LISTING_TESTS], cwd=tests, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert f"{len(LISTING_TESTS)} passed" in done.stdout
+    reference = subprocess.run([sys.executable, str(tests.parent / "docs" / "cli_reference.py"),
+                                "--check"], env=env, capture_output=True, text=True, timeout=300)
+    assert reference.returncode == 0, reference.stderr[-3000:]

@@ -77,6 +77,17 @@ def test_the_install_is_pinned():
     assert setup == [line for line in _bash_lines(README.read_text()) if "pip install" in line]
 
 
+def test_the_set_up_says_how_to_work_offline():
+    """The two variables that point ruler at pinned inputs without a network are named where
+    a newcomer sets up (issue 40.25), with the documented variables' own names."""
+    setup = _section(README.read_text(), "Set-up")
+    assert "Offline, `RULER_TOKENIZERS` and `RULER_SOURCES`" in setup
+    from ruler.builder.sources import SOURCES_ENV
+    from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
+
+    assert (TOKENIZERS_ENV, SOURCES_ENV) == ("RULER_TOKENIZERS", "RULER_SOURCES")
+
+
 @pytest.mark.slow  # end to end: the README's quick start: build, verify, eval, report
 @pytest.mark.build
 def test_the_quick_start_runs_offline_from_packages_and_prints_what_the_readme_shows(

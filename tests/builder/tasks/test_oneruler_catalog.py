@@ -72,6 +72,33 @@ def test_lengths_and_configs():
         check_tasks("ruler", ["or_cwe"])
 
 
+def test_a_misspelt_language_or_pair_is_answered_with_the_form_it_means(capsys, tmp_path):
+    """`ko_en` got the list of the 26 codes and no word of the pair form (issue 40.25)."""
+    from ruler.cli import main
+
+    said = {
+        "ko_en": "did you mean ko-en or en-ko? (a cross-lingual pair is context-instructions: "
+                 "ko-en: the context in ko, the instructions in en)",
+        "en:ko": "did you mean en-ko or ko-en? (a cross-lingual pair is context-instructions: "
+                 "en-ko: the context in en, the instructions in ko)",
+        "KO-EN": "did you mean ko-en?", "KO": "did you mean ko?", " Ko ": "did you mean ko?",
+        "ko_ko": "did you mean ko?",
+    }
+    for text, hint in said.items():
+        with pytest.raises(RulerError) as e:
+            OnerulerLanguage.parse(text)
+        assert str(e.value) == f"ONERULER has no language {text.strip()!r}: {hint}"
+    for bad in ("xx", "ko_xx", "en-ko-ja"):  # nothing it could mean: the rule, as before
+        with pytest.raises(RulerError) as e:
+            OnerulerLanguage.parse(bad)
+        assert "did you mean" not in str(e.value)
+    assert main(["build", "--benchmark", "oneruler", "--tokenizer", "gpt-4", "--languages",
+                 "fr,ko_en", "--out", str(tmp_path / "data")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ruler: error: ONERULER has no language 'ko_en': " + said["ko_en"])
+    assert not (tmp_path / "data").exists()
+
+
 def test_languages_are_upstreams_prompt_folders():
     folder = SHARED / "sources" / "oneruler" / "prompt"
     assert LANGUAGES == tuple(sorted(p.name for p in folder.iterdir() if p.is_dir()))

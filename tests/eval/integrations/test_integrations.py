@@ -540,6 +540,7 @@ def test_inspect_metric_is_rulers_task_score():
         assert ruler_score()(scores) == metrics.task_score(m, *zip(*cases))
 
 
+@pytest.mark.engines  # Inspect is stage 2's: unmarked, it skipped in stage 1 and never ran
 def test_inspect_metric_aggregates_ruler2_rows_as_nemo_skills():
     """The scorer names each row's metric; RULERv2 cells are the unrounded mean in percent."""
     pytest.importorskip("inspect_ai")
