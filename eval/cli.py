@@ -286,10 +286,10 @@ def _several_report(cfg: ReportConfig) -> int:
     """Several RESULTS: Table 3 for runs of several models (or --table), else replicates
     pooled."""
     from ruler.builder.tasks.benchmarks import ONERULER
-    from ruler.eval.report import load_scores, report_benchmark
+    from ruler.eval.report import load_scores, scores_benchmark
 
     loaded = [load_scores(results) for results in cfg.results]
-    if any(report_benchmark(c.task for c in s.cells) == ONERULER for s in loaded):
+    if any(scores_benchmark(s) == ONERULER for s in loaded):
         return _language_report(cfg)
     models = {scores.model for scores in loaded}
     if cfg.table or len(models) > 1:

@@ -3,9 +3,12 @@
 Upstream: mungg/OneRuler `OneRuler/eval/evaluate.py` (notes/oneruler.md §6; read at commit
 7df5ce7f48014b03226dac52e885fb9cfc52c139). A row scores 0 or 1, never in between; which
 comparison runs is chosen by the task's name as upstream does it (`"niah_none" in task`, then
-`"cwe" in task`, else the numbers), and the none-words are those of the row's instruction
-language, which its dataset config names (`<tokenizer>--oneruler-<lang>`, or
-`--oneruler-<context>-<instructions>` cross-lingually: exactly upstream's `--language`).
+`"cwe" in task`, else the numbers: the row's `task`, a catalog name `or_niah_none`, `or_cwe`,
+...), and the none-words are those of the row's instruction language: the `language` the
+manifest's build entry of the row's config records (`ko`, or `en-ko` for context en and
+instructions ko: exactly upstream's `--language`), given to the functions below by their
+caller. The config's name is never read for it: a tokenizer folder may be called anything,
+`q--oneruler-ko` included.
 
 `oneruler` (upstream's, the default, so scores compare with the paper):
 - numbers (niah_single / multikey / multivalue / multiquery): an empty answer is wrong. The
@@ -66,23 +69,14 @@ NONE_WORDS = {
     "hi": ("कोई नहीं",), "da": ("ingen",),
 }
 
-# The language part of a ONERULER config name: "--oneruler-ko" or "--oneruler-en-ko" (context,
-# instructions), ending the name or followed by a variant's "--suffix".
-ONERULER_CONFIG = re.compile(r"--oneruler-([a-z]{2}(?:-[a-z]{2})?)(?=--|$)")
-
-
-def config_language(config: str) -> str:
-    """Upstream's `language` of a ONERULER dataset config: "ko" for `llama-3.1--oneruler-ko`,
-    "en-ko" (context en, instructions ko) for `llama-3.1--oneruler-en-ko`."""
-    found = ONERULER_CONFIG.search(config)
-    if found is None:
-        raise ValueError(f"config {config!r} is not a ONERULER config (<tokenizer>--oneruler-"
-                         f"<language>): the oneruler metrics read the language from it")
-    language = found.group(1)
-    for code in language.split("-"):
-        if code not in NONE_WORDS:
-            raise ValueError(f"config {config!r} names language {code!r}, which ONERULER does "
-                             f"not have (known: {', '.join(sorted(NONE_WORDS))})")
+def check_language(language: str) -> str:
+    """`language` if it is upstream's `--language` of a ONERULER config ("ko", or "en-ko":
+    context en, instructions ko), else a ValueError naming the known codes."""
+    codes = language.split("-") if isinstance(language, str) else []
+    if not 1 <= len(codes) <= 2 or any(code not in NONE_WORDS for code in codes):
+        raise ValueError(f"{language!r} is not a ONERULER language (a code, or context-"
+                         f"instructions such as en-ko; known codes: "
+                         f"{', '.join(sorted(NONE_WORDS))})")
     return language
 
 
@@ -127,9 +121,10 @@ def upstream_words(answer: str, references: Sequence[str]) -> bool:
     return all(word.strip().lower() in text for word in references)
 
 
-def oneruler(prediction: str, references: Sequence[str], task: str, config: str) -> float:
-    """Upstream's value of one row (1.0 or 0.0), chosen by task as upstream does."""
-    language = config_language(config)
+def oneruler(prediction: str, references: Sequence[str], task: str, language: str) -> float:
+    """Upstream's value of one row (1.0 or 0.0), chosen by task as upstream does; `language`:
+    its build's recorded language ("ko", "en-ko")."""
+    check_language(language)
     if "niah_none" in task:
         right = upstream_none(prediction, language)
     elif "cwe" in task:
@@ -200,9 +195,10 @@ def corrected_words(answer: str, references: Sequence[str]) -> bool:
 
 
 def oneruler_corrected(prediction: str, references: Sequence[str], task: str,
-                       config: str) -> float:
-    """The corrected value of one row (1.0 or 0.0): see the module docstring."""
-    language = config_language(config)
+                       language: str) -> float:
+    """The corrected value of one row (1.0 or 0.0): see the module docstring; `language`: its
+    build's recorded language ("ko", "en-ko")."""
+    check_language(language)
     if "niah_none" in task:
         right = corrected_none(prediction, language)
     elif "cwe" in task:

@@ -55,7 +55,6 @@ from ruler.eval.report_oneruler import (
     TASK_HEATMAP,
     head_lines,
     report_metric,
-    run_language,
     write_task_heatmap,
 )
 from ruler.eval.report_oneruler import single_run_markdown as oneruler_markdown
@@ -107,6 +106,9 @@ class Report:
     # The same model's scores without the context ("task", L) -> score (`--no-context`).
     baseline: dict[tuple[str, int], float | None] | None = None
     benchmark: str = "ruler"  # "ruler2", "oneruler": their tasks (builder.tasks.benchmarks)
+    # The config's language as the scores record it ("ko", "en-ko"; `recorded_language`);
+    # None: a benchmark without one, or not recorded
+    language: str | None = None
 
     @property
     def mean_label(self) -> str:
@@ -225,7 +227,7 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
-    benchmark = report_benchmark(tasks)
+    benchmark = scores_benchmark(scores, tasks)
     incomplete = sorted([k for k, c in cells.items() if not c.complete] + list(unscored),
                         key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
@@ -247,7 +249,31 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                   intervals=report_intervals(cells, tasks, lengths, summary, key=scores.config),
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
-                  health=scores.health, benchmark=benchmark)
+                  health=scores.health, benchmark=benchmark,
+                  language=recorded_language(scores))
+
+
+def recorded_language(scores: ScoresRecord) -> str | None:
+    """The scored config's language: as scores.json records it; for scores of an older ruler
+    (which did not record it), as the manifest of the dataset they were scored on records it,
+    when that folder is at hand and still holds the very files scored; else None (not
+    known). Never read from the config's name."""
+    if "language" not in scores.absent:
+        return scores.language
+    from ruler.builder.manifest import MANIFEST_NAME, Manifest, data_path
+
+    folder = Path(scores.dataset.spec or "").expanduser()
+    if scores.dataset.revision is not None or not (folder / MANIFEST_NAME).is_file():
+        return None
+    try:
+        manifest = Manifest.load(folder)
+    except RulerError:
+        return None
+    build = manifest.build(scores.config)
+    same = build is not None and all(
+        (f := manifest.file(data_path(scores.config, *_cell_key(key)))) is not None
+        and f.content_sha256 == sha for key, sha in scores.files.items())
+    return build.language_code if same and build is not None else None
 
 
 def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
@@ -261,6 +287,16 @@ def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
         raise RulerError(f"{where} is a run of model {nc.model!r}, not "
                          f"{scores.model!r}: the baseline must be the same model's")
     return {c.key: c.score for c in nc.cells}
+
+
+def scores_benchmark(scores: ScoresRecord, tasks: Iterable[str] | None = None) -> str:
+    """The benchmark scores.json records (from the manifest's entry of its config); for
+    scores of an older ruler, which did not record it, that of their tasks (`tasks`, default
+    the cells'), as the catalog lists them."""
+    if scores.benchmark:
+        return scores.benchmark
+    return report_benchmark(c.task for c in scores.cells) if tasks is None \
+        else report_benchmark(tasks)
 
 
 def report_benchmark(tasks: Iterable[str]) -> str:
@@ -559,7 +595,7 @@ def to_json(r: Report) -> dict[str, Any]:
         if r.is_ruler2 else None,
         # ONERULER: the run's language ("ko"; "en-ko": context en, instructions ko) and the
         # metric that scored it
-        "language": run_language(r.config) if r.is_oneruler else None,
+        "language": r.language if r.is_oneruler else None,
         "metric": report_metric(r) if r.is_oneruler else None,
     }
 

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 from ruler.builder.errors import RulerError
 from ruler.builder.variants import record_ok
 from ruler.eval.health_record import HealthFacts
+from ruler.eval.oneruler_metric import check_language
 from ruler.eval.run_record import RunRecord
 from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 from ruler.eval.strict_json import read_json
@@ -74,6 +75,15 @@ def _files(v: Any) -> bool:
 def _dataset(v: Any) -> bool:
     return isinstance(v, dict) and _files(v.get("files")) and _or_none(_str)(v.get("spec")) \
         and _or_none(_str)(v.get("revision"))
+
+
+def _language(v: Any) -> bool:
+    """A ONERULER language code as scores.json records it ("ko", "en-ko")."""
+    try:
+        check_language(v)
+    except ValueError:
+        return False
+    return True
 
 
 def _share(v: Any) -> bool:
@@ -140,6 +150,7 @@ SCORES_FIELDS: Fields = {
     "missing": (_list_of(_str), False), "unknown": (_list_of(_str), False),
     "depth_items": (_depth_items, False), "depth_bins": (_or_none(_positive), False),
     "variant": (record_ok, False), "selection": (_selection, False),
+    "benchmark": (_or_none(_str), False), "language": (_or_none(_language), False),
     "predictions": (_predictions, False), "serving": (_or_none(_list_of(_dict)), False),
     "prompt_check": (_prompt_check, False), "health": (HealthFacts.shape_ok, False),
 }

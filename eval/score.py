@@ -35,6 +35,7 @@ from ruler.eval.depth import Item, compact, row_columns, row_items
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import (
     METRIC_SPECS,
+    build_key,
     postprocess_pred,
     rescoring_metric,
     row_score,
@@ -106,11 +107,13 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
     unknown = [format_key(k) for k in sorted(records) if k not in seen or
                records[k].get("_unknown")]
-    variant = dict(ds.build(config).variant or {})
+    build = ds.build(config)
+    variant = dict(build.variant or {})
     return ScoresRecord(
         dataset=DatasetRecord(spec=ds.spec, revision=ds.revision,
                               files={f.key: f.content_sha256 for f in files}),
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
+        benchmark=build.benchmark_id, language=build.language_code,
         depth_items=depth_items, depth_bins=variant.get("depth_bins"), variant=variant,
         selection=Selection(tasks=in_task_order(f.task for f in files),
                             lengths=sorted({f.max_seq_length for f in files}), limit=limit,
@@ -163,7 +166,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                          f"plug-in that offers it (entry point group ruler.metrics), to score "
                          f"these rows")
     metric = _metric_for(f, metric, asked)
-    keys = _metric_keys(f, metric)
+    keys = _metric_keys(ds, f, metric)
     answered: list[str] = []
     refs: list[list[str]] = []
     answered_index: list[int] = []
@@ -190,7 +193,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
             answered_index.append(i)
             tied_by[p.get("_tied")] += 1
             if depth_items is not None:
-                depth_items.extend(row_items(rows[i], answered[-1], metric, f.config))
+                depth_items.extend(row_items(rows[i], answered[-1], metric, keys[1]))
             exhausted += p.get("reasoning") == "budget_exhausted"
             clamped += p.get("output_budget") is not None
     score = task_score(metric, answered, refs, *keys) if answered else None
@@ -211,17 +214,16 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
     return cell, missing
 
 
-def _metric_keys(f: SplitFile, metric: str) -> tuple[str, str]:
-    """The row's task and config a keyed metric reads (`MetricSpec.keyed`), checked here so
-    that a config it cannot read (ONERULER's metric needs `<tokenizer>--oneruler-<lang>`) is
-    one line, not a failure in the middle of scoring."""
-    check = METRIC_SPECS[metric].check_keys
-    if check is not None:
-        try:
-            check(f.task, f.config)
-        except ValueError as e:
-            raise RulerError(f"{f.path}: metric {metric!r}: {e}") from None
-    return f.task, f.config
+def _metric_keys(ds: Dataset, f: SplitFile, metric: str) -> tuple[str, str]:
+    """The row's task and build key a keyed metric reads (`MetricSpec.keyed`, `build_key`:
+    ONERULER's language, from the manifest's entry of the config, never from its name), read
+    here so that a build that does not record it is one line, not a failure in the middle of
+    scoring."""
+    try:
+        return f.task, build_key(metric, ds.build(f.config))
+    except ValueError as e:
+        raise RulerError(f"{f.path}: metric {metric!r} cannot score config {f.config!r}: "
+                         f"{e}") from None
 
 
 def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],

@@ -171,6 +171,13 @@ class ScoresRecord(JsonRecord):
     # tokenizer's default config; builder.variants): `ruler report` pools replicates by it.
     # None: not recorded (older scores).
     variant: dict[str, int] | None = None
+    # The benchmark and (ONERULER) the language of the scored config, as its manifest entry
+    # records them (`BuildEntry.benchmark_id`, `language_code`: "ko", or "en-ko"
+    # cross-lingually): reports read them here, never from a config's or task's name. None:
+    # not recorded (older scores: `absent` holds the field), or no language (other
+    # benchmarks).
+    benchmark: str | None = None
+    language: str | None = None
     mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
     selection: Selection | None = None
     # `ruler score` refuses to overwrite the scores of other predictions with it.
