@@ -221,7 +221,10 @@ def run_eval_cmd(cfg: EvalConfig) -> int:
              if outcome.budget_exhausted else "")
           + (f"; {outcome.budget_clamped} RULERv2 row(s) ran with their output budget cut to "
              f"the context left (max_model_len {outcome.max_model_len})"
-             if outcome.budget_clamped else ""))
+             if outcome.budget_clamped else "")
+          + (f"; {outcome.redacted} answer(s) held the API key: saved with it replaced by "
+             f"<redacted> (the record says where), scored as generated"
+             if outcome.redacted else ""))
     for line in outcome.skip_reasons:
         print(f"  skipped {line}")
     if outcome.errors:

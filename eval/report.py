@@ -527,6 +527,11 @@ def _notes(r: Report) -> list[str]:
             why = "; ".join(c.skip_reasons) or "rows missing"
             notes.append(f"- \\* {t} @ {format_length(L)}: scored on {c.scored} of "
                          f"{c.rows} rows ({why}; {c.missing} missing)")
+        if c.redacted:
+            notes.append(f"- {t} @ {format_length(L)}: {c.redacted} of {c.scored} answered "
+                         f"rows held the API key, which the predictions file stores as "
+                         f"<redacted> (the record's `redacted` says where): scored on the "
+                         f"answer as generated, the key put back")
         if c.budget_clamped:
             notes.append(f"- {t} @ {format_length(L)}: {c.budget_clamped} of {c.scored} "
                          f"answered rows ran with fewer output tokens than their "

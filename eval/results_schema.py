@@ -139,7 +139,7 @@ CELL_FIELDS: Fields = {
     "nulls": (_count, True), "skipped": (_count, True), "errors": (_count, True),
     "missing": (_count, True), "data_sha256": (_str, False),
     "skip_reasons": (_list_of(_str), False), "budget_exhausted": (_count, False),
-    "budget_clamped": (_count, False),
+    "budget_clamped": (_count, False), "redacted": (_count, False),
     "row_scores": (_list_of(_row_score), False), "ci95": (_or_none(_pair_of(_number)), False),
     "ci_method": (_or_none(_str), False), "unverified": (_count, False),
     "tied_by": (_tied_by, False),
@@ -167,7 +167,7 @@ RUN_FIELDS: Fields = {
     "mode": (_or_none(_str), False), "limit": (_or_none(_positive), False),
     "chat_template_kwargs": (_or_none(_dict), False), "reasoning": (_or_none(_dict), False),
     "max_model_len": (_max_model_len, False), "serving": (_or_none(_list_of(_dict)), False),
-    "last_run": (_dict, False),
+    "prompt_template": (_or_none(_dict), False), "last_run": (_dict, False),
 }
 
 

@@ -42,6 +42,7 @@ from ruler.builder.scrub import redact_known, scrub
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
+from ruler.eval import redaction
 from ruler.eval.backends import (
     Backend,
     GenRequest,
@@ -94,6 +95,9 @@ class EvalOutcome:
     errors: int = 0
     budget_exhausted: int = 0  # reasoning mode: rows whose thinking hit the output budget
     budget_clamped: int = 0  # RULERv2 rows run with less than their budget (context left)
+    # answers that held a known secret (the API key): stored with it cut out, scored as
+    # generated (`ruler.eval.redaction`)
+    redacted: int = 0
     generate_seconds: float = 0.0
     first_request_s: float | None = None  # from the start of run_eval to the first request
     max_model_len: int = 0
@@ -496,6 +500,7 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
     bar = tqdm(total=pending, desc=f"eval ({backend.name})", unit="row",
                disable=not cfg.progress)
     start = time.perf_counter()
+    salt = redaction.new_salt()  # of the fingerprints of secrets cut out of answers
     with PredictionWriter(out / PREDICTIONS_NAME) as writer:
 
         def request(row: RenderedRow) -> GenRequest | None:
@@ -541,17 +546,24 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
                 pred.status, pred.reason = "error", scrub(result.error)
                 outcome.errors += 1
             else:
-                # A server may put the API key into its answer: never stored (the rest is).
+                # A server may put the API key into its answer: never stored (the rest is),
+                # and where it is cut out the record says where, so that scoring sees the
+                # answer as generated (`ruler.eval.redaction`).
                 assert isinstance(result.text, str)  # checked above
-                text = redact_known(result.text)
-                pred.prediction = text
+                answer = result.text
                 pred.output_tokens = result.output_tokens
                 pred.finish_reason = result.finish_reason
                 if extract is not None:
-                    got = extract(text, result.finish_reason)
-                    pred.raw_prediction, pred.prediction = text, got.answer
+                    got = extract(result.text, result.finish_reason)
+                    pred.raw_prediction = redact_known(result.text)
+                    answer = got.answer
                     pred.reasoning = got.state
                     outcome.budget_exhausted += got.state == "budget_exhausted"
+                stored = redaction.redact(answer)
+                pred.prediction = stored.text
+                if stored.spans:
+                    pred.redacted = redaction.record(stored.spans, salt)
+                    outcome.redacted += 1
                 outcome.generated += 1
                 outcome.prompt_mismatches += bool(result.prompt_mismatch)
                 outcome.prompt_check.add(pred.record())

@@ -44,6 +44,7 @@ from ruler.eval.metrics import (
 from ruler.eval.prediction_readers import fingerprint, key_against, read_predictions
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
+from ruler.eval.redaction import UNRESTORED, restore
 from ruler.eval.report_health import health_facts, run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.results_schema import read_run
@@ -172,7 +173,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
     answered_index: list[int] = []
     reasons: Counter[str] = Counter()
     tied_by: Counter[str | None] = Counter()
-    skipped = errors = exhausted = clamped = 0
+    skipped = errors = exhausted = clamped = redacted = 0
     missing = []
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
     for i in considered:
@@ -187,8 +188,12 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
         elif status == "error" or p.get("prediction") is None:
             errors += 1
             reasons[str(p.get("reason", "") or "no prediction")[:120]] += 1
+        elif (text := answer_as_generated(p)) is None:
+            errors += 1  # a secret was cut out of it, and this process cannot put it back
+            reasons[UNRESTORED] += 1
         else:
-            answered.append(str(p["prediction"]))
+            redacted += p.get("redacted") is not None
+            answered.append(text)
             refs.append(list(rows[i]["outputs"]))
             answered_index.append(i)
             tied_by[p.get("_tied")] += 1
@@ -210,8 +215,16 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                      ci_method=interval.method if interval else None,
                      tied_by={k: tied_by[k] for k in (*TIE_KINDS, LENGTH_ONLY) if tied_by[k]},
                      unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS),
-                     budget_clamped=clamped)
+                     budget_clamped=clamped, redacted=redacted)
     return cell, missing
+
+
+def answer_as_generated(p: Mapping[str, Any]) -> str | None:
+    """The prediction as the model wrote it: the stored text, or where a secret was cut out
+    of it (`redacted`), that text with the secret put back; None where this process holds no
+    secret of the fingerprint recorded (`eval.redaction`)."""
+    text = str(p["prediction"])
+    return text if p.get("redacted") is None else restore(text, p["redacted"])
 
 
 def _metric_keys(ds: Dataset, f: SplitFile, metric: str) -> tuple[str, str]:
