@@ -168,6 +168,7 @@ RUN_FIELDS: Fields = {
     "chat_template_kwargs": (_or_none(_dict), False), "reasoning": (_or_none(_dict), False),
     "max_model_len": (_max_model_len, False), "serving": (_or_none(_list_of(_dict)), False),
     "prompt_template": (_or_none(_dict), False), "last_run": (_dict, False),
+    "prompt_delivery": (_or_none(_str), False),
 }
 
 
