@@ -177,16 +177,39 @@ class Report:
                 f"predictions made from another build of config {self.config!r} (another seed "
                 f"or revision) would score as wrong answers")
 
+    @property
+    def rows_scored(self) -> int:
+        """Rows the scores are computed on (answered), over the cells scored."""
+        return sum(c.scored for c in self.cells.values())
+
+    def skipped_lengths(self) -> dict[int, tuple[int, int]]:
+        """Per length with rows skipped (too long for the model): (rows scored, rows with a
+        result) over its cells: its numbers rest on fewer rows than were asked for."""
+        marked = {L for (_, L), c in self.cells.items() if c.skipped}
+        return {L: (sum(c.scored for (_, at), c in self.cells.items() if at == L),
+                    sum(c.done for (_, at), c in self.cells.items() if at == L))
+                for L in sorted(marked)}
+
+    def scored_text(self) -> str:
+        """"5 scored, 1 skipped as too long for the model" where rows were skipped; "" when
+        every row with a result was scored."""
+        skipped = sum(c.skipped for c in self.cells.values())
+        return (f"{self.rows_scored} scored, {skipped} skipped as too long for the model "
+                f"(marked *; the report's notes say why)") if skipped else ""
+
     def status_line(self) -> str:
         """One line on what the numbers cover, for the terminal."""
         done, asked = self.rows_done
         scope = f"{done} of {asked} rows asked for have a result" + (
             " in the cells scored" if self.unscored else "")
+        scored = self.scored_text()
         unverified = f"; UNVERIFIED: {self.unverified_text()}" if self.unverified else ""
         if self.complete:
-            return f"complete: {scope} ({self.selection_text()}){unverified}"
+            return (f"complete: {scope}{': ' + scored if scored else ''} "
+                    f"({self.selection_text()}){unverified}")
         return (f"PARTIAL: {scope}; incomplete cells: {', '.join(self.incomplete_labels())}; "
-                f"effective length, Avg. and wAvg. withheld. Complete the predictions "
+                + (f"{scored}; " if scored else "")
+                + f"effective length, Avg. and wAvg. withheld. Complete the predictions "
                 f"(re-running `ruler eval` resumes), or score only what was run "
                 f"(`ruler score --tasks/--lengths/--limit`){unverified}")
 
@@ -368,9 +391,30 @@ def _summary_table(r: Report) -> list[str]:
     return ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
             "|---" * (len(cols) + 4) + "|",
             f"| {r.summary.effective_label} | "
-            + " | ".join(_underline(s.by_length[L], s.threshold) for L in r.lengths)
-            + f" | {_fmt(s.avg)} | {_fmt(s.wavg_inc)} | {_fmt(s.wavg_dec)} |",
-            *_interval_row(r)]
+            + " | ".join(_underline(s.by_length[L], s.threshold)
+                         + _skip_mark(r, s.by_length[L], L) for L in r.lengths)
+            + " | " + " | ".join(_fmt(v) + _skip_mark(r, v)
+                                 for v in (s.avg, s.wavg_inc, s.wavg_dec)) + " |",
+            *_interval_row(r), *_skip_note(r)]
+
+
+def _skip_mark(r: Report, value: float | None, L: int | None = None) -> str:
+    """"*" after a headline number that rests on fewer rows than were asked for (rows skipped
+    as too long for the model) at length L (None: at any length); "" after n/a."""
+    skipped = r.skipped_lengths()
+    return "*" if value is not None and (L in skipped if L is not None else skipped) else ""
+
+
+def _skip_note(r: Report) -> list[str]:
+    """What the headline's * means, per length."""
+    skipped = r.skipped_lengths()
+    if not skipped:
+        return []
+    where = "; ".join(f"{format_length(L)}: {scored} of {done}"
+                      for L, (scored, done) in skipped.items())
+    return ["", f"\\* Scored on fewer rows than asked for: rows skipped as too long for the "
+                f"model count as results but not in the score ({where} rows scored; the "
+                f"notes say why)."]
 
 
 def _task_table(r: Report) -> list[str]:
@@ -383,8 +427,8 @@ def _task_table(r: Report) -> list[str]:
         table.append(f"| {t} | " + " | ".join(_cell(r.cells.get((t, L)), _ci(r, t, L))
                                                for L in r.lengths) + " |")
     table.append(f"| **{r.mean_label}** | "
-                 + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
-                              for L in r.lengths) + " |")
+                 + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _skip_mark(r, s.by_length[L], L)
+                              + _ci(r, None, L) for L in r.lengths) + " |")
     if r.is_ruler2:
         table += [""] + grid_markdown(r.cells, r.lengths, key=r.config)
     return table
@@ -458,13 +502,16 @@ def _plain_summary(r: Report, cols: list[str]) -> list[str]:
     over lengths."""
     s, ri = r.summary, r.intervals
     lines = ["| " + " | ".join(cols) + " | Avg. |", "|---" * (len(cols) + 1) + "|",
-             "| " + " | ".join(_fmt(s.by_length[L]) for L in r.lengths) + f" | {_fmt(s.avg)} |"]
+             "| " + " | ".join(_fmt(s.by_length[L]) + _skip_mark(r, s.by_length[L], L)
+                               for L in r.lengths)
+             + f" | {_fmt(s.avg)}{_skip_mark(r, s.avg)} |"]
     if ri is not None and any(i is not None for i in ri.by_length.values()):
         lines.append("| " + " | ".join(format_interval(ri.by_length[L]) or "n/a"
                                        for L in r.lengths)
                      + f" | {format_interval(ri.avg) or 'n/a'} |")
-    return lines + ["", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
-                        + _PLAIN_SUMMARY_TEXT.get(r.benchmark, ""), "", *_uncertainty_text(r)]
+    return lines + _skip_note(r) + [
+        "", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
+            + _PLAIN_SUMMARY_TEXT.get(r.benchmark, ""), "", *_uncertainty_text(r)]
 
 
 def _ci(r: Report, task: str | None, L: int) -> str:

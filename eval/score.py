@@ -98,10 +98,12 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
     missing: list[str] = []
     seen: set[Key] = set()
     depth_items: dict[str, list[list[float]]] = {}
+    longest = _longest_answered(ds, files, by_file) if any(
+        r.get("status") == "skipped" for p in by_file.values() for r in p.values()) else None
     for f in files:
         preds = by_file.get((f.task, f.max_seq_length), {})
         items: list[Item] = []
-        cell, cell_missing = _score_file(ds, f, preds, limit, items, metric)
+        cell, cell_missing = _score_file(ds, f, preds, limit, items, metric, longest)
         depth_items[f.key] = compact(items)
         cells.append(cell)
         missing += cell_missing
@@ -145,15 +147,64 @@ def _unanswered_file(f: SplitFile, limit: int | None,
                      data_sha256=f.content_sha256, row_scores=[], unverified=0), missing
 
 
+def _answered(p: Mapping[str, Any]) -> bool:
+    return p.get("status", "ok") not in ("skipped", "error") and p.get("prediction") is not None
+
+
+def _longest_answered(ds: Dataset, files: Sequence[SplitFile],
+                      by_file: Mapping[tuple[str, int], Mapping[int, Mapping[str, Any]]]
+                      ) -> tuple[int, str] | None:
+    """The longest row of the selection the predictions answered (its `length` and key), or
+    None: what rows they say were skipped as too long are checked against (a row no longer
+    than one the model answered fits it). Rows whose prediction counted the prompt otherwise
+    than the build (`prompt_tokens` of another tokenizer: `--allow-length-mismatch`) are left
+    out: their lengths are not the model's."""
+    longest: tuple[int, str] | None = None
+    for f in files:
+        preds = by_file.get((f.task, f.max_seq_length), {})
+        answered = {i for i, p in preds.items() if _answered(p)}
+        if not answered:
+            continue
+        for batch in ds.iter_rows(f, ("index", "length", "tokens_to_generate"), 4096):
+            for r in batch:
+                i = int(r["index"])
+                if i in answered and (longest is None or r["length"] > longest[0]) \
+                        and _counted_alike(preds[i], f.task, r):
+                    longest = (int(r["length"]), format_key((f.config, f.task,
+                                                             f.max_seq_length, i)))
+    return longest
+
+
+def _counted_alike(p: Mapping[str, Any], task: str, row: Mapping[str, Any]) -> bool:
+    """Whether the prediction's own prompt count (where it records one) is the build's: the
+    row's `length` is then what the model needed."""
+    n = p.get("prompt_tokens")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return True
+    ttg = int(row["tokens_to_generate"])
+    return n + (TASKS[task].counted_output(ttg) if task in TASKS else ttg) == int(row["length"])
+
+
+def _skip_contradicted(why: str, longest: tuple[int, str]) -> str:
+    """The reason of a row said to be skipped (as too long) whose length is no more than a row
+    the model answered."""
+    return (f"said skipped ({why[:60] or 'no reason'}), but it is no longer than a row the "
+            f"model answered ({longest[1]}: {longest[0]:,} tokens): it fits, so it has no "
+            f"result")
+
+
 def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                 limit: int | None, depth_items: list[Item] | None = None,
-                asked: str | None = None) -> tuple[CellScore, list[str]]:
+                asked: str | None = None,
+                longest: tuple[int, str] | None = None) -> tuple[CellScore, list[str]]:
     """Score one split file; append the answered rows' depth items to `depth_items`.
-    `asked`: the metric to score with instead of the rows' own (`ruler score --metric`)."""
+    `asked`: the metric to score with instead of the rows' own (`ruler score --metric`).
+    `longest`: the longest row the predictions answered (`_longest_answered`): a row they
+    mark skipped that is no longer is a failed row, not a skip."""
     if not preds:
         return _unanswered_file(f, limit, asked)
     # Only the columns scoring reads: a 128K row's input is megabytes.
-    all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index", "length")
+    all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index", "length", "tokens_to_generate")
                                                       + row_columns(f.task))))
     rows = {int(r["index"]): r for r in all_rows}
     _tie_to_rows(ds, f, preds, rows)
@@ -182,9 +233,15 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
         if p is None:
             missing.append(format_key((f.config, f.task, f.max_seq_length, i)))
         elif status == "skipped":
-            skipped += 1
             kind = skip_kind(p)
-            reasons[kind.label if kind else str(p.get("reason") or "")[:120]] += 1
+            why = kind.label if kind else str(p.get("reason") or "")[:120]
+            if longest is not None and int(rows[i]["length"]) <= longest[0] \
+                    and _counted_alike(p, f.task, rows[i]):
+                errors += 1  # the claim does not hold: the model answered a row as long
+                reasons[_skip_contradicted(why, longest)] += 1
+            else:
+                skipped += 1
+                reasons[why] += 1
         elif status == "error" or p.get("prediction") is None:
             errors += 1
             reasons[str(p.get("reason", "") or "no prediction")[:120]] += 1
