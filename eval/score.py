@@ -200,7 +200,8 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
     """Score one split file; append the answered rows' depth items to `depth_items`.
     `asked`: the metric to score with instead of the rows' own (`ruler score --metric`).
     `longest`: the longest row the predictions answered (`_longest_answered`): a row they
-    mark skipped that is no longer is a failed row, not a skip."""
+    mark skipped for a reason of their own (not a kind `ruler eval` recorded) that is no
+    longer is a failed row, not a skip."""
     if not preds:
         return _unanswered_file(f, limit, asked)
     # Only the columns scoring reads: a 128K row's input is megabytes.
@@ -235,7 +236,9 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
         elif status == "skipped":
             kind = skip_kind(p)
             why = kind.label if kind else str(p.get("reason") or "")[:120]
-            if longest is not None and int(rows[i]["length"]) <= longest[0] \
+            # A kind ruler's runner recorded was computed from the row (its prompt count and
+            # budget against the engine's limit); another framework's claim is checked here.
+            if kind is None and longest is not None and int(rows[i]["length"]) <= longest[0] \
                     and _counted_alike(p, f.task, rows[i]):
                 errors += 1  # the claim does not hold: the model answered a row as long
                 reasons[_skip_contradicted(why, longest)] += 1
