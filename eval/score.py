@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.eval import answer_checks
 from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import Item, compact, row_columns, row_items
@@ -227,6 +228,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
     tied_by: Counter[str | None] = Counter()
     skipped = errors = exhausted = clamped = redacted = 0
     missing = []
+    copy_candidates: dict[int, tuple[dict[str, Any], str]] = {}
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
     for i in considered:
         p = preds.get(i)
@@ -256,11 +258,13 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
             answered.append(text)
             refs.append(list(rows[i]["outputs"]))
             answered_index.append(i)
+            _mark_answer(p, text, rows[i], copy_candidates)
             tied_by[p.get("_tied")] += 1
             if depth_items is not None:
                 depth_items.extend(row_items(rows[i], answered[-1], metric, keys[1]))
             exhausted += p.get("reasoning") == "budget_exhausted"
             clamped += p.get("output_budget") is not None
+    _mark_copies(ds, f, copy_candidates)
     score = task_score(metric, answered, refs, *keys) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
     values = [row_score(metric, a, r, *keys) for a, r in zip(answered, refs)]
@@ -277,6 +281,35 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                      unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS),
                      budget_clamped=clamped, redacted=redacted)
     return cell, missing
+
+
+def _mark_answer(p: dict[str, Any], text: str, row: Mapping[str, Any],
+                 copy_candidates: dict[int, tuple[dict[str, Any], str]]) -> None:
+    """Mark an answered record for the set-up health section (`eval.answer_checks`): the
+    row's own output budget, whether the answer ran far past it, and (a long answer) that it
+    is to be checked against the row's prompt."""
+    budget = p.get("output_budget")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+        budget = int(row["tokens_to_generate"])
+    p[answer_checks.BUDGET_MARK] = budget
+    p[answer_checks.PAST_MARK] = answer_checks.past_budget(p, text, budget)
+    p[answer_checks.COPY_MARK] = False
+    if answer_checks.might_copy(text):
+        copy_candidates[int(row["index"])] = (p, text)
+
+
+def _mark_copies(ds: Dataset, f: SplitFile,
+                 candidates: Mapping[int, tuple[dict[str, Any], str]]) -> None:
+    """Mark the long answers that copy their row's prompt; the prompts are read only for
+    them (a 128K file holds ~300 MB of input)."""
+    if not candidates:
+        return
+    for batch in ds.iter_rows(f, ("index", "input"), 16):
+        for r in batch:
+            found = candidates.get(int(r["index"]))
+            if found is not None:
+                p, text = found
+                p[answer_checks.COPY_MARK] = answer_checks.copies_prompt(text, r["input"])
 
 
 def answer_as_generated(p: Mapping[str, Any]) -> str | None:
