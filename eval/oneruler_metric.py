@@ -41,6 +41,13 @@ caller. The config's name is never read for it: a tokenizer folder may be called
 Not changed: the none answer may carry numbers (upstream's check for them is commented out),
 order of the cwe words, extra words or numbers beyond the count rules above.
 
+A run of more than 4,300 digits (`INT_DIGITS`, Python's default limit on what `int()` converts
+from text): upstream's `int()` raises on it and its `except Exception: return False` scores
+the row wrong; both metrics score it wrong too, whatever limit this interpreter is set to (no
+needle's value is that long: only leading zeros could make it one, and upstream, run as it
+is, never reads them). The references are converted the same way (a reference that is no
+number makes the row wrong, as upstream's second `try` does), so no answer raises here.
+
 Not reproduced, with the reason: upstream's evaluation loop also scores, for models whose
 name holds "deepseek", only the first `<Answer>...</Answer>` (English tags, one line), and
 skips o3 answers that ended at the token limit. Those depend on the model's name, not on the
@@ -80,6 +87,23 @@ def check_language(language: str) -> str:
     return language
 
 
+#: Python's default limit on the digits `int()` converts from text
+#: (`sys.int_info.default_max_str_digits`): past it upstream's conversion raises.
+INT_DIGITS = 4300
+
+
+def as_integers(texts: Sequence[str]) -> list[int] | None:
+    """Upstream's `[int(x) for x in texts]` inside its `try: ... except Exception: return
+    False`: the integers, or None (the row is wrong) where one is not a number or is longer
+    than INT_DIGITS digits (this interpreter's own limit is not consulted)."""
+    if any(len(text) > INT_DIGITS for text in texts):
+        return None
+    try:
+        return [int(text) for text in texts]
+    except ValueError:
+        return None
+
+
 def instruction_language(language: str) -> str:
     """The language whose none-words count: the instructions' ("ko" of "en-ko")."""
     return language.split("-")[1] if "-" in language else language
@@ -101,10 +125,12 @@ def upstream_numbers(answer: str, references: Sequence[str], language: str) -> b
         if word in text or upstream_clean(word) in text:
             return False
     runs = [run for run in re.findall(r"\d+", text) if len(run) > 1]
-    found = [int(run) for run in dict.fromkeys(runs)]
-    if not found:
+    if not runs:
         return False
-    gold = [int(value) for value in references]
+    found = as_integers(list(dict.fromkeys(runs)))
+    gold = as_integers(references)
+    if found is None or gold is None:
+        return False
     return len(found) == len(gold) and set(found) == set(gold)
 
 
@@ -178,10 +204,13 @@ def corrected_numbers(answer: str, references: Sequence[str], language: str) -> 
     if has_none_word(text, language):
         return False
     runs = [re.sub(r"\D", "", m.group(0)) for m in NUMBER.finditer(text)]
-    found = [int(run) for run in dict.fromkeys(run for run in runs if len(run) > 1)]
-    if not found:
+    distinct = list(dict.fromkeys(run for run in runs if len(run) > 1))
+    if not distinct:
         return False
-    gold = [int(value) for value in references]
+    found = as_integers(distinct)
+    gold = as_integers(references)
+    if found is None or gold is None:
+        return False
     return len(found) == len(gold) and set(found) == set(gold)
 
 

@@ -320,7 +320,7 @@ def test_utils_py_imports_every_name_it_uses(data, tmp_path):
     done = subprocess.run([sys.executable, "-I", "-S", "-c", "import json\n" + code],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 38]
+    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 39]
 
 
 # --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------
