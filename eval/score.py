@@ -30,7 +30,15 @@ from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval import answer_checks
-from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
+from ruler.eval.build_tie import (
+    LENGTH_ONLY,
+    PROMPT_DIFFERS,
+    TIE_KINDS,
+    carried_digest,
+    describe_prompt,
+    prompt_forms,
+    tie,
+)
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import Item, compact, row_columns, row_items
 from ruler.eval.intervals import score_interval
@@ -335,29 +343,48 @@ def _metric_keys(ds: Dataset, f: SplitFile, metric: str) -> tuple[str, str]:
 def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                  rows: Mapping[int, Mapping[str, Any]]) -> None:
     """Mark each prediction with how it is tied to its row (`_tied`, `ruler.eval.build_tie`)
-    or as naming no row (`_unknown`); refuse predictions made from other rows than these,
-    naming them."""
-    digests = _input_digests(ds, f) if any(carried_digest(p) for p in preds.values()) else {}
-    wrong = []
+    or as naming no row (`_unknown`); refuse predictions that carry something other than
+    their row has, naming them and what differs."""
+    forms = _prompt_forms(ds, f) if any(carried_digest(p) for p in preds.values()) else {}
+    wrong: dict[int, str] = {}
     for i, p in preds.items():
         if i not in rows:
             p["_unknown"] = True
             continue
-        p["_tied"], why = tie(p, f.content_sha256, rows[i], digests.get(i))
+        p["_tied"], why = tie(p, f.content_sha256, rows[i], forms.get(i))
         if why:
-            wrong.append(f"{format_key((f.config, f.task, f.max_seq_length, i))} ({why})")
+            wrong[i] = why
     if wrong:
+        shown = _describe_prompts(ds, f, preds, dict(list(wrong.items())[:3]))
         more = f" and {len(wrong) - 3} more" if len(wrong) > 3 else ""
-        raise RulerError(f"{len(wrong)} prediction(s) were made from a different revision of "
-                         f"the dataset than {ds.spec} (another build of config {f.config!r}): "
-                         f"{', '.join(wrong[:3])}{more}; score them against the build they "
-                         f"were made from")
+        raise RulerError(f"{len(wrong)} prediction(s) differ from their rows in dataset "
+                         f"{ds.spec} config {f.config!r}, as predictions made from a different "
+                         f"revision of the dataset (another build of the config) would: "
+                         f"{', '.join(shown)}{more}; score them against the build they were "
+                         f"made from")
 
 
-def _input_digests(ds: Dataset, f: SplitFile) -> dict[int, str]:
-    """Each row's prompt digest, read in batches (a 128K file holds ~300 MB of input)."""
-    return {int(r["index"]): prompt_digest(r["input"])
-            for batch in ds.iter_rows(f, ("index", "input"), batch_size=64) for r in batch}
+def _prompt_forms(ds: Dataset, f: SplitFile) -> dict[int, dict[str, str]]:
+    """Each row's accepted prompt forms (`build_tie.prompt_forms`: digest -> form), read in
+    batches (a 128K file holds ~300 MB of input)."""
+    return {int(r["index"]): prompt_forms(r["input"], r["answer_prefix"])
+            for batch in ds.iter_rows(f, ("index", "input", "answer_prefix"), batch_size=64)
+            for r in batch}
+
+
+def _describe_prompts(ds: Dataset, f: SplitFile, preds: Mapping[int, Mapping[str, Any]],
+                      wrong: Mapping[int, str]) -> list[str]:
+    """"key (what differs)" of the predictions shown, a differing prompt told by where it
+    departs from the row's (the rows' inputs are read for these alone)."""
+    texts: dict[int, tuple[str, str]] = {}
+    if any(PROMPT_DIFFERS in why for why in wrong.values()):
+        for batch in ds.iter_rows(f, ("index", "input", "answer_prefix"), batch_size=16):
+            texts.update({int(r["index"]): (r["input"], r["answer_prefix"]) for r in batch
+                          if int(r["index"]) in wrong})
+    return [f"{format_key((f.config, f.task, f.max_seq_length, i))} ("
+            + (why.replace(PROMPT_DIFFERS, f"{PROMPT_DIFFERS}: "
+                                           f"{describe_prompt(preds[i], *texts[i])}")
+               if i in texts else why) + ")" for i, why in wrong.items()]
 
 
 def predictions_config(records: Mapping[Key, Any]) -> str | None:
