@@ -149,3 +149,16 @@ def test_older_scores_without_their_dataset_say_the_language_is_not_recorded(gol
     assert main(["report", str(older), str(gold_run), "--no-plots"]) == 2
     err = capsys.readouterr().err
     assert "record no language" in err and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.engines
+def test_the_inspect_task_scores_by_the_recorded_language(hostile):
+    pytest.importorskip("inspect_ai")
+    from ruler.eval.integrations.inspect_task import row_score, ruler_samples
+
+    samples, _ = ruler_samples(str(hostile), lengths=L)
+    assert {s.metadata["metric_key"] for s in samples} == {"en"}
+    none_rows = [s for s in samples if s.metadata["task"] == "or_niah_none"]
+    assert none_rows and all(
+        row_score(NONE_WORDS["en"][0], s.metadata["metric"], s.target, s.metadata["task"],
+                  s.metadata["metric_key"]) == 1.0 for s in none_rows)
