@@ -427,8 +427,8 @@ def _task_table(r: Report) -> list[str]:
         table.append(f"| {t} | " + " | ".join(_cell(r.cells.get((t, L)), _ci(r, t, L))
                                                for L in r.lengths) + " |")
     table.append(f"| **{r.mean_label}** | "
-                 + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _skip_mark(r, s.by_length[L], L)
-                              + _ci(r, None, L) for L in r.lengths) + " |")
+                 + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
+                              for L in r.lengths) + " |")
     if r.is_ruler2:
         table += [""] + grid_markdown(r.cells, r.lengths, key=r.config)
     return table

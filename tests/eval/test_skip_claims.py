@@ -77,4 +77,3 @@ def test_a_skip_that_holds_is_counted_and_marked_in_the_headline(data, tmp_path,
     head = headline_markdown(r)
     assert "| 1K | <ins>100.0</ins>* | 100.0* | 100.0* | 100.0* |" in head
     assert "Scored on fewer rows than asked for" in head and "1K: 7 of 8 rows scored" in head
-    assert "**Mean (2 tasks)** | **100.00*** [" in head
