@@ -215,10 +215,9 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
                             "Let each row's tokens_to_generate be the limit (`ruler eval` "
                             "without --max-tokens; lm-eval: no max_gen_toks override; Inspect: "
                             "no --max-tokens) and decode greedily (temperature 0)."))
-        elif not caps:
+        elif not caps:  # no cap recorded: each row ran with its own budget as the limit
             out.append(Flag("Generation settings", "ok",
-                            f"{h.decoding or 'greedy'}, each row's own output budget as the "
-                            f"limit (no other cap recorded)."))
+                            f"{h.decoding or 'greedy'}, each row's own output budget."))
         else:
             compared = (f"every answered row's own budget ({h.answers_checked} row(s) "
                         f"compared)" if own else

@@ -112,5 +112,4 @@ def test_a_cap_is_compared_with_the_rows_own_budget(tmp_path):
                         out=out2, progress=False, render_workers=0, backend="fake",
                         model_tokenizer=str(think)))
     found = {f.check: f for f in flags(load_scores(out2).health)}
-    assert found["Generation settings"].finding == (
-        "greedy, each row's own output budget as the limit (no other cap recorded).")
+    assert found["Generation settings"].finding == "greedy, each row's own output budget."
