@@ -41,6 +41,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.atomic import replacing, write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode, fields_json
+from ruler.builder.manifest import BuildEntry
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, ONERULER, RULER2, benchmark_of
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
@@ -278,11 +279,19 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
 
 def recorded_language(scores: ScoresRecord) -> str | None:
     """The scored config's language: as scores.json records it; for scores of an older ruler
-    (which did not record it), as the manifest of the dataset they were scored on records it,
-    when that folder is at hand and still holds the very files scored; else None (not
-    known). Never read from the config's name."""
+    (which did not record it), as the manifest of the dataset they were scored on records it
+    (`scored_build`); else None (not known). Never read from the config's name."""
     if "language" not in scores.absent:
         return scores.language
+    build = scored_build(scores)
+    return build.language_code if build is not None else None
+
+
+def scored_build(scores: ScoresRecord) -> BuildEntry | None:
+    """The manifest's entry of the config the scores were made on, when the dataset folder
+    they name is at hand and still holds the very files scored (their content hashes); None
+    otherwise (a Hub dataset, a folder moved or rebuilt): what scores of an older ruler did
+    not record is read there."""
     from ruler.builder.manifest import MANIFEST_NAME, Manifest, data_path
 
     folder = Path(scores.dataset.spec or "").expanduser()
@@ -293,10 +302,10 @@ def recorded_language(scores: ScoresRecord) -> str | None:
     except RulerError:
         return None
     build = manifest.build(scores.config)
-    same = build is not None and all(
+    same = build is not None and bool(scores.files) and all(
         (f := manifest.file(data_path(scores.config, *_cell_key(key)))) is not None
         and f.content_sha256 == sha for key, sha in scores.files.items())
-    return build.language_code if same and build is not None else None
+    return build if same else None
 
 
 def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
@@ -314,10 +323,14 @@ def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
 
 def scores_benchmark(scores: ScoresRecord, tasks: Iterable[str] | None = None) -> str:
     """The benchmark scores.json records (from the manifest's entry of its config); for
-    scores of an older ruler, which did not record it, that of their tasks (`tasks`, default
-    the cells'), as the catalog lists them."""
+    scores of an older ruler, which did not record it, the one the manifest they were scored
+    on records (`scored_build`), else that of their tasks (`tasks`, default the cells'), as
+    the catalog lists them."""
     if scores.benchmark:
         return scores.benchmark
+    build = scored_build(scores)
+    if build is not None:
+        return build.benchmark_id
     return report_benchmark(c.task for c in scores.cells) if tasks is None \
         else report_benchmark(tasks)
 
