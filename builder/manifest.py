@@ -189,6 +189,22 @@ class BuildEntry(JsonRecord):
         """id -> sha256 of the sources the build recorded."""
         return {sid: s.sha256 for sid, s in (self.sources or {}).items()}
 
+    @property
+    def benchmark_id(self) -> str:
+        """The benchmark the build records (absent: RULER's)."""
+        return self.benchmark or "ruler"
+
+    @property
+    def language_code(self) -> str | None:
+        """The language(s) the build records as a code: "ko", or "en-ko" (context en,
+        instructions ko; `oneruler_languages.OnerulerLanguage.code`); None: it records none.
+        What readers take a config's language from: never its name."""
+        if self.language is None:
+            return None
+        from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+
+        return OnerulerLanguage.from_record(self.language).code
+
     def official_by_record(self) -> bool:
         """Whether its tokenizer and sources, as recorded, make it official (what `official`
         must say: `manifest_records.is_official`)."""

@@ -39,6 +39,11 @@ def register_secret(value: str | None) -> None:
         _registered.add(value)
 
 
+def known_secrets() -> list[str]:
+    """The secrets this process holds (environment, login, registered), longest first."""
+    return _known_tokens()
+
+
 def _known_tokens() -> list[str]:
     """The secrets this process would send, wherever they come from (environment, login)."""
     tokens = [os.environ.get(k) for k in _SECRET_ENV] + sorted(_registered)

@@ -9,13 +9,17 @@ the build by whatever it carries of the row it was made from, strongest first:
   record; lm-eval samples get it from the exported task's metadata in the run's results file;
   the Inspect task keeps it in each sample's metadata);
 - the prompt: `input_sha256`, the sha256 of the row's `input` (UTF-8), or `input` itself (the
-  readers of lm-eval samples and Inspect logs take it from the logged doc or sample input);
+  readers of lm-eval samples and Inspect logs take it from the logged doc or sample input),
+  in any form a prompt is legitimately sent in (`prompt_forms`): the row's `input`, or
+  `input + answer_prefix` (RULER's base prompt, as upstream sends it), with its line ends as
+  they are or as CRLF (a tool that rewrote them);
 - `length`: the row's prompt length in tokens, as the build counted it. A length that differs
   proves another build; an equal one proves little (rows of two seeds often have the same
   length: a vt row's is nearly fixed), so a row tied by nothing else stays unverified.
 
-Anything carried that differs from the row is a mismatch: the prediction was made from other
-rows, and scoring refuses it. A prediction tied by neither its data_sha256 nor its prompt is
+Anything carried that differs from the row is a mismatch, and scoring refuses it, saying
+which field differs and how (`describe_prompt`: where a carried prompt first departs from the
+row's), not why. A prediction tied by neither its data_sha256 nor its prompt is
 unverified: it is scored, and counted and said as such (`ruler score --strict` fails on it).
 """
 
@@ -30,6 +34,9 @@ TIE_KINDS = ("data_sha256", "prompt")
 LENGTH_ONLY = "length"
 #: The optional record fields that tie a prediction to its row.
 TIE_FIELDS = ("data_sha256", "input_sha256", "input", "length")
+#: What `tie` says of a carried prompt that is none of the row's forms (`describe_prompt`
+#: says how, where the row's text is read).
+PROMPT_DIFFERS = "its prompt differs from the row's"
 
 
 def prompt_digest(text: str) -> str:
@@ -45,12 +52,46 @@ def carried_digest(record: Mapping[str, Any]) -> str | None:
     return prompt_digest(text) if isinstance(text, str) else None
 
 
-def tie(record: Mapping[str, Any], content_sha256: str, row: Mapping[str, Any],
-        row_digest: str | None) -> tuple[str | None, str | None]:
-    """(how the record is tied to `row`: a TIE_KINDS name, LENGTH_ONLY when only an equal
-    length is carried, else None; why it is not that row's, or None).
+def prompt_forms(text: str, answer_prefix: str) -> dict[str, str]:
+    """Digest -> name of each form a row's prompt is legitimately carried in: its `input`, or
+    `input + answer_prefix` (RULER's base prompt), line ends as they are or as CRLF."""
+    forms: dict[str, str] = {}
+    for name, form in (("input", text), ("input + answer_prefix", text + answer_prefix)):
+        forms.setdefault(prompt_digest(form), name)
+        forms.setdefault(prompt_digest(form.replace("\n", "\r\n")), f"{name}, CRLF line ends")
+    return forms
 
-    `row_digest`: the row's prompt digest, when the record carries one to compare with."""
+
+def describe_prompt(record: Mapping[str, Any], text: str, answer_prefix: str) -> str:
+    """How the prompt a record carries differs from every accepted form of the row's (`text`:
+    its input): where a carried `input` first departs from the nearest form, or that a carried
+    `input_sha256` is the digest of none."""
+    carried = record.get("input")
+    if not isinstance(carried, str) or record.get("input_sha256"):
+        return (f"input_sha256 {str(record.get('input_sha256'))[:12]} is the sha256 of neither "
+                f"the row's input ({prompt_digest(text)[:12]}) nor input + answer_prefix, with "
+                f"LF or CRLF line ends")
+    carried = carried.replace("\r\n", "\n")
+    form, name = min(((text, "input"), (text + answer_prefix, "input + answer_prefix")),
+                     key=lambda f: abs(len(f[0]) - len(carried)))
+    at = next((i for i, (a, b) in enumerate(zip(carried, form)) if a != b),
+              min(len(carried), len(form)))
+    if at == len(form):
+        return f"input goes on for {len(carried) - at:,} character(s) after the row's {name}"
+    if at == len(carried):
+        return f"input stops at character {at:,} of the row's {name} ({len(form):,})"
+    return (f"input departs from the row's {name} at character {at:,}: "
+            f"{carried[max(0, at - 15):at + 15]!r} where the row has "
+            f"{form[max(0, at - 15):at + 15]!r}")
+
+
+def tie(record: Mapping[str, Any], content_sha256: str, row: Mapping[str, Any],
+        row_forms: Mapping[str, str] | None) -> tuple[str | None, str | None]:
+    """(how the record is tied to `row`: a TIE_KINDS name, LENGTH_ONLY when only an equal
+    length is carried, else None; what differs from that row, or None).
+
+    `row_forms`: the digests of the row's prompt forms (`prompt_forms`), when the record
+    carries a prompt to compare with."""
     kinds, wrong = [], []
     sha = record.get("data_sha256")
     if sha:
@@ -60,10 +101,10 @@ def tie(record: Mapping[str, Any], content_sha256: str, row: Mapping[str, Any],
             wrong.append(f"data_sha256 {sha[:12]}, the data has {content_sha256[:12]}")
     digest = carried_digest(record)
     if digest is not None:
-        if digest == row_digest:
+        if row_forms is not None and digest in row_forms:
             kinds.append("prompt")
         else:
-            wrong.append("its prompt differs from the row's")
+            wrong.append(PROMPT_DIFFERS)
     length = record.get("length")
     if length is not None:
         if length == row.get("length"):

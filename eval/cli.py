@@ -221,7 +221,10 @@ def run_eval_cmd(cfg: EvalConfig) -> int:
              if outcome.budget_exhausted else "")
           + (f"; {outcome.budget_clamped} RULERv2 row(s) ran with their output budget cut to "
              f"the context left (max_model_len {outcome.max_model_len})"
-             if outcome.budget_clamped else ""))
+             if outcome.budget_clamped else "")
+          + (f"; {outcome.redacted} answer(s) held the API key: saved with it replaced by "
+             f"<redacted> (the record says where), scored as generated"
+             if outcome.redacted else ""))
     for line in outcome.skip_reasons:
         print(f"  skipped {line}")
     if outcome.errors:
@@ -286,10 +289,10 @@ def _several_report(cfg: ReportConfig) -> int:
     """Several RESULTS: Table 3 for runs of several models (or --table), else replicates
     pooled."""
     from ruler.builder.tasks.benchmarks import ONERULER
-    from ruler.eval.report import load_scores, report_benchmark
+    from ruler.eval.report import load_scores, scores_benchmark
 
     loaded = [load_scores(results) for results in cfg.results]
-    if any(report_benchmark(c.task for c in s.cells) == ONERULER for s in loaded):
+    if any(scores_benchmark(s) == ONERULER for s in loaded):
         return _language_report(cfg)
     models = {scores.model for scores in loaded}
     if cfg.table or len(models) > 1:

@@ -65,18 +65,18 @@ def gold_items(row: Mapping[str, Any]) -> list[DepthItem]:
 
 
 def row_items(row: Mapping[str, Any], prediction: str, metric: str | None = None,
-              config: str = "") -> list[Item]:
+              key: str = "") -> list[Item]:
     """The (depth, score) items of one answered row; see the module docstring. `metric`: the
-    one scoring the row (default: the row's own); `config`: the row's, for a keyed metric
-    (`MetricSpec.keyed`)."""
+    one scoring the row (default: the row's own); `key`: its build key, for a keyed metric
+    (`MetricSpec.keyed`, `build_key`)."""
     if not row.get("gold_depths"):
         return []
     metric = metric or row["metric"]
     items = gold_items(row)
     if not METRIC_SPECS[metric].partial_credit:  # each item is right where its row is
-        value = row_score(metric, prediction, row["outputs"], row["task"], config)
+        value = row_score(metric, prediction, row["outputs"], row["task"], key)
         return [(depth, value) for depth, _ in items]
-    return [(depth, row_score(metric, prediction, refs, row["task"], config))
+    return [(depth, row_score(metric, prediction, refs, row["task"], key))
             for depth, refs in items]
 
 

@@ -28,6 +28,16 @@ class HealthFacts(JsonRecord):
     prompt_unchecked: dict[str, int] = field(default_factory=dict)
     skipped_context: dict[str, int] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
+    # Answered rows checked against their own row (`eval.answer_checks`: `ruler score` marks
+    # them while it reads the rows); None: not recorded (older scores), nothing checked.
+    answers_checked: int | None = None
+    copies_prompt: dict[str, int] = field(default_factory=dict)  # long stretches of the prompt
+    past_budget: dict[str, int] = field(default_factory=dict)  # far past the row's budget
+    # per task, the largest output budget its answered rows carry (tokens_to_generate, or the
+    # smaller budget a row ran with), and the answered rows whose own budget is above the
+    # output cap the run recorded (`max_tokens`, `max_tokens_by_task`)
+    row_budget: dict[str, int] = field(default_factory=dict)
+    capped: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[str]] = field(default_factory=dict)  # kind -> row keys
     # The run's settings as recorded (None: not recorded): prompt mode; decoding; a cap on
     # the output tokens (`--max-tokens`, lm-eval's max_gen_toks, Inspect's max_tokens) and
@@ -82,7 +92,8 @@ _FIELD_CHECKS: dict[str, Any] = {
     **{name: _counts for name in (
         "answered", "cut_at_budget", "empty", "budget_exhausted", "unterminated", "refusals",
         "prompt_mismatch", "prompt_unchecked", "skipped_context", "failed",
-        "max_tokens_by_task")},
+        "max_tokens_by_task", "copies_prompt", "past_budget", "row_budget", "capped")},
+    "answers_checked": _opt(_count),
     "framework": lambda v: isinstance(v, str), "finish_known": _count,
     "examples": lambda v: isinstance(v, dict) and all(
         isinstance(k, str) and isinstance(x, list) and all(isinstance(i, str) for i in x)

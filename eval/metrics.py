@@ -5,7 +5,7 @@ the post-processed prediction; RULERv2's `ruler2_all` / `ruler2_2steps` / `ruler
 (`ruler.eval.ruler2_metric`) and `multichoice` (`ruler.eval.multichoice`), as NeMo-Skills scores
 them, on the raw generation; ONERULER's `oneruler` (upstream's evaluate.py) and
 `oneruler_corrected` (`ruler.eval.oneruler_metric`), on the raw generation too, which also
-read the row's task and dataset config (`MetricSpec.keyed`). `METRIC_SPECS` (a
+read the row's task and the language its build records (`MetricSpec.keyed`). `METRIC_SPECS` (a
 `ruler.builder.registry.Registry`, which a plug-in extends through entry point group
 `ruler.metrics`) says, per name the data's `metric` column holds, which function scores a row,
 what it is given and how a task's rows make its score.
@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 from ruler.builder.registry import Registry
 from ruler.eval.multichoice import boxed_answer, multichoice
-from ruler.eval.oneruler_metric import config_language, oneruler, oneruler_corrected
+from ruler.eval.oneruler_metric import check_language, oneruler, oneruler_corrected
 from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
+
+if TYPE_CHECKING:
+    from ruler.builder.manifest import BuildEntry
 
 _CONTROL = re.compile(r"[\x00-\x1f]")
 
@@ -98,20 +101,21 @@ def joined_references(references: Sequence[str]) -> str:
 class MetricSpec:
     """One metric of the `metric` column."""
 
-    # (prepared prediction, references) -> 0..1; keyed: (..., task, config) -> 0..1
+    # (prepared prediction, references) -> 0..1; keyed: (..., task, build key) -> 0..1
     row: Callable[..., float]
     prepare: Callable[[str], str]  # what upstream scores: the post-processed or raw text
     aggregate: Callable[[Sequence[float]], float]  # the rows' values -> the task score
     benchmark: str  # "ruler" (v1), "ruler2" or "oneruler"
     # A right answer, as a model writes it, from the references (the fake backend's `gold`)
     gold: Callable[[Sequence[str]], str] = joined_references
-    # True: `row` also takes the row's task and dataset config. ONERULER's metric picks its
-    # comparison by task name and its none-words by the language the config names, and one
-    # `metric` column value serves all 7 tasks and 26 languages.
+    # True: `row` also takes the row's task and its build key (`build_key`). ONERULER's metric
+    # picks its comparison by task name and its none-words by the language the row's build
+    # records, and one `metric` column value serves all 7 tasks and 26 languages.
     keyed: bool = False
-    # A keyed metric's check of a (task, config) before any row is scored: raises ValueError
-    # for a config it cannot read (ONERULER's: one that names no ONERULER language).
-    check_keys: Callable[[str, str], object] | None = None
+    # A keyed metric's build key: what it reads of the manifest's entry of the row's config
+    # (`builder.manifest.BuildEntry`), never of the config's name; a ValueError for a build
+    # that records none (ONERULER's: its `language`, "ko" or "en-ko").
+    build_key: Callable[[BuildEntry], str] | None = None
     # False: a row is right or wrong as a whole (ONERULER: a missing or extra number fails
     # it), so a gold item is scored as its row is, not on its own references (`eval.depth`).
     partial_credit: bool = True
@@ -120,8 +124,11 @@ class MetricSpec:
     replaces: str | None = None
 
 
-def _oneruler_keys(task: str, config: str) -> None:
-    config_language(config)  # ValueError: the config names no ONERULER language
+def _oneruler_language(build: BuildEntry) -> str:
+    """The language a ONERULER build records (upstream's `--language`: "ko", "en-ko")."""
+    if build.language_code is None:
+        raise ValueError("its manifest entry records no ONERULER language")
+    return check_language(build.language_code)
 
 
 #: Every metric by the name the data's `metric` column holds: upstream's, then any registered
@@ -141,17 +148,25 @@ _BUILTIN: dict[str, MetricSpec] = {
                               gold=boxed_answer),
     # upstream's avg_acc is the plain mean of the rows' 0/1, not rounded
     "oneruler": MetricSpec(oneruler, raw_generation, percent_of_rows, "oneruler", keyed=True,
-                           check_keys=_oneruler_keys, partial_credit=False),
+                           build_key=_oneruler_language, partial_credit=False),
     "oneruler_corrected": MetricSpec(oneruler_corrected, raw_generation, percent_of_rows,
-                                     "oneruler", keyed=True, check_keys=_oneruler_keys,
+                                     "oneruler", keyed=True, build_key=_oneruler_language,
                                      partial_credit=False, replaces="oneruler"),
 }
 for _name, _spec in _BUILTIN.items():
     METRIC_SPECS.register(_spec, _name, origin="ruler")
 
-#: Ruler's metrics whose row function also takes the row's task and config (`MetricSpec.keyed`;
+#: Ruler's metrics whose row function also takes the row's task and build key (`MetricSpec.keyed`;
 #: the lm-eval export's utils.py copies this table, as it copies ruler's metrics only).
 KEYED_METRICS = frozenset(name for name, spec in _BUILTIN.items() if spec.keyed)
+
+
+def build_key(metric: str, build: BuildEntry) -> str:
+    """What the keyed metric `metric` reads of a row's build (`MetricSpec.build_key`: from
+    the manifest's entry of its config); "" for a metric that reads nothing of it. A
+    ValueError for a build that records no such fact."""
+    spec = metric_spec(metric)
+    return spec.build_key(build) if spec.keyed and spec.build_key is not None else ""
 
 
 def metric_spec(metric: str) -> MetricSpec:
@@ -160,11 +175,12 @@ def metric_spec(metric: str) -> MetricSpec:
 
 
 def row_score(metric: str, prediction: str, references: Sequence[str], task: str = "",
-              config: str = "") -> float:
-    """One row's value (0..1) under `metric`, from the model's text as generated; `task` and
-    `config` (the row's `task` and `tokenizer` columns) are read by keyed metrics only."""
+              key: str = "") -> float:
+    """One row's value (0..1) under `metric`, from the model's text as generated; `task` (the
+    row's `task` column) and `key` (its build key: `build_key`) are read by keyed metrics
+    only."""
     spec = metric_spec(metric)
-    keys = (task, config) if spec.keyed else ()
+    keys = (task, key) if spec.keyed else ()
     return spec.row(spec.prepare(prediction), list(references), *keys)
 
 
@@ -213,13 +229,13 @@ PREPARE: Mapping[str, Callable[[str], str]] = {
 
 
 def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]],
-               task: str = "", config: str = "") -> float:
+               task: str = "", key: str = "") -> float:
     """Upstream's task score over raw predictions: prepared as the metric's upstream does
     (v1: post-processed; RULERv2, ONERULER: as generated), then the named metric (a keyed one
-    given the rows' `task` and `config`)."""
+    given the rows' `task` and their build key, `build_key`)."""
     spec = metric_spec(metric)
     if not preds:
         raise ValueError("cannot score an empty set of predictions")
-    keys = (task, config) if spec.keyed else ()
+    keys = (task, key) if spec.keyed else ()
     aggregate = METRICS.get(metric) or _rows_aggregate(metric)
     return aggregate([spec.prepare(p) for p in preds], refs, *keys)

@@ -3,9 +3,12 @@
 Upstream: mungg/OneRuler `OneRuler/eval/evaluate.py` (notes/oneruler.md §6; read at commit
 7df5ce7f48014b03226dac52e885fb9cfc52c139). A row scores 0 or 1, never in between; which
 comparison runs is chosen by the task's name as upstream does it (`"niah_none" in task`, then
-`"cwe" in task`, else the numbers), and the none-words are those of the row's instruction
-language, which its dataset config names (`<tokenizer>--oneruler-<lang>`, or
-`--oneruler-<context>-<instructions>` cross-lingually: exactly upstream's `--language`).
+`"cwe" in task`, else the numbers: the row's `task`, a catalog name `or_niah_none`, `or_cwe`,
+...), and the none-words are those of the row's instruction language: the `language` the
+manifest's build entry of the row's config records (`ko`, or `en-ko` for context en and
+instructions ko: exactly upstream's `--language`), given to the functions below by their
+caller. The config's name is never read for it: a tokenizer folder may be called anything,
+`q--oneruler-ko` included.
 
 `oneruler` (upstream's, the default, so scores compare with the paper):
 - numbers (niah_single / multikey / multivalue / multiquery): an empty answer is wrong. The
@@ -38,6 +41,13 @@ language, which its dataset config names (`<tokenizer>--oneruler-<lang>`, or
 Not changed: the none answer may carry numbers (upstream's check for them is commented out),
 order of the cwe words, extra words or numbers beyond the count rules above.
 
+A run of more than 4,300 digits (`INT_DIGITS`, Python's default limit on what `int()` converts
+from text): upstream's `int()` raises on it and its `except Exception: return False` scores
+the row wrong; both metrics score it wrong too, whatever limit this interpreter is set to (no
+needle's value is that long: only leading zeros could make it one, and upstream, run as it
+is, never reads them). The references are converted the same way (a reference that is no
+number makes the row wrong, as upstream's second `try` does), so no answer raises here.
+
 Not reproduced, with the reason: upstream's evaluation loop also scores, for models whose
 name holds "deepseek", only the first `<Answer>...</Answer>` (English tags, one line), and
 skips o3 answers that ended at the token limit. Those depend on the model's name, not on the
@@ -66,24 +76,32 @@ NONE_WORDS = {
     "hi": ("कोई नहीं",), "da": ("ingen",),
 }
 
-# The language part of a ONERULER config name: "--oneruler-ko" or "--oneruler-en-ko" (context,
-# instructions), ending the name or followed by a variant's "--suffix".
-ONERULER_CONFIG = re.compile(r"--oneruler-([a-z]{2}(?:-[a-z]{2})?)(?=--|$)")
-
-
-def config_language(config: str) -> str:
-    """Upstream's `language` of a ONERULER dataset config: "ko" for `llama-3.1--oneruler-ko`,
-    "en-ko" (context en, instructions ko) for `llama-3.1--oneruler-en-ko`."""
-    found = ONERULER_CONFIG.search(config)
-    if found is None:
-        raise ValueError(f"config {config!r} is not a ONERULER config (<tokenizer>--oneruler-"
-                         f"<language>): the oneruler metrics read the language from it")
-    language = found.group(1)
-    for code in language.split("-"):
-        if code not in NONE_WORDS:
-            raise ValueError(f"config {config!r} names language {code!r}, which ONERULER does "
-                             f"not have (known: {', '.join(sorted(NONE_WORDS))})")
+def check_language(language: str) -> str:
+    """`language` if it is upstream's `--language` of a ONERULER config ("ko", or "en-ko":
+    context en, instructions ko), else a ValueError naming the known codes."""
+    codes = language.split("-") if isinstance(language, str) else []
+    if not 1 <= len(codes) <= 2 or any(code not in NONE_WORDS for code in codes):
+        raise ValueError(f"{language!r} is not a ONERULER language (a code, or context-"
+                         f"instructions such as en-ko; known codes: "
+                         f"{', '.join(sorted(NONE_WORDS))})")
     return language
+
+
+#: Python's default limit on the digits `int()` converts from text
+#: (`sys.int_info.default_max_str_digits`): past it upstream's conversion raises.
+INT_DIGITS = 4300
+
+
+def as_integers(texts: Sequence[str]) -> list[int] | None:
+    """Upstream's `[int(x) for x in texts]` inside its `try: ... except Exception: return
+    False`: the integers, or None (the row is wrong) where one is not a number or is longer
+    than INT_DIGITS digits (this interpreter's own limit is not consulted)."""
+    if any(len(text) > INT_DIGITS for text in texts):
+        return None
+    try:
+        return [int(text) for text in texts]
+    except ValueError:
+        return None
 
 
 def instruction_language(language: str) -> str:
@@ -107,10 +125,12 @@ def upstream_numbers(answer: str, references: Sequence[str], language: str) -> b
         if word in text or upstream_clean(word) in text:
             return False
     runs = [run for run in re.findall(r"\d+", text) if len(run) > 1]
-    found = [int(run) for run in dict.fromkeys(runs)]
-    if not found:
+    if not runs:
         return False
-    gold = [int(value) for value in references]
+    found = as_integers(list(dict.fromkeys(runs)))
+    gold = as_integers(references)
+    if found is None or gold is None:
+        return False
     return len(found) == len(gold) and set(found) == set(gold)
 
 
@@ -127,9 +147,10 @@ def upstream_words(answer: str, references: Sequence[str]) -> bool:
     return all(word.strip().lower() in text for word in references)
 
 
-def oneruler(prediction: str, references: Sequence[str], task: str, config: str) -> float:
-    """Upstream's value of one row (1.0 or 0.0), chosen by task as upstream does."""
-    language = config_language(config)
+def oneruler(prediction: str, references: Sequence[str], task: str, language: str) -> float:
+    """Upstream's value of one row (1.0 or 0.0), chosen by task as upstream does; `language`:
+    its build's recorded language ("ko", "en-ko")."""
+    check_language(language)
     if "niah_none" in task:
         right = upstream_none(prediction, language)
     elif "cwe" in task:
@@ -183,10 +204,13 @@ def corrected_numbers(answer: str, references: Sequence[str], language: str) -> 
     if has_none_word(text, language):
         return False
     runs = [re.sub(r"\D", "", m.group(0)) for m in NUMBER.finditer(text)]
-    found = [int(run) for run in dict.fromkeys(run for run in runs if len(run) > 1)]
-    if not found:
+    distinct = list(dict.fromkeys(run for run in runs if len(run) > 1))
+    if not distinct:
         return False
-    gold = [int(value) for value in references]
+    found = as_integers(distinct)
+    gold = as_integers(references)
+    if found is None or gold is None:
+        return False
     return len(found) == len(gold) and set(found) == set(gold)
 
 
@@ -200,9 +224,10 @@ def corrected_words(answer: str, references: Sequence[str]) -> bool:
 
 
 def oneruler_corrected(prediction: str, references: Sequence[str], task: str,
-                       config: str) -> float:
-    """The corrected value of one row (1.0 or 0.0): see the module docstring."""
-    language = config_language(config)
+                       language: str) -> float:
+    """The corrected value of one row (1.0 or 0.0): see the module docstring; `language`: its
+    build's recorded language ("ko", "en-ko")."""
+    check_language(language)
     if "niah_none" in task:
         right = corrected_none(prediction, language)
     elif "cwe" in task:

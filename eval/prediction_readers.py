@@ -9,7 +9,8 @@ listed by address and imported on first use, so scoring depends on no integratio
 offers one in entry point group `ruler.prediction_readers` (`name = "pkg.module:READER"`).
 
 - a folder: the files of the one reader that finds any (lm-eval's `samples_*.jsonl` at any
-  depth, Inspect's `*.eval`, NeMo-Skills' `output.jsonl` / `output-rs<seed>.jsonl`);
+  depth, Inspect's `*.eval`, NeMo-Skills' output: JSON-lines files whose records hold a
+  `generation` and the prompt, as `output.jsonl` / `output-rs<seed>.jsonl` do);
 - a file: the first reader that claims it;
 - anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.predictions`); a
   results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json),

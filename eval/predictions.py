@@ -65,6 +65,10 @@ class Prediction:
     # A RULERv2 row whose prompt + tokens_to_generate exceeded the engine's context ran with
     # this smaller budget (the context left); None: its whole budget.
     output_budget: int | None = None
+    # Where a known secret (the API key) was replaced by <redacted> in `prediction`, per
+    # secret its fingerprint and offsets (`ruler.eval.redaction`): scoring restores the answer
+    # as generated. None: nothing was.
+    redacted: list[dict[str, Any]] | None = None
 
     @property
     def key(self) -> Key:
@@ -85,6 +89,8 @@ class Prediction:
                 del rec[name]
         if self.output_budget is None:
             del rec["output_budget"]
+        if self.redacted is None:
+            del rec["redacted"]
         return rec
 
 
@@ -136,6 +142,12 @@ def _check_fields(record: dict[str, Any]) -> None:
             raise ValueError(f"{name} {reprlib.repr(value)} is not a string")
     if record.get("length") is not None:  # the row's length, which ties it to the build
         key_integer(record["length"], "length")
+    if record.get("redacted") is not None:  # where a secret was cut out of the prediction
+        from ruler.eval.redaction import shape_problem
+
+        problem = shape_problem(record["redacted"], pred)
+        if problem:
+            raise ValueError(problem)
 
 
 def format_key(key: Key) -> str:

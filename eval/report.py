@@ -41,6 +41,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.atomic import write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode, fields_json
+from ruler.builder.manifest import BuildEntry
 from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, ONERULER, RULER2, benchmark_of
 from ruler.builder.tasks.catalog import in_task_order, task_rank
@@ -57,7 +58,6 @@ from ruler.eval.report_oneruler import (
     TASK_HEATMAP,
     head_lines,
     report_metric,
-    run_language,
     write_task_heatmap,
 )
 from ruler.eval.report_oneruler import single_run_markdown as oneruler_markdown
@@ -109,6 +109,9 @@ class Report:
     # The same model's scores without the context ("task", L) -> score (`--no-context`).
     baseline: dict[tuple[str, int], float | None] | None = None
     benchmark: str = "ruler"  # "ruler2", "oneruler": their tasks (builder.tasks.benchmarks)
+    # The config's language as the scores record it ("ko", "en-ko"; `recorded_language`);
+    # None: a benchmark without one, or not recorded
+    language: str | None = None
 
     @property
     def mean_label(self) -> str:
@@ -176,16 +179,39 @@ class Report:
                 f"predictions made from another build of config {self.config!r} (another seed "
                 f"or revision) would score as wrong answers")
 
+    @property
+    def rows_scored(self) -> int:
+        """Rows the scores are computed on (answered), over the cells scored."""
+        return sum(c.scored for c in self.cells.values())
+
+    def skipped_lengths(self) -> dict[int, tuple[int, int]]:
+        """Per length with rows skipped (too long for the model): (rows scored, rows with a
+        result) over its cells: its numbers rest on fewer rows than were asked for."""
+        marked = {L for (_, L), c in self.cells.items() if c.skipped}
+        return {L: (sum(c.scored for (_, at), c in self.cells.items() if at == L),
+                    sum(c.done for (_, at), c in self.cells.items() if at == L))
+                for L in sorted(marked)}
+
+    def scored_text(self) -> str:
+        """"5 scored, 1 skipped as too long for the model" where rows were skipped; "" when
+        every row with a result was scored."""
+        skipped = sum(c.skipped for c in self.cells.values())
+        return (f"{self.rows_scored} scored, {skipped} skipped as too long for the model "
+                f"(marked *; the report's notes say why)") if skipped else ""
+
     def status_line(self) -> str:
         """One line on what the numbers cover, for the terminal."""
         done, asked = self.rows_done
         scope = f"{done} of {asked} rows asked for have a result" + (
             " in the cells scored" if self.unscored else "")
+        scored = self.scored_text()
         unverified = f"; UNVERIFIED: {self.unverified_text()}" if self.unverified else ""
         if self.complete:
-            return f"complete: {scope} ({self.selection_text()}){unverified}"
+            return (f"complete: {scope}{': ' + scored if scored else ''} "
+                    f"({self.selection_text()}){unverified}")
         return (f"PARTIAL: {scope}; incomplete cells: {', '.join(self.incomplete_labels())}; "
-                f"effective length, Avg. and wAvg. withheld. Complete the predictions "
+                + (f"{scored}; " if scored else "")
+                + f"effective length, Avg. and wAvg. withheld. Complete the predictions "
                 f"(re-running `ruler eval` resumes), or score only what was run "
                 f"(`ruler score --tasks/--lengths/--limit`){unverified}")
 
@@ -226,7 +252,7 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
-    benchmark = report_benchmark(tasks)
+    benchmark = scores_benchmark(scores, tasks)
     incomplete = sorted([k for k, c in cells.items() if not c.complete] + list(unscored),
                         key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
@@ -248,7 +274,39 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                   intervals=report_intervals(cells, tasks, lengths, summary, key=scores.config),
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
-                  health=scores.health, benchmark=benchmark)
+                  health=scores.health, benchmark=benchmark,
+                  language=recorded_language(scores))
+
+
+def recorded_language(scores: ScoresRecord) -> str | None:
+    """The scored config's language: as scores.json records it; for scores of an older ruler
+    (which did not record it), as the manifest of the dataset they were scored on records it
+    (`scored_build`); else None (not known). Never read from the config's name."""
+    if "language" not in scores.absent:
+        return scores.language
+    build = scored_build(scores)
+    return build.language_code if build is not None else None
+
+
+def scored_build(scores: ScoresRecord) -> BuildEntry | None:
+    """The manifest's entry of the config the scores were made on, when the dataset folder
+    they name is at hand and still holds the very files scored (their content hashes); None
+    otherwise (a Hub dataset, a folder moved or rebuilt): what scores of an older ruler did
+    not record is read there."""
+    from ruler.builder.manifest import MANIFEST_NAME, Manifest, data_path
+
+    folder = Path(scores.dataset.spec or "").expanduser()
+    if scores.dataset.revision is not None or not (folder / MANIFEST_NAME).is_file():
+        return None
+    try:
+        manifest = Manifest.load(folder)
+    except RulerError:
+        return None
+    build = manifest.build(scores.config)
+    same = build is not None and bool(scores.files) and all(
+        (f := manifest.file(data_path(scores.config, *_cell_key(key)))) is not None
+        and f.content_sha256 == sha for key, sha in scores.files.items())
+    return build if same else None
 
 
 def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
@@ -262,6 +320,20 @@ def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
         raise RulerError(f"{where} is a run of model {nc.model!r}, not "
                          f"{scores.model!r}: the baseline must be the same model's")
     return {c.key: c.score for c in nc.cells}
+
+
+def scores_benchmark(scores: ScoresRecord, tasks: Iterable[str] | None = None) -> str:
+    """The benchmark scores.json records (from the manifest's entry of its config); for
+    scores of an older ruler, which did not record it, the one the manifest they were scored
+    on records (`scored_build`), else that of their tasks (`tasks`, default the cells'), as
+    the catalog lists them."""
+    if scores.benchmark:
+        return scores.benchmark
+    build = scored_build(scores)
+    if build is not None:
+        return build.benchmark_id
+    return report_benchmark(c.task for c in scores.cells) if tasks is None \
+        else report_benchmark(tasks)
 
 
 def report_benchmark(tasks: Iterable[str]) -> str:
@@ -341,9 +413,30 @@ def _summary_table(r: Report) -> list[str]:
     return ["| Effective length | " + " | ".join(cols) + " | Avg. | wAvg. (inc) | wAvg. (dec) |",
             "|---" * (len(cols) + 4) + "|",
             f"| {r.summary.effective_label} | "
-            + " | ".join(_underline(s.by_length[L], s.threshold) for L in r.lengths)
-            + f" | {_fmt(s.avg)} | {_fmt(s.wavg_inc)} | {_fmt(s.wavg_dec)} |",
-            *_interval_row(r)]
+            + " | ".join(_underline(s.by_length[L], s.threshold)
+                         + _skip_mark(r, s.by_length[L], L) for L in r.lengths)
+            + " | " + " | ".join(_fmt(v) + _skip_mark(r, v)
+                                 for v in (s.avg, s.wavg_inc, s.wavg_dec)) + " |",
+            *_interval_row(r), *_skip_note(r)]
+
+
+def _skip_mark(r: Report, value: float | None, L: int | None = None) -> str:
+    """"*" after a headline number that rests on fewer rows than were asked for (rows skipped
+    as too long for the model) at length L (None: at any length); "" after n/a."""
+    skipped = r.skipped_lengths()
+    return "*" if value is not None and (L in skipped if L is not None else skipped) else ""
+
+
+def _skip_note(r: Report) -> list[str]:
+    """What the headline's * means, per length."""
+    skipped = r.skipped_lengths()
+    if not skipped:
+        return []
+    where = "; ".join(f"{format_length(L)}: {scored} of {done}"
+                      for L, (scored, done) in skipped.items())
+    return ["", f"\\* Scored on fewer rows than asked for: rows skipped as too long for the "
+                f"model count as results but not in the score ({where} rows scored; the "
+                f"notes say why)."]
 
 
 def _task_table(r: Report) -> list[str]:
@@ -432,13 +525,16 @@ def _plain_summary(r: Report, cols: list[str]) -> list[str]:
     over lengths."""
     s, ri = r.summary, r.intervals
     lines = ["| " + " | ".join(cols) + " | Avg. |", "|---" * (len(cols) + 1) + "|",
-             "| " + " | ".join(_fmt(s.by_length[L]) for L in r.lengths) + f" | {_fmt(s.avg)} |"]
+             "| " + " | ".join(_fmt(s.by_length[L]) + _skip_mark(r, s.by_length[L], L)
+                               for L in r.lengths)
+             + f" | {_fmt(s.avg)}{_skip_mark(r, s.avg)} |"]
     if ri is not None and any(i is not None for i in ri.by_length.values()):
         lines.append("| " + " | ".join(format_interval(ri.by_length[L]) or "n/a"
                                        for L in r.lengths)
                      + f" | {format_interval(ri.avg) or 'n/a'} |")
-    return lines + ["", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
-                        + _PLAIN_SUMMARY_TEXT.get(r.benchmark, ""), "", *_uncertainty_text(r)]
+    return lines + _skip_note(r) + [
+        "", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
+            + _PLAIN_SUMMARY_TEXT.get(r.benchmark, ""), "", *_uncertainty_text(r)]
 
 
 def _ci(r: Report, task: str | None, L: int) -> str:
@@ -501,6 +597,11 @@ def _notes(r: Report) -> list[str]:
             why = md_text("; ".join(c.skip_reasons) or "rows missing")
             notes.append(f"- \\* {md_text(t)} @ {format_length(L)}: scored on {c.scored} of "
                          f"{c.rows} rows ({why}; {c.missing} missing)")
+        if c.redacted:
+            notes.append(f"- {md_text(t)} @ {format_length(L)}: {c.redacted} of {c.scored} "
+                         f"answered rows held the API key, which the predictions file stores as "
+                         f"<redacted> (the record's `redacted` says where): scored on the "
+                         f"answer as generated, the key put back")
         if c.budget_clamped:
             notes.append(f"- {md_text(t)} @ {format_length(L)}: {c.budget_clamped} of {c.scored} "
                          f"answered rows ran with fewer output tokens than their "
@@ -569,7 +670,7 @@ def to_json(r: Report) -> dict[str, Any]:
         if r.is_ruler2 else None,
         # ONERULER: the run's language ("ko"; "en-ko": context en, instructions ko) and the
         # metric that scored it
-        "language": run_language(r.config) if r.is_oneruler else None,
+        "language": r.language if r.is_oneruler else None,
         "metric": report_metric(r) if r.is_oneruler else None,
     }
 

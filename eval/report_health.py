@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ruler.builder.markup import md_text
 from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.eval import answer_checks
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.skip_reasons import skip_kind
 
@@ -76,6 +77,7 @@ def health_facts(records: Iterable[Mapping[str, Any]],
         if len(shown) < EXAMPLES:
             shown.append(_key(r))
 
+    caps = dict(facts.max_tokens_by_task)
     for r in records:
         status = r.get("status", "ok")
         if status == "skipped":
@@ -86,6 +88,7 @@ def health_facts(records: Iterable[Mapping[str, Any]],
             count("failed", r)
             continue
         count("answered", r)
+        _answer_checks(facts, r, caps.get(str(r.get("task")), facts.max_tokens), count)
         finish = r.get("finish_reason")
         if finish:
             facts.finish_known += 1
@@ -107,8 +110,29 @@ def health_facts(records: Iterable[Mapping[str, Any]],
             count("prompt_unchecked", r)
     for kind, c in counts.items():
         setattr(facts, kind, {t: c[t] for t in in_task_order(c)})
+    facts.row_budget = {t: facts.row_budget[t] for t in in_task_order(facts.row_budget)}
     facts.examples = {k: v for k, v in examples.items() if k != "answered"}
     return facts
+
+
+def _answer_checks(facts: HealthFacts, r: Mapping[str, Any], cap: int | None,
+                   count: Any) -> None:
+    """Count what `ruler score` found of an answered row against its own row
+    (`eval.answer_checks` marks): its budget (and whether the run's cap was below it), a copy
+    of the prompt, an answer far past the budget. A record without the marks (not scored
+    against its row) is not counted as checked."""
+    budget = r.get(answer_checks.BUDGET_MARK)
+    if not isinstance(budget, int):
+        return
+    task = str(r.get("task"))
+    facts.answers_checked = (facts.answers_checked or 0) + 1
+    facts.row_budget[task] = max(budget, facts.row_budget.get(task, 0))
+    if cap is not None and cap < budget:
+        count("capped", r)
+    if r.get(answer_checks.COPY_MARK):
+        count("copies_prompt", r)
+    if r.get(answer_checks.PAST_MARK):
+        count("past_budget", r)
 
 
 @dataclass(frozen=True)
@@ -129,15 +153,27 @@ def _group(task: str) -> str:
     return "niah" if task.startswith("niah_") else "qa" if task.startswith("qa_") else task
 
 
-def _capped(caps: Mapping[str, int], tasks: Iterable[str]) -> str:
-    """"8 token(s) for cwe, vt (RULER: cwe 120, vt 30)": the caps of `tasks`, grouped."""
-    tasks = in_task_order(tasks)
+def _capped(caps: Mapping[str, int], tasks: Iterable[str],
+            budgets: Mapping[str, int | None] | None = None) -> str:
+    """"8 token(s) for cwe, vt (the rows': cwe 120, vt 30)": the caps of `tasks`, grouped,
+    beside the budgets they were compared with (`budgets`: the rows' own; None: RULER's)."""
+    tasks = in_task_order(t for t in tasks if t in caps)
     by_cap: dict[int, list[str]] = {}
     for t in tasks:
         by_cap.setdefault(caps[t], []).append(t)
-    budgets = dict.fromkeys(f"{_group(t)} {ruler_budget(t)}" for t in tasks)
+    of = budgets if budgets is not None else {t: ruler_budget(t) for t in tasks}
+    shown = dict.fromkeys(f"{_group(t)} {of.get(t)}" for t in tasks)
     return ("; ".join(f"{c} token(s) for {', '.join(dict.fromkeys(map(_group, ts)))}"
-                      for c, ts in by_cap.items()) + f" (RULER: {', '.join(budgets)})")
+                      for c, ts in by_cap.items())
+            + f" ({_budgets_name(tasks, budgets)}: {', '.join(shown)})" if tasks else "")
+
+
+def _budgets_name(tasks: Iterable[str], budgets: Mapping[str, int | None] | None) -> str:
+    """Whose budgets a cap was compared with: "RULER" where the rows carry RULER's own (or
+    the scores record none), else "the rows'" (a build reserving another budget)."""
+    if budgets is None or all(budgets.get(t) == ruler_budget(t) for t in tasks):
+        return "RULER"
+    return "the rows'"
 
 
 def _total(counts: Mapping[str, int]) -> int:
@@ -154,12 +190,20 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
     tasks = in_task_order(h.answered)
     cap = h.max_tokens
     caps = {t: c for t in tasks if (c := h.max_tokens_by_task.get(t, cap)) is not None}
-    short = [t for t, c in caps.items() if (ruler_budget(t) or 0) > c]
+    # the caps against the rows' own budgets where the scores record them (a build with
+    # --output-budget reserves more than RULER's); older scores: against RULER's
+    own = h.answers_checked is not None
+    budgets: Mapping[str, int | None] | None = h.row_budget if own else None
+    short = in_task_order(h.capped) if own else \
+        [t for t, c in caps.items() if (ruler_budget(t) or 0) > c]
 
     if caps or h.temperature not in (None, 0, 0.0) or h.decoding:
         problems = []
         if short:
-            problems.append(f"output capped below RULER's budget at {_capped(caps, short)}")
+            whose = _budgets_name(short, budgets)
+            whose = "RULER's" if whose == "RULER" else f"{whose} own"
+            problems.append(f"output capped below {whose} budget at "
+                            f"{_capped(caps, short, budgets)}")
         if h.temperature not in (None, 0, 0.0):
             problems.append(f"temperature {h.temperature} (RULER decodes greedily)")
         if problems:
@@ -172,11 +216,17 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
                             "Let each row's tokens_to_generate be the limit (`ruler eval` "
                             "without --max-tokens; lm-eval: no max_gen_toks override; Inspect: "
                             "no --max-tokens) and decode greedily (temperature 0)."))
-        else:
+        elif not caps:  # no cap recorded: each row ran with its own budget as the limit
             out.append(Flag("Generation settings", "ok",
-                            f"{h.decoding or 'greedy'}, each row's own output budget"
-                            + (" (the caps recorded are at least RULER's)" if caps else "")
-                            + "."))
+                            f"{h.decoding or 'greedy'}, each row's own output budget."))
+        else:
+            compared = (f"every answered row's own budget ({h.answers_checked} row(s) "
+                        f"compared)" if own else
+                        "RULER's budgets (these scores do not record the rows' own: "
+                        "re-score to compare with them)")
+            out.append(Flag("Generation settings", "ok",
+                            f"{h.decoding or 'greedy'}; the output caps recorded are at least "
+                            f"{compared}."))
     else:
         out.append(Flag("Generation settings", "check", "not recorded with these predictions.",
                         fix="Check by hand that decoding was greedy and the output limit at "
@@ -189,7 +239,8 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
         out.append(Flag("Answers cut at the budget", "problem" if short or worst else "check",
                         f"{_total(cut)} of {n} answered row(s) ended with finish_reason "
                         f"`length` ({_by_task(cut)}).",
-                        (f"answers cut at {_capped(caps, cut_short)}: " if cut_short else "")
+                        (f"answers cut at {_capped(caps, cut_short, budgets)}: "
+                         if cut_short else "")
                         + "the model was still writing when the output limit came; "
                           "cwe and vt need their full budgets (a cut list loses the words "
                           "after the cut), a needle answer that rambles usually still holds "
@@ -221,6 +272,8 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
                         "template has the switch)."))
     elif h.mode == "reasoning":
         out.append(Flag("Reasoning out of budget", "ok", "every row's reasoning ended."))
+
+    out += _answer_flags(h)
 
     if h.empty:
         out.append(Flag("Empty answers", "problem" if _total(h.empty) * 10 >= max(n, 1)
@@ -311,6 +364,52 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
                         "a task that scores well here (qa answers a model knows) measures "
                         "knowledge, not context use.",
                         "Read the run on the default config beside it."))
+    return out
+
+
+def _answer_flags(h: HealthFacts) -> list[Flag]:
+    """Answers checked against their own row (`eval.answer_checks`): copies of the prompt, and
+    answers far past the row's budget; nothing where the scores record no such check."""
+    checked = h.answers_checked
+    if not checked:
+        return []
+    out = []
+    if h.copies_prompt:
+        out.append(Flag("Answers copying the prompt",
+                        "problem" if _total(h.copies_prompt) * 10 >= checked else "check",
+                        f"{_total(h.copies_prompt)} of {checked} answered row(s) repeat long "
+                        f"stretches of their own prompt ({_by_task(h.copies_prompt)}; e.g. "
+                        f"{', '.join(h.examples.get('copies_prompt', []))}).",
+                        "a server that echoes its input (a completions endpoint with echo on, "
+                        "a proxy returning prompt + answer) or a base model continuing the "
+                        "context: the answer holds the needles, so upstream's metrics score it "
+                        "as right or partly right though the model answered nothing (the "
+                        "score is upstream's all the same).",
+                        "Read these answers; make the server return the generated text only, "
+                        "and evaluate in the prompt mode the config was built for."))
+    else:
+        out.append(Flag("Answers copying the prompt", "ok",
+                        f"none of {checked} answered row(s) (answers of "
+                        f"{answer_checks.COPY_MIN_CHARS}+ characters compared with their "
+                        f"prompt)."))
+    if h.past_budget:
+        out.append(Flag("Answers past their budget", "problem",
+                        f"{_total(h.past_budget)} of {checked} answered row(s) are more than "
+                        f"{answer_checks.PAST_BUDGET}x their row's output budget "
+                        f"({_by_task(h.past_budget)}; e.g. "
+                        f"{', '.join(h.examples.get('past_budget', []))}; output tokens where "
+                        f"the predictions count them, else characters at "
+                        f"{answer_checks.CHARS_PER_TOKEN} a token).",
+                        "the generation was not capped at the row's tokens_to_generate (a "
+                        "framework's max_gen_toks raised, a server ignoring max_tokens): a long "
+                        "answer can hold what a capped one would not, and its score is not "
+                        "RULER's.",
+                        "Generate with each row's tokens_to_generate as the limit (`ruler "
+                        "eval`; lm-eval: no max_gen_toks override)."))
+    else:
+        out.append(Flag("Answers past their budget", "ok",
+                        f"none of {checked} answered row(s), each compared with its own "
+                        f"row's budget."))
     return out
 
 

@@ -4,7 +4,9 @@ table and heatmaps.
 
 ONERULER builds one dataset config per language (`<tokenizer>--oneruler-<lang>`, or
 `--oneruler-<context>-<instructions>` cross-lingually), so a model evaluated in several
-languages is several runs. `ruler report RUN RUN ...` over them pools the runs by model:
+languages is several runs. A run's language is the one its scores.json records, from the
+manifest's entry of its config (`Report.language`), never read from the config's name.
+`ruler report RUN RUN ...` over them pools the runs by model:
 
 - language x length: per language and length, the mean of the task scores (equal rows per task
   make it the accuracy over all the rows of the 7 tasks, micro and macro alike), with the
@@ -40,7 +42,6 @@ from ruler.eval.aggregate import format_length
 from ruler.eval.depth_report import COLORMAP, HEATMAP_DPI
 from ruler.eval.figures import fit_canvas, save_png
 from ruler.eval.intervals import Interval, score_interval, weighted_mean_interval
-from ruler.eval.oneruler_metric import config_language
 from ruler.eval.scores_record import CellScore
 
 #: What each ONERULER metric is, for the report's head.
@@ -65,12 +66,19 @@ TASK_HEATMAP = "scores_heatmap.png"
 Report = Any  # eval.report.Report (which imports this module)
 
 
-def run_language(config: str) -> str:
-    """The run's language code: "ko", or "en-ko" (context en, instructions ko)."""
-    try:
-        return config_language(config)
-    except ValueError as e:
-        raise RulerError(str(e)) from None
+def run_language(r: Report) -> str:
+    """The run's language code as its scores record it: "ko", or "en-ko" (context en,
+    instructions ko); a RulerError where they record none (scores of an older ruler whose
+    dataset is not at hand: `eval.report.recorded_language`)."""
+    if r.language is None:
+        raise RulerError(f"the scores of {r.config} record no language ({NOT_RECORDED})")
+    return str(r.language)
+
+
+#: Why a run's language may be unknown, and what to do.
+NOT_RECORDED = ("scored by an older ruler, and the dataset it was scored on is not at hand to "
+                "read it from: score the predictions again with `ruler score`, which records "
+                "it")
 
 
 def language_text(code: str) -> str:
@@ -93,7 +101,8 @@ def report_metric(r: Report) -> str:
 def head_lines(r: Report) -> list[str]:
     """The report head's ONERULER lines: the language and which metric ran."""
     metric = report_metric(r)
-    return [f"Language: {language_text(run_language(r.config))}.", "",
+    language = language_text(r.language) if r.language else f"not recorded ({NOT_RECORDED})"
+    return [f"Language: {language}.", "",
             f"Metric: {md_code(metric)}: {METRIC_TEXT.get(metric, 'not a ONERULER metric')}.", ""]
 
 
@@ -209,7 +218,8 @@ def write_task_heatmap(r: Report, out: Path) -> Path:
     """The single run's task x length heatmap (`scores_heatmap.png`)."""
     values = [[_score(r.cells.get((t, L))) for L in r.lengths] for t in r.tasks]
     return grid_heatmap(values, r.tasks, [format_length(L) for L in r.lengths],
-                        f"ONERULER {run_language(r.config)}: {r.model or 'unknown model'}",
+                        f"ONERULER {r.language or 'language not recorded'}: "
+                        f"{r.model or 'unknown model'}",
                         "context length", "task", out / TASK_HEATMAP)
 
 
@@ -275,7 +285,7 @@ def language_tables(runs: Sequence[tuple[str, Report]]) -> list[LanguageTable]:
                          f"do not compare; rescore them with one (`ruler score --metric`)")
     groups: dict[tuple[str, bool], list[tuple[str, str, Report]]] = {}
     for where, r in runs:
-        code = run_language(r.config)
+        code = run_language(r)
         groups.setdefault((r.model or "unknown model", "-" in code), []).append((where, code, r))
     return [_table(model, cross, members, metrics[members[0][0]])
             for (model, cross), members in sorted(groups.items())]

@@ -38,20 +38,10 @@ Report = Any
 
 #: The benchmark names a report may carry (a RULERv2 report's `benchmark`), as people say them.
 BENCHMARK_NAMES = {"ruler": "RULER", "ruler2": "RULERv2", "oneruler": "ONERULER"}
-_RULER2_FAMILIES = ("mk_niah_", "mv_niah_", "qa_")
-
-
 def report_benchmark(r: Report) -> str:
-    """"ruler" for RULER's 13 tasks, "ruler2" for RULERv2's (a report that records its
-    benchmark says so itself), "custom" for other tasks."""
-    named = getattr(r, "benchmark", None)
-    if named:
-        return named
-    if all(t in STANDARD_TASKS for t in r.tasks):
-        return "ruler"
-    if all(t.startswith(_RULER2_FAMILIES) for t in r.tasks):
-        return "ruler2"
-    return "custom"
+    """The report's benchmark ("ruler", "ruler2", ...): the one its scores record (from the
+    manifest), never guessed from its task names."""
+    return str(r.benchmark)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping
 from ruler.builder.errors import RulerError
 from ruler.builder.variants import record_ok
 from ruler.eval.health_record import HealthFacts
+from ruler.eval.oneruler_metric import check_language
 from ruler.eval.run_record import RunRecord
 from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 from ruler.eval.strict_json import read_json
@@ -74,6 +75,15 @@ def _files(v: Any) -> bool:
 def _dataset(v: Any) -> bool:
     return isinstance(v, dict) and _files(v.get("files")) and _or_none(_str)(v.get("spec")) \
         and _or_none(_str)(v.get("revision"))
+
+
+def _language(v: Any) -> bool:
+    """A ONERULER language code as scores.json records it ("ko", "en-ko")."""
+    try:
+        check_language(v)
+    except ValueError:
+        return False
+    return True
 
 
 def _share(v: Any) -> bool:
@@ -129,7 +139,7 @@ CELL_FIELDS: Fields = {
     "nulls": (_count, True), "skipped": (_count, True), "errors": (_count, True),
     "missing": (_count, True), "data_sha256": (_str, False),
     "skip_reasons": (_list_of(_str), False), "budget_exhausted": (_count, False),
-    "budget_clamped": (_count, False),
+    "budget_clamped": (_count, False), "redacted": (_count, False),
     "row_scores": (_list_of(_row_score), False), "ci95": (_or_none(_pair_of(_number)), False),
     "ci_method": (_or_none(_str), False), "unverified": (_count, False),
     "tied_by": (_tied_by, False),
@@ -140,6 +150,7 @@ SCORES_FIELDS: Fields = {
     "missing": (_list_of(_str), False), "unknown": (_list_of(_str), False),
     "depth_items": (_depth_items, False), "depth_bins": (_or_none(_positive), False),
     "variant": (record_ok, False), "selection": (_selection, False),
+    "benchmark": (_or_none(_str), False), "language": (_or_none(_language), False),
     "predictions": (_predictions, False), "serving": (_or_none(_list_of(_dict)), False),
     "prompt_check": (_prompt_check, False), "health": (HealthFacts.shape_ok, False),
 }
@@ -156,7 +167,8 @@ RUN_FIELDS: Fields = {
     "mode": (_or_none(_str), False), "limit": (_or_none(_positive), False),
     "chat_template_kwargs": (_or_none(_dict), False), "reasoning": (_or_none(_dict), False),
     "max_model_len": (_max_model_len, False), "serving": (_or_none(_list_of(_dict)), False),
-    "last_run": (_dict, False),
+    "prompt_template": (_or_none(_dict), False), "last_run": (_dict, False),
+    "prompt_delivery": (_or_none(_str), False),
 }
 
 

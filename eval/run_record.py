@@ -158,12 +158,17 @@ class MaxModelLen(JsonRecord):
 @dataclass(frozen=True, kw_only=True)
 class PromptTemplate(JsonRecord):
     """The prompt mode and the chat template that rendered the prompts beside the build's
-    (sha256; None where a tokenizer has none), and the decoding: the report's health."""
+    (sha256; None where a tokenizer has none), the tokenizer that rendered them (its identity
+    fingerprint, `TokenizerIdentity.fingerprint`: files and chat template; and its name as
+    given), and the decoding: the report's health, and part of the run's identity (a resume
+    rendering with another tokenizer or template is refused)."""
 
     mode: str | None = None
     sha256: str | None = None
     build_sha256: str | None = None
     decoding: str | None = None
+    tokenizer: str | None = None
+    tokenizer_name: str | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 
@@ -188,12 +193,18 @@ class RunRecord(JsonRecord):
     serving records accumulate over the folder's runs."""
 
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({
-        "backends", "max_model_len", "serving", "prompt_template", "last_run"})
+        "backends", "max_model_len", "serving", "prompt_template", "last_run",
+        "prompt_delivery"})
     DECODE: ClassVar[Mapping[str, Decode]] = {
         "dataset": DatasetRecord.from_json, "reasoning": ReasoningSetting.from_json,
         "max_model_len": MaxModelLen.from_json, "prompt_template": PromptTemplate.from_json,
         "serving": record_list(ServingRecord.from_json)}
-    #: The fields a resumed run must share with the folder's (besides model and rows).
+    #: The fields a resumed run must share with the folder's (besides model and rows),
+    #: checked before the engine starts. The rest of the run's identity is checked as soon as
+    #: it is known: the tokenizer and chat template that render the prompts
+    #: (`prompt_template`, once the tokenizer is loaded) and how the prompts reach the model
+    #: (`prompt_delivery`, once the engine has settled it). `eval.runner` refuses a resume
+    #: that changes any of them, naming it.
     SETTINGS: ClassVar[tuple[str, ...]] = (
         "mode", "limit", "chat_template_kwargs", "reasoning", "max_tokens")
 
@@ -208,6 +219,10 @@ class RunRecord(JsonRecord):
     chat_template_kwargs: dict[str, Any] | None = None
     reasoning: ReasoningSetting | None = None
     max_tokens: int | None = None
+    # How the rendered prompts reached the model (`eval.serving.prompt_delivery`): "token ids"
+    # (vLLM, transformers, a server's completions-ids), "text", or chat messages with the
+    # answer prefix where it went. None: not recorded (older folders).
+    prompt_delivery: str | None = None
     max_model_len: MaxModelLen | None = None
     serving: list[ServingRecord] | None = None
     prompt_template: PromptTemplate | None = None

@@ -42,6 +42,7 @@ from ruler.builder.scrub import redact_known, scrub
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
+from ruler.eval import redaction
 from ruler.eval.backends import (
     Backend,
     GenRequest,
@@ -80,7 +81,7 @@ from ruler.eval.run_record import (
     RunRecord,
 )
 from ruler.eval.score import score_folder
-from ruler.eval.serving import PromptCheck, prepare_backend, record_serving
+from ruler.eval.serving import PromptCheck, prepare_backend, prompt_delivery, record_serving
 from ruler.eval.skip_reasons import SkipReason
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
 
@@ -94,6 +95,9 @@ class EvalOutcome:
     errors: int = 0
     budget_exhausted: int = 0  # reasoning mode: rows whose thinking hit the output budget
     budget_clamped: int = 0  # RULERv2 rows run with less than their budget (context left)
+    # answers that held a known secret (the API key): stored with it cut out, scored as
+    # generated (`ruler.eval.redaction`)
+    redacted: int = 0
     generate_seconds: float = 0.0
     first_request_s: float | None = None  # from the start of run_eval to the first request
     max_model_len: int = 0
@@ -147,6 +151,7 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     extract = _extractor(cfg, renderer, tok) if mode == OUTPUT_BUDGET_MODE else None
     _preflight(ds, files, renderer, done, cfg)
     run_info = replace(run_info, prompt_template=_template_record(ds, cfg, tok, mode))
+    _check_same_rendering(out, old_run, run_info.prompt_template)
 
     outcome = EvalOutcome(out, done_before=len(done), retried_skipped=len(retried))
     opts = cfg.backend_options
@@ -167,6 +172,7 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
             outcome.notes.extend(notes)
             run_info, notes = record_serving(run_info, old_run, serving)
             outcome.notes.extend(notes)
+            run_info = _check_same_delivery(out, old_run, run_info, prompt_delivery(serving))
             write_json_atomic(out / RUN_NAME, run_info.to_json())
             skip_special = extract is None or not renderer.is_special_token(
                 cfg.reasoning_end_marker)
@@ -264,7 +270,46 @@ def _template_record(ds: Dataset, cfg: EvalConfig, tok: Tokenizer,
     sha256; None where a tokenizer has none), for the report's health section."""
     used = getattr(tok.identity, "chat_template_sha256", None)
     built = ds.build(str(cfg.tokenizer_config)).tokenizer.chat_template_sha256
-    return PromptTemplate(mode=mode, sha256=used, build_sha256=built, decoding="greedy")
+    return PromptTemplate(mode=mode, sha256=used, build_sha256=built, decoding="greedy",
+                          tokenizer=tok.identity.fingerprint(),
+                          tokenizer_name=cfg.model_tokenizer or cfg.model)
+
+
+def _check_same_rendering(out: Path, old: RunRecord | None,
+                          new: PromptTemplate | None) -> None:
+    """Refuse to resume a folder whose prompts were rendered by another tokenizer or chat
+    template (`--model-tokenizer`; the model's own by default): half the rows rendered one way
+    and half another would be one run's numbers. What an older run.json did not record cannot
+    be compared (it is recorded from this run on)."""
+    was = old.prompt_template if old is not None else None
+    if was is None or new is None:
+        return
+    for name, what in (("tokenizer", "tokenizer (files and chat template)"),
+                       ("sha256", "chat template")):
+        before, now = getattr(was, name), getattr(new, name)
+        if name in was.absent or before == now:
+            continue
+        raise RulerError(
+            f"results folder {out} holds a run whose prompts were rendered by "
+            f"{was.tokenizer_name or 'another tokenizer'!r}, not "
+            f"{new.tokenizer_name!r}: the {what} differs ({str(before)[:12]} vs "
+            f"{str(now)[:12]}); --model-tokenizer is part of the run: use another --out, or "
+            f"the tokenizer the folder was run with")
+
+
+def _check_same_delivery(out: Path, old: RunRecord | None, info: RunRecord,
+                         delivery: str) -> RunRecord:
+    """`info` with this run's prompt delivery, after refusing a folder whose earlier rows
+    reached the model otherwise (token ids, text, chat messages; where the answer prefix
+    went: `--api`, `--answer-prefix-turn`, `--backend`). Engines that take the same token ids
+    (vLLM, transformers, a server's completions-ids) may take turns."""
+    was = old.prompt_delivery if old is not None else None
+    if was is not None and was != delivery:
+        raise RulerError(f"results folder {out} holds rows whose prompts reached the model as "
+                         f"{was}, not {delivery} (--backend / --api / --answer-prefix-turn): "
+                         f"how a prompt is sent is part of the run; use another --out, or "
+                         f"send them as before")
+    return replace(info, prompt_delivery=delivery)
 
 
 def _selection_fingerprint(files: list[SplitFile]) -> dict[str, str]:
@@ -318,7 +363,8 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
     before = dict(old.dataset.files)
     _check_same_files(before, info.dataset.files, str(out))
     # kept from the folder's earlier runs: the backends, its context limit, how it was served
-    kept = {k: getattr(old, k) for k in ("backend", "backends", "max_model_len", "serving")
+    kept = {k: getattr(old, k) for k in ("backend", "backends", "max_model_len", "serving",
+                                         "prompt_delivery")
             if k not in old.absent}
     return replace(info, dataset=replace(info.dataset, files={**before, **info.dataset.files}),
                    **kept), old
@@ -496,6 +542,7 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
     bar = tqdm(total=pending, desc=f"eval ({backend.name})", unit="row",
                disable=not cfg.progress)
     start = time.perf_counter()
+    salt = redaction.new_salt()  # of the fingerprints of secrets cut out of answers
     with PredictionWriter(out / PREDICTIONS_NAME) as writer:
 
         def request(row: RenderedRow) -> GenRequest | None:
@@ -541,17 +588,24 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
                 pred.status, pred.reason = "error", scrub(result.error)
                 outcome.errors += 1
             else:
-                # A server may put the API key into its answer: never stored (the rest is).
+                # A server may put the API key into its answer: never stored (the rest is),
+                # and where it is cut out the record says where, so that scoring sees the
+                # answer as generated (`ruler.eval.redaction`).
                 assert isinstance(result.text, str)  # checked above
-                text = redact_known(result.text)
-                pred.prediction = text
+                answer = result.text
                 pred.output_tokens = result.output_tokens
                 pred.finish_reason = result.finish_reason
                 if extract is not None:
-                    got = extract(text, result.finish_reason)
-                    pred.raw_prediction, pred.prediction = text, got.answer
+                    got = extract(result.text, result.finish_reason)
+                    pred.raw_prediction = redact_known(result.text)
+                    answer = got.answer
                     pred.reasoning = got.state
                     outcome.budget_exhausted += got.state == "budget_exhausted"
+                stored = redaction.redact(answer)
+                pred.prediction = stored.text
+                if stored.spans:
+                    pred.redacted = redaction.record(stored.spans, salt)
+                    outcome.redacted += 1
                 outcome.generated += 1
                 outcome.prompt_mismatches += bool(result.prompt_mismatch)
                 outcome.prompt_check.add(pred.record())

@@ -30,12 +30,22 @@ from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.file_names import safe_name
 from ruler.builder.tasks.catalog import TASKS, in_task_order
-from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS, carried_digest, prompt_digest, tie
+from ruler.eval import answer_checks
+from ruler.eval.build_tie import (
+    LENGTH_ONLY,
+    PROMPT_DIFFERS,
+    TIE_KINDS,
+    carried_digest,
+    describe_prompt,
+    prompt_forms,
+    tie,
+)
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import Item, compact, row_columns, row_items
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import (
     METRIC_SPECS,
+    build_key,
     postprocess_pred,
     rescoring_metric,
     row_score,
@@ -44,6 +54,7 @@ from ruler.eval.metrics import (
 from ruler.eval.prediction_readers import fingerprint, key_against, read_predictions
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
+from ruler.eval.redaction import UNRESTORED, restore
 from ruler.eval.report_health import health_facts, run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.results_schema import read_run
@@ -97,21 +108,25 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
     missing: list[str] = []
     seen: set[Key] = set()
     depth_items: dict[str, list[list[float]]] = {}
+    longest = _longest_answered(ds, files, by_file) if any(
+        r.get("status") == "skipped" for p in by_file.values() for r in p.values()) else None
     for f in files:
         preds = by_file.get((f.task, f.max_seq_length), {})
         items: list[Item] = []
-        cell, cell_missing = _score_file(ds, f, preds, limit, items, metric)
+        cell, cell_missing = _score_file(ds, f, preds, limit, items, metric, longest)
         depth_items[f.key] = compact(items)
         cells.append(cell)
         missing += cell_missing
         seen |= {(config, f.task, f.max_seq_length, i) for i in preds}
     unknown = [format_key(k) for k in sorted(records) if k not in seen or
                records[k].get("_unknown")]
-    variant = dict(ds.build(config).variant or {})
+    build = ds.build(config)
+    variant = dict(build.variant or {})
     return ScoresRecord(
         dataset=DatasetRecord(spec=ds.spec, revision=ds.revision,
                               files={f.key: f.content_sha256 for f in files}),
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
+        benchmark=build.benchmark_id, language=build.language_code,
         depth_items=depth_items, depth_bins=variant.get("depth_bins"), variant=variant,
         selection=Selection(tasks=in_task_order(f.task for f in files),
                             lengths=sorted({f.max_seq_length for f in files}), limit=limit,
@@ -142,15 +157,65 @@ def _unanswered_file(f: SplitFile, limit: int | None,
                      data_sha256=f.content_sha256, row_scores=[], unverified=0), missing
 
 
+def _answered(p: Mapping[str, Any]) -> bool:
+    return p.get("status", "ok") not in ("skipped", "error") and p.get("prediction") is not None
+
+
+def _longest_answered(ds: Dataset, files: Sequence[SplitFile],
+                      by_file: Mapping[tuple[str, int], Mapping[int, Mapping[str, Any]]]
+                      ) -> tuple[int, str] | None:
+    """The longest row of the selection the predictions answered (its `length` and key), or
+    None: what rows they say were skipped as too long are checked against (a row no longer
+    than one the model answered fits it). Rows whose prediction counted the prompt otherwise
+    than the build (`prompt_tokens` of another tokenizer: `--allow-length-mismatch`) are left
+    out: their lengths are not the model's."""
+    longest: tuple[int, str] | None = None
+    for f in files:
+        preds = by_file.get((f.task, f.max_seq_length), {})
+        answered = {i for i, p in preds.items() if _answered(p)}
+        if not answered:
+            continue
+        for batch in ds.iter_rows(f, ("index", "length", "tokens_to_generate"), 4096):
+            for r in batch:
+                i = int(r["index"])
+                if i in answered and (longest is None or r["length"] > longest[0]) \
+                        and _counted_alike(preds[i], f.task, r):
+                    longest = (int(r["length"]), format_key((f.config, f.task,
+                                                             f.max_seq_length, i)))
+    return longest
+
+
+def _counted_alike(p: Mapping[str, Any], task: str, row: Mapping[str, Any]) -> bool:
+    """Whether the prediction's own prompt count (where it records one) is the build's: the
+    row's `length` is then what the model needed."""
+    n = p.get("prompt_tokens")
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        return True
+    ttg = int(row["tokens_to_generate"])
+    return n + (TASKS[task].counted_output(ttg) if task in TASKS else ttg) == int(row["length"])
+
+
+def _skip_contradicted(why: str, longest: tuple[int, str]) -> str:
+    """The reason of a row said to be skipped (as too long) whose length is no more than a row
+    the model answered."""
+    return (f"said skipped ({why[:60] or 'no reason'}), but it is no longer than a row the "
+            f"model answered ({longest[1]}: {longest[0]:,} tokens): it fits, so it has no "
+            f"result")
+
+
 def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                 limit: int | None, depth_items: list[Item] | None = None,
-                asked: str | None = None) -> tuple[CellScore, list[str]]:
+                asked: str | None = None,
+                longest: tuple[int, str] | None = None) -> tuple[CellScore, list[str]]:
     """Score one split file; append the answered rows' depth items to `depth_items`.
-    `asked`: the metric to score with instead of the rows' own (`ruler score --metric`)."""
+    `asked`: the metric to score with instead of the rows' own (`ruler score --metric`).
+    `longest`: the longest row the predictions answered (`_longest_answered`): a row they
+    mark skipped for a reason of their own (not a kind `ruler eval` recorded) that is no
+    longer is a failed row, not a skip."""
     if not preds:
         return _unanswered_file(f, limit, asked)
     # Only the columns scoring reads: a 128K row's input is megabytes.
-    all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index", "length")
+    all_rows = ds.rows(f, columns=tuple(dict.fromkeys(("index", "length", "tokens_to_generate")
                                                       + row_columns(f.task))))
     rows = {int(r["index"]): r for r in all_rows}
     _tie_to_rows(ds, f, preds, rows)
@@ -164,14 +229,15 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                          f"plug-in that offers it (entry point group ruler.metrics), to score "
                          f"these rows")
     metric = _metric_for(f, metric, asked)
-    keys = _metric_keys(f, metric)
+    keys = _metric_keys(ds, f, metric)
     answered: list[str] = []
     refs: list[list[str]] = []
     answered_index: list[int] = []
     reasons: Counter[str] = Counter()
     tied_by: Counter[str | None] = Counter()
-    skipped = errors = exhausted = clamped = 0
+    skipped = errors = exhausted = clamped = redacted = 0
     missing = []
+    copy_candidates: dict[int, tuple[dict[str, Any], str]] = {}
     considered = [int(r["index"]) for r in all_rows[: limit or None]]
     for i in considered:
         p = preds.get(i)
@@ -179,21 +245,35 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
         if p is None:
             missing.append(format_key((f.config, f.task, f.max_seq_length, i)))
         elif status == "skipped":
-            skipped += 1
             kind = skip_kind(p)
-            reasons[kind.label if kind else str(p.get("reason") or "")[:120]] += 1
+            why = kind.label if kind else str(p.get("reason") or "")[:120]
+            # A kind ruler's runner recorded was computed from the row (its prompt count and
+            # budget against the engine's limit); another framework's claim is checked here.
+            if kind is None and longest is not None and int(rows[i]["length"]) <= longest[0] \
+                    and _counted_alike(p, f.task, rows[i]):
+                errors += 1  # the claim does not hold: the model answered a row as long
+                reasons[_skip_contradicted(why, longest)] += 1
+            else:
+                skipped += 1
+                reasons[why] += 1
         elif status == "error" or p.get("prediction") is None:
             errors += 1
             reasons[str(p.get("reason", "") or "no prediction")[:120]] += 1
+        elif (text := answer_as_generated(p)) is None:
+            errors += 1  # a secret was cut out of it, and this process cannot put it back
+            reasons[UNRESTORED] += 1
         else:
-            answered.append(str(p["prediction"]))
+            redacted += p.get("redacted") is not None
+            answered.append(text)
             refs.append(list(rows[i]["outputs"]))
             answered_index.append(i)
+            _mark_answer(p, text, rows[i], copy_candidates)
             tied_by[p.get("_tied")] += 1
             if depth_items is not None:
-                depth_items.extend(row_items(rows[i], answered[-1], metric, f.config))
+                depth_items.extend(row_items(rows[i], answered[-1], metric, keys[1]))
             exhausted += p.get("reasoning") == "budget_exhausted"
             clamped += p.get("output_budget") is not None
+    _mark_copies(ds, f, copy_candidates)
     score = task_score(metric, answered, refs, *keys) if answered else None
     nulls = sum(1 for a in answered if not postprocess_pred(a))
     values = [row_score(metric, a, r, *keys) for a, r in zip(answered, refs)]
@@ -208,49 +288,104 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                      ci_method=interval.method if interval else None,
                      tied_by={k: tied_by[k] for k in (*TIE_KINDS, LENGTH_ONLY) if tied_by[k]},
                      unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS),
-                     budget_clamped=clamped)
+                     budget_clamped=clamped, redacted=redacted)
     return cell, missing
 
 
-def _metric_keys(f: SplitFile, metric: str) -> tuple[str, str]:
-    """The row's task and config a keyed metric reads (`MetricSpec.keyed`), checked here so
-    that a config it cannot read (ONERULER's metric needs `<tokenizer>--oneruler-<lang>`) is
-    one line, not a failure in the middle of scoring."""
-    check = METRIC_SPECS[metric].check_keys
-    if check is not None:
-        try:
-            check(f.task, f.config)
-        except ValueError as e:
-            raise RulerError(f"{f.path}: metric {metric!r}: {e}") from None
-    return f.task, f.config
+def _mark_answer(p: dict[str, Any], text: str, row: Mapping[str, Any],
+                 copy_candidates: dict[int, tuple[dict[str, Any], str]]) -> None:
+    """Mark an answered record for the set-up health section (`eval.answer_checks`): the
+    row's own output budget, whether the answer ran far past it, and (a long answer) that it
+    is to be checked against the row's prompt."""
+    budget = p.get("output_budget")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+        budget = int(row["tokens_to_generate"])
+    p[answer_checks.BUDGET_MARK] = budget
+    p[answer_checks.PAST_MARK] = answer_checks.past_budget(p, text, budget)
+    p[answer_checks.COPY_MARK] = False
+    if answer_checks.might_copy(text):
+        copy_candidates[int(row["index"])] = (p, text)
+
+
+def _mark_copies(ds: Dataset, f: SplitFile,
+                 candidates: Mapping[int, tuple[dict[str, Any], str]]) -> None:
+    """Mark the long answers that copy their row's prompt; the prompts are read only for
+    them (a 128K file holds ~300 MB of input)."""
+    if not candidates:
+        return
+    for batch in ds.iter_rows(f, ("index", "input"), 16):
+        for r in batch:
+            found = candidates.get(int(r["index"]))
+            if found is not None:
+                p, text = found
+                p[answer_checks.COPY_MARK] = answer_checks.copies_prompt(text, r["input"])
+
+
+def answer_as_generated(p: Mapping[str, Any]) -> str | None:
+    """The prediction as the model wrote it: the stored text, or where a secret was cut out
+    of it (`redacted`), that text with the secret put back; None where this process holds no
+    secret of the fingerprint recorded (`eval.redaction`)."""
+    text = str(p["prediction"])
+    return text if p.get("redacted") is None else restore(text, p["redacted"])
+
+
+def _metric_keys(ds: Dataset, f: SplitFile, metric: str) -> tuple[str, str]:
+    """The row's task and build key a keyed metric reads (`MetricSpec.keyed`, `build_key`:
+    ONERULER's language, from the manifest's entry of the config, never from its name), read
+    here so that a build that does not record it is one line, not a failure in the middle of
+    scoring."""
+    try:
+        return f.task, build_key(metric, ds.build(f.config))
+    except ValueError as e:
+        raise RulerError(f"{f.path}: metric {metric!r} cannot score config {f.config!r}: "
+                         f"{e}") from None
 
 
 def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                  rows: Mapping[int, Mapping[str, Any]]) -> None:
     """Mark each prediction with how it is tied to its row (`_tied`, `ruler.eval.build_tie`)
-    or as naming no row (`_unknown`); refuse predictions made from other rows than these,
-    naming them."""
-    digests = _input_digests(ds, f) if any(carried_digest(p) for p in preds.values()) else {}
-    wrong = []
+    or as naming no row (`_unknown`); refuse predictions that carry something other than
+    their row has, naming them and what differs."""
+    forms = _prompt_forms(ds, f) if any(carried_digest(p) for p in preds.values()) else {}
+    wrong: dict[int, str] = {}
     for i, p in preds.items():
         if i not in rows:
             p["_unknown"] = True
             continue
-        p["_tied"], why = tie(p, f.content_sha256, rows[i], digests.get(i))
+        p["_tied"], why = tie(p, f.content_sha256, rows[i], forms.get(i))
         if why:
-            wrong.append(f"{format_key((f.config, f.task, f.max_seq_length, i))} ({why})")
+            wrong[i] = why
     if wrong:
+        shown = _describe_prompts(ds, f, preds, dict(list(wrong.items())[:3]))
         more = f" and {len(wrong) - 3} more" if len(wrong) > 3 else ""
-        raise RulerError(f"{len(wrong)} prediction(s) were made from a different revision of "
-                         f"the dataset than {ds.spec} (another build of config {f.config!r}): "
-                         f"{', '.join(wrong[:3])}{more}; score them against the build they "
-                         f"were made from")
+        raise RulerError(f"{len(wrong)} prediction(s) differ from their rows in dataset "
+                         f"{ds.spec} config {f.config!r}, as predictions made from a different "
+                         f"revision of the dataset (another build of the config) would: "
+                         f"{', '.join(shown)}{more}; score them against the build they were "
+                         f"made from")
 
 
-def _input_digests(ds: Dataset, f: SplitFile) -> dict[int, str]:
-    """Each row's prompt digest, read in batches (a 128K file holds ~300 MB of input)."""
-    return {int(r["index"]): prompt_digest(r["input"])
-            for batch in ds.iter_rows(f, ("index", "input"), batch_size=64) for r in batch}
+def _prompt_forms(ds: Dataset, f: SplitFile) -> dict[int, dict[str, str]]:
+    """Each row's accepted prompt forms (`build_tie.prompt_forms`: digest -> form), read in
+    batches (a 128K file holds ~300 MB of input)."""
+    return {int(r["index"]): prompt_forms(r["input"], r["answer_prefix"])
+            for batch in ds.iter_rows(f, ("index", "input", "answer_prefix"), batch_size=64)
+            for r in batch}
+
+
+def _describe_prompts(ds: Dataset, f: SplitFile, preds: Mapping[int, Mapping[str, Any]],
+                      wrong: Mapping[int, str]) -> list[str]:
+    """"key (what differs)" of the predictions shown, a differing prompt told by where it
+    departs from the row's (the rows' inputs are read for these alone)."""
+    texts: dict[int, tuple[str, str]] = {}
+    if any(PROMPT_DIFFERS in why for why in wrong.values()):
+        for batch in ds.iter_rows(f, ("index", "input", "answer_prefix"), batch_size=16):
+            texts.update({int(r["index"]): (r["input"], r["answer_prefix"]) for r in batch
+                          if int(r["index"]) in wrong})
+    return [f"{format_key((f.config, f.task, f.max_seq_length, i))} ("
+            + (why.replace(PROMPT_DIFFERS, f"{PROMPT_DIFFERS}: "
+                                           f"{describe_prompt(preds[i], *texts[i])}")
+               if i in texts else why) + ")" for i, why in wrong.items()]
 
 
 def predictions_config(records: Mapping[Key, Any]) -> str | None:

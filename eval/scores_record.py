@@ -51,6 +51,10 @@ class CellScore(JsonRecord):
     # RULERv2: answered rows that ran with less than their tokens_to_generate (the context
     # left after the prompt; `Prediction.output_budget`)
     budget_clamped: int = 0
+    # Answered rows whose stored prediction had a secret (the API key) cut out: scored on the
+    # answer as generated, restored with the key this process holds (`eval.redaction`; rows
+    # it could not restore are counted in `errors`, never scored on the redacted text)
+    redacted: int = 0
     # The answered rows' values (0..1, `metrics.row_score`: the metric on the prediction as its
     # upstream prepares it) as [[index, value], ...] in row order: what intervals and paired
     # comparisons are computed from (`ruler report`, `ruler compare`). `score` stays
@@ -171,6 +175,13 @@ class ScoresRecord(JsonRecord):
     # tokenizer's default config; builder.variants): `ruler report` pools replicates by it.
     # None: not recorded (older scores).
     variant: dict[str, int] | None = None
+    # The benchmark and (ONERULER) the language of the scored config, as its manifest entry
+    # records them (`BuildEntry.benchmark_id`, `language_code`: "ko", or "en-ko"
+    # cross-lingually): reports read them here, never from a config's or task's name. None:
+    # not recorded (older scores: `absent` holds the field), or no language (other
+    # benchmarks).
+    benchmark: str | None = None
+    language: str | None = None
     mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
     selection: Selection | None = None
     # `ruler score` refuses to overwrite the scores of other predictions with it.

@@ -16,8 +16,8 @@ from typing import Any, Iterable, Mapping
 from ruler.builder.markup import md_code, md_text
 from ruler.eval.run_record import PromptCheck, RunRecord, ServingRecord
 
-__all__ = ["PromptCheck", "describe", "markdown", "prepare_backend", "prompt_check",
-           "record_serving"]
+__all__ = ["TOKEN_IDS", "PromptCheck", "describe", "markdown", "prepare_backend",
+           "prompt_check", "prompt_delivery", "record_serving"]
 
 
 def prepare_backend(backend: Any, renderer: Any) -> ServingRecord | None:
@@ -44,6 +44,22 @@ def record_serving(info: RunRecord, old: RunRecord | None,
         notes.append("this results folder holds predictions served otherwise before (run.json "
                      "`serving` lists each way)")
     return info, notes
+
+
+#: How prompts reach an engine that takes the rendered token ids as they are (vLLM,
+#: transformers, the fake backend; a server's completions-ids).
+TOKEN_IDS = "token ids"
+
+
+def prompt_delivery(serving: ServingRecord | None) -> str:
+    """How this run's rendered prompts reach the model, as part of the run's identity: the
+    token ids as rendered, or a server's text or chat API with the answer prefix where it
+    goes (a chat template the server applies renders another prompt than ours)."""
+    if serving is None or serving.api in (None, "completions-ids"):
+        return TOKEN_IDS
+    if serving.api == "chat":
+        return f"chat messages, the answer prefix as {serving.answer_prefix}"
+    return f"text ({serving.api})" + (", BOS in the text" if serving.bos_in_text else "")
 
 
 def describe(serving: ServingRecord) -> str:

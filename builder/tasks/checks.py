@@ -9,9 +9,21 @@ are gold). Each family defines both (`ruler.builder.tasks.family.TaskFamily`); t
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 from ruler.builder.tasks.family import GoldSpans, family_of
+
+#: The key of a checked row's mapping that carries its build's recorded language (the
+#: manifest's `language` of its config: a per-language benchmark's, ONERULER's), beside the
+#: row's columns, which do not hold it (`with_build`). A row's config name is never read
+#: for it.
+BUILD_LANGUAGE = "build_language"
+
+
+def with_build(row: Mapping, language: Any) -> Mapping:
+    """The row as the family checks read it: its columns, and its build's recorded `language`
+    (the manifest entry's value, or None) under BUILD_LANGUAGE."""
+    return {**row, BUILD_LANGUAGE: language} if language is not None else row
 
 
 def check_row(row: Mapping) -> str | None:

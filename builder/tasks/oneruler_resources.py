@@ -2,9 +2,9 @@
 (the `oneruler` source), a language's prompt parts, keys, sentences and CWE words.
 
 A build's context says which language (`BuildContext.language`; English when none is given,
-as upstream's `--lang` defaults); a row says it through its config name
-(`<tokenizer>--oneruler-<lang>`), which is how `ruler verify` checks a row against its
-language's prompt files.
+as upstream's `--lang` defaults); a checked row carries the language its build records (the
+manifest's `language`, `checks.with_build`), which is how `ruler verify` checks a row against
+its language's prompt files: a config's name is never read for it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Mapping
 from ruler.builder.errors import RulerError
 from ruler.builder.tasks.common_words import wonderwords_pool
 from ruler.builder.tasks.oneruler_data import OnerulerData
-from ruler.builder.tasks.oneruler_languages import CONFIG_PREFIX, OnerulerLanguage
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tasks.oneruler_sentences import split_sentences
 
 if TYPE_CHECKING:
@@ -72,15 +72,6 @@ def cwe_pool(ctx: "BuildContext", lang: str) -> tuple[str, ...]:
     return ctx.resource(f"{SOURCE}:cwe-pool:{lang}:{ctx.seed}", load)
 
 
-def config_language(config: str) -> OnerulerLanguage | None:
-    """The language a ONERULER config's name gives (`llama-3.1--oneruler-en-ko--rep2` ->
-    en-ko), or None for another config."""
-    for part in config.split("--")[1:]:
-        if part.startswith(CONFIG_PREFIX):
-            return OnerulerLanguage.parse(part[len(CONFIG_PREFIX):])
-    return None
-
-
 @lru_cache(maxsize=1)
 def _check_data() -> OnerulerData:
     from ruler.builder.sources import resolve
@@ -92,9 +83,12 @@ def check_resources(row: Mapping) -> tuple[OnerulerLanguage, OnerulerData] | str
     """A row's language and the data folder (found as builds find sources: $RULER_SOURCES,
     then the cache), for the row checks; why not, as text."""
     try:
-        language = config_language(str(row["tokenizer"]))
-        if language is None:
-            return f"config {row['tokenizer']!r} names no ONERULER language"
-        return language, _check_data()
+        from ruler.builder.tasks.checks import BUILD_LANGUAGE
+
+        recorded = row.get(BUILD_LANGUAGE)
+        if recorded is None:
+            return (f"the build of config {row['tokenizer']!r} records no ONERULER language "
+                    f"to check the row against")
+        return OnerulerLanguage.from_record(recorded), _check_data()
     except RulerError as e:
         return f"cannot check against the prompt files: {e}"

@@ -13,7 +13,7 @@ from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
 from ruler.builder.schema import ROW_SCHEMA, schema_problem
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator
+from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator, with_build
 from ruler.builder.tasks.family import family_of
 from ruler.builder.variants import NO_VARIANT, Variant
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, Problem
@@ -40,8 +40,9 @@ class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory)."""
 
     def __init__(self, res: FileReport, entry: FileEntry, tokenizer, mode: str | None,
-                 plan: RowsPlan, variant: Variant = NO_VARIANT):
+                 plan: RowsPlan, variant: Variant = NO_VARIANT, language: Any = None):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
+        self.language = language  # the build's recorded language (the manifest's), or None
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
         self.variant = variant  # the build's: its budget and its own row rule are expected
@@ -74,7 +75,8 @@ class RowChecker:
                                              row=i))
         try:
             # a variant without the answers in its rows (no context): nothing to recover
-            why = check_row(row) if self.variant.answers_in_input else None
+            why = check_row(with_build(row, self.language)) \
+                if self.variant.answers_in_input else None
         except Exception as e:  # a malformed row must be reported, not crash the run
             why = f"answer check failed: {type(e).__name__}: {e}"
         if why:
@@ -128,7 +130,7 @@ class RowChecker:
                 if note not in self.res.notes:
                     self.res.notes.append(note)
                 return
-        spans = gold_spans(row, generator)
+        spans = gold_spans(with_build(row, self.language), generator)
         if isinstance(spans, str):
             self.res.problems.append(Problem(self.res.path, f"gold items: {spans}", row=i))
             return
@@ -172,9 +174,9 @@ class RowChecker:
 def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                variant: Variant = NO_VARIANT) -> FileReport:
-    """Check one split file; `variant` is its build's (read from the manifest's `variant`
-    entry)."""
+                variant: Variant = NO_VARIANT, language: Any = None) -> FileReport:
+    """Check one split file; `variant` and `language` are its build's (read from the
+    manifest's `variant` and `language` entries)."""
     res = FileReport(rel)
     path = out / rel
     if not path.is_file():
@@ -199,7 +201,7 @@ def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | No
     n = parquet.metadata.num_rows
     plan = RowsPlan(sample_indices(n, full, sample),
                     rows_to_regenerate(n, regenerate, entry.content_sha256), regenerator)
-    check = RowChecker(res, entry, tokenizer, mode, plan, variant)
+    check = RowChecker(res, entry, tokenizer, mode, plan, variant, language)
 
     def rows():
         i = 0

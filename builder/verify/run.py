@@ -70,7 +70,8 @@ class FileChecks:
         full = self.full or (self.full_unpinned and not build.tokenizer.pinned)
         return verify_file(self.out, rel, entry, self.tokenizers.get(entry.config),
                            build.prompt_mode, full, self.sample, self.regenerate,
-                           self.regenerator, self.variants.get(entry.config, NO_VARIANT))
+                           self.regenerator, self.variants.get(entry.config, NO_VARIANT),
+                           build.language)
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer

@@ -20,9 +20,11 @@
   Inspect's transformers providers, which sample and refuse temperature 0).
 - Scorer: upstream's per-row metric on the completion (prepared as upstream does: v1
   post-processes it, RULERv2 and ONERULER score it as generated; ONERULER's reads the row's
-  task and config from the sample's metadata); metrics: the task score (0..100) per
-  `<task>/<L>` cell (v1: rounded to 2 decimals as upstream; RULERv2, ONERULER: the unrounded
-  mean) and `mean`, the unweighted mean over the cells (the paper's averages, RULERv2's score).
+  task and its build's language, which the sample's metadata carries as `metric_key`, read
+  from the manifest when the samples are made: never the config's name); metrics: the task
+  score (0..100) per `<task>/<L>` cell (v1: rounded to 2 decimals as upstream; RULERv2,
+  ONERULER: the unrounded mean) and `mean`, the unweighted mean over the cells (the paper's
+  averages, RULERv2's score).
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
     files = ds.files(tokenizer_config, task_names or None, length_list or None)
     if not files:
         raise RulerError(f"dataset {data} config {tokenizer_config!r} has no split files")
+    # what a keyed metric reads of the rows' build (ONERULER's language), from the manifest
+    key = _metric_key(ds.build(tokenizer_config), files)
     samples = []
     for f in files:
         for row in ds.rows(f)[: limit or None]:
@@ -89,6 +93,7 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
                     "answer_prefix": row["answer_prefix"],
                     "tokens_to_generate": int(row["tokens_to_generate"]),
                     "length": int(row["length"]), "data_sha256": f.content_sha256,
+                    "metric_key": key,
                 }))
     provenance = {"dataset": data, "revision": ds.revision, "tokenizer_config": tokenizer_config,
                   "prompt_mode": ds.build(tokenizer_config).prompt_mode,
@@ -130,10 +135,23 @@ def ruler_score() -> Metric:
 
 
 def row_score(completion: str, metric_name: str, references: Sequence[str], task: str = "",
-              config: str = "") -> float:
+              key: str = "") -> float:
     """Upstream's per-row value (0..1) of `metric_name` for one completion (ONERULER's also
-    reads the row's task and dataset config: `metrics.MetricSpec.keyed`)."""
-    return metrics.row_score(metric_name, completion, references, task, config)
+    reads the row's task and its build's language: `metrics.MetricSpec.keyed`)."""
+    return metrics.row_score(metric_name, completion, references, task, key)
+
+
+def _metric_key(build: Any, files: Sequence[Any]) -> str:
+    """The build key the rows' keyed metric reads (`metrics.build_key`), "" for the others."""
+    from ruler.builder.tasks.catalog import TASKS
+
+    names = {TASKS[f.task].metric for f in files if f.task in TASKS}
+    for name in sorted(names & metrics.KEYED_METRICS):
+        try:
+            return metrics.build_key(name, build)
+        except ValueError as e:
+            raise RulerError(f"metric {name!r} cannot score these rows: {e}") from None
+    return ""
 
 
 @scorer(metrics=[grouped(ruler_score(), CELL_KEY, all="groups", all_label=MEAN_LABEL)])
@@ -145,7 +163,7 @@ def ruler_scorer() -> Scorer:
         completion = state.output.completion
         name = state.metadata["metric"]
         value = row_score(completion, name, target.target, state.metadata["task"],
-                          state.metadata["tokenizer"])
+                          state.metadata.get("metric_key", ""))
         return Score(value=value, answer=completion, metadata={"metric": name})
 
     return score

@@ -258,6 +258,7 @@ def render_utils(manifest: Manifest | None = None) -> str:
         table("ROW_METRICS", metrics.ROW_METRICS),
         table("PREPARE", metrics.PREPARE),
         f"KEYED_METRICS = frozenset({sorted(metrics.KEYED_METRICS)!r})",
+        f"METRIC_KEYS = {metric_keys(manifest)!r}",
         *(inspect.getsource(fn).rstrip() for fn in (
             metrics.score_of_rows, metrics.percent_of_rows, lm_eval_hooks.process_results,
             lm_eval_hooks.aggregate, lm_eval_hooks.aggregate_ruler2,
@@ -278,6 +279,24 @@ def render_utils(manifest: Manifest | None = None) -> str:
         f'Needs only the Python standard library.\n"""')
     header = "from __future__ import annotations\n\n" + "\n".join(imports)
     return "\n\n\n".join([docstring, header, code]) + "\n"
+
+
+def metric_keys(manifest: Manifest | None) -> dict[str, str]:
+    """Config -> the build key ruler's keyed metrics read of its rows (`metrics.build_key`:
+    ONERULER's language, as the manifest's entry of the config records it), for the configs
+    whose builds record one: `utils.py`'s `METRIC_KEYS`."""
+    from ruler.eval import metrics
+
+    keys = {}
+    for config, build in (manifest.builds.items() if manifest is not None else ()):
+        for name in sorted(metrics.KEYED_METRICS):
+            try:
+                key = metrics.build_key(name, build)
+            except ValueError:
+                continue  # a build of another benchmark: its rows name no keyed metric
+            keys[config] = key
+            break
+    return keys
 
 
 def _module_body(module: Any) -> str:

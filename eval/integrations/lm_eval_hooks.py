@@ -19,15 +19,30 @@ from ruler.eval.metrics import (
     score_of_rows,
 )
 
+#: Dataset config -> the build key a keyed metric reads of its rows (ONERULER's: the language
+#: its manifest entry records, "ko" or "en-ko"; `metrics.build_key`). `utils.py` holds the
+#: table of the builds it was exported from (`lm_eval_export.render_utils`): a config's name is
+#: never read for it.
+METRIC_KEYS: dict[str, str] = {}
+
 
 def process_results(doc: dict[str, Any], results: Sequence[str]) -> dict[str, float]:
     """Per row: upstream's value of the row's own metric (0..1) on the completion (the text
     generated after `answer_prefix`), prepared as that metric's upstream does (v1:
     post-processed; RULERv2, ONERULER: as generated). ONERULER's metric also reads the row's
-    task and config (its `task` and `tokenizer` columns: the comparison and the language)."""
+    task and its build's language (`METRIC_KEYS` of the row's config, its `tokenizer`
+    column)."""
     metric = doc["metric"]
     prediction = PREPARE[metric](results[0])
-    keys = (doc["task"], doc["tokenizer"]) if metric in KEYED_METRICS else ()
+    keys: tuple[str, ...] = ()
+    if metric in KEYED_METRICS:
+        if doc["tokenizer"] not in METRIC_KEYS:
+            raise ValueError(f"rows of config {doc['tokenizer']!r} are scored with metric "
+                             f"{metric!r}, which reads what the build of the config records; "
+                             f"this folder was exported for "
+                             f"{', '.join(METRIC_KEYS) or 'no such build'}: export the build "
+                             f"of these rows (`ruler export lm-eval`)")
+        keys = (doc["task"], METRIC_KEYS[doc["tokenizer"]])
     return {"score": ROW_METRICS[metric](prediction, list(doc["outputs"]), *keys)}
 
 

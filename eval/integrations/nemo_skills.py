@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -33,30 +32,37 @@ from ruler.eval.prediction_readers import PredictionReader
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS, read_records
 
-_OUTPUT = re.compile(r"^output(-rs\d+)?\.jsonl$")
 PROMPT_FIELDS = ("question", "input")  # NeMo-Skills' prompt field; `input` in RULER's own rows
 _SHOWN = 5
+#: How much of a file's first line is read to tell its format (a record holds a whole prompt:
+#: about 4 bytes a token, 128K tokens ~ 0.5 MB).
+_FIRST_LINE = 1 << 25
 
 
 def is_nemo_skills_output(path: Path) -> bool:
-    """An `output[-rsN].jsonl` whose first record has a `generation` and a prompt field and
-    none of our key columns."""
+    """A JSON-lines file whose first record has a `generation` and a prompt field and none of
+    our key columns: NeMo-Skills' output, whatever the file is called (`ns eval` writes
+    `output.jsonl`, `output-rs<seed>.jsonl`; a copy may be called anything)."""
     path = Path(path)
-    if not _OUTPUT.match(path.name) or not path.is_file():
+    if not path.is_file():
         return False
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        first = fh.readline()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            first = fh.readline(_FIRST_LINE)
+    except OSError:
+        return False
     try:
         record = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser: not this
         return False
     return isinstance(record, dict) and "generation" in record \
         and any(f in record for f in PROMPT_FIELDS) and "tokenizer" not in record
 
 
 def nemo_skills_files(folder: Path) -> list[Path]:
-    """NeMo-Skills outputs under a folder (an `eval-results/` folder or one benchmark's)."""
-    return sorted(p for p in Path(folder).rglob("output*.jsonl") if is_nemo_skills_output(p))
+    """NeMo-Skills outputs under a folder (an `eval-results/` folder or one benchmark's), by
+    their content."""
+    return sorted(p for p in Path(folder).rglob("*.jsonl") if is_nemo_skills_output(p))
 
 
 def _one_seed_each(paths: Sequence[Path]) -> None:
@@ -138,14 +144,24 @@ def key_by_prompt(source: PredictionSource, ds: Dataset, config: str | None,
     if len(full) > 1:
         raise RulerError(f"the NeMo-Skills records match the rows of several configs "
                          f"({', '.join(full)}): name one with --tokenizer-config")
-    chosen = full[0] if full else max(configs, key=lambda c: sum(
-        m is not None for m in matched[c]))
+    counts = {c: sum(m is not None for m in matched[c]) for c in configs}
+    best = max(counts.values(), default=0)
+    nearest = [c for c in configs if counts[c] == best]
+    chosen = full[0] if full else nearest[0]
     misses = [r for r, m in zip(source.records, matched[chosen]) if m is None]
     if misses:
         shown = "; ".join(_describe(r) for r in misses[:_SHOWN])
         more = f" and {len(misses) - _SHOWN} more" if len(misses) > _SHOWN else ""
+        if len(configs) == 1:
+            where = f"config {chosen!r}"
+        elif best == 0:  # no config is nearer than another: none is named as theirs
+            where = f"in any of its {len(configs)} configs ({', '.join(configs)})"
+        else:
+            where = (f"config {' or '.join(repr(c) for c in nearest)} (whose rows "
+                     f"{best} of the {len(source.records)} match; "
+                     f"{', '.join(f'{c}: {counts[c]}' for c in configs if c not in nearest)})")
         raise RulerError(f"{len(misses)} NeMo-Skills record(s) match no row of dataset "
-                         f"{ds.spec} config {chosen!r} by their prompt and expected answer: "
+                         f"{ds.spec} {where} by their prompt and expected answer: "
                          f"{shown}{more}. They were made from other rows (another build, "
                          f"tokenizer or length): score them against the dataset they came "
                          f"from")
@@ -172,6 +188,7 @@ def _match(record: dict[str, Any], index: dict[str, list[tuple]]) -> tuple | Non
 #: `ruler score` reads NeMo-Skills output through this (`eval.prediction_readers`); its
 #: records are keyed by their prompt (`key_by_prompt`).
 READER = PredictionReader(
-    name="nemo-skills", what=("NeMo-Skills output (output.jsonl)", "NeMo-Skills output.jsonl"),
+    name="nemo-skills", what=("NeMo-Skills output (JSON lines with `generation` and the prompt, "
+                              "as ns eval's output.jsonl)", "NeMo-Skills output"),
     claims=is_nemo_skills_output, files_in=nemo_skills_files, read=read_nemo_skills,
     key_rows=key_by_prompt)

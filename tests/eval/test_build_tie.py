@@ -212,3 +212,36 @@ def test_scores_of_an_older_ruler_record_no_ties_and_report_none(data, tmp_path,
     printed = capsys.readouterr().out
     assert "UNVERIFIED" not in printed and "Unverified" not in printed
     assert json.loads((out / "report.json").read_text())["tied_to_build"] is None
+
+
+# --- the forms a prompt is sent in (issue 40 item 20) --------------------------------------------
+
+@pytest.mark.parametrize("form", [
+    lambda r: r["input"] + r["answer_prefix"],  # RULER's base prompt, as upstream sends it
+    lambda r: r["input"].replace("\n", "\r\n"),  # a tool that rewrote the line ends
+    lambda r: (r["input"] + r["answer_prefix"]).replace("\n", "\r\n"),
+], ids=["input+answer_prefix", "crlf", "input+answer_prefix,crlf"])
+@pytest.mark.parametrize("field", ["input", "input_sha256"])
+def test_a_prompt_as_it_was_sent_ties_its_prediction(data, tmp_path, form, field):
+    carry = form if field == "input" else \
+        (lambda r: hashlib.sha256(form(r).encode()).hexdigest())
+    path = _write(tmp_path / "p.jsonl", _gold(data, **{field: carry}))
+    scores = score_file(path, open_dataset(str(data)))
+    assert [c.score for c in scores.cells] == [100.0, 100.0]
+    assert scores.tied_to_build.by == {"prompt": len(TASKS) * SAMPLES}
+
+
+def test_a_prompt_that_differs_is_named_with_where_it_departs(data, tmp_path, capsys):
+    def changed(r):
+        return r["input"][:40] + "X" + r["input"][41:]
+
+    path = _write(tmp_path / "p.jsonl", _gold(data, input=changed))
+    assert _score(path, data, tmp_path / "s") == 2
+    err = _one_line_error(capsys)
+    row = rows(data, CONFIG, "niah_single_1", L)[0]
+    assert "its prompt differs from the row's: input departs from the row's input at " \
+           "character 40: " in err
+    assert repr(row["input"][25:55]) in err, err
+    cut = _write(tmp_path / "cut.jsonl", _gold(data, input=lambda r: r["input"][:100]))
+    assert _score(cut, data, tmp_path / "c") == 2
+    assert "input stops at character 100 of the row's input" in _one_line_error(capsys)

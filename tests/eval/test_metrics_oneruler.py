@@ -3,8 +3,9 @@ corrected variant decides.
 
 Every expected value is worked out by hand from the specification (notes/oneruler.md §6:
 `compare_numbers`, `compare_none`, `is_correct_order` of mungg/OneRuler eval/evaluate.py);
-the reasoning is in the comments. Configs name the language as `ruler build --benchmark
-oneruler` names them (`<tokenizer>--oneruler-<lang>`, `--oneruler-<context>-<instructions>`).
+the reasoning is in the comments. The metrics are given the language the row's build
+records (the manifest's `language`, as a code: `ko`, or `en-ko` for context-instructions),
+never a config's name.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ruler.eval.metrics import (
 )
 from ruler.eval.oneruler_metric import (
     NONE_WORDS,
-    config_language,
+    check_language,
     has_whole_word,
     instruction_language,
     oneruler,
@@ -32,7 +33,8 @@ SINGLE, MULTIVALUE, NONE, CWE = "or_niah_single", "or_niah_multivalue", "or_niah
 
 
 def config(lang: str) -> str:
-    return f"llama-3.1--oneruler-{lang}"
+    """What a keyed metric is given of a row's build: its recorded language's code."""
+    return lang
 
 
 def both(answer: str, refs: list[str], task: str, lang: str) -> tuple[float, float]:
@@ -41,35 +43,42 @@ def both(answer: str, refs: list[str], task: str, lang: str) -> tuple[float, flo
             oneruler_corrected(answer, refs, task, config(lang)))
 
 
-# --- the language a config names ----------------------------------------------------------------
+# --- the language a build records --------------------------------------------------------------
 
-def test_the_config_names_upstreams_language_argument():
-    assert config_language("llama-3.1--oneruler-ko") == "ko"
+def test_the_metric_reads_upstreams_language_argument_as_the_build_records_it():
+    assert check_language("ko") == "ko"
     # cross-lingual: context en, instructions ko; upstream's --language en-ko
-    assert config_language("qwen2.5--oneruler-en-ko") == "en-ko"
+    assert check_language("en-ko") == "en-ko"
     assert instruction_language("en-ko") == "ko" and instruction_language("zh") == "zh"
-    # a variant's suffix after the language
-    assert config_language("llama-3.1--oneruler-hi--replicate2") == "hi"
 
 
-@pytest.mark.parametrize("name", ["llama-3.1", "llama-3.1--v2", "llama-3.1--oneruler-xx",
-                                  "llama-3.1--oneruler-en-xx", "llama-3.1--oneruler-english"])
-def test_a_config_without_a_onerulers_language_is_refused(name):
-    with pytest.raises(ValueError, match="ONERULER"):
-        config_language(name)
+@pytest.mark.parametrize("name", ["llama-3.1--oneruler-ko", "q--oneruler-ko--oneruler-en",
+                                  "llama-3.1", "xx", "en-xx", "english", "en-ko-fr", ""])
+def test_a_config_name_or_an_unknown_code_is_not_a_language(name):
+    with pytest.raises(ValueError, match="not a ONERULER language"):
+        check_language(name)
+    with pytest.raises(ValueError, match="not a ONERULER language"):
+        oneruler("none", ["none"], NONE, name)
 
 
-def test_every_config_the_builder_names_gives_its_language_back():
-    from ruler.builder.tasks.benchmarks import ONERULER, benchmark_config
+def test_every_language_the_builder_records_gives_the_metric_its_language():
+    from ruler.builder.manifest import BuildEntry
+    from ruler.builder.manifest_records import TokenizerRecord
     from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
+    from ruler.eval.metrics import build_key
 
     assert sorted(NONE_WORDS) == list(LANGUAGES)
     pairs = [OnerulerLanguage.mono(code) for code in LANGUAGES] + [
         OnerulerLanguage("en", "ko"), OnerulerLanguage("zh", "en")]
     for language in pairs:
-        name = benchmark_config("llama-3.1", ONERULER, language)
-        assert config_language(name) == language.code
-        assert instruction_language(config_language(name)) == language.instructions
+        build = BuildEntry(tokenizer=TokenizerRecord(name="q--oneruler-ko", kind="hf"),
+                           benchmark="oneruler", language=language.record())
+        assert build_key("oneruler", build) == language.code
+        assert instruction_language(build_key("oneruler", build)) == language.instructions
+    # a build that records no language gives none: the metric cannot score its rows
+    with pytest.raises(ValueError, match="records no ONERULER language"):
+        build_key("oneruler",
+                  BuildEntry(tokenizer=TokenizerRecord(name="x--oneruler-ko", kind="hf")))
 
 
 def test_the_none_words_are_upstreams_26():
@@ -251,7 +260,7 @@ def test_registered_keyed_on_the_raw_generation():
         assert spec.benchmark == "oneruler" and spec.keyed
         # upstream scores the response as it is: leading spaces reach the cleaning rules
         assert spec.prepare("  none \n") == "  none \n"
-    # row_score passes the row's task and config to a keyed metric
+    # row_score passes the row's task and build key to a keyed metric
     assert row_score("oneruler", "nonetheless", ["none"], NONE, config("en")) == 1.0
     assert row_score("oneruler_corrected", "nonetheless", ["none"], NONE, config("en")) == 0.0
 
@@ -289,7 +298,7 @@ def test_depth_items_of_a_metric_without_partial_credit_score_as_their_row():
                     "the special magic numbers for key is: 2222222. End.\nWhat are all the "
                     "special magic numbers for key mentioned in the provided text?"}
     both_values, one_value = "1111111 2222222", "1111111"
-    assert row_items(row, both_values, config=config("en")) == [(0.2, 1.0), (0.6, 1.0)]
-    assert row_items(row, one_value, config=config("en")) == [(0.2, 0.0), (0.6, 0.0)]
+    assert row_items(row, both_values, key=config("en")) == [(0.2, 1.0), (0.6, 1.0)]
+    assert row_items(row, one_value, key=config("en")) == [(0.2, 0.0), (0.6, 0.0)]
     # RULER's string_match_all counts each needle where it sits
     assert row_items(row, one_value, metric="string_match_all") == [(0.2, 1.0), (0.6, 0.0)]

@@ -52,7 +52,9 @@ def _scores(lang: str, model: str = "m", metric: str = "oneruler", tasks=ONERULE
             rows=None) -> dict:
     rows = rows or (lambda t, L: _rows(lang, t, L))
     cells = [_cell(t, L, rows(t, L), metric) for L in LENGTHS for t in tasks]
+    # the benchmark and language a scores.json records from the manifest's build entry
     return {"format": SCORES_FORMAT, "config": f"llama-3.1--oneruler-{lang}", "model": model,
+            "benchmark": "oneruler", "language": lang,
             "dataset": {"spec": "d", "revision": None,
                         "files": {f"{c['task']}/{c['max_seq_length']}": c["data_sha256"]
                                   for c in cells}},
@@ -95,7 +97,7 @@ def test_the_corrected_metric_and_a_cross_lingual_run_are_named():
     md = to_markdown(_report(_scores("ko", metric="oneruler_corrected")))
     assert "Metric: `oneruler_corrected`: upstream's with its documented flaws fixed" in md
     scores = _scores("en", tasks=ONERULER_TASKS[:5])
-    scores["config"] = "llama-3.1--oneruler-en-ko"
+    scores["config"], scores["language"] = "llama-3.1--oneruler-en-ko", "en-ko"
     md = to_markdown(_report(scores))
     assert "Language: cross-lingual: context (book, needles, keys) `en`, instructions " \
            "(task, question, none-word) `ko`." in md
@@ -169,7 +171,7 @@ def test_runs_that_do_not_pool_are_refused():
     with pytest.raises(RulerError, match="both runs of m in ko"):
         language_tables(_runs(("en", "ko", "ko")))
     v1 = _scores("en")
-    v1["config"] = "llama-3.1"
+    v1["config"], v1["benchmark"], v1["language"] = "llama-3.1", "ruler", None
     for c in v1["cells"]:
         c["task"], c["metric"] = "niah_single_1", "string_match_all"
     v1["cells"] = v1["cells"][:1]
@@ -181,7 +183,7 @@ def test_runs_that_do_not_pool_are_refused():
 def test_models_and_cross_lingual_runs_get_tables_of_their_own():
     runs = _runs(("en", "ko")) + _runs(("en",), model="other")
     xl = _scores("en", tasks=ONERULER_TASKS[:5])
-    xl["config"] = "llama-3.1--oneruler-en-ko"
+    xl["config"], xl["language"] = "llama-3.1--oneruler-en-ko", "en-ko"
     runs.append(("runs/en-ko", _report(xl)))
     tables = language_tables(runs)
     assert [(t.model, t.cross_lingual, t.languages) for t in tables] == [

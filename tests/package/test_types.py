@@ -130,6 +130,7 @@ JSON_EDGES = {
     "ruler.eval.score:score_predictions": "prediction records",
     "ruler.eval.score:score_source": "prediction records",
     "ruler.eval.score:tied": "prediction records",
+    "ruler.eval.score:answer_as_generated": "a prediction record",
     "ruler.eval.report_health:health_facts": "prediction records, a framework's settings",
     # a framework's generation settings as its reader finds them (lm-eval, Inspect, run.json)
     "ruler.eval.report_health:run_settings": "a prediction source's settings",

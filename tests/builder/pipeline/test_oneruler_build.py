@@ -19,6 +19,7 @@ from ruler import release
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest, read_manifest
 from ruler.builder.tasks.catalog import ONERULER_CROSS_LINGUAL_TASKS, ONERULER_TASKS
+from ruler.builder.tasks.checks import with_build
 from ruler.builder.tasks.oneruler_cwe import check_row as cwe_check
 from ruler.builder.tasks.oneruler_niah import check_row as niah_check
 from ruler.cli import main
@@ -83,7 +84,9 @@ def test_the_row_checks_read_the_languages_prompt_files(built):
                                 (f"{TOK}--oneruler-en-ko", "or_niah_none", niah_check),
                                 (f"{TOK}--oneruler-sw", "or_niah_multiquery", niah_check),
                                 (f"{TOK}--oneruler-sw", "or_cwe", cwe_check)):
-        row = rows(built, config, task, L)[0]
+        # the row with the language its build records (the manifest's), as verify reads it
+        row = with_build(rows(built, config, task, L)[0],
+                         Manifest.load(built).builds[config].language)
         assert check(row) is None, (task, check(row))
         wrong = dict(row, outputs=["1234567"] + list(row["outputs"])[1:])
         assert check(wrong) is not None, task

@@ -240,20 +240,20 @@ def test_utils_py_scores_ruler2_rows_as_ruler_score_does(data, tmp_path):
                    "multichoice": 100 * 2 / 3}
 
 
-# ONERULER's metrics (tests/eval/test_metrics_oneruler.py): (metric, task, config, prediction,
-# references); a row's task and config (its `tokenizer` column) reach the metric
+# ONERULER's metrics (tests/eval/test_metrics_oneruler.py): (metric, task, language, prediction,
+# references); a row's task and the language its build records (utils.py's METRIC_KEYS of its
+# config: here configs whose names say nothing of it) reach the metric
 ONERULER_CASES = [
-    ("oneruler", "or_niah_single", "q--oneruler-en", "2,867,825", ["2867825"]),
-    ("oneruler", "or_niah_single", "q--oneruler-ru", "«планета» - это 2867825", ["2867825"]),
-    ("oneruler", "or_niah_none", "q--oneruler-zh", "无法找到", ["无"]),
-    ("oneruler", "or_niah_none", "q--oneruler-en-ko", "없음", ["없음"]),
-    ("oneruler", "or_cwe", "q--oneruler-en", "apple start", ["apple", "art"]),
-    ("oneruler_corrected", "or_niah_single", "q--oneruler-en", "2,867,825", ["2867825"]),
-    ("oneruler_corrected", "or_niah_single", "q--oneruler-ru", "«планета» - это 2867825",
-     ["2867825"]),
-    ("oneruler_corrected", "or_niah_none", "q--oneruler-zh", "无法找到", ["无"]),
-    ("oneruler_corrected", "or_niah_none", "q--oneruler-en-ko", "없음", ["없음"]),
-    ("oneruler_corrected", "or_cwe", "q--oneruler-en", "apple start", ["apple", "art"]),
+    ("oneruler", "or_niah_single", "en", "2,867,825", ["2867825"]),
+    ("oneruler", "or_niah_single", "ru", "«планета» - это 2867825", ["2867825"]),
+    ("oneruler", "or_niah_none", "zh", "无法找到", ["无"]),
+    ("oneruler", "or_niah_none", "en-ko", "없음", ["없음"]),
+    ("oneruler", "or_cwe", "en", "apple start", ["apple", "art"]),
+    ("oneruler_corrected", "or_niah_single", "en", "2,867,825", ["2867825"]),
+    ("oneruler_corrected", "or_niah_single", "ru", "«планета» - это 2867825", ["2867825"]),
+    ("oneruler_corrected", "or_niah_none", "zh", "无法找到", ["无"]),
+    ("oneruler_corrected", "or_niah_none", "en-ko", "없음", ["없음"]),
+    ("oneruler_corrected", "or_cwe", "en", "apple start", ["apple", "art"]),
 ]
 
 
@@ -263,13 +263,16 @@ def test_utils_py_scores_oneruler_rows_as_ruler_score_does(data, tmp_path):
                              tmp_path / "tasks")
     code = (f"import json, sys; sys.path.insert(0, {str(folder)!r}); import utils\n"
             f"cases = json.loads(sys.stdin.read())\n"
+            f"utils.METRIC_KEYS.update({{f'build{{n}}': g for n, (m, t, g, p, r) in "
+            f"enumerate(cases)}})\n"
             f"print(json.dumps([utils.process_results({{'metric': m, 'task': t, "
-            f"'tokenizer': c, 'outputs': r}}, [p])['score'] for m, t, c, p, r in cases]))")
+            f"'tokenizer': f'build{{n}}', 'outputs': r}}, [p])['score'] "
+            f"for n, (m, t, g, p, r) in enumerate(cases)]))")
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code],
                           input=json.dumps(ONERULER_CASES), capture_output=True, text=True,
                           check=True)
     got = json.loads(done.stdout)
-    assert got == [metrics.row_score(m, p, r, t, c) for m, t, c, p, r in ONERULER_CASES]
+    assert got == [metrics.row_score(m, p, r, t, g) for m, t, g, p, r in ONERULER_CASES]
     # upstream: separators split the number, нет inside планета, 无 inside 无法, ko's
     # none-word in an en-ko config, art inside start; corrected: the opposite but for 없음
     assert got == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 0.0]
@@ -317,7 +320,7 @@ def test_utils_py_imports_every_name_it_uses(data, tmp_path):
     done = subprocess.run([sys.executable, "-I", "-S", "-c", "import json\n" + code],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 38]
+    assert json.loads(done.stdout) == ["a\nb", 0.5, 1.0, 75.0, 50.0, {"score": 1.0}, 39]
 
 
 # --- lm-eval reads the folder and builds RULER's prompts -----------------------------------------

@@ -131,3 +131,50 @@ def test_several_random_seeds_of_one_benchmark_are_refused(built_qwen_three, tmp
     # One seed's file is fine.
     report = score_file(folder / "output-rs1.jsonl", open_dataset(str(data)))
     assert report.cells[0].scored == 3
+
+
+# --- recognised by content; a mismatch names no config it is not (issue 40 item 22) ------------
+
+@pytest.mark.parametrize("name", ["my-run.jsonl", "nemo_output_copy.jsonl", "out.txt"])
+def test_nemo_skills_output_under_another_name_is_read_by_its_content(built_qwen_three,
+                                                                       tmp_path, name):
+    data = built_qwen_three
+    records = [nemo_record(r, " ".join(r["outputs"])) for r in rows(data, CONFIG, "vt", 1024)]
+    path = write_output(tmp_path / "copies", records, name)
+    report = score_file(path, open_dataset(str(data)))
+    assert [(c.task, c.score) for c in report.cells] == [("vt", 100.0)]
+    # in a folder too, whatever its JSON-lines files are called
+    if name.endswith(".jsonl"):
+        assert [c.score for c in score_file(tmp_path / "copies", open_dataset(
+            str(data))).cells] == [100.0]
+
+
+@pytest.fixture(scope="module")
+def two_configs(built_qwen_three, tmp_path_factory) -> Path:
+    import shutil
+
+    from helpers.builds import build
+
+    folder = tmp_path_factory.mktemp("two") / "data"
+    shutil.copytree(built_qwen_three, folder)
+    build(folder, "llama-3.1", ("vt",), (1024,), samples=3, workers=1)
+    return folder
+
+
+def test_records_of_no_config_name_none_and_a_near_miss_names_its_own(two_configs, tmp_path):
+    ds = open_dataset(str(two_configs))
+    assert ds.configs == ["llama-3.1", CONFIG]
+    # prompts of none of the folder's rows: no config is named as theirs
+    foreign = [nemo_record(dict(r, input="Another generator's prompt " + r["input"]), "x")
+               for r in rows(two_configs, CONFIG, "vt", 1024)]
+    with pytest.raises(RulerError) as e:
+        score_file(write_output(tmp_path / "a", foreign), ds)
+    assert "3 NeMo-Skills record(s) match no row of dataset" in str(e.value)
+    assert "in any of its 2 configs (llama-3.1, qwen2.5)" in str(e.value)
+    # qwen2.5's rows but one: qwen2.5 is named, with the counts
+    near = [nemo_record(r, "x") for r in rows(two_configs, CONFIG, "vt", 1024)]
+    near[0]["question"] = "changed " + near[0]["question"]
+    with pytest.raises(RulerError) as e:
+        score_file(write_output(tmp_path / "b", near), ds)
+    assert "1 NeMo-Skills record(s) match no row of dataset" in str(e.value)
+    assert "config 'qwen2.5' (whose rows 2 of the 3 match; llama-3.1: 0)" in str(e.value)
