@@ -31,7 +31,7 @@ from ruler.eval.data import open_dataset
 from ruler.eval.figures import dodged, fit_canvas, save_png
 from ruler.eval.integrations.inspect_logs import is_inspect_log
 from ruler.eval.intervals import METHOD_TEXT, PairedDifference, paired_difference
-from ruler.eval.report import benchmark_title, check_revision, load_scores, report_benchmark
+from ruler.eval.report import benchmark_title, check_revision, load_scores, scores_benchmark
 from ruler.eval.results_folder import SCORES_NAME
 from ruler.eval.score import score_path
 from ruler.eval.scores_record import ScoresRecord, TieTotals
@@ -68,7 +68,7 @@ class Comparison:
     model_b: str | None
     config: str
     rows: list[Row]  # per task x length, then per length overall
-    benchmark: str = "ruler"  # the runs' benchmark, from their tasks (eval.report)
+    benchmark: str = "ruler"  # the runs' benchmark, as their scores record it (eval.report)
     not_shared: dict[str, list[str]] = field(default_factory=dict)  # "a_only"/"b_only" keys
     cells_only: dict[str, list[str]] = field(default_factory=dict)  # cells in one run only
     # "a"/"b" -> scored rows nothing ties to the build, where there are any
@@ -155,7 +155,7 @@ def compare_scores(a: ScoresRecord, b: ScoresRecord, where_a: str = "A",
     metrics = {side: sorted({c.metric for c in run.cells}) for side, run in (("a", a),
                                                                              ("b", b))}
     return Comparison(where_a, where_b, a.model, b.model, config, lines,
-                      report_benchmark(c.task for c in a.cells), only, in_one, unverified,
+                      scores_benchmark(a), only, in_one, unverified,
                       metrics if metrics["a"] != metrics["b"] else {})
 
 

@@ -14,9 +14,9 @@ from ruler.eval.compare import compare_scores, to_markdown
 
 def test_a_comparison_of_oneruler_runs_is_headed_oneruler(tmp_path):
     a = write(tmp_path / "a", scores("m", "llama-3.1--oneruler-ko", ONERULER_TASKS, (8000,),
-                                     right, metric="oneruler"))
+                                     right, metric="oneruler", language="ko"))
     b = write(tmp_path / "b", scores("n", "llama-3.1--oneruler-ko", ONERULER_TASKS, (8000,),
-                                     alternating, metric="oneruler"))
+                                     alternating, metric="oneruler", language="ko"))
     out = tmp_path / "cmp"
     assert main(["compare", str(a), str(b), "--out", str(out), "--no-plots"]) == 0
     md = (out / "compare.md").read_text()

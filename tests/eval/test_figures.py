@@ -83,7 +83,7 @@ def test_depth_heatmaps_and_their_legends_hold_their_texts(lengths, saved, tmp_p
 def test_oneruler_heatmaps_hold_their_titles(lengths, saved, tmp_path):
     runs = [(f"runs/{code}", build_report(scores(MODEL, f"llama-3.1--oneruler-{code}",
                                                  ONERULER_TASKS, lengths, values,
-                                                 metric="oneruler")))
+                                                 metric="oneruler", language=code)))
             for code, values in (("en", right), ("ko", alternating), ("de", wrong))]
     write_language_heatmaps(language_tables(runs), tmp_path)
     write_task_heatmap(runs[1][1], tmp_path)

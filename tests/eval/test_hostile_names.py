@@ -112,7 +112,7 @@ def test_report_languages(tmp_path):
     """The metric too: scores.json names it, and a hand-made one names anything."""
     runs = [write(tmp_path / f"{FOLDER}{code}",
                   _hostile(HOSTILE, f"llama-3.1--oneruler-{code}", ONERULER_TASKS,
-                           metric=f"m{HOSTILE}"))
+                           metric=f"m{HOSTILE}", benchmark="oneruler", language=code))
             for code in ("en", "ko")]
     out = tmp_path / "languages"
     assert main(["report", *map(str, runs), "--out", str(out), "--no-plots"]) == 0

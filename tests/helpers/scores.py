@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ruler.builder.tasks.benchmarks import benchmark_of
 from ruler.eval.intervals import score_interval
 from ruler.eval.results_folder import SCORES_NAME
 from ruler.eval.run_record import DatasetRecord
@@ -31,8 +32,13 @@ def alternating(task: str, L: int, i: int) -> float:
 
 def scores(model: str | None, config: str, tasks: Sequence[str], lengths: Sequence[int],
            values: Values = right, rows: int = 10, metric: str = "string_match_all",
-           spec: str = "data") -> ScoresRecord:
-    """A complete scores record: every (task, L) cell with `rows` answered rows."""
+           spec: str = "data", benchmark: str | None = None,
+           language: str | None = None) -> ScoresRecord:
+    """A complete scores record: every (task, L) cell with `rows` answered rows, recording
+    `benchmark` (default: the one the catalog lists the tasks in, as the build of such a
+    config records it) and, for ONERULER, `language`, as `ruler score` records them."""
+    if benchmark is None:
+        benchmark = benchmark_of(tasks[0])
     cells, files = [], {}
     for task in tasks:
         for L in lengths:
@@ -48,6 +54,7 @@ def scores(model: str | None, config: str, tasks: Sequence[str], lengths: Sequen
                 tied_by={"data_sha256": rows}, unverified=0))
     return ScoresRecord(dataset=DatasetRecord(spec=spec, files=files), config=config,
                         model=model, cells=cells, depth_items={}, variant={},
+                        benchmark=benchmark, language=language,
                         selection=Selection(tasks=list(tasks), lengths=list(lengths),
                                             by="config"))
 
