@@ -74,7 +74,8 @@ def test_language_heatmaps_of_odd_model_names_stay_in_their_folder_and_apart(tmp
                       scored=1, nulls=0, skipped=0, errors=0, missing=0, data_sha256=f"sha-{t}",
                       row_scores=[[0, 1.0]]) for t in ONERULER_TASKS]
         scores = {"format": SCORES_FORMAT, "config": f"llama-3.1--oneruler-{lang}",
-                  "model": model, "cells": cells, "dataset": {
+                  "model": model, "cells": cells, "benchmark": "oneruler", "language": lang,
+                  "dataset": {
                       "spec": "d", "revision": None,
                       "files": {f"{t}/1024": f"sha-{t}" for t in ONERULER_TASKS}}}
         return f"{model}-{lang}", build_report(ScoresRecord.from_json(scores))
