@@ -47,6 +47,7 @@ from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
+from ruler.eval.failure_modes import report as failure_section
 from ruler.eval.figures import dodged, fit_canvas, save_png
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.intervals import METHOD_TEXT, Interval
@@ -109,6 +110,8 @@ class Report:
     # The same model's scores without the context ("task", L) -> score (`--no-context`).
     baseline: dict[tuple[str, int], float | None] | None = None
     benchmark: str = "ruler"  # "ruler2", "oneruler": their tasks (builder.tasks.benchmarks)
+    # Why rows fail (eval.failure_modes.report); None: no cell labelled (older scores)
+    failures: failure_section.FailureReport | None = None
 
     @property
     def mean_label(self) -> str:
@@ -248,7 +251,8 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                   intervals=report_intervals(cells, tasks, lengths, summary, key=scores.config),
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
-                  health=scores.health, benchmark=benchmark)
+                  health=scores.health, benchmark=benchmark,
+                  failures=failure_section.failure_report(scores.cells))
 
 
 def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
@@ -410,8 +414,9 @@ def to_markdown(r: Report) -> str:
         table += [""] + oneruler_markdown(r)[:-1]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
+    modes = failure_section.markdown(r.failures)[:-1] if r.failures else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
-                     + ([""] + depth if depth else [])) + "\n"
+                     + ([""] + depth if depth else []) + ([""] + modes if modes else [])) + "\n"
 
 
 #: What the plain summary's numbers are, per benchmark without an effective length.
@@ -571,6 +576,7 @@ def to_json(r: Report) -> dict[str, Any]:
         # metric that scored it
         "language": run_language(r.config) if r.is_oneruler else None,
         "metric": report_metric(r) if r.is_oneruler else None,
+        "failure_modes": failure_section.to_json(r.failures) if r.failures else None,
     }
 
 
@@ -669,7 +675,11 @@ def write_report(results: str | Path, out: Path | None = None,
     r.references = comparisons(r, references, reference_files)
     r.reference_hint = [] if references else hint(r, reference_files)
     if no_context is not None:
-        r.baseline = baseline_scores(load_scores(no_context), scores, str(no_context))
+        baseline = load_scores(no_context)
+        r.baseline = baseline_scores(baseline, scores, str(no_context))
+        if r.failures:
+            r.failures = failure_section.with_no_context(r.failures, scores, baseline,
+                                                         str(no_context))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))
