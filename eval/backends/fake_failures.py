@@ -73,9 +73,9 @@ def _distractor(family: str, row: Row) -> Purposeful | None:
     refs = list(row["outputs"])
     if family == "niah":
         ns = niah.needles(row["input"])
-        asked = {n.key.lower() for n in ns if n.value.lower() in {r.lower() for r in refs}}
-        targets = [n for n in ns if n.key.lower() in asked]
-        others = [n for n in ns if n.key.lower() not in asked]
+        asked = {n.key_low for n in ns if n.value_low in {r.lower() for r in refs}}
+        targets = [n for n in ns if n.key_low in asked]
+        others = [n for n in ns if n.key_low not in asked]
         if not targets or not others:
             return None
         d, pick = min((abs(o.ord - t.ord), o.ord) for t in targets for o in others)

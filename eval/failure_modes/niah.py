@@ -34,11 +34,13 @@ class Needle:
     value: str
     kind: str  # of the value: numbers, words or uuids
     at: int  # character offset of the sentence in the input
+    key_low: str  # key and value in lower case (matching is case-insensitive)
+    value_low: str
 
 
 def needles(text: str) -> list[Needle]:
-    return [Needle(n, m.group(2), m.group(3), m.group(1), m.start())
-            for n, m in enumerate(NEEDLE.finditer(text))]
+    return [Needle(n, m.group(2), m.group(3), m.group(1), m.start(), m.group(2).lower(),
+                   m.group(3).lower()) for n, m in enumerate(NEEDLE.finditer(text))]
 
 
 def value_spans(pred_lower: str) -> list[tuple[str, str]]:
@@ -89,14 +91,14 @@ def label(row: LabelRow, ans: Answer, found: Found) -> None:
     pred = ans.lower
     # Targets: needles whose value is a reference, and every needle of an asked key (a
     # distractor drawn with the asked key counts as a target, §4.6 collisions).
-    asked = {n.key.lower() for n in ns if n.value.lower() in refs}
-    targets = [n for n in ns if n.key.lower() in asked]
-    distractors = [n for n in ns if n.key.lower() not in asked]
-    values = {n.value.lower() for n in ns}
-    keys = {n.key.lower() for n in ns}
+    asked = {n.key_low for n in ns if n.value_low in refs}
+    targets = [n for n in ns if n.key_low in asked]
+    distractors = [n for n in ns if n.key_low not in asked]
+    values = {n.value_low for n in ns}
+    keys = {n.key_low for n in ns}
     spans = value_spans(pred)
     missing = [g for g in row.outputs if g.lower() not in pred]
-    value_kind = {n.value.lower(): n.kind for n in ns}
+    value_kind = {n.value_low: n.kind for n in ns}
 
     found.add("format", any(formatted(g, value_kind.get(g.lower(), _kind_of(g)), pred)
                             for g in missing))
@@ -105,12 +107,12 @@ def label(row: LabelRow, ans: Answer, found: Found) -> None:
     # distractor values: whole, or a span that is a distractor's value cut short (and not
     # the gold's: a truncated span matching a distractor's prefix is that distractor, §4.5)
     unknown = [(k, s) for k, s in spans if s not in values and s not in keys]
-    hit = [d for d in distractors if contains(pred, d.value, d.kind)]
+    hit = [d for d in distractors if d.value_low in pred and contains(pred, d.value, d.kind)]
     for kind, s in unknown:
         least = THRESHOLDS.uuid_prefix if kind == "uuids" else THRESHOLDS.distractor_digits
         if len(s) < least or any(g.lower().startswith(s) for g in row.outputs):
             continue
-        hit += [d for d in distractors if d.value.lower().startswith(s) and d not in hit]
+        hit += [d for d in distractors if d.value_low.startswith(s) and d not in hit]
     if hit:
         found.add("distractor_value")
         _vicinity(row, ns, targets, hit, found)
@@ -132,9 +134,9 @@ def label(row: LabelRow, ans: Answer, found: Found) -> None:
     found.add("hallucinated_value", bool(spans) and not any(
         s in values or s in keys for _, s in spans)
         and not found.flags & {"incomplete_value", "partial_number"})
-    any_value = any(contains(pred, n.value, n.kind) for n in ns)
+    any_value = any(n.value_low in pred and contains(pred, n.value, n.kind) for n in ns)
     found.add("key_echo", not any_value and any(
-        contains(pred, k, _kind_of(k)) for k in keys))
+        k in pred and contains(pred, k, _kind_of(k)) for k in keys))
 
 
 def _vicinity(row: LabelRow, ns: Sequence[Needle], targets: Sequence[Needle],

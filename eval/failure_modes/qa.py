@@ -51,10 +51,12 @@ def label(row: LabelRow, ans: Answer, found: Found) -> None:
     if not norm:
         return
     body = documents_text(row.input)
+    if norm not in squad_norm(body):
+        found.add("not_in_context")
+        return  # in no document either: nothing more to look for
     docs = [squad_norm(d) for d in documents(body)]
     refs = [r for r in (squad_norm(o) for o in row.outputs) if r]
     gold = [d for d in docs if any(r in d for r in refs)]
     others = [d for d in docs if not any(r in d for r in refs)]
-    found.add("not_in_context", norm not in squad_norm(body))
     found.add("distractor_document", any(norm in d for d in others)
               and not any(norm in d for d in gold))

@@ -51,6 +51,7 @@ class CellFailures(JsonRecord):
 
     DECODE: ClassVar[Mapping[str, Decode]] = {
         "rows": record_list(RowFailure.from_json), "answers": record_list(QaAnswer.from_json)}
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"answers"})
 
     definitions: str
     family: str

@@ -59,6 +59,8 @@ def is_numbered(pred: str) -> bool:
 def find_all(text: str, value: str, kind: str, ignore_case: bool = True) -> list[int]:
     """Start offsets of `value` in `text` where it does not touch a character of its kind's
     boundary class (a number inside a longer digit run is not that number)."""
+    if (value.lower() not in text.lower()) if ignore_case else (value not in text):
+        return []  # most values are not there at all: no pattern to compile
     b = BOUNDARY[kind]
     pattern = re.compile(f"(?<![{b}]){re.escape(value)}(?![{b}])", re.I if ignore_case else 0)
     return [m.start() for m in pattern.finditer(text)]
@@ -67,14 +69,7 @@ def find_all(text: str, value: str, kind: str, ignore_case: bool = True) -> list
 def contains(text: str, value: str, kind: str, ignore_case: bool = True) -> bool:
     """Whether `find_all` finds `value` (a plain substring test first: most values are not
     there at all, and a row can have thousands)."""
-    if not value:
-        return False
-    if ignore_case:
-        if value.lower() not in text.lower():
-            return False
-    elif value not in text:
-        return False
-    return bool(find_all(text, value, kind, ignore_case))
+    return bool(value) and bool(find_all(text, value, kind, ignore_case))
 
 
 def duplicates(values: Iterable[str]) -> bool:
@@ -159,13 +154,16 @@ def mask_echo(pred: str, scaffold: str, least: int = 30) -> str:
 # --- QA: SQuAD's answer normalisation and token F1 -------------------------------------------
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
+_PUNCT = string.punctuation.encode()
 
 
 def squad_norm(text: str) -> str:
     """SQuAD's normalisation: lower case, punctuation dropped, articles dropped, whitespace
-    collapsed."""
-    return " ".join(_ARTICLES.sub(" ", text.lower().translate(_PUNCT)).split())
+    collapsed. (ASCII punctuation is deleted from the UTF-8 bytes, where its bytes never
+    occur inside another character's: the same text as `str.translate`, several times faster
+    on a long context.)"""
+    bare = text.lower().encode().translate(None, _PUNCT).decode()
+    return " ".join(_ARTICLES.sub(" ", bare).split())
 
 
 def token_f1(a: str, b: str) -> float:
