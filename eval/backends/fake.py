@@ -126,6 +126,7 @@ class FakeBackend:
         where = (config, task, int(length))
         if where not in self._texts:
             ds, f = self._file(config, task, int(length))
+            self._texts.clear()  # one file's inputs at a time: a 128K file holds ~300 MB
             self._texts[where] = {int(r["index"]): r for r in ds.rows(f, ("index", *COLUMNS))}
         return self._texts[where][int(index)]
 
