@@ -234,9 +234,10 @@ def _details(cell: FailureCell | None) -> list[str]:
     at = f"{format_length(cell.length)}:"
     flags = cell.flags
     out = []
-    sub = [f"`{f}` {flags[f]}" for f in sorted(SUB_FLAG_NAMES) if flags[f]]
+    sub = [f"`{f}` {flags[f]} ({100 * flags[f] / cell.answered:.1f} %)"
+           for f in sorted(SUB_FLAG_NAMES) if flags[f]]
     if sub:
-        out.append(f"- {at} flags " + ", ".join(sub))
+        out.append(f"- {at} flags (rows, share of the answered) " + ", ".join(sub))
     if cell.distances:
         hist = Counter(cell.distances)
         near = sum(1 for d in cell.distances if d <= THRESHOLDS.vicinity_needles)
