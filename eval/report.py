@@ -561,7 +561,8 @@ def to_json(r: Report) -> dict[str, Any]:
         "coverage": {t: {str(L): r.coverage(t, L) for L in r.lengths
                          if r.coverage(t, L) is not None} for t in r.tasks},
         # scores.json keeps the rows' values; the report only their intervals
-        "cells": [{k: v for k, v in r.cells[c].to_json().items() if k != "row_scores"}
+        "cells": [{k: v for k, v in r.cells[c].to_json().items()
+                   if k not in ("row_scores", "failures")}
                   for c in sorted(r.cells)],
         "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,

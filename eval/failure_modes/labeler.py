@@ -71,7 +71,7 @@ def label_row(row: LabelRow, prediction: str, finish_reason: str = "",
         FAMILY_LABELERS[row.family](row, ans, found)
         _copying(row, ans, found)
     found.add("at_budget", finish_reason == "length")
-    modes = {f for f in found.flags if f not in SUB_FLAG_NAMES}
+    modes = {f for f in found.flags if f not in SUB_FLAG_NAMES} or {"other"}
     flags = sorted(modes, key=_ORDER.__getitem__) + sorted(found.flags - modes)
     return RowLabels(label=primary(modes), flags=tuple(flags), distance=found.distance,
                      char_distance=found.char_distance, chance=found.chance, rank=found.rank)

@@ -362,3 +362,22 @@ def test_cell_failures_shape():
                    {**good, "answers": [{"index": 0}]}, [good]):
         assert not CellFailures.shape_ok(broken)
     assert FailureReport(cells=[]).tasks == []
+
+
+def test_any_answer_gets_a_label_or_none():
+    """Seeded fuzz: whatever a model writes (pieces of the row, numbers, names, dots, unicode,
+    control characters), the labeler returns None (right) or one known label whose flags
+    start with it, and never fails."""
+    import random
+
+    rng = random.Random(42)
+    rows = [niah_row([("lazy-dog", "1234567"), ("big-cat", "7654321")], ["lazy-dog"]),
+            uuid_row(), vt_row(), cwe_row(), fwe_row(), qa_row()]
+    for _ in range(400):
+        row = rng.choice(rows)
+        words = row.input.split() + list(row.outputs) + [
+            "the", "...", "1.", "2,", "VAR", "ZZZZZ", "é", "\x00", "\n", "12345678", "-", ":"]
+        pred = " ".join(rng.choice(words) for _ in range(rng.randint(0, 40)))
+        got = label(row, pred)
+        if got is not None:
+            assert got.label in PRECEDENCE and got.flags[0] == got.label, (pred, got)
