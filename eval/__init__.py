@@ -22,6 +22,8 @@ Modules, one job each:
              prediction_source what a reader returns
   score      predictions vs the dataset's rows -> scores.json
   report     scores.json -> report.md / .csv / .json and PNG plots
+  failure_modes/  why rows fail: each wrong row's failure mode (the paper's Section 5
+             taxonomy), recorded by score, shown by report
   cli        argparse wiring
   tiny_model a tiny random Llama with a real tokenizer, for smoke tests of engines
   exporters  `ruler export FRAMEWORK`: one registered exporter per target

@@ -276,7 +276,9 @@ class ReportConfig:
     no_context: Path | None = option(
         "--no-context", default=None, type=Path, metavar="BASELINE",
         help="results of the same model on the config's --no-context variant: its scores beside "
-             "the run's in the health section (what the model answers without the haystack)")
+             "the run's in the health section (what the model answers without the haystack), "
+             "and the wrong QA rows whose answer equals it in the failure-mode section "
+             "(no_context_coincidence)")
     table: bool = option(
         "--table", kind=SWITCH, default=False,
         help="several RESULTS: Table 3 even when they are runs of one model (default: runs of "

@@ -48,6 +48,7 @@ from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
+from ruler.eval.failure_modes import report as failure_section
 from ruler.eval.figures import dodged, fit_canvas, save_png
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.intervals import METHOD_TEXT, Interval
@@ -112,6 +113,8 @@ class Report:
     # The config's language as the scores record it ("ko", "en-ko"; `recorded_language`);
     # None: a benchmark without one, or not recorded
     language: str | None = None
+    # Why rows fail (eval.failure_modes.report); None: no cell labelled (older scores)
+    failures: failure_section.FailureReport | None = None
 
     @property
     def mean_label(self) -> str:
@@ -275,7 +278,8 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
                   health=scores.health, benchmark=benchmark,
-                  language=recorded_language(scores))
+                  language=recorded_language(scores),
+                  failures=failure_section.failure_report(scores.cells))
 
 
 def recorded_language(scores: ScoresRecord) -> str | None:
@@ -503,8 +507,9 @@ def to_markdown(r: Report) -> str:
         table += [""] + oneruler_markdown(r)[:-1]
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
+    modes = failure_section.markdown(r.failures)[:-1] if r.failures else []
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
-                     + ([""] + depth if depth else [])) + "\n"
+                     + ([""] + depth if depth else []) + ([""] + modes if modes else [])) + "\n"
 
 
 #: What the plain summary's numbers are, per benchmark without an effective length.
@@ -657,7 +662,8 @@ def to_json(r: Report) -> dict[str, Any]:
         "coverage": {t: {str(L): r.coverage(t, L) for L in r.lengths
                          if r.coverage(t, L) is not None} for t in r.tasks},
         # scores.json keeps the rows' values; the report only their intervals
-        "cells": [{k: v for k, v in r.cells[c].to_json().items() if k != "row_scores"}
+        "cells": [{k: v for k, v in r.cells[c].to_json().items()
+                   if k not in ("row_scores", "failures")}
                   for c in sorted(r.cells)],
         "intervals": r.intervals.to_json() if r.intervals else None,
         "depth": r.depth.as_json() if r.depth else None,
@@ -672,6 +678,7 @@ def to_json(r: Report) -> dict[str, Any]:
         # metric that scored it
         "language": r.language if r.is_oneruler else None,
         "metric": report_metric(r) if r.is_oneruler else None,
+        "failure_modes": failure_section.to_json(r.failures) if r.failures else None,
     }
 
 
@@ -770,7 +777,11 @@ def write_report(results: str | Path, out: Path | None = None,
     r.references = comparisons(r, references, reference_files)
     r.reference_hint = [] if references else hint(r, reference_files)
     if no_context is not None:
-        r.baseline = baseline_scores(load_scores(no_context), scores, str(no_context))
+        baseline = load_scores(no_context)
+        r.baseline = baseline_scores(baseline, scores, str(no_context))
+        if r.failures:
+            r.failures = failure_section.with_no_context(r.failures, scores, baseline,
+                                                         str(no_context))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.variants import record_ok
+from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.oneruler_metric import check_language
 from ruler.eval.run_record import RunRecord
@@ -142,7 +143,7 @@ CELL_FIELDS: Fields = {
     "budget_clamped": (_count, False), "redacted": (_count, False),
     "row_scores": (_list_of(_row_score), False), "ci95": (_or_none(_pair_of(_number)), False),
     "ci_method": (_or_none(_str), False), "unverified": (_count, False),
-    "tied_by": (_tied_by, False),
+    "tied_by": (_tied_by, False), "failures": (CellFailures.shape_ok, False),
 }
 SCORES_FIELDS: Fields = {
     "config": (_str, True), "dataset": (_dataset, True), "cells": (_list_of(_dict), True),

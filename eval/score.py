@@ -42,6 +42,7 @@ from ruler.eval.build_tie import (
 )
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import Item, compact, row_columns, row_items
+from ruler.eval.failure_modes.cell import label_cell
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import (
     METRIC_SPECS,
@@ -288,7 +289,9 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                      ci_method=interval.method if interval else None,
                      tied_by={k: tied_by[k] for k in (*TIE_KINDS, LENGTH_ONLY) if tied_by[k]},
                      unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS),
-                     budget_clamped=clamped, redacted=redacted)
+                     budget_clamped=clamped, redacted=redacted,
+                     failures=label_cell(ds, f, metric, answered_index, answered, values, preds,
+                                         {i: rows[i]["outputs"] for i in answered_index}))
     return cell, missing
 
 

@@ -23,6 +23,7 @@ from ruler.builder.json_record import (
     record_list,
 )
 from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS
+from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
 
@@ -33,6 +34,8 @@ SCORES_FORMAT = "ruler-scores/1"
 class CellScore(JsonRecord):
     """One (task, L) cell of the selection: upstream's task score over the rows answered, and
     what happened to every row asked for."""
+
+    DECODE: ClassVar[Mapping[str, Decode]] = {"failures": CellFailures.from_json}
 
     task: str
     max_seq_length: int
@@ -70,6 +73,9 @@ class CellScore(JsonRecord):
     # None: not recorded, older scores).
     tied_by: dict[str, int] = field(default_factory=dict)
     unverified: int | None = None
+    # Each wrong answered row's failure mode (`ruler.eval.failure_modes`); None: not labelled
+    # (older scores, or a benchmark whose rows the labeler does not read).
+    failures: CellFailures | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 

@@ -10,7 +10,11 @@ a policy (`--fake-answers`):
   file's the first time one of its rows is asked for;
 - `empty`: an empty answer with a normal finish, a real answer that scores 0;
 - `none`: no text, which the evaluator records as a failed request (kept out of the score,
-  listed, retried on resume): what a broken engine does.
+  listed, retried on resume): what a broken engine does;
+- a failure mode (`distractor`, `partial`, `duplicated`, `oneshot`, `stopwords`,
+  `other_chain`, `truncated`, `closed_book`, `copy_start`): an answer that fails on purpose
+  the way that mode describes, where the row allows it, else the gold answer
+  (`ruler.eval.backends.fake_failures`): to check the failure-mode labels.
 
 It has no context limit of its own: `--max-model-len` sets one, and rows above it are skipped
 as with a real engine. It has no tokenizer either: prompts are rendered and counted with the
@@ -36,10 +40,12 @@ from ruler.eval.backends.base import (
     finished_result,
     options_as,
 )
+from ruler.eval.backends.fake_failures import COLUMNS, FAILURES
+from ruler.eval.backends.fake_failures import answer as purposeful_answer
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.metrics import METRIC_SPECS
 
-ANSWERS = ("gold", "empty", "none")
+ANSWERS = ("gold", "empty", "none", *FAILURES)
 #: The context limit when none is asked for: larger than any row.
 NO_LIMIT = 1 << 40
 
@@ -50,7 +56,10 @@ class FakeOptions(BackendOptions):
         "--fake-answers", default="gold", choices=ANSWERS,
         help="what the fake backend answers (no model runs): gold = the row's references "
              "(scores 100), empty = an empty answer (scores 0), none = no answer (rows failed); "
-             "default: %(default)s")
+             "or a failure mode, answered on purpose where a row allows it and gold elsewhere: "
+             "distractor, partial, duplicated, oneshot, stopwords (\"the an a\"), other_chain, "
+             "truncated, closed_book (the same answer without the context), copy_start "
+             "(docs/failure-modes.md); default: %(default)s")
     # The run's dataset (`EvalConfig` fills them in): where `gold` answers come from.
     data: str | None = None
     revision: str | None = None  # its Hub revision
@@ -61,14 +70,18 @@ class FakeBackend:
 
     def __init__(self, opts: BackendOptions):
         self.opts = options_as(opts, FakeOptions)  # checked by its own __post_init__
-        if self.opts.answers == "gold" and not self.opts.data:
-            raise RulerError("the fake backend's gold answers come from the dataset: pass "
-                             "FakeOptions(model, data=...) (the CLI passes --data)")
+        if self.opts.answers not in ("empty", "none") and not self.opts.data:
+            raise RulerError(f"the fake backend's {self.opts.answers} answers come from the "
+                             f"dataset: pass FakeOptions(model, data=...) (the CLI passes "
+                             f"--data)")
         self.max_model_len = int(self.opts.max_model_len or NO_LIMIT)
         # per split file: index -> (metric, references)
         self._references: dict[tuple, dict[int, tuple[str, list[str]]]] = {}
+        # per split file, for a failure mode: index -> the row's columns it reads
+        self._texts: dict[tuple, dict[int, dict[str, Any]]] = {}
         # A Hub dataset's revision: the commit the first file came from, for all the others.
         self._revision = self.opts.revision
+        self._local: Any = None  # a build folder's Dataset, opened once
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
         for r in requests:
@@ -81,7 +94,8 @@ class FakeBackend:
                                                       "--fake-answers none)")
         if self.opts.answers == "empty":
             return finished_result(request.key, "", 0, "stop")
-        gold = self.gold(request.key)
+        gold = self.gold(request.key) if self.opts.answers == "gold" else \
+            self.purposeful(request.key)
         words = gold.split(" ")
         if len(words) > request.max_tokens:
             return finished_result(request.key, " ".join(words[:request.max_tokens]),
@@ -93,24 +107,59 @@ class FakeBackend:
         metric, refs = self._rows(key)
         return METRIC_SPECS[metric].gold(refs)
 
+    def purposeful(self, key: Any) -> str:
+        """The failure mode's answer to the row `key` (`fake_failures`), or its gold answer
+        where the mode does not apply to it."""
+        from ruler.eval.failure_modes.cell import family_of
+        from ruler.eval.failure_modes.labeler import labels_family
+
+        row = self._row_texts(key)
+        family = family_of(row["task"])
+        if family is None or not labels_family(family):  # rows the labels do not read
+            return METRIC_SPECS[row["metric"]].gold(list(row["outputs"]))
+        return purposeful_answer(self.opts.answers, family, row).text
+
+    def _row_texts(self, key: Any) -> dict[str, Any]:
+        """The columns a purposeful answer reads of the row `key`, read with its split file's
+        the first time one of its rows is asked for."""
+        config, task, length, index = key
+        where = (config, task, int(length))
+        if where not in self._texts:
+            ds, f = self._file(config, task, int(length))
+            self._texts.clear()  # one file's inputs at a time: a 128K file holds ~300 MB
+            self._texts[where] = {int(r["index"]): r for r in ds.rows(f, ("index", *COLUMNS))}
+        return self._texts[where][int(index)]
+
+    def _file(self, config: str, task: str, length: int) -> tuple[Any, Any]:
+        from pathlib import Path
+
+        from ruler.eval.data import open_dataset
+
+        # One file at a time: a Hub dataset fetches only the files the run asks for. A build
+        # folder is opened once (its manifest read and checked once, not per file).
+        local = Path(str(self.opts.data)).expanduser().is_dir()
+        ds = self._local if local and self._local is not None else open_dataset(
+            self.opts.data, self._revision, config, (task,), (length,))
+        if local:
+            self._local = ds
+        self._revision = ds.revision or self._revision
+        (f,) = ds.files(config, (task,), (length,))
+        return ds, f
+
     def _rows(self, key: Any) -> tuple[str, list[str]]:
         """The metric and references of the row `key`, read with the rest of its split file
         the first time one of them is asked for."""
         config, task, length, index = key
         where = (config, task, int(length))
         if where not in self._references:
-            from ruler.eval.data import open_dataset
-
-            # One file at a time: a Hub dataset fetches only the files the run asks for.
-            ds = open_dataset(self.opts.data, self._revision, config, (task,), (length,))
-            self._revision = ds.revision or self._revision
-            (f,) = ds.files(config, (task,), (int(length),))
+            ds, f = self._file(config, task, int(length))
             self._references[where] = {int(r["index"]): (r["metric"], list(r["outputs"]))
                                        for r in ds.rows(f, ("index", "metric", "outputs"))}
         return self._references[where][int(index)]
 
     def close(self) -> None:
         self._references.clear()
+        self._texts.clear()
 
 
 SPEC = BackendSpec(
