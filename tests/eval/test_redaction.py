@@ -99,3 +99,25 @@ def test_a_key_that_is_a_word_of_the_answer_is_cut_from_the_file_not_from_the_sc
         assert cell["skip_reasons"] == [f"{len(marked)}x {redaction.UNRESTORED}"]
         assert cell["score"] in (None, 100.0)  # the rest, as generated
         assert "PARTIAL" in capsys.readouterr().out
+
+
+@pytest.mark.build
+def test_a_qa_answer_kept_for_the_no_context_pairing_holds_no_secret(built_qwen_three,
+                                                                     monkeypatch):
+    """scores.json keeps each QA row's normalised answer (the failure modes' no-context
+    coincidence): an answer scored with the key put back is kept with the key cut out."""
+    from ruler.eval.data import open_dataset
+    from ruler.eval.failure_modes.cell import label_cell
+
+    key = "Placeholder-Key-0001"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    ds = open_dataset(str(built_qwen_three))
+    f, = ds.files("qwen2.5", tasks=["qa_1"])
+    got = rows(built_qwen_three, "qwen2.5", "qa_1", 1024)
+    indices = [int(r["index"]) for r in got]
+    answers = [f"{r['outputs'][0]} {key}" for r in got]
+    cell = label_cell(ds, f, "string_match_part", indices, answers, [1.0] * len(got), {},
+                      {int(r["index"]): r["outputs"] for r in got})
+    assert cell is not None and cell.answers and len(cell.answers) == len(got)
+    kept = json.dumps([a.answer for a in cell.answers])
+    assert key.lower() not in kept.lower() and "redacted" in kept
