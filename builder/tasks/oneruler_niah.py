@@ -23,7 +23,8 @@ whose context entry it is).
 Differences (the card's "Differences from upstream", builder/differences.py): n is the most
 sentences with which the whole prompt, as the model reads it, plus the 30 answer tokens fits
 L (upstream sizes the book text alone to L); every draw comes from the sample's own seed;
-sentences come from sentencex (upstream: stanza); no two needles share a key string (nor,
+sentences come from sentencex (upstream: stanza), a segment over its language's limit cut
+where its sentences end (`oneruler_sentences`); no two needles share a key string (nor,
 cross-lingually, a query translation), and the values of one sample are distinct.
 """
 
