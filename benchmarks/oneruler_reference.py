@@ -15,8 +15,10 @@ $RULER_SOURCES):
   whole cwe.txt around a numbered list (CWE); and every needle in its context is the
   language's needle form with a noun and a 7-digit value and its full stop;
 - haystack: the sentences the context holds besides the needles, counted by matching them to
-  the book's sentences (sentencex; sw, st: upstream's regex) from its start; "prefix" says
-  whether that text is the book's first n sentences, joined as upstream joins them;
+  the book's sentences from its start (upstream's rows: the splitter's, sentencex or, for sw
+  and st, upstream's regex; ours: the haystack's, the splitter's with over-long segments cut,
+  `oneruler_sentences`); "prefix" says whether that text is the book's first n sentences,
+  joined as upstream joins them;
 - side by side (ours | upstream): needles per row, answers per row, gold needle depth (its
   character offset in the context, 0..1), fill as upstream counts it (the raw prompt's tokens +
   30 for NIAH, + 0 for CWE, over L) and upstream's rows over L as the model reads them (the
@@ -45,8 +47,11 @@ from ruler.builder.tasks.oneruler_cwe import cwe_template
 from ruler.builder.tasks.oneruler_data import OnerulerData
 from ruler.builder.tasks.oneruler_languages import full_stop, joiner
 from ruler.builder.tasks.oneruler_niah import niah_template
-from ruler.builder.tasks.oneruler_sentences import split_sentences
+from ruler.builder.tasks.oneruler_sentences import bounded_segments, splitter_sentences
 from ruler.builder.tokenizer_registry import load_tokenizer
+
+#: Which side's rows a parse reads (their book sentences differ: `Language.sentences`).
+OURS, UPSTREAM = "ours", "upstream"
 
 
 @dataclass
@@ -89,12 +94,14 @@ class Language:
                                                context="(.*)", query1=keys, query2=keys), re.S)
                         for q in (1, 2)}
         self.cwe = cwe_template(data.cwe_template(lang)).split("{context}")
-        self.sentences = split_sentences(lang, data.book(lang))
+        # upstream's rows: the splitter's sentences; ours: the haystack's (`split_sentences`)
+        upstream = splitter_sentences(lang, data.book(lang))
+        self.sentences = {UPSTREAM: upstream, OURS: bounded_segments(lang, upstream)}
 
-    def book_prefix(self, text: str) -> int | None:
-        """n when `text` is the book's first n sentences (cycling) joined as upstream joins
-        them, else None."""
-        book, n, at = self.sentences, 0, 0
+    def book_prefix(self, text: str, side: str) -> int | None:
+        """n when `text` is the book's first n sentences (cycling) as `side` splits the book,
+        joined as upstream joins them, else None."""
+        book, n, at = self.sentences[side], 0, 0
         while at < len(text):
             s = book[n % len(book)]
             if not text.startswith(s, at):
@@ -107,7 +114,7 @@ class Language:
                 at += len(self.sep)
         return n
 
-    def niah(self, task: str, text: str, outputs: list[str]) -> Parsed:
+    def niah(self, task: str, text: str, outputs: list[str], side: str) -> Parsed:
         q = get_task(task).params["num_needle_q"]
         m = self.prompts[q].fullmatch(text)
         if m is None:
@@ -126,7 +133,7 @@ class Language:
         spec = get_task(task).params
         return Parsed(template=len(needles) == spec["num_needle_k"] * spec["num_needle_v"],
                       needles=len(needles), answers=len(outputs), gold_depths=gold,
-                      haystack=self.book_prefix(self.sep.join(k for k in kept if k)))
+                      haystack=self.book_prefix(self.sep.join(k for k in kept if k), side))
 
     def cwe_row(self, text: str, outputs: list[str]) -> Parsed:
         head, tail = self.cwe
@@ -186,16 +193,16 @@ def compare(ours: Path, tokenizer: str, reference: Path, languages: Sequence[str
             budget = get_task(task).tokens_to_generate
             counted = budget if task.startswith("or_niah") else 0  # upstream's `length`
 
-            def parse(text: str, outputs: list[str]) -> Parsed:
-                p = language.niah(task, text, outputs) if task.startswith("or_niah") \
+            def parse(text: str, outputs: list[str], side: str) -> Parsed:
+                p = language.niah(task, text, outputs, side) if task.startswith("or_niah") \
                     else language.cwe_row(text, outputs)
                 p.fill_raw = (tok.count(text) + counted) / L
                 p.over_as_read = tok.prompt_length(text, "", mode) + budget > L
                 return p
 
-            mine = [parse(r["input"], list(r["outputs"]))
+            mine = [parse(r["input"], list(r["outputs"]), OURS)
                     for r in read_ours(ours, config, L, task, samples)]
-            theirs = [parse(r["input"], list(r["outputs"]))
+            theirs = [parse(r["input"], list(r["outputs"]), UPSTREAM)
                       for r in read_reference(reference, lang, L, task, samples)]
             if mine or theirs:
                 cells.append(Cell(lang, task, mine, theirs))

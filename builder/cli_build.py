@@ -118,6 +118,12 @@ def _build_one(cfg: BuildConfig) -> None:
     recorded = {f.path: f.length_rule for f in manifest.files_of(report.config)}
     for rule in rules_of(recorded.get(f.path) for f in built):
         print(f"  ({fill_definition(rule)})")
+    short = [f for f in built if f.short_at_bound]
+    if short:
+        print(f"note: {len(short)} file(s) hold rows that fill less of L than the benchmark "
+              f"promises, kept because they hold all of their task's inputs (as upstream's): "
+              + ", ".join(f"{f.path} ({f.short_at_bound} rows, fill min {f.fill_min:.4f})"
+                          for f in short))
     fallback = [f for f in built if f.exact_rows and not cfg.exact_counts]
     if fallback:
         print(f"note: {len(fallback)} file(s) were counted by whole-prompt tokenization, because "

@@ -6,6 +6,9 @@ Each entry: (scope, what differs, why).
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Mapping
+
 DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("all tasks",
      "every sample has its own RNG derived by sha256 from (seed, tokenizer, task, length, index)",
@@ -145,6 +148,99 @@ RULER2_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
      "rows, so scores barely move"),
 )
 
+#: ONERULER's haystack sentences per book: (the splitter's, the haystack's after the long-segment
+#: rule of `tasks.oneruler_sentences`); equal where no segment is over its language's limit.
+#: tests/builder/tasks/test_oneruler_sentences.py splits the books to check them.
+ONERULER_SENTENCES: Mapping[str, tuple[int, int]] = MappingProxyType({
+    "cs": (1412, 2316), "da": (815, 1664), "de": (2469, 12311), "en": (6273, 6273),
+    "es": (799, 9435), "fa": (757, 757), "fi": (4261, 4261), "fr": (33029, 33503),
+    "hi": (3050, 5391), "hu": (6695, 6695), "it": (4580, 4699), "ja": (2510, 4073),
+    "ko": (221, 289), "nl": (1910, 4300), "no": (3019, 5739), "pl": (15427, 15427),
+    "pt": (6278, 7846), "ru": (18123, 22800), "sr": (701, 701), "st": (1529, 1529),
+    "sv": (9528, 9528), "sw": (1254, 1254), "ta": (6481, 7916), "uk": (1475, 1475),
+    "vi": (525, 929), "zh": (1797, 1797),
+})
+
+#: The longest haystack sentence per book in tokens of (llama-3.1, qwen2.5): the splitter's
+#: alone, then the haystack's (`python -m benchmarks.oneruler_fill --segments-only` prints them).
+ONERULER_LONGEST: Mapping[str, tuple[tuple[int, int], tuple[int, int]]] = MappingProxyType({
+    "cs": ((9802, 12836), (737, 937)), "da": ((5424, 5432), (986, 985)),
+    "de": ((72962, 72736), (990, 991)), "en": ((321, 321), (321, 321)),
+    "es": ((63553, 63238), (736, 734)), "fa": ((452, 638), (452, 638)),
+    "fi": ((276, 278), (276, 278)), "fr": ((6133, 6116), (914, 905)),
+    "hi": ((4708, 8402), (527, 925)), "hu": ((419, 422), (419, 422)),
+    "it": ((3822, 3820), (465, 465)), "ja": ((14212, 13038), (838, 770)),
+    "ko": ((1906, 2123), (128, 145)), "nl": ((60742, 61220), (692, 696)),
+    "no": ((6869, 6874), (962, 967)), "pl": ((207, 199), (207, 199)),
+    "pt": ((24798, 24670), (858, 855)), "ru": ((7225, 8040), (903, 983)),
+    "sr": ((319, 345), (319, 345)), "st": ((382, 383), (382, 383)),
+    "sv": ((243, 243), (243, 243)), "sw": ((862, 876), (862, 876)),
+    "ta": ((6808, 5643), (911, 748)), "uk": ((142, 168), (142, 168)),
+    "vi": ((3949, 3930), (961, 963)), "zh": ((922, 783), (922, 783)),
+})
+
+#: The effect on fill (a row's length / L), per language and length: the least mean over the
+#: 5 NIAH tasks and the two tokenizers (llama-3.1, qwen2.5; 2 rows a file) with the
+#: splitter's sentences alone (ruler c6c1213), then with the long-segment rule; measured by
+#: `python -m benchmarks.oneruler_fill` (its --before/--json). Whole sentences leave a row
+#: short by less than the sentence after its haystack: at 8000 an ordinary sentence of 100 to
+#: 300 tokens there (da: one of 834) costs 0.01 to 0.04 of L, which no bound short of cutting
+#: every sentence removes.
+ONERULER_FILL: Mapping[str, Mapping[int, tuple[float, float]]] = MappingProxyType({
+    "cs": {4096: (0.886, 0.960), 8000: (0.955, 0.976), 8192: (0.933, 0.995),
+           32000: (0.997, 0.998), 64000: (0.975, 0.994), 128000: (0.988, 0.999)},
+    "da": {4096: (0.983, 0.983), 8000: (0.923, 0.923), 8192: (0.901, 0.901),
+           32000: (0.964, 0.998), 64000: (0.999, 0.999), 128000: (0.995, 0.999)},
+    "de": {4096: (0.974, 0.974), 8000: (0.987, 0.987), 8192: (0.979, 0.979),
+           32000: (0.997, 0.997), 64000: (0.999, 0.999), 128000: (0.999, 0.999)},
+    "en": {4096: (0.990, 0.990), 8000: (0.996, 0.996), 8192: (0.996, 0.996),
+           32000: (0.999, 0.999), 64000: (1.000, 1.000), 128000: (1.000, 1.000)},
+    "es": {4096: (0.524, 0.957), 8000: (0.268, 0.994), 8192: (0.262, 0.993),
+           32000: (0.067, 0.996), 64000: (0.767, 0.999), 128000: (0.993, 1.000)},
+    "fa": {4096: (0.930, 0.930), 8000: (0.986, 0.986), 8192: (0.991, 0.991),
+           32000: (0.989, 0.989), 64000: (0.997, 0.997), 128000: (0.999, 0.999)},
+    "fi": {4096: (0.998, 0.998), 8000: (0.996, 0.996), 8192: (0.997, 0.997),
+           32000: (0.999, 0.999), 64000: (1.000, 1.000), 128000: (1.000, 1.000)},
+    "fr": {4096: (0.957, 0.957), 8000: (0.975, 0.975), 8192: (0.995, 0.995),
+           32000: (0.998, 0.998), 64000: (0.999, 0.999), 128000: (1.000, 1.000)},
+    "hi": {4096: (0.844, 0.844), 8000: (0.986, 0.986), 8192: (0.996, 0.996),
+           32000: (0.997, 0.997), 64000: (0.997, 0.997), 128000: (0.996, 0.999)},
+    "hu": {4096: (0.956, 0.956), 8000: (0.992, 0.992), 8192: (0.980, 0.980),
+           32000: (0.997, 0.997), 64000: (0.999, 0.999), 128000: (1.000, 1.000)},
+    "it": {4096: (0.967, 0.967), 8000: (0.995, 0.995), 8192: (0.996, 0.996),
+           32000: (0.997, 0.997), 64000: (0.948, 0.999), 128000: (0.999, 0.999)},
+    "ja": {4096: (0.992, 0.992), 8000: (0.992, 0.992), 8192: (0.996, 0.996),
+           32000: (0.998, 0.998), 64000: (0.926, 1.000), 128000: (0.998, 1.000)},
+    "ko": {4096: (0.623, 0.980), 8000: (0.993, 0.993), 8192: (0.998, 0.998),
+           32000: (0.998, 0.998), 64000: (0.999, 0.999), 128000: (0.999, 0.999)},
+    "nl": {4096: (0.477, 0.990), 8000: (0.244, 0.992), 8192: (0.239, 0.994),
+           32000: (0.061, 0.999), 64000: (1.000, 1.000), 128000: (1.000, 1.000)},
+    "no": {4096: (0.988, 0.988), 8000: (0.994, 0.994), 8192: (0.998, 0.998),
+           32000: (0.999, 0.999), 64000: (0.980, 1.000), 128000: (0.998, 0.999)},
+    "pl": {4096: (0.987, 0.987), 8000: (0.995, 0.995), 8192: (0.998, 0.998),
+           32000: (0.999, 0.999), 64000: (0.999, 0.999), 128000: (0.999, 0.999)},
+    "pt": {4096: (0.989, 0.989), 8000: (0.990, 0.990), 8192: (0.998, 0.998),
+           32000: (0.998, 0.998), 64000: (0.999, 0.999), 128000: (1.000, 1.000)},
+    "ru": {4096: (0.984, 0.984), 8000: (0.994, 0.994), 8192: (0.992, 0.992),
+           32000: (0.999, 0.999), 64000: (0.998, 0.998), 128000: (0.995, 0.998)},
+    "sr": {4096: (0.952, 0.952), 8000: (0.989, 0.989), 8192: (0.994, 0.994),
+           32000: (0.999, 0.999), 64000: (0.999, 0.999), 128000: (0.999, 0.999)},
+    "st": {4096: (0.980, 0.980), 8000: (0.991, 0.991), 8192: (0.991, 0.991),
+           32000: (0.994, 0.994), 64000: (0.998, 0.998), 128000: (0.999, 0.999)},
+    "sv": {4096: (0.991, 0.991), 8000: (0.994, 0.994), 8192: (0.998, 0.998),
+           32000: (0.999, 0.999), 64000: (0.998, 0.998), 128000: (1.000, 1.000)},
+    "sw": {4096: (0.992, 0.992), 8000: (0.995, 0.995), 8192: (0.996, 0.996),
+           32000: (0.997, 0.997), 64000: (0.999, 0.999), 128000: (0.999, 0.999)},
+    "ta": {4096: (0.968, 0.968), 8000: (0.982, 0.982), 8192: (0.982, 0.982),
+           32000: (0.996, 0.996), 64000: (0.996, 0.996), 128000: (0.999, 0.999)},
+    "uk": {4096: (0.992, 0.992), 8000: (0.996, 0.996), 8192: (0.996, 0.996),
+           32000: (0.997, 0.997), 64000: (0.999, 0.999), 128000: (0.999, 0.999)},
+    "vi": {4096: (0.975, 0.975), 8000: (0.906, 0.994), 8192: (0.885, 0.989),
+           32000: (0.957, 0.999), 64000: (0.991, 0.999), 128000: (0.999, 0.999)},
+    "zh": {4096: (0.991, 0.991), 8000: (0.993, 0.993), 8192: (0.997, 0.997),
+           32000: (0.998, 0.998), 64000: (0.998, 0.998), 128000: (1.000, 1.000)},
+})
+
 #: ONERULER (mungg/OneRuler @ a3fe6af): what differs from upstream's generator and what it does,
 #: as measured on upstream's own output ($RULER_SHARED/reference/oneruler: llama-3.1 at 8192, en,
 #: zh, ru, ko, hi, sw x 7 tasks, 20 rows each, made with sentencex in stanza's place;
@@ -175,15 +271,22 @@ ONERULER_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("NIAH",
      "books are split into sentences by sentencex (pinned in constraints.txt, its version in "
      "each build's identity) for the 24 languages upstream splits with stanza; sw and st by "
-     "upstream's own regex, which upstream always uses for them (stanza has no model)",
+     "upstream's own regex, which upstream always uses for them (stanza has no model); then "
+     "a segment longer than its language's limit (1,000 tokens at the book's density, in "
+     "characters) is cut at every sentence end inside it, a piece still over the limit at its "
+     "clauses, commas or spaces: 15 books change (cs da de es fr hi it ja ko nl no pt ru ta "
+     "vi), 11 are split exactly as the splitter splits them",
      "stanza downloads unpinned models at run time, and when that fails upstream silently "
      "uses the regex, which finds 1 sentence in zh and ja (their contexts then hold only the "
-     "needles). What changes is where sentences end: which text lies between two cut points, "
-     "how many sentences fill L, where a needle may land; the text is the book's start either "
-     "way. sentencex finds en 6,273 sentences (regex 8,000), zh 1,797 (1), ja 2,510 (1), ko "
-     "221 (301), es 799 (9,430), de 2,469 (12,231); stanza's own boundaries cannot be "
-     "measured offline. With sentencex on both sides, every haystack here is the book's first "
-     "n sentences joined as upstream's (42 of 42 cells)"),
+     "needles). sentencex holds a quotation open until it closes, so alone it gave "
+     "'sentences' of up to 72,962 tokens (de; es 63,553, nl 60,742, pt 24,798): rows stopped "
+     "short (es at 32000: 0.067 of L, nl 0.061) and needles could not land inside them. With "
+     "the rule the longest is 991 tokens and the least mean fill of a NIAH file (2 "
+     "tokenizers, 26 languages) is 0.923 at 8000, 0.989 at 32000, 0.994 at 64000, 0.998 at "
+     "128000 (was 0.244, 0.061, 0.767, 0.988); sentences: en 6,273 (regex 8,000), zh 1,797 "
+     "(1), ja 2,510 -> 4,073 (1), ko 221 -> 289 (301), es 799 -> 9,435 (9,430), de 2,469 -> "
+     "12,311 (12,231); stanza's own boundaries cannot be measured offline. Every haystack "
+     "here is still the book's first n sentences joined as upstream's"),
     ("NIAH",
      "no two needles of a row share a key string, nor, cross-lingually, the word the question "
      "asks them by; a row's values are distinct",

@@ -133,6 +133,9 @@ class Variant:
 
     #: Whether a row's answers are in its `input` (verify checks them and their positions).
     answers_in_input: ClassVar[bool] = True
+    #: Whether rows fill their length as their benchmark promises (`FillPromise`); False for
+    #: a variant that cuts the haystack out.
+    fills_length: ClassVar[bool] = True
 
     def final_row(self, row: dict[str, Any], haystack: tuple[int, int],
                   count: Callable[[str, str], int]) -> dict[str, Any]:
@@ -594,6 +597,7 @@ class NoContext(SwitchVariant):
     )
 
     answers_in_input = False
+    fills_length = False
 
     def suffix(self) -> str:
         return "nocontext"

@@ -25,6 +25,7 @@ from ruler.builder.tasks.catalog import (
 )
 from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tasks.oneruler_sentences import SPLITTER, splitter_of
+from ruler.cards.oneruler_sentences import sentences_section
 
 #: What each task asks.
 _ASKS = {
@@ -63,7 +64,8 @@ def oneruler_section(manifest: Manifest) -> str:
     languages = _table(["config", "context (book, needles, keys)",
                         "instructions (task, question, none-word)", "sentences split by"],
                        [[f"`{c}`", f"`{lang.context}`", f"`{lang.instructions}`",
-                         SPLITTER[splitter_of(lang.context)]] for c, lang in configs.items()])
+                         SPLITTER[splitter_of(lang.context)] + ", long segments cut"]
+                        for c, lang in configs.items()])
     contexts = sorted({lang.context for lang in configs.values()})
     books = _table(["language", "book (upstream's file)", "copyright status"],
                    [[f"`{lang}`", f"`{BOOKS[lang].file}`",
@@ -107,6 +109,7 @@ after `ruler sources fetch oneruler`; load with
 
 {tasks}
 
+{sentences_section(contexts)}
 ### ONERULER data and licences
 
 The data (books, translated prompts, the 100 translated key nouns, 25 CWE dictionaries) is

@@ -291,6 +291,9 @@ class FileResult:
     certified_rows: int = 0  # rows whose piece counts were checked against a whole count
     worker: str = ""  # host:pid of the process that built it
     peak_rss_mb: float = 0.0  # that process's peak resident memory when the file was done
+    # rows shorter than the benchmark's fill promise, kept because they hold all of their
+    # task's inputs (ONERULER's CWE: a language's whole dictionary)
+    short_at_bound: int = 0
 
 
 @dataclass

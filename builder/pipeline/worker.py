@@ -28,6 +28,7 @@ from ruler.builder.manifest import FileEntry, canonical_row_bytes
 from ruler.builder.pipeline.config import FileJob, FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.rng import sample_rng
+from ruler.builder.row_checks import RowRules, row_findings
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
 from ruler.builder.tasks.family import get_family
 from ruler.builder.writer import SplitWriter
@@ -51,6 +52,8 @@ class Row:
     repeated_share: float
     # How its `length` counts (builder.length_rules): recorded in the file's manifest entry
     length_rule: str | None = None
+    # Shorter than its benchmark's fill promise, kept: it holds all of its task's inputs.
+    short_at_bound: bool = False
 
 
 class Worker:
@@ -72,6 +75,7 @@ class Worker:
         self.exact = ExactCounter(tok, mode)
         self.fast = self.exact if recipe.exact_counts else PieceCounter(tok, mode)
         self._generators: dict[tuple[str, int], TaskGenerator] = {}
+        self._rules: dict[tuple[str, int], RowRules] = {}
         # task -> whether piece counts agreed with whole-prompt counts on its first sample
         self._certified: dict[str, bool] = {}
 
@@ -160,16 +164,21 @@ class Worker:
         }
         variant = self.recipe.variant
         row = variant.final_row(row, d.context_span, self._count_prompt)
-        # The variant's own rule, checked on the row as written (a depth sweep aims by the
-        # units' token counts; the row records in-context positions): a row that breaks it
-        # must never be written.
-        problem = variant.row_problem(spec, index, row)
-        if problem:
-            raise RulerError(f"task {task}, L={L}, sample {index}: {problem}"
-                             + (f"; {variant.row_advice}" if variant.row_advice else ""))
+        # The checks `ruler verify` makes of every row, on the row as written (among them the
+        # variant's own rule: a depth sweep aims by the units' token counts, the row records
+        # in-context positions): a row that fails one must never be written.
+        if (task, L) not in self._rules:
+            self._rules[task, L] = RowRules.of(self.recipe.config, task, L, variant)
+        family = get_family(spec.family.name)
+        verdict = row_findings(self._rules[task, L], index, row,
+                               lambda r: family.check_made_row(r, gen),
+                               lambda r: gen.max_size is not None and d.size == gen.max_size)
+        if verdict.findings:
+            raise RulerError(f"task {task}, L={L}, sample {index}: " + "; ".join(
+                f.message + (f"; {f.advice}" if f.advice else "") for f in verdict.findings))
         return Row(row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
                    d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]),
-                   spec.length_rule)
+                   spec.length_rule, verdict.short_at_bound)
 
     def build_file(self, job: FileJob, tick: Callable[[int], None] | None = None
                    ) -> tuple[FileResult, FileEntry, Path]:
@@ -200,7 +209,7 @@ def write_file_steps(job: FileJob, rows: Iterable[Row], temp_tag: str = ""
     to its driver) interleaves its own steps. Closed early, it removes the temporary file."""
     started = time.perf_counter()
     L = job.max_seq_length
-    fills, probes, exact_rows, certified_rows, repeated = [], 0, 0, 0, []
+    fills, probes, exact_rows, certified_rows, repeated, short = [], 0, 0, 0, [], 0
     rules: set[str | None] = set()
     with SplitWriter(job.out / job.path, L, publish=False, temp_tag=temp_tag) as writer:
         for made in rows:
@@ -211,6 +220,7 @@ def write_file_steps(job: FileJob, rows: Iterable[Row], temp_tag: str = ""
             certified_rows += made.certified
             repeated.append(made.repeated_share)
             rules.add(made.length_rule)
+            short += made.short_at_bound
             yield
     path = writer.temp_path
     # The file's manifest entry, whole: made here only, recorded as it is by the publisher.
@@ -230,7 +240,7 @@ def write_file_steps(job: FileJob, rows: Iterable[Row], temp_tag: str = ""
                         fill_mean=sum(fills) / len(fills), fill_min=min(fills), probes=probes,
                         bytes=entry.bytes, exact_rows=exact_rows,
                         certified_rows=certified_rows, worker=worker_name(),
-                        peak_rss_mb=peak_rss_mb())
+                        peak_rss_mb=peak_rss_mb(), short_at_bound=short)
     return result, entry, path
 
 

@@ -44,6 +44,30 @@ def ruler2_prompt_mode(has_chat_template: bool) -> str:
 
 
 @dataclass(frozen=True)
+class FillPromise:
+    """How full a benchmark promises its rows are: each row's `length` is at least `share` of
+    its L, or falls short of L by at most `tokens` (at short lengths one haystack unit, an
+    MMLU question with its choices or a document, is a large share of L: RULERv2's at 1024
+    fill down to 0.58). The fitter leaves a row short of L by less than one unit, so a row far
+    below is a unit far larger than it should be (ONERULER's Spanish "sentences" of 60,000
+    tokens once left rows at 0.07 of L) or a source that ran out. `ruler build` refuses such a
+    row before its file is written and `ruler verify` reports it, except a row that holds all
+    of its task's inputs where the task keeps such rows (`TaskGenerator.short_at_bound`)."""
+
+    share: float = 0.9
+    tokens: int = 1024
+
+    def problem(self, length: int, max_seq_length: int) -> str | None:
+        """Why a row of `length` tokens breaks the promise at L = `max_seq_length`, or None."""
+        short = max_seq_length - length
+        if length >= self.share * max_seq_length or short <= self.tokens:
+            return None
+        return (f"fill {length / max_seq_length:.3f} ({length:,} of {max_seq_length:,} "
+                f"tokens): rows of this benchmark fill at least {self.share:g} of L or fall "
+                f"short by at most {self.tokens:,} tokens")
+
+
+@dataclass(frozen=True)
 class Benchmark:
     """One benchmark.
 
@@ -70,6 +94,8 @@ class Benchmark:
             upstream's CWE has no cross-lingual setting).
         default_lengths: the `--lengths` a build makes unless told otherwise (ONERULER's are
             the paper's set, `--lengths oneruler`).
+        fill: how full its rows are (`FillPromise`), checked on every row by the build and
+            by `ruler verify`.
     """
 
     id: str
@@ -84,6 +110,7 @@ class Benchmark:
     per_language: bool = False
     cross_lingual_tasks: tuple[str, ...] = ()
     default_lengths: str = "4096"
+    fill: FillPromise = FillPromise()
 
     @property
     def flag(self) -> str:

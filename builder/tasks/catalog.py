@@ -19,11 +19,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.length_rules import rule_of
 from ruler.builder.registry import Registry
+from ruler.builder.tasks.niah_params import niah_params_problem, oneruler_niah_params_problem
 from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, TOTAL
 
 
@@ -45,6 +46,9 @@ class FamilySpec:
     # (RULER v1). False: L bounds the prompt alone and the answer comes on top (RULERv2, whose
     # generators fill L with the prompt and leave generation to the server's limit).
     reserves_output: bool = True
+    # `params_problem(params)`: why the family's generator cannot build a task with these
+    # parameters (one line), or None; `register_task` refuses such a task. None: any.
+    params_problem: Callable[[Mapping[str, Any]], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ NIAH = FamilySpec(
     ),
     tokens_to_generate=128,
     metric="string_match_all",
+    params_problem=niah_params_problem,
 )
 
 VARIABLE_TRACKING = FamilySpec(
@@ -196,6 +201,7 @@ ONERULER_NIAH = FamilySpec(
     answer_prefix="",
     tokens_to_generate=30,
     metric="oneruler",
+    params_problem=oneruler_niah_params_problem,
 )
 
 ONERULER_CWE = FamilySpec(
@@ -337,7 +343,14 @@ PLUGIN_GROUP = "ruler.task_families"
 TASKS: Registry[TaskSpec] = Registry("task", PLUGIN_GROUP,
                                      accepts=lambda obj: isinstance(obj, TaskSpec),
                                      name_of=lambda spec: spec.name)
+def params_problem(spec: TaskSpec) -> str | None:
+    """Why `spec`'s family cannot build it (`FamilySpec.params_problem`), or None."""
+    check = spec.family.params_problem
+    return check(spec.params) if check is not None else None
+
+
 for _task in (*_TASK_LIST, *_RULER2_TASK_LIST, *_ONERULER_TASK_LIST):
+    assert params_problem(_task) is None, (_task.name, params_problem(_task))
     TASKS.register(_task, origin="ruler")
 
 
@@ -384,6 +397,10 @@ def register_task(spec: TaskSpec) -> TaskSpec:
     if family is not None and family != spec.family:
         raise RulerError(f"task {spec.name!r}: family {spec.family.name!r} is in the catalog "
                          f"already with other constants (template, prefix, budget or metric)")
+    problem = params_problem(spec)
+    if problem:
+        raise RulerError(f"task {spec.name!r}: family {spec.family.name!r} cannot build these "
+                         f"parameters: {problem}")
     return TASKS.register(spec)
 
 #: The paper's lengths (4K..128K); any length >= a task's minimum can be built.

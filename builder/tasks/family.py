@@ -108,6 +108,10 @@ class TaskFamily:
             re-derived by `gold_spans`); `context` is everything before it. The default,
             `question_after_context`, suits templates that end with the query after the
             context; the cut should be a clean junction (see builder.counting).
+        check_built_row: `check_built_row(row, generator)`: `check_row` for a row its build
+            has just made, reading what `check_row` finds on its own (a language's prompt
+            files) from the generator instead (the build's sources, which `--sources` may
+            have put where `check_row` does not look); None: `check_row`.
     """
 
     spec: FamilySpec
@@ -122,6 +126,13 @@ class TaskFamily:
     depth_columns: Callable[[TaskSpec], tuple[str, ...]] = no_depth_columns
     depth_group: str | None = None
     question_start: Callable[[str, tuple[int, int]], int] = question_after_context
+    check_built_row: Callable[[Mapping[str, Any], Any], str | None] | None = None
+
+    def check_made_row(self, row: Mapping[str, Any], generator: Any) -> str | None:
+        """`check_row` of a row the build's `generator` has just made (`check_built_row`)."""
+        if self.check_built_row is not None:
+            return self.check_built_row(row, generator)
+        return self.check_row(row)
 
     @property
     def name(self) -> str:

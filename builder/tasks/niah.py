@@ -167,8 +167,9 @@ class NiahGenerator(TaskGenerator):
         # sentences, needles and lines are non-empty and trimmed; runs of sentences may be empty
         text, pieces = joined(head, units, sep, tail, clean=True, opened=opened)
         offset = len(head)
-        gold = tuple((offset + s, offset + s + len(needles[j]))
-                     for j, s in enumerate(starts) if owners[j] in queried)
+        # in text order: line haystacks place needle 0 last (upstream's descending slots)
+        gold = tuple(sorted((offset + s, offset + s + len(needles[j]))
+                            for j, s in enumerate(starts) if owners[j] in queried))
         return Draft(
             input=text,
             answer_prefix=prefix.format(type_needle_v=type_v, query=query),

@@ -33,6 +33,8 @@ from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import ONERULER_CWE, TaskSpec
 from ruler.builder.tasks.common_words import check_numbered_answers
 from ruler.builder.tasks.family import TaskFamily
+from ruler.builder.tasks.oneruler_data import OnerulerData
+from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tasks.oneruler_resources import check_resources, cwe_pool, data, language_of
 from ruler.builder.tasks.ruler2_items import aimed_step
 
@@ -138,18 +140,23 @@ class OnerulerCweGenerator(TaskGenerator):
 
 # --- checks ------------------------------------------------------------------------------------
 
-def _template(row: Mapping) -> tuple[str, str] | str:
-    found = check_resources(row)
+def _template(row: Mapping, found: tuple[OnerulerLanguage, OnerulerData] | None = None
+              ) -> tuple[str, str] | str:
+    """The head and tail of the row's language's template (`found`: its language and data
+    folder; by default those its config names, found as builds find sources)."""
+    if found is None:
+        found = check_resources(row)
     if isinstance(found, str):
         return found
     language, folder = found
     return template_ends(cwe_template(folder.cwe_template(language.context)), query="")
 
 
-def check_row(row: Mapping) -> str | None:
+def check_row(row: Mapping, resources: tuple[OnerulerLanguage, OnerulerData] | None = None
+              ) -> str | None:
     """The list between the template's head and tail: `outputs` are distinct, in it, and each
-    more frequent than every other word."""
-    ends = _template(row)
+    more frequent than every other word. `resources`: as `_template`'s `found`."""
+    ends = _template(row, resources)
     if isinstance(ends, str):
         return ends
     head, tail = ends
@@ -168,5 +175,10 @@ def gold_spans(row: Mapping, generator=None):
     return [], (len(head), len(row["input"]) - len(tail))
 
 
+def check_built_row(row: Mapping, generator: OnerulerCweGenerator) -> str | None:
+    """`check_row` with the build's own language and data folder."""
+    return check_row(row, (language_of(generator.ctx), data(generator.ctx)))
+
+
 FAMILY = TaskFamily(spec=ONERULER_CWE, generator=OnerulerCweGenerator, check_row=check_row,
-                    gold_spans=gold_spans)
+                    gold_spans=gold_spans, check_built_row=check_built_row)

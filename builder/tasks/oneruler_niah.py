@@ -23,7 +23,8 @@ whose context entry it is).
 Differences (the card's "Differences from upstream", builder/differences.py): n is the most
 sentences with which the whole prompt, as the model reads it, plus the 30 answer tokens fits
 L (upstream sizes the book text alone to L); every draw comes from the sample's own seed;
-sentences come from sentencex (upstream: stanza); no two needles share a key string (nor,
+sentences come from sentencex (upstream: stanza), a segment over its language's limit cut
+where its sentences end (`oneruler_sentences`); no two needles share a key string (nor,
 cross-lingually, a query translation), and the values of one sample are distinct.
 """
 
@@ -39,9 +40,11 @@ from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import ONERULER_NIAH, TaskSpec
 from ruler.builder.tasks.family import TaskFamily
+from ruler.builder.tasks.oneruler_data import OnerulerData
 from ruler.builder.tasks.oneruler_languages import OnerulerLanguage, full_stop, joiner
 from ruler.builder.tasks.oneruler_resources import (
     book_sentences,
+    data,
     language_of,
     noun_keys,
     prompt_parts,
@@ -197,14 +200,17 @@ def _pattern(template: str, **groups: str) -> str:
     return "".join(out) + re.escape(template[pos:])
 
 
-def _parse(row: Mapping) -> tuple[OnerulerLanguage, str, list[str], list[tuple[str, str, int]],
-                                  tuple[int, int]] | str:
+def _parse(row: Mapping, found: tuple[OnerulerLanguage, OnerulerData] | str | None = None
+           ) -> tuple[OnerulerLanguage, str, list[str], list[tuple[str, str, int]],
+                      tuple[int, int]] | str:
     """(language, none-word, asked keys in the context language, needles (key, value,
     offset) in the context, the context's span) of a row, re-derived from its input with the
-    language's prompt files, or why they cannot be."""
+    language's prompt files (`found`: the row's language and data folder; by default those
+    its config names, found as builds find sources), or why they cannot be."""
     from ruler.builder.tasks.oneruler_resources import check_resources
 
-    found = check_resources(row)
+    if found is None:
+        found = check_resources(row)
     if isinstance(found, str):
         return found
     lang, data = found
@@ -237,10 +243,12 @@ def _alternatives(words) -> str:
     return "(" + "|".join(map(re.escape, sorted(set(words), key=len, reverse=True))) + ")"
 
 
-def check_row(row: Mapping) -> str | None:
+def check_row(row: Mapping, resources: tuple[OnerulerLanguage, OnerulerData] | None = None
+              ) -> str | None:
     """The asked keys' needles in the input hold exactly `outputs` (niah_none: no needle has
-    the asked key, and the answer is the instruction language's none-word)."""
-    parsed = _parse(row)
+    the asked key, and the answer is the instruction language's none-word). `resources`: the
+    row's language and data folder (default: found from its config, `_parse`)."""
+    parsed = _parse(row, resources)
     if isinstance(parsed, str):
         return parsed
     lang, none, keys, needles, _ = parsed
@@ -266,5 +274,10 @@ def gold_spans(row: Mapping, generator=None):
     return [at for key, _, at in needles if key in keys], span
 
 
+def check_built_row(row: Mapping, generator: OnerulerNiahGenerator) -> str | None:
+    """`check_row` with the build's own language and data folder."""
+    return check_row(row, (generator.language, data(generator.ctx)))
+
+
 FAMILY = TaskFamily(spec=ONERULER_NIAH, generator=OnerulerNiahGenerator, check_row=check_row,
-                    gold_spans=gold_spans)
+                    gold_spans=gold_spans, check_built_row=check_built_row)

@@ -284,6 +284,10 @@ def check_row(row: Mapping) -> str | None:
     outputs = [o for o in row["outputs"]]
     if not outputs or not text[end + len(tail_head):].strip():
         return "empty question or answers"
+    # verbatim first: case folding maps character by character, so an answer found as it is
+    # is found folded too (the build's workers check every row: folding 128K tokens costs)
+    if any(o in context for o in outputs):
+        return None
     folded = context.casefold()
     if any(o.casefold() in folded for o in outputs):
         return None

@@ -56,7 +56,8 @@ def strictly_most_frequent(counts: Mapping[str, int], answers: Sequence[str]) ->
     The unambiguity check of the word-counting tasks (cwe, fwe), for `check_row`.
     """
     low = min(counts[a] for a in answers)
-    others = [c for w, c in counts.items() if w not in set(answers)]
+    asked = set(answers)
+    others = [c for w, c in counts.items() if w not in asked]
     if others and max(others) >= low:
         return (f"outputs are not strictly the most frequent: an output occurs {low} times, "
                 f"another word {max(others)} times")

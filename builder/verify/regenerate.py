@@ -85,7 +85,10 @@ class Regenerator:
         gen = self.generator(config, task, max_seq_length)
         if isinstance(gen, str):
             return gen
-        made = self._worker(config).make_row(task, max_seq_length, index)
+        try:  # the worker refuses a row that fails the row checks (builder.row_checks)
+            made = self._worker(config).make_row(task, max_seq_length, index)
+        except RulerError as e:
+            return f"the build refuses it now: {e}"
         return made.row, made.canonical
 
     def version_note(self, config: str) -> str:

@@ -105,6 +105,10 @@ def test_the_card_says_what_is_known_of_licences_and_books(built):
     assert "`books/sw/my_life_fifty_years_after_shaaban_robert_sw_NEED_CLEANING.txt`" in section
     assert "Copyright status unknown for: `en`, `sw`" in section
     assert "ONERULER differences from upstream" in section and "2867825" in section
+    assert "### ONERULER haystack sentences" in section  # the long-segment rule, per book
+    assert "| `sw` | regex | 2,400 | 1,254 | 862 / 876 |" in section
+    assert "| `en` | sentencex | 4,200 | 6,273 | 321 / 321 |" in section
+    assert "`qwen2.5--oneruler-sw` | `sw` | `sw` | upstream's fallback regex " in section
 
 
 @pytest.mark.build

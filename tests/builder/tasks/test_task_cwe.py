@@ -56,6 +56,28 @@ def test_word_pools():
     assert parse_numbered("1. a 2. b c 3. d") == ["a", "b c", "d"]
 
 
+def test_parse_numbered_cuts_at_each_next_label_even_when_labels_are_out_of_order():
+    """Its one-split fast path gives what searching " 2. ", " 3. ", ... in turn gives (a
+    tampered row's labels included: verify reads what it is handed)."""
+    def searched(text):
+        if not text.startswith("1. "):
+            return None
+        items, pos, i = [], 3, 2
+        while (nxt := text.find(f" {i}. ", pos)) >= 0:
+            items.append(text[pos:nxt])
+            pos, i = nxt + len(f" {i}. "), i + 1
+        return [*items, text[pos:]]
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        labels = [i if rng.random() > 0.15 else rng.randint(1, 12)
+                  for i in range(1, rng.randint(1, 10) + 1)]
+        text = " ".join(f"{n}. " + rng.choice(["a", "b c", "", "x.", " ", "3. y", "7. e"])
+                        for n in labels)
+        assert parse_numbered(text) == searched(text), text
+    assert parse_numbered("2. a") is None and parse_numbered("") is None
+
+
 def _split(text: str):
     i = text.rfind(HEAD)
     assert i > 0 and text.endswith(TAIL)

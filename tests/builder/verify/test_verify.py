@@ -207,6 +207,21 @@ def test_length_over_the_split_budget_is_named_by_row(out, capsys):
 
 @pytest.mark.build
 @pytest.mark.subprocess
+def test_a_row_far_below_its_fill_is_named_by_row(out, capsys):
+    """A row of 900 tokens at 2048 falls 1,148 tokens short: more than its benchmark's fill
+    promise allows (ONERULER's rows once stopped at 0.07 of L and every check passed)."""
+    victim = "data/gpt-4/niah_multikey_2/2048.parquet"
+    rows = pq.read_table(out / victim).to_pylist()
+    rows[1]["length"] = 900
+    rewrite(out, victim, rows, update_manifest=True)
+    code, text = run(capsys, out, "--no-load")
+    assert code == 1
+    assert f"{victim} row 1: fill 0.439 (900 of 2,048 tokens): rows of this benchmark fill " \
+           f"at least 0.9 of L or fall short by at most 1,024 tokens" in text
+
+
+@pytest.mark.build
+@pytest.mark.subprocess
 def test_unrecoverable_answer_is_named_by_row(out, capsys):
     rows = pq.read_table(out / VICTIM).to_pylist()
     rows[1]["outputs"] = ["1234567"]
