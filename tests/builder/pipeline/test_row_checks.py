@@ -17,7 +17,7 @@ from ruler.builder.pipeline.worker import Worker
 from ruler.builder.row_checks import RowRules, row_findings
 from ruler.builder.tasks import oneruler_resources
 from ruler.builder.tasks.benchmarks import FillPromise, get_benchmark
-from ruler.builder.tasks.checks import check_row
+from ruler.builder.tasks.checks import check_row, with_build
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import NoContext
 from ruler.builder.verify.run import verify
@@ -75,7 +75,8 @@ def test_the_worker_checks_answers_against_the_builds_own_sources(tmp_path, monk
     assert made.row["length"] <= 3000 and not made.short_at_bound
     # verify's own check looks where builds look without --sources: not here
     oneruler_resources._check_data.cache_clear()  # a folder another test found
-    assert check_row(made.row).startswith("cannot check against the prompt files")
+    assert check_row(with_build(made.row, "sw")).startswith(
+        "cannot check against the prompt files")
 
 
 @pytest.mark.slow  # end to end: a build and a verify, some 4 s
