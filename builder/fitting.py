@@ -93,7 +93,30 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
                          f"{index} reaches {measured[fit_n] + gen.reserved_tokens} "
                          f"tokens with {hi_bound:,} {gen.unit}, the most its inputs hold; "
                          f"build it at a shorter length")
-    return _result(best, measured, fit_n, gen)
+    fitted = _result(best, measured, fit_n, gen)
+    floor = gen.top_up_below
+    if floor is not None and fitted.length < floor * max_seq_length and fit_n != hi_bound:
+        return _top_up(gen, index, make_rng, count, budget, fitted)
+    return fitted
+
+
+def _top_up(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Random],
+            count: Callable[[Draft], int], budget: int, fitted: FittedSample) -> FittedSample:
+    """`fitted` (whole units, short of the generator's `top_up_below`) with the most parts of
+    the next unit that still fit: bisected, the fewest parts first known to fit (none)."""
+    n = fitted.draft.size
+    lo, hi = 0, gen.next_unit_parts(index, n)  # every part: the next whole unit, known over
+    best, length, probes = fitted.draft, fitted.length, fitted.probes
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        d = gen.draft_part(index, make_rng(), n, mid)
+        t = count(d)
+        probes += 1
+        if t <= budget:
+            lo, best, length = mid, d, t + gen.reserved_tokens
+        else:
+            hi = mid
+    return FittedSample(draft=best, length=length, probes=probes)
 
 
 def too_short_counts(gen: TaskGenerator) -> str:

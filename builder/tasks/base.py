@@ -140,6 +140,11 @@ class TaskGenerator(ABC):
     #: the length; True keeps the row with every unit, shorter than L, as an upstream that
     #: stops there does (ONERULER's CWE: "run out of vocabs").
     short_at_bound: ClassVar[bool] = False
+    #: The share of L below which a sample fitted with whole units is topped up with the
+    #: start of the next unit (`next_unit_parts`, `draft_part`); None (the default): whole
+    #: units only. For units so long that the last one left out costs a visible share of L
+    #: (ONERULER's book sentences at 4K-8K), where rows that fill L keep their whole units.
+    top_up_below: ClassVar[float | None] = None
 
     def __init__(self, spec: TaskSpec, ctx: "BuildContext", max_seq_length: int):
         self.spec = spec
@@ -187,3 +192,13 @@ class TaskGenerator(ABC):
     @abstractmethod
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         """Build sample `index` with a haystack of `size` units, drawing only from `rng`."""
+
+    def next_unit_parts(self, index: int, size: int) -> int:
+        """How many parts (words; characters where words are not spaced) the unit after
+        `size` units has, for a top-up (`top_up_below`); 0: none to take."""
+        return 0
+
+    def draft_part(self, index: int, rng: random.Random, size: int, parts: int) -> Draft:
+        """Sample `index` with `size` whole units and the first `parts` parts of the next,
+        drawing from `rng` exactly as `draft` does (the same keys, values and depths)."""
+        raise NotImplementedError(f"{type(self).__name__} tops up no unit")

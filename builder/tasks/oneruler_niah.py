@@ -79,6 +79,9 @@ def value_of(rng: random.Random) -> str:
 
 class OnerulerNiahGenerator(TaskGenerator):
     unit = "book sentences"
+    # A row whose whole sentences leave it under 0.99 of L (the sentence after them is long
+    # beside L: 100-800 tokens at 4K-8K) takes the words of that sentence that still fit.
+    top_up_below = 0.99
 
     def __init__(self, spec: TaskSpec, ctx, max_seq_length: int):
         super().__init__(spec, ctx, max_seq_length)
@@ -133,6 +136,23 @@ class OnerulerNiahGenerator(TaskGenerator):
                 return word
 
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+        return self._draft(rng, size, None)
+
+    def next_unit_parts(self, index: int, size: int) -> int:
+        return len(self._parts_of(self._sentences(size, size + 1)[0]))
+
+    def draft_part(self, index: int, rng: random.Random, size: int, parts: int) -> Draft:
+        words = self._parts_of(self._sentences(size, size + 1)[0])
+        return self._draft(rng, size, (" " if self.sep else "").join(words[:parts]))
+
+    def _parts_of(self, sentence: str) -> list[str]:
+        """A sentence's words (book text is one space between words, `book_sentences`), or
+        its characters in a language written without spaces (zh, ja)."""
+        return sentence.split(" ") if self.sep else list(sentence)
+
+    def _draft(self, rng: random.Random, size: int, part: str | None) -> Draft:
+        """The sample with `size` whole sentences and, when `part` is given, the start of the
+        next one after them: a haystack sentence of its own for the needles' positions."""
         keys = self._draw_keys(rng)
         values = draw_unique(rng, self.num_k * self.num_v, value_of)
         by_key = [values[i * self.num_v:(i + 1) * self.num_v] for i in range(self.num_k)]
@@ -149,17 +169,18 @@ class OnerulerNiahGenerator(TaskGenerator):
         asked_keys = set(queries) if self.relevant else set()
         queries = [self.translate[q] for q in queries]
 
-        cuts = sorted(int(size * d / 100) for d in depths)
+        hay = size + (part is not None)  # haystack sentences, a part counted as one
+        cuts = sorted(int(hay * d / 100) for d in depths)
         units: list[str] = []
         gold: list[int] = []  # unit indices of the asked keys' needles
         prev = 0
         for cut, (key, value) in zip(cuts, placed):
-            units.extend(self._sentences(prev, cut) or [""])
+            units.extend(self._haystack(prev, cut, size, part) or [""])
             if key in asked_keys:
                 gold.append(len(units))
             units.append(needle_text(self.context_parts, self.language.context, key, value))
             prev = cut
-        units.extend(self._sentences(prev, size) or [""])
+        units.extend(self._haystack(prev, hay, size, part) or [""])
 
         fields = {f"query{i + 1}": q for i, q in enumerate(queries)}
         head, tail = template_ends(self.template, **fields)
@@ -174,10 +195,19 @@ class OnerulerNiahGenerator(TaskGenerator):
         book = len(self.sentences)
         repeated = sum(len(self.sentences[i % book]) + len(self.sep)
                        for i in range(book, size))
+        if part is not None and size >= book:
+            repeated += len(part) + len(self.sep)
         return Draft(input=text, answer_prefix="", outputs=outputs,
                      gold_spans=tuple((starts[i], starts[i] + len(units[i])) for i in gold),
                      context_span=(len(head), len(text) - len(tail)), size=size,
                      pieces=pieces, repeated_chars=repeated)
+
+    def _haystack(self, start: int, end: int, size: int, part: str | None) -> list[str]:
+        """Haystack sentences start..end-1: the book's, sentence `size` being `part` (the
+        start of the book's next sentence) where one is given."""
+        if part is None or end <= size:
+            return self._sentences(start, end)
+        return self._sentences(start, size) + [part] if start <= size else []
 
     def _sentences(self, start: int, end: int) -> list[str]:
         """Haystack sentences start..end-1 of the book repeated as often as needed

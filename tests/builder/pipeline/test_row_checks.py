@@ -4,6 +4,8 @@ its task's inputs is kept and said so, and the answer checks read the build's ow
 
 from __future__ import annotations
 
+import os
+import random
 from pathlib import Path
 
 import pytest
@@ -52,9 +54,13 @@ def _oneruler_worker(tmp_path: Path, language: str, sentences: tuple[str, ...] |
 
 
 @pytest.mark.build
-def test_the_build_refuses_a_row_far_below_its_fill(tmp_path):
+def test_the_build_refuses_a_row_far_below_its_fill(tmp_path, monkeypatch):
     """What sentencex's 60,000-token Spanish "sentences" did at 8000: a row at 0.27 of L,
-    written and passed by every check."""
+    written and passed by every check. (Made here with the top-up of a short row by the next
+    sentence's words turned off: with it, the generator fills such a row itself.)"""
+    from ruler.builder.tasks.oneruler_niah import OnerulerNiahGenerator
+
+    monkeypatch.setattr(OnerulerNiahGenerator, "top_up_below", None)
     opening = "«Hola», dijo el cura. Y se fue a casa."
     chapter = " ".join(["Era una noche oscura y el viento soplaba sobre la llanura."] * 800)
     worker = _oneruler_worker(tmp_path, "es", (opening, chapter, opening))
@@ -114,3 +120,31 @@ def test_verify_and_the_worker_make_the_same_checks(tmp_path):
     short = dict(row, length=900)
     (finding,) = row_findings(rules, 1, short, check_row, lambda r: False).findings
     assert finding.message.startswith("fill 0.439 (900 of 2,048 tokens)")
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("language, sep", [("es", " "), ("zh", "")])
+def test_a_row_short_by_a_long_sentence_takes_that_sentences_start(tmp_path, language, sep):
+    """Whole sentences leave a row short of L by up to the sentence after them (hundreds of
+    tokens at 4K-8K): such a row takes the words (zh, ja: the characters) of that sentence
+    that still fit, and fills L; the needles and the answer are those of the whole-sentence
+    row."""
+    short, long = ("Era una noche oscura.", "Y el viento soplaba sobre la llanura.") \
+        if sep else ("夜很黑。", "风吹过平原")
+    book = (short,) * 240 + (sep.join([long] * 4000),) + (short,) * 20  # over L
+    worker = _oneruler_worker(tmp_path, language, book)
+    made = worker.make_row("or_niah_single", 8000, 0)
+    assert made.row["length"] >= 0.99 * 8000
+    context = made.row["context"]
+    start = context.index(long)  # the sentence after the whole ones, begun and cut
+    cut = os.path.commonprefix([context[start:], book[240]])
+    assert 0 < len(cut) < len(book[240])
+    if sep:  # at a word's end
+        assert book[240][len(cut)] == " " or cut[-1] == " " and cut[-2] != " "
+    assert made.row["haystack_size"] == 240  # whole sentences: the cut one comes on top
+    # the same draws with the whole sentences alone: the same needles and answer
+    gen = worker.generator("or_niah_single", 8000)
+    whole, part = gen.draft(0, random.Random(1), 240), gen.draft_part(0, random.Random(1), 240, 3)
+    assert whole.outputs == part.outputs and len(whole.gold_spans) == len(part.gold_spans) == 1
+    assert part.input[part.gold_spans[0][0]:part.gold_spans[0][1]] == \
+        whole.input[whole.gold_spans[0][0]:whole.gold_spans[0][1]]
