@@ -48,7 +48,8 @@ def sentences_section(contexts: list[str]) -> str:
     longest = max(n for _, after in ONERULER_LONGEST.values() for n in after)
     return f"""### ONERULER haystack sentences
 
-A NIAH row's haystack is its book's first n sentences and its needles go between sentences,
+A NIAH row's haystack is its book's first n sentences (and, in a row they leave short, the
+start of the next) and its needles go between sentences,
 so a sentence's size bounds how close a row comes to L and where a needle can land. The
 splitter (sentencex, pinned; upstream's own regex for sw and st, as upstream) holds a
 quotation open until it closes, and some books open quotes they never close (Don Quixote's
@@ -67,11 +68,12 @@ are unchanged. Rows changed by the rule (wherever a row reaches a cut segment) i
 folder's languages: {", ".join(f"`{lang}`" for lang in changed) or "none"}.
 
 Fill is a row's length / L, the least mean over the 5 NIAH tasks and llama-3.1 and qwen2.5
-(2 rows a file), with the splitter's sentences alone → with the rule
-(`python -m benchmarks.oneruler_fill`). Whole sentences still leave a row short of L by less
-than the sentence after its haystack, as upstream's rows are: at 8000 an ordinary sentence of
-100 to 300 tokens there costs 0.01 to 0.04 of L (Danish: a quoted passage of 834 tokens,
-within the limit, 0.08), which no limit short of cutting every sentence removes.
+(2 rows a file), with the splitter's whole sentences alone → with the rule and the top-up
+(`python -m benchmarks.oneruler_fill`). Whole sentences leave a row short of L by up to the
+sentence after its haystack (at 8000 an ordinary sentence of 100 to 300 tokens costs 0.01 to
+0.04 of L; Danish: a quoted passage of 834 tokens, 0.08): a row that whole sentences leave
+under 0.99 of L takes the words of that sentence (zh, ja: its characters) that still fit, cut
+at a word's end, and a row at 0.99 or more keeps its whole sentences.
 
 {table}
 """
