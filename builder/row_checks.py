@@ -42,7 +42,8 @@ AtBound = Callable[[Mapping[str, Any]], "bool | str"]
 class RowRules:
     """What the rows of one file must be: its config, task and length, the task's catalog
     entry (None: a task this ruler does not know), the build's variant and the fill its
-    benchmark promises (None where the variant's rows do not fill their length)."""
+    benchmark promises (None where the variant's rows do not fill their length, or where the
+    task's units are documents of any size: `FamilySpec.units_bounded`)."""
 
     config: str
     task: str
@@ -56,7 +57,7 @@ class RowRules:
            variant: Variant = NO_VARIANT) -> "RowRules":
         spec = TASKS.get(task)
         fill = get_benchmark(benchmark_of(task)).fill \
-            if spec is not None and variant.fills_length else None
+            if spec is not None and variant.fills_length and spec.family.units_bounded else None
         return cls(config, task, max_seq_length, spec, variant, fill)
 
     def expected(self) -> dict[str, Any]:

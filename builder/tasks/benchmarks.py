@@ -45,14 +45,15 @@ def ruler2_prompt_mode(has_chat_template: bool) -> str:
 
 @dataclass(frozen=True)
 class FillPromise:
-    """How full a benchmark promises its rows are: each row's `length` is at least `share` of
-    its L, or falls short of L by at most `tokens` (at short lengths one haystack unit, an
-    MMLU question with its choices or a document, is a large share of L: RULERv2's at 1024
-    fill down to 0.58). The fitter leaves a row short of L by less than one unit, so a row far
-    below is a unit far larger than it should be (ONERULER's Spanish "sentences" of 60,000
-    tokens once left rows at 0.07 of L) or a source that ran out. `ruler build` refuses such a
-    row before its file is written and `ruler verify` reports it, except a row that holds all
-    of its task's inputs where the task keeps such rows (`TaskGenerator.short_at_bound`)."""
+    """How full a benchmark promises its rows are: each row's `length` is at least `share` of its
+    L, or falls short of L by at most `tokens` (at short lengths one haystack unit, an MMLU
+    question with its choices, is a large share of L: RULERv2's at 1024 fill down to 0.58; a
+    task whose units are documents of any size promises nothing: `FamilySpec.units_bounded`).
+    The fitter leaves a row short of L by less than one unit, so a row far below is a unit far
+    larger than it should be (ONERULER's Spanish "sentences" of 60,000 tokens once left rows at
+    0.07 of L) or a source that ran out. `ruler build` refuses such a row before its file is
+    written and `ruler verify` reports it, except a row that holds all of its task's inputs
+    where the task keeps such rows (`TaskGenerator.short_at_bound`)."""
 
     share: float = 0.9
     tokens: int = 1024

@@ -37,6 +37,15 @@ def test_the_fill_promise_allows_one_unit_short_at_short_lengths():
         assert get_benchmark(benchmark).fill == promise
 
 
+def test_tasks_whose_units_are_documents_promise_no_fill():
+    """A QA row falls short of L by up to one document, as upstream's: HotpotQA's first 100
+    questions hold a paragraph of 1,494 llama-3.1 tokens (a 4K row at 0.64 of L)."""
+    assert RowRules.of("gpt-4", "niah_single_1", 4096).fill is not None
+    assert RowRules.of("gpt-4", "qa_2", 4096).fill is None
+    assert RowRules.of("gpt-4", "qa_1", 4096).fill is None
+    assert RowRules.of("gpt-4--v2", "qa_basic", 4096).fill is None
+
+
 def test_a_variant_without_the_haystack_promises_no_fill():
     assert RowRules.of("gpt-4", "niah_single_1", 4096).fill is not None
     assert RowRules.of("gpt-4--nocontext", "niah_single_1", 4096, NoContext()).fill is None
