@@ -76,10 +76,9 @@ class PieceCounter(ExactCounter):
         self._scopes: dict[str, dict[str, int]] = {}
         self._cache = self._scopes.setdefault("", {})
         self._middle_memo: dict[int, tuple[weakref.ref, list[int]]] = {}
-        self._frames: dict[tuple[str, str], int] = {}
-        # (head, frame's end after its bridge, answer prefix) -> the frame's tokens less the
-        # bridge's (see prompt_length)
-        self._bridged: dict[tuple[str, str, str], int] = {}
+        # (pieces[0], the frame's fixed end, answer prefix) -> the frame's tokens less those
+        # of its pieces that change with the size (see prompt_length)
+        self._bases: dict[tuple[str, str, str], int] = {}
         self._head_counts: dict[str, int] = {}
         self._frame_starts: dict[str, list[int]] = {}
         self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
@@ -170,35 +169,26 @@ class PieceCounter(ExactCounter):
             return super().prompt_length(draft)
         j = self._frame_end(pieces)
         middle = sum(self._middle_counts(draft))
-        if j >= len(pieces) - 1:  # the frame's end is the template's tail alone
-            return self._frame_length(pieces[0] + pieces[1], pieces[j:],
-                                      draft.answer_prefix) + middle
-        # The frame's end opens with the draft's last unit (the tail cannot follow pieces[1]
-        # directly), which changes with every size probed. That unit, the bridge, is counted
-        # as a middle piece, and the frame without it is remembered: tokenized once, with the
-        # first bridge seen, then length = frame - bridge' + bridge + middle. The bridge
-        # joins pieces[1] and the rest through clean junctions of its own kind, so its
-        # tokens are its in-context count whichever unit it is.
-        bridge, rest = pieces[j], pieces[j + 1:]
-        key = (pieces[0] + pieces[1], "".join(rest), draft.answer_prefix)
-        n_bridge = self.piece_counts([bridge])[0]
-        base = self._bridged.get(key)
+        # The frame is pieces[0] + pieces[1] + pieces[j:]. Its pieces that change with the
+        # size probed are counted as middle pieces: pieces[1] (a shuffled list's first item)
+        # and, where the tail cannot follow pieces[1] directly, pieces[j], the draft's last
+        # unit (the bridge). The frame without them is remembered: tokenized once, with the
+        # first such pieces seen, then length = frame - varying' + varying + middle. They join
+        # their neighbours through clean junctions of their own kinds, so their tokens are
+        # their in-context counts whichever units they are.
+        bridged = j < len(pieces) - 1
+        varying = [pieces[1], pieces[j]] if bridged else [pieces[1]]
+        rest = pieces[j + 1:] if bridged else pieces[j:]
+        n_varying = sum(self.piece_counts(varying))
+        key = (pieces[0], "".join(rest), draft.answer_prefix)
+        base = self._bases.get(key)
         if base is None:
-            if len(self._bridged) >= 64:
-                self._bridged.clear()
-            base = self._bridged[key] = self._frame_length(
-                key[0], (bridge, *rest), draft.answer_prefix) - n_bridge
-        return base + n_bridge + middle
-
-    def _frame_length(self, head: str, end: Sequence[str], answer_prefix: str) -> int:
-        """Whole-prompt tokens of head + end (remembered: the probes of a sample share it)."""
-        frame = (head + "".join(end), answer_prefix)
-        n_frame = self._frames.get(frame)
-        if n_frame is None:
-            if len(self._frames) >= 64:
-                self._frames.clear()
-            n_frame = self._frames[frame] = self.tok.prompt_length(*frame, self.mode)
-        return n_frame
+            if len(self._bases) >= 64:
+                self._bases.clear()
+            base = self._bases[key] = self.tok.prompt_length(
+                pieces[0] + "".join(varying) + key[1], draft.answer_prefix,
+                self.mode) - n_varying
+        return base + n_varying + middle
 
     def token_positions(self, draft: Draft, char_offsets: Sequence[int]) -> list[int]:
         pieces = draft.pieces

@@ -319,11 +319,12 @@ def test_a_frame_counted_with_one_last_unit_counts_every_size_of_the_sample(task
             assert fast.prompt_length(d) == exact.prompt_length(d), (task, index, size)
 
 
-@pytest.mark.parametrize("task", ["niah_single_2", "cwe"])
+@pytest.mark.parametrize("task", ["niah_single_2", "cwe", "or_cwe"])
 def test_the_probes_of_a_sample_tokenize_its_frame_once(task, monkeypatch):
     """Fitting a sample tokenizes a whole prompt for its smallest draft (too small to cut)
     and for its frame, not once per size probed (at e344ff3: once per probe, where the frame
-    ended with the draft's last unit)."""
+    ended with the draft's last unit or started with a shuffled list's first item, or where
+    the template's tail was glued to the last unit: ONERULER's " </List>")."""
     from ruler.builder.fitting import fit_sample
 
     gen = generator(task, "llama-3.1", 32768)
