@@ -97,13 +97,17 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = F
 
 def end_with_tail(pieces: list[str], tail: str) -> None:
     """Append the template's tail: its leading newlines close the last piece and the rest is
-    a piece of its own ("...again.\\n" | "What is ..."), a clean junction. The last unit is
-    then counted (and cached) like the others, and where the frame a counter tokenizes can
-    end with the tail alone (builder.counting), it is the same for every size of a sample."""
+    a piece of its own ("...again.\\n" | "What is ..."), a clean junction; a tail that opens
+    with a space before a non-space character after a non-space one is a piece of its own as
+    a word is (" nerve" | " </List>..."). The last unit is then counted (and cached) like the
+    others, and where the frame a counter tokenizes can end with the tail alone
+    (builder.counting), it is the same for every size of a sample."""
     rest = tail.lstrip("\n")
     if rest != tail and rest and not rest[0].isspace():
         pieces[-1] += tail[:len(tail) - len(rest)]
         pieces.append(rest)
+    elif tail[:1] == " " and tail[1:2].strip() and pieces[-1][-1:].strip():
+        pieces.append(tail)
     else:
         pieces[-1] += tail
 
