@@ -14,7 +14,7 @@ import random
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 from ruler.builder.depths import DEPTHS, DepthBin
 from ruler.builder.essays import EssayCorpus, shared_corpus
@@ -48,6 +48,12 @@ _WORD_KEY_NUMBER_LINE = re.compile(
     r"( [0-9]{3})([0-9]+\.?\n?)")
 
 
+# and the common line of niah_multikey_3 (UUID key and value)
+_UUID_KEY_UUID_LINE = re.compile(
+    r"(One of the special magic \w+ for)( [0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})( is:)"
+    r"( [0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\.?\n?)")
+
+
 def _split_needle(line: str) -> tuple[str, ...]:
     """A needle line cut before its key, "is:" and value, and inside them where no token of
     a registry tokenizer spans the cut (tests/builder/test_counting.py scans the vocabularies): an
@@ -57,7 +63,15 @@ def _split_needle(line: str) -> tuple[str, ...]:
     "-bd" | "4" ...). The fixed words and these parts recur, so a new line is counted from
     cached parts. Cut only at single spaces between words."""
     common = _WORD_KEY_NUMBER_LINE.fullmatch(line)
-    return common.groups() if common else _split_needle_by_words(line)
+    if common:
+        return common.groups()
+    uuids = _UUID_KEY_UUID_LINE.fullmatch(line)
+    if uuids:  # niah_multikey_3's line: its key's and value's runs, as word by word
+        head, key, is_, value = uuids.groups()
+        key_runs, value_runs = _HEX_RUN.findall(key, 1), _HEX_RUN.findall(value, 1)
+        return (head, " " + key_runs[0], *key_runs[1:], is_, " " + value_runs[0],
+                *value_runs[1:])
+    return _split_needle_by_words(line)
 
 
 def _split_needle_by_words(line: str) -> tuple[str, ...]:
@@ -135,6 +149,22 @@ class NiahGenerator(TaskGenerator):
             if key not in taken:
                 taken.add(key)
                 return key
+
+    def _line_drawer(self) -> Callable[[random.Random, set[str]], tuple[str, str]]:
+        """`(key, line)` of a distractor line, as `_unique_key` and `_random` draw them (the
+        same draws, the same strings; tests/builder/tasks/test_niah.py checks), inlined: a
+        128K haystack draws thousands of lines per sample."""
+        head = NEEDLE.split("{key}")[0].format(type_needle_v=self.type_v)
+        key_of, value_of = _drawer(self.type_k, self.keys), _drawer(self.type_v, self.keys)
+
+        def draw(rng: random.Random, taken: set[str]) -> tuple[str, str]:
+            key = key_of(rng)
+            while key in taken:
+                key = key_of(rng)
+            taken.add(key)
+            return key, head + key + " is: " + value_of(rng) + "."
+
+        return draw
 
     # -- the sample -----------------------------------------------------------------------
 
@@ -337,16 +367,17 @@ class NiahGenerator(TaskGenerator):
         if memo is None or memo.entry != entry:
             memo = self.__dict__["_distractor_memo"] = _DistractorMemo(entry, entry[0],
                                                                       set(taken))
+        draw = self._line_drawer()
         if size > len(memo.lines):  # draw the missing lines, checkpointing on the way
             rng.setstate(memo.end_state)
+            end_taken, keys, lines, pieces = memo.end_taken, memo.keys, memo.lines, memo.pieces
             for k in range(len(memo.lines), size):
                 if k % _CHECKPOINT == 0:
                     memo.checkpoints.append(rng.getstate())
-                key = self._unique_key(rng, memo.end_taken)
-                memo.keys.append(key)
-                memo.lines.append(NEEDLE.format(type_needle_v=self.type_v, key=key,
-                                                value=self._random(rng, self.type_v)))
-                memo.pieces.append(memo.lines[-1] + "\n")
+                key, line = draw(rng, end_taken)
+                keys.append(key)
+                lines.append(line)
+                pieces.append(line + "\n")
             memo.end_state = rng.getstate()
         if size == len(memo.lines):
             rng.setstate(memo.end_state)
@@ -356,12 +387,32 @@ class NiahGenerator(TaskGenerator):
             rng.setstate(memo.checkpoints[c])
             taken.update(memo.keys[:c * _CHECKPOINT])
             for _ in range(c * _CHECKPOINT, size):
-                self._unique_key(rng, taken)
-                self._random(rng, self.type_v)
+                draw(rng, taken)
         return memo
 
 
 _CHECKPOINT = 256
+
+
+def _drawer(kind: str, keys: AdjectiveNounKeys) -> Callable[[random.Random], str]:
+    """`NiahGenerator._random(rng, kind)` as a function of `rng` alone: the same draws and
+    strings, with the kind decided once and the UUID formatted as `uuid.UUID` formats it."""
+    if kind == "numbers":
+        def number(rng: random.Random) -> str:  # rng.randint(10**6, 10**7 - 1), as `below`
+            r = rng.getrandbits(24)
+            while r >= 9_000_000:
+                r = rng.getrandbits(24)
+            return str(1_000_000 + r)
+        return number
+    if kind == "uuids":
+        def uuid4(rng: random.Random) -> str:  # str(uuid.UUID(int=..., version=4))
+            n = rng.getrandbits(128) & ~(0xc000 << 48) | 0x8000 << 48
+            h = "%032x" % (n & ~(0xf000 << 64) | 4 << 76)
+            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return uuid4
+    if kind == "words":
+        return keys.draw
+    raise ValueError(f"unknown needle type {kind!r}")
 
 
 @dataclass
