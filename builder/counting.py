@@ -52,6 +52,7 @@ _ANCHORS = (_ANCHOR_BEFORE_SPACE, _ANCHOR_BEFORE_HYPHEN, _ANCHOR_AFTER_NEWLINE)
 # Bounds on memory (an entry is ~100 B besides its key; most keys are shared corpus strings).
 MAX_CACHED_PIECES = 1_000_000  # per scope (cwe at 1M-2M draws ~500K-750K distinct pieces)
 MAX_TOTAL_PIECES = 2_000_000  # over all scopes
+MAX_REFINED_PIECES = 100_000  # pieces counted from their parts (about 10 samples' lines)
 
 
 def _may_follow(end: str, first: str) -> bool:
@@ -95,6 +96,7 @@ class PieceCounter(ExactCounter):
         self._head_counts: dict[str, int] = {}
         self._frame_starts: dict[str, list[int]] = {}
         self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
+        self._refined: dict[str, int] = {}  # see _refined_counts
 
     @staticmethod
     def _anchor(piece: str) -> str:
@@ -126,6 +128,8 @@ class PieceCounter(ExactCounter):
                      refine: Callable[[str], tuple[str, ...]] | None = None) -> list[int]:
         """In-context token counts of middle pieces (cached; misses counted in one batch, or
         from their sub-pieces when `refine` cuts them further)."""
+        if refine is not None:
+            return self._refined_counts(pieces, refine)
         cache = self._cache
         counts = list(map(cache.get, pieces))  # map: a 128K draft has ~50K pieces
         if None not in counts:
@@ -140,6 +144,25 @@ class PieceCounter(ExactCounter):
             return list(map(cache.__getitem__, pieces))
         except KeyError:  # refining emptied the scope after `counts` were read
             return [new[p] if n is None else n for p, n in zip(pieces, counts)]
+
+    def _refined_counts(self, pieces: Sequence[str],
+                        refine: Callable[[str], tuple[str, ...]]) -> list[int]:
+        """piece_counts of pieces a draft counts from their parts (needle lines): the parts
+        (words, digit groups, UUID runs) recur and are cached in the scope; the pieces
+        themselves are one sample's (its distractor lines, thousands at 128K, never seen again)
+        and are kept apart, in a memo emptied when it grows past a few samples' worth, so the
+        scope's cache stays small and fast and is never emptied by them."""
+        memo = self._refined
+        counts = list(map(memo.get, pieces))
+        if None not in counts:
+            return counts
+        missing = list(dict.fromkeys(itertools.compress(
+            pieces, map(operator.is_, counts, itertools.repeat(None)))))
+        new = dict(zip(missing, self._count_new(missing, refine)))
+        if len(memo) + len(new) > MAX_REFINED_PIECES:
+            memo.clear()
+        memo.update(new)
+        return [new[p] if n is None else n for p, n in zip(pieces, counts)]
 
     def _count_new(self, pieces: list[str], refine) -> list[int]:
         if refine is not None:
