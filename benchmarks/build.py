@@ -4,6 +4,15 @@ Prints figures; asserts nothing (speed targets belong here, not in unit tests).
 
     python -m benchmarks.build --quick                      # 13 tasks x 4K,32K x 50 samples
     python -m benchmarks.build --tokenizer llama-3.1 --lengths paper --samples 500 --tokenize-pass
+    python -m benchmarks.build --quick --upstream /path/to/RULER [--upstream-python PY]
+
+`--upstream DIR` (a NVIDIA/RULER checkout, never part of this repository) times the same build
+side by side with upstream's own generator, in one run: ours as `ruler build` in a fresh
+process, then upstream's `prepare.py` per task and length, `--workers` at a time
+(benchmarks/ruler_upstream.py), upstream under `--upstream-python` (its own environment; its
+imports are checked first). Both sides' wall and CPU seconds (their whole process trees,
+start-up included), the load around each, and the wall and CPU ratios are printed
+(benchmarks/side_by_side.py).
 
 `seconds` is the time spent on a file: by one worker, as workers write whole files (so the
 per-file figures add up to the workers' CPU time, not to the wall time).
@@ -36,6 +45,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from benchmarks.ray_cluster import RayCluster
+from benchmarks.side_by_side import add_upstream_python, print_ratios, run_ours
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.pipeline.config import EXECUTORS, default_start_method
 from ruler.builder.selection import parse_lengths, parse_tasks
@@ -170,9 +180,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="a running Ray cluster (default: start a two-node cluster here)")
     p.add_argument("--sources", default=None,
                    help="sources folder (e.g. one made by benchmarks.hotpotqa_proxy)")
+    p.add_argument("--upstream", type=Path, default=None,
+                   help="a NVIDIA/RULER checkout: time upstream's generator beside ours")
+    add_upstream_python(p)
     args = p.parse_args(argv)
     if args.quick:
         args.tasks, args.lengths, args.samples = "all", "4096,32768", 50
+    if args.upstream is not None:
+        return side_by_side(args)
     out = args.out or Path(tempfile.mkdtemp(prefix="ruler-bench-"))
     cluster = None
     if args.executor == "ray" and args.ray_address is None:
@@ -190,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                       executor=args.executor, ray_address=args.ray_address,
                       sources_dir=args.sources)
     profiler = cProfile.Profile() if args.profile else None
-    started, cpu_before = time.perf_counter(), _cpu_seconds()
+    started, cpu_before, load_before = time.perf_counter(), _cpu_seconds(), os.getloadavg()[0]
     if profiler is not None:
         profiler.enable()
     try:
@@ -227,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     cpu_main, cpu_workers = (b - a for a, b in zip(cpu_before, _cpu_seconds()))
     print(f"CPU: main {cpu_main:.1f} s (start-up, publishing files)" +
           (f", workers {cpu_workers:.1f} s (fitting samples, writing Parquet)"
-           if args.executor == "local" else ""))
+           if args.executor == "local" else "") +
+          f"; load {load_before:.1f} -> {os.getloadavg()[0]:.1f}")
     if profiler is not None:
         print_profile(pstats.Stats(profiler), wall)
     if args.tokenize_pass:
@@ -237,6 +253,40 @@ def main(argv: list[str] | None = None) -> int:
               f"tokens); builder/tokenization ratio {wall / seconds:.2f} (target <= 0.5)")
     if args.out is None:
         shutil.rmtree(out, ignore_errors=True)
+    return 0
+
+
+def side_by_side(args: argparse.Namespace) -> int:
+    """Ours (`ruler build` in a fresh process), then upstream's prepare.py, on the same tasks,
+    lengths, samples and cores; per file seconds, both sides' wall and CPU seconds, ratios."""
+    from benchmarks.ruler_upstream import prepare_upstream, run_upstream
+
+    tasks = parse_tasks(args.tasks)
+    lengths = parse_lengths(args.lengths)
+    argv = ["--tokenizer", args.tokenizer, "--tasks", ",".join(tasks), "--lengths",
+            ",".join(map(str, lengths)), "--samples", str(args.samples), "--workers",
+            str(args.workers)] + (["--sources", args.sources] if args.sources else [])
+    work = args.out or Path(tempfile.mkdtemp(prefix="ruler-bench-"))
+    try:
+        upstream_dir = args.upstream.resolve()
+        env = prepare_upstream(upstream_dir, args.upstream_python, work, args.sources)
+        ours = run_ours(argv, work / "ours")
+        tok_folder = Path(os.environ.get("RULER_TOKENIZERS", "")) / args.tokenizer
+        upstream = run_upstream(upstream_dir, args.upstream_python, env, tok_folder, tasks,
+                                lengths, args.samples, args.workers, work)
+        print(f"{len(tasks)} tasks x {len(lengths)} length(s) x {args.samples} samples, "
+              f"{args.workers} worker(s) a side\n")
+        print("| task | L | upstream s (process) | ours s (file) |\n|---|---|---|---|")
+        by_file = {(t, L): s for (_, t, L), s in ours.files.items()}
+        for L in lengths:
+            for t in tasks:
+                print(f"| {t} | {L} | {upstream.files[(t, L)]:.1f} | "
+                      f"{by_file.get((t, L), float('nan')):.2f} |")
+        print()
+        print_ratios(ours, upstream)
+    finally:
+        if args.out is None:
+            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

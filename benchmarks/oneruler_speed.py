@@ -3,7 +3,7 @@ samples, side by side in one run, and the ratio.
 
     python -m benchmarks.oneruler_speed --upstream /path/to/OneRuler-checkout --tokenizer \\
         llama-3.1 --languages en,zh,ru,ko,hi,sw --lengths 8192 --samples 20 [--workers 2] \\
-        [--reference ../shared/reference/oneruler/llama-3.1]
+        [--reference ../shared/reference/oneruler/llama-3.1] [--upstream-python PY]
     python -m benchmarks.oneruler_speed --ours-only --lengths 8192 --samples 50
 
 `--upstream` is a checkout of GitHub mungg/OneRuler (or any folder holding its
@@ -14,12 +14,16 @@ describes: per language and task one `prepare.py` process with the arguments of 
 `run_data_generation.sh`, from a folder where `data` is that data folder (its CWE opens
 `./data/vocab/dictionaries`), with `STANZA_RESOURCES_DIR` empty and, when `DIR/shim` exists,
 that folder first on PYTHONPATH (the reference's `stanza` stand-in: sentencex's sentences, the
-regex for sw and st). Upstream's dependencies must be installed (pandas, tenacity, wonderwords
-2.2.0, nltk, pyyaml, tqdm, transformers).
+regex for sw and st). Upstream runs under `--upstream-python` (its own environment, as its
+users run it; default: this interpreter; prepare.py's `python <script>` is that interpreter
+too), which must import upstream's dependencies (pandas, tenacity, wonderwords 2.2.0, nltk,
+pyyaml, tqdm, transformers): they are checked first, and a missing one is said in one line.
 
 Both sides get the same cores: `--workers N` runs upstream's processes N at a time and our
 build with N workers. Wall times include start-up (Python, imports, tokenizer, sentence
-splitting) on both sides, as a user pays it. `--reference DIR` also checks upstream's files
+splitting) on both sides, as a user pays it. Each side's CPU seconds (its whole process tree's
+user + system time) and the load around it are printed, with the wall and CPU ratios
+(benchmarks/side_by_side.py). `--reference DIR` also checks upstream's files
 against `DIR/SHA256SUMS.uncompressed`, which shows the harness runs upstream as the reference
 was made.
 """
@@ -36,23 +40,37 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.ruler2_speed import check_reference
+from benchmarks.side_by_side import (
+    Side,
+    add_upstream_python,
+    check_imports,
+    interpreter_on_path,
+    print_ratios,
+    run_ours,
+    timed,
+)
 from ruler.builder.cli_build import parse_languages
 from ruler.builder.selection import parse_lengths
 from ruler.builder.sources import resolve
 from ruler.builder.tasks.catalog import ONERULER_TASKS, ONERULER_UPSTREAM_NAMES
 
+#: What upstream's prepare.py and generators import (besides the standard library).
+MODULES = ("pandas", "tenacity", "wonderwords", "nltk", "yaml", "tqdm", "transformers")
+
 
 def upstream_command(upstream: Path, out: Path, lang: str, task: str, L: int,
-                     tokenizer_path: Path, samples: int) -> list[str]:
+                     tokenizer_path: Path, samples: int, python: str = sys.executable
+                     ) -> list[str]:
     """`run_data_generation.sh`'s call of prepare.py for one language, task and length."""
-    return [sys.executable, str(upstream / "OneRuler" / "prepare.py"),
+    return [python, str(upstream / "OneRuler" / "prepare.py"),
             "--save_dir", str(out / lang / str(L)), "--benchmark", "synthetic",
             "--task", ONERULER_UPSTREAM_NAMES[task], "--tokenizer_path", str(tokenizer_path),
             "--tokenizer_type", "hf", "--max_seq_length", str(L),
             "--model_template_type", "base", "--num_samples", str(samples), "--lang", lang]
 
 
-def upstream_environment(upstream: Path, work: Path, sources: str | None) -> dict[str, str]:
+def upstream_environment(upstream: Path, work: Path, sources: str | None,
+                         python: str = sys.executable) -> dict[str, str]:
     """The folder upstream runs in (`data` -> the data) and its environment."""
     data = resolve("oneruler", sources).path
     if not (upstream / "OneRuler" / "data").exists():
@@ -64,25 +82,25 @@ def upstream_environment(upstream: Path, work: Path, sources: str | None) -> dic
     shim = upstream / "shim"
     path = [str(shim)] if shim.is_dir() else []
     return dict(os.environ, PYTHONPATH=os.pathsep.join([*path, os.environ.get("PYTHONPATH", "")]),
-                # prepare.py runs `python <script>` through the shell: this interpreter
-                PATH=os.pathsep.join([str(Path(sys.executable).parent),
-                                      os.environ.get("PATH", "")]),
+                # prepare.py runs `python <script>` through the shell: upstream's interpreter
+                PATH=interpreter_on_path(python, work),
                 STANZA_RESOURCES_DIR="", NLTK_DATA=str(work / "nltk_data"),
                 HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
 
 
-def run_upstream(upstream: Path, tokenizer_path: Path, languages, tasks, lengths, samples: int,
-                 workers: int, out: Path, sources: str | None) -> tuple[float, dict]:
-    """Every (language, task, length) as its own prepare.py process, `workers` at a time; the
-    wall time and each process's own seconds. prepare.py swallows its generator's errors, so
-    a file without `samples` lines is a failure here."""
-    env = upstream_environment(upstream, out, sources)
+def run_upstream(upstream: Path, python: str, env: dict[str, str], tokenizer_path: Path,
+                 languages, tasks, lengths, samples: int, workers: int, out: Path) -> Side:
+    """Every (language, task, length) as its own prepare.py process under `python` (in `env`:
+    `upstream_environment`), `workers` at a time; the side's wall and CPU seconds and each
+    process's own seconds. prepare.py swallows its generator's errors, so a file without
+    `samples` lines is a failure here."""
+    side = Side(f"upstream (prepare.py under {python}, {workers} at a time)")
 
     def one(job):
         lang, task, L = job
         started = time.perf_counter()
         done = subprocess.run(upstream_command(upstream, out, lang, task, L, tokenizer_path,
-                                               samples),
+                                               samples, python),
                               env=env, cwd=out, capture_output=True, text=True)
         seconds = time.perf_counter() - started
         path = out / lang / str(L) / ONERULER_UPSTREAM_NAMES[task] / "validation.jsonl"
@@ -93,34 +111,18 @@ def run_upstream(upstream: Path, tokenizer_path: Path, languages, tasks, lengths
         return job, seconds
 
     jobs = [(lang, t, L) for L in lengths for lang in languages for t in tasks]
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        seconds = dict(pool.map(one, jobs))
-    return time.perf_counter() - started, seconds
+    with timed(side), ThreadPoolExecutor(max_workers=workers) as pool:
+        side.files = dict(pool.map(one, jobs))
+    return side
 
 
-def run_ours(tokenizer: str, languages, tasks, lengths, samples: int, workers: int, out: Path
-             ) -> tuple[float, dict]:
-    """`ruler build --benchmark oneruler` in a fresh process (start-up included)."""
-    cmd = [sys.executable, "-m", "ruler", "build", "--benchmark", "oneruler", "--tokenizer",
-           tokenizer, "--languages", ",".join(languages), "--tasks", ",".join(tasks),
-           "--lengths", ",".join(map(str, lengths)), "--samples", str(samples), "--out",
-           str(out), "--workers", str(workers), "--no-progress"]
-    started = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"ruler build failed:\n{done.stderr[-3000:]}")
-    seconds = {}
-    for line in done.stdout.splitlines():  # "  data/<config>/<task>/<L>.parquet: ..., 1.2s, ..."
-        if ".parquet:" in line:
-            rel, rest = line.strip().split(": ", 1)
-            _, config, task, name = rel.split("/")
-            lang = config.rsplit("--oneruler-", 1)[1]
-            secs = next(p for p in rest.split(", ") if p.endswith("s") and p[:-1].replace(
-                ".", "").isdigit())
-            seconds[(lang, task, int(name.split(".")[0]))] = float(secs[:-1])
-    return wall, seconds
+def ours_arguments(tokenizer: str, languages, tasks, lengths, samples: int,
+                   workers: int) -> list[str]:
+    """`ruler build --benchmark oneruler` for the same languages, tasks, lengths, samples and
+    cores."""
+    return ["--benchmark", "oneruler", "--tokenizer", tokenizer, "--languages",
+            ",".join(languages), "--tasks", ",".join(tasks), "--lengths",
+            ",".join(map(str, lengths)), "--samples", str(samples), "--workers", str(workers)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference", type=Path, default=None,
                     help="check upstream's files against this reference folder's hashes")
     ap.add_argument("--keep", type=Path, default=None, help="keep both outputs here")
+    add_upstream_python(ap)
     args = ap.parse_args(argv)
     languages = [lang.code for lang in parse_languages(args.languages)]
     tasks = ONERULER_TASKS if args.tasks == "all" else tuple(args.tasks.split(","))
@@ -148,29 +151,37 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--upstream DIR is needed (or --ours-only)")
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
-        ours_wall, ours = run_ours(args.tokenizer, languages, tasks, lengths, args.samples,
-                                   args.workers, work / "ours")
+        env, upstream = None, None
+        if not args.ours_only:  # upstream's imports, checked before anything is timed
+            upstream = args.upstream.resolve()
+            env = upstream_environment(upstream, work / "upstream", args.sources,
+                                       args.upstream_python)
+            check_imports(args.upstream_python, MODULES, env, cwd=work / "upstream")
+        ours = run_ours(ours_arguments(args.tokenizer, languages, tasks, lengths, args.samples,
+                                       args.workers), work / "ours")
         rows = len(languages) * len(tasks) * len(lengths) * args.samples
-        print(f"ours: ruler build --benchmark oneruler, {len(languages)} language(s) x "
-              f"{len(tasks)} tasks x {len(lengths)} length(s) x {args.samples} samples = "
-              f"{rows} rows, {args.workers} worker(s): {ours_wall:.1f} s wall")
-        if args.ours_only:
+        print(f"ruler build --benchmark oneruler, {len(languages)} language(s) x {len(tasks)} "
+              f"tasks x {len(lengths)} length(s) x {args.samples} samples = {rows} rows, "
+              f"{args.workers} worker(s) a side")
+        if env is None or upstream is None:
+            print(ours.line())
             return 0
         tok_folder = Path(os.environ.get("RULER_TOKENIZERS", "")) / args.tokenizer
-        up_wall, up = run_upstream(args.upstream.resolve(), tok_folder, languages, tasks,
-                                   lengths, args.samples, args.workers, work / "upstream",
-                                   args.sources)
-        print(f"upstream: prepare.py, one process per language, task and length, "
-              f"{args.workers} at a time: {up_wall:.1f} s wall\n")
-        print("| lang | task | L | upstream s (process) | ours s (file) |\n|---|---|---|---|---|")
+        up = run_upstream(upstream, args.upstream_python, env, tok_folder, languages, tasks,
+                          lengths, args.samples, args.workers, work / "upstream")
+        # our files by (language, task, L): the language is the one each config was built for
+        by_file = {(lang, t, L): s for (config, t, L), s in ours.files.items()
+                   for lang in languages if config.endswith(f"--oneruler-{lang}")}
+        print("\n| lang | task | L | upstream s (process) | ours s (file) |\n"
+              "|---|---|---|---|---|")
         for L in lengths:
             for lang in languages:
                 for t in tasks:
                     print(f"| {lang} | {ONERULER_UPSTREAM_NAMES[t]} | {L} | "
-                          f"{up[(lang, t, L)]:.1f} | "
-                          f"{ours.get((lang, t, L), float('nan')):.2f} |")
-        print(f"\nwall: upstream {up_wall:.1f} s, ours {ours_wall:.1f} s: ours is "
-              f"{up_wall / ours_wall:.1f}x faster")
+                          f"{up.files[(lang, t, L)]:.1f} | "
+                          f"{by_file.get((lang, t, L), float('nan')):.2f} |")
+        print()
+        print_ratios(ours, up)
         if args.reference is not None:
             equal, compared = check_reference(work / "upstream", args.reference)
             print(f"upstream's files equal to the reference: {equal}/{compared}")

@@ -2,7 +2,8 @@
 side by side in one run, and the ratio.
 
     python -m benchmarks.ruler2_speed --upstream /path/to/NeMo-Skills --tokenizer llama-3.1 \\
-        --lengths 4096,8192 --samples 50 [--tasks all] [--workers 2] [--reference DIR]
+        --lengths 4096,8192 --samples 50 [--tasks all] [--workers 2] [--reference DIR] \\
+        [--upstream-python /path/to/nemo-skills-env/bin/python]
     python -m benchmarks.ruler2_speed --ours-only --lengths 131072 --samples 100
 
 `--upstream` is a NeMo-Skills checkout, or any folder holding
@@ -12,14 +13,17 @@ is one process, `python -m nemo_skills.dataset.ruler2.<generator>` with the argu
 NeMo-Skills' `prepare_data.py` passes (read from our catalog's task parameters), and a shim
 that makes `datasets.load_dataset("cais/mmlu", "all")` and `("hotpotqa/hotpot_qa",
 "distractor")` return the Parquet files our source registry resolves (the stand-ins here),
-and points NLTK at the pinned punkt_tab. Upstream's dependencies must be installed (inflect,
-tenacity, wonderwords, nltk, datasets, transformers).
+and points NLTK at the pinned punkt_tab. Upstream runs under `--upstream-python` (its own
+environment, as NeMo-Skills' users run it; default: this interpreter), which must import
+upstream's dependencies (inflect, tenacity, wonderwords, nltk, datasets, transformers): they
+are checked first, and a missing one is said in one line.
 
 Both sides get the same cores: `--workers N` runs upstream's task processes N at a time
 (prepare_data.py starts them all at once) and our build with N workers. Wall times include
 start-up (Python, imports, tokenizer, datasets) on both sides, as a user pays it. Each side's
-CPU seconds (its processes' user + system time) are printed too: on a machine that other work
-shares, wall times stretch with the load while CPU seconds mostly do not.
+CPU seconds (its whole process tree's user + system time) and the load around it are printed,
+with the wall and CPU ratios: on a machine that other work shares, wall times stretch with the
+load while CPU seconds mostly do not (benchmarks/side_by_side.py).
 `--reference DIR` also checks upstream's files against `DIR/SHA256SUMS.uncompressed` (byte for
 byte; run with PYTHONHASHSEED=1 for the qa tasks), which shows the harness runs upstream as the
 reference was made.
@@ -30,7 +34,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -38,6 +41,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from benchmarks.side_by_side import (
+    Side,
+    add_upstream_python,
+    check_imports,
+    print_ratios,
+    run_ours,
+    timed,
+)
 from ruler.builder.selection import parse_lengths
 from ruler.builder.sources import resolve
 from ruler.builder.tasks.catalog import RULER2_TASKS, get_task
@@ -59,6 +70,9 @@ module = sys.argv[1]
 sys.argv = [module] + sys.argv[2:]
 runpy.run_module(module, run_name="__main__", alter_sys=True)
 """
+
+#: What NeMo-Skills' ruler2 generators import (besides the standard library).
+MODULES = ("inflect", "tenacity", "wonderwords", "nltk", "datasets", "transformers")
 
 
 def upstream_arguments(task: str) -> tuple[str, list[str]]:
@@ -101,18 +115,19 @@ def upstream_environment(upstream: Path, sources: str | None, work: Path) -> dic
     return env
 
 
-def run_upstream(upstream: Path, tokenizer_path: Path, tasks, lengths, samples: int,
-                 workers: int, out: Path, sources: str | None) -> tuple[float, dict]:
-    """Every (task, length) as its own upstream process, `workers` at a time; the wall time
-    and each process's own seconds."""
-    env = upstream_environment(upstream, sources, out)
+def run_upstream(python: str, env: dict[str, str], tokenizer_path: Path, tasks, lengths,
+                 samples: int, workers: int, out: Path) -> Side:
+    """Every (task, length) as its own upstream process under `python` (in `env`:
+    `upstream_environment`), `workers` at a time; the side's wall and CPU seconds and each
+    process's own seconds."""
+    side = Side(f"upstream (NeMo-Skills' generators under {python}, {workers} at a time)")
 
     def one(job: tuple[str, int]) -> tuple[tuple[str, int], float]:
         task, L = job
         generator, args = upstream_arguments(task)
         folder = out / str(L) / task
         folder.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-c", SHIM, f"nemo_skills.dataset.ruler2.{generator}",
+        cmd = [python, "-c", SHIM, f"nemo_skills.dataset.ruler2.{generator}",
                "--output_folder", str(folder), "--tokenizer_type", "hf", "--tokenizer_path",
                str(tokenizer_path), "--max_seq_length", str(L), "--num_samples", str(samples),
                "--random_seed", "42", *args]
@@ -123,39 +138,16 @@ def run_upstream(upstream: Path, tokenizer_path: Path, tasks, lengths, samples: 
         return job, time.perf_counter() - started
 
     jobs = [(t, L) for L in lengths for t in tasks]
-    started = time.perf_counter()
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        seconds = dict(pool.map(one, jobs))
-    return time.perf_counter() - started, seconds
+    with timed(side), ThreadPoolExecutor(max_workers=workers) as pool:
+        side.files = dict(pool.map(one, jobs))
+    return side
 
 
-def children_cpu() -> float:
-    """User + system seconds of this process's finished (waited-for) child processes."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def run_ours(tokenizer: str, tasks, lengths, samples: int, workers: int, out: Path
-             ) -> tuple[float, dict]:
-    """`ruler build --benchmark v2` in a fresh process (start-up included, as upstream's)."""
-    cmd = [sys.executable, "-m", "ruler", "build", "--benchmark", "v2", "--tokenizer", tokenizer,
-           "--tasks", ",".join(tasks), "--lengths", ",".join(map(str, lengths)),
-           "--samples", str(samples), "--out", str(out), "--workers", str(workers),
-           "--no-progress"]
-    started = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"ruler build failed:\n{done.stderr[-3000:]}")
-    seconds = {}
-    for line in done.stdout.splitlines():  # "  data/<config>/<task>/<L>.parquet: ..., 1.2s, ..."
-        if ".parquet:" in line:
-            rel, rest = line.strip().split(": ", 1)
-            _, _, task, name = rel.split("/")
-            secs = next(p for p in rest.split(", ") if p.endswith("s") and p[:-1].replace(
-                ".", "").isdigit())
-            seconds[(task, int(name.split(".")[0]))] = float(secs[:-1])
-    return wall, seconds
+def ours_arguments(tokenizer: str, tasks, lengths, samples: int, workers: int) -> list[str]:
+    """`ruler build --benchmark v2` for the same tasks, lengths, samples and cores."""
+    return ["--benchmark", "v2", "--tokenizer", tokenizer, "--tasks", ",".join(tasks),
+            "--lengths", ",".join(map(str, lengths)), "--samples", str(samples),
+            "--workers", str(workers)]
 
 
 def check_reference(out: Path, reference: Path) -> tuple[int, int]:
@@ -189,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference", type=Path, default=None,
                     help="check upstream's files against this reference folder's hashes")
     ap.add_argument("--keep", type=Path, default=None, help="keep both outputs here")
+    add_upstream_python(ap)
     args = ap.parse_args(argv)
     tasks = RULER2_TASKS if args.tasks == "all" else tuple(args.tasks.split(","))
     lengths = parse_lengths(args.lengths)
@@ -196,29 +189,29 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--upstream DIR is needed (or --ours-only)")
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
-        cpu = children_cpu()
-        ours_wall, ours = run_ours(args.tokenizer, tasks, lengths, args.samples, args.workers,
-                                   work / "ours")
-        ours_cpu, cpu = children_cpu() - cpu, children_cpu()
+        env = None
+        if not args.ours_only:  # upstream's imports, checked before anything is timed
+            env = upstream_environment(args.upstream, args.sources, work / "upstream")
+            check_imports(args.upstream_python, MODULES, env)
+        ours = run_ours(ours_arguments(args.tokenizer, tasks, lengths, args.samples,
+                                       args.workers), work / "ours")
         rows = len(tasks) * len(lengths) * args.samples
-        print(f"ours: ruler build --benchmark v2, {len(tasks)} tasks x {len(lengths)} "
-              f"length(s) x {args.samples} samples = {rows} rows, {args.workers} worker(s): "
-              f"{ours_wall:.1f} s wall, {ours_cpu:.1f} CPU s")
-        if args.ours_only:
+        print(f"ruler build --benchmark v2, {len(tasks)} tasks x {len(lengths)} length(s) x "
+              f"{args.samples} samples = {rows} rows, {args.workers} worker(s) a side")
+        if env is None:
+            print(ours.line())
             return 0
         tok_folder = Path(os.environ.get("RULER_TOKENIZERS", "")) / args.tokenizer
-        up_wall, up = run_upstream(args.upstream, tok_folder, tasks, lengths, args.samples,
-                                   args.workers, work / "upstream", args.sources)
-        up_cpu = children_cpu() - cpu
-        print(f"upstream: NeMo-Skills generators, one process per task and length, "
-              f"{args.workers} at a time: {up_wall:.1f} s wall, {up_cpu:.1f} CPU s\n")
-        print("| task | L | upstream s (process) | ours s (file) |\n|---|---|---|---|")
+        up = run_upstream(args.upstream_python, env, tok_folder, tasks, lengths, args.samples,
+                          args.workers, work / "upstream")
+        by_file = {(t, L): s for (_, t, L), s in ours.files.items()}
+        print("\n| task | L | upstream s (process) | ours s (file) |\n|---|---|---|---|")
         for L in lengths:
             for t in tasks:
-                print(f"| {t} | {L} | {up[(t, L)]:.1f} | {ours.get((t, L), float('nan')):.2f} |")
-        print(f"\nwall: upstream {up_wall:.1f} s, ours {ours_wall:.1f} s: ours is "
-              f"{up_wall / ours_wall:.1f}x faster; CPU: upstream {up_cpu:.1f} s, ours "
-              f"{ours_cpu:.1f} s: {up_cpu / ours_cpu:.1f}x")
+                print(f"| {t} | {L} | {up.files[(t, L)]:.1f} | "
+                      f"{by_file.get((t, L), float('nan')):.2f} |")
+        print()
+        print_ratios(ours, up)
         if args.reference is not None:
             equal, compared = check_reference(work / "upstream", args.reference)
             print(f"upstream's files equal to the reference: {equal}/{compared}")

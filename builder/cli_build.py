@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import add_flags, check_flags, flag_values, from_flags, option
 from ruler.builder.length_rules import fill_definition, rules_of
-from ruler.builder.pipeline.config import BuildConfig
+from ruler.builder.pipeline.config import BuildConfig, BuildReport
 from ruler.builder.selection import parse_lengths, parse_shard, parse_tasks
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.benchmarks import ONERULER, RULER, benchmark_id, per_language
@@ -90,21 +90,22 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     # One config per variant; `--replicates K` asks for K of them, built one after the other,
     # each exactly as its own `--replicate i` command builds it.
-    # ONERULER: one config per language too (`--languages`).
+    # ONERULER: one config per language too (`--languages`). The card is rendered once, when
+    # they are all built (`run_builds`).
+    from ruler.builder.pipeline.run import run_builds
+
     values = flag_values(BuildConfig, args)
     languages = from_flags(LanguageFlags, args).of(benchmark_id(values.get("benchmark", RULER)))
-    for variant in variants_from_flags(vars(args)):
-        for language in languages:
-            _build_one(BuildConfig(**values, variant=variant, language=language))
+    cfgs = [BuildConfig(**values, variant=variant, language=language)
+            for variant in variants_from_flags(vars(args)) for language in languages]
+    run_builds(cfgs, done=_report)
     return 0
 
 
-def _build_one(cfg: BuildConfig) -> None:
-    """Build one config and print what was built."""
+def _report(cfg: BuildConfig, report: BuildReport) -> None:
+    """Print what one config's build built."""
     from ruler.builder.manifest import Manifest
-    from ruler.builder.pipeline import run_build
 
-    report = run_build(cfg)
     built = [f for f in report.files if not f.skipped]
     print(f"{report.config}: {len(built)} file(s) built, {len(report.files) - len(built)} "
           f"up to date, in {report.out}")

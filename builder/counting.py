@@ -37,7 +37,10 @@ import operator
 import weakref
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ruler.builder.tasks.base import Draft
+from ruler.builder.tasks.tally import Gather, Tally
 from ruler.builder.tokenizer import Tokenizer
 
 # A piece that starts with a space follows a non-space character, one that starts with a
@@ -49,6 +52,15 @@ _ANCHORS = (_ANCHOR_BEFORE_SPACE, _ANCHOR_BEFORE_HYPHEN, _ANCHOR_AFTER_NEWLINE)
 # Bounds on memory (an entry is ~100 B besides its key; most keys are shared corpus strings).
 MAX_CACHED_PIECES = 1_000_000  # per scope (cwe at 1M-2M draws ~500K-750K distinct pieces)
 MAX_TOTAL_PIECES = 2_000_000  # over all scopes
+MAX_REFINED_PIECES = 100_000  # pieces counted from their parts (about 10 samples' lines)
+
+
+def _may_follow(end: str, first: str) -> bool:
+    """Whether a piece opening with `first` follows text ending with `end` through a clean
+    junction of its own kind (a space, a hyphen, or a new line)."""
+    if first not in " -":  # ("" is in " -": an empty piece counts as one after a space)
+        return end == "\n"
+    return end.isalpha() if first == "-" else end != "" and not end.isspace()
 
 
 class ExactCounter:
@@ -76,10 +88,15 @@ class PieceCounter(ExactCounter):
         self._scopes: dict[str, dict[str, int]] = {}
         self._cache = self._scopes.setdefault("", {})
         self._middle_memo: dict[int, tuple[weakref.ref, list[int]]] = {}
-        self._frames: dict[tuple[str, str], int] = {}
+        # (pieces[0], the frame's fixed end, answer prefix) -> the frame's tokens less those
+        # of its pieces that change with the size (see prompt_length)
+        self._bases: dict[tuple[str, str, str], int] = {}
+        # id(table) -> (the table, its pieces' counts by position, -1 where not counted yet)
+        self._tables: dict[int, tuple[Sequence[str], np.ndarray]] = {}
         self._head_counts: dict[str, int] = {}
         self._frame_starts: dict[str, list[int]] = {}
         self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
+        self._refined: dict[str, int] = {}  # see _refined_counts
 
     @staticmethod
     def _anchor(piece: str) -> str:
@@ -111,6 +128,8 @@ class PieceCounter(ExactCounter):
                      refine: Callable[[str], tuple[str, ...]] | None = None) -> list[int]:
         """In-context token counts of middle pieces (cached; misses counted in one batch, or
         from their sub-pieces when `refine` cuts them further)."""
+        if refine is not None:
+            return self._refined_counts(pieces, refine)
         cache = self._cache
         counts = list(map(cache.get, pieces))  # map: a 128K draft has ~50K pieces
         if None not in counts:
@@ -125,6 +144,25 @@ class PieceCounter(ExactCounter):
             return list(map(cache.__getitem__, pieces))
         except KeyError:  # refining emptied the scope after `counts` were read
             return [new[p] if n is None else n for p, n in zip(pieces, counts)]
+
+    def _refined_counts(self, pieces: Sequence[str],
+                        refine: Callable[[str], tuple[str, ...]]) -> list[int]:
+        """piece_counts of pieces a draft counts from their parts (needle lines): the parts
+        (words, digit groups, UUID runs) recur and are cached in the scope; the pieces
+        themselves are one sample's (its distractor lines, thousands at 128K, never seen again)
+        and are kept apart, in a memo emptied when it grows past a few samples' worth, so the
+        scope's cache stays small and fast and is never emptied by them."""
+        memo = self._refined
+        counts = list(map(memo.get, pieces))
+        if None not in counts:
+            return counts
+        missing = list(dict.fromkeys(itertools.compress(
+            pieces, map(operator.is_, counts, itertools.repeat(None)))))
+        new = dict(zip(missing, self._count_new(missing, refine)))
+        if len(memo) + len(new) > MAX_REFINED_PIECES:
+            memo.clear()
+        memo.update(new)
+        return [new[p] if n is None else n for p, n in zip(pieces, counts)]
 
     def _count_new(self, pieces: list[str], refine) -> list[int]:
         if refine is not None:
@@ -142,9 +180,7 @@ class PieceCounter(ExactCounter):
         unit and the tail), so the frame tokenizes as the text does around it."""
         end = pieces[1][-1:]
         for j in range(len(pieces) - 1, 2, -1):
-            first = pieces[j][:1]
-            if (end == "\n" if first not in " -" else
-                    (end.isalpha() if first == "-" else end != "" and not end.isspace())):
+            if _may_follow(end, pieces[j][:1]):
                 return j
         return 2
 
@@ -165,14 +201,77 @@ class PieceCounter(ExactCounter):
         pieces = draft.pieces
         if len(pieces) < 4:
             return super().prompt_length(draft)
-        frame = ("".join((pieces[0], pieces[1], *pieces[self._frame_end(pieces):])),
-                 draft.answer_prefix)
-        n_frame = self._frames.get(frame)
-        if n_frame is None:  # the probes of a sample mostly share their frame
-            if len(self._frames) >= 64:
-                self._frames.clear()
-            n_frame = self._frames[frame] = self.tok.prompt_length(*frame, self.mode)
-        return n_frame + sum(self._middle_counts(draft))
+        j = self._frame_end(pieces)
+        bridged = j < len(pieces) - 1
+        return self._framed(pieces[0], [pieces[1], pieces[j]] if bridged else [pieces[1]],
+                            pieces[j + 1:] if bridged else pieces[j:], draft.answer_prefix,
+                            sum(self._middle_counts(draft)))
+
+    def _framed(self, first: str, varying: list[str], rest: Sequence[str],
+                answer_prefix: str, middle: int) -> int:
+        """The prompt's tokens: its frame, first + varying + rest, plus its middle's `middle`.
+
+        The frame is pieces[0] + pieces[1] + pieces[j:]. Its pieces that change with the size
+        probed are counted as middle pieces: pieces[1] (a shuffled list's first item) and,
+        where the tail cannot follow pieces[1] directly, pieces[j], the draft's last unit
+        (the bridge). The frame without them is remembered: tokenized once, with the first
+        such pieces seen, then length = frame - varying' + varying + middle. They join their
+        neighbours through clean junctions of their own kinds, so their tokens are their
+        in-context counts whichever units they are.
+        """
+        n_varying = sum(self.piece_counts(varying))
+        key = (first, "".join(rest), answer_prefix)
+        base = self._bases.get(key)
+        if base is None:
+            if len(self._bases) >= 64:
+                self._bases.clear()
+            base = self._bases[key] = self.tok.prompt_length(
+                first + "".join(varying) + key[1], answer_prefix, self.mode) - n_varying
+        return base + n_varying + middle
+
+    def tally_length(self, tally: Tally) -> int | None:
+        """`prompt_length` of the draft `tally` describes (builder.tasks.tally), from the
+        tally: the same frame, and its middle summed run by run. None where the frame's end
+        is not among the tally's last pieces (the draft is counted instead)."""
+        last, n = tally.last, tally.size()
+        if n < 4:
+            return None
+        end = tally.first[1][-1:]
+        for k in range(len(last) - 1, -1, -1):
+            if n - len(last) + k <= 2:
+                return None
+            if _may_follow(end, last[k][:1]):
+                break
+        else:
+            return None
+        bridged = k < len(last) - 1
+        middle = sum(self.piece_counts(last[:k], tally.refine)) + sum(
+            self._gathered(run, tally.refine) if isinstance(run, Gather)
+            else sum(self.piece_counts(run, tally.refine)) for run in tally.middle)
+        return self._framed(tally.first[0],
+                            [tally.first[1], last[k]] if bridged else [tally.first[1]],
+                            last[k + 1:] if bridged else last[k:], tally.answer_prefix, middle)
+
+    def _gathered(self, run: Gather, refine) -> int:
+        """The sum of a Gather's piece counts, kept by table position: each position is
+        counted once (piece_counts, so the pieces are cached for token_positions too)."""
+        table = run.table
+        entry = self._tables.get(id(table))
+        if entry is None or entry[0] is not table:
+            if len(self._tables) >= 8:  # a sample's lines can be megabytes (1M tokens)
+                self._tables.pop(next(iter(self._tables)))
+            entry = self._tables[id(table)] = (table, np.full(len(table), -1, dtype=np.int64))
+        counts = entry[1]
+        if len(counts) < len(table):  # the table grew (a sample's lines)
+            counts = np.concatenate([counts, np.full(len(table) - len(counts), -1, np.int64)])
+            self._tables[id(table)] = (table, counts)
+        picked = counts[run.ids]
+        if (picked < 0).any():
+            ids = np.arange(len(counts))[run.ids] if isinstance(run.ids, slice) else run.ids
+            missing = np.unique(ids[picked < 0])
+            counts[missing] = self.piece_counts([table[i] for i in missing.tolist()], refine)
+            picked = counts[run.ids]
+        return int(picked.sum())
 
     def token_positions(self, draft: Draft, char_offsets: Sequence[int]) -> list[int]:
         pieces = draft.pieces

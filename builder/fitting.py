@@ -16,6 +16,7 @@ from typing import Callable
 
 from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.tasks.base import Draft, TaskGenerator
+from ruler.builder.tasks.tally import Tally
 
 MAX_PROBES = 64
 
@@ -28,7 +29,8 @@ class FittedSample:
 
 
 def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Random],
-               count: Callable[[Draft], int], max_seq_length: int) -> FittedSample:
+               count: Callable[[Draft], int], max_seq_length: int,
+               tally: Callable[[Tally], int | None] | None = None) -> FittedSample:
     """Return sample `index` at the largest size n with length(n) <= max_seq_length.
 
     Args:
@@ -38,7 +40,26 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
         count: exact prompt token count of a draft (chat template, prefix, special tokens).
         max_seq_length: the budget L, which includes tokens_to_generate where the task
             reserves its output (`TaskGenerator.reserved_tokens`).
+        tally: counts a generator's tally of a size (builder.tasks.tally) as `count` counts
+            its draft, or None; where the generator tallies, sizes are measured without
+            drafting them, and the size kept is drafted once at the end. Its count is checked
+            against the tally's: where they differ, the sample is fitted again from drafts
+            alone, so a row is always the one drafting fits.
     """
+    if tally is not None:
+        fitted = _fit(gen, index, make_rng, count, max_seq_length, tally)
+        if fitted is not None:
+            return fitted
+    fitted = _fit(gen, index, make_rng, count, max_seq_length, None)
+    assert fitted is not None  # only a tally's disagreement gives none
+    return fitted
+
+
+def _fit(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Random],
+         count: Callable[[Draft], int], max_seq_length: int,
+         tally: Callable[[Tally], int | None] | None) -> FittedSample | None:
+    """fit_sample's search; None where the kept size's draft does not count what its tally
+    did."""
     budget = max_seq_length - gen.reserved_tokens
     lo_n = gen.min_size
     hi_bound = gen.max_size
@@ -49,6 +70,11 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
 
     def measure(n: int) -> int:
         if n not in measured:
+            tallied = gen.tally(index, make_rng(), n) if tally is not None else None
+            counted = tally(tallied) if tally is not None and tallied is not None else None
+            if counted is not None:
+                measured[n] = counted
+                return counted
             d = gen.draft(index, make_rng(), n)
             measured[n] = count(d)
             if measured[n] <= budget and all(n > m for m in best):
@@ -56,12 +82,21 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
                 best[n] = d
         return measured[n]
 
+    def result(n: int) -> FittedSample | None:
+        if n not in best:  # measured from its tally: drafted now, and counted again
+            d = gen.draft(index, make_rng(), n)
+            if count(d) != measured[n]:
+                return None
+            best.clear()
+            best[n] = d
+        return _result(best, measured, n, gen)
+
     t_min = measure(lo_n)
     if t_min > budget:
         raise TooShortError(gen.spec.name, max_seq_length, t_min + gen.reserved_tokens,
                             too_short_counts(gen))
     if hi_bound is not None and hi_bound <= lo_n:
-        return _result(best, measured, lo_n, gen)
+        return result(lo_n)
 
     # Tokens per unit from a second probe one calibration step up, then secant steps.
     fit_n, fit_t = lo_n, t_min          # largest size known to fit
@@ -93,9 +128,10 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
                          f"{index} reaches {measured[fit_n] + gen.reserved_tokens} "
                          f"tokens with {hi_bound:,} {gen.unit}, the most its inputs hold; "
                          f"build it at a shorter length")
-    fitted = _result(best, measured, fit_n, gen)
+    fitted = result(fit_n)
     floor = gen.top_up_below
-    if floor is not None and fitted.length < floor * max_seq_length and fit_n != hi_bound:
+    if fitted is not None and floor is not None and fitted.length < floor * max_seq_length \
+            and fit_n != hi_bound:
         return _top_up(gen, index, make_rng, count, budget, fitted)
     return fitted
 

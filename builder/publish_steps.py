@@ -1,12 +1,13 @@
 """What a build folder holds besides its data and manifest, written by publish steps.
 
-Every change of OUT/manifest.json (a build publishing a file, a merge, a config dropped) is
-followed by each step's `write`, under the manifest lock; a build or merge with nothing to do
-calls `refresh`, which re-renders a file a killed run left stale; `ruler verify` asks each
-step's `problems`. The builder knows the steps only through this interface: the dataset card
-(`ruler.cards.step`, above the builder, which renders the card from the manifest) is the one
-ruler ships, listed here by address; a plug-in may add one in entry point group
-`ruler.publish_steps` (`name = "pkg.module:STEP"`).
+Every change of OUT/manifest.json (a merge, a config dropped) is followed by each step's
+`write`, under the manifest lock; a build calls it once its files are recorded (once per
+command, however many configs it builds); a build or merge with nothing to do calls `refresh`,
+which re-renders a file a killed run left stale; `ruler verify` asks each step's `problems`.
+The builder knows the steps only through this interface: the dataset card (`ruler.cards.step`,
+above the builder, which renders the card from the manifest) is the one ruler ships, listed
+here by address; a plug-in may add one in entry point group `ruler.publish_steps`
+(`name = "pkg.module:STEP"`).
 """
 
 from __future__ import annotations

@@ -20,12 +20,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ruler.builder.atomic import FILE_MODE, temp_file_beside
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import canonical_row_bytes
+from ruler.builder.row_table import rows_table
 from ruler.builder.schema import ROW_SCHEMA
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
@@ -108,7 +108,7 @@ class SplitWriter:
 
     def _flush(self) -> None:
         if self._buffer:
-            self._writer.write_table(pa.Table.from_pylist(self._buffer, schema=ROW_SCHEMA))
+            self._writer.write_table(rows_table(self._buffer, ROW_SCHEMA))
             self._buffer = []
             self._check()
 

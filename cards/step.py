@@ -1,6 +1,6 @@
 """The dataset card as a publish step of the builder (`ruler.builder.publish_steps`): written
-after every manifest change, re-rendered when a killed run left it stale, checked by
-`ruler verify`."""
+when a build's files are recorded and after every other manifest change, re-rendered when a
+killed run left it stale, checked by `ruler verify`."""
 
 from __future__ import annotations
 

@@ -12,10 +12,12 @@
             worker fails the build naming its file
   ray_executor  RayExecutor (`--executor ray`): file jobs on Ray actors, each file streamed
             back and published here; Ray is imported only by this module, only when it runs
-  publish   Publisher: move finished files into place and record them in the manifest and
-            card, under the manifest lock (concurrent builds into one OUT all get recorded)
+  publish   Publisher: move finished files into place and record them in the manifest,
+            under the manifest lock (concurrent builds into one OUT all get recorded), then
+            render the card once
   merge     `ruler merge`: join builds made in other folders
-  run       run_build: recipe -> plan -> identity check -> preflight -> executor -> publisher
+  run       run_build: recipe -> plan -> identity check -> preflight -> executor -> publisher;
+            run_builds: several configs (languages, replicates), the card rendered once
 The identity itself (what makes two builds the same) is `ruler.builder.identity`.
 """
 

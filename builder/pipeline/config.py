@@ -187,6 +187,9 @@ class BuildConfig:
     # for the others. `ruler build --languages` makes one config per language
     # (`ruler.builder.cli_build.LanguageFlags`).
     language: OnerulerLanguage | None = None
+    # Render the card once the build's files are recorded (no flag: a command that builds
+    # several configs into one OUT, `pipeline.run.run_builds`, renders it once at its end).
+    render_card: bool = True
 
     def __post_init__(self) -> None:
         check_flags(self)

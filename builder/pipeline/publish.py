@@ -2,9 +2,12 @@
 
 A finished file arrives as a temporary file beside its final path. Under OUT's manifest lock
 it is moved into place and recorded in the manifest as it is on disk at that moment (re-read,
-merged, written atomically), then the card is rendered from it. So an interrupted build leaves
-only complete, recorded files and resumes from them, and builds running into one OUT at the
-same time (other tasks, `--shard i/n`, any executor feeding a driver) all end up recorded.
+merged, written atomically). So an interrupted build leaves only complete, recorded files and
+resumes from them, and builds running into one OUT at the same time (other tasks, `--shard
+i/n`, any executor feeding a driver) all end up recorded. The card (and any plug-in's publish
+step) is rendered from the manifest once the build's files are recorded (`Publisher.finish`),
+also when the build stops early; a run killed before that leaves it stale, and the next run
+renders it again.
 
 Deleting is as careful: only files the manifest lists for the config, only inside `data/`,
 and only when the user asked (`--overwrite`).
@@ -52,6 +55,12 @@ class Publisher:
             self._record(manifest)
         self.results.append(result)
 
+    def finish(self) -> None:
+        """Render the card (and any plug-in step's files) from the manifest, once the files
+        are recorded: rendering it after every file cost more than building a small file."""
+        if self.results:
+            finish_published(self.out)
+
     def _check_same_build(self, manifest: Manifest) -> None:
         ours = {sid: s.sha256 for sid, s in self._ctx.used_sources().items()}
         assert self._entry.identity is not None  # `build_entry` records it
@@ -70,19 +79,26 @@ class Publisher:
                                                           "published"))
 
     def _record(self, manifest: Manifest) -> None:
-        """Write the config's build entry, the manifest, then the card rendered from it
-        (the caller holds the lock)."""
+        """Write the config's build entry and the manifest (the caller holds the lock); the
+        card follows in `finish`."""
         sources = {k: v.as_manifest() for k, v in self._ctx.used_sources().items()}
-        record_build(self.out, manifest, self.config, self._entry, sources)
+        record_build(self.out, manifest, self.config, self._entry, sources, steps=False)
+
+
+def finish_published(out: Path) -> None:
+    """Render the publish steps' files (the card) from OUT's manifest, under its lock."""
+    with manifest_lock(out):
+        write_published(out)
 
 
 def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
-                 sources: Mapping[str, SourceRecord]) -> None:
+                 sources: Mapping[str, SourceRecord], steps: bool = True) -> None:
     """Set `config`'s build entry from `entry` (identity fields and tokenizer record) and the
     manifest's files: its sources (with those earlier runs of the same build recorded), its
     official flag, tasks, lengths and counting methods are derived here; fields of a newer
-    writer in the entry it replaces are kept. Then write the manifest and the card. The caller
-    holds the manifest lock."""
+    writer in the entry it replaces are kept. Then write the manifest and, with `steps`, the
+    card (else the caller renders it later: `finish_published`). The caller holds the manifest
+    lock."""
     previous = manifest.build(config)
     merged = dict(sorted({**((previous.sources if previous else None) or {}),
                           **sources}.items()))
@@ -94,7 +110,8 @@ def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
                              if f.length_rule}) or None,
         extra={**(previous.extra if previous else {}), **entry.extra}))
     manifest.save(out)
-    write_published(out)  # the card (and any plug-in step's files)
+    if steps:
+        write_published(out)  # the card (and any plug-in step's files)
 
 
 def build_entry(recipe: BuildRecipe, identity: IdentityRecord) -> BuildEntry:

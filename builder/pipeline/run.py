@@ -14,14 +14,17 @@ first; this process publishes and records them, under the manifest lock.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from functools import partial
 from pathlib import Path
+from typing import Callable, Sequence
 
 from ruler.builder.atomic import STORAGE_ERRORS, temp_prefix
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import build_differences
-from ruler.builder.manifest import Manifest, manifest_lock, split_file
+from ruler.builder.manifest import MANIFEST_NAME, Manifest, manifest_lock, split_file
 from ruler.builder.pipeline.config import (
     BuildConfig,
     BuildReport,
@@ -31,7 +34,13 @@ from ruler.builder.pipeline.config import (
 )
 from ruler.builder.pipeline.executor import Executor, LocalExecutor
 from ruler.builder.pipeline.plan import job_key, plan_units, preflight, resolve_sources
-from ruler.builder.pipeline.publish import Publisher, build_entry, drop_config, listed_files
+from ruler.builder.pipeline.publish import (
+    Publisher,
+    build_entry,
+    drop_config,
+    finish_published,
+    listed_files,
+)
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.publish_steps import refresh_published
@@ -40,7 +49,50 @@ from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 
+def run_builds(cfgs: Sequence[BuildConfig],
+               done: Callable[[BuildConfig, BuildReport], None] | None = None
+               ) -> list[BuildReport]:
+    """Build several configs one after the other (ONERULER's languages, replicates: one
+    command), each as `run_build` does, `done` called with each one's config and report; the
+    card is rendered once, at the end (also when one fails), not after each config."""
+    from ruler.builder import pipeline  # each config through the package's entry point
+
+    reports: list[BuildReport] = []
+    outs = list(dict.fromkeys(Path(cfg.out) for cfg in cfgs))
+    try:
+        for cfg in cfgs:
+            reports.append(pipeline.run_build(dataclasses.replace(cfg, render_card=False)))
+            if done is not None:
+                done(cfg, reports[-1])
+    except BaseException:
+        for out in outs:  # the card of the files recorded; the error to say is the build's
+            _quietly(partial(_finish_recorded, out))
+        raise
+    for out in outs:
+        if any(not f.skipped for r in reports if Path(r.out) == out for f in r.files):
+            finish_published(out)
+        else:  # nothing built: leave OUT as it is, unless a killed run left the card stale
+            refresh_published(out)
+    return reports
+
+
+def _finish_recorded(out: Path) -> None:
+    """The card of what OUT's manifest records (nothing where no manifest was written)."""
+    if (out / MANIFEST_NAME).is_file():
+        finish_published(out)
+
+
+def _quietly(step: Callable[[], object]) -> None:
+    """Run a clean-up step after a failure: its own error must not hide the build's."""
+    try:
+        step()
+    except Exception:  # noqa: BLE001 (best effort; the build's error is raised after it)
+        pass
+
+
 def run_build(cfg: BuildConfig) -> BuildReport:
+    """Build one config into `cfg.out`; its card is rendered once its files are recorded,
+    unless `cfg.render_card` is False (`run_builds` renders it once for several configs)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # we parallelise by process
     out = Path(cfg.out)
     check_out_folder(out)
@@ -84,21 +136,29 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     preflight(worker, [(job.task, job.max_seq_length) for job in todo])
     remove_stale_temp_files(out)  # of builds that were killed; never a running build's
     if not todo:  # up to date: leave OUT exactly as it is (it may be read-only) ...
-        refresh_published(out)  # ... unless a run killed before its last card write left it stale
+        if cfg.render_card:  # ... unless a run killed before its last card write left it stale
+            refresh_published(out)
         return BuildReport(out, config, _in_plan_order(kept, units))
 
     publisher = Publisher(out, config, build_entry(recipe, identity), ctx)
     bar = None
     try:
-        # Entered first: a Ray cluster that cannot be reached fails before OUT is touched.
-        with _executor(cfg, worker) as executor:
-            _make_writable_folder(out)
-            if differs:  # only after every check passed, and only the manifest's own files
-                removed = drop_config(out, config)
-                print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built with "
-                      f"{'; '.join(differs)}")
-            bar = executor.progress = _progress(cfg, len(todo) * cfg.samples)
-            executor.run(todo, publisher.publish)
+        try:
+            # Entered first: a Ray cluster that cannot be reached fails before OUT is touched.
+            with _executor(cfg, worker) as executor:
+                _make_writable_folder(out)
+                if differs:  # only after every check passed, and only the manifest's own files
+                    removed = drop_config(out, config)
+                    print(f"ruler: --overwrite: removed {removed} file(s) of {config!r} built "
+                          f"with {'; '.join(differs)}")
+                bar = executor.progress = _progress(cfg, len(todo) * cfg.samples)
+                executor.run(todo, publisher.publish)
+        except BaseException:
+            if cfg.render_card:  # the card of the files recorded before the failure
+                _quietly(publisher.finish)
+            raise
+        if cfg.render_card:
+            publisher.finish()
     except OSError as e:
         if e.errno not in STORAGE_ERRORS:
             raise

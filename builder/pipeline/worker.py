@@ -96,7 +96,8 @@ class Worker:
         ctx, task, L = self.ctx, gen.spec.name, gen.max_seq_length
         fitted = fit_sample(gen, index,
                             lambda: sample_rng(ctx.seed, ctx.tokenizer_name, task, L, index),
-                            counter.prompt_length, L)
+                            counter.prompt_length, L,
+                            getattr(counter, "tally_length", None))  # PieceCounter's
         d = fitted.draft
         return fitted, counter.token_positions(d, [a for a, _ in d.gold_spans]
                                                + list(d.context_span))

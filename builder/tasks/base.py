@@ -20,6 +20,7 @@ from ruler.builder.tasks.family import get_family
 
 if TYPE_CHECKING:
     from ruler.builder.context import BuildContext
+    from ruler.builder.tasks.tally import Tally
 
 
 @dataclass(frozen=True)
@@ -97,15 +98,22 @@ def joined(head: str, units: Sequence[str], sep: str, tail: str, clean: bool = F
 
 def end_with_tail(pieces: list[str], tail: str) -> None:
     """Append the template's tail: its leading newlines close the last piece and the rest is
-    a piece of its own ("...again.\\n" | "What is ..."), a clean junction. The last unit is
-    then counted (and cached) like the others, and where the frame a counter tokenizes can
-    end with the tail alone (builder.counting), it is the same for every size of a sample."""
+    a piece of its own ("...again.\\n" | "What is ..."), a clean junction; a tail that opens
+    with a space before a non-space character after a non-space one is a piece of its own as
+    a word is (" nerve" | " </List>..."). The last unit is then counted (and cached) like the
+    others, and where the frame a counter tokenizes can end with the tail alone
+    (builder.counting), it is the same for every size of a sample."""
+    pieces[-1:] = tail_pieces(pieces[-1], tail)
+
+
+def tail_pieces(last: str, tail: str) -> tuple[str, ...]:
+    """The pieces `end_with_tail` makes of a draft's last piece and the template's tail."""
     rest = tail.lstrip("\n")
     if rest != tail and rest and not rest[0].isspace():
-        pieces[-1] += tail[:len(tail) - len(rest)]
-        pieces.append(rest)
-    else:
-        pieces[-1] += tail
+        return last + tail[:len(tail) - len(rest)], rest
+    if tail[:1] == " " and tail[1:2].strip() and last[-1:].strip():
+        return last, tail
+    return (last + tail,)
 
 
 def _glue_empty_units(pieces: list[str], units: Sequence[str]) -> None:
@@ -192,6 +200,12 @@ class TaskGenerator(ABC):
     @abstractmethod
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         """Build sample `index` with a haystack of `size` units, drawing only from `rng`."""
+
+    def tally(self, index: int, rng: random.Random, size: int) -> "Tally | None":
+        """The pieces of `draft(index, rng, size)` without its text (builder.tasks.tally),
+        for a generator that can say them for less than the draft costs; None (the default):
+        the fitter counts the draft."""
+        return None
 
     def next_unit_parts(self, index: int, size: int) -> int:
         """How many parts (words; characters where words are not spaced) the unit after

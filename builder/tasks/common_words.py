@@ -24,10 +24,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.builder.tasks.catalog import COMMON_WORDS
 from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.sampling import strictly_most_frequent
+from ruler.builder.tasks.tally import Gather, Tally
 from ruler.builder.words import wonderwords_list
 
 SHORT_CONTEXT = 4096  # upstream switches parameters at max_seq_length < 4096
@@ -102,8 +103,17 @@ class CommonWordsGenerator(TaskGenerator):
         # larger list. A prefix of one seeded permutation has the same distribution and keeps
         # the words of a smaller draft when the fitter tries a larger one.
         pool = self.pool if num_words <= len(self.pool) else self._fallback()
-        order = np.random.default_rng(rng.getrandbits(64)).permutation(len(pool))
-        return pool, order[:num_words]
+        seed = rng.getrandbits(64)
+        # the last sample's permutations are kept (its example's and its list's): the
+        # fitter's probes of a sample draw the same ones (of 234,450 words at the longest
+        # lengths)
+        memo = self.__dict__.setdefault("_permutations", {})
+        key = (seed, len(pool))
+        if key not in memo:
+            if len(memo) >= 4:
+                memo.clear()
+            memo[key] = np.random.default_rng(seed).permutation(len(pool))
+        return pool, memo[key][:num_words]
 
     def _words(self, rng: random.Random, num_words: int) -> list[str]:
         pool, ids = self._word_ids(rng, num_words)
@@ -153,7 +163,9 @@ class CommonWordsGenerator(TaskGenerator):
         opened[1::2] = spaced_labels[1:]
         return joined(head, units, " ", tail, clean=True, opened=opened)
 
-    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+    def _layout(self, rng: random.Random, size: int):
+        """The solved example's text and pieces, the task's pool, common words and picks
+        (pool positions of the list's items, in order)."""
         head, tail = template_ends(self.family.template)
         # The solved examples first: they do not depend on the size. Each is the task text,
         # the answer prefix, " " + the numbered answers, then "\n"; cut like the task itself,
@@ -168,10 +180,15 @@ class CommonWordsGenerator(TaskGenerator):
                          self._numbered(" ", ex_words[:self.num_cw], "\n")):
                 text_parts.append(part[0])
                 pieces.extend(part[1])
-        offset = sum(map(len, text_parts))
         pool, word_ids = self._word_ids(rng, size)
         common = [pool[i] for i in word_ids[:self.num_cw].tolist()]
         picks = word_ids[self._order(rng, size, *self.main_repeats)]
+        return text_parts, pieces, pool, common, picks
+
+    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+        head, tail = template_ends(self.family.template)
+        text_parts, pieces, pool, common, picks = self._layout(rng, size)
+        offset = sum(map(len, text_parts))
         plain, spaced = self._arrays(pool)
         task, task_pieces = self._numbered(head, plain[picks].tolist(), tail,
                                            spaced[picks].tolist())
@@ -180,6 +197,23 @@ class CommonWordsGenerator(TaskGenerator):
                      outputs=tuple(common), gold_spans=(),
                      context_span=(offset + len(head), len(text) - len(tail)),
                      size=size, pieces=(*pieces, *task_pieces))
+
+    def tally(self, index: int, rng: random.Random, size: int) -> Tally | None:
+        """The draft's pieces: the solved example's, head + "1.", then " " + each item and
+        " 2.", " 3.", ... (positions in the spaced pool and the spaced labels), the last item
+        with the tail (as `_numbered` cuts them)."""
+        head, tail = template_ends(self.family.template)
+        _, pieces, pool, _, picks = self._layout(rng, size)
+        if len(pieces) < 2:
+            return None
+        _, spaced = self._arrays(pool)
+        self._labels(len(picks))
+        labels = self.__dict__["_spaced_label_cache"]  # " 1.", " 2.", ...: grows, never changes
+        return Tally(first=(pieces[0], pieces[1]),
+                     middle=((*pieces[2:], head + "1."), Gather(spaced, picks[:-1]),
+                             Gather(labels, slice(1, len(picks)))),
+                     last=tail_pieces(spaced[picks[-1]], tail),
+                     answer_prefix=self.family.answer_prefix)
 
 
 # --- answer check ---------------------------------------------------------------------------

@@ -18,10 +18,11 @@ from typing import Mapping
 import numpy as np
 from scipy.special import zeta
 
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.builder.tasks.catalog import FREQ_WORDS
 from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.sampling import strictly_most_frequent
+from ruler.builder.tasks.tally import Gather, Tally
 
 # Upstream's code sets vocab[0] = '...' (three dots) while the question says "Please ignore
 # the dots '....'" (four). The generated text is kept as upstream produced it.
@@ -57,13 +58,20 @@ class FreqWordsGenerator(TaskGenerator):
         gap = 4 ** -self.alpha - 5 ** -self.alpha
         return math.ceil(float(zeta(self.alpha)) / gap)
 
-    def _vocab(self, rng: random.Random) -> list[str]:
-        """Distinct uniform random words, rank 1 replaced by the noise token.
+    def _vocab(self, rng: random.Random) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """Distinct uniform random words, rank 1 replaced by the noise token; with the words
+        and " " + each word as arrays (the pieces of every draft of the sample).
 
         Same law as upstream (uniform words, duplicates redrawn, then a random rank order):
-        draw codes in [0, 26^len), keep first occurrences in draw order.
+        draw codes in [0, 26^len), keep first occurrences in draw order. The fitter drafts a
+        sample at several sizes, and the vocabulary does not depend on the size: the last
+        sample's is kept, by the seed drawn for it.
         """
-        gen = np.random.default_rng(rng.getrandbits(64))
+        seed = rng.getrandbits(64)
+        memo = self.__dict__.get("_vocab_memo")
+        if memo is not None and memo[0] == seed:
+            return memo[1]
+        gen = np.random.default_rng(seed)
         space = len(LETTERS) ** self.wordlen
         codes = np.empty(0, dtype=np.int64)
         while True:
@@ -76,10 +84,15 @@ class FreqWordsGenerator(TaskGenerator):
         text = (digits + ord("a")).astype(np.uint8).tobytes().decode("ascii")
         vocab = [text[i:i + self.wordlen] for i in range(0, len(text), self.wordlen)]
         vocab[0] = NOISE_TOKEN  # rank 1 is noise, as upstream
-        return vocab
+        made = (vocab, np.asarray(vocab, dtype=object),
+                np.asarray([" " + v for v in vocab], dtype=object))
+        self.__dict__["_vocab_memo"] = (seed, made)
+        return made
 
-    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
-        vocab = self._vocab(rng)  # size-independent
+    def _layout(self, rng: random.Random, size: int) -> tuple[list[str], np.ndarray,
+                                                                np.ndarray, np.ndarray]:
+        """The vocabulary (list, array, spaced array) and the shuffled word ids of a draft."""
+        vocab, words, spaced = self._vocab(rng)  # size-independent
         counts = zipf_counts(size, len(vocab), self.alpha)
         if counts[NUM_ANSWERS] <= counts[NUM_ANSWERS + 1]:
             raise AssertionError(f"fwe: N={size} does not separate rank 4 from rank 5")
@@ -87,15 +100,29 @@ class FreqWordsGenerator(TaskGenerator):
         # of the prompt (~0.5 words per token), and the draft runs once per length probe.
         ids = np.repeat(np.arange(len(vocab)), counts)
         np.random.default_rng(rng.getrandbits(64)).shuffle(ids)
+        return vocab, words, spaced, ids
+
+    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+        vocab, words, spaced, ids = self._layout(rng, size)
         head, tail = template_ends(self.family.template)
-        words = np.asarray(vocab, dtype=object)[ids]
-        spaced = np.asarray([" " + v for v in vocab], dtype=object)[ids[1:]]
-        text, pieces = joined(head, words.tolist(), " ", tail, clean=True,
-                              opened=spaced.tolist())
+        text, pieces = joined(head, words[ids].tolist(), " ", tail, clean=True,
+                              opened=spaced[ids[1:]].tolist())
         return Draft(input=text, answer_prefix=self.family.answer_prefix,
                      outputs=tuple(vocab[1:1 + NUM_ANSWERS]), gold_spans=(),
                      context_span=(len(head), len(text) - len(tail)), size=size,
                      pieces=pieces)
+
+    def tally(self, index: int, rng: random.Random, size: int) -> Tally | None:
+        """The draft's pieces: head + its first word, then " " + each other word (positions
+        in the spaced vocabulary), the last one with the tail (joined's cut)."""
+        vocab, words, spaced, ids = self._layout(rng, size)
+        if len(ids) < 3:
+            return None
+        head, tail = template_ends(self.family.template)
+        return Tally(first=(head + words[ids[0]], spaced[ids[1]]),
+                     middle=(Gather(spaced, ids[2:-1]),),
+                     last=tail_pieces(spaced[ids[-1]], tail),
+                     answer_prefix=self.family.answer_prefix)
 
 
 def check_row(row: Mapping) -> str | None:

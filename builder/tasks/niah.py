@@ -14,17 +14,18 @@ import random
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
 
 from ruler.builder.depths import DEPTHS, DepthBin
 from ruler.builder.essays import EssayCorpus, shared_corpus
 from ruler.builder.rng import below
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.builder.tasks.catalog import NIAH, TaskSpec
 from ruler.builder.tasks.family import DepthItem, TaskFamily, first_gold_item
 from ruler.builder.tasks.noise import NOISE_SENTENCE
 from ruler.builder.tasks.placement import essay_gold_cuts, line_gold_slots, token_weights
 from ruler.builder.tasks.sampling import permutation_prefix
+from ruler.builder.tasks.tally import Gather, Tally
 from ruler.builder.words import AdjectiveNounKeys
 
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
@@ -47,6 +48,12 @@ _WORD_KEY_NUMBER_LINE = re.compile(
     r"( [0-9]{3})([0-9]+\.?\n?)")
 
 
+# and the common line of niah_multikey_3 (UUID key and value)
+_UUID_KEY_UUID_LINE = re.compile(
+    r"(One of the special magic \w+ for)( [0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12})( is:)"
+    r"( [0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\.?\n?)")
+
+
 def _split_needle(line: str) -> tuple[str, ...]:
     """A needle line cut before its key, "is:" and value, and inside them where no token of
     a registry tokenizer spans the cut (tests/builder/test_counting.py scans the vocabularies): an
@@ -56,7 +63,15 @@ def _split_needle(line: str) -> tuple[str, ...]:
     "-bd" | "4" ...). The fixed words and these parts recur, so a new line is counted from
     cached parts. Cut only at single spaces between words."""
     common = _WORD_KEY_NUMBER_LINE.fullmatch(line)
-    return common.groups() if common else _split_needle_by_words(line)
+    if common:
+        return common.groups()
+    uuids = _UUID_KEY_UUID_LINE.fullmatch(line)
+    if uuids:  # niah_multikey_3's line: its key's and value's runs, as word by word
+        head, key, is_, value = uuids.groups()
+        key_runs, value_runs = _HEX_RUN.findall(key, 1), _HEX_RUN.findall(value, 1)
+        return (head, " " + key_runs[0], *key_runs[1:], is_, " " + value_runs[0],
+                *value_runs[1:])
+    return _split_needle_by_words(line)
 
 
 def _split_needle_by_words(line: str) -> tuple[str, ...]:
@@ -135,9 +150,27 @@ class NiahGenerator(TaskGenerator):
                 taken.add(key)
                 return key
 
+    def _line_drawer(self) -> Callable[[random.Random, set[str]], tuple[str, str]]:
+        """`(key, line)` of a distractor line, as `_unique_key` and `_random` draw them (the
+        same draws, the same strings; tests/builder/tasks/test_niah.py checks), inlined: a
+        128K haystack draws thousands of lines per sample."""
+        head = NEEDLE.split("{key}")[0].format(type_needle_v=self.type_v)
+        key_of, value_of = _drawer(self.type_k, self.keys), _drawer(self.type_v, self.keys)
+
+        def draw(rng: random.Random, taken: set[str]) -> tuple[str, str]:
+            key = key_of(rng)
+            while key in taken:
+                key = key_of(rng)
+            taken.add(key)
+            return key, head + key + " is: " + value_of(rng) + "."
+
+        return draw
+
     # -- the sample -----------------------------------------------------------------------
 
-    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+    def _needles(self, rng: random.Random):
+        """The sample's keys, values, queried keys, and its needles (in upstream's shuffled
+        order) with each one's key and whether it is asked for; `taken`: the keys used."""
         taken: set[str] = set()
         keys = [self._unique_key(rng, taken) for _ in range(self.num_k)]
         values = [[self._random(rng, self.type_v) for _ in range(self.num_v)] for _ in keys]
@@ -148,6 +181,61 @@ class NiahGenerator(TaskGenerator):
         order = self.needle_order
         needles, owners = [needles[i] for i in order], [owners[i] for i in order]
         gold_needles = [j for j, owner in enumerate(owners) if owner in queried]
+        return taken, keys, values, queried, needles, owners, gold_needles
+
+    def _ends(self, keys: list[str], queried: list[int]) -> tuple[str, str, str, str]:
+        """The template's head and tail, the answer prefix, the needle type asked for."""
+        template, prefix = self.spec.family.template, self.spec.family.answer_prefix
+        type_v = self.type_v
+        if self.num_q * self.num_v == 1:
+            template, prefix, type_v = singular(template), singular(prefix), type_v[:-1]
+        query = join_query([keys[i] for i in queried])
+        head, tail = template_ends(template, type_needle_v=type_v, query=query)
+        return head, tail, prefix.format(type_needle_v=type_v, query=query), type_v
+
+    def tally(self, index: int, rng: random.Random, size: int) -> Tally | None:
+        """A line haystack's pieces (each line and needle with its newline): the sample's
+        lines as runs of positions in its table of lines, the needles between them. Essay
+        haystacks and depth-swept samples are drafted."""
+        if self.haystack == "essay" or self.depth_bin(index) is not None:
+            return None
+        taken, keys, _, queried, needles, _, _ = self._needles(rng)
+        if size + len(needles) < 3:  # the first two units and the last
+            return None
+        lines, table = self._lines(rng, size, taken)
+        slots = sorted(rng.sample(range(size), len(needles)), reverse=True)
+        runs: list = []  # the units in order: [a, b) runs of lines, or a needle's index
+        prev = 0
+        for j in sorted(range(len(needles)), key=lambda j: (slots[j], j)):
+            if slots[j] > prev:
+                runs.append([prev, slots[j]])
+            runs.append(j)
+            prev = slots[j]
+        if size > prev:
+            runs.append([prev, size])
+
+        def take(at: int) -> str:
+            """The unit at the front (0) or back (-1) of the runs, taken off them."""
+            run = runs[at]
+            if isinstance(run, int):
+                del runs[at]
+                return needles[run]
+            line = lines[run[0] if at == 0 else run[1] - 1]
+            run[0 if at == 0 else 1] += 1 if at == 0 else -1
+            if run[0] == run[1]:
+                del runs[at]
+            return line
+
+        head, tail, prefix, _ = self._ends(keys, queried)
+        first, second, last = take(0), take(0), take(-1)
+        return Tally(first=(head + first + "\n", second + "\n"),
+                     middle=(tuple(needles[r] + "\n" for r in runs if isinstance(r, int)),
+                             *(Gather(table, slice(*r)) for r in runs if not isinstance(r, int))),
+                     last=tail_pieces(last, tail), answer_prefix=prefix,
+                     refine=_split_needle if self.haystack == "needle" else None)
+
+    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+        taken, keys, values, queried, needles, owners, gold_needles = self._needles(rng)
         swept = self.depth_bin(index)
 
         opened = None
@@ -158,12 +246,7 @@ class NiahGenerator(TaskGenerator):
             units, sep, starts = self._line_units(rng, size, needles, taken, gold_needles,
                                                   swept)
 
-        template, prefix = self.spec.family.template, self.spec.family.answer_prefix
-        type_v = self.type_v
-        if self.num_q * self.num_v == 1:
-            template, prefix, type_v = singular(template), singular(prefix), type_v[:-1]
-        query = join_query([keys[i] for i in queried])
-        head, tail = template_ends(template, type_needle_v=type_v, query=query)
+        head, tail, answer_prefix, _ = self._ends(keys, queried)
         # sentences, needles and lines are non-empty and trimmed; runs of sentences may be empty
         text, pieces = joined(head, units, sep, tail, clean=True, opened=opened)
         offset = len(head)
@@ -172,7 +255,7 @@ class NiahGenerator(TaskGenerator):
                             for j, s in enumerate(starts) if owners[j] in queried))
         return Draft(
             input=text,
-            answer_prefix=prefix.format(type_needle_v=type_v, query=query),
+            answer_prefix=answer_prefix,
             outputs=tuple(v for i in queried for v in values[i]),
             gold_spans=gold,
             context_span=(offset, len(text) - len(tail)),
@@ -234,10 +317,7 @@ class NiahGenerator(TaskGenerator):
 
     def _line_units(self, rng, size, needles, taken, gold_needles: list[int],
                     swept: DepthBin | None) -> tuple[list[str], str, list[int]]:
-        if self.haystack == "noise":
-            lines = [NOISE_SENTENCE] * size
-        else:  # distractor needles with fresh keys, never equal to a real key
-            lines = self._distractors(rng, size, taken)
+        lines = self._lines(rng, size, taken)[0][:size]
         if swept is None:  # needle j goes in before line slots[j] (slots descending)
             slots = sorted(rng.sample(range(size), len(needles)), reverse=True)
         else:  # the other needles at random lines as upstream, then the gold ones
@@ -258,12 +338,25 @@ class NiahGenerator(TaskGenerator):
             out.append(needles[j])
             prev = slots[j]
         out.extend(lines[prev:])
-        ends = list(itertools.accumulate(len(line) + 1 for line in out))
-        starts = [ends[i - 1] if i else 0 for i in at]
+        ends = list(itertools.accumulate(map(len, out)))  # each line is followed by "\n"
+        starts = [ends[i - 1] + i if i else 0 for i in at]
         return out, "\n", starts
 
-    def _distractors(self, rng: random.Random, size: int, taken: set[str]) -> list[str]:
-        """`size` distractor lines drawn from `rng` (which is left just after them).
+    def _lines(self, rng: random.Random, size: int,
+               taken: set[str]) -> tuple[Sequence[str], Sequence[str]]:
+        """The haystack's lines (at least `size`) and a table of them each with its newline
+        (both the sample's, growing as larger sizes are drawn): the noise sentence, or
+        distractor needles with fresh keys, never equal to a real key."""
+        if self.haystack == "noise":
+            table = self.__dict__.setdefault("_noise_pieces", [])
+            table.extend([NOISE_SENTENCE + "\n"] * (size - len(table)))
+            return [NOISE_SENTENCE] * size, table
+        memo = self._distractors(rng, size, taken)
+        return memo.lines, memo.pieces
+
+    def _distractors(self, rng: random.Random, size: int, taken: set[str]) -> "_DistractorMemo":
+        """The sample's distractor lines, at least `size`, drawn from `rng` (which is left
+        just after the first `size` of them).
 
         The fitter drafts a sample at several sizes from identically seeded RNGs, and the
         lines are drawn one after another, so the lines of a smaller draft are a prefix of a
@@ -275,15 +368,17 @@ class NiahGenerator(TaskGenerator):
         if memo is None or memo.entry != entry:
             memo = self.__dict__["_distractor_memo"] = _DistractorMemo(entry, entry[0],
                                                                       set(taken))
+        draw = self._line_drawer()
         if size > len(memo.lines):  # draw the missing lines, checkpointing on the way
             rng.setstate(memo.end_state)
+            end_taken, keys, lines, pieces = memo.end_taken, memo.keys, memo.lines, memo.pieces
             for k in range(len(memo.lines), size):
                 if k % _CHECKPOINT == 0:
                     memo.checkpoints.append(rng.getstate())
-                key = self._unique_key(rng, memo.end_taken)
-                memo.keys.append(key)
-                memo.lines.append(NEEDLE.format(type_needle_v=self.type_v, key=key,
-                                                value=self._random(rng, self.type_v)))
+                key, line = draw(rng, end_taken)
+                keys.append(key)
+                lines.append(line)
+                pieces.append(line + "\n")
             memo.end_state = rng.getstate()
         if size == len(memo.lines):
             rng.setstate(memo.end_state)
@@ -293,12 +388,32 @@ class NiahGenerator(TaskGenerator):
             rng.setstate(memo.checkpoints[c])
             taken.update(memo.keys[:c * _CHECKPOINT])
             for _ in range(c * _CHECKPOINT, size):
-                self._unique_key(rng, taken)
-                self._random(rng, self.type_v)
-        return memo.lines[:size]
+                draw(rng, taken)
+        return memo
 
 
 _CHECKPOINT = 256
+
+
+def _drawer(kind: str, keys: AdjectiveNounKeys) -> Callable[[random.Random], str]:
+    """`NiahGenerator._random(rng, kind)` as a function of `rng` alone: the same draws and
+    strings, with the kind decided once and the UUID formatted as `uuid.UUID` formats it."""
+    if kind == "numbers":
+        def number(rng: random.Random) -> str:  # rng.randint(10**6, 10**7 - 1), as `below`
+            r = rng.getrandbits(24)
+            while r >= 9_000_000:
+                r = rng.getrandbits(24)
+            return str(1_000_000 + r)
+        return number
+    if kind == "uuids":
+        def uuid4(rng: random.Random) -> str:  # str(uuid.UUID(int=..., version=4))
+            n = rng.getrandbits(128) & ~(0xc000 << 48) | 0x8000 << 48
+            h = "%032x" % (n & ~(0xf000 << 64) | 4 << 76)
+            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        return uuid4
+    if kind == "words":
+        return keys.draw
+    raise ValueError(f"unknown needle type {kind!r}")
 
 
 @dataclass
@@ -309,6 +424,7 @@ class _DistractorMemo:
     end_state: tuple  # rng state after the last line drawn
     end_taken: set[str]  # taken keys after the last line drawn
     lines: list[str] = field(default_factory=list)
+    pieces: list[str] = field(default_factory=list)  # each line with its newline
     keys: list[str] = field(default_factory=list)
     checkpoints: list[tuple] = field(default_factory=list)  # state before line _CHECKPOINT * i
 

@@ -295,6 +295,52 @@ def test_the_frame_ends_with_the_tail_alone_after_a_line_else_with_the_last_unit
     assert PieceCounter._frame_end(("H\na", "-b", " c", "-d", " e\n", "T?")) == 4
 
 
+#: Tasks whose frame ends with the draft's last unit (the tail cannot follow pieces[1]
+#: directly), each with another registry tokenizer: essay and book haystacks, word lists,
+#: documents.
+BRIDGED = [("niah_single_1", "llama-3.1"), ("niah_multivalue", "gemma-3"), ("cwe", "llama-2"),
+           ("fwe", "gpt-4o"), ("qa_1", "qwen2.5"), ("or_niah_multikey", "mistral-nemo")]
+
+
+@pytest.mark.parametrize("task,tok_name", BRIDGED)
+def test_a_frame_counted_with_one_last_unit_counts_every_size_of_the_sample(task, tok_name):
+    """The frame is tokenized with the first last unit seen and remembered without it: the
+    other sizes of the sample (other last units) still count as whole prompts do."""
+    gen = generator(task, tok_name, 4096)
+    tok = gen.ctx.tokenizer
+    mode = _mode(tok, task)
+    fast, exact = PieceCounter(tok, mode), ExactCounter(tok, mode)
+    step = gen.calibration_step
+    for index in range(2):
+        for size in (gen.min_size + 3 * step, gen.min_size + step, gen.min_size + 5 * step,
+                     gen.min_size + 5 * step + 1):
+            rng = sample_rng(SEED, gen.ctx.tokenizer_name, task, 4096, index)
+            d = gen.draft(index, rng, size)
+            assert fast.prompt_length(d) == exact.prompt_length(d), (task, index, size)
+
+
+@pytest.mark.parametrize("task", ["niah_single_2", "cwe", "or_cwe"])
+def test_the_probes_of_a_sample_tokenize_its_frame_once(task, monkeypatch):
+    """Fitting a sample tokenizes a whole prompt for its smallest draft (too small to cut)
+    and for its frame, not once per size probed (at e344ff3: once per probe, where the frame
+    ended with the draft's last unit or started with a shuffled list's first item, or where
+    the template's tail was glued to the last unit: ONERULER's " </List>")."""
+    from ruler.builder.fitting import fit_sample
+
+    gen = generator(task, "llama-3.1", 32768)
+    tok = gen.ctx.tokenizer
+    fast = PieceCounter(tok, tok.default_mode())
+    calls = []
+    monkeypatch.setattr(tok, "prompt_length",
+                        lambda *a, _f=tok.prompt_length: calls.append(1) or _f(*a))
+    for index in range(3):
+        calls.clear()
+        fitted = fit_sample(gen, index,
+                            lambda: sample_rng(SEED, "llama-3.1", task, 32768, index),
+                            fast.prompt_length, 32768)
+        assert fitted.probes >= 4 and len(calls) <= 3, (index, fitted.probes, len(calls))
+
+
 def _non_additive_tokenizer(folder):
     """A real BPE trained without pre-tokenization: its merges cross spaces and newlines."""
     from tokenizers import Tokenizer, models, trainers

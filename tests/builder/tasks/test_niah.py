@@ -144,3 +144,26 @@ def test_distractor_lines_do_not_depend_on_the_sizes_probed_before(task):
     for size in (700, 40, 256, 513, 255, 1000, 512):
         fresh = make_generator(get_task(task), ctx, 8192)
         assert draft(probed, size) == draft(fresh, size), size
+
+
+@pytest.mark.parametrize("task", ["niah_multikey_2", "niah_multikey_3", "niah_single_3"])
+def test_the_inlined_line_drawer_draws_what_unique_key_and_random_draw(task):
+    """Distractor lines are drawn by an inlined drawer (thousands a sample at 128K): the same
+    draws and strings as `_unique_key`, `_random` and the needle's format."""
+    import random
+
+    from ruler.builder.context import BuildContext
+    from ruler.builder.tasks import get_task, make_generator
+    from ruler.builder.tasks.niah import NEEDLE
+
+    gen = make_generator(get_task(task), BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42),
+                         8192)
+    draw = gen._line_drawer()
+    ours, theirs = random.Random(3), random.Random(3)
+    taken_ours, taken_theirs = {"seed-key"}, {"seed-key"}
+    for _ in range(3000):
+        key = gen._unique_key(theirs, taken_theirs)
+        line = NEEDLE.format(type_needle_v=gen.type_v, key=key,
+                             value=gen._random(theirs, gen.type_v))
+        assert draw(ours, taken_ours) == (key, line)
+    assert ours.getstate() == theirs.getstate() and taken_ours == taken_theirs
