@@ -96,8 +96,8 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
 
 #: RULERv2 (NeMo-Skills `ruler2`): what differs from NeMo-Skills' generators, and what it does,
 #: as measured on its own output ($RULER_SHARED/reference/nemo-skills-ruler2: llama-3.1, 4K and 8K,
-#: 50 samples a task, stand-in MMLU and HotpotQA; benchmarks/ruler2_reference.py prints the
-#: comparison) and on its generators run offline (benchmarks/ruler2_speed.py's harness). The
+#: 50 samples a task, stand-in MMLU and HotpotQA; perf/ruler2_reference.py prints the
+#: comparison) and on its generators run offline (perf/ruler2_speed.py's harness). The
 #: card's RULERv2 section renders this list only.
 RULER2_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("all 12 tasks",
@@ -162,7 +162,7 @@ ONERULER_SENTENCES: Mapping[str, tuple[int, int]] = MappingProxyType({
 })
 
 #: The longest haystack sentence per book in tokens of (llama-3.1, qwen2.5): the splitter's
-#: alone, then the haystack's (`python -m benchmarks.oneruler_fill --segments-only` prints them).
+#: alone, then the haystack's (`python -m perf.oneruler_fill --segments-only` prints them).
 ONERULER_LONGEST: Mapping[str, tuple[tuple[int, int], tuple[int, int]]] = MappingProxyType({
     "cs": ((9802, 12836), (737, 937)), "da": ((5424, 5432), (986, 985)),
     "de": ((72962, 72736), (990, 991)), "en": ((321, 321), (321, 321)),
@@ -183,7 +183,7 @@ ONERULER_LONGEST: Mapping[str, tuple[tuple[int, int], tuple[int, int]]] = Mappin
 #: 5 NIAH tasks and the two tokenizers (llama-3.1, qwen2.5; 2 rows a file) with the
 #: splitter's whole sentences alone (ruler c6c1213), then with the long-segment rule and the
 #: top-up of a row that whole sentences leave under 0.99 of L by the next sentence's words
-#: (`OnerulerNiahGenerator.top_up_below`); measured by `python -m benchmarks.oneruler_fill`
+#: (`OnerulerNiahGenerator.top_up_below`); measured by `python -m perf.oneruler_fill`
 #: (its --before/--json): 1,560 files, least mean 0.990, none under 0.99 (was 354).
 ONERULER_FILL: Mapping[str, Mapping[int, tuple[float, float]]] = MappingProxyType({
     "cs": {4096: (0.886, 0.994), 8000: (0.955, 0.993), 8192: (0.933, 0.995),
@@ -243,7 +243,7 @@ ONERULER_FILL: Mapping[str, Mapping[int, tuple[float, float]]] = MappingProxyTyp
 #: ONERULER (mungg/OneRuler @ a3fe6af): what differs from upstream's generator and what it does,
 #: as measured on upstream's own output ($RULER_SHARED/reference/oneruler: llama-3.1 at 8192, en,
 #: zh, ru, ko, hi, sw x 7 tasks, 20 rows each, made with sentencex in stanza's place;
-#: benchmarks/oneruler_reference.py prints the comparison) and on the data. The card's
+#: perf/oneruler_reference.py prints the comparison) and on the data. The card's
 #: ONERULER section renders this list only.
 ONERULER_DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("all 7 tasks",

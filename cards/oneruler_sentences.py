@@ -69,7 +69,7 @@ folder's languages: {", ".join(f"`{lang}`" for lang in changed) or "none"}.
 
 Fill is a row's length / L, the least mean over the 5 NIAH tasks and llama-3.1 and qwen2.5
 (2 rows a file), with the splitter's whole sentences alone → with the rule and the top-up
-(`python -m benchmarks.oneruler_fill`). Whole sentences leave a row short of L by up to the
+(`python -m perf.oneruler_fill`). Whole sentences leave a row short of L by up to the
 sentence after its haystack (at 8000 an ordinary sentence of 100 to 300 tokens costs 0.01 to
 0.04 of L; Danish: a quoted passage of 834 tokens, 0.08): a row that whole sentences leave
 under 0.99 of L takes the words of that sentence (zh, ja: its characters) that still fit, cut

@@ -2,7 +2,7 @@
 and on upstream RULER's own rows, with the no-context baseline and the oracle.
 
 The figures are `real_model.json` beside this module: the `--json` output of
-`python -m benchmarks.upstream_equivalence summary` (docs/real-model-study.md has the
+`python -m perf.upstream_equivalence summary` (docs/real-model-study.md has the
 commands that made it, and `docs/make_equivalence_plot.py` draws it). They are a measurement of
 the generator, not of the rows in a given build, so every card shows the same text.
 """

@@ -1,7 +1,7 @@
 """Make `docs/gemma3_270m_4k_equivalence.png`, the docs' real-model result.
 
 It reads `cards/real_model.json` (also the card's "Checked with a real model"), the `--json`
-output of `python -m benchmarks.upstream_equivalence summary` for Gemma 3 270M (base, Q4_K_M)
+output of `python -m perf.upstream_equivalence summary` for Gemma 3 270M (base, Q4_K_M)
 served by llama.cpp's llama-server: per task at 4K, the score on `ruler` rows (config
 gemma-3--base), on upstream RULER's own rows for the same tokenizer, and on the no-context
 config, with the 95 % interval of the difference (docs/real-model-study.md has the

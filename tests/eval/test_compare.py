@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.upstream_equivalence import _row_scores_ours
 from helpers.builds import build
+from perf.upstream_equivalence import _row_scores_ours
 from ruler.builder.errors import RulerError
 from ruler.cli import main
 from ruler.eval.compare import compare_runs

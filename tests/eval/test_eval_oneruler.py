@@ -277,7 +277,7 @@ def test_compare_shows_what_the_corrected_metric_changes(data, tmp_path):
 
 
 def test_the_answer_budget_script_measures_every_config_and_task(data, capsys):
-    from benchmarks.oneruler_answer_budget import main as budget
+    from perf.oneruler_answer_budget import main as budget
 
     assert budget([str(data)]) == 0
     lines = capsys.readouterr().out.splitlines()

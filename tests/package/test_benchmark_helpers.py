@@ -1,4 +1,4 @@
-"""The HotpotQA timing proxy (benchmarks.hotpotqa_proxy) feeds a real qa_2 build."""
+"""The HotpotQA timing proxy (perf.hotpotqa_proxy) feeds a real qa_2 build."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from benchmarks.hotpotqa_proxy import main as make_proxy
 from helpers.builds import build, rows
 from helpers.paths import SOURCES
+from perf.hotpotqa_proxy import main as make_proxy
 
 
 def _sentences(questions) -> set[str]:

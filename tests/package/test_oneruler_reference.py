@@ -1,4 +1,4 @@
-"""benchmarks.oneruler_reference puts a real ONERULER build beside upstream's own output (the
+"""perf.oneruler_reference puts a real ONERULER build beside upstream's own output (the
 reference rows in ../shared): every cell template-identical, both haystacks the book's first
 sentences, the statistics side by side; a reference row whose fixed text differs is named."""
 
@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from benchmarks.oneruler_reference import main
 from helpers.builds import build
 from helpers.paths import REFERENCE
+from perf.oneruler_reference import main
 from ruler.builder.tasks.catalog import ONERULER_TASKS
 from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 

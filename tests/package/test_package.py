@@ -33,7 +33,7 @@ def _package_root() -> Path:
 
 
 def _modules() -> dict[str, Path]:
-    """Every module of the package: dotted name -> file (tests/ and benchmarks/ are not in
+    """Every module of the package: dotted name -> file (tests/ and perf/ are not in
     the package; the setuptools `packages` list decides, so read it from pyproject)."""
     import tomllib
 
@@ -177,7 +177,7 @@ def test_the_wheel_holds_only_ruler_and_runs_from_a_fresh_venv(tmp_path):
     assert "ruler/tokenizers_cache/registry.json" in names
     assert "ruler/cards/template.md" in names
     assert "ruler/cards/real_model.json" in names  # the card's real-model section
-    assert not [n for n in names if n.startswith(("ruler/tests/", "ruler/benchmarks/"))]
+    assert not [n for n in names if n.startswith(("ruler/tests/", "ruler/perf/"))]
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)

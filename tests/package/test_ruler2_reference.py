@@ -1,4 +1,4 @@
-"""benchmarks.ruler2_reference puts a real v2 build beside NeMo-Skills' own output (the
+"""perf.ruler2_reference puts a real v2 build beside NeMo-Skills' own output (the
 reference rows in ../shared): 12/12 templates identical, statistics printed side by side; a
 reference row whose fixed text differs is named."""
 
@@ -10,8 +10,8 @@ import shutil
 
 import pytest
 
-from benchmarks.ruler2_reference import main
 from helpers.paths import REFERENCE
+from perf.ruler2_reference import main
 
 pytestmark = [pytest.mark.build]
 

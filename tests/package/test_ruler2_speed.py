@@ -1,12 +1,12 @@
-"""benchmarks.ruler2_speed runs NeMo-Skills' generators with exactly the arguments its
+"""perf.ruler2_speed runs NeMo-Skills' generators with exactly the arguments its
 prepare_data.py passes: the reference README in ../shared lists them per task, as run."""
 
 from __future__ import annotations
 
 import re
 
-from benchmarks.ruler2_speed import upstream_arguments
 from helpers.paths import REFERENCE
+from perf.ruler2_speed import upstream_arguments
 from ruler.builder.tasks.catalog import RULER2_TASKS
 
 

@@ -1,5 +1,5 @@
-"""The side-by-side speed scripts (benchmarks.build --upstream, benchmarks.ruler2_speed,
-benchmarks.oneruler_speed): upstream runs under the interpreter the user names, its imports are
+"""The side-by-side speed scripts (perf.build --upstream, perf.ruler2_speed,
+perf.oneruler_speed): upstream runs under the interpreter the user names, its imports are
 checked first in one line, and both sides' wall and CPU seconds (whole process trees), the load
 and the ratios are printed (issue 43). Upstream's code is never part of this repository: fake
 upstream trees here take its command lines, burn some CPU in a child process as upstream's
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-import benchmarks.build as build_bench
-import benchmarks.oneruler_speed as oneruler_speed
-import benchmarks.ruler2_speed as ruler2_speed
-import benchmarks.ruler_upstream as ruler_upstream
-from benchmarks.side_by_side import check_imports
+import perf.build as build_bench
+import perf.oneruler_speed as oneruler_speed
+import perf.ruler2_speed as ruler2_speed
+import perf.ruler_upstream as ruler_upstream
+from perf.side_by_side import check_imports
 
 #: A generator's body: spend CPU (so the side's CPU seconds count a grandchild process), record
 #: which interpreter ran it.

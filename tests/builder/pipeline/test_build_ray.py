@@ -1,5 +1,5 @@
 """`ruler build --executor ray` on a real two-node Ray cluster started here
-(benchmarks/ray_cluster.py):
+(perf/ray_cluster.py):
 the files equal the local executor's byte for byte, a killed worker or a lost node is retried
 and the build still completes with the same files, and a file that keeps failing ends the build
 with one line and nothing half-written.
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.ray_cluster import RayCluster
 from helpers.builds import build
+from perf.ray_cluster import RayCluster
 
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.slow, pytest.mark.engines]

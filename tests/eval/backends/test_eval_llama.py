@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.llama_server import LlamaCppPythonServer, LlamaServer, ServerError
 from helpers.builds import build
 from helpers.paths import TOKENIZERS
+from perf.llama_server import LlamaCppPythonServer, LlamaServer, ServerError
 from ruler.cli import main
 
 pytestmark = [pytest.mark.engines, pytest.mark.llama]

@@ -2,8 +2,8 @@
 
 Prints figures; asserts nothing.
 
-    python -m benchmarks.verify OUT                    # default, --full, --regenerate 2
-    python -m benchmarks.verify OUT --regenerate 2 --workers 2
+    python -m perf.verify OUT                    # default, --full, --regenerate 2
+    python -m perf.verify OUT --regenerate 2 --workers 2
 
 Levels: the default (hashes, identity, every row's fields and answers, 3 rows per file
 re-tokenized with their gold positions re-derived), `--full` (every row re-tokenized and

@@ -1,6 +1,6 @@
 """RULERv2: our rows beside NeMo-Skills' own generator output, task by task and length by length.
 
-    python -m benchmarks.ruler2_reference --ours OUT --config llama-3.1--v2 \\
+    python -m perf.ruler2_reference --ours OUT --config llama-3.1--v2 \\
         --reference ../shared/reference/nemo-skills-ruler2/llama-3.1 [--lengths 4096,8192] \\
         [--samples 50] [--json FILE]
 

@@ -1,10 +1,10 @@
 """ONERULER: our build against upstream's own generator, the same languages, tasks, lengths and
 samples, side by side in one run, and the ratio.
 
-    python -m benchmarks.oneruler_speed --upstream /path/to/OneRuler-checkout --tokenizer \\
+    python -m perf.oneruler_speed --upstream /path/to/OneRuler-checkout --tokenizer \\
         llama-3.1 --languages en,zh,ru,ko,hi,sw --lengths 8192 --samples 20 [--workers 2] \\
         [--reference ../shared/reference/oneruler/llama-3.1] [--upstream-python PY]
-    python -m benchmarks.oneruler_speed --ours-only --lengths 8192 --samples 50
+    python -m perf.oneruler_speed --ours-only --lengths 8192 --samples 50
 
 `--upstream` is a checkout of GitHub mungg/OneRuler (or any folder holding its
 `OneRuler/prepare.py`, `OneRuler/tokenizer.py`, `OneRuler/synthetic/` and
@@ -23,7 +23,7 @@ Both sides get the same cores: `--workers N` runs upstream's processes N at a ti
 build with N workers. Wall times include start-up (Python, imports, tokenizer, sentence
 splitting) on both sides, as a user pays it. Each side's CPU seconds (its whole process tree's
 user + system time) and the load around it are printed, with the wall and CPU ratios
-(benchmarks/side_by_side.py). `--reference DIR` also checks upstream's files
+(perf/side_by_side.py). `--reference DIR` also checks upstream's files
 against `DIR/SHA256SUMS.uncompressed`, which shows the harness runs upstream as the reference
 was made.
 """
@@ -39,8 +39,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.ruler2_speed import check_reference
-from benchmarks.side_by_side import (
+from perf.ruler2_speed import check_reference
+from perf.side_by_side import (
     Side,
     add_upstream_python,
     check_imports,

@@ -7,8 +7,8 @@ placed depths (every queried needle; qa: the gold documents' mean start) are in 
 smallest margin of a placed depth to its bin's inner edges (in bin widths), the fill
 (length / L) of both configs, and the build seconds of both.
 
-    python -m benchmarks.depth_sweep --tokenizer llama-3.1 --lengths 4096,16384 --samples 100
-    python -m benchmarks.depth_sweep --tokenizer gpt-4o --depths 20 --samples 40 --no-default
+    python -m perf.depth_sweep --tokenizer llama-3.1 --lengths 4096,16384 --samples 100
+    python -m perf.depth_sweep --tokenizer gpt-4o --depths 20 --samples 40 --no-default
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def _fills(path: Path) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.depth_sweep", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m perf.depth_sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tokenizer", default="llama-3.1")
     p.add_argument("--tasks", default=",".join(swept_tasks()))

