@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ruler.builder.length_rules import PROMPT_AND_OUTPUT
 from ruler.builder.sources import ResolvedSource, resolve
 from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tokenizer import Tokenizer
@@ -32,6 +33,9 @@ class BuildContext:
     # go and how many tokens a row reserves for the answer (TaskGenerator.depth_bin,
     # .tokens_to_generate). NO_VARIANT: upstream's rules.
     variant: Variant = NO_VARIANT
+    # How a row's `length` counts its `tokens_to_generate` (builder.length_rules): the build's
+    # benchmark's rule, which each file's manifest entry records.
+    length_rule: str = PROMPT_AND_OUTPUT
     # The language(s) of a per-language benchmark's config (ONERULER); None for the others.
     language: OnerulerLanguage | None = None
     _sources: dict[str, ResolvedSource] = field(default_factory=dict)

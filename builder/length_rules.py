@@ -7,8 +7,8 @@ with a context of L never truncates. RULERv2 rows count the prompt alone, at mos
 ONERULER counts neither its template nor its budget: its rows are longer than L; ours follow
 RULER's rule, as the card's ONERULER section says.)
 
-The builder decides a file's rule from its task (`TaskSpec.length_rule`) and writes it into
-the file's manifest entry (`FileEntry.length_rule`; the config's entry lists its files'
+A benchmark declares its rule (`Benchmark.length_rule`); the build writes it into each
+file's manifest entry (`FileEntry.length_rule`; the config's entry lists its files'
 rules); everything that says how lengths are counted (the build's summary, the card) reads it
 from there, never assumes one. A manifest written before files recorded their rule says
 nothing of it: "not recorded".
@@ -43,9 +43,10 @@ RULES = {
 }
 
 
-def rule_of(counts_output: bool) -> str:
-    """The rule id of rows whose `length` counts their `tokens_to_generate` (or not)."""
-    return PROMPT_AND_OUTPUT if counts_output else PROMPT_ONLY
+def counted_output(rule: str, tokens_to_generate: int) -> int:
+    """The part of `tokens_to_generate` a row's `length` counts under `rule`: all of it where
+    L holds the prompt and the answer, none where L bounds the prompt alone."""
+    return 0 if rule == PROMPT_ONLY else tokens_to_generate
 
 
 def length_text(rule: str | None) -> str:

@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, check_split_files, data_path
+from ruler.builder.tasks.benchmarks import recorded_length_rule
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
@@ -34,6 +35,8 @@ class SplitFile:
     path: Path
     content_sha256: str
     rows: int
+    # How its rows' `length` counts (builder.length_rules), as the manifest records it
+    length_rule: str
 
     @property
     def key(self) -> str:
@@ -78,8 +81,10 @@ class Dataset:
         # by length, then in upstream's task order (files_of's order within a length)
         entries = sorted(self.manifest.files_of(config, tasks or None, lengths or None),
                          key=lambda e: e.max_seq_length)
+        benchmark = self.build(config).benchmark_id
         return [SplitFile(config, e.task, e.max_seq_length, self.root / e.path,
-                          e.content_sha256, e.rows) for e in entries]
+                          e.content_sha256, e.rows,
+                          recorded_length_rule(e.length_rule, benchmark)) for e in entries]
 
     def rows(self, f: SplitFile, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """The rows of one split file (optionally only some columns), after checking its

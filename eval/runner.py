@@ -12,7 +12,7 @@ Order of work, so that bad input fails before the (slow) model loads:
    `tokens_to_generate` exceed its `max_model_len` are recorded as skipped with the reason
    (never truncated); each prediction is written the moment it arrives, so an interrupted run
    resumes where it stopped;
-   RULERv2 rows (`FamilySpec.reserves_output` False: `length` counts the prompt alone, the
+   RULERv2 rows (their files' recorded length rule: `length` counts the prompt alone, the
    16,384 tokens to generate come on top) whose prompt + budget exceed `max_model_len` run with
    the budget clamped to the context left (`output_budget`, recorded per row and counted per
    cell), as NeMo-Skills generates up to the server's limit when it sets no budget; only a
@@ -38,8 +38,8 @@ from typing import Any, Callable, Mapping
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode
+from ruler.builder.length_rules import PROMPT_ONLY, counted_output
 from ruler.builder.scrub import redact_known, scrub
-from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval import redaction
@@ -190,25 +190,13 @@ def _run_locked(cfg: EvalConfig, ds: Dataset, files: list[SplitFile], mode: str,
     return outcome
 
 
-def reserves_output(task: str) -> bool:
-    """Whether a task's `length` counts its `tokens_to_generate` (v1) or only the prompt
-    (RULERv2), as the catalog says (a task outside it: v1's rule)."""
-    spec = TASKS.get(task)
-    return spec is None or spec.family.reserves_output
-
-
-def counted_output(task: str, tokens_to_generate: int) -> int:
-    """The part of `tokens_to_generate` a row's `length` counts."""
-    return tokens_to_generate if reserves_output(task) else 0
-
-
 def _prompt_mode(ds: Dataset, cfg: EvalConfig, config: str, files: list[SplitFile]) -> str:
     build = ds.build(config)
     mode = cfg.mode or build.prompt_mode or "chat"
     if mode not in PROMPT_MODES:
         raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
     # RULERv2's rows leave their whole budget on top of the prompt: reasoning needs no variant
-    budgeted = all(not reserves_output(f.task) for f in files)
+    budgeted = all(f.length_rule == PROMPT_ONLY for f in files)
     if mode == OUTPUT_BUDGET_MODE and not budgeted \
             and reserved_output_budget(build.variant) is None:
         raise RulerError(
@@ -460,15 +448,15 @@ def _retryable_skips(ds: Dataset, files: list[SplitFile], skipped: dict[Key, int
         for batch in ds.iter_rows(f, ("index", "tokens_to_generate"), 4096):
             for r in batch:
                 i = int(r["index"])
-                if i in here and here[i] + _least_output(f.task, r) <= limit:
+                if i in here and here[i] + _least_output(f.length_rule, r) <= limit:
                     retry.add((f.config, f.task, f.max_seq_length, i))
     return retry
 
 
-def _least_output(task: str, row: Mapping[str, Any]) -> int:
-    """The fewest output tokens a row runs with: its whole budget (v1), one token (RULERv2,
-    whose budget is clamped to the context left)."""
-    return int(row["tokens_to_generate"]) if reserves_output(task) else 1
+def _least_output(rule: str, row: Mapping[str, Any]) -> int:
+    """The fewest output tokens a row runs with: its whole budget where its length counts it,
+    one token where it does not (RULERv2: the budget is clamped to the context left)."""
+    return int(row["tokens_to_generate"]) if rule != PROMPT_ONLY else 1
 
 
 def _render_or_fail(render: Callable[[], Any], cfg: EvalConfig) -> Any:
@@ -510,7 +498,7 @@ def _preflight(ds: Dataset, files: list[SplitFile], renderer: Renderer, done: se
             continue
         seen.add(f.task)
         n = len(_render_or_fail(lambda: renderer.ids(row["input"], row["answer_prefix"]), cfg))
-        ttg = counted_output(f.task, int(row["tokens_to_generate"]))
+        ttg = counted_output(f.length_rule, int(row["tokens_to_generate"]))
         if n + ttg != row["length"]:
             key = (f.config, f.task, f.max_seq_length, int(row["index"]))
             mismatches.append(f"{format_key(key)}: {n} + {ttg} != {row['length']}")
@@ -552,12 +540,12 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             budget = row.tokens_to_generate
             need = pred.prompt_tokens + budget
             room = limit - pred.prompt_tokens
-            if need > limit and not reserves_output(row.key[1]) and room >= 1:
+            if need > limit and row.length_rule == PROMPT_ONLY and room >= 1:
                 budget = pred.output_budget = room  # RULERv2: clamped, recorded
                 outcome.budget_clamped += 1
             elif need > limit:
                 pred.status = "skipped"
-                if reserves_output(row.key[1]):
+                if row.length_rule != PROMPT_ONLY:
                     pred.skip_kind = SkipReason.OVER_CONTEXT.value
                     pred.reason = (f"prompt {pred.prompt_tokens} + tokens_to_generate "
                                    f"{row.tokens_to_generate} = {need} > max_model_len {limit}")
@@ -650,7 +638,7 @@ class _Feed:
 def _prediction(row: RenderedRow, cfg: EvalConfig, mode: str) -> Prediction:
     """The record of a row about to run, after checking its count against the dataset's."""
     n = len(row.prompt_ids)
-    ttg = counted_output(row.key[1], row.tokens_to_generate)
+    ttg = counted_output(row.length_rule, row.tokens_to_generate)
     if n + ttg != row.length and not cfg.allow_length_mismatch:
         raise _mismatch_error(cfg, mode, 1, f"{format_key(row.key)}: {n} + {ttg} != "
                                             f"{row.length}")

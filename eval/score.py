@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.file_names import safe_name
+from ruler.builder.length_rules import counted_output
 from ruler.builder.tasks.catalog import TASKS, in_task_order
 from ruler.eval import answer_checks
 from ruler.eval.build_tie import (
@@ -180,20 +181,20 @@ def _longest_answered(ds: Dataset, files: Sequence[SplitFile],
             for r in batch:
                 i = int(r["index"])
                 if i in answered and (longest is None or r["length"] > longest[0]) \
-                        and _counted_alike(preds[i], f.task, r):
+                        and _counted_alike(preds[i], f, r):
                     longest = (int(r["length"]), format_key((f.config, f.task,
                                                              f.max_seq_length, i)))
     return longest
 
 
-def _counted_alike(p: Mapping[str, Any], task: str, row: Mapping[str, Any]) -> bool:
+def _counted_alike(p: Mapping[str, Any], f: SplitFile, row: Mapping[str, Any]) -> bool:
     """Whether the prediction's own prompt count (where it records one) is the build's: the
     row's `length` is then what the model needed."""
     n = p.get("prompt_tokens")
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         return True
     ttg = int(row["tokens_to_generate"])
-    return n + (TASKS[task].counted_output(ttg) if task in TASKS else ttg) == int(row["length"])
+    return n + counted_output(f.length_rule, ttg) == int(row["length"])
 
 
 def _skip_contradicted(why: str, longest: tuple[int, str]) -> str:
@@ -251,7 +252,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
             # A kind ruler's runner recorded was computed from the row (its prompt count and
             # budget against the engine's limit); another framework's claim is checked here.
             if kind is None and longest is not None and int(rows[i]["length"]) <= longest[0] \
-                    and _counted_alike(p, f.task, rows[i]):
+                    and _counted_alike(p, f, rows[i]):
                 errors += 1  # the claim does not hold: the model answered a row as long
                 reasons[_skip_contradicted(why, longest)] += 1
             else:

@@ -48,8 +48,9 @@ class RenderedRow:
     key: Key
     prompt_ids: Sequence[int]  # a 4-byte array
     tokens_to_generate: int
-    length: int  # the dataset's count: prompt tokens + tokens_to_generate
+    length: int  # the dataset's count: prompt tokens (+ tokens_to_generate: `length_rule`)
     data_sha256: str
+    length_rule: str  # its file's, as the manifest records it (builder.length_rules)
     # The row's texts, kept only for a backend that sends text (`keep_texts`)
     input_text: str | None = None
     answer_prefix: str | None = None
@@ -133,7 +134,7 @@ class PromptStream:
             texts = chunk.texts or [(None, None)] * len(ids)
             self._rows.extend(
                 RenderedRow((f.config, f.task, f.max_seq_length, index), prompt, ttg, length,
-                            f.content_sha256, *text)
+                            f.content_sha256, f.length_rule, *text)
                 for (index, ttg, length), prompt, text in zip(chunk.meta, ids, texts))
         return self._rows.popleft()
 

@@ -82,7 +82,8 @@ class BuildRecipe:
     def context(self) -> BuildContext:
         """A fresh build context (sources and resources load on first use)."""
         return BuildContext(self.tokenizer, self.seed_name, self.seed, self.sources_dir,
-                            variant=self.variant, language=self.language)
+                            variant=self.variant, language=self.language,
+                            length_rule=get_benchmark(self.benchmark).length_rule)
 
     def identity(self) -> IdentityRecord:
         """Everything that, when changed, makes existing files of this config stale (see

@@ -179,7 +179,7 @@ class Worker:
                 f.message + (f"; {f.advice}" if f.advice else "") for f in verdict.findings))
         return Row(row, canonical_row_bytes(row), fitted.probes, counted_exactly, certified,
                    d.repeated_chars / max(1, d.context_span[1] - d.context_span[0]),
-                   spec.length_rule, verdict.short_at_bound)
+                   gen.ctx.length_rule, verdict.short_at_bound)
 
     def build_file(self, job: FileJob, tick: Callable[[int], None] | None = None
                    ) -> tuple[FileResult, FileEntry, Path]:

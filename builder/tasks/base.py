@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
 from ruler.builder.depths import DepthBin
+from ruler.builder.length_rules import counted_output
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import get_family
 
@@ -194,8 +195,9 @@ class TaskGenerator(ABC):
 
     @property
     def reserved_tokens(self) -> int:
-        """The tokens a row's `length` counts on top of its prompt (TaskSpec.counted_output)."""
-        return self.spec.counted_output(self.tokens_to_generate)
+        """The tokens a row's `length` counts on top of its prompt (by the build's length
+        rule, `BuildContext.length_rule`)."""
+        return counted_output(self.ctx.length_rule, self.tokens_to_generate)
 
     @abstractmethod
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
+from ruler.builder.length_rules import PROMPT_AND_OUTPUT, PROMPT_ONLY
 from ruler.builder.registry import Registry
 from ruler.builder.tasks.catalog import (
     ONERULER_CROSS_LINGUAL_TASKS,
@@ -97,6 +98,9 @@ class Benchmark:
             the paper's set, `--lengths oneruler`).
         fill: how full its rows are (`FillPromise`), checked on every row by the build and
             by `ruler verify`.
+        length_rule: how its rows' `length` is counted (`builder.length_rules`): the prompt
+            and `tokens_to_generate` within L (RULER, ONERULER), or the prompt alone
+            (RULERv2, whose answer comes on top); each file's manifest entry records it.
     """
 
     id: str
@@ -112,6 +116,7 @@ class Benchmark:
     cross_lingual_tasks: tuple[str, ...] = ()
     default_lengths: str = "4096"
     fill: FillPromise = FillPromise()
+    length_rule: str = PROMPT_AND_OUTPUT
 
     @property
     def flag(self) -> str:
@@ -141,7 +146,7 @@ BENCHMARK_SPECS.register(Benchmark(RULER, "RULER", STANDARD_TASKS, aliases=("v1"
                          origin="ruler")
 BENCHMARK_SPECS.register(Benchmark(
     RULER2, "RULERv2", RULER2_TASKS, aliases=("v2",), config_suffix="v2",
-    prompt_mode=ruler2_prompt_mode,
+    prompt_mode=ruler2_prompt_mode, length_rule=PROMPT_ONLY,
     # its rows count no output budget and have no depth sweep, base or no-context variant
     variants=("", "replicate"), weighted_average=False,
     card_section="ruler.cards.ruler2:ruler2_section"), origin="ruler")
@@ -205,6 +210,12 @@ def benchmark_of(task: str) -> str:
         if task in b.tasks:
             return b.id
     return RULER
+
+
+def recorded_length_rule(recorded: str | None, benchmark: str) -> str:
+    """A file's length rule: as its manifest entry records it; a file of a build made before
+    files recorded it, its build's recorded benchmark's (`Benchmark.length_rule`)."""
+    return recorded or get_benchmark(benchmark).length_rule
 
 
 def per_language(benchmark: str) -> bool:

@@ -22,7 +22,6 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
-from ruler.builder.length_rules import rule_of
 from ruler.builder.registry import Registry
 from ruler.builder.tasks.niah_params import niah_params_problem, oneruler_niah_params_problem
 from ruler.builder.tasks.ruler2_prompts import NIAH_MULTIPLE, TOTAL
@@ -42,10 +41,6 @@ class FamilySpec:
     # first time the family is asked for, so one family's dependencies never load for
     # another. None: registered by whoever registered its tasks (a plug-in).
     module: str | None = None
-    # True: a row's `length` counts the prompt plus `tokens_to_generate`, both within L
-    # (RULER v1). False: L bounds the prompt alone and the answer comes on top (RULERv2, whose
-    # generators fill L with the prompt and leave generation to the server's limit).
-    reserves_output: bool = True
     # `params_problem(params)`: why the family's generator cannot build a task with these
     # parameters (one line), or None; `register_task` refuses such a task. None: any.
     params_problem: Callable[[Mapping[str, Any]], str | None] | None = None
@@ -75,18 +70,6 @@ class TaskSpec:
     @property
     def metric(self) -> str:
         return self.family.metric
-
-    def counted_output(self, tokens_to_generate: int) -> int:
-        """The part of `tokens_to_generate` a row's `length` counts: all of it where L holds
-        the prompt and the answer (RULER), none where L bounds the prompt alone (RULERv2:
-        `FamilySpec.reserves_output`)."""
-        return tokens_to_generate if self.family.reserves_output else 0
-
-    @property
-    def length_rule(self) -> str:
-        """The id of its rows' length rule (`builder.length_rules`), which the build records
-        in each file's manifest entry."""
-        return rule_of(self.family.reserves_output)
 
 
 NIAH = FamilySpec(
@@ -170,7 +153,7 @@ QA = FamilySpec(
 # The prompts are in `ruler2_prompts`; a family's `template` is the frame its generator fills.
 # No answer prefix (upstream's instruct prompts end with the question), 16,384 tokens to
 # generate (upstream's RULERv2 example: `++inference.tokens_to_generate=16384`, greedy), not
-# counted in `length`.
+# counted in `length` (RULERv2's length rule, `Benchmark.length_rule`).
 
 RULER2_TOKENS_TO_GENERATE = 16384
 
@@ -179,7 +162,7 @@ def _ruler2_family(name: str, module: str, template: str, metric: str,
                    attr: str = "FAMILY", units_bounded: bool = True) -> FamilySpec:
     return FamilySpec(name=name, module=f"ruler.builder.tasks.{module}:{attr}", template=template,
                       answer_prefix="", tokens_to_generate=RULER2_TOKENS_TO_GENERATE,
-                      metric=metric, reserves_output=False, units_bounded=units_bounded)
+                      metric=metric, units_bounded=units_bounded)
 
 
 RULER2_NIAH = _ruler2_family("ruler2_niah", "ruler2_niah", NIAH_MULTIPLE,

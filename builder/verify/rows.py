@@ -9,6 +9,7 @@ from typing import Any, Mapping
 import pyarrow.parquet as pq
 
 from ruler.builder.hashing import file_sha256
+from ruler.builder.length_rules import PROMPT_AND_OUTPUT, counted_output
 from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
 from ruler.builder.row_checks import FIELDS, RowRules, row_findings
 from ruler.builder.schema import ROW_SCHEMA, schema_problem
@@ -41,8 +42,10 @@ class RowChecker:
     the tokenizer or the generator."""
 
     def __init__(self, res: FileReport, entry: FileEntry, tokenizer, mode: str | None,
-                 plan: RowsPlan, variant: Variant = NO_VARIANT, language: Any = None):
+                 plan: RowsPlan, variant: Variant = NO_VARIANT, language: Any = None,
+                 length_rule: str = PROMPT_AND_OUTPUT):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
+        self.length_rule = length_rule  # the file's, as its manifest entry records it
         self.language = language  # the build's recorded language (the manifest's), or None
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
@@ -74,7 +77,7 @@ class RowChecker:
         if self.tokenizer is not None and self.mode is not None and i in self.retokenize:
             got = self.tokenizer.prompt_length(row["input"], row["answer_prefix"],
                                                mode=self.mode) \
-                + self.spec.counted_output(row["tokens_to_generate"])
+                + counted_output(self.length_rule, row["tokens_to_generate"])
             self.res.retokenized += 1
             if got != row["length"]:
                 self.res.problems.append(Problem(path, f"stored length {row['length']}, "
@@ -155,9 +158,10 @@ class RowChecker:
 def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                variant: Variant = NO_VARIANT, language: Any = None) -> FileReport:
+                variant: Variant = NO_VARIANT, language: Any = None,
+                length_rule: str = PROMPT_AND_OUTPUT) -> FileReport:
     """Check one split file; `variant` and `language` are its build's (read from the
-    manifest's `variant` and `language` entries)."""
+    manifest's `variant` and `language` entries), `length_rule` the file's (its entry's)."""
     res = FileReport(rel)
     path = out / rel
     if not path.is_file():
@@ -182,7 +186,7 @@ def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | No
     n = parquet.metadata.num_rows
     plan = RowsPlan(sample_indices(n, full, sample),
                     rows_to_regenerate(n, regenerate, entry.content_sha256), regenerator)
-    check = RowChecker(res, entry, tokenizer, mode, plan, variant, language)
+    check = RowChecker(res, entry, tokenizer, mode, plan, variant, language, length_rule)
 
     def rows():
         i = 0

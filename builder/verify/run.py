@@ -37,6 +37,7 @@ from typing import Any, Callable, Mapping
 from ruler.builder.manifest import BuildEntry, FileEntry
 from ruler.builder.pipeline.config import default_start_method
 from ruler.builder.publish_steps import published_problems
+from ruler.builder.tasks.benchmarks import recorded_length_rule
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
 from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
 from ruler.builder.verify.folder import load_manifest, manifest_problems
@@ -71,7 +72,8 @@ class FileChecks:
         return verify_file(self.out, rel, entry, self.tokenizers.get(entry.config),
                            build.prompt_mode, full, self.sample, self.regenerate,
                            self.regenerator, self.variants.get(entry.config, NO_VARIANT),
-                           build.language)
+                           build.language,
+                           recorded_length_rule(entry.length_rule, build.benchmark_id))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer

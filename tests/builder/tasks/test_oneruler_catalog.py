@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.benchmarks import BENCHMARKS, benchmark_config, benchmark_id, check_tasks
+from ruler.builder.tasks.benchmarks import (
+    BENCHMARKS,
+    benchmark_config,
+    benchmark_id,
+    check_tasks,
+    get_benchmark,
+)
 from ruler.builder.tasks.catalog import (
     LENGTH_SETS,
     ONERULER_CROSS_LINGUAL_TASKS,
@@ -35,9 +41,9 @@ def test_names_metric_budget():
     for t in ONERULER_TASKS:
         spec = TASKS[t]
         assert spec.metric == "oneruler" and spec.family.answer_prefix == ""
-        assert spec.family.reserves_output
         assert spec.tokens_to_generate == (50 if "cwe" in t else 30)  # synthetic/constants.py
     assert ONERULER_CROSS_LINGUAL_TASKS == ONERULER_TASKS[:5]
+    assert get_benchmark("oneruler").length_rule == "prompt+tokens_to_generate"
 
 
 def test_parameters_as_upstream_configs_pass_them():

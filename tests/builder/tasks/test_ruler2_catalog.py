@@ -12,6 +12,7 @@ from ruler.builder.tasks.benchmarks import (
     BENCHMARKS,
     benchmark_id,
     benchmark_of,
+    get_benchmark,
 )
 from ruler.builder.tasks.catalog import ONERULER_TASKS, RULER2_TASKS, STANDARD_TASKS, TASKS
 from ruler.builder.tasks.family import family_of
@@ -42,13 +43,13 @@ def test_metric_budget_and_family(task):
     spec = TASKS[task]
     assert spec.metric == upstream_metric(task)
     assert spec.family.answer_prefix == ""
-    assert spec.tokens_to_generate == 16384 and spec.family.reserves_output is False
+    assert spec.tokens_to_generate == 16384 and get_benchmark("ruler2").length_rule == "prompt"
     assert family_of(task).name == spec.family.name
     assert benchmark_of(task) == "ruler2"
 
 
-def test_v1_families_reserve_their_output():
-    assert all(TASKS[t].family.reserves_output for t in STANDARD_TASKS)
+def test_v1_rows_reserve_their_output():
+    assert get_benchmark("ruler").length_rule == "prompt+tokens_to_generate"
 
 
 def test_benchmark_table():
