@@ -77,11 +77,12 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
           **options: Any) -> "BuildReport":
     """`ruler build`: generate the tasks for `tokenizer` into `out` (default ./ruler-data).
 
-    `benchmark`: "v1" (RULER), "v2" (RULERv2, config `<tokenizer>--v2`) or "oneruler"
-    (ONERULER: give `language="ko"` or "en-ko"; config `<tokenizer>--oneruler-<language>`);
-    `tasks`: names or a comma-separated string (default: all of the benchmark's, the 5 NIAH
-    tasks for a cross-lingual pair); `lengths`: ints or the command's spellings ("4k,128k",
-    "paper", "oneruler"; default: 4096, ONERULER's 8000..128000); `options`: any other field of
+    `benchmark`: "v1" (the default), or another benchmark's id or alias, as `ruler build
+    --benchmark` takes them; a benchmark built along axes takes each axis's value by the
+    axis's name (`language="ko"`, or "en-ko": `Benchmark.axes`); `tasks`: names or a
+    comma-separated string (default: all of the benchmark's, or those a value of its axis
+    builds); `lengths`: ints or the command's spellings ("4k,128k", "paper", a set the
+    benchmark names; default: 4096, or the benchmark's own); `options`: any other field of
     `ruler.builder.pipeline.BuildConfig` (seed, workers, overwrite, ...) or its flag's
     spelling (`no_progress`, `sources`), a variant's flag (`depths=10`, `base=True`) or the
     variant itself (`variant=DepthSweep(10)`). Returns the build's report (`.out`,
@@ -95,6 +96,7 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
 def _build_config(tokenizer: str, *, progress: bool, **options: Any) -> "BuildConfig":
     """The `BuildConfig` `build`'s arguments ask for."""
     from ruler.builder.pipeline import BuildConfig
+    from ruler.builder.tasks.benchmarks import benchmark_axes
     from ruler.builder.variants import leave_out_clashing, variant_from_flags, variant_kinds
 
     leave_out_clashing({name for _, flag in flagged_fields(BuildConfig) for name in flag.names},
@@ -115,10 +117,13 @@ def _build_config(tokenizer: str, *, progress: bool, **options: Any) -> "BuildCo
                              f"and {flagged.field} = {flagged.value!r}")
         return BuildConfig(**read_keywords(BuildConfig, given),
                            variant=flagged if variant is None else variant,
-                           language=given.get("language"))
+                           axes={name: given[name] for name in axes
+                                 if given.get(name) is not None})
 
+    # a benchmark's axis by its name (`language="ko"`: `Benchmark.axes`)
+    axes = benchmark_axes()
     return _read("build", "build", given,
-                 [*keyword_names(BuildConfig), *variant_flags, "variant", "language"], make)
+                 [*keyword_names(BuildConfig), *variant_flags, "variant", *axes], make)
 
 
 def load(data: str | Path, config: str | None = None, length: int | str = 4096, *,

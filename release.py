@@ -109,8 +109,8 @@ def check_book_status(manifest: Manifest, acknowledged: Sequence[str] | None) ->
     """ONERULER configs hold their context language's book, and neither upstream's repository
     nor its books state a source or copyright status (builder.oneruler_licences): a release
     refuses unless `acknowledged` names exactly the languages whose status is unknown."""
-    from ruler.builder.oneruler_licences import unknown_book_languages
-    from ruler.cards.oneruler import oneruler_configs
+    from ruler.benchmarks.oneruler.card import oneruler_configs
+    from ruler.benchmarks.oneruler.licences import unknown_book_languages
 
     unknown = unknown_book_languages(lang.context for lang in oneruler_configs(manifest).values())
     given = sorted(set(acknowledged or ()))

@@ -3,59 +3,52 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+import dataclasses
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import add_flags, check_flags, flag_values, from_flags, option
 from ruler.builder.length_rules import fill_definition, rules_of
 from ruler.builder.pipeline.config import BuildConfig, BuildReport
 from ruler.builder.selection import parse_lengths, parse_shard, parse_tasks
 from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.benchmarks import ONERULER, RULER, benchmark_id, per_language
-from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, benchmark_axes, benchmark_id
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import add_variant_flags, variants_from_flags
 
 #: Read by other modules from here too (`parse_*` live in ruler.builder.selection).
-__all__ = ["LanguageFlags", "parse_languages", "parse_lengths", "parse_shard", "parse_tasks",
-           "register_cli", "run"]
+__all__ = ["axis_flags", "parse_lengths", "parse_shard", "parse_tasks", "register_cli", "run"]
 
 
-def parse_languages(text: str | None) -> tuple[OnerulerLanguage, ...]:
-    """`ko,fr` or `en-ko` (context-instructions, a cross-lingual config); `all` (or nothing):
-    the 26 languages, each on its own."""
-    if not text or text.strip() == "all":
-        return tuple(OnerulerLanguage.mono(code) for code in LANGUAGES)
-    out = [OnerulerLanguage.parse(part) for part in text.split(",") if part.strip()]
-    if len(set(out)) != len(out):
-        raise RulerError(f"--languages {text!r} names a language twice")
-    return tuple(out)
+def axis_flags() -> type:
+    """`ruler build`'s flags of the benchmarks' axes (`--languages`): a frozen dataclass with
+    one field per axis, each the comma-separated values to build, one config each (as
+    --replicates asks for several variants)."""
+    fields = [(_dest(a.flag), str | None, option(a.flag, default=None, help=a.help))
+              for a in benchmark_axes().values()]
+    return dataclasses.make_dataclass("AxisFlags", fields, frozen=True,
+                                      namespace={"__post_init__": check_flags})
 
 
-@dataclass(frozen=True)
-class LanguageFlags:
-    """`ruler build --languages`: which languages of a per-language benchmark (ONERULER) to
-    build, one config each (`BuildConfig.language`), as --replicates asks for several
-    variants."""
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
 
-    languages: str | None = option(
-        "--languages", default=None,
-        help=f"--benchmark oneruler: comma-separated languages, one config each: a code "
-             f"({' '.join(LANGUAGES)}) or a cross-lingual pair context-instructions (en-ko: the "
-             f"book, needles and keys in English, the instructions, question and none-word in "
-             f"Korean); default: all 26 codes")
 
-    def __post_init__(self) -> None:
-        check_flags(self)
-
-    def of(self, benchmark: str) -> tuple[OnerulerLanguage | None, ...]:
-        """The languages to build for `benchmark` (None: a benchmark without languages)."""
-        if per_language(benchmark):
-            return parse_languages(self.languages)
-        if self.languages is not None:
-            raise RulerError(f"--languages is for --benchmark {ONERULER} (one config per "
-                             f"language); --benchmark {benchmark} has none")
-        return (None,)
+def axis_values(benchmark: str, flags: object) -> list[dict[str, object]]:
+    """Each config's axis values the flags ask for ({} for a benchmark without axes); an axis
+    flag of another benchmark is refused."""
+    bench = BENCHMARK_SPECS[benchmark]
+    own = {a.name for a in bench.axes}
+    for axis in benchmark_axes().values():
+        if axis.name not in own and getattr(flags, _dest(axis.flag)) is not None:
+            owners = [b.flag for b in BENCHMARK_SPECS.values() if axis in b.axes]
+            raise RulerError(f"{axis.flag} is for {' / '.join(owners)} (one config per "
+                             f"{axis.name}); --benchmark {benchmark} has none")
+    combos: list[dict[str, object]] = [{}]
+    for axis in bench.axes:
+        combos = [{**c, axis.name: v} for c in combos
+                  for v in axis.values(getattr(flags, _dest(axis.flag)))]
+    return combos
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
@@ -65,9 +58,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         description="Generate the RULER tasks for one tokenizer into OUT/data/<tokenizer>/<task>/"
                     "<L>.parquet,\nwith OUT/manifest.json and a dataset card (OUT/README.md). "
                     "Every sample fits its\nlength L exactly, by its benchmark's length rule, "
-                    "which each file's manifest entry\nrecords: RULER and ONERULER count the "
-                    "prompt (chat template + answer prefix) +\ntokens_to_generate <= L, RULERv2 "
-                    "the prompt alone <= L (its answer comes on top).\nRe-running skips files "
+                    "which each file's manifest entry\nrecords: the prompt (chat template + "
+                    "answer prefix) + tokens_to_generate <= L, or\nfor a benchmark whose answer "
+                    "comes on top, the prompt alone <= L.\nRe-running skips files "
                     "that are "
                     "complete and match; an interrupted build resumes; builds of other\n"
                     "tasks, lengths or shards of the same build may run into one OUT at once. "
@@ -78,7 +71,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                f"--sources) at the\nessay/SQuAD/HotpotQA/punkt_tab inputs (`ruler sources list`).",
     )
     add_flags(p, BuildConfig)
-    add_flags(p, LanguageFlags)
+    add_flags(p, axis_flags())
     # Each registered variant adds its own flag(s) (builder.variants): --depths, --output-budget,
     # --replicate / --replicates, --base, --no-context
     add_variant_flags(p)
@@ -90,14 +83,15 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     # One config per variant; `--replicates K` asks for K of them, built one after the other,
     # each exactly as its own `--replicate i` command builds it.
-    # ONERULER: one config per language too (`--languages`). The card is rendered once, when
-    # they are all built (`run_builds`).
+    # A benchmark built along axes: one config per value too (`--languages`). The card is
+    # rendered once, when they are all built (`run_builds`).
     from ruler.builder.pipeline.run import run_builds
 
     values = flag_values(BuildConfig, args)
-    languages = from_flags(LanguageFlags, args).of(benchmark_id(values.get("benchmark", RULER)))
-    cfgs = [BuildConfig(**values, variant=variant, language=language)
-            for variant in variants_from_flags(vars(args)) for language in languages]
+    benchmark = benchmark_id(values.get("benchmark", DEFAULT))
+    combos = axis_values(benchmark, from_flags(axis_flags(), args))
+    cfgs = [BuildConfig(**values, variant=variant, axes=axes)
+            for variant in variants_from_flags(vars(args)) for axes in combos]
     run_builds(cfgs, done=_report)
     return 0
 

@@ -14,11 +14,10 @@ import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ruler.builder.length_rules import PROMPT_AND_OUTPUT
 from ruler.builder.sources import ResolvedSource, resolve
-from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.variants import NO_VARIANT, Variant
 
@@ -36,8 +35,9 @@ class BuildContext:
     # How a row's `length` counts its `tokens_to_generate` (builder.length_rules): the build's
     # benchmark's rule, which each file's manifest entry records.
     length_rule: str = PROMPT_AND_OUTPUT
-    # The language(s) of a per-language benchmark's config (ONERULER); None for the others.
-    language: OnerulerLanguage | None = None
+    # The values of the build's benchmark's axes, by axis name (builder.tasks.benchmarks.
+    # BuildAxis: ONERULER's language); {} for a benchmark without axes.
+    axes: Mapping[str, Any] = field(default_factory=dict)
     _sources: dict[str, ResolvedSource] = field(default_factory=dict)
     _resources: dict[str, Any] = field(default_factory=dict)
 

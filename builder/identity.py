@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.manifest_records import IdentityRecord, SourceRecord, TokenizerRecord
 
 # The packages that shape rows: one list, in the lowest layer that reads it (the manifest
@@ -44,20 +45,20 @@ def make_identity(*, generator_version: str | None, seed: int | None, samples: i
                   prompt_mode: str | None, tokenizer: TokenizerRecord,
                   packages: Mapping[str, str], variant: Mapping[str, int] | None = None,
                   benchmark: str | None = None,
-                  language: str | dict[str, str] | None = None) -> IdentityRecord:
+                  axes: Mapping[str, Any] | None = None) -> IdentityRecord:
     """The identity of a config's build. `tokenizer` is its manifest record
     (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity.
-    A RULERv2 build's identity names its benchmark; RULER's has no such key (absent means
-    "ruler", as in the manifest), so v1 identities are what they always were. A ONERULER
-    build's names its language(s) too (the manifest's `language`)."""
+    Another benchmark's build than the default's names its benchmark (the default's has no such
+    key, as in the manifest, so its identities are what they always were), and its axes'
+    values as the manifest records them (`axes`: ONERULER's `language`)."""
     repo, revision = tokenizer.repo, tokenizer.revision
     return IdentityRecord(
         generator_version=generator_version, seed=seed, samples=samples,
         prompt_mode=prompt_mode, tokenizer=tokenizer_fingerprint(tokenizer),
         tokenizer_revision=f"{repo}@{revision}" if repo or revision else None,
         packages=dict(sorted(packages.items())),
-        benchmark=None if benchmark in (None, "ruler") else benchmark,
-        language=language, variant=dict(sorted(variant.items())) if variant else None)
+        benchmark=None if benchmark in (None, DEFAULT) else benchmark,
+        variant=dict(sorted(variant.items())) if variant else None, extra=dict(axes or {}))
 
 
 def identity_of_build(build: BuildEntry) -> IdentityRecord:
@@ -66,7 +67,7 @@ def identity_of_build(build: BuildEntry) -> IdentityRecord:
                          samples=build.samples, prompt_mode=build.prompt_mode,
                          tokenizer=build.tokenizer, packages=build.packages or {},
                          variant=build.variant or None, benchmark=build.benchmark,
-                         language=build.language)
+                         axes=build.axis_records())
 
 
 def file_key(identity: IdentityRecord, task: str, max_seq_length: int,
@@ -90,9 +91,12 @@ def identity_differences(old: IdentityRecord | None, new: IdentityRecord) -> lis
                for p in sorted(set(before) | set(after)) if before.get(p) != after.get(p)]
     if changed:
         found.append("package versions (" + ", ".join(changed) + ")")
-    extra = sorted(old.extra)
-    if extra:  # a manifest written by another generator version
-        found.append(f"identity fields {', '.join(extra)}")
+    # the benchmark's axes (ONERULER's language), and fields of another generator version
+    found += [f"{key} {old.extra[key]} -> {new.extra.get(key)}" for key in sorted(old.extra)
+              if key in new.extra and old.extra[key] != new.extra[key]]
+    foreign = sorted(set(old.extra) ^ set(new.extra))
+    if foreign:
+        found.append(f"identity fields {', '.join(foreign)}")
     return found
 
 

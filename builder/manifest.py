@@ -5,10 +5,11 @@ Layout (format_version 1):
   builds {<config>: {tokenizer {identity}, prompt_mode, seed, samples, generator_version,
                      packages {dist: version}, identity {...}, counting [...],
                      sources {id: {...}}, official, tasks, lengths[, variant {field: value}]
-                     [, benchmark][, language]}};
+                     [, benchmark[, benchmark_package]][, <axis>...]}};
     (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants;
-    a RULERv2 config, `<tokenizer>--v2`, records "benchmark": "ruler2"; a ONERULER config,
-    `<tokenizer>--oneruler-<lang>`, records "benchmark": "oneruler" and its "language")
+    a config of another benchmark than the default records its id, "benchmark", a plug-in's
+    also the distribution that provides it, and each of the benchmark's build axes its value
+    under the axis's name: builder.tasks.benchmarks)
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
                                                 sha256, content_sha256, build_key, packages,
                                                 counting, length_rule
@@ -55,6 +56,7 @@ from typing import Any, ClassVar, Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder import __version__
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
@@ -69,6 +71,7 @@ from ruler.builder.manifest_records import (
 from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
 from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.schema import LONG_TEXT_COLUMNS
+from ruler.builder.tasks.benchmarks import Benchmark, get_benchmark
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 
 MANIFEST_NAME = "manifest.json"
@@ -156,7 +159,7 @@ class BuildEntry(JsonRecord):
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({
         "prompt_mode", "seed", "samples", "generator_version", "packages", "identity",
         "counting", "sources", "official", "tasks", "lengths", "variant", "benchmark",
-        "language", "length_rules"})
+        "benchmark_package", "length_rules"})
     DECODE: ClassVar[Mapping[str, Decode]] = {
         "tokenizer": TokenizerRecord.from_json, "identity": IdentityRecord.from_json,
         "sources": record_map(SourceRecord.from_json)}
@@ -176,11 +179,11 @@ class BuildEntry(JsonRecord):
     tasks: list[str] | None = None
     lengths: list[int] | None = None
     variant: dict[str, int] | None = None  # builder.variants: {field: value}
-    # builder.tasks.benchmarks: "ruler2" for RULERv2's configs; absent for RULER's
+    # builder.tasks.benchmarks: the benchmark's id (absent: `ruler.benchmarks.DEFAULT`), and
+    # for a plug-in's, the distribution that provides it (what a reader without it names).
+    # Its axes' values are recorded under their names (`axis_records`), kept in `extra`.
     benchmark: str | None = None
-    # ONERULER: "ko", or {"context": "en", "instructions": "ko"} (builder.tasks.
-    # oneruler_languages); absent for the other benchmarks
-    language: str | dict[str, str] | None = None
+    benchmark_package: str | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 
@@ -191,19 +194,26 @@ class BuildEntry(JsonRecord):
 
     @property
     def benchmark_id(self) -> str:
-        """The benchmark the build records (absent: RULER's)."""
-        return self.benchmark or "ruler"
+        """The benchmark the build records (absent: the default one)."""
+        return self.benchmark or DEFAULT
 
-    @property
-    def language_code(self) -> str | None:
-        """The language(s) the build records as a code: "ko", or "en-ko" (context en,
-        instructions ko; `oneruler_languages.OnerulerLanguage.code`); None: it records none.
-        What readers take a config's language from: never its name."""
-        if self.language is None:
-            return None
-        from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+    def spec(self) -> Benchmark:
+        """The benchmark the build records; one not installed is one line naming it and the
+        package it comes from."""
+        return get_benchmark(self.benchmark_id, self.benchmark_package)
 
-        return OnerulerLanguage.from_record(self.language).code
+    def axis_records(self) -> dict[str, Any]:
+        """What the build records for each axis of its benchmark (ONERULER's `language`)."""
+        return {a.name: self.extra[a.name] for a in self.spec().axes if a.name in self.extra}
+
+    def axis_values(self) -> dict[str, Any]:
+        """Its benchmark's axes' values as the build records them: what readers take a
+        config's language from, never its name."""
+        return self.spec().axis_values(self.axis_records())
+
+    def axis_codes(self) -> dict[str, str]:
+        """`axis_values` as codes ({"language": "en-ko"}): what scores record."""
+        return self.spec().axis_codes(self.axis_values())
 
     def official_by_record(self) -> bool:
         """Whether its tokenizer and sources, as recorded, make it official (what `official`

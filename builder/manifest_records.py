@@ -77,10 +77,10 @@ class SourceRecord(JsonRecord):
 @dataclass(frozen=True)
 class IdentityRecord(JsonRecord):
     """A build's identity (`builder.identity.make_identity`): what, when it changes, changes
-    the rows of a config. RULER's builds have no `benchmark`, a default config no
-    `variant`, any but a ONERULER build no `language`."""
+    the rows of a config. The default benchmark's builds have no `benchmark`, a default
+    config no `variant`; a benchmark's axes' values are kept in `extra` under their names."""
 
-    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"benchmark", "language", "variant"})
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"benchmark", "variant"})
 
     generator_version: str | None = None
     seed: int | None = None
@@ -90,9 +90,6 @@ class IdentityRecord(JsonRecord):
     tokenizer_revision: str | None = None  # "repo@revision", None for a tokenizer without
     packages: dict[str, str] = field(default_factory=dict)
     benchmark: str | None = None
-    # a ONERULER build's language(s), as the manifest's build entry records them: "ko" or
-    # {"context": "en", "instructions": "ko"}
-    language: str | dict[str, str] | None = None
     variant: dict[str, int] | None = None  # builder.variants: {field: value}
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
@@ -102,7 +99,7 @@ class IdentityRecord(JsonRecord):
         "generator_version": "generator version", "seed": "seed", "samples": "samples",
         "prompt_mode": "prompt mode", "tokenizer": "tokenizer hash (files or chat template)",
         "tokenizer_revision": "tokenizer revision", "variant": "variant",
-        "benchmark": "benchmark", "language": "language"}
+        "benchmark": "benchmark"}
 
 
 def is_official(tokenizer: TokenizerRecord, sources: Mapping[str, SourceRecord]) -> bool:

@@ -24,11 +24,11 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_names import check_config_name
-from ruler.builder.tasks.benchmarks import BENCHMARKS, RULER, benchmark_of, per_language
+from ruler.builder.tasks.benchmarks import get_benchmark, tasks_of
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.oneruler_languages import record_ok as language_ok
 from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
 
 FORMAT_VERSION = 1
@@ -134,8 +134,7 @@ BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "lengths": (_list_of(_positive), False), "counting": (_list_of(_str), False),
     "length_rules": (_list_of(_str), False),
     "variant": (_variant, False),
-    "benchmark": (lambda v: v in BENCHMARKS, False),
-    "language": (language_ok, False),
+    "benchmark": (_str, False), "benchmark_package": (_str, False),
 }
 TOP_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "builds": (_dict, True), "files": (_dict, True),
@@ -187,11 +186,19 @@ def _check_build(config: str, build: Any, where: str) -> None:
     # A variant's config is its tokenizer's config name plus the suffix its parameters give.
     base = variant_from_record(build.get("variant")).base_config(config)
     check_config_name(base, f"build {config!r} of {where}")
-    benchmark = build.get("benchmark", RULER)
-    if per_language(benchmark) != ("language" in build):
-        raise RulerError(f"{where}: build {config!r} of benchmark {benchmark!r} "
-                         f"{'lacks' if per_language(benchmark) else 'has'} a `language`")
-    other = [t for t in build.get("tasks") or () if benchmark_of(t) != benchmark]
+    # the benchmark it records (one not installed: one line naming its package, if recorded)
+    bench = get_benchmark(build.get("benchmark", DEFAULT), build.get("benchmark_package"))
+    for axis in bench.axes:  # one value of each of its axes, under the axis's name
+        if axis.name not in build:
+            raise RulerError(f"{where}: build {config!r} of benchmark {bench.id!r} lacks a "
+                             f"`{axis.name}`")
+        try:
+            axis.from_record(build[axis.name])
+        except RulerError as e:
+            raise RulerError(f"{where}: build {config!r} has a malformed `{axis.name}`: "
+                             f"{e}") from None
+    benchmark = bench.id
+    other = [t for t in build.get("tasks") or () if t not in tasks_of(bench.id)]
     if other:
         raise RulerError(f"{where}: build {config!r} of benchmark {benchmark!r} lists "
                          f"another benchmark's task(s) {', '.join(other)}")
@@ -217,7 +224,7 @@ def _check_file(rel: str, entry: Any, builds: Mapping[str, Any], where: str) -> 
         raise RulerError(f"{where}: entry {rel!r} belongs to config {entry['config']!r}, "
                          f"which has no build entry")
     build = builds[entry["config"]]
-    benchmark = build.get("benchmark", RULER) if isinstance(build, dict) else RULER
-    if benchmark_of(entry["task"]) != benchmark:
-        raise RulerError(f"{where}: entry {rel!r} is a {benchmark_of(entry['task'])!r} task in "
-                         f"config {entry['config']!r} of benchmark {benchmark!r}")
+    benchmark = build.get("benchmark", DEFAULT) if isinstance(build, dict) else DEFAULT
+    if entry["task"] not in tasks_of(benchmark):
+        raise RulerError(f"{where}: entry {rel!r} is task {entry['task']!r}, not one of "
+                         f"benchmark {benchmark!r}, in config {entry['config']!r}")

@@ -13,13 +13,13 @@ import importlib.metadata
 from typing import Iterable, Mapping
 
 #: Packages whose versions can change generated rows, by what they shape: the task generators
-#: (numpy Generator streams, scipy's zeta for fwe, the word lists, punkt sentence splitting),
-#: then each tokenizer backend (token counts, offsets, chat template rendering by jinja2), then
-#: what one benchmark's generators add (ONERULER's sentence splitter), recorded by its builds
-#: only (`content_packages(..., "oneruler")`).
+#: (numpy Generator streams, scipy's zeta, the word lists, punkt sentence splitting), then
+#: each tokenizer backend (token counts, offsets, chat template rendering by jinja2), then
+#: what a benchmark's generators may add (a sentence splitter), which that benchmark declares
+#: (`Benchmark.packages`) and only its builds record.
 CONTENT_PACKAGES: Mapping[str, tuple[str, ...]] = {
     "common": ("numpy", "scipy", "wonderwords", "english-words", "nltk"),
-    "oneruler": ("sentencex",),
+    "benchmarks": ("sentencex",),
     "hf": ("tokenizers", "transformers", "jinja2"),
     "tiktoken": ("tiktoken",),
     "sentencepiece": ("sentencepiece", "protobuf"),
@@ -38,11 +38,6 @@ def content_packages(*tokenizer_kinds: str) -> dict[str, str]:
     return installed_versions((*CONTENT_PACKAGES["common"],
                                *(p for kind in tokenizer_kinds
                                  for p in CONTENT_PACKAGES.get(kind, ()))))
-
-
-def benchmark_packages(benchmark: str) -> tuple[str, ...]:
-    """The `CONTENT_PACKAGES` kinds a benchmark's builds add to their tokenizer's."""
-    return (benchmark,) if benchmark in CONTENT_PACKAGES else ()
 
 
 def installed_versions(dists: Iterable[str]) -> dict[str, str]:

@@ -149,6 +149,7 @@ class _Entry:
     loading: bool = False  # being imported (its module may read the registry meanwhile)
     plugin: bool = False  # offered by an entry point: it may be a registrar
     from_plugin: bool = False  # registered by a plug-in's code (a registrar's entries)
+    package: str | None = None  # the distribution of the plug-in that offered or registered it
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -208,7 +209,8 @@ class Registry(Mapping[str, T], Generic[T]):
                 # new, or what a lazy entry's address names, registered by its own module
                 self._entries[name] = _Entry(
                     None, origin, obj, loaded=True, plugin=bool(known and known.plugin),
-                    from_plugin=_in_plugin_code() or bool(known and known.from_plugin))
+                    from_plugin=_in_plugin_code() or bool(known and known.from_plugin),
+                    package=known.package if known else _current_package())
                 return obj
             if known.loaded and self._same(known.obj, obj):
                 return obj
@@ -224,7 +226,8 @@ class Registry(Mapping[str, T], Generic[T]):
                 raise DuplicateName(f"{self.kind} {name!r} is registered already (by "
                                     f"{known.origin}); {target} cannot replace it")
             if known is None:
-                self._entries[name] = _Entry(target, origin, from_plugin=_in_plugin_code())
+                self._entries[name] = _Entry(target, origin, from_plugin=_in_plugin_code(),
+                                             package=_current_package())
 
     def unregister(self, name: str) -> None:
         """Remove an entry (a test cleans up after itself)."""
@@ -309,6 +312,12 @@ class Registry(Mapping[str, T], Generic[T]):
         entry = self._entries.get(name)
         return entry is not None and (entry.plugin or entry.from_plugin)
 
+    def package_of(self, name: str) -> str | None:
+        """The installed distribution the entry `name` came from: the plug-in whose entry point
+        offered it or whose code registered it; None for ruler's own."""
+        entry = self._entries.get(name)
+        return entry.package if entry is not None and self.from_plugin(name) else None
+
     def builtin_names(self) -> tuple[str, ...]:
         """Every name but those from installed plug-ins (plug-ins loaded first, as `names`
         does): what this package and the code using it registered, whatever is installed."""
@@ -368,7 +377,8 @@ class Registry(Mapping[str, T], Generic[T]):
         with self._table_lock:
             known = self._entries.get(ep.name)
             if known is None:
-                self._entries[ep.name] = _Entry(ep.value, origin, plugin=True)
+                self._entries[ep.name] = _Entry(ep.value, origin, plugin=True,
+                                                package=_package_of(ep))
                 return
         if known.target != ep.value:  # the entry there keeps its name; this one is left out
             message = (f"{origin} offers {self.kind} {ep.name!r}, which is registered already "
@@ -392,7 +402,7 @@ class Registry(Mapping[str, T], Generic[T]):
                 return
             entry.loading = True
             try:
-                with _plugin_code(entry.plugin or entry.from_plugin):
+                with _plugin_code(entry.plugin or entry.from_plugin, entry.package):
                     self._import(name, entry)
             except RulerError as e:
                 if entry.plugin:  # left out from now on: asked for again, the same line
@@ -458,17 +468,35 @@ _PLUGIN_CODE = threading.local()
 
 
 @contextlib.contextmanager
-def _plugin_code(active: bool) -> Iterator[None]:
-    depth = getattr(_PLUGIN_CODE, "depth", 0)
+def _plugin_code(active: bool, package: str | None = None) -> Iterator[None]:
+    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
     _PLUGIN_CODE.depth = depth + active
+    _PLUGIN_CODE.package = (package or was) if active else was
     try:
         yield
     finally:
-        _PLUGIN_CODE.depth = depth
+        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, was
 
 
 def _in_plugin_code() -> bool:
     return getattr(_PLUGIN_CODE, "depth", 0) > 0
+
+
+def _current_package() -> str | None:
+    """The distribution of the plug-in whose code is running in this thread, if any."""
+    return getattr(_PLUGIN_CODE, "package", None) if _in_plugin_code() else None
+
+
+@contextlib.contextmanager
+def builtin_code() -> Iterator[None]:
+    """What this thread registers meanwhile is ruler's own, even if a plug-in's code imported
+    the module that registers it (a plug-in's family reusing a built-in benchmark's code)."""
+    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
+    _PLUGIN_CODE.depth, _PLUGIN_CODE.package = 0, None
+    try:
+        yield
+    finally:
+        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, was
 
 
 def _registers_itself(target: str | None, obj: Any) -> bool:

@@ -17,7 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ruler.builder.tasks.benchmarks import FillPromise, benchmark_of, get_benchmark
+from ruler.benchmarks import DEFAULT
+from ruler.builder.tasks.benchmarks import FillPromise, get_benchmark
 from ruler.builder.tasks.catalog import TASKS, TaskSpec
 from ruler.builder.tasks.family import get_family
 from ruler.builder.variants import NO_VARIANT, Variant
@@ -54,9 +55,11 @@ class RowRules:
 
     @classmethod
     def of(cls, config: str, task: str, max_seq_length: int,
-           variant: Variant = NO_VARIANT) -> "RowRules":
+           variant: Variant = NO_VARIANT, benchmark: str = DEFAULT) -> "RowRules":
+        """The rules of a file of `benchmark`'s build (the recorded one, whose fill its rows
+        keep)."""
         spec = TASKS.get(task)
-        fill = get_benchmark(benchmark_of(task)).fill \
+        fill = get_benchmark(benchmark).fill \
             if spec is not None and variant.fills_length and spec.family.units_bounded else None
         return cls(config, task, max_seq_length, spec, variant, fill)
 
@@ -71,8 +74,8 @@ class RowRules:
 
     @property
     def keeps_short_rows(self) -> bool:
-        """Whether the task keeps a row shorter than L when its inputs run out (ONERULER's
-        CWE, a language's whole dictionary)."""
+        """Whether the task keeps a row shorter than L when its inputs run out (a task that
+        takes a language's whole dictionary)."""
         return self.spec is not None and \
             get_family(self.spec.family.name).generator.short_at_bound
 

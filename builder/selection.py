@@ -7,30 +7,43 @@ from __future__ import annotations
 from typing import Any
 
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import LENGTH_SETS, STANDARD_TASKS, TASKS
+from ruler.builder.tasks.catalog import LENGTH_SETS, TASKS
+
+
+def length_sets() -> dict[str, tuple[int, ...]]:
+    """The named length sets: `paper`, `long`, and those a benchmark names."""
+    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+
+    return {**LENGTH_SETS, **{name: lengths for b in BENCHMARK_SPECS.values()
+                              for name, lengths in b.length_sets.items()}}
 
 
 def parse_lengths(text: str) -> tuple[int, ...]:
     """`4096,8192` or `4k,128k,1m` (k = 1024, m = 1024^2), and the named sets `paper`
-    (4K..128K) and `long` (256K, 512K, 1M), alone or combined: `paper,long`."""
+    (4K..128K) and `long` (256K, 512K, 1M), alone or combined: `paper,long`, or a set a
+    benchmark names."""
     out: list[int] = []
+    named = length_sets()
     for part in text.split(","):
         part = part.strip().lower()
-        if part in LENGTH_SETS:
-            out += [L for L in LENGTH_SETS[part] if L not in out]
+        if part in named:
+            out += [L for L in named[part] if L not in out]
             continue
         scale = {"k": 1024, "m": 1024 * 1024}.get(part[-1:], 1)
         try:
             out.append(int(part[:-1] if scale > 1 else part) * scale)
         except ValueError:
             raise RulerError(f"bad length {part!r} in --lengths {text!r}: use integers like "
-                             f"4096,8192 or 4k,1m, or {' / '.join(LENGTH_SETS)}") from None
+                             f"4096,8192 or 4k,1m, or {' / '.join(named)}") from None
     return tuple(out)
 
 
 def parse_tasks(text: str | None) -> tuple[str, ...]:
     if not text or text == "all":
-        return STANDARD_TASKS
+        from ruler.benchmarks import DEFAULT
+        from ruler.builder.tasks.benchmarks import get_benchmark
+
+        return get_benchmark(DEFAULT).tasks
     tasks = tuple(t.strip() for t in text.split(",") if t.strip())
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:

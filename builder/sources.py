@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ruler.builder import hub_sources, oneruler_files, owned_files
+from ruler.builder import hub_sources, owned_files
 from ruler.builder.atomic import replace_folder, replacing
 from ruler.builder.download import (
     DEFAULT_STALL,
@@ -40,14 +40,15 @@ from ruler.builder.download import (
     size_text,
 )
 from ruler.builder.errors import IncompleteFetch, RulerError
-from ruler.builder.essay_fetch import PAGE_CEILING, fetch_essays
+from ruler.builder.essay_fetch import fetch_essays
 from ruler.builder.essay_record import read_record
 from ruler.builder.fetch_staging import remove_stale_staging, staging_folder
 from ruler.builder.fetch_staging import tag as fetch_tag
 from ruler.builder.hashing import directory_digest, file_sha256
-from ruler.builder.hub_sources import HubDataset, HubFile, HubSplit
+from ruler.builder.hub_sources import HubDataset
 from ruler.builder.manifest_records import SourceRecord
 from ruler.builder.mirror import layout_hint, mirrored
+from ruler.builder.registry import Registry
 from ruler.builder.user_cache import user_cache_root
 
 SOURCES_ENV = "RULER_SOURCES"
@@ -69,8 +70,8 @@ class SourceSpec:
             fetch` runs to make it (the file is official when the result's sha256 is `sha256`).
         hub: a Hugging Face dataset repo at a pinned revision (`ruler.builder.hub_sources`):
             `relpath` is then the folder its files are fetched into, and `sha256` unused.
-        file_base: for a folder of files published one by one (ONERULER's data in its GitHub
-            repository at a pinned commit): each file of `sha256` is downloaded from
+        file_base: for a folder of files published one by one (a benchmark's data in its
+            GitHub repository at a pinned commit): each file of `sha256` is downloaded from
             `file_base` + its path (URL-quoted).
         sizes: for a `file_base` source, each file's size in bytes (its download's cap).
         ceiling: the most bytes one download of this source may have where its size is pinned
@@ -114,148 +115,19 @@ class SourceSpec:
         return {name: self.file_base + urllib.parse.quote(name) for name in self.sha256}
 
 
-SOURCES: Mapping[str, SourceSpec] = {
-    s.id: s
-    for s in (
-        SourceSpec(
-            id="essays",
-            title="Paul Graham essays (RULER's essay haystack, PaulGrahamEssays.json)",
-            relpath="essays/PaulGrahamEssays.json",
-            urls=(),
-            size=3_108_596,
-            sha256="1af094ff36d47893ea3c09cc570038053b711a9ba728c9d2dca036dbb231fa41",
-            license="essays (c) Paul Graham; used as haystack text as in RULER",
-            alternatives=("essays/*.json",),
-            how_to_get=(
-                "run `ruler sources fetch essays` (needs `pip install 'ruler-bench[essays]'`: "
-                "it downloads the 218 essays upstream's scraper downloads and converts them as "
-                "it does), or put the pinned PaulGrahamEssays.json at "
-                "<sources>/essays/PaulGrahamEssays.json, or take it from a release made with "
-                "`ruler release --with-sources` (its sources/ folder)"
-            ),
-            scraper=("RULER's scripts/data/synthetic/json/download_paulgraham_essay.py over its "
-                     "PaulGrahamEssays_URLs.txt (builder/essay_list.json)"),
-            ceiling=PAGE_CEILING,
-        ),
-        SourceSpec(
-            id="squad",
-            title="SQuAD v2.0 dev",
-            relpath="squad/dev-v2.0.json",
-            urls=("https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v2.0.json",),
-            size=4_370_528,
-            sha256="80a5225e94905956a6446d296ca1093975c4d3b3260f1d6c8f68bc2ab77182d8",
-            license="CC BY-SA 4.0",
-            alternatives=("squad/*.json",),
-        ),
-        SourceSpec(
-            id="hotpotqa",
-            title="HotpotQA dev (distractor setting) v1",
-            relpath="hotpotqa/hotpot_dev_distractor_v1.json",
-            urls=(
-                "http://curtis.ml.cmu.edu/datasets/hotpot/hotpot_dev_distractor_v1.json",
-                "https://huggingface.co/datasets/namlh2004/hotpotqa/resolve/"
-                "7e54db4656209750ff487f6fdf8e39a66dba136b/hotpot_dev_distractor_v1.json",
-            ),
-            size=46_320_117,
-            sha256="4e9ecb5c8d3b719f624d66b60f8d56bf227f03914f5f0753d6fa1b359d7104ea",
-            license="CC BY-SA 4.0",
-            alternatives=("hotpotqa/*.json",),
-        ),
-        SourceSpec(
-            id="punkt_tab",
-            title="NLTK punkt_tab English sentence-splitter parameters",
-            relpath="nltk_data/tokenizers/punkt_tab/english",
-            urls=(
-                "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/"
-                "tokenizers/punkt_tab.zip",
-            ),
-            size=None,
-            sha256={
-                "abbrev_types.txt":
-                    "92a3e070f43d9b4c5534758ca40ad7343b04e7e29bfe0c2eb658a39445a4f779",
-                "collocations.tab":
-                    "8e2da1225e4dd2cc9dba261ee231ccb134859e21b46006e7f472c5ee269af0cf",
-                "ortho_context.tab":
-                    "4bbcca25ed3d3f06c02402abf8419b9f033b8adc06e7b482eca4e45f81a5dc4c",
-                "sent_starters.txt":
-                    "f3f8535483e1dba487241b764945168123bca3209a9645e59acd1225dc76edac",
-            },
-            license="Apache-2.0 (NLTK data)",
-            ceiling=64_000_000,  # the archive of every language's files: its size is unpinned
-        ),
-        # RULERv2's inputs. Revisions and hashes as published by third parties that pin them
-        # (no upstream pin exists): cais/mmlu c30699e8 is the commit that added
-        # auxiliary_train back to `all`; the sha256 of its auxiliary_train file is published
-        # nowhere we could read, so the download checks it against the Hub's LFS hash.
-        SourceSpec(
-            id="mmlu",
-            title="MMLU (Hub cais/mmlu, config all: test questions, auxiliary_train haystack)",
-            relpath="mmlu/hub",
-            urls=(),
-            size=None,
-            sha256={},
-            license="MIT",
-            ceiling=1_000_000_000,  # a file whose size is pinned nowhere (auxiliary_train)
-            hub=HubDataset(
-                repo="cais/mmlu", config="all",
-                revision="c30699e8356da336a370243923dbaf21066bb9fe",
-                columns=("question", "choices", "answer"),
-                splits=(
-                    HubSplit("test", 14_042, (HubFile(
-                        "all/test-00000-of-00001.parquet",
-                        "74a41822ce7d3def56e1682f958469c04642a5336a5ce912fa375fdb90fb25d7"),),
-                        standin="mmlu/test*.parquet"),
-                    HubSplit("auxiliary_train", 99_842, (HubFile(
-                        "all/auxiliary_train-00000-of-00001.parquet"),),
-                        standin="mmlu/auxiliary_train*.parquet"),
-                )),
-        ),
-        SourceSpec(
-            id="hotpotqa_hub",
-            title="HotpotQA (Hub hotpotqa/hotpot_qa, config distractor: train paragraphs, "
-                  "validation questions)",
-            relpath="hotpotqa/hub",
-            urls=(),
-            size=None,
-            sha256={},
-            license="CC BY-SA 4.0",
-            hub=HubDataset(
-                repo="hotpotqa/hotpot_qa", config="distractor",
-                revision="1908d6afbbead072334abe2965f91bd2709910ab",
-                columns=("question", "answer", "supporting_facts", "context"),
-                splits=(
-                    HubSplit("train", 90_447, (
-                        HubFile("distractor/train-00000-of-00002.parquet",
-                                "76d3bb3048a7cc73c1958107c0c5872a00d7e7d00c105b81e92f6769e7822e68",
-                                165_624_177),
-                        HubFile("distractor/train-00001-of-00002.parquet",
-                                "713661628434fbb19fff7392e2e321e4ed107e3c7c7784d0690946e5f722763f",
-                                166_162_479)),
-                        standin="hotpotqa/ruler2.train*.parquet"),
-                    HubSplit("validation", 7_405, (HubFile(
-                        "distractor/validation-00000-of-00001.parquet",
-                        "c20b638ca82b21d04fe12e14ff417ad05153d4d215a65de54497fca4e972f7c6",
-                        27_452_575),),
-                        standin="hotpotqa/ruler2.validation*.parquet"),
-                )),
-        ),
-        # ONERULER's data (books, translated prompts, key nouns, dictionaries): its GitHub
-        # repository at the pinned commit, file by file (`builder.oneruler_files`).
-        SourceSpec(
-            id="oneruler",
-            title=f"ONERULER data (GitHub mungg/OneRuler @ {oneruler_files.COMMIT[:7]}, "
-                  f"OneRuler/data: 26 books, prompts, nouns, dictionaries)",
-            relpath="oneruler",
-            urls=(),
-            size=None,
-            sha256=oneruler_files.FILES,
-            license="none stated by the repository for its data (the paper's OpenReview record: "
-                    "CC BY-NC-SA 4.0); the books' copyright status is not stated (see the card)",
-            file_base=oneruler_files.RAW_BASE,
-            sizes=oneruler_files.SIZES,
-        ),
-    )
-}
+#: Every pinned input by id: those the benchmarks declare (`Benchmark.sources`, registered when
+#: the table is first read), in the benchmarks' order.
+SOURCES: Registry[SourceSpec] = Registry(
+    "source", accepts=lambda obj: isinstance(obj, SourceSpec), name_of=lambda spec: spec.id,
+    on_miss=lambda: _benchmark_sources())
+
+
+def _benchmark_sources() -> None:
+    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+
+    for bench in BENCHMARK_SPECS.values():
+        for spec in bench.sources:
+            SOURCES.register(spec, origin=f"benchmark {bench.id}")
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,7 @@ from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sam
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import SWITCH, Flag, add_flag, flag_of, option
 from ruler.builder.registry import Registry
-from ruler.builder.tasks.benchmarks import RULER, benchmark_of
-from ruler.builder.tasks.catalog import TASKS, TaskSpec
+from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import family_of, get_family, swept_tasks
 
 if TYPE_CHECKING:
@@ -102,10 +101,10 @@ class Variant:
     def check(self, cfg: Any) -> None:
         """Refuse a BuildConfig this variant cannot build (RulerError naming the flag)."""
 
-    def default_tasks(self) -> tuple[str, ...]:
-        """The tasks `ruler build` makes when --tasks is not given: RULER's (the 13 and any
-        registered plug-in task; RULERv2's are built with `--benchmark v2`)."""
-        return tuple(t for t in TASKS if benchmark_of(t) == RULER)
+    def default_tasks(self, tasks: tuple[str, ...]) -> tuple[str, ...]:
+        """The tasks `ruler build` makes when --tasks is not given, of the benchmark's
+        (`tasks`): all of them, unless the variant applies to some only."""
+        return tasks
 
     # --- what generation asks -----------------------------------------------------------------
 
@@ -333,12 +332,13 @@ class DepthSweep(Variant):
         check_depth_bins(self.bins)
         fixed = [t for t in cfg.tasks if not family_of(t).sweepable]
         if fixed:
-            raise RulerError(f"--depths sweeps the gold position of {', '.join(swept_tasks())}; "
+            raise RulerError(f"--depths sweeps the gold position of "
+                             f"{', '.join(swept_tasks(cfg.tasks))}; "
                              f"{', '.join(fixed)} ha{'s' if len(fixed) == 1 else 've'} no "
                              f"single gold position (leave them out of --tasks)")
 
-    def default_tasks(self) -> tuple[str, ...]:
-        return swept_tasks()
+    def default_tasks(self, tasks: tuple[str, ...]) -> tuple[str, ...]:
+        return swept_tasks(tasks)
 
     def depth_bin(self, index: int) -> DepthBin:
         return sample_bin(index, self.bins)

@@ -17,6 +17,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import yaml
 
+from ruler.benchmarks.oneruler.card import oneruler_configs
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_atomic
 from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.differences import DIFFERENCES
@@ -29,9 +31,8 @@ from ruler.builder.registry import load_target
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
-from ruler.builder.tasks.catalog import STANDARD_TASKS, TASKS
+from ruler.builder.tasks.catalog import TASKS
 from ruler.cards import real_model
-from ruler.cards.oneruler import oneruler_configs
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section

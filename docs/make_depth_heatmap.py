@@ -17,9 +17,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ruler.benchmarks.ruler.niah import gold_values_in_order
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.niah import gold_values_in_order
 from ruler.builder.variants import DepthSweep
 from ruler.eval.data import open_dataset
 from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP

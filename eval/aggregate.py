@@ -12,13 +12,10 @@ per-task scores); the published numbers are (notes/upstream-ruler.md §10):
 For other length sets the weights generalise to k / (1 + 2 + ... + n), which is k/21 for the
 paper's six lengths.
 
-RULERv2 (NeMo-Skills `ruler2_score.compute_score`, notes/ruler2.md §6): per length, the plain
-mean of the 12 task scores; NeMo-Skills' documentation adds the mean over lengths ("Avg").
-It has no weighted averages and no effective length (the 85.6 threshold is RULER v1's), so a
-RULERv2 summary gives neither (`summarize(..., benchmark="ruler2")`). ONERULER (the paper's
-figures: accuracy per language and length, averaged over its 7 tasks) defines neither either:
-its summary is the per-length mean of the tasks and their average over lengths. Which
-benchmark aggregates which way is its own record's to say (`Benchmark.weighted_average`).
+Other benchmarks define other columns: which ones, and how a length's tasks aggregate, is the
+benchmark's own record's to say (`Benchmark.aggregation`, a `tasks.benchmarks.Aggregation`: a
+benchmark without weighted averages and an effective length gets the per-length aggregate and
+its average over lengths only).
 """
 
 from __future__ import annotations
@@ -26,10 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+from ruler.builder.tasks.benchmarks import Aggregation
 
 #: Llama-2-7B-chat's mean at 4K (RULER README and paper Table 3).
 DEFAULT_THRESHOLD = 85.6
+
+#: Every column of the paper's Table 3 (the default of `summarize`).
+TABLE3 = Aggregation(weighted=True, effective_length=True)
 
 
 def length_weights(lengths: Sequence[int], increasing: bool = True) -> dict[int, float]:
@@ -93,12 +93,13 @@ class Summary:
     effective_length: int | None
     threshold: float
     partial: bool = False  # rows asked for have no result: no effective length, no averages
-    benchmark: str = "ruler"  # "ruler2", "oneruler": no weighted averages, no effective length
+    # how the benchmark aggregates (whether it has weighted averages and an effective length)
+    aggregation: Aggregation = TABLE3
 
     @property
     def has_effective_length(self) -> bool:
-        """Whether the benchmark defines weighted averages and an effective length (v1)."""
-        return weighs_lengths(self.benchmark)
+        """Whether the benchmark defines an effective length (and its report's head with it)."""
+        return self.aggregation.effective_length
 
     @property
     def effective_label(self) -> str:
@@ -109,22 +110,15 @@ class Summary:
         return format_effective(self.effective_length, list(self.by_length))
 
 
-def weighs_lengths(benchmark: str) -> bool:
-    """Whether `benchmark` defines weighted averages and an effective length (RULER's; a
-    benchmark this ruler does not know is aggregated as RULER's)."""
-    spec = BENCHMARK_SPECS.get(benchmark)
-    return spec is None or spec.weighted_average
-
-
 #: What the report shows instead of a headline number over a partial selection.
 PARTIAL_LABEL = "n/a (partial)"
 
 
 def summarize(by_length: Mapping[int, float | None],
               threshold: float = DEFAULT_THRESHOLD, partial: bool = False,
-              benchmark: str = "ruler") -> Summary:
-    """Avg, wAvg (inc/dec) and effective length from per-length means (RULERv2, ONERULER: Avg
-    only).
+              aggregation: Aggregation | None = None) -> Summary:
+    """Avg, wAvg (inc/dec) and effective length from per-length scores, as `aggregation` has
+    them (default: all of Table 3's).
 
     Averages over lengths are only given when every length has a score: an average over a
     subset would silently change what the number means. `partial`: some rows that were asked
@@ -134,15 +128,16 @@ def summarize(by_length: Mapping[int, float | None],
     complete = all(v is not None for v in by_length.values()) and bool(by_length) \
         and not partial
     scores = {L: float(v) for L, v in by_length.items() if v is not None}
-    weighted = complete and weighs_lengths(benchmark)
+    aggregation = aggregation or TABLE3
+    weighted = complete and aggregation.weighted
     return Summary(
         by_length=dict(sorted(by_length.items())),
         avg=mean(list(scores.values())) if complete else None,
         wavg_inc=weighted_average(scores, True) if weighted else None,
         wavg_dec=weighted_average(scores, False) if weighted else None,
-        effective_length=None if partial or not weighs_lengths(benchmark)
+        effective_length=None if partial or not aggregation.effective_length
         else effective_length(by_length, threshold),
         threshold=threshold,
         partial=partial,
-        benchmark=benchmark,
+        aggregation=aggregation,
     )

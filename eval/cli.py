@@ -286,14 +286,16 @@ def run_report_cmd(cfg: ReportConfig) -> int:
 
 
 def _several_report(cfg: ReportConfig) -> int:
-    """Several RESULTS: Table 3 for runs of several models (or --table), else replicates
-    pooled."""
-    from ruler.builder.tasks.benchmarks import ONERULER
+    """Several RESULTS: the benchmark's own table of several runs where it has one (its report
+    hooks), else Table 3 for runs of several models (or --table), else replicates pooled."""
+    from ruler.builder.tasks.benchmarks import get_benchmark
     from ruler.eval.report import load_scores, scores_benchmark
 
     loaded = [load_scores(results) for results in cfg.results]
-    if any(scores_benchmark(s) == ONERULER for s in loaded):
-        return _language_report(cfg)
+    for scores in loaded:
+        hooks = get_benchmark(scores_benchmark(scores), scores.benchmark_package).hook("report")
+        if hooks is not None and hooks.reports_several():
+            return hooks.several(cfg, [(name, report) for name, _, report in _read_runs(cfg)])
     models = {scores.model for scores in loaded}
     if cfg.table or len(models) > 1:
         return _table3_report(cfg)
@@ -321,36 +323,6 @@ def _table3_report(cfg: ReportConfig) -> int:
         write_text_atomic(cfg.out / "table3.tex", to_latex(table))
         write_json_atomic(cfg.out / "table3.json", table.to_json())
         print(f"wrote {cfg.out}/table3.md, .tex, .json")
-    return 0
-
-
-def _language_report(cfg: ReportConfig) -> int:
-    """`ruler report RUN RUN ...` of ONERULER runs: per model, the language x length table,
-    language x task, per-task micro accuracy and heatmaps (eval.report_oneruler)."""
-    from ruler.builder.atomic import write_json_atomic, write_text_atomic
-    from ruler.eval.report_oneruler import (
-        language_tables,
-        to_csv,
-        to_json,
-        to_markdown,
-        write_language_heatmaps,
-    )
-
-    if cfg.table or cfg.reference:
-        raise RulerError("--table and --reference are RULER's Table 3 and published results; "
-                         "ONERULER runs make the language table (no flag needed)")
-    runs = [(name, report) for name, _, report in _read_runs(cfg)]
-    tables = language_tables(runs)
-    print(to_markdown(tables), end="")
-    if cfg.out:
-        cfg.out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(cfg.out / "report_languages.md", to_markdown(tables))
-        write_text_atomic(cfg.out / "report_languages.csv", to_csv(tables))
-        write_json_atomic(cfg.out / "report_languages.json", to_json(tables))
-        if cfg.plots:
-            write_language_heatmaps(tables, cfg.out)
-        print(f"wrote {cfg.out}/report_languages.md, .csv, .json"
-              + (" and language_heatmaps/" if cfg.plots else ""))
     return 0
 
 

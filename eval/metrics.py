@@ -1,33 +1,24 @@
-"""RULER's metrics and prediction post-processing, exactly as upstream computes them.
+"""Metrics: how a row's prediction is scored, by the name the data's `metric` column holds.
 
-Two benchmarks, two upstreams: RULER v1's `string_match_all` / `string_match_part` below, on
-the post-processed prediction; RULERv2's `ruler2_all` / `ruler2_2steps` / `ruler2_part`
-(`ruler.eval.ruler2_metric`) and `multichoice` (`ruler.eval.multichoice`), as NeMo-Skills scores
-them, on the raw generation; ONERULER's `oneruler` (upstream's evaluate.py) and
-`oneruler_corrected` (`ruler.eval.oneruler_metric`), on the raw generation too, which also
-read the row's task and the language its build records (`MetricSpec.keyed`). `METRIC_SPECS` (a
-`ruler.builder.registry.Registry`, which a plug-in extends through entry point group
-`ruler.metrics`) says, per name the data's `metric` column holds, which function scores a row,
-what it is given and how a task's rows make its score.
-
-v1 upstream: NVIDIA/RULER `scripts/eval/synthetic/constants.py` (metrics, unchanged since the
-first commit) and `scripts/eval/evaluate.py:postprocess_pred`. The two aggregate functions
-below are upstream's code verbatim, including its quirks: matching is a case-insensitive
-substring test with no word boundaries ('art' matches 'party'), and a reference listed twice
-counts twice in `string_match_all`'s recall. The per-row forms give the same numbers and let
-reports count, drop or inspect single rows.
+`METRIC_SPECS` (a `ruler.builder.registry.Registry`) maps each name to a `MetricSpec`: which
+function scores a row, what it is given of the model's text (upstream RULER's post-processing,
+`postprocess_pred`, or the generation as it is, `raw_generation`) and how a task's rows make
+its score. Each benchmark declares its own (`Benchmark.metrics`: RULER's upstream
+`string_match_all` / `string_match_part`, `ruler.benchmarks.ruler.metrics`; RULERv2's and
+ONERULER's in their folders), registered the first time a name is asked for; a plug-in offers
+one in its benchmark or through entry point group `ruler.metrics`. A metric may need more of
+the row than its references (`MetricSpec.keyed`: the row's task and what its build records,
+never a config's name).
 """
 
 from __future__ import annotations
 
 import re
+from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Mapping, Sequence
 
-from ruler.builder.registry import Registry
-from ruler.eval.multichoice import boxed_answer, multichoice
-from ruler.eval.oneruler_metric import check_language, oneruler, oneruler_corrected
-from ruler.eval.ruler2_metric import ruler2_2steps, ruler2_all, ruler2_part
+from ruler.builder.registry import Registry, builtin_code
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry
@@ -41,30 +32,6 @@ def postprocess_pred(predict_str: str) -> str:
     # Remove all non-printable characters
     predict_str = _CONTROL.sub("\n", predict_str).strip()
     return predict_str
-
-
-# --- upstream, verbatim ---------------------------------------------------------------------
-
-def string_match_part(preds, refs):
-    score = sum([max([1.0 if r.lower() in pred.lower() else 0.0 for r in ref]) for pred, ref in zip(preds, refs)]) / len(preds) * 100  # noqa: E501
-    return round(score, 2)
-
-
-def string_match_all(preds, refs):
-    score = sum([sum([1.0 if r.lower() in pred.lower() else 0.0 for r in ref]) / len(ref) for pred, ref in zip(preds, refs)]) / len(preds) * 100  # noqa: E501
-    return round(score, 2)
-
-
-# --- per row ------------------------------------------------------------------------------
-
-def row_match_part(pred: str, refs: Sequence[str]) -> float:
-    """1.0 if any reference is a substring of the prediction (case-insensitive), else 0.0."""
-    return max(1.0 if r.lower() in pred.lower() else 0.0 for r in refs)
-
-
-def row_match_all(pred: str, refs: Sequence[str]) -> float:
-    """The fraction of references found in the prediction (duplicates count each time)."""
-    return sum(1.0 if r.lower() in pred.lower() else 0.0 for r in refs) / len(refs)
 
 
 def raw_generation(predict_str: str) -> str:
@@ -105,60 +72,89 @@ class MetricSpec:
     row: Callable[..., float]
     prepare: Callable[[str], str]  # what upstream scores: the post-processed or raw text
     aggregate: Callable[[Sequence[float]], float]  # the rows' values -> the task score
-    benchmark: str  # "ruler" (v1), "ruler2" or "oneruler"
+    benchmark: str = ""  # the id of the benchmark that declares it, for people
     # A right answer, as a model writes it, from the references (the fake backend's `gold`)
     gold: Callable[[Sequence[str]], str] = joined_references
-    # True: `row` also takes the row's task and its build key (`build_key`). ONERULER's metric
-    # picks its comparison by task name and its none-words by the language the row's build
-    # records, and one `metric` column value serves all 7 tasks and 26 languages.
+    # True: `row` also takes the row's task and its build key (`build_key`): a metric that
+    # picks its comparison by the row's task and its words by what the row's build records
+    # (a language), so that one `metric` column value serves all of a benchmark's tasks.
     keyed: bool = False
     # A keyed metric's build key: what it reads of the manifest's entry of the row's config
-    # (`builder.manifest.BuildEntry`), never of the config's name; a ValueError for a build
-    # that records none (ONERULER's: its `language`, "ko" or "en-ko").
+    # (`builder.manifest.BuildEntry`: its axis values), never of the config's name; a
+    # ValueError for a build that records none.
     build_key: Callable[[BuildEntry], str] | None = None
-    # False: a row is right or wrong as a whole (ONERULER: a missing or extra number fails
-    # it), so a gold item is scored as its row is, not on its own references (`eval.depth`).
+    # False: a row is right or wrong as a whole (a missing or extra number fails it), so a
+    # gold item is scored as its row is, not on its own references (`eval.depth`).
     partial_credit: bool = True
+    # Upstream's own task score over the prepared predictions and references, where upstream
+    # has one (RULER's `string_match_all`); None: `aggregate` of the rows' values.
+    task_score: Callable[..., float] | None = None
     # The metric of the rows this one may rescore in their stead (`ruler score --metric`);
     # None: only rows that name it.
     replaces: str | None = None
 
 
-def _oneruler_language(build: BuildEntry) -> str:
-    """The language a ONERULER build records (upstream's `--language`: "ko", "en-ko")."""
-    if build.language_code is None:
-        raise ValueError("its manifest entry records no ONERULER language")
-    return check_language(build.language_code)
-
-
-#: Every metric by the name the data's `metric` column holds: upstream's, then any registered
-#: (`METRIC_SPECS.register(spec, name)`), then those a plug-in offers in entry point group
-#: `ruler.metrics` (`name = "pkg.module:SPEC"`): rows of a plug-in's task family name its
+#: Every metric by the name the data's `metric` column holds: those the benchmarks declare
+#: (`Benchmark.metrics`, registered the first time a name is missing or the list is read), any
+#: registered (`METRIC_SPECS.register(spec, name)`), then those a plug-in offers in entry point
+#: group `ruler.metrics` (`name = "pkg.module:SPEC"`): rows of a plug-in's task family name its
 #: metric, and `ruler score` and the fake backend find it there.
 METRIC_SPECS: Registry[MetricSpec] = Registry(
-    "metric", "ruler.metrics", accepts=lambda obj: isinstance(obj, MetricSpec))
+    "metric", "ruler.metrics", accepts=lambda obj: isinstance(obj, MetricSpec),
+    on_miss=lambda: _benchmark_metrics())
 
-_BUILTIN: dict[str, MetricSpec] = {
-    "string_match_all": MetricSpec(row_match_all, postprocess_pred, score_of_rows, "ruler"),
-    "string_match_part": MetricSpec(row_match_part, postprocess_pred, score_of_rows, "ruler"),
-    "ruler2_all": MetricSpec(ruler2_all, raw_generation, percent_of_rows, "ruler2"),
-    "ruler2_2steps": MetricSpec(ruler2_2steps, raw_generation, percent_of_rows, "ruler2"),
-    "ruler2_part": MetricSpec(ruler2_part, raw_generation, percent_of_rows, "ruler2"),
-    "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2",
-                              gold=boxed_answer),
-    # upstream's avg_acc is the plain mean of the rows' 0/1, not rounded
-    "oneruler": MetricSpec(oneruler, raw_generation, percent_of_rows, "oneruler", keyed=True,
-                           build_key=_oneruler_language, partial_credit=False),
-    "oneruler_corrected": MetricSpec(oneruler_corrected, raw_generation, percent_of_rows,
-                                     "oneruler", keyed=True, build_key=_oneruler_language,
-                                     partial_credit=False, replaces="oneruler"),
-}
-for _name, _spec in _BUILTIN.items():
-    METRIC_SPECS.register(_spec, _name, origin="ruler")
 
-#: Ruler's metrics whose row function also takes the row's task and build key (`MetricSpec.keyed`;
-#: the lm-eval export's utils.py copies this table, as it copies ruler's metrics only).
-KEYED_METRICS = frozenset(name for name, spec in _BUILTIN.items() if spec.keyed)
+def _benchmark_metrics() -> None:
+    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+
+    for name in BENCHMARK_SPECS.names():
+        bench = BENCHMARK_SPECS.get(name)
+        if bench is None:
+            continue
+        with nullcontext() if BENCHMARK_SPECS.from_plugin(name) else builtin_code():
+            for metric, spec in bench.metrics.items():
+                METRIC_SPECS.register(spec, metric, origin=f"benchmark {name}")
+
+
+class _Table(Mapping[str, Callable[..., float]]):
+    """A read-only view of one function of ruler's own metrics (those its benchmarks declare),
+    by name."""
+
+    def __init__(self, of: Callable[[str, MetricSpec], Callable[..., float]]):
+        self._of = of
+
+    def _table(self) -> dict[str, Callable[..., float]]:
+        return {n: self._of(n, METRIC_SPECS[n]) for n in METRIC_SPECS.builtin_names()}
+
+    def __getitem__(self, name: str) -> Callable[..., float]:
+        return self._table()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+class _Keyed(AbstractSet[str]):
+    """The names of ruler's own keyed metrics (`MetricSpec.keyed`)."""
+
+    def _names(self) -> set[str]:
+        return {n for n in METRIC_SPECS.builtin_names() if METRIC_SPECS[n].keyed}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._names()))
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+#: Ruler's metrics whose row function also takes the row's task and build key
+#: (`MetricSpec.keyed`).
+KEYED_METRICS: AbstractSet[str] = _Keyed()
 
 
 def build_key(metric: str, build: BuildEntry) -> str:
@@ -206,36 +202,28 @@ def _rows_aggregate(metric: str) -> Callable[..., float]:
     return aggregate
 
 
-#: Upstream's aggregate metric (0..100, rounded to 2 decimals) by the name the data's `metric`
-#: column holds. v1: upstream's own functions; RULERv2 and ONERULER: the mean of the rows
-#: (NeMo-Skills and OneRuler's evaluate.py aggregate row by row; a keyed metric's aggregate also
-#: takes the rows' task and config). Each on predictions as its `MetricSpec.prepare` leaves
-#: them. The tables here (and the lm-eval export's utils.py, copied from them) hold ruler's own
-#: metrics; a plug-in's is read from `METRIC_SPECS`.
-METRICS: Mapping[str, Callable[..., float]] = {
-    "string_match_all": string_match_all,
-    "string_match_part": string_match_part,
-    **{name: _rows_aggregate(name) for name, spec in _BUILTIN.items()
-       if spec.benchmark != "ruler"},
-}
+#: Upstream's aggregate metric (0..100) of ruler's own metrics, by name: upstream's own
+#: function where the metric has one (`MetricSpec.task_score`, RULER's), else the aggregate of
+#: the rows' values (NeMo-Skills and OneRuler's evaluate.py aggregate row by row; a keyed
+#: metric's aggregate also takes the rows' task and build key). Each on predictions as its
+#: `MetricSpec.prepare` leaves them.
+METRICS: Mapping[str, Callable[..., float]] = _Table(
+    lambda name, spec: spec.task_score or _rows_aggregate(name))
 
 #: Per-row metric (0..1) by the same names, on the prepared prediction.
-ROW_METRICS: Mapping[str, Callable[[str, Sequence[str]], float]] = {
-    name: spec.row for name, spec in _BUILTIN.items()}
+ROW_METRICS: Mapping[str, Callable[..., float]] = _Table(lambda name, spec: spec.row)
 
-#: What each metric is given of the model's text (v1: post-processed; RULERv2: as generated).
-PREPARE: Mapping[str, Callable[[str], str]] = {
-    name: spec.prepare for name, spec in _BUILTIN.items()}
+#: What each metric is given of the model's text (post-processed, or as generated).
+PREPARE: Mapping[str, Callable[..., float]] = _Table(lambda name, spec: spec.prepare)
 
 
 def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]],
                task: str = "", key: str = "") -> float:
-    """Upstream's task score over raw predictions: prepared as the metric's upstream does
-    (v1: post-processed; RULERv2, ONERULER: as generated), then the named metric (a keyed one
-    given the rows' `task` and their build key, `build_key`)."""
+    """Upstream's task score over raw predictions: prepared as the metric's upstream does, then
+    the named metric (a keyed one given the rows' `task` and their build key, `build_key`)."""
     spec = metric_spec(metric)
     if not preds:
         raise ValueError("cannot score an empty set of predictions")
     keys = (task, key) if spec.keyed else ()
-    aggregate = METRICS.get(metric) or _rows_aggregate(metric)
+    aggregate = spec.task_score or _rows_aggregate(metric)
     return aggregate([spec.prepare(p) for p in preds], refs, *keys)

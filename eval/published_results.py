@@ -26,8 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import STANDARD_TASKS
 
 FORMAT = "ruler-published/1"
 SCHEMA_NAME = "schema.json"

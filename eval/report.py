@@ -20,14 +20,15 @@ the effective length could go either way there. Older scores.json without rows: 
 
 Several runs of one model on replicate configs: eval.report_replicates pools their reports.
 
-RULERv2 scores (its 12 tasks, `ruler.builder.tasks.benchmarks`): the per-length plain mean of
-the tasks and its average over lengths, as NeMo-Skills reports them, with their intervals; no
-weighted averages or effective length (RULERv2 defines neither); and the family x difficulty
-table (eval.report_ruler2). ONERULER scores (its 7 tasks in one language per config): the
-same plain means, the run's language and the metric that scored it (upstream's `oneruler` or
-`oneruler_corrected`), each task's accuracy over all lengths and a task x length heatmap
-(eval.report_oneruler, which also makes the language x length table of several runs). Scores
-mixing benchmarks' tasks are refused.
+The benchmark is the one scores.json records (a benchmark not installed: one line naming it
+and its package); its record says how its scores aggregate (`Benchmark.aggregation`: a
+benchmark without weighted averages or an effective length shows the per-length aggregate and
+its average over lengths, with their intervals), and its report hooks add its own sections,
+figures and fields (`Benchmark.report`, `eval.report_hooks.ReportHooks`: a family x difficulty
+table, a run's language and per-task accuracy, why rows fail). Scores of an older ruler, which
+did not record the benchmark, take it from the manifest they were scored on, else from the
+one benchmark that lists all of their tasks (`legacy_benchmark`); scores whose tasks no or
+several benchmarks list are refused.
 """
 
 from __future__ import annotations
@@ -38,35 +39,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.atomic import write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode, fields_json
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.markup import figure_text, md_code, md_text
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, ONERULER, RULER2, benchmark_of
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, Benchmark, get_benchmark
 from ruler.builder.tasks.catalog import in_task_order, task_rank
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
-from ruler.eval.failure_modes import report as failure_section
 from ruler.eval.figures import dodged, fit_canvas, save_png
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_health import flags as health_flags
 from ruler.eval.report_health import markdown as health_markdown
+from ruler.eval.report_hooks import NO_HOOKS, ReportHooks
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
-from ruler.eval.report_oneruler import (
-    TASK_HEATMAP,
-    head_lines,
-    report_metric,
-    write_task_heatmap,
-)
-from ruler.eval.report_oneruler import single_run_markdown as oneruler_markdown
 from ruler.eval.report_reference import ReferenceComparison, comparisons, hint, hint_markdown
 from ruler.eval.report_reference import mark_plot as mark_published
 from ruler.eval.report_reference import markdown as reference_markdown
 from ruler.eval.report_reference import to_csv as reference_csv
-from ruler.eval.report_ruler2 import grid, grid_markdown
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.results_schema import read_run, read_scores
 from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
@@ -74,8 +68,7 @@ from ruler.eval.scores_record import CellScore, ScoresRecord, Selection, TieTota
 from ruler.eval.serving import markdown as serving_markdown
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
-                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv",
-                TASK_HEATMAP)
+                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")
 
 
 @dataclass(kw_only=True)
@@ -109,12 +102,13 @@ class Report:
     reference_hint: list[str] = field(default_factory=list)
     # The same model's scores without the context ("task", L) -> score (`--no-context`).
     baseline: dict[tuple[str, int], float | None] | None = None
-    benchmark: str = "ruler"  # "ruler2", "oneruler": their tasks (builder.tasks.benchmarks)
-    # The config's language as the scores record it ("ko", "en-ko"; `recorded_language`);
-    # None: a benchmark without one, or not recorded
-    language: str | None = None
-    # Why rows fail (eval.failure_modes.report); None: no cell labelled (older scores)
-    failures: failure_section.FailureReport | None = None
+    benchmark: str = DEFAULT  # the id scores.json records (builder.tasks.benchmarks)
+    # The config's axis values as the scores record them ({"language": "en-ko"};
+    # `recorded_axes`); {}: a benchmark without axes, or not recorded
+    axes: dict[str, str] = field(default_factory=dict)
+    # Why rows fail, as the benchmark's report hooks read the cells' labels; None: no cell
+    # labelled (older scores, or a benchmark without failure labels)
+    failures: Any = None
 
     @property
     def mean_label(self) -> str:
@@ -122,17 +116,18 @@ class Report:
         return f"Mean ({n} task{'s' * (n != 1)})"
 
     @property
-    def is_ruler2(self) -> bool:
-        return self.benchmark == RULER2
+    def spec(self) -> Benchmark:
+        return get_benchmark(self.benchmark)
 
     @property
-    def is_oneruler(self) -> bool:
-        return self.benchmark == ONERULER
+    def hooks(self) -> ReportHooks:
+        """The benchmark's additions to the report (`Benchmark.report`)."""
+        return self.spec.hook("report") or NO_HOOKS
 
     @property
     def title(self) -> str:
-        """The benchmark's name in the report ("RULER", "RULERv2", "ONERULER")."""
-        return benchmark_title(self.benchmark)
+        """The benchmark's name in the report (its `Benchmark.title`)."""
+        return self.spec.title
 
     @property
     def complete(self) -> bool:
@@ -255,7 +250,7 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
-    benchmark = scores_benchmark(scores, tasks)
+    spec = get_benchmark(scores_benchmark(scores, tasks), scores.benchmark_package)
     incomplete = sorted([k for k, c in cells.items() if not c.complete] + list(unscored),
                         key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
@@ -264,32 +259,37 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
         # A length misses a task or a score: its mean would be over other tasks than the rest;
         # a length with rows missing would be a mean over other rows than were asked for.
         gap = any(v is None for v in values) or any(k[1] == L for k in incomplete)
-        by_length[L] = None if gap else sum(v for v in values if v is not None) / len(values)
+        by_length[L] = None if gap else spec.aggregation.per_length(
+            [v for v in values if v is not None])
     depth = None
     if scores.depth_items is not None:
         bins = depth_bins or scores.depth_bins or DEFAULT_DEPTH_BINS
         depth = depth_table(scores.depth_items, bins, min_depth_samples)
-    summary = summarize(by_length, threshold, partial=bool(incomplete), benchmark=benchmark)
-    return Report(model=scores.model, config=scores.config, dataset=scores.dataset,
+    summary = summarize(by_length, threshold, partial=bool(incomplete),
+                        aggregation=spec.aggregation)
+    r = Report(model=scores.model, config=scores.config, dataset=scores.dataset,
                   tasks=tasks, lengths=lengths, cells=cells, summary=summary, depth=depth,
                   mode=scores.mode, incomplete=incomplete, unscored=unscored,
                   selection=scores.selection,
                   intervals=report_intervals(cells, tasks, lengths, summary, key=scores.config),
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
-                  health=scores.health, benchmark=benchmark,
-                  language=recorded_language(scores),
-                  failures=failure_section.failure_report(scores.cells))
+                  health=scores.health, benchmark=spec.id, axes=recorded_axes(scores))
+    r.hooks.prepare(r, scores)
+    return r
 
 
-def recorded_language(scores: ScoresRecord) -> str | None:
-    """The scored config's language: as scores.json records it; for scores of an older ruler
-    (which did not record it), as the manifest of the dataset they were scored on records it
-    (`scored_build`); else None (not known). Never read from the config's name."""
-    if "language" not in scores.absent:
-        return scores.language
+def recorded_axes(scores: ScoresRecord) -> dict[str, str]:
+    """The scored config's axis values: as scores.json records them; for scores of an older
+    ruler (which did not record them), as the manifest of the dataset they were scored on
+    records them (`scored_build`); else none (not known). Never read from the config's
+    name."""
+    if scores.axes is not None:
+        return dict(scores.axes)
+    if isinstance(scores.extra.get("language"), str):  # how a ruler of 5775704 recorded it
+        return {"language": scores.extra["language"]}
     build = scored_build(scores)
-    return build.language_code if build is not None else None
+    return build.axis_codes() if build is not None else {}
 
 
 def scored_build(scores: ScoresRecord) -> BuildEntry | None:
@@ -329,35 +329,35 @@ def baseline_scores(nc: ScoresRecord, scores: ScoresRecord,
 def scores_benchmark(scores: ScoresRecord, tasks: Iterable[str] | None = None) -> str:
     """The benchmark scores.json records (from the manifest's entry of its config); for
     scores of an older ruler, which did not record it, the one the manifest they were scored
-    on records (`scored_build`), else that of their tasks (`tasks`, default the cells'), as
-    the catalog lists them."""
+    on records (`scored_build`), else `legacy_benchmark` of their tasks (`tasks`, default the
+    cells')."""
     if scores.benchmark:
         return scores.benchmark
     build = scored_build(scores)
     if build is not None:
         return build.benchmark_id
-    return report_benchmark(c.task for c in scores.cells) if tasks is None \
-        else report_benchmark(tasks)
+    return legacy_benchmark(list(tasks) if tasks is not None else [c.task for c in scores.cells])
 
 
-def report_benchmark(tasks: Iterable[str]) -> str:
-    """The one benchmark the tasks belong to; a RulerError when they mix two (a mean over
-    both would be neither's score)."""
-    tasks = list(tasks)
-    found = {benchmark_of(t) for t in tasks}
-    if len(found) > 1:
-        shown = "; ".join(f"{b}: {', '.join([t for t in tasks if benchmark_of(t) == b][:3])}"
-                          for b in sorted(found))
-        raise RulerError(f"the scores mix the tasks of several benchmarks: {shown}; score "
-                         f"and report each benchmark's config on its own")
-    return found.pop() if found else "ruler"
+def legacy_benchmark(tasks: list[str]) -> str:
+    """For scores of an older ruler whose dataset is not at hand only: the one installed
+    benchmark whose tasks include all of `tasks`; a RulerError when none or several do (a mean
+    over two benchmarks' tasks would be neither's score; a guess would be a wrong report)."""
+    found = [b.id for b in BENCHMARK_SPECS.values() if set(tasks) <= set(b.tasks)]
+    if len(found) != 1:
+        why = (f"benchmarks {' and '.join(found)} both list them" if found else
+               "they are not all the tasks of one installed benchmark (they may mix several "
+               "benchmarks', or be a plug-in's that is not installed)")
+        raise RulerError(f"these scores (of tasks {', '.join(tasks[:4])}) do not record their "
+                         f"benchmark, as an older ruler wrote them, and {why}: score the "
+                         f"predictions again with `ruler score` (it records the benchmark)")
+    return found[0]
 
 
-def benchmark_title(benchmark: str) -> str:
-    """A benchmark's name as reports say it ("RULER", "RULERv2", "ONERULER"; a plug-in's own
-    title; the id of a benchmark this ruler does not know)."""
-    spec = BENCHMARK_SPECS.get(benchmark)
-    return spec.title if spec is not None else benchmark
+def benchmark_title(benchmark: str, package: str | None = None) -> str:
+    """A benchmark's name as reports say it (`Benchmark.title`); one not installed is one line
+    naming it (and `package`, the one a record names)."""
+    return get_benchmark(benchmark, package).title
 
 
 def run_files(results: Path, scores: ScoresRecord) -> list[str]:
@@ -387,8 +387,7 @@ def _head(r: Report) -> list[str]:
             f"Dataset {md_code(r.dataset.spec)}"
             + (f" @ {md_code(r.dataset.revision)}" if r.dataset.revision else "")
             + f", tokenizer config {md_code(r.config)}. Asked for: {r.selection_text()}.", ""]
-    if r.is_oneruler:
-        head += head_lines(r)
+    head += r.hooks.head(r)
     head += serving_markdown(r.serving, r.prompt_check)
     if r.unverified:
         cells = ", ".join(f"{md_text(t)} @ {format_length(L)} ({c.unverified})"
@@ -455,9 +454,8 @@ def _task_table(r: Report) -> list[str]:
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
                               for L in r.lengths) + " |")
-    if r.is_ruler2:
-        table += [""] + grid_markdown(r.cells, r.lengths, key=r.config)
-    return table
+    after = r.hooks.after_tasks(r)
+    return table + ([""] + after if after else [])
 
 
 def headline_markdown(r: Report) -> str:
@@ -471,7 +469,7 @@ def to_markdown(r: Report) -> str:
     s = r.summary
     summary = _summary_table(r) if not s.has_effective_length else [
                *_summary_table(r), "",
-               f"Per-length score: the plain mean of the {len(r.tasks)} task scores. "
+               f"Per-length score: {s.aggregation.per_length_text(len(r.tasks))}. "
                f"Effective length: the largest length whose score exceeds {s.threshold} at it "
                f"and at every shorter length (scores above it are underlined); weights of "
                f"wAvg: k/{len(r.lengths) * (len(r.lengths) + 1) // 2} for the k-th shortest "
@@ -503,31 +501,18 @@ def to_markdown(r: Report) -> str:
     # No "prompt counts ok" for rows not tied to this build (their counts are another's).
     counts += [""] + health_markdown(r.health, r.cells, None if r.unverified else r.serving,
                                      r.baseline)[:-1]
-    if r.is_oneruler:
-        table += [""] + oneruler_markdown(r)[:-1]
+    sections = r.hooks.sections(r)
+    table += [""] + sections if sections else []
     notes = _notes(r)
     depth = depth_markdown(r.depth) if r.depth else []
-    modes = failure_section.markdown(r.failures)[:-1] if r.failures else []
+    modes = r.hooks.tail(r)
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
                      + ([""] + depth if depth else []) + ([""] + modes if modes else [])) + "\n"
 
 
-#: What the plain summary's numbers are, per benchmark without an effective length.
-_PLAIN_SUMMARY_TEXT = {
-    RULER2: "(NeMo-Skills' RULERv2 score, `ruler2_score`); Avg.: their mean over the lengths. "
-            "RULERv2 defines no weighted averages and no effective length. Task scores are "
-            "NeMo-Skills' `accuracy` (ruler2 metrics) or `symbolic_correct` (multichoice) in "
-            "percent, not rounded.",
-    ONERULER: "(the paper's accuracy of a language at a length); Avg.: their mean over the "
-              "lengths. ONERULER defines no weighted averages and no effective length. Task "
-              "scores are upstream's `avg_acc` in percent (the share of rows right), not "
-              "rounded.",
-}
-
-
 def _plain_summary(r: Report, cols: list[str]) -> list[str]:
-    """RULERv2's and ONERULER's headline: the mean of the tasks per length and its average
-    over lengths."""
+    """The headline of a benchmark without an effective length: the score per length and its
+    average over lengths."""
     s, ri = r.summary, r.intervals
     lines = ["| " + " | ".join(cols) + " | Avg. |", "|---" * (len(cols) + 1) + "|",
              "| " + " | ".join(_fmt(s.by_length[L]) + _skip_mark(r, s.by_length[L], L)
@@ -538,8 +523,8 @@ def _plain_summary(r: Report, cols: list[str]) -> list[str]:
                                        for L in r.lengths)
                      + f" | {format_interval(ri.avg) or 'n/a'} |")
     return lines + _skip_note(r) + [
-        "", f"Per-length score: the plain mean of the {len(r.tasks)} task scores "
-            + _PLAIN_SUMMARY_TEXT.get(r.benchmark, ""), "", *_uncertainty_text(r)]
+        "", f"Per-length score: {s.aggregation.per_length_text(len(r.tasks))} "
+            + s.aggregation.text, "", *_uncertainty_text(r)]
 
 
 def _ci(r: Report, task: str | None, L: int) -> str:
@@ -672,13 +657,7 @@ def to_json(r: Report) -> dict[str, Any]:
                 r.health, r.cells, r.serving, r.baseline)]},
         "references": [c.to_json() for c in r.references],
         "published_for_model": r.reference_hint,
-        "family_difficulty": {str(L): g for L, g in grid(r.cells, r.lengths, r.config).items()}
-        if r.is_ruler2 else None,
-        # ONERULER: the run's language ("ko"; "en-ko": context en, instructions ko) and the
-        # metric that scored it
-        "language": r.language if r.is_oneruler else None,
-        "metric": report_metric(r) if r.is_oneruler else None,
-        "failure_modes": failure_section.to_json(r.failures) if r.failures else None,
+        **r.hooks.json(r),
     }
 
 
@@ -779,9 +758,7 @@ def write_report(results: str | Path, out: Path | None = None,
     if no_context is not None:
         baseline = load_scores(no_context)
         r.baseline = baseline_scores(baseline, scores, str(no_context))
-        if r.failures:
-            r.failures = failure_section.with_no_context(r.failures, scores, baseline,
-                                                         str(no_context))
+        r.hooks.with_no_context(r, scores, baseline, str(no_context))
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))
@@ -795,6 +772,5 @@ def write_report(results: str | Path, out: Path | None = None,
         plot(r, out)
         if r.depth and r.depth.tasks:
             write_heatmaps(r.depth, out, r.model)
-        if r.is_oneruler:
-            write_task_heatmap(r, out)
+        r.hooks.figures(r, out)
     return r

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.errors import RulerError
 from ruler.builder.markup import figure_text, md_code, md_text
-from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.eval.aggregate import format_length
 from ruler.eval.figures import fit_canvas, save_png
 from ruler.eval.intervals import Interval

@@ -170,7 +170,7 @@ def pool_reports(runs: Sequence[tuple[str, ScoresRecord, Report]]) -> PooledRepo
     threshold = pooled[0].report.summary.threshold
     effective = summarize({L: s.mean if s else None for L, s in by_length.items()}, threshold,
                           partial=any(s is None for s in by_length.values()),
-                          benchmark=pooled[0].report.benchmark)  # RULERv2: none defined
+                          aggregation=pooled[0].report.summary.aggregation)
     return PooledReport(first.model, base, first.mode, pooled, tasks, lengths,
                         cells, by_length, averages, threshold, effective.effective_label)
 

@@ -23,7 +23,6 @@ from ruler.builder.errors import RulerError
 from ruler.builder.variants import record_ok
 from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.health_record import HealthFacts
-from ruler.eval.oneruler_metric import check_language
 from ruler.eval.run_record import RunRecord
 from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 from ruler.eval.strict_json import read_json
@@ -78,13 +77,10 @@ def _dataset(v: Any) -> bool:
         and _or_none(_str)(v.get("revision"))
 
 
-def _language(v: Any) -> bool:
-    """A ONERULER language code as scores.json records it ("ko", "en-ko")."""
-    try:
-        check_language(v)
-    except ValueError:
-        return False
-    return True
+def _axes(v: Any) -> bool:
+    """A benchmark's axis values as scores.json records them ({"language": "en-ko"})."""
+    return isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str)
+                                       for k, c in v.items())
 
 
 def _share(v: Any) -> bool:
@@ -151,7 +147,8 @@ SCORES_FIELDS: Fields = {
     "missing": (_list_of(_str), False), "unknown": (_list_of(_str), False),
     "depth_items": (_depth_items, False), "depth_bins": (_or_none(_positive), False),
     "variant": (record_ok, False), "selection": (_selection, False),
-    "benchmark": (_or_none(_str), False), "language": (_or_none(_language), False),
+    "benchmark": (_or_none(_str), False), "benchmark_package": (_or_none(_str), False),
+    "axes": (_or_none(_axes), False), "language": (_or_none(_str), False),
     "predictions": (_predictions, False), "serving": (_or_none(_list_of(_dict)), False),
     "prompt_check": (_prompt_check, False), "health": (HealthFacts.shape_ok, False),
 }

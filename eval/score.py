@@ -24,7 +24,7 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
@@ -43,7 +43,7 @@ from ruler.eval.build_tie import (
 )
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.depth import Item, compact, row_columns, row_items
-from ruler.eval.failure_modes.cell import label_cell
+from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.intervals import score_interval
 from ruler.eval.metrics import (
     METRIC_SPECS,
@@ -128,7 +128,8 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
         dataset=DatasetRecord(spec=ds.spec, revision=ds.revision,
                               files={f.key: f.content_sha256 for f in files}),
         config=config, model=model, cells=cells, missing=missing, unknown=unknown,
-        benchmark=build.benchmark_id, language=build.language_code,
+        benchmark=build.benchmark_id, benchmark_package=build.benchmark_package,
+        axes=build.axis_codes(),
         depth_items=depth_items, depth_bins=variant.get("depth_bins"), variant=variant,
         selection=Selection(tasks=in_task_order(f.task for f in files),
                             lengths=sorted({f.max_seq_length for f in files}), limit=limit,
@@ -155,6 +156,7 @@ def _unanswered_file(f: SplitFile, limit: int | None,
     if metric:
         metric = _metric_for(f, metric, asked)
     return CellScore(task=f.task, max_seq_length=f.max_seq_length, metric=metric, score=None,
+                     length_rule=f.length_rule,
                      rows=n, scored=0, nulls=0, skipped=0, errors=0, missing=n,
                      data_sha256=f.content_sha256, row_scores=[], unverified=0), missing
 
@@ -281,6 +283,7 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
     values = [row_score(metric, a, r, *keys) for a, r in zip(answered, refs)]
     interval = score_interval(values, key=f"{f.config}/{f.key}") if values else None
     cell = CellScore(task=f.task, max_seq_length=f.max_seq_length, metric=metric, score=score,
+                     length_rule=f.length_rule,
                      rows=len(considered), scored=len(answered), nulls=nulls, skipped=skipped,
                      errors=errors, missing=len(missing), data_sha256=f.content_sha256,
                      skip_reasons=[f"{n}x {why}" for why, n in reasons.most_common()],
@@ -291,9 +294,15 @@ def _score_file(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                      tied_by={k: tied_by[k] for k in (*TIE_KINDS, LENGTH_ONLY) if tied_by[k]},
                      unverified=len(answered) - sum(tied_by[k] for k in TIE_KINDS),
                      budget_clamped=clamped, redacted=redacted,
-                     failures=label_cell(ds, f, metric, answered_index, answered, values, preds,
+                     failures=_labels(ds, f)(ds, f, metric, answered_index, answered, values, preds,
                                          {i: rows[i]["outputs"] for i in answered_index}))
     return cell, missing
+
+
+def _labels(ds: Dataset, f: SplitFile) -> Callable[..., CellFailures | None]:
+    """The failure-mode labeler of the benchmark `f`'s build records (`Benchmark.
+    failure_labels`); one that labels nothing where it has none."""
+    return ds.build(f.config).spec().hook("failure_labels") or (lambda *args: None)
 
 
 def _mark_answer(p: dict[str, Any], text: str, row: Mapping[str, Any],

@@ -39,7 +39,7 @@ class CellScore(JsonRecord):
 
     task: str
     max_seq_length: int
-    metric: str
+    metric: str  # the metric that scored it
     score: float | None  # None: no row was answered
     rows: int  # rows of the split (or of the evaluated subset)
     scored: int
@@ -48,6 +48,9 @@ class CellScore(JsonRecord):
     errors: int
     missing: int
     data_sha256: str = ""
+    # How its rows' `length` counts (builder.length_rules), as its file's manifest entry
+    # records it; "": not recorded (older scores)
+    length_rule: str = ""
     skip_reasons: list[str] = field(default_factory=list)  # "3x <kind or reason>"
     # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
     budget_exhausted: int = 0
@@ -181,13 +184,14 @@ class ScoresRecord(JsonRecord):
     # tokenizer's default config; builder.variants): `ruler report` pools replicates by it.
     # None: not recorded (older scores).
     variant: dict[str, int] | None = None
-    # The benchmark and (ONERULER) the language of the scored config, as its manifest entry
-    # records them (`BuildEntry.benchmark_id`, `language_code`: "ko", or "en-ko"
-    # cross-lingually): reports read them here, never from a config's or task's name. None:
-    # not recorded (older scores: `absent` holds the field), or no language (other
-    # benchmarks).
+    # The benchmark of the scored config, the package a plug-in's comes from, and its axes'
+    # values, as its manifest entry records them (`BuildEntry.benchmark_id`, `axis_codes`:
+    # {"language": "en-ko"}; {} for a benchmark without axes): reports read them here, never
+    # from a config's or task's name. None: not recorded (older scores; those of 5775704
+    # recorded a `language`, kept in `extra`).
     benchmark: str | None = None
-    language: str | None = None
+    benchmark_package: str | None = None
+    axes: dict[str, str] | None = None
     mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
     selection: Selection | None = None
     # `ruler score` refuses to overwrite the scores of other predictions with it.

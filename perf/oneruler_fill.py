@@ -38,13 +38,13 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from ruler.benchmarks.oneruler.data import OnerulerData
+from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
+from ruler.benchmarks.oneruler.sentences import split_sentences
+from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROSS_LINGUAL_TASKS
 from ruler.builder.depths import DEPTHS
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.sources import resolve
-from ruler.builder.tasks.catalog import ONERULER_CROSS_LINGUAL_TASKS
-from ruler.builder.tasks.oneruler_data import OnerulerData
-from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
-from ruler.builder.tasks.oneruler_sentences import split_sentences
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 NIAH = ONERULER_CROSS_LINGUAL_TASKS  # the 5 NIAH tasks

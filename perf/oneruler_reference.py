@@ -39,15 +39,17 @@ from typing import Sequence
 
 import pyarrow.parquet as pq
 
+from ruler.benchmarks.oneruler.cwe import cwe_template
+from ruler.benchmarks.oneruler.data import OnerulerData
+from ruler.benchmarks.oneruler.languages import full_stop, joiner
+from ruler.benchmarks.oneruler.niah import niah_template
+from ruler.benchmarks.oneruler.sentences import bounded_segments, splitter_sentences
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
+from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
+from ruler.benchmarks.ruler.common_words import parse_numbered
 from ruler.builder.manifest import Manifest
 from ruler.builder.sources import resolve
-from ruler.builder.tasks.catalog import ONERULER_TASKS, ONERULER_UPSTREAM_NAMES, get_task
-from ruler.builder.tasks.common_words import parse_numbered
-from ruler.builder.tasks.oneruler_cwe import cwe_template
-from ruler.builder.tasks.oneruler_data import OnerulerData
-from ruler.builder.tasks.oneruler_languages import full_stop, joiner
-from ruler.builder.tasks.oneruler_niah import niah_template
-from ruler.builder.tasks.oneruler_sentences import bounded_segments, splitter_sentences
+from ruler.builder.tasks.catalog import get_task
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 #: Which side's rows a parse reads (their book sentences differ: `Language.sentences`).

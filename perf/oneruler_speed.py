@@ -49,10 +49,11 @@ from perf.side_by_side import (
     run_ours,
     timed,
 )
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
+from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.builder.cli_build import parse_languages
 from ruler.builder.selection import parse_lengths
 from ruler.builder.sources import resolve
-from ruler.builder.tasks.catalog import ONERULER_TASKS, ONERULER_UPSTREAM_NAMES
 
 #: What upstream's prepare.py and generators import (besides the standard library).
 MODULES = ("pandas", "tenacity", "wonderwords", "nltk", "yaml", "tqdm", "transformers")

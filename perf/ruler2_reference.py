@@ -38,10 +38,11 @@ from typing import Callable, Sequence
 
 import pyarrow.parquet as pq
 
+from ruler.benchmarks.ruler2.qa import read_hotpotqa
+from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.manifest import Manifest
 from ruler.builder.sources import resolve
-from ruler.builder.tasks.catalog import RULER2_TASKS, get_task
-from ruler.builder.tasks.ruler2_qa import read_hotpotqa
+from ruler.builder.tasks.catalog import get_task
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 

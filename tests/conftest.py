@@ -69,11 +69,11 @@ def _shared_build(tmp_path_factory, name: str, tokenizer: str, tasks: tuple[str,
 
     out = tmp_path_factory.mktemp(name) / "ruler"
     if languages:
-        from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+        from ruler.benchmarks.oneruler.languages import OnerulerLanguage
 
         for code in languages:
             build(out, tokenizer, tasks, lengths, samples=samples, workers=1,
-                  language=OnerulerLanguage.parse(code), **kw)
+                  axes={"language": OnerulerLanguage.parse(code)}, **kw)
     else:
         build(out, tokenizer, tasks, lengths, samples=samples, workers=1, **kw)
     files = _files(out)
@@ -116,7 +116,7 @@ def built_qwen_niah(tmp_path_factory) -> Iterator[Path]:
 def built_llama_v2(tmp_path_factory) -> Iterator[Path]:
     """llama-3.1: RULERv2's 12 tasks x 4096 x 2 samples, config llama-3.1--v2, from the
     stand-in MMLU and HotpotQA (the comparison with upstream's output, the card)."""
-    from ruler.builder.tasks.catalog import RULER2_TASKS
+    from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 
     yield from _shared_build(tmp_path_factory, "llama_v2", "llama-3.1", RULER2_TASKS, (4096,),
                              2, benchmark="ruler2")
@@ -133,7 +133,7 @@ def built_gpt4_niah_single(tmp_path_factory) -> Iterator[Path]:
 def built_llama_oneruler(tmp_path_factory) -> Iterator[Path]:
     """llama-3.1: ONERULER's 7 tasks x 1024 x 3 samples in en and ko (configs
     llama-3.1--oneruler-en and -ko: the ONERULER evaluation, its exports and reports)."""
-    from ruler.builder.tasks.catalog import ONERULER_TASKS
+    from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 
     yield from _shared_build(tmp_path_factory, "llama_oneruler", "llama-3.1", ONERULER_TASKS,
                              (1024,), 3, languages=("en", "ko"), benchmark="oneruler")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import NEGATED, SWITCH, check_flags, option
 from ruler.builder.selection import build_tasks_value, lengths_value, parse_lengths, shard_value
@@ -17,22 +18,11 @@ from ruler.builder.tasks import get_task
 from ruler.builder.tasks.benchmarks import (
     ALIASES,
     BENCHMARK_SPECS,
-    ONERULER,
-    RULER,
-    RULER2,
     benchmark_id,
     benchmark_tasks,
     check_tasks,
     get_benchmark,
 )
-from ruler.builder.tasks.catalog import (
-    ONERULER_LENGTHS,
-    ONERULER_TASKS,
-    RULER2_TASKS,
-    RULER2_TOKENS_TO_GENERATE,
-    STANDARD_TASKS,
-)
-from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
 from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
 
@@ -66,21 +56,39 @@ def local_workers(cfg: "BuildConfig") -> int:
 
 
 def _benchmark_help() -> str:
-    """`--benchmark`'s help: RULER's three, then any a plug-in registered."""
-    return ("which benchmark to build: v1 (RULER's 13 tasks, config <tokenizer>; the default), "
-            "v2 (RULERv2's 12 tasks, NeMo-Skills' ruler2: config <tokenizer>--v2, rows whose "
-            "length counts the prompt only, <= L, tokens_to_generate "
-            f"{RULER2_TOKENS_TO_GENERATE} on top; its MMLU and HotpotQA inputs: `ruler sources "
-            "fetch mmlu hotpotqa_hub`) or oneruler (ONERULER: RULER's NIAH and CWE tasks in 26 "
-            "languages, one config per language, <tokenizer>--oneruler-<lang>, see "
-            "--languages; its data: `ruler sources fetch oneruler`); ruler and ruler2 are "
-            "accepted too" + "".join(
+    """`--benchmark`'s help: what each benchmark says of itself (`Benchmark.help`), then the
+    ids accepted besides their aliases, then those that say nothing (a plug-in's)."""
+    told = [b.help for b in BENCHMARK_SPECS.values() if b.help]
+    ids = [b.id for b in BENCHMARK_SPECS.values() if b.help and b.aliases]
+    return ("which benchmark to build: " + _listing(told, "or")
+            + (f"; {_listing(ids, 'and')} are accepted too" if ids else "") + "".join(
                 f"; {b.id}: {b.title} (a plug-in's, {len(b.tasks)} tasks)"
-                for b in BENCHMARK_SPECS.values() if b.id not in (RULER, RULER2, ONERULER)))
+                for b in BENCHMARK_SPECS.values() if not b.help))
+
+
+def _listing(items: list[str], last: str) -> str:
+    return ", ".join(items[:-1]) + f" {last} {items[-1]}" if len(items) > 1 else "".join(items)
 
 
 def _benchmark_metavar() -> str:
     return "{" + ",".join((b.aliases or (b.id,))[0] for b in BENCHMARK_SPECS.values()) + "}"
+
+
+def _tasks_help() -> str:
+    return ("comma-separated tasks of the benchmark (default: all; " + "; ".join(
+        f"{(b.aliases or (b.id,))[0]}'s {len(b.tasks)}: {', '.join(b.tasks)}"
+        for b in BENCHMARK_SPECS.values()) + ")")
+
+
+def _lengths_help() -> str:
+    named = "".join(f", '{name}' = {','.join(map(str, lengths))} ({b.title}'s)"
+                    for b in BENCHMARK_SPECS.values() for name, lengths in b.length_sets.items())
+    defaults = "".join(f"; with --benchmark {(b.aliases or (b.id,))[0]}: {b.default_lengths}"
+                       for b in BENCHMARK_SPECS.values() if b.default_lengths != "4096")
+    return ("comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; 'paper' = "
+            "4K..128K, 'long' = 256K,512K,1M (combinable: paper,long)" + named + "; any length "
+            "works, at most 2M (the longest tested); sources that run out are repeated as "
+            f"upstream does (default: 4096{defaults})")
 
 
 @dataclass(frozen=True)
@@ -93,26 +101,17 @@ class BuildConfig:
     tokenizer: str = option(
         "--tokenizer", required=True,
         help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
-    # The benchmark the tasks belong to (builder.tasks.benchmarks): "ruler" (RULER, the
-    # default), "ruler2" (RULERv2: config <tokenizer>--v2) or "oneruler" (ONERULER: one config
-    # per language, <tokenizer>--oneruler-<language>); an alias (v1, v2) is settled to its id.
+    # The benchmark the tasks belong to (builder.tasks.benchmarks; default: the default
+    # benchmark, `ruler.benchmarks.DEFAULT`); an alias (v1, v2) is settled to its id.
     benchmark: str = option(
-        "--benchmark", default=RULER, text_default="v1", choices=lambda: tuple(ALIASES),
+        "--benchmark", default=DEFAULT, text_default="v1", choices=lambda: tuple(ALIASES),
         metavar=_benchmark_metavar, help=_benchmark_help)
     # (): the benchmark's tasks; with a variant, those it applies to (settled on creation).
     tasks: tuple[str, ...] = option(
-        "--tasks", default=(), text_default="all", parse=build_tasks_value,
-        help=f"comma-separated tasks of the benchmark (default: all; v1's 13: "
-             f"{', '.join(STANDARD_TASKS)}; v2's 12: {', '.join(RULER2_TASKS)}; oneruler's 7: "
-             f"{', '.join(ONERULER_TASKS)}, the 5 NIAH ones in a cross-lingual config)")
+        "--tasks", default=(), text_default="all", parse=build_tasks_value, help=_tasks_help)
     # (): the benchmark's default lengths (`Benchmark.default_lengths`, settled on creation).
     lengths: tuple[int, ...] = option(
-        "--lengths", default=(), text_default="4096", parse=lengths_value,
-        help="comma-separated max sequence lengths, e.g. 4096,8192 or 4k,128k,1m; 'paper' = "
-             "4K..128K, 'long' = 256K,512K,1M (combinable: paper,long), 'oneruler' = "
-             f"{','.join(map(str, ONERULER_LENGTHS))} (ONERULER's, not powers of two); any "
-             "length works, at most 2M (the longest tested); sources that run out are repeated "
-             "as upstream does (default: 4096; with --benchmark oneruler: oneruler)")
+        "--lengths", default=(), text_default="4096", parse=lengths_value, help=_lengths_help)
     samples: int = option(
         "--samples", default=500, type=int, minimum=1,
         help=f"samples per task and length (500, as upstream; at most {MAX_SAMPLES:,})")
@@ -182,11 +181,10 @@ class BuildConfig:
     # <tokenizer>--depth10, OutputBudget(16384) <tokenizer>--out16k); NO_VARIANT builds the
     # default config. Its flags are the variant kinds' own.
     variant: Variant = NO_VARIANT
-    # ONERULER's language(s): the context's and the instructions' (equal but for a
-    # cross-lingual config; a string is parsed: "ko", "en-ko"). Required for ONERULER, refused
-    # for the others. `ruler build --languages` makes one config per language
-    # (`ruler.builder.cli_build.LanguageFlags`).
-    language: OnerulerLanguage | None = None
+    # The value of each of the benchmark's axes, by axis name (`Benchmark.axes`: a string is
+    # parsed, `{"language": "ko"}`): one of each required, none other taken. `ruler build`
+    # makes one config per value its axis flag names (`ruler.builder.cli_build`).
+    axes: Mapping[str, Any] = field(default_factory=dict)
     # Render the card once the build's files are recorded (no flag: a command that builds
     # several configs into one OUT, `pipeline.run.run_builds`, renders it once at its end).
     render_card: bool = True
@@ -198,35 +196,34 @@ class BuildConfig:
         if not isinstance(self.variant, Variant):
             raise RulerError(f"variant must be a ruler.builder.variants.Variant (NO_VARIANT for "
                              f"the default config), got {self.variant!r}")
-        if isinstance(self.language, str):
-            settle("language", OnerulerLanguage.parse(self.language))
+        bench = get_benchmark(self.benchmark)
+        unknown = sorted(set(self.axes) - {a.name for a in bench.axes})
+        if unknown:
+            raise RulerError(f"--benchmark {self.benchmark}: its configs have no "
+                             f"{', '.join(unknown)}")
+        missing = [a for a in bench.axes if self.axes.get(a.name) is None]
+        if missing:
+            raise RulerError(f"--benchmark {self.benchmark}: give the {missing[0].name}(s) to "
+                             f"build ({missing[0].flag})")
+        settle("axes", {a.name: a.parse(v) if isinstance(v := self.axes[a.name], str) else v
+                        for a in bench.axes})
         if not self.tasks:
-            settle("tasks", self.variant.default_tasks() if self.benchmark == RULER
-                   else benchmark_tasks(self.benchmark, self.language))
+            settle("tasks", self.variant.default_tasks(benchmark_tasks(self.benchmark,
+                                                                       self.axes)))
         if not self.lengths:
             settle("lengths", parse_lengths(get_benchmark(self.benchmark).default_lengths))
         for t in self.tasks:
             get_task(t)
         if not self.tasks:
             raise RulerError("no tasks selected")
-        bench = get_benchmark(self.benchmark)
         check_tasks(self.benchmark, self.tasks)
         if bench.variants is not None and self.variant.field not in bench.variants:
             flags = "/".join(flag for f in bench.variants if f for flag in variant_flags(f))
             raise RulerError(f"--benchmark {self.benchmark}: only {flags or 'no variant flag'} "
                              f"apply to {bench.title} configs (this build asks for variant "
                              f"{self.variant.field} = {self.variant.value!r})")
-        if bench.per_language != (self.language is not None):
-            raise RulerError(f"--benchmark {self.benchmark}: " + (
-                "give the language(s) to build (--languages ko, en-ko)"
-                if bench.per_language else "its configs have no language"))
-        if self.language is not None and self.language.cross_lingual:
-            other = [t for t in self.tasks if t not in bench.cross_lingual_tasks]
-            if other:
-                raise RulerError(f"{', '.join(other)}: ONERULER's CWE has no cross-lingual "
-                                 f"setting (upstream refuses --xling); a cross-lingual config "
-                                 f"({self.language.code}) holds "
-                                 f"{', '.join(bench.cross_lingual_tasks)}")
+        for axis in bench.axes:
+            axis.check(self.axes[axis.name], self.tasks)
         if len(set(self.tasks)) != len(self.tasks) or len(set(self.lengths)) != len(self.lengths):
             raise RulerError("tasks and lengths must not repeat")
         if not self.lengths or any(not isinstance(L, int) or L <= 0 for L in self.lengths):
@@ -295,7 +292,7 @@ class FileResult:
     worker: str = ""  # host:pid of the process that built it
     peak_rss_mb: float = 0.0  # that process's peak resident memory when the file was done
     # rows shorter than the benchmark's fill promise, kept because they hold all of their
-    # task's inputs (ONERULER's CWE: a language's whole dictionary)
+    # task's inputs (a language's whole dictionary)
     short_at_bound: int = 0
 
 

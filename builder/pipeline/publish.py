@@ -20,6 +20,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.context import BuildContext
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import build_differences
@@ -29,7 +30,7 @@ from ruler.builder.pipeline.config import FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.publish_steps import write_published
 from ruler.builder.seed_series import seed_clash
-from ruler.builder.tasks.benchmarks import RULER
+from ruler.builder.tasks.benchmarks import benchmark_package
 
 
 class Publisher:
@@ -122,8 +123,10 @@ def build_entry(recipe: BuildRecipe, identity: IdentityRecord) -> BuildEntry:
                       generator_version=identity.generator_version,
                       packages=dict(identity.packages), identity=identity,
                       variant=recipe.variant.record() or None,
-                      benchmark=None if recipe.benchmark == RULER else recipe.benchmark,
-                      language=None if recipe.language is None else recipe.language.record())
+                      benchmark=None if recipe.benchmark == DEFAULT else recipe.benchmark,
+                      # a plug-in's benchmark: its package, which a reader without it names
+                      benchmark_package=benchmark_package(recipe.benchmark),
+                      extra=recipe.axis_records())
 
 
 def listed_files(out: Path, manifest: Manifest, config: str) -> list[str]:

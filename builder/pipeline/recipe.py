@@ -11,17 +11,17 @@ Ray workers pickled (the tokenizer as its load recipe, the variant by its class)
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder import __version__
 from ruler.builder.context import BuildContext
 from ruler.builder.identity import make_identity
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.manifest_records import IdentityRecord
-from ruler.builder.packages import benchmark_packages, content_packages
-from ruler.builder.tasks.benchmarks import RULER, benchmark_config, get_benchmark
-from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+from ruler.builder.packages import content_packages, installed_versions
+from ruler.builder.tasks.benchmarks import benchmark_config, get_benchmark
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
@@ -43,17 +43,18 @@ class BuildRecipe:
     # How piece counts are proven; the rows are the same either way.
     exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
     certify_every_row: bool = False  # check every row's piece count, not sampled rows only
-    benchmark: str = RULER  # builder.tasks.benchmarks: RULER's, RULERv2's or ONERULER's rows
-    language: OnerulerLanguage | None = None  # a ONERULER config's language(s)
+    benchmark: str = DEFAULT  # builder.tasks.benchmarks: whose rows
+    # its benchmark's axes' values, by axis name (`BuildAxis`; {}: a benchmark without axes)
+    axes: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_config(cls, cfg: "BuildConfig", tok: Tokenizer) -> "BuildRecipe":
         """The recipe of a `ruler build` command, for its loaded tokenizer."""
         variant, counted = cfg.variant, get_benchmark(cfg.benchmark).prompt_mode
-        base = benchmark_config(config_name(tok.name), cfg.benchmark, cfg.language)
-        # RULERv2 counts the generation prompt NeMo-Skills sends (its Benchmark's prompt_mode);
-        # RULER and ONERULER the prompt as the model reads it (the chat template where the
-        # tokenizer has one), as the variant says.
+        base = benchmark_config(config_name(tok.name), cfg.benchmark, cfg.axes)
+        # A benchmark may count its prompts its own way (`Benchmark.prompt_mode`); otherwise
+        # the prompt as the model reads it (the chat template where the tokenizer has one),
+        # as the variant says.
         return cls(tokenizer=tok, config=variant.config_name(base),
                    seed_name=variant.seed_name(base), seed=cfg.seed, samples=cfg.samples,
                    prompt_mode=variant.prompt_mode(tok) if counted is None
@@ -63,7 +64,7 @@ class BuildRecipe:
                    # (tests); any other tokenizer gets every row certified, unless the user
                    # accepts sampled certification.
                    certify_every_row=not tok.identity.pinned and not cfg.sampled_certification,
-                   benchmark=cfg.benchmark, language=cfg.language)
+                   benchmark=cfg.benchmark, axes=cfg.axes)
 
     @classmethod
     def from_manifest(cls, config: str, build: BuildEntry, tok: Tokenizer,
@@ -75,14 +76,12 @@ class BuildRecipe:
                    seed_name=variant.seed_name(variant.base_config(config)),
                    seed=build.seed, samples=build.samples, prompt_mode=build.prompt_mode,
                    variant=variant, sources_dir=sources_dir,
-                   benchmark=build.benchmark or RULER,
-                   language=None if build.language is None
-                   else OnerulerLanguage.from_record(build.language))
+                   benchmark=build.benchmark_id, axes=build.axis_values())
 
     def context(self) -> BuildContext:
         """A fresh build context (sources and resources load on first use)."""
         return BuildContext(self.tokenizer, self.seed_name, self.seed, self.sources_dir,
-                            variant=self.variant, language=self.language,
+                            variant=self.variant, axes=self.axes,
                             length_rule=get_benchmark(self.benchmark).length_rule)
 
     def identity(self) -> IdentityRecord:
@@ -92,8 +91,13 @@ class BuildRecipe:
         return make_identity(generator_version=__version__, seed=self.seed,
                              samples=self.samples, prompt_mode=self.prompt_mode,
                              tokenizer=tok.identity.as_manifest(),
-                             packages=content_packages(*tok.identity.content_kinds,
-                                                       *benchmark_packages(self.benchmark)),
+                             packages={**content_packages(*tok.identity.content_kinds),
+                                       **installed_versions(
+                                           get_benchmark(self.benchmark).packages)},
                              variant=self.variant.record(), benchmark=self.benchmark,
-                             language=None if self.language is None
-                             else self.language.record())
+                             axes=self.axis_records())
+
+    def axis_records(self) -> dict[str, Any]:
+        """Its axes' values as the manifest's build entry records them."""
+        bench = get_benchmark(self.benchmark)
+        return {a.name: a.record(self.axes[a.name]) for a in bench.axes if a.name in self.axes}

@@ -52,7 +52,7 @@ from ruler.builder.tokenizer_registry import load_tokenizer
 def run_builds(cfgs: Sequence[BuildConfig],
                done: Callable[[BuildConfig, BuildReport], None] | None = None
                ) -> list[BuildReport]:
-    """Build several configs one after the other (ONERULER's languages, replicates: one
+    """Build several configs one after the other (an axis's values, replicates: one
     command), each as `run_build` does, `done` called with each one's config and report; the
     card is rendered once, at the end (also when one fails), not after each config."""
     from ruler.builder import pipeline  # each config through the package's entry point

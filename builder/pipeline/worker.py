@@ -169,7 +169,8 @@ class Worker:
         # variant's own rule: a depth sweep aims by the units' token counts, the row records
         # in-context positions): a row that fails one must never be written.
         if (task, L) not in self._rules:
-            self._rules[task, L] = RowRules.of(self.recipe.config, task, L, variant)
+            self._rules[task, L] = RowRules.of(self.recipe.config, task, L, variant,
+                                               self.recipe.benchmark)
         family = get_family(spec.family.name)
         verdict = row_findings(self._rules[task, L], index, row,
                                lambda r: family.check_made_row(r, gen),

@@ -1,47 +1,32 @@
-"""Benchmarks: RULER (v1, id "ruler"), RULERv2 (id "ruler2") and ONERULER (id "oneruler",
-RULER in 26 languages), or a plug-in's.
+"""The benchmark API: a `Benchmark` declares everything specific to one benchmark, and generic
+machinery asks it instead of naming it.
 
-A `Benchmark` is a set of tasks (hence their families, sources and metrics), how its configs are
-named and its rows counted, how its scores aggregate and the card's section about it; the one
-place that says which benchmark a task belongs to. A build makes one benchmark's tasks
-(`ruler build --benchmark`), its configs say which (`<tokenizer>--v2` for RULERv2,
-`<tokenizer>--oneruler-<lang>` for ONERULER: one config per language,
-`builder.tasks.oneruler_languages`) and its manifest entry records the id
-(`"benchmark": "ruler2"`; absent means "ruler"); reports average a benchmark's tasks.
-Benchmarks are entries of `BENCHMARK_SPECS` (a `ruler.builder.registry.Registry`): a plug-in
-offers one in entry point group `ruler.benchmarks` (`id = "pkg.module:BENCHMARK"`), its tasks
-registered by its families' plug-in (`ruler.task_families`).
+A benchmark is a set of tasks (hence their families), the sources they read, the metrics that
+score them, how its rows' `length` is counted (`length_rule`) and prompts rendered
+(`prompt_mode`), the axes its configs are built along (`BuildAxis`: ONERULER's language, one
+config per value), how its scores aggregate (`Aggregation`), and the addresses of the code that
+writes its report sections, its card text, its exports and its release gates, all in its own
+folder. The manifest's build entry records which benchmark a config holds (`"benchmark"`;
+absent: `ruler.benchmarks.DEFAULT`), its axis values and, for a plug-in's, the package that
+provides it; every later reader takes them from there, never from a config's or task's name.
+
+Benchmarks are entries of `BENCHMARK_SPECS` (a `ruler.builder.registry.Registry`): the
+built-ins by the addresses `ruler.benchmarks.BUILTIN` lists, a plug-in's through entry point
+group `ruler.benchmarks` (`id = "pkg.module:BENCHMARK"`), its tasks registered by its module
+or by its families' plug-in (`ruler.task_families`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from ruler.benchmarks import BUILTIN, DEFAULT
 from ruler.builder.errors import RulerError
-from ruler.builder.length_rules import PROMPT_AND_OUTPUT, PROMPT_ONLY
-from ruler.builder.registry import Registry
-from ruler.builder.tasks.catalog import (
-    ONERULER_CROSS_LINGUAL_TASKS,
-    ONERULER_TASKS,
-    RULER2_TASKS,
-    STANDARD_TASKS,
-    get_task,
-)
-from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
-
-RULER = "ruler"
-RULER2 = "ruler2"
-ONERULER = "oneruler"
-
-
-def ruler2_prompt_mode(has_chat_template: bool) -> str:
-    """How RULERv2 rows are counted (`builder.tokenizer.PROMPT_MODES`): NeMo-Skills sends the
-    question as the one user message and the server adds the generation prompt, which is
-    what mode "reasoning" renders (a user turn and the generation prompt, nothing pre-filled;
-    "chat" would continue an empty assistant turn, which for Llama 3 lacks the "\n\n" the
-    generation prompt ends with). Without a chat template: BOS + the question ("base")."""
-    return "reasoning" if has_chat_template else "base"
+from ruler.builder.length_rules import PROMPT_AND_OUTPUT
+from ruler.builder.registry import Registry, UnknownName, builtin_code, load_target
+from ruler.builder.tasks.catalog import TASKS, get_task
 
 
 @dataclass(frozen=True)
@@ -69,6 +54,91 @@ class FillPromise:
                 f"short by at most {self.tokens:,} tokens")
 
 
+class BuildAxis(ABC):
+    """A dimension a benchmark's configs are built along, one config per value (ONERULER's
+    language: `ko`, or the cross-lingual pair `en-ko`). `ruler build` takes several values with
+    the axis's flag (`--languages ko,fr`), `ruler.build()` one with its name as a keyword
+    (`language="ko"`); the manifest's build entry records the value under `name`, and scores
+    record its `code` (`axes`), which every reader takes it from.
+
+    Attributes:
+        name: the key the manifest's build entry and the scores record it under.
+        flag: the `ruler build` flag naming values, comma-separated (none: all of them).
+        help: the flag's help.
+    """
+
+    name: str
+    flag: str
+    help: str = ""
+
+    @abstractmethod
+    def parse(self, text: str) -> Any:
+        """One value as the flag and `ruler.build()` spell it (a RulerError if malformed)."""
+
+    @abstractmethod
+    def every(self) -> tuple[Any, ...]:
+        """The values the flag builds when not given."""
+
+    @abstractmethod
+    def record(self, value: Any) -> Any:
+        """The JSON the manifest's build entry records for `value`."""
+
+    @abstractmethod
+    def from_record(self, data: Any) -> Any:
+        """The value a manifest records (a RulerError if malformed)."""
+
+    @abstractmethod
+    def code(self, value: Any) -> str:
+        """`value` as one short string (what scores record, what reports show)."""
+
+    def config_suffix(self, value: Any) -> str:
+        """What a config of `value` adds to the tokenizer's config name."""
+        return self.code(value)
+
+    def tasks(self, value: Any, tasks: tuple[str, ...]) -> tuple[str, ...]:
+        """The tasks a config of `value` builds unless told otherwise."""
+        return tasks
+
+    def check(self, value: Any, tasks: Sequence[str]) -> None:  # noqa: B027 (a hook)
+        """Refuse (RulerError) tasks a config of `value` cannot build."""
+
+    def values(self, text: str | None) -> tuple[Any, ...]:
+        """The values the flag names: comma-separated, or all of them (`all`, or nothing)."""
+        if not text or text.strip() == "all":
+            return self.every()
+        out = [self.parse(part) for part in text.split(",") if part.strip()]
+        if len(set(out)) != len(out):
+            raise RulerError(f"{self.flag} {text!r} names a {self.name} twice")
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    """How a benchmark's task scores make its headline: per length an aggregate of the task
+    scores (`per_length`, the plain mean unless a subclass says otherwise), their mean over the
+    lengths (Avg.), and where the benchmark defines them, the weighted averages over lengths
+    (wAvg. inc/dec, RULER's) and the effective length (the longest length whose score exceeds a
+    threshold at it and every shorter one, RULER's). `text` ends the report's sentence on
+    what the per-length score is ("the plain mean of the 7 task scores ...")."""
+
+    weighted: bool = False
+    effective_length: bool = False
+    text: str = ""
+
+    def per_length(self, scores: Sequence[float]) -> float:
+        """The score of one length from its tasks' scores."""
+        return sum(scores) / len(scores)
+
+    def per_length_text(self, tasks: int) -> str:
+        """What the per-length score is, for the report."""
+        return f"the plain mean of the {tasks} task scores"
+
+
+def english(axes: Mapping[str, Any]) -> tuple[str, ...]:
+    """The languages of a config's rows: English, whatever its axes."""
+    return ("en",)
+
+
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark.
@@ -78,95 +148,114 @@ class Benchmark:
         title: its name in reports and the card ("RULER", "RULERv2").
         tasks: its catalog tasks, in the benchmark's order (what `--tasks all` builds).
         aliases: what `ruler build --benchmark` accepts besides the id, the first one shown.
+        help: what `--benchmark`'s help says of it.
+        family: the benchmark family its published results and card text belong to
+            ("RULER" for RULER's three; default: its title).
         config_suffix: added to the tokenizer's config name (`llama-3.1--v2`): a config holds
             one benchmark's rows; "" for RULER's.
         prompt_mode: `prompt_mode(has_chat_template)`, how its rows are counted
             (`builder.tokenizer.PROMPT_MODES`); None: as the build's variant says (RULER).
-        variants: the variant fields (`builder.variants`) its configs may have ("" is the
-            default config); None: every variant.
-        weighted_average: how its scores aggregate: True, RULER's Avg. over lengths with
-            upstream's wAvg. (inc/dec) and effective length; False, the per-length plain mean
-            and Avg. only (RULERv2, `eval.aggregate.summarize`).
-        card_section: "package.module:function" of the card's section about it,
-            `function(manifest) -> str` ("" for a folder without its configs); None: none.
-        per_language: its configs are one per language (`BuildConfig.language`, ONERULER's
-            `<tokenizer>--oneruler-<lang>`); False: one config per tokenizer and variant.
-        cross_lingual_tasks: the tasks a cross-lingual config (context in one language,
-            instructions in another) builds unless told otherwise (ONERULER: the 5 NIAH tasks;
-            upstream's CWE has no cross-lingual setting).
-        default_lengths: the `--lengths` a build makes unless told otherwise (ONERULER's are
-            the paper's set, `--lengths oneruler`).
-        fill: how full its rows are (`FillPromise`), checked on every row by the build and
-            by `ruler verify`.
         length_rule: how its rows' `length` is counted (`builder.length_rules`): the prompt
             and `tokens_to_generate` within L (RULER, ONERULER), or the prompt alone
             (RULERv2, whose answer comes on top); each file's manifest entry records it.
+        variants: the variant fields (`builder.variants`) its configs may have ("" is the
+            default config); None: every variant.
+        axes: what its configs are built along (`BuildAxis`), one config per value.
+        default_lengths: the `--lengths` a build makes unless told otherwise.
+        length_sets: named `--lengths` sets it adds (ONERULER's `oneruler`).
+        fill: how full its rows are (`FillPromise`), checked on every row by the build and
+            by `ruler verify`.
+        aggregation: how its scores aggregate (`Aggregation`).
+        sources: its pinned inputs (`builder.sources.SourceSpec`), which `ruler sources`
+            lists and fetches.
+        metrics: the metrics its rows name (name -> `eval.metrics.MetricSpec`), registered
+            when it loads; a metric whose `replaces` names another may rescore its rows.
+        packages: the packages its generators add to what shapes its rows (recorded by its
+            builds: `builder.packages`).
+        languages: `languages(axes)`: the languages of a config's rows (ISO 639-1 codes), for
+            the card, from the config's axis values.
+        card_section, card_body, report, lm_eval, failure_labels: the addresses
+            ("package.module:ATTR") of the code in its folder that writes the card's section
+            about it (`function(manifest) -> str`) and its family's card text (intro, tasks,
+            differences, citation: `cards.frame.CardBody`), its report sections
+            (`eval.report_hooks.ReportHooks`), its lm-evaluation-harness export
+            (`eval.integrations.lm_eval_export.LmEvalHooks`) and its failure-mode labels
+            (`label_cell(...)`); None: none.
+        release_gates: addresses of what `ruler release` asks of its configs
+            (`release_gates.ReleaseGate`: a flag and a check, ONERULER's licence
+            acknowledgement).
     """
 
     id: str
     title: str
     tasks: tuple[str, ...]
     aliases: tuple[str, ...] = ()
+    help: str = ""
+    family: str = ""
     config_suffix: str = ""
     prompt_mode: Callable[[bool], str] | None = None
-    variants: tuple[str, ...] | None = None
-    weighted_average: bool = True
-    card_section: str | None = None
-    per_language: bool = False
-    cross_lingual_tasks: tuple[str, ...] = ()
-    default_lengths: str = "4096"
-    fill: FillPromise = FillPromise()
     length_rule: str = PROMPT_AND_OUTPUT
+    variants: tuple[str, ...] | None = None
+    axes: tuple[BuildAxis, ...] = ()
+    default_lengths: str = "4096"
+    length_sets: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    fill: FillPromise = FillPromise()
+    aggregation: Aggregation = Aggregation()
+    sources: tuple[Any, ...] = ()
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    packages: tuple[str, ...] = ()
+    languages: Callable[[Mapping[str, Any]], tuple[str, ...]] = english
+    card_section: str | None = None
+    card_body: str | None = None
+    report: str | None = None
+    lm_eval: str | None = None
+    failure_labels: str | None = None
+    release_gates: tuple[str, ...] = ()
 
     @property
     def flag(self) -> str:
         """How `ruler build` asks for it."""
-        return "no --benchmark" if self.id == RULER else \
+        return "no --benchmark" if self.id == DEFAULT else \
             f"--benchmark {(self.aliases or (self.id,))[0]}"
 
     @property
     def families(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(get_task(t).family.name for t in self.tasks))
 
-    @property
-    def sources(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(s for t in self.tasks for s in get_task(t).sources))
+    def hook(self, name: str) -> Any:
+        """The object at hook `name`'s address (None: the benchmark has none)."""
+        address = getattr(self, name)
+        return None if address is None else load_target(address)
 
-    @property
-    def metrics(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(get_task(t).metric for t in self.tasks))
+    def axis(self, name: str) -> BuildAxis:
+        (found,) = [a for a in self.axes if a.name == name]
+        return found
+
+    def axis_values(self, records: Mapping[str, Any]) -> dict[str, Any]:
+        """Its axes' values from what a manifest's build entry records under their names."""
+        return {a.name: a.from_record(records[a.name]) for a in self.axes if a.name in records}
+
+    def axis_codes(self, values: Mapping[str, Any]) -> dict[str, str]:
+        return {a.name: a.code(values[a.name]) for a in self.axes if a.name in values}
 
 
-#: Every benchmark by id: RULER's two, then a plug-in's (entry point group `ruler.benchmarks`).
+#: Every benchmark by id: the built-ins (`ruler.benchmarks.BUILTIN`), then a plug-in's (entry
+#: point group `ruler.benchmarks`).
 BENCHMARK_SPECS: Registry[Benchmark] = Registry(
     "benchmark", "ruler.benchmarks", accepts=lambda obj: isinstance(obj, Benchmark),
     name_of=lambda b: b.id)
-
-BENCHMARK_SPECS.register(Benchmark(RULER, "RULER", STANDARD_TASKS, aliases=("v1",)),
-                         origin="ruler")
-BENCHMARK_SPECS.register(Benchmark(
-    RULER2, "RULERv2", RULER2_TASKS, aliases=("v2",), config_suffix="v2",
-    prompt_mode=ruler2_prompt_mode, length_rule=PROMPT_ONLY,
-    # its rows count no output budget and have no depth sweep, base or no-context variant
-    variants=("", "replicate"), weighted_average=False,
-    card_section="ruler.cards.ruler2:ruler2_section"), origin="ruler")
-BENCHMARK_SPECS.register(Benchmark(
-    ONERULER, "ONERULER", ONERULER_TASKS, config_suffix="oneruler",
-    # its rows follow RULER's length rule (the prompt as the model reads it + the budget <= L)
-    # and have no depth sweep, base or no-context variant
-    variants=("", "replicate"), weighted_average=False,
-    card_section="ruler.cards.oneruler:oneruler_section", per_language=True,
-    cross_lingual_tasks=ONERULER_CROSS_LINGUAL_TASKS, default_lengths="oneruler"),
-    origin="ruler")
+with builtin_code():
+    for _id, _address in BUILTIN.items():
+        BENCHMARK_SPECS.register_lazy(_id, _address)
 
 
-class _View(Mapping[str, object]):
+class _View(Mapping[str, Any]):
     """A read-only view of one fact of every benchmark, as the registry holds them now."""
 
-    def __init__(self, table: Callable[[], dict]):
+    def __init__(self, table: Callable[[], dict[str, Any]]):
         self._table = table
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> Any:
         return self._table()[key]
 
     def __iter__(self) -> Iterator[str]:
@@ -187,29 +276,23 @@ BENCHMARKS: Mapping[str, tuple[str, ...]] = _View(
 ALIASES: Mapping[str, str] = _View(
     lambda: {name: b.id for b in BENCHMARK_SPECS.values() for name in (*b.aliases, b.id)})
 
-#: What a benchmark's configs add to the tokenizer's config name (`llama-3.1--v2`): its rows
-#: never mix with another benchmark's in one config. ONERULER's add the language too
-#: (`llama-3.1--oneruler-ko`: `benchmark_config`).
-CONFIG_SUFFIX: Mapping[str, str] = _View(
-    lambda: {b.id: b.config_suffix for b in BENCHMARK_SPECS.values()})
 
-#: The `--lengths` a build of each benchmark makes unless told otherwise.
-DEFAULT_LENGTHS: Mapping[str, str] = _View(
-    lambda: {b.id: b.default_lengths for b in BENCHMARK_SPECS.values()})
-
-
-def get_benchmark(benchmark_id: str) -> Benchmark:
-    """The benchmark of id `benchmark_id` (an unknown id: a RulerError naming the known)."""
-    return BENCHMARK_SPECS[benchmark_id]
+def get_benchmark(benchmark_id: str, package: str | None = None) -> Benchmark:
+    """The benchmark of id `benchmark_id`; one not installed is a RulerError naming it and, when
+    the record that names it says, the package that provides it (`package`)."""
+    try:
+        return BENCHMARK_SPECS[benchmark_id]  # a plug-in left out: one line saying why
+    except UnknownName:
+        where = f" (it comes from package {package}: pip install {package})" if package else ""
+        raise RulerError(f"benchmark {benchmark_id!r} is not installed{where}; this ruler has "
+                         f"{', '.join(BENCHMARK_SPECS)}") from None
 
 
-def benchmark_of(task: str) -> str:
-    """The benchmark id of a catalog task; a registered task no benchmark lists counts as
-    RULER's, which is what a default build holds it beside."""
-    for b in BENCHMARK_SPECS.values():
-        if task in b.tasks:
-            return b.id
-    return RULER
+def benchmark_package(benchmark_id: str) -> str | None:
+    """The installed distribution a plug-in's benchmark comes from (what a build records, so
+    that a reader without it names it); None for a built-in."""
+    get_benchmark(benchmark_id)
+    return BENCHMARK_SPECS.package_of(benchmark_id)
 
 
 def recorded_length_rule(recorded: str | None, benchmark: str) -> str:
@@ -218,47 +301,59 @@ def recorded_length_rule(recorded: str | None, benchmark: str) -> str:
     return recorded or get_benchmark(benchmark).length_rule
 
 
-def per_language(benchmark: str) -> bool:
-    """Whether `benchmark`'s configs are one per language (ONERULER's)."""
-    return get_benchmark(benchmark).per_language
+def tasks_of(benchmark: str) -> tuple[str, ...]:
+    """The tasks a benchmark's configs may hold: its own, and for the default benchmark the
+    tasks a plug-in's family registered that no benchmark lists."""
+    own = get_benchmark(benchmark).tasks
+    if benchmark != DEFAULT:
+        return own
+    listed = {t for b in BENCHMARK_SPECS.values() for t in b.tasks}
+    return own + tuple(t for t in TASKS if t not in listed)
 
 
-def benchmark_tasks(benchmark: str, language: OnerulerLanguage | None = None) -> tuple[str, ...]:
-    """A benchmark's tasks, those a build makes unless told otherwise (a cross-lingual config:
-    its benchmark's `cross_lingual_tasks`)."""
+def benchmark_tasks(benchmark: str, axes: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """A benchmark's tasks, those a build makes unless told otherwise (a value of one of its
+    axes may narrow them: `BuildAxis.tasks`)."""
     bench = get_benchmark(benchmark)
-    if language is not None and language.cross_lingual:
-        return bench.cross_lingual_tasks
-    return bench.tasks
+    tasks = tasks_of(benchmark)
+    for axis in bench.axes:
+        if axis.name in (axes or {}):
+            tasks = axis.tasks(axes[axis.name], tasks)
+    return tasks
 
 
-def benchmark_config(base: str, benchmark: str,
-                     language: OnerulerLanguage | None = None) -> str:
-    """The config of `benchmark`'s rows for the tokenizer config `base` (and, for a
-    per-language benchmark, `language`: `llama-3.1--oneruler-ko`, `--oneruler-en-ko`)."""
+def benchmark_config(base: str, benchmark: str, axes: Mapping[str, Any] | None = None) -> str:
+    """The config of `benchmark`'s rows for the tokenizer config `base` (and, for a benchmark
+    built along axes, their values: `llama-3.1--oneruler-ko`, `--oneruler-en-ko`)."""
     bench = get_benchmark(benchmark)
-    if bench.per_language:
-        if language is None:
-            raise ValueError(f"benchmark {benchmark!r} has one config per language: give one")
-        return f"{base}--{language.config_suffix()}"
+    if bench.axes:
+        missing = [a.name for a in bench.axes if a.name not in (axes or {})]
+        if missing:
+            raise ValueError(f"benchmark {benchmark!r} has one config per {missing[0]}: give one")
+        return "--".join([base, *(a.config_suffix(axes[a.name]) for a in bench.axes)])
     return f"{base}--{bench.config_suffix}" if bench.config_suffix else base
 
 
 def check_tasks(benchmark: str, tasks: Iterable[str]) -> None:
-    """Refuse a build of `benchmark` holding another benchmark's tasks (RulerError)."""
-    other = [t for t in tasks if benchmark_of(t) != benchmark]
+    """Refuse a build of `benchmark` holding tasks that are not its own (RulerError)."""
+    own = tasks_of(benchmark)
+    other = [t for t in tasks if t not in own]
     if other:
-        flag = get_benchmark(benchmark_of(other[0])).flag
-        raise RulerError(f"task(s) {', '.join(other)} are not {benchmark!r} tasks: build them "
-                         f"with {flag} (a config holds one benchmark's rows)")
+        owners = [b for b in BENCHMARK_SPECS.values() if other[0] in b.tasks]
+        hint = f": build them with {owners[0].flag}" if owners else ""
+        raise RulerError(f"task(s) {', '.join(other)} are not {benchmark!r} tasks{hint} (a "
+                         f"config holds one benchmark's rows)")
 
 
 def benchmark_id(name: str) -> str:
-    """The id `--benchmark NAME` means (v1, ruler, v2, ruler2, oneruler, a plug-in's), or a
-    RulerError."""
+    """The id `--benchmark NAME` means (an id or an alias), or a RulerError."""
     try:
         return ALIASES[name]
     except KeyError:
         raise RulerError(f"unknown benchmark {name!r}; known: "
                          f"{', '.join(ALIASES)}") from None
 
+
+def benchmark_axes() -> dict[str, BuildAxis]:
+    """Every registered benchmark's axes, by name (an axis two benchmarks share is one)."""
+    return {a.name: a for b in BENCHMARK_SPECS.values() for a in b.axes}

@@ -13,17 +13,17 @@ from typing import Any, Mapping
 
 from ruler.builder.tasks.family import GoldSpans, family_of
 
-#: The key of a checked row's mapping that carries its build's recorded language (the
-#: manifest's `language` of its config: a per-language benchmark's, ONERULER's), beside the
-#: row's columns, which do not hold it (`with_build`). A row's config name is never read
-#: for it.
-BUILD_LANGUAGE = "build_language"
+#: The key of a checked row's mapping that carries its build's recorded axis values (what the
+#: manifest's build entry of its config records for its benchmark's axes, by axis name),
+#: beside the row's columns, which do not hold them (`with_build`). A row's config name is
+#: never read for them.
+BUILD_AXES = "build_axes"
 
 
-def with_build(row: Mapping, language: Any) -> Mapping:
-    """The row as the family checks read it: its columns, and its build's recorded `language`
-    (the manifest entry's value, or None) under BUILD_LANGUAGE."""
-    return {**row, BUILD_LANGUAGE: language} if language is not None else row
+def with_build(row: Mapping, axes: Mapping[str, Any] | None) -> Mapping:
+    """The row as the family checks read it: its columns, and its build's recorded axis
+    values (the manifest entry's records, by axis name) under BUILD_AXES."""
+    return {**row, BUILD_AXES: dict(axes)} if axes else row
 
 
 def check_row(row: Mapping) -> str | None:

@@ -19,15 +19,7 @@ from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 from ruler.builder.depths import DepthBin
 from ruler.builder.errors import RulerError
 from ruler.builder.registry import Registry, UnknownName
-from ruler.builder.tasks.catalog import (
-    BUILTIN_FAMILIES,
-    FAMILIES,
-    STANDARD_TASKS,
-    TASKS,
-    FamilySpec,
-    TaskSpec,
-    get_task,
-)
+from ruler.builder.tasks.catalog import FAMILIES, TASKS, FamilySpec, TaskSpec, get_task
 
 #: (character offsets in `input` where the gold items start, (context start, context end)).
 GoldSpans = tuple[list[int], tuple[int, int]]
@@ -178,14 +170,13 @@ def _same_family(a: TaskFamily, b: TaskFamily) -> bool:
     return a is b or a == b
 
 
-#: Every family's code by name: the catalog's at the addresses their specs name (imported on
-#: first use), a plug-in's registered by the module or function its `ruler.task_families`
-#: entry point names (the catalog's `TASKS` reads those entry points: they register tasks too).
+#: Every family's code by name: at the addresses the catalog's specs name (imported on first
+#: use: `get_family`), or registered by the module or function a plug-in's
+#: `ruler.task_families` entry point names (the catalog's `TASKS` reads those entry points:
+#: they register tasks too).
 FAMILY_CODE: Registry[TaskFamily] = Registry(
     "task family", accepts=lambda obj: isinstance(obj, TaskFamily),
     name_of=lambda family: family.name, same=_same_family, on_miss=lambda: TASKS.names())
-for _spec in BUILTIN_FAMILIES:
-    FAMILY_CODE.register_lazy(_spec.name, _spec.module)
 
 
 def register_family(family: TaskFamily) -> TaskFamily:
@@ -224,7 +215,13 @@ def family_of(task: str) -> TaskFamily:
     return get_family(get_task(task).family.name)
 
 
-def swept_tasks(tasks: Iterable[str] = STANDARD_TASKS) -> tuple[str, ...]:
-    """Those of `tasks` a depth-swept build can hold (their family is sweepable); of the
-    standard tasks by default: what `ruler build --depths N` builds unless told otherwise."""
+def swept_tasks(tasks: Iterable[str] | None = None) -> tuple[str, ...]:
+    """Those of `tasks` a depth-swept build can hold (their family is sweepable): what `ruler
+    build --depths N` builds of a benchmark's tasks unless told otherwise; of the default
+    benchmark's by default."""
+    if tasks is None:
+        from ruler.benchmarks import DEFAULT
+        from ruler.builder.tasks.benchmarks import tasks_of
+
+        tasks = tasks_of(DEFAULT)
     return tuple(t for t in tasks if family_of(t).sweepable)

@@ -8,12 +8,12 @@ import os
 from pathlib import Path
 from typing import Iterable
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
-from ruler.builder.tasks.benchmarks import RULER, benchmark_config
+from ruler.builder.tasks.benchmarks import benchmark_config
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
 from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_from_record
@@ -128,16 +128,16 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
                                        f"pinned and official sources give {official}"))
     variant = build.variant or {}
     recorded = build.identity.variant if build.identity else None
-    recorded_benchmark = (build.identity.benchmark if build.identity else None) or RULER
-    benchmark = build.benchmark or RULER
-    if variant or recorded or benchmark != RULER:
-        language = None if build.language is None else \
-            OnerulerLanguage.from_record(build.language)
+    recorded_benchmark = (build.identity.benchmark if build.identity else None) or DEFAULT
+    benchmark = build.benchmark_id
+    if variant or recorded or benchmark != DEFAULT:
         named = variant_from_record(variant).config_name(benchmark_config(
-            config_name(build.tokenizer.name), benchmark, language))
-        recorded_language = build.identity.language if build.identity else None
+            config_name(build.tokenizer.name), benchmark, build.axis_values()))
+        axes = build.axis_records()
+        recorded_axes = {k: v for k, v in (build.identity.extra if build.identity else {}).items()
+                         if k in axes}
         if named != config or (recorded or {}) != variant or \
-                recorded_benchmark != benchmark or recorded_language != build.language:
+                recorded_benchmark != benchmark or recorded_axes != axes:
             problems.append(Problem(where, f"variant {variant} (benchmark {benchmark!r}) "
                                            f"does not match the config name (expected "
                                            f"{named!r}) or the build identity"))

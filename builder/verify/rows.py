@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 import pyarrow.parquet as pq
 
+from ruler.benchmarks import DEFAULT
 from ruler.builder.hashing import file_sha256
 from ruler.builder.length_rules import PROMPT_AND_OUTPUT, counted_output
 from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
@@ -36,21 +37,30 @@ def sample_indices(n: int, full: bool, sample: int) -> set[int]:
     return {round(i * (n - 1) / max(1, sample - 1)) for i in range(sample)}
 
 
+@dataclass(frozen=True)
+class Build:
+    """What a file's checks read of its build as the manifest records it: the benchmark, its
+    axes' values (ONERULER's `language`, as recorded) and the file's length rule."""
+
+    benchmark: str = DEFAULT
+    axes: Mapping[str, Any] = field(default_factory=dict)
+    length_rule: str = PROMPT_AND_OUTPUT
+
+
 class RowChecker:
     """Every per-row check of one file, applied as rows stream past (constant memory): the
     checks the build's worker makes too (`ruler.builder.row_checks`), then those that need
     the tokenizer or the generator."""
 
     def __init__(self, res: FileReport, entry: FileEntry, tokenizer, mode: str | None,
-                 plan: RowsPlan, variant: Variant = NO_VARIANT, language: Any = None,
-                 length_rule: str = PROMPT_AND_OUTPUT):
+                 plan: RowsPlan, variant: Variant = NO_VARIANT, build: Build = Build()):
         self.res, self.tokenizer, self.mode, self.plan = res, tokenizer, mode, plan
-        self.length_rule = length_rule  # the file's, as its manifest entry records it
-        self.language = language  # the build's recorded language (the manifest's), or None
+        self.build = build  # what the build and the file record (benchmark, axes, rule)
         self.retokenize = plan.retokenize
         self._generator: Any = None  # the task's generator (QA gold documents), made once
         self.variant = variant  # the build's: its budget and its own row rule are expected
-        self.rules = RowRules.of(entry.config, entry.task, entry.max_seq_length, variant)
+        self.rules = RowRules.of(entry.config, entry.task, entry.max_seq_length, variant,
+                                 build.benchmark)
         self.spec = spec = self.rules.spec
         if spec is None:
             res.problems.append(Problem(res.path, f"unknown task {entry.task!r}"))
@@ -60,7 +70,7 @@ class RowChecker:
     def __call__(self, i: int, row: dict) -> None:
         path = self.res.path
         verdict = row_findings(self.rules, i, row,
-                               lambda r: check_row(with_build(r, self.language)),
+                               lambda r: check_row(with_build(r, self.build.axes)),
                                self._at_bound)
         for finding in verdict.findings:
             if finding.kind == FIELDS:
@@ -77,7 +87,7 @@ class RowChecker:
         if self.tokenizer is not None and self.mode is not None and i in self.retokenize:
             got = self.tokenizer.prompt_length(row["input"], row["answer_prefix"],
                                                mode=self.mode) \
-                + counted_output(self.length_rule, row["tokens_to_generate"])
+                + counted_output(self.build.length_rule, row["tokens_to_generate"])
             self.res.retokenized += 1
             if got != row["length"]:
                 self.res.problems.append(Problem(path, f"stored length {row['length']}, "
@@ -114,7 +124,7 @@ class RowChecker:
                 if note not in self.res.notes:
                     self.res.notes.append(note)
                 return
-        spans = gold_spans(with_build(row, self.language), generator)
+        spans = gold_spans(with_build(row, self.build.axes), generator)
         if isinstance(spans, str):
             self.res.problems.append(Problem(self.res.path, f"gold items: {spans}", row=i))
             return
@@ -158,10 +168,9 @@ class RowChecker:
 def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | None,
                 full: bool = False, sample: int = DEFAULT_SAMPLE, regenerate: int = 0,
                 regenerator: Regenerator | None = None,
-                variant: Variant = NO_VARIANT, language: Any = None,
-                length_rule: str = PROMPT_AND_OUTPUT) -> FileReport:
-    """Check one split file; `variant` and `language` are its build's (read from the
-    manifest's `variant` and `language` entries), `length_rule` the file's (its entry's)."""
+                variant: Variant = NO_VARIANT, build: Build = Build()) -> FileReport:
+    """Check one split file; `variant` is its build's (read from the manifest's `variant`),
+    `build` what the manifest records of its build and the file (`Build`)."""
     res = FileReport(rel)
     path = out / rel
     if not path.is_file():
@@ -186,7 +195,7 @@ def verify_file(out: Path, rel: str, entry: FileEntry, tokenizer, mode: str | No
     n = parquet.metadata.num_rows
     plan = RowsPlan(sample_indices(n, full, sample),
                     rows_to_regenerate(n, regenerate, entry.content_sha256), regenerator)
-    check = RowChecker(res, entry, tokenizer, mode, plan, variant, language, length_rule)
+    check = RowChecker(res, entry, tokenizer, mode, plan, variant, build)
 
     def rows():
         i = 0

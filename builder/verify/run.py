@@ -43,7 +43,7 @@ from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyRepo
 from ruler.builder.verify.folder import load_manifest, manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.regenerate import Regenerator
-from ruler.builder.verify.rows import verify_file
+from ruler.builder.verify.rows import Build, verify_file
 from ruler.builder.verify.tokenizers import tokenizer_for
 
 
@@ -72,8 +72,8 @@ class FileChecks:
         return verify_file(self.out, rel, entry, self.tokenizers.get(entry.config),
                            build.prompt_mode, full, self.sample, self.regenerate,
                            self.regenerator, self.variants.get(entry.config, NO_VARIANT),
-                           build.language,
-                           recorded_length_rule(entry.length_rule, build.benchmark_id))
+                           Build(build.benchmark_id, build.axis_records(),
+                                 recorded_length_rule(entry.length_rule, build.benchmark_id)))
 
 
 _checks: FileChecks | None = None  # set in pool processes only, by the initializer

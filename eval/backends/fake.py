@@ -110,8 +110,8 @@ class FakeBackend:
     def purposeful(self, key: Any) -> str:
         """The failure mode's answer to the row `key` (`fake_failures`), or its gold answer
         where the mode does not apply to it."""
-        from ruler.eval.failure_modes.cell import family_of
-        from ruler.eval.failure_modes.labeler import labels_family
+        from ruler.benchmarks.ruler.failure_modes.cell import family_of
+        from ruler.benchmarks.ruler.failure_modes.labeler import labels_family
 
         row = self._row_texts(key)
         family = family_of(row["task"])

@@ -31,10 +31,10 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ruler.eval.failure_modes import cwe, fwe, niah, vt
-from ruler.eval.failure_modes.labels import THRESHOLDS
-from ruler.eval.failure_modes.qa import question_key
-from ruler.eval.failure_modes.text import collapse
+from ruler.benchmarks.ruler.failure_modes import cwe, fwe, niah, vt
+from ruler.benchmarks.ruler.failure_modes.labels import THRESHOLDS
+from ruler.benchmarks.ruler.failure_modes.qa import question_key
+from ruler.benchmarks.ruler.failure_modes.text import collapse
 
 #: The modes, in the order `--fake-answers` lists them (after gold, empty, none).
 FAILURES = ("distractor", "partial", "duplicated", "oneshot", "stopwords", "other_chain",

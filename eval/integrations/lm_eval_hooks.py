@@ -15,23 +15,21 @@ from ruler.eval.metrics import (
     KEYED_METRICS,
     PREPARE,
     ROW_METRICS,
-    percent_of_rows,
     score_of_rows,
 )
 
-#: Dataset config -> the build key a keyed metric reads of its rows (ONERULER's: the language
-#: its manifest entry records, "ko" or "en-ko"; `metrics.build_key`). `utils.py` holds the
-#: table of the builds it was exported from (`lm_eval_export.render_utils`): a config's name is
-#: never read for it.
+#: Dataset config -> the build key a keyed metric reads of its rows (what its manifest entry
+#: records, a language "ko" or "en-ko"; `metrics.build_key`). `utils.py` holds the table of
+#: the builds it was exported from (`lm_eval_export.render_utils`): a config's name is never
+#: read for it.
 METRIC_KEYS: dict[str, str] = {}
 
 
 def process_results(doc: dict[str, Any], results: Sequence[str]) -> dict[str, float]:
     """Per row: upstream's value of the row's own metric (0..1) on the completion (the text
-    generated after `answer_prefix`), prepared as that metric's upstream does (v1:
-    post-processed; RULERv2, ONERULER: as generated). ONERULER's metric also reads the row's
-    task and its build's language (`METRIC_KEYS` of the row's config, its `tokenizer`
-    column)."""
+    generated after `answer_prefix`), prepared as that metric's upstream does (post-processed,
+    or as generated). A keyed metric also reads the row's task and what its build records
+    (`METRIC_KEYS` of the row's config, its `tokenizer` column)."""
     metric = doc["metric"]
     prediction = PREPARE[metric](results[0])
     keys: tuple[str, ...] = ()
@@ -50,15 +48,3 @@ def aggregate(row_scores: Sequence[float]) -> float:
     """Per RULER task: upstream's score, 0..100 rounded to 2 decimals, as `ruler score`
     reports it."""
     return score_of_rows(list(row_scores))
-
-
-def aggregate_ruler2(row_scores: Sequence[float]) -> float:
-    """Per RULERv2 task: NeMo-Skills' score, the rows' mean in percent (not rounded), as
-    `ruler score` reports it."""
-    return percent_of_rows(list(row_scores))
-
-
-def aggregate_oneruler(row_scores: Sequence[float]) -> float:
-    """Per ONERULER task: upstream's `avg_acc`, the share of rows right in percent (not
-    rounded), as `ruler score` reports it."""
-    return percent_of_rows(list(row_scores))

@@ -66,8 +66,9 @@ EDGES = [("Question?", " Answer:"), ("Question?", "The answer is "), ("Question?
 def _prompts(name: str, samples: int):
     """Every task's drafts (RULER and RULERv2) as the builder drafts them, then edge cases."""
     from helpers.tasks import SEED, generator
+    from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
+    from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
     from ruler.builder.rng import sample_rng
-    from ruler.builder.tasks.catalog import RULER2_TASKS, STANDARD_TASKS
 
     for task in (*STANDARD_TASKS, *RULER2_TASKS):
         gen = generator(task, name, 4096)

@@ -16,16 +16,17 @@ import pytest
 
 from helpers.builds import build
 from helpers.tasks import SEED, generator, tokenizer
+from ruler.benchmarks.ruler.common_words import CommonWordsGenerator
+from ruler.benchmarks.ruler.niah import _split_needle
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
+from ruler.benchmarks.ruler2 import prompt_mode as ruler2_prompt_mode
+from ruler.benchmarks.ruler2.items import split_ids
+from ruler.benchmarks.ruler2.niah import split_line
 from ruler.builder.counting import ExactCounter, PieceCounter
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS
 from ruler.builder.tasks.base import joined
-from ruler.builder.tasks.benchmarks import RULER2, benchmark_of, ruler2_prompt_mode
-from ruler.builder.tasks.catalog import STANDARD_TASKS
-from ruler.builder.tasks.common_words import CommonWordsGenerator
-from ruler.builder.tasks.niah import _split_needle
-from ruler.builder.tasks.ruler2_items import split_ids
-from ruler.builder.tasks.ruler2_niah import split_line
+from ruler.builder.tasks.benchmarks import BENCHMARKS
 from ruler.builder.tokenizer_registry import registry
 
 
@@ -35,7 +36,7 @@ def _offsets(d):
 
 def _mode(tok, task: str) -> str:
     """The prompt mode a build of `task` counts in (RULERv2: the generation prompt)."""
-    if benchmark_of(task) == RULER2:
+    if task in BENCHMARKS["ruler2"]:
         return ruler2_prompt_mode(tok.has_chat_template)
     return tok.default_mode()
 
@@ -181,7 +182,7 @@ def test_ten_digit_values_and_seven_digit_ids_cut_by_three_digits_add_up(tok_nam
 
 
 def test_a_needle_line_is_cut_the_same_by_the_one_match_path_and_word_by_word():
-    import ruler.builder.tasks.niah as niah
+    import ruler.benchmarks.ruler.niah as niah
 
     lines = [f"One of the special magic {kind} for {key} is: {value}.{end}"
              for kind in ("numbers", "uuids") for end in ("", "\n")
@@ -345,7 +346,7 @@ def _non_additive_tokenizer(folder):
     """A real BPE trained without pre-tokenization: its merges cross spaces and newlines."""
     from tokenizers import Tokenizer, models, trainers
 
-    from ruler.builder.tasks.noise import NOISE_SENTENCE
+    from ruler.benchmarks.ruler.noise import NOISE_SENTENCE
 
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     corpus = [(NOISE_SENTENCE + "\n") * 5] * 50 + [
@@ -406,7 +407,7 @@ ONERULER_FAST = {("ko", "llama-3.1"), ("hi", "qwen2.5"), ("ru", "gemma-3"),
 
 
 def _oneruler_pairs():
-    from ruler.builder.tasks.oneruler_languages import LANGUAGES
+    from ruler.benchmarks.oneruler.languages import LANGUAGES
 
     for lang in LANGUAGES:
         for tok in registry():
@@ -420,15 +421,15 @@ def test_piece_counts_hold_in_every_oneruler_language(lang, tok_name):
     ja, joined by nothing, are not cut: counted whole), numbered word lists. The sentences
     are the book's first ones (split from its start: the junctions are what matters)."""
     from helpers.paths import SOURCES
+    from ruler.benchmarks.oneruler.data import OnerulerData
+    from ruler.benchmarks.oneruler.languages import OnerulerLanguage
+    from ruler.benchmarks.oneruler.sentences import split_sentences
     from ruler.builder.context import BuildContext
     from ruler.builder.tasks import get_task, make_generator
-    from ruler.builder.tasks.oneruler_data import OnerulerData
-    from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
-    from ruler.builder.tasks.oneruler_sentences import split_sentences
 
     language = OnerulerLanguage.mono(lang)
     ctx = BuildContext(tokenizer(tok_name), f"{tok_name}--oneruler-{lang}", SEED, str(SOURCES),
-                       language=language)
+                       axes={"language": language})
     book = OnerulerData(SOURCES / "oneruler").book(lang)
     ctx._resources[f"oneruler:sentences:{lang}"] = split_sentences(lang, book[:60_000])
     for task in ("or_niah_multikey", "or_niah_none", "or_cwe_easy"):

@@ -23,7 +23,9 @@ import pytest
 from helpers.essay_pages import pinned_texts
 from helpers.loopback import Handler, serve, wait_for
 from helpers.paths import SOURCES
-from ruler.builder import oneruler_files, sources
+from helpers.sources import swap_source
+from ruler.benchmarks.oneruler import files as oneruler_files
+from ruler.builder import sources
 from ruler.builder.errors import RulerError
 from ruler.builder.essay_fetch import PAGE_CEILING, fetch_essays
 from ruler.builder.essay_list import pinned_essays
@@ -91,7 +93,7 @@ def test_a_hub_file_longer_than_its_ceiling_is_cut_there(tmp_path, monkeypatch):
     spec = dataclasses.replace(real, ceiling=1_000_000, hub=dataclasses.replace(
         real.hub, revision=revision,
         splits=(HubSplit("test", 14_042, (HubFile(test, "0" * 64),), "mmlu/test*.parquet"),)))
-    monkeypatch.setitem(sources.SOURCES, "mmlu", spec)
+    swap_source(monkeypatch, spec)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     with serve(Hub) as served:
         monkeypatch.setenv("HF_ENDPOINT", served.url)

@@ -14,7 +14,8 @@ import zipfile
 
 from helpers.essay_pages import pinned_texts
 from helpers.paths import SOURCES
-from ruler.builder import oneruler_files, sources
+from ruler.benchmarks.oneruler import files as oneruler_files
+from ruler.builder import sources
 from ruler.builder.essay_list import pinned_essays
 from ruler.builder.essay_record import MISSING, EssayFetchRecord, record_path
 from ruler.cli import main

@@ -90,7 +90,7 @@ def test_inputs_that_run_out_before_the_budget_fail_instead_of_a_short_row(ctx):
 
 
 def test_cwe_is_bounded_by_its_larger_word_list_only_where_it_can_be_reached(ctx):
-    from ruler.builder.tasks.common_words import fallback_pool
+    from ruler.benchmarks.ruler.common_words import fallback_pool
 
     assert make_generator(TASKS["cwe"], ctx, 32768).max_size is None  # list not even loaded
     assert make_generator(TASKS["cwe"], ctx, 1 << 21).max_size == len(fallback_pool())

@@ -24,10 +24,12 @@ import pytest
 
 from helpers.builds import build
 from helpers.paths import ROOT
+from ruler.benchmarks.oneruler.languages import LANGUAGES
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
+from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.identity import CONTENT_PACKAGES
 from ruler.builder.manifest import read_manifest
-from ruler.builder.tasks.catalog import ONERULER_TASKS, RULER2_TASKS, STANDARD_TASKS
-from ruler.builder.tasks.oneruler_languages import LANGUAGES
 
 GOLDEN = json.loads(Path(__file__).with_name("golden_content_sha256.json").read_text())
 CONSTRAINTS = ROOT / "constraints.txt"
@@ -62,7 +64,7 @@ def test_ruler2_rows_equal_the_committed_golden_hashes(tmp_path, tokenizer):
 def test_oneruler_rows_equal_the_committed_golden_hashes_in_every_language(tmp_path):
     for lang in LANGUAGES:
         build(tmp_path, "llama-3.1", ONERULER_TASKS, [8000], 2, benchmark="oneruler",
-              language=lang)
+              axes={"language": lang})
     got = {rel: e["content_sha256"] for rel, e in read_manifest(tmp_path)["files"].items()}
     want = {rel: h for rel, h in GOLDEN.items() if rel.startswith("data/llama-3.1--oneruler-")}
     assert len(want) == len(ONERULER_TASKS) * len(LANGUAGES)

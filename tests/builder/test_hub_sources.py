@@ -16,6 +16,7 @@ import pytest
 from helpers.builds import build
 from helpers.fake_hub import hub_for_this_process
 from helpers.paths import SOURCES
+from helpers.sources import swap_source
 from ruler.builder import sources
 from ruler.builder.errors import RulerError
 from ruler.builder.hub_sources import RECORD, HubDataset, HubFile, HubSplit
@@ -49,7 +50,7 @@ def mmlu_hub(tmp_path, monkeypatch):
                 HubSplit("test", 14_042, (HubFile(TEST, _sha(test)),), "mmlu/test*.parquet"),
                 HubSplit("auxiliary_train", 285, (HubFile(AUX),),
                          "mmlu/auxiliary_train*.parquet"))))
-        monkeypatch.setitem(sources.SOURCES, "mmlu", pinned)
+        swap_source(monkeypatch, pinned)
         yield hub, commit.sha, pinned
 
 
@@ -118,7 +119,7 @@ def test_a_bad_download_is_one_line_and_leaves_nothing(mmlu_hub, tmp_path, monke
             hub.splits[1], rows=99_842)))
     else:
         hub = dataclasses.replace(hub, revision="0" * 40)
-    monkeypatch.setitem(sources.SOURCES, "mmlu", dataclasses.replace(spec, hub=hub))
+    swap_source(monkeypatch, dataclasses.replace(spec, hub=hub))
     dest = tmp_path / "sources"
     with pytest.raises(RulerError, match=message):
         sources.fetch("mmlu", dest)

@@ -14,7 +14,8 @@ import urllib.parse
 import pytest
 
 from helpers.paths import SOURCES
-from ruler.builder import oneruler_files, sources
+from ruler.benchmarks.oneruler import files as oneruler_files
+from ruler.builder import sources
 from ruler.builder.hashing import file_sha256
 from ruler.cli import main
 

@@ -24,9 +24,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import all_rows, build
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder import __version__
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.catalog import STANDARD_TASKS, get_task
+from ruler.builder.tasks.catalog import get_task
 from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
 from ruler.builder.variants import DepthSweep, OutputBudget

@@ -53,7 +53,7 @@ def test_permutation_stream_picks_what_permutation_prefix_picks():
     stream where the prefix of a whole permutation was meant: the same picks, in order."""
     import itertools
 
-    from ruler.builder.tasks.ruler2_items import permutation_stream
+    from ruler.benchmarks.ruler2.items import permutation_stream
     from ruler.builder.tasks.sampling import permutation_prefix
 
     for seed in range(20):

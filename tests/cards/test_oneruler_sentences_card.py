@@ -3,8 +3,8 @@ sentences each language has beside the splitter's alone, and the fill the rule b
 
 from __future__ import annotations
 
-from ruler.builder.tasks.oneruler_languages import LANGUAGES
-from ruler.cards.oneruler_sentences import changed_languages, sentences_section
+from ruler.benchmarks.oneruler.card_sentences import changed_languages, sentences_section
+from ruler.benchmarks.oneruler.languages import LANGUAGES
 
 
 def test_the_section_states_the_rule_counts_and_measured_fill():

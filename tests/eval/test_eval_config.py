@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import ruler
+from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.errors import RulerError
 from ruler.builder.pipeline.config import BuildConfig
-from ruler.builder.tasks.catalog import RULER2_TASKS
 from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.variants import DepthSweep
 from ruler.eval.backends import BackendOptions

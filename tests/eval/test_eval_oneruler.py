@@ -15,11 +15,12 @@ import pytest
 
 from helpers.builds import rows
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.builder.tasks.catalog import ONERULER_TASKS, TASKS
+from ruler.benchmarks.oneruler.metric import NONE_WORDS
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
+from ruler.builder.tasks.catalog import TASKS
 from ruler.cli import main
 from ruler.eval.backends.base import finished_result
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
-from ruler.eval.oneruler_metric import NONE_WORDS
 from ruler.eval.runner import EvalConfig, run_eval
 
 pytestmark = [pytest.mark.build]  # every test reads the session build (conftest)

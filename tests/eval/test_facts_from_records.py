@@ -17,10 +17,10 @@ import pytest
 
 from helpers.builds import build, rows
 from helpers.paths import TOKENIZERS
-from ruler.builder.tasks.catalog import ONERULER_TASKS
-from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+from ruler.benchmarks.oneruler.languages import OnerulerLanguage
+from ruler.benchmarks.oneruler.metric import NONE_WORDS
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.cli import main
-from ruler.eval.oneruler_metric import NONE_WORDS
 
 pytestmark = [pytest.mark.build]
 
@@ -37,7 +37,7 @@ def hostile(tmp_path_factory) -> Path:
     shutil.copytree(TOKENIZERS / "llama-3.1", tokenizer)
     out = root / "build"
     build(out, str(tokenizer), ONERULER_TASKS, (L,), samples=2, benchmark="oneruler",
-          language=OnerulerLanguage.parse("en"))
+          axes={"language": OnerulerLanguage.parse("en")})
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["builds"][CONFIG]["language"] == "en"
     return out
@@ -84,8 +84,8 @@ def test_the_report_names_the_recorded_language(gold_run, tmp_path):
 
 
 def test_the_language_table_places_the_run_by_its_recorded_language(gold_run):
+    from ruler.benchmarks.oneruler.report import language_tables
     from ruler.eval.report import build_report, load_scores
-    from ruler.eval.report_oneruler import language_tables
 
     table, = language_tables([(str(gold_run), build_report(load_scores(gold_run)))])
     assert table.languages == ["en"]
@@ -134,7 +134,7 @@ def test_older_scores_take_the_language_from_the_manifest_they_were_scored_on(go
 
     older = _older_scores(gold_run, tmp_path / "older")
     r = build_report(load_scores(older))
-    assert (r.benchmark, r.language) == ("oneruler", "en")
+    assert (r.benchmark, r.axes) == ("oneruler", {"language": "en"})
 
 
 def test_older_scores_without_their_dataset_say_the_language_is_not_recorded(gold_run,

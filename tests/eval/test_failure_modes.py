@@ -8,22 +8,16 @@ from __future__ import annotations
 
 import pytest
 
+from ruler.benchmarks.ruler.failure_modes.base import LabelRow
+from ruler.benchmarks.ruler.failure_modes.labeler import label_row
+from ruler.benchmarks.ruler.failure_modes.labels import MODES, PRECEDENCE, SUB_FLAGS, primary
+from ruler.benchmarks.ruler.failure_modes.niah import needles
+from ruler.benchmarks.ruler.failure_modes.qa import question_key
+from ruler.benchmarks.ruler.failure_modes.report import FailureCell, FailureReport, _coincide
+from ruler.benchmarks.ruler.tasks import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import (
-    COMMON_WORDS,
-    FREQ_WORDS,
-    NIAH,
-    QA,
-    VARIABLE_TRACKING,
-)
 from ruler.eval.backends.fake_failures import answer as purposeful
-from ruler.eval.failure_modes.base import LabelRow
-from ruler.eval.failure_modes.labeler import label_row
-from ruler.eval.failure_modes.labels import MODES, PRECEDENCE, SUB_FLAGS, primary
-from ruler.eval.failure_modes.niah import needles
-from ruler.eval.failure_modes.qa import question_key
 from ruler.eval.failure_modes.record import CellFailures, QaAnswer, RowFailure
-from ruler.eval.failure_modes.report import FailureCell, FailureReport, _coincide
 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 
@@ -130,7 +124,7 @@ def label(row, prediction, finish=""):
 
 def test_the_needle_format_is_the_builders():
     """The labeler reads needles in the builder's own format."""
-    from ruler.builder.tasks.niah import NEEDLE as BUILT
+    from ruler.benchmarks.ruler.niah import NEEDLE as BUILT
 
     made = " ".join(BUILT.format(type_needle_v=kind, key=key, value=value) for kind, key, value
                     in (("numbers", "lazy-dog", "1234567"), ("uuids", UUIDS[0], UUIDS[1])))

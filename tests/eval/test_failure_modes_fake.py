@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build
+from ruler.benchmarks.ruler.failure_modes.cell import family_of
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import STANDARD_TASKS
 from ruler.builder.variants import NoContext
 from ruler.cli import main
 from ruler.eval.backends.base import GenRequest
@@ -24,7 +25,6 @@ from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.backends.fake_failures import COLUMNS, FAILURES
 from ruler.eval.backends.fake_failures import answer as purposeful
 from ruler.eval.data import open_dataset
-from ruler.eval.failure_modes.cell import family_of
 from ruler.eval.report import write_report
 from ruler.eval.results_schema import read_scores
 from ruler.eval.score import score_file, write_scores

@@ -15,17 +15,18 @@ import pytest
 
 from helpers.figures import marker_points, outside_canvas
 from helpers.scores import alternating, right, scores, wrong
-from ruler.builder.tasks.catalog import ONERULER_TASKS, STANDARD_TASKS
+from ruler.benchmarks.oneruler.report import (
+    language_tables,
+    write_language_heatmaps,
+    write_task_heatmap,
+)
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.eval.compare import compare_scores
 from ruler.eval.compare import plot as compare_plot
 from ruler.eval.depth import depth_table
 from ruler.eval.depth_report import write_heatmaps
 from ruler.eval.report import build_report, plot
-from ruler.eval.report_oneruler import (
-    language_tables,
-    write_language_heatmaps,
-    write_task_heatmap,
-)
 from ruler.eval.report_reference import comparisons
 from ruler.eval.report_reference import plot as reference_plot
 

@@ -23,7 +23,8 @@ import pytest
 
 from helpers.markdown_check import HOSTILE, check_markdown
 from helpers.scores import alternating, right, scores, write
-from ruler.builder.tasks.catalog import ONERULER_TASKS, STANDARD_TASKS
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.cli import main
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.report import headline_markdown, write_report

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import rows
+from ruler.benchmarks.oneruler.metric import INT_DIGITS, oneruler, oneruler_corrected
 from ruler.cli import main
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
-from ruler.eval.oneruler_metric import INT_DIGITS, oneruler, oneruler_corrected
 from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG, TASK, L = "llama-3.1--oneruler-en", "or_niah_single", 1024

@@ -12,6 +12,14 @@ from __future__ import annotations
 
 import pytest
 
+from ruler.benchmarks.oneruler.metric import (
+    NONE_WORDS,
+    check_language,
+    has_whole_word,
+    instruction_language,
+    oneruler,
+    oneruler_corrected,
+)
 from ruler.eval.metrics import (
     KEYED_METRICS,
     METRIC_SPECS,
@@ -19,14 +27,6 @@ from ruler.eval.metrics import (
     rescoring_metric,
     row_score,
     task_score,
-)
-from ruler.eval.oneruler_metric import (
-    NONE_WORDS,
-    check_language,
-    has_whole_word,
-    instruction_language,
-    oneruler,
-    oneruler_corrected,
 )
 
 SINGLE, MULTIVALUE, NONE, CWE = "or_niah_single", "or_niah_multivalue", "or_niah_none", "or_cwe"
@@ -62,9 +62,9 @@ def test_a_config_name_or_an_unknown_code_is_not_a_language(name):
 
 
 def test_every_language_the_builder_records_gives_the_metric_its_language():
+    from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
     from ruler.builder.manifest import BuildEntry
     from ruler.builder.manifest_records import TokenizerRecord
-    from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
     from ruler.eval.metrics import build_key
 
     assert sorted(NONE_WORDS) == list(LANGUAGES)
@@ -72,7 +72,7 @@ def test_every_language_the_builder_records_gives_the_metric_its_language():
         OnerulerLanguage("en", "ko"), OnerulerLanguage("zh", "en")]
     for language in pairs:
         build = BuildEntry(tokenizer=TokenizerRecord(name="q--oneruler-ko", kind="hf"),
-                           benchmark="oneruler", language=language.record())
+                           benchmark="oneruler", extra={"language": language.record()})
         assert build_key("oneruler", build) == language.code
         assert instruction_language(build_key("oneruler", build)) == language.instructions
     # a build that records no language gives none: the metric cannot score its rows

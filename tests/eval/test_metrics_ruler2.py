@@ -13,9 +13,7 @@ import random
 import editdistance
 import pytest
 
-from ruler.eval.metrics import METRICS, percent_of_rows, row_score, task_score
-from ruler.eval.multichoice import answer_letter, last_boxed, multichoice
-from ruler.eval.ruler2_metric import (
+from ruler.benchmarks.ruler2.metric import (
     reference_score,
     ruler2_2steps,
     ruler2_all,
@@ -23,6 +21,8 @@ from ruler.eval.ruler2_metric import (
     word_edit_distance,
     word_error_rate,
 )
+from ruler.benchmarks.ruler2.multichoice import answer_letter, last_boxed, multichoice
+from ruler.eval.metrics import METRICS, percent_of_rows, row_score, task_score
 
 # --- ruler2: one reference ------------------------------------------------------------------
 

@@ -17,13 +17,10 @@ import json
 
 import pytest
 
+from ruler.benchmarks.ruler.tasks import PAPER_LENGTH_WEIGHTS_INC
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import (
-    PAPER_LENGTH_WEIGHTS_INC,
-    PAPER_LENGTHS,
-    STANDARD_TASKS,
-    TASKS,
-)
+from ruler.builder.tasks.catalog import PAPER_LENGTHS, TASKS
 from ruler.eval.aggregate import (
     DEFAULT_THRESHOLD,
     effective_length,

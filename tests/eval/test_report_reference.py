@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build
-from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.variants import NoContext
 from ruler.cli import main
 from ruler.eval.report import load_scores, write_report

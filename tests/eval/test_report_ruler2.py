@@ -11,12 +11,12 @@ import json
 
 import pytest
 
+from ruler.benchmarks.ruler2.report import family_difficulty
+from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import RULER2_TASKS
 from ruler.eval.compare import compare_scores
 from ruler.eval.intervals import score_interval
 from ruler.eval.report import build_report, to_csv, to_json, to_markdown, write_report
-from ruler.eval.report_ruler2 import family_difficulty
 from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 
 LENGTHS = (8192, 32768)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from helpers.scores import alternating, right, scores, write, wrong
-from ruler.builder.tasks.catalog import STANDARD_TASKS
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.cli import main
 from ruler.eval.published_results import load_registry
 from ruler.eval.report import build_report
@@ -81,7 +81,7 @@ def test_runs_of_two_benchmarks_are_refused_and_one_benchmark_names_the_table(tm
                                                                                capsys):
     """A RULER run and a RULERv2 run made one table under "# RULER: Table 3", RULER's 85.6
     threshold row above the RULERv2 scores: blended, not compared."""
-    from ruler.builder.tasks.catalog import RULER2_TASKS
+    from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 
     v1 = write(tmp_path / "v1", scores("m", "llama-3.1", STANDARD_TASKS, (4096,), right))
     v2 = write(tmp_path / "v2", scores("n", "llama-3.1--v2", RULER2_TASKS, (4096,),

@@ -64,9 +64,9 @@ def test_eval_with_a_dotted_model_writes_only_inside_results(model, built_qwen_n
 def test_language_heatmaps_of_odd_model_names_stay_in_their_folder_and_apart(tmp_path):
     """`<model>_language_length.png`: a model named `../../x` wrote outside the report's
     folder, one of 300 characters failed (file name too long), `a/b` and `a_b` shared a file."""
-    from ruler.builder.tasks.catalog import ONERULER_TASKS
+    from ruler.benchmarks.oneruler.report import language_tables, write_language_heatmaps
+    from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
     from ruler.eval.report import build_report
-    from ruler.eval.report_oneruler import language_tables, write_language_heatmaps
     from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
 
     def run(model: str, lang: str):

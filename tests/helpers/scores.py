@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ruler.builder.tasks.benchmarks import benchmark_of
+from ruler.builder.tasks.benchmarks import BENCHMARKS
 from ruler.eval.intervals import score_interval
 from ruler.eval.results_folder import SCORES_NAME
 from ruler.eval.run_record import DatasetRecord
@@ -38,7 +38,7 @@ def scores(model: str | None, config: str, tasks: Sequence[str], lengths: Sequen
     `benchmark` (default: the one the catalog lists the tasks in, as the build of such a
     config records it) and, for ONERULER, `language`, as `ruler score` records them."""
     if benchmark is None:
-        benchmark = benchmark_of(tasks[0])
+        benchmark = next((b for b, own in BENCHMARKS.items() if tasks[0] in own), "ruler")
     cells, files = [], {}
     for task in tasks:
         for L in lengths:
@@ -54,7 +54,7 @@ def scores(model: str | None, config: str, tasks: Sequence[str], lengths: Sequen
                 tied_by={"data_sha256": rows}, unverified=0))
     return ScoresRecord(dataset=DatasetRecord(spec=spec, files=files), config=config,
                         model=model, cells=cells, depth_items={}, variant={},
-                        benchmark=benchmark, language=language,
+                        benchmark=benchmark, axes={"language": language} if language else {},
                         selection=Selection(tasks=list(tasks), lengths=list(lengths),
                                             by="config"))
 

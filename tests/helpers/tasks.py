@@ -14,9 +14,11 @@ from helpers.paths import SOURCES  # pinned inputs beside the checkout
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import PieceCounter
 from ruler.builder.fitting import FittedSample, fit_sample
+from ruler.builder.length_rules import PROMPT_AND_OUTPUT
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task, make_generator
 from ruler.builder.tasks.base import TaskGenerator
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
 
@@ -36,12 +38,17 @@ def counter(tok: Tokenizer) -> PieceCounter:
 
 
 @lru_cache(maxsize=None)
-def context(tok_name: str, sources_dir: str = str(SOURCES), seed: int = SEED) -> BuildContext:
-    return BuildContext(tokenizer(tok_name), tok_name, seed, sources_dir)
+def context(tok_name: str, sources_dir: str = str(SOURCES), seed: int = SEED,
+            length_rule: str = PROMPT_AND_OUTPUT) -> BuildContext:
+    return BuildContext(tokenizer(tok_name), tok_name, seed, sources_dir,
+                        length_rule=length_rule)
 
 
 def generator(task: str, tok_name: str, L: int, **ctx_kw) -> TaskGenerator:
-    return make_generator(get_task(task), context(tok_name, **ctx_kw), L)
+    """`task`'s generator at L in a context of its benchmark's length rule."""
+    owner = next(b for b in BENCHMARK_SPECS.values() if task in b.tasks)
+    return make_generator(get_task(task), context(tok_name, length_rule=owner.length_rule,
+                                                  **ctx_kw), L)
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import pytest
 from helpers.builds import build
 from helpers.paths import REFERENCE
 from perf.oneruler_reference import main
-from ruler.builder.tasks.catalog import ONERULER_TASKS
-from ruler.builder.tasks.oneruler_languages import OnerulerLanguage
+from ruler.benchmarks.oneruler.languages import OnerulerLanguage
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 
 pytestmark = [pytest.mark.build, pytest.mark.subprocess]  # a build with spawned workers
 
@@ -27,7 +27,7 @@ def ours(tmp_path_factory):
     x 7 tasks at 8192, 1 row each."""
     out = tmp_path_factory.mktemp("oneruler_ref") / "ruler"
     build(out, "llama-3.1", ONERULER_TASKS, (8192,), samples=1, benchmark="oneruler",
-          language=OnerulerLanguage.mono("zh"))
+          axes={"language": OnerulerLanguage.mono("zh")})
     return out
 
 

@@ -7,7 +7,7 @@ import re
 
 from helpers.paths import REFERENCE
 from perf.ruler2_speed import upstream_arguments
-from ruler.builder.tasks.catalog import RULER2_TASKS
+from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 
 
 def test_each_task_gets_upstreams_generator_and_arguments():

@@ -135,7 +135,7 @@ JSON_EDGES = {
     # a framework's generation settings as its reader finds them (lm-eval, Inspect, run.json)
     "ruler.eval.report_health:run_settings": "a prediction source's settings",
     # report.json (a file of its own, written as it is made)
-    "ruler.eval.report_ruler2:grid": "report.json's family_difficulty",
+    "ruler.benchmarks.ruler2.report:grid": "report.json's family_difficulty",
     "ruler.eval.scores_record:ScoresRecord.coverage": "scores.json's coverage (derived)",
 }
 

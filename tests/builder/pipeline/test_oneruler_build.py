@@ -16,12 +16,13 @@ from datasets import load_dataset
 
 from helpers.builds import rows
 from ruler import release
+from ruler.benchmarks.oneruler.cwe import check_row as cwe_check
+from ruler.benchmarks.oneruler.niah import check_row as niah_check
+from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROSS_LINGUAL_TASKS
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest, read_manifest
-from ruler.builder.tasks.catalog import ONERULER_CROSS_LINGUAL_TASKS, ONERULER_TASKS
 from ruler.builder.tasks.checks import with_build
-from ruler.builder.tasks.oneruler_cwe import check_row as cwe_check
-from ruler.builder.tasks.oneruler_niah import check_row as niah_check
 from ruler.cli import main
 
 TOK = "qwen2.5"
@@ -86,7 +87,7 @@ def test_the_row_checks_read_the_languages_prompt_files(built):
                                 (f"{TOK}--oneruler-sw", "or_cwe", cwe_check)):
         # the row with the language its build records (the manifest's), as verify reads it
         row = with_build(rows(built, config, task, L)[0],
-                         Manifest.load(built).builds[config].language)
+                         Manifest.load(built).builds[config].axis_records())
         assert check(row) is None, (task, check(row))
         wrong = dict(row, outputs=["1234567"] + list(row["outputs"])[1:])
         assert check(wrong) is not None, task

@@ -12,12 +12,12 @@ import pytest
 
 from helpers.builds import build, rows
 from helpers.paths import SOURCES
+from ruler.benchmarks.oneruler import resources as oneruler_resources
 from ruler.builder.errors import RulerError
 from ruler.builder.pipeline import BuildConfig
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.row_checks import RowRules, row_findings
-from ruler.builder.tasks import oneruler_resources
 from ruler.builder.tasks.benchmarks import FillPromise, get_benchmark
 from ruler.builder.tasks.checks import check_row, with_build
 from ruler.builder.tokenizer_registry import load_tokenizer
@@ -53,7 +53,7 @@ def test_a_variant_without_the_haystack_promises_no_fill():
 
 def _oneruler_worker(tmp_path: Path, language: str, sentences: tuple[str, ...] | None = None,
                      **kw) -> Worker:
-    cfg = BuildConfig(tokenizer="qwen2.5", benchmark="oneruler", language=language,
+    cfg = BuildConfig(tokenizer="qwen2.5", benchmark="oneruler", axes={"language": language},
                       lengths=(8000,), samples=1, out=tmp_path, **kw)
     recipe = BuildRecipe.from_config(cfg, load_tokenizer("qwen2.5"))
     ctx = recipe.context()
@@ -67,7 +67,7 @@ def test_the_build_refuses_a_row_far_below_its_fill(tmp_path, monkeypatch):
     """What sentencex's 60,000-token Spanish "sentences" did at 8000: a row at 0.27 of L,
     written and passed by every check. (Made here with the top-up of a short row by the next
     sentence's words turned off: with it, the generator fills such a row itself.)"""
-    from ruler.builder.tasks.oneruler_niah import OnerulerNiahGenerator
+    from ruler.benchmarks.oneruler.niah import OnerulerNiahGenerator
 
     monkeypatch.setattr(OnerulerNiahGenerator, "top_up_below", None)
     opening = "«Hola», dijo el cura. Y se fue a casa."
@@ -90,7 +90,7 @@ def test_the_worker_checks_answers_against_the_builds_own_sources(tmp_path, monk
     assert made.row["length"] <= 3000 and not made.short_at_bound
     # verify's own check looks where builds look without --sources: not here
     oneruler_resources._check_data.cache_clear()  # a folder another test found
-    assert check_row(with_build(made.row, "sw")).startswith(
+    assert check_row(with_build(made.row, {"language": "sw"})).startswith(
         "cannot check against the prompt files")
 
 

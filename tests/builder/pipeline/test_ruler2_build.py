@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
+from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import read_manifest
-from ruler.builder.tasks.catalog import RULER2_TASKS
 from ruler.builder.variants import DepthSweep, Replicate
 
 L = 4096

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from ruler.builder.tasks.long_segments import bounded
+from ruler.benchmarks.oneruler.long_segments import bounded
 
 
 def test_a_segment_within_the_limit_is_returned_as_it_is():

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from helpers.builds import NIAH_TASKS, build, rows
-from ruler.builder.tasks.catalog import NIAH, TASKS
+from ruler.benchmarks.ruler.niah import DEPTHS, NEEDLE
+from ruler.benchmarks.ruler.tasks import NIAH
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row
-from ruler.builder.tasks.niah import DEPTHS, NEEDLE
 from ruler.builder.tokenizer_registry import load_tokenizer
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py), the oracle.
@@ -152,9 +153,9 @@ def test_the_inlined_line_drawer_draws_what_unique_key_and_random_draw(task):
     draws and strings as `_unique_key`, `_random` and the needle's format."""
     import random
 
+    from ruler.benchmarks.ruler.niah import NEEDLE
     from ruler.builder.context import BuildContext
     from ruler.builder.tasks import get_task, make_generator
-    from ruler.builder.tasks.niah import NEEDLE
 
     gen = make_generator(get_task(task), BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42),
                          8192)

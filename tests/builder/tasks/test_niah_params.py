@@ -10,15 +10,10 @@ from types import MappingProxyType
 
 import pytest
 
+from ruler.benchmarks.oneruler.tasks import ONERULER_NIAH
+from ruler.benchmarks.ruler.tasks import NIAH
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.catalog import (
-    NIAH,
-    ONERULER_NIAH,
-    TASKS,
-    TaskSpec,
-    params_problem,
-    register_task,
-)
+from ruler.builder.tasks.catalog import TASKS, TaskSpec, params_problem, register_task
 
 
 def _niah(name: str, **params) -> TaskSpec:
@@ -61,7 +56,8 @@ def test_oneruler_needles_are_checked_too():
 SCRIPT = r"""
 import sys
 from types import MappingProxyType
-from ruler.builder.tasks.catalog import NIAH, TaskSpec, register_task
+from ruler.builder.tasks.catalog import TaskSpec, register_task
+from ruler.benchmarks.ruler.tasks import NIAH
 from ruler.cli import main
 
 for name, haystack, k, v, q in (("niah_noise_2v", "noise", 1, 2, 1),

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
+from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROSS_LINGUAL_TASKS
+from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
+from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
+from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.errors import RulerError
+from ruler.builder.selection import length_sets
 from ruler.builder.tasks.benchmarks import (
     BENCHMARKS,
     benchmark_config,
@@ -18,15 +24,7 @@ from ruler.builder.tasks.benchmarks import (
     check_tasks,
     get_benchmark,
 )
-from ruler.builder.tasks.catalog import (
-    LENGTH_SETS,
-    ONERULER_CROSS_LINGUAL_TASKS,
-    ONERULER_TASKS,
-    ONERULER_UPSTREAM_NAMES,
-    STANDARD_TASKS,
-    TASKS,
-)
-from ruler.builder.tasks.oneruler_languages import LANGUAGES, OnerulerLanguage
+from ruler.builder.tasks.catalog import TASKS
 
 SHARED = Path(os.environ.get("RULER_SHARED", Path(__file__).parents[4] / "shared"))
 UPSTREAM = ("niah_single", "niah_none", "niah_multikey", "niah_multivalue", "niah_multiquery",
@@ -62,12 +60,13 @@ def test_parameters_as_upstream_configs_pass_them():
 
 
 def test_lengths_and_configs():
-    assert LENGTH_SETS["oneruler"] == (8000, 32000, 64000, 128000)
-    assert benchmark_config("llama-3.1", "oneruler", OnerulerLanguage.parse("ko")) == \
+    assert length_sets()["oneruler"] == (8000, 32000, 64000, 128000)
+    ko = {"language": OnerulerLanguage.parse("ko")}
+    assert benchmark_config("llama-3.1", "oneruler", ko) == \
         "llama-3.1--oneruler-ko"
     pair = OnerulerLanguage.parse("en-ko")
     assert (pair.context, pair.instructions, pair.cross_lingual) == ("en", "ko", True)
-    assert benchmark_config("qwen2.5", "oneruler", pair) == "qwen2.5--oneruler-en-ko"
+    assert benchmark_config("qwen2.5", "oneruler", {"language": pair}) == "qwen2.5--oneruler-en-ko"
     assert pair.record() == {"context": "en", "instructions": "ko"}
     assert OnerulerLanguage.from_record(pair.record()) == pair
     assert OnerulerLanguage.from_record("ko").record() == "ko"

@@ -11,16 +11,16 @@ import pytest
 
 from helpers.paths import SOURCES
 from helpers.tasks import tokenizer
-from ruler.builder.differences import ONERULER_SENTENCES
-from ruler.builder.tasks.oneruler_data import OnerulerData
-from ruler.builder.tasks.oneruler_languages import LANGUAGES
-from ruler.builder.tasks.oneruler_sentences import (
+from ruler.benchmarks.oneruler.data import OnerulerData
+from ruler.benchmarks.oneruler.languages import LANGUAGES
+from ruler.benchmarks.oneruler.sentences import (
     MAX_SEGMENT_CHARS,
     SEGMENT_TOKENS,
     bounded_segments,
     split_sentences,
     splitter_sentences,
 )
+from ruler.builder.differences import ONERULER_SENTENCES
 
 #: The books every one of whose splitter's segments is within its language's limit.
 UNTOUCHED = ("en", "fa", "fi", "hu", "pl", "sr", "st", "sv", "sw", "uk", "zh")

@@ -17,16 +17,16 @@ import pytest
 
 from helpers.paths import SOURCES
 from helpers.tasks import tokenizer
+from ruler.benchmarks.oneruler.cwe import cwe_template
+from ruler.benchmarks.oneruler.data import OnerulerData
+from ruler.benchmarks.oneruler.languages import DICTIONARY, LANGUAGES, OnerulerLanguage
+from ruler.benchmarks.oneruler.sentences import split_sentences, splitter_sentences
 from ruler.builder.context import BuildContext
 from ruler.builder.depths import DEPTHS
 from ruler.builder.errors import RulerError
 from ruler.builder.fitting import fit_sample
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task, make_generator
-from ruler.builder.tasks.oneruler_cwe import cwe_template
-from ruler.builder.tasks.oneruler_data import OnerulerData
-from ruler.builder.tasks.oneruler_languages import DICTIONARY, LANGUAGES, OnerulerLanguage
-from ruler.builder.tasks.oneruler_sentences import split_sentences, splitter_sentences
 
 DATA = SOURCES / "oneruler"
 TOK = "llama-3.1"
@@ -69,7 +69,7 @@ def context_for(language: str, fast_book: bool = True) -> BuildContext:
     sentences by the regex (enough for the template checks, without splitting whole books)."""
     lang = OnerulerLanguage.parse(language)
     ctx = BuildContext(tokenizer(TOK), f"{TOK}--oneruler-{lang.code}", 42, str(SOURCES),
-                       language=lang)
+                       axes={"language": lang})
     if fast_book:
         book = OnerulerData(DATA).book(lang.context)[:4000]
         ctx._resources[f"oneruler:sentences:{lang.context}"] = tuple(

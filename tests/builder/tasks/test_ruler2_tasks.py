@@ -12,15 +12,15 @@ from collections import Counter
 import pytest
 
 from helpers.tasks import Sample, generator, tokenizer
+from ruler.benchmarks.ruler2 import prompt_mode as ruler2_prompt_mode
+from ruler.benchmarks.ruler2.items import split_ids
+from ruler.benchmarks.ruler2.mmlu import ordinal
+from ruler.benchmarks.ruler2.niah import split_line
+from ruler.benchmarks.ruler2.prompts import MMLU_CONTEXT, NIAH_MULTIPLE, NIAH_SINGLE, QA_CONTEXT
+from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.fitting import fit_sample
 from ruler.builder.rng import sample_rng
-from ruler.builder.tasks.benchmarks import ruler2_prompt_mode
-from ruler.builder.tasks.catalog import RULER2_TASKS
 from ruler.builder.tasks.family import family_of
-from ruler.builder.tasks.ruler2_items import split_ids
-from ruler.builder.tasks.ruler2_mmlu import ordinal
-from ruler.builder.tasks.ruler2_niah import split_line
-from ruler.builder.tasks.ruler2_prompts import MMLU_CONTEXT, NIAH_MULTIPLE, NIAH_SINGLE, QA_CONTEXT
 
 L = 4096
 SAMPLES = 2
@@ -205,7 +205,7 @@ def test_one_space_is_upstreams_whitespace_rule():
     import random
     import sys
 
-    from ruler.builder.tasks.ruler2_mmlu import one_space
+    from ruler.benchmarks.ruler2.mmlu import one_space
 
     spaces = [chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()]
     rng = random.Random(0)

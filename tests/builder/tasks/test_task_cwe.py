@@ -9,16 +9,17 @@ from collections import Counter
 import pytest
 
 from helpers.tasks import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
-from ruler.builder.errors import TooShortError
-from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks.catalog import COMMON_WORDS, TASKS
-from ruler.builder.tasks.checks import check_row
-from ruler.builder.tasks.common_words import (
+from ruler.benchmarks.ruler.common_words import (
     fallback_pool,
     numbered,
     parse_numbered,
     wonderwords_pool,
 )
+from ruler.benchmarks.ruler.tasks import COMMON_WORDS
+from ruler.builder.errors import TooShortError
+from ruler.builder.fitting import fit_sample
+from ruler.builder.tasks.catalog import TASKS
+from ruler.builder.tasks.checks import check_row
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py).
 UPSTREAM_TEMPLATE = (

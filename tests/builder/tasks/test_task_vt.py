@@ -8,11 +8,12 @@ import re
 import pytest
 
 from helpers.tasks import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
+from ruler.benchmarks.ruler.noise import NOISE_SENTENCE
+from ruler.benchmarks.ruler.tasks import VARIABLE_TRACKING
 from ruler.builder.errors import TooShortError
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks.catalog import TASKS, VARIABLE_TRACKING
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row
-from ruler.builder.tasks.noise import NOISE_SENTENCE
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py, variable_tracking.py).
 UPSTREAM_TEMPLATE = (

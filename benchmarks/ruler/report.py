@@ -1,0 +1,35 @@
+"""RULER's part of `ruler report`: why rows fail (the paper's Section 5 failure modes, labelled
+by `ruler score`: `failure_modes`), with the no-context coincidence of QA answers; and the
+fields report.json has for the benchmarks of the RULER family, which RULERv2's and ONERULER's
+report hooks fill in (`RulerFamilyReport.json`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ruler.benchmarks.ruler.failure_modes import report as failure_section
+from ruler.eval.report import Report
+from ruler.eval.report_hooks import ReportHooks
+from ruler.eval.scores_record import ScoresRecord
+
+
+class RulerFamilyReport(ReportHooks):
+    """The report hooks of RULER, and the base of RULERv2's and ONERULER's."""
+
+    def prepare(self, r: Report, scores: ScoresRecord) -> None:
+        r.failures = failure_section.failure_report(scores.cells)
+
+    def tail(self, r: Report) -> list[str]:
+        return failure_section.markdown(r.failures)[:-1] if r.failures else []
+
+    def json(self, r: Report) -> dict[str, Any]:
+        return {"family_difficulty": None, "language": None, "metric": None,
+                "failure_modes": failure_section.to_json(r.failures) if r.failures else None}
+
+    def with_no_context(self, r: Report, scores: ScoresRecord, baseline: ScoresRecord,
+                        where: str) -> None:
+        if r.failures:
+            r.failures = failure_section.with_no_context(r.failures, scores, baseline, where)
+
+
+REPORT = RulerFamilyReport()
