@@ -71,8 +71,7 @@ from ruler.builder.manifest_records import (
 from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
 from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.schema import LONG_TEXT_COLUMNS
-from ruler.builder.tasks.benchmarks import Benchmark, get_benchmark
-from ruler.builder.tasks.catalog import in_task_order, task_rank
+from ruler.builder.tasks.benchmarks import Benchmark, get_benchmark, in_task_order, task_rank
 
 MANIFEST_NAME = "manifest.json"
 #: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
@@ -206,7 +205,7 @@ class BuildEntry(JsonRecord):
         """What the build records for each axis of its benchmark (ONERULER's `language`)."""
         return {a.name: self.extra[a.name] for a in self.spec().axes if a.name in self.extra}
 
-    def axis_values(self) -> dict[str, Any]:
+    def axis_values(self) -> dict[str, object]:
         """Its benchmark's axes' values as the build records them: what readers take a
         config's language from, never its name."""
         return self.spec().axis_values(self.axis_records())

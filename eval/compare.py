@@ -25,7 +25,7 @@ from typing import Any
 from ruler.builder.atomic import write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.markup import figure_text, md_code, md_text
-from ruler.builder.tasks.catalog import in_task_order, task_rank
+from ruler.builder.tasks.benchmarks import in_task_order, task_rank
 from ruler.eval.aggregate import format_length
 from ruler.eval.data import open_dataset
 from ruler.eval.figures import dodged, fit_canvas, save_png

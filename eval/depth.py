@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.builder.depths import bin_of
-from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.builder.tasks.benchmarks import in_task_order
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.family import DepthItem, first_gold_item, get_family
 from ruler.eval.metrics import METRIC_SPECS, row_score
 

@@ -24,7 +24,7 @@ The benchmark is the one scores.json records (a benchmark not installed: one lin
 and its package); its record says how its scores aggregate (`Benchmark.aggregation`: a
 benchmark without weighted averages or an effective length shows the per-length aggregate and
 its average over lengths, with their intervals), and its report hooks add its own sections,
-figures and fields (`Benchmark.report`, `eval.report_hooks.ReportHooks`: a family x difficulty
+figures and fields (`Benchmark.report`, a `ReportHooks`: a family x difficulty
 table, a run's language and per-task accuracy, why rows fail). Scores of an older ruler, which
 did not record the benchmark, take it from the manifest they were scored on, else from the
 one benchmark that lists all of their tasks (`legacy_benchmark`); scores whose tasks no or
@@ -45,8 +45,14 @@ from ruler.builder.errors import RulerError
 from ruler.builder.json_record import encode, fields_json
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.markup import figure_text, md_code, md_text
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, Benchmark, get_benchmark
-from ruler.builder.tasks.catalog import in_task_order, task_rank
+from ruler.builder.tasks.benchmarks import (
+    BENCHMARK_SPECS,
+    Benchmark,
+    get_benchmark,
+    in_task_order,
+    task_rank,
+    tasks_of,
+)
 from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
 from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
 from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
@@ -55,7 +61,6 @@ from ruler.eval.health_record import HealthFacts
 from ruler.eval.intervals import METHOD_TEXT, Interval
 from ruler.eval.report_health import flags as health_flags
 from ruler.eval.report_health import markdown as health_markdown
-from ruler.eval.report_hooks import NO_HOOKS, ReportHooks
 from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
 from ruler.eval.report_reference import ReferenceComparison, comparisons, hint, hint_markdown
 from ruler.eval.report_reference import mark_plot as mark_published
@@ -214,6 +219,59 @@ class Report:
                 f"(`ruler score --tasks/--lengths/--limit`){unverified}")
 
 
+# --- what a benchmark adds: its hooks ----------------------------------------------------------
+
+class ReportHooks:
+    """What a benchmark adds to `ruler report` (`Benchmark.report`, the address of one in its
+    folder): its own sections, figures and fields, and its table of several runs. The frame
+    here writes what every benchmark's report has; every hook does nothing by default, so a
+    benchmark overrides only what it has."""
+
+    def prepare(self, r: Report, scores: ScoresRecord) -> None:
+        """Read what the hooks need of the scores into the report (`Report.extra`)."""
+
+    def head(self, r: Report) -> list[str]:
+        """Lines of the report's head, after what it covers (the run's facts: its language)."""
+        return []
+
+    def after_tasks(self, r: Report) -> list[str]:
+        """Lines under the table of scores per task (a family x difficulty table)."""
+        return []
+
+    def sections(self, r: Report) -> list[str]:
+        """Sections after the table of scores per task, in the full report (report.md)."""
+        return []
+
+    def tail(self, r: Report) -> list[str]:
+        """Sections at the report's end (why rows fail)."""
+        return []
+
+    def json(self, r: Report) -> dict[str, Any]:
+        """Fields report.json adds for the benchmark."""
+        return {}
+
+    def figures(self, r: Report, out: Path) -> None:
+        """Write the benchmark's own figures into `out`."""
+
+    def with_no_context(self, r: Report, scores: ScoresRecord, baseline: ScoresRecord,
+                        where: str) -> None:
+        """Take in the same model's run on the config's no-context variant (`--no-context`)."""
+
+    def several(self, cfg: Any, runs: Sequence[tuple[str, Report]]) -> int | None:
+        """`ruler report RUN RUN ...` of this benchmark's runs (name, report): the benchmark's
+        own table of several runs, its exit status; None: the frame's (Table 3, replicates
+        pooled)."""
+        return None
+
+    def reports_several(self) -> bool:
+        """Whether the benchmark has its own table of several runs (overrides `several`)."""
+        return type(self).several is not ReportHooks.several
+
+
+#: The hooks of a benchmark that adds nothing.
+NO_HOOKS = ReportHooks()
+
+
 def load_scores(results: str | Path) -> ScoresRecord:
     path = Path(results)
     path = path / SCORES_NAME if path.is_dir() else path
@@ -251,6 +309,12 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
     lengths = sorted({L for _, L in (*cells, *unscored)})
     spec = get_benchmark(scores_benchmark(scores, tasks), scores.benchmark_package)
+    listed = {t for b in BENCHMARK_SPECS.values() for t in b.tasks}
+    other = [t for t in tasks if t not in tasks_of(spec.id) and t in listed]
+    if other:  # a mean over two benchmarks' tasks would be neither's score
+        raise RulerError(f"the scores are of benchmark {spec.id!r} but hold task(s) "
+                         f"{', '.join(other[:3])}, not its own: they mix the tasks of several "
+                         f"benchmarks; score and report each benchmark's config on its own")
     incomplete = sorted([k for k, c in cells.items() if not c.complete] + list(unscored),
                         key=lambda k: (k[1], task_rank(k[0])))
     by_length: dict[int, float | None] = {}
@@ -346,8 +410,8 @@ def legacy_benchmark(tasks: list[str]) -> str:
     found = [b.id for b in BENCHMARK_SPECS.values() if set(tasks) <= set(b.tasks)]
     if len(found) != 1:
         why = (f"benchmarks {' and '.join(found)} both list them" if found else
-               "they are not all the tasks of one installed benchmark (they may mix several "
-               "benchmarks', or be a plug-in's that is not installed)")
+               "they mix the tasks of several benchmarks, or are those of a plug-in's that is "
+               "not installed")
         raise RulerError(f"these scores (of tasks {', '.join(tasks[:4])}) do not record their "
                          f"benchmark, as an older ruler wrote them, and {why}: score the "
                          f"predictions again with `ruler score` (it records the benchmark)")

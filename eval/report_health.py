@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ruler.builder.markup import md_text
-from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.builder.tasks.benchmarks import in_task_order
+from ruler.builder.tasks.catalog import TASKS
 from ruler.eval import answer_checks
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.skip_reasons import skip_kind

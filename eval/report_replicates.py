@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.markup import md_code, md_text
-from ruler.builder.tasks.catalog import in_task_order
+from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.variants import NO_VARIANT, Replicate, variant_from_record
 from ruler.eval.aggregate import format_length, summarize
 from ruler.eval.report import Report

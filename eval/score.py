@@ -30,7 +30,8 @@ from ruler.builder.atomic import write_json_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.file_names import safe_name
 from ruler.builder.length_rules import counted_output
-from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.builder.tasks.benchmarks import in_task_order
+from ruler.builder.tasks.catalog import TASKS
 from ruler.eval import answer_checks
 from ruler.eval.build_tie import (
     LENGTH_ONLY,

@@ -18,7 +18,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.benchmarks import ONERULER
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.eval.data import open_dataset
 
@@ -32,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = tuple(args.tasks.split(",")) if args.tasks else None
     manifest = Manifest.load(args.out)
     ds = open_dataset(str(args.out))
-    configs = [c for c in manifest.configs() if manifest.build(c).benchmark == ONERULER]
+    configs = [c for c in manifest.configs() if manifest.build(c).benchmark == "oneruler"]
     if not configs:
         print(f"{args.out} holds no ONERULER config")
         return 1

@@ -78,7 +78,7 @@ def build_all(out: Path, tokenizers: list[str], languages: list[str], lengths: t
             t0 = time.perf_counter()
             run_build(BuildConfig(tokenizer=name, benchmark="oneruler", tasks=NIAH,
                                   lengths=lengths, samples=samples, out=out, workers=workers,
-                                  progress=False, language=OnerulerLanguage.mono(lang)))
+                                  progress=False, axes={"language": OnerulerLanguage.mono(lang)}))
             print(f"  built {name} {lang} in {time.perf_counter() - t0:.0f} s", flush=True)
     return time.perf_counter() - started
 

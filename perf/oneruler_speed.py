@@ -49,9 +49,9 @@ from perf.side_by_side import (
     run_ours,
     timed,
 )
+from ruler.benchmarks.oneruler.languages import LanguageAxis
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
-from ruler.builder.cli_build import parse_languages
 from ruler.builder.selection import parse_lengths
 from ruler.builder.sources import resolve
 
@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep both outputs here")
     add_upstream_python(ap)
     args = ap.parse_args(argv)
-    languages = [lang.code for lang in parse_languages(args.languages)]
+    languages = [lang.code for lang in LanguageAxis().values(args.languages)]
     tasks = ONERULER_TASKS if args.tasks == "all" else tuple(args.tasks.split(","))
     lengths = parse_lengths(args.lengths)
     if not args.ours_only and args.upstream is None:

@@ -40,7 +40,7 @@ from ruler.builder.atomic import write_json_atomic, write_text_atomic
 from ruler.builder.errors import RulerError
 from ruler.builder.file_names import safe_name
 from ruler.builder.markup import figure_text, md_code, md_text
-from ruler.builder.tasks.catalog import in_task_order
+from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.eval.aggregate import format_length
 from ruler.eval.depth_report import COLORMAP, HEATMAP_DPI
 from ruler.eval.figures import fit_canvas, save_png

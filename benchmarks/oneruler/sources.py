@@ -3,22 +3,22 @@ at a pinned commit of its GitHub repository, file by file."""
 
 from __future__ import annotations
 
-from ruler.benchmarks.oneruler import files
+from ruler.benchmarks.oneruler.files import COMMIT, FILES, RAW_BASE, SIZES
 from ruler.builder.sources import SourceSpec
 
 #: Its pinned inputs (`Benchmark.sources`), which `ruler sources` lists and fetches.
 SOURCES = (
     SourceSpec(
         id="oneruler",
-        title=f"ONERULER data (GitHub mungg/OneRuler @ {files.COMMIT[:7]}, "
+        title=f"ONERULER data (GitHub mungg/OneRuler @ {COMMIT[:7]}, "
               f"OneRuler/data: 26 books, prompts, nouns, dictionaries)",
         relpath="oneruler",
         urls=(),
         size=None,
-        sha256=files.FILES,
+        sha256=FILES,
         license="none stated by the repository for its data (the paper's OpenReview record: "
                 "CC BY-NC-SA 4.0); the books' copyright status is not stated (see the card)",
-        file_base=files.RAW_BASE,
-        sizes=files.SIZES,
+        file_base=RAW_BASE,
+        sizes=SIZES,
     ),
 )

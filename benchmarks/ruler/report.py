@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ruler.benchmarks.ruler.failure_modes import report as failure_section
-from ruler.eval.report import Report
-from ruler.eval.report_hooks import ReportHooks
+from ruler.eval.report import Report, ReportHooks
 from ruler.eval.scores_record import ScoresRecord
 
 

@@ -2,9 +2,7 @@
 four difficulties) in configs `<tokenizer>--v2`, rows whose `length` counts the prompt alone
 (its 16,384 tokens to generate come on top)."""
 
-from ruler.benchmarks.ruler2 import sources, tasks
-from ruler.benchmarks.ruler2.metric import ruler2_2steps, ruler2_all, ruler2_part
-from ruler.benchmarks.ruler2.multichoice import boxed_answer, multichoice
+from ruler.benchmarks.ruler2 import metric, multichoice, sources, tasks
 from ruler.builder.length_rules import PROMPT_ONLY
 from ruler.builder.tasks.benchmarks import Aggregation, Benchmark
 from ruler.eval.metrics import MetricSpec, percent_of_rows, raw_generation
@@ -12,11 +10,12 @@ from ruler.eval.metrics import MetricSpec, percent_of_rows, raw_generation
 #: Its metrics, as NeMo-Skills scores them: on the raw generation, a task's score the mean of
 #: its rows' values in percent (not rounded).
 METRICS = {
-    "ruler2_all": MetricSpec(ruler2_all, raw_generation, percent_of_rows, "ruler2"),
-    "ruler2_2steps": MetricSpec(ruler2_2steps, raw_generation, percent_of_rows, "ruler2"),
-    "ruler2_part": MetricSpec(ruler2_part, raw_generation, percent_of_rows, "ruler2"),
-    "multichoice": MetricSpec(multichoice, raw_generation, percent_of_rows, "ruler2",
-                              gold=boxed_answer),
+    "ruler2_all": MetricSpec(metric.ruler2_all, raw_generation, percent_of_rows, "ruler2"),
+    "ruler2_2steps": MetricSpec(metric.ruler2_2steps, raw_generation, percent_of_rows,
+                                "ruler2"),
+    "ruler2_part": MetricSpec(metric.ruler2_part, raw_generation, percent_of_rows, "ruler2"),
+    "multichoice": MetricSpec(multichoice.multichoice, raw_generation, percent_of_rows,
+                              "ruler2", gold=multichoice.boxed_answer),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ruler.builder.tasks import benchmarks  # noqa: F401 (the catalog's loader of its tasks)
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.catalog import TASKS, TaskSpec, get_task
 from ruler.builder.tasks.family import get_family

@@ -26,7 +26,7 @@ from ruler.benchmarks import BUILTIN, DEFAULT
 from ruler.builder.errors import RulerError
 from ruler.builder.length_rules import PROMPT_AND_OUTPUT
 from ruler.builder.registry import Registry, UnknownName, builtin_code, load_target
-from ruler.builder.tasks.catalog import TASKS, get_task
+from ruler.builder.tasks.catalog import ON_MISS, TASKS, get_task
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ class Aggregation:
         return f"the plain mean of the {tasks} task scores"
 
 
-def english(axes: Mapping[str, Any]) -> tuple[str, ...]:
+def english(axes: Mapping[str, object]) -> tuple[str, ...]:
     """The languages of a config's rows: English, whatever its axes."""
     return ("en",)
 
@@ -178,7 +178,7 @@ class Benchmark:
             ("package.module:ATTR") of the code in its folder that writes the card's section
             about it (`function(manifest) -> str`) and its family's card text (intro, tasks,
             differences, citation: `cards.frame.CardBody`), its report sections
-            (`eval.report_hooks.ReportHooks`), its lm-evaluation-harness export
+            (`eval.report.ReportHooks`), its lm-evaluation-harness export
             (`eval.integrations.lm_eval_export.LmEvalHooks`) and its failure-mode labels
             (`label_cell(...)`); None: none.
         release_gates: addresses of what `ruler release` asks of its configs
@@ -202,9 +202,9 @@ class Benchmark:
     fill: FillPromise = FillPromise()
     aggregation: Aggregation = Aggregation()
     sources: tuple[Any, ...] = ()
-    metrics: Mapping[str, Any] = field(default_factory=dict)
+    metrics: Mapping[str, object] = field(default_factory=dict)
     packages: tuple[str, ...] = ()
-    languages: Callable[[Mapping[str, Any]], tuple[str, ...]] = english
+    languages: Callable[[Mapping[str, object]], tuple[str, ...]] = english
     card_section: str | None = None
     card_body: str | None = None
     report: str | None = None
@@ -231,11 +231,11 @@ class Benchmark:
         (found,) = [a for a in self.axes if a.name == name]
         return found
 
-    def axis_values(self, records: Mapping[str, Any]) -> dict[str, Any]:
+    def axis_values(self, records: Mapping[str, object]) -> dict[str, object]:
         """Its axes' values from what a manifest's build entry records under their names."""
         return {a.name: a.from_record(records[a.name]) for a in self.axes if a.name in records}
 
-    def axis_codes(self, values: Mapping[str, Any]) -> dict[str, str]:
+    def axis_codes(self, values: Mapping[str, object]) -> dict[str, str]:
         return {a.name: a.code(values[a.name]) for a in self.axes if a.name in values}
 
 
@@ -247,6 +247,16 @@ BENCHMARK_SPECS: Registry[Benchmark] = Registry(
 with builtin_code():
     for _id, _address in BUILTIN.items():
         BENCHMARK_SPECS.register_lazy(_id, _address)
+
+
+def _load_benchmarks() -> None:
+    """Load every registered benchmark: each registers its tasks when its module loads."""
+    BENCHMARK_SPECS.names()
+    for name in BENCHMARK_SPECS.builtin_names():
+        BENCHMARK_SPECS.get(name)
+
+
+ON_MISS.append(_load_benchmarks)
 
 
 class _View(Mapping[str, Any]):
@@ -311,23 +321,25 @@ def tasks_of(benchmark: str) -> tuple[str, ...]:
     return own + tuple(t for t in TASKS if t not in listed)
 
 
-def benchmark_tasks(benchmark: str, axes: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+def benchmark_tasks(benchmark: str,
+                    axes: Mapping[str, object] | None = None) -> tuple[str, ...]:
     """A benchmark's tasks, those a build makes unless told otherwise (a value of one of its
     axes may narrow them: `BuildAxis.tasks`)."""
-    bench = get_benchmark(benchmark)
+    bench, axes = get_benchmark(benchmark), axes or {}
     tasks = tasks_of(benchmark)
     for axis in bench.axes:
-        if axis.name in (axes or {}):
+        if axis.name in axes:
             tasks = axis.tasks(axes[axis.name], tasks)
     return tasks
 
 
-def benchmark_config(base: str, benchmark: str, axes: Mapping[str, Any] | None = None) -> str:
+def benchmark_config(base: str, benchmark: str,
+                     axes: Mapping[str, object] | None = None) -> str:
     """The config of `benchmark`'s rows for the tokenizer config `base` (and, for a benchmark
     built along axes, their values: `llama-3.1--oneruler-ko`, `--oneruler-en-ko`)."""
-    bench = get_benchmark(benchmark)
+    bench, axes = get_benchmark(benchmark), axes or {}
     if bench.axes:
-        missing = [a.name for a in bench.axes if a.name not in (axes or {})]
+        missing = [a.name for a in bench.axes if a.name not in axes]
         if missing:
             raise ValueError(f"benchmark {benchmark!r} has one config per {missing[0]}: give one")
         return "--".join([base, *(a.config_suffix(axes[a.name]) for a in bench.axes)])
@@ -357,3 +369,28 @@ def benchmark_id(name: str) -> str:
 def benchmark_axes() -> dict[str, BuildAxis]:
     """Every registered benchmark's axes, by name (an axis two benchmarks share is one)."""
     return {a.name: a for b in BENCHMARK_SPECS.values() for a in b.axes}
+
+
+def task_rank(name: str) -> tuple[int, str]:
+    """Sort key of a task name in the benchmarks' order (each benchmark's tasks in its own
+    order: upstream's), then the other registered tasks; names no one registered come after
+    every task, by name."""
+    order = _task_order()
+    return order.get(name, len(order)), name
+
+
+def _task_order() -> dict[str, int]:
+    key = (BENCHMARK_SPECS.known_names(), TASKS.known_names())
+    if _ORDER.get("key") != key:
+        names = [t for b in BENCHMARK_SPECS.values() for t in b.tasks] + list(TASKS)
+        _ORDER.update(key=key, order={t: i for i, t in enumerate(dict.fromkeys(names))})
+    return _ORDER["order"]
+
+
+_ORDER: dict[str, Any] = {}
+
+
+def in_task_order(names: Iterable[str]) -> list[str]:
+    """`names` (once each) in the benchmarks' task order, unknown names after, by name: the
+    order of every list of tasks ruler shows (card, reports, exports)."""
+    return sorted(set(names), key=task_rank)

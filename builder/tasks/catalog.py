@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.registry import Registry
@@ -74,16 +74,11 @@ PLUGIN_GROUP = "ruler.task_families"
 TASKS: Registry[TaskSpec] = Registry("task", PLUGIN_GROUP,
                                      accepts=lambda obj: isinstance(obj, TaskSpec),
                                      name_of=lambda spec: spec.name,
-                                     on_miss=lambda: _load_benchmarks())
+                                     on_miss=lambda: [load() for load in ON_MISS])
 
-
-def _load_benchmarks() -> None:
-    """Load every registered benchmark: each registers its tasks when its module loads."""
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
-
-    BENCHMARK_SPECS.names()
-    for name in BENCHMARK_SPECS.builtin_names():
-        BENCHMARK_SPECS.get(name)
+#: What loads the tasks a registered benchmark declares (the benchmark registry's loader,
+#: `tasks.benchmarks`, which the `ruler.builder.tasks` package imports with this module).
+ON_MISS: list[Callable[[], object]] = []
 
 
 def params_problem(spec: TaskSpec) -> str | None:
@@ -156,30 +151,3 @@ LENGTH_SETS = {"paper": PAPER_LENGTHS, "long": LONG_LENGTHS}
 def get_task(name: str) -> TaskSpec:
     """The task `name`, or a RulerError naming the known ones."""
     return TASKS[name]
-
-
-def task_rank(name: str) -> tuple[int, str]:
-    """Sort key of a task name in the benchmarks' order (each benchmark's tasks in its own
-    order: upstream's), then the other registered tasks; names no one registered come after
-    every task, by name."""
-    order = _task_order()
-    return order.get(name, len(order)), name
-
-
-def _task_order() -> dict[str, int]:
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
-
-    key = (BENCHMARK_SPECS.known_names(), TASKS.known_names())
-    if _ORDER.get("key") != key:
-        names = [t for b in BENCHMARK_SPECS.values() for t in b.tasks] + list(TASKS)
-        _ORDER.update(key=key, order={t: i for i, t in enumerate(dict.fromkeys(names))})
-    return _ORDER["order"]
-
-
-_ORDER: dict[str, Any] = {}
-
-
-def in_task_order(names: Iterable[str]) -> list[str]:
-    """`names` (once each) in the benchmarks' task order, unknown names after, by name: the
-    order of every list of tasks ruler shows (card, reports, exports)."""
-    return sorted(set(names), key=task_rank)

@@ -176,7 +176,15 @@ def _same_family(a: TaskFamily, b: TaskFamily) -> bool:
 #: they register tasks too).
 FAMILY_CODE: Registry[TaskFamily] = Registry(
     "task family", accepts=lambda obj: isinstance(obj, TaskFamily),
-    name_of=lambda family: family.name, same=_same_family, on_miss=lambda: TASKS.names())
+    name_of=lambda family: family.name, same=_same_family, on_miss=lambda: _by_address())
+
+
+def _by_address() -> None:
+    """Every built-in task's family, registered at the address its spec names (loaded on first
+    use; a plug-in's: by `get_family`, or by the plug-in)."""
+    for spec in [t.family for n, t in TASKS.items() if not TASKS.from_plugin(n)]:
+        if spec.module and spec.name not in FAMILY_CODE.known_names():
+            FAMILY_CODE.register_lazy(spec.name, spec.module, origin=f"task family {spec.name}")
 
 
 def register_family(family: TaskFamily) -> TaskFamily:

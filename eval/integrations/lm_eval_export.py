@@ -62,7 +62,7 @@ import yaml
 from ruler.builder.atomic import naming
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, Benchmark
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.lm_eval_usage import (
     ALL_GROUP,
@@ -250,15 +250,14 @@ def export_files(manifest: Manifest, source: TaskSource) -> dict[str, str]:
 
 def render_utils(manifest: Manifest | None = None) -> str:
     """`utils.py`: the hooks and the metric code they call (the generic functions, and the
-    metric code of the benchmarks of `manifest`'s builds, default every benchmark with lm-eval
-    hooks), as source text, with the imports the copied code needs (its annotations included:
-    `typing.get_type_hints` and linters read them) found from the names it uses, so a change to
-    the copied functions cannot leave one out."""
+    metric code of every benchmark with lm-eval hooks), as source text, with the imports the
+    copied code needs (its annotations included: `typing.get_type_hints` and linters read them)
+    found from the names it uses, so a change to the copied functions cannot leave one out."""
     from ruler.eval import metrics
     from ruler.eval.integrations import lm_eval_hooks
 
     generator = (manifest.generator if manifest is not None else None) or {}
-    benches = _exported(manifest)
+    benches = [b for b in BENCHMARK_SPECS.values() if b.lm_eval is not None]
     hooks = [b.hook("lm_eval") for b in benches]
     specs = {name: spec for b in benches for name, spec in b.metrics.items()}
 
@@ -292,22 +291,11 @@ def render_utils(manifest: Manifest | None = None) -> str:
         f'{_GENERATED_MARK} ({generator.get("name", "ruler-bench")} '
         f'{generator.get("version", "")}) from the source of\n'
         f'`ruler.eval.metrics` (the code `ruler score` runs), the metric code of the benchmarks\n'
-        f'of the build ({", ".join(b.title for b in benches)}) and\n'
+        f'({", ".join(b.title for b in benches)}) and\n'
         f'`ruler.eval.integrations.lm_eval_hooks`. Do not edit: export again instead.\n'
         f'Needs only the Python standard library.\n"""')
     header = "from __future__ import annotations\n\n" + "\n".join(imports)
     return "\n\n\n".join([docstring, header, text]) + "\n"
-
-
-def _exported(manifest: Manifest | None) -> list[Benchmark]:
-    """The benchmarks whose metric code utils.py carries: those of the manifest's builds that
-    have lm-eval hooks (no manifest: every registered one that has)."""
-    if manifest is None:
-        return [b for b in BENCHMARK_SPECS.values() if b.lm_eval is not None]
-    builds = {b.benchmark_id: b for b in manifest.builds.values()}  # one build of each
-    order = list(BENCHMARK_SPECS)
-    return [build.spec() for _, build in sorted(builds.items(), key=lambda kv: order.index(
-        kv[0]) if kv[0] in order else len(order)) if build.spec().lm_eval is not None]
 
 
 def metric_keys(manifest: Manifest | None) -> dict[str, str]:

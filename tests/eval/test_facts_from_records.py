@@ -62,7 +62,7 @@ def test_gold_answers_score_100_by_the_recorded_language(gold_run):
     assert {c["task"]: c["score"] for c in scores["cells"]} == {
         t: 100.0 for t in ONERULER_TASKS}
     # the facts the scores rest on are recorded, from the manifest
-    assert (scores["benchmark"], scores["language"]) == ("oneruler", "en")
+    assert (scores["benchmark"], scores["axes"]) == ("oneruler", {"language": "en"})
 
 
 def test_ruler_score_rescores_by_the_recorded_language(gold_run, hostile, tmp_path):
@@ -120,7 +120,7 @@ def _older_scores(gold_run: Path, folder: Path, spec: str | None = None) -> Path
     """The run's scores.json as a ruler that did not record the benchmark and language wrote
     it (optionally scored on a dataset at `spec`)."""
     scores = json.loads((gold_run / "scores.json").read_text())
-    del scores["benchmark"], scores["language"]
+    del scores["benchmark"], scores["axes"], scores["benchmark_package"]
     if spec is not None:
         scores["dataset"]["spec"] = spec
     folder.mkdir(parents=True)

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import pytest
 
-from ruler.builder.tasks.catalog import FAMILIES, TASKS
-from ruler.builder.tasks.family import FAMILY_CODE
-from ruler.eval.metrics import (
-    METRICS,
-    ROW_METRICS,
-    postprocess_pred,
+from ruler.benchmarks.ruler.metrics import (
     row_match_all,
     row_match_part,
     string_match_all,
     string_match_part,
-    task_score,
 )
+from ruler.builder.tasks.catalog import FAMILIES, TASKS
+from ruler.builder.tasks.family import FAMILY_CODE
+from ruler.eval.metrics import METRICS, ROW_METRICS, postprocess_pred, task_score
 
 
 def test_every_catalog_metric_has_a_function():

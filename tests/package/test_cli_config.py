@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ruler import api
-from ruler.builder.cli_build import LanguageFlags
+from ruler.builder.cli_build import axis_flags
 from ruler.builder.cli_merge import MergeConfig
 from ruler.builder.cli_sources import FetchSources, ListSources
 from ruler.builder.errors import RulerError
@@ -36,7 +36,7 @@ from ruler.release import ReleaseConfig
 
 #: The configs each command's flags come from (besides build's variant kinds, below).
 CONFIGS = {
-    ("build",): [BuildConfig, LanguageFlags], ("merge",): [MergeConfig],
+    ("build",): [BuildConfig, axis_flags()], ("merge",): [MergeConfig],
     ("verify",): [VerifyConfig],
     ("release",): [ReleaseConfig], ("sources", "list"): [ListSources],
     ("sources", "fetch"): [FetchSources], ("score",): [ScoreConfig],

@@ -112,6 +112,14 @@ JSON_NAMES = re.compile(r"(^|\.)(from_json|to_json|derived_json|fields_json|extr
                         r"check_\w+)($|\.)")
 #: Other public names of the record paths that take or give a JSON object, and why.
 JSON_EDGES = {
+    # a benchmark's axis values as the manifest records them: JSON each axis reads (`BuildAxis.
+    # from_record`), under the axis's name (the build entry's and the identity's keys)
+    "ruler.builder.manifest:BuildEntry.axis_records": "the axes' JSON, read by each axis",
+    "ruler.builder.identity:make_identity": "the axes' JSON, as the manifest records them",
+    # report.json's fields a benchmark's report hooks add (its own, for people and tools)
+    "ruler.eval.report:ReportHooks.json": "report.json's fields of a benchmark",
+    "ruler.benchmarks.ruler.report:RulerFamilyReport.json": "report.json's fields of a benchmark",
+    "ruler.benchmarks.ruler2.report:Ruler2Report.json": "report.json's fields of a benchmark",
     # run.json: the user's chat template variables (given to the template as they are) and the
     # last run's outcome, for people (no code reads it)
     "ruler.eval.run_record:RunRecord.chat_template_kwargs": "the user's template variables",

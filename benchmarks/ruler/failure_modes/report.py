@@ -26,7 +26,7 @@ from ruler.benchmarks.ruler.failure_modes.labels import (
 from ruler.benchmarks.ruler.failure_modes.text import token_f1
 from ruler.builder.errors import RulerError
 from ruler.builder.markup import md_code, md_text
-from ruler.builder.tasks.catalog import task_rank
+from ruler.builder.tasks.benchmarks import task_rank
 from ruler.eval.aggregate import format_length
 from ruler.eval.failure_modes.record import QaAnswer, RowFailure
 from ruler.eval.intervals import Interval, wilson

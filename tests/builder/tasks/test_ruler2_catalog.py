@@ -15,8 +15,9 @@ from ruler.builder.tasks.benchmarks import (
     BENCHMARKS,
     benchmark_id,
     get_benchmark,
+    in_task_order,
 )
-from ruler.builder.tasks.catalog import TASKS, in_task_order
+from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.family import family_of
 
 NAMES = ("mk_niah_basic", "mk_niah_easy", "mk_niah_medium", "mk_niah_hard", "mv_niah_basic",

@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from helpers.builds import rows
+from ruler.benchmarks.ruler.metrics import row_match_all, row_match_part
 from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS
@@ -174,7 +175,7 @@ def test_utils_py_is_ruler_metric_code_and_needs_only_the_standard_library(data,
     folder = ex.write_export(ex.export_files(Manifest.load(data), ex.local_source(data)),
                              tmp_path / "tasks")
     text = (folder / "utils.py").read_text()
-    for fn in (metrics.postprocess_pred, metrics.row_match_all, metrics.row_match_part,
+    for fn in (metrics.postprocess_pred, row_match_all, row_match_part,
                metrics.score_of_rows):
         assert pyinspect.getsource(fn) in text  # generated from ruler's own code
     imports = {a.name if isinstance(n, ast.Import) else n.module
