@@ -44,6 +44,7 @@ from ruler.builder.flags import (
 )
 from ruler.builder.hub_errors import hub_error
 from ruler.builder.hub_names import validate_repo_id, validate_tag
+from ruler.builder.release_gates import check_gates, gate_flags, release_gates
 from ruler.builder.verify.cli import parse_overrides
 
 if TYPE_CHECKING:
@@ -103,27 +104,6 @@ def default_tag(manifest: Manifest) -> str:
 def resolve_endpoint(endpoint: str | None) -> str:
     # Read at call time, never at import: tests and mirrors set it per run.
     return (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-
-
-def check_book_status(manifest: Manifest, acknowledged: Sequence[str] | None) -> None:
-    """ONERULER configs hold their context language's book, and neither upstream's repository
-    nor its books state a source or copyright status (builder.oneruler_licences): a release
-    refuses unless `acknowledged` names exactly the languages whose status is unknown."""
-    from ruler.benchmarks.oneruler.card import oneruler_configs
-    from ruler.benchmarks.oneruler.licences import unknown_book_languages
-
-    unknown = unknown_book_languages(lang.context for lang in oneruler_configs(manifest).values())
-    given = sorted(set(acknowledged or ()))
-    if given == unknown:
-        return
-    if not unknown:
-        raise RulerError(f"--acknowledge-book-status {','.join(given)}: no ONERULER book of "
-                         f"unknown status is in this folder; leave the flag out")
-    raise RulerError(
-        f"the ONERULER configs hold books whose source and copyright status upstream does not "
-        f"state (languages: {', '.join(unknown)}; the card lists each book): check you may "
-        f"redistribute them, then pass --acknowledge-book-status {','.join(unknown)}"
-        + (f" (given: {','.join(given)})" if given else ""))
 
 
 def check_official(manifest: Manifest, allow_unofficial: bool) -> None:
@@ -324,8 +304,11 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
             sources_dir: str | None = None, endpoint: str | None = None, api=None,
             verify_kwargs: Mapping[str, Any] | None = None, echo=print,
             regenerate: int = DEFAULT_REGENERATE,
-            acknowledge_book_status: Sequence[str] | None = None,
-            progress: bool = False) -> ReleaseResult | None:
+            progress: bool = False,
+            **acknowledged: Sequence[str] | None) -> ReleaseResult | None:
+    """Verify `out` and publish it to `repo_id` as one tagged commit. `acknowledged`: what
+    each benchmark's release gate flag names, by the flag's name (`acknowledge_book_status`:
+    `builder.release_gates`)."""
     from ruler.builder.scrub import scrub
     from ruler.builder.verify.folder import load_manifest
     from ruler.builder.verify.report import format_report
@@ -344,7 +327,10 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     if not manifest.files:
         raise RulerError(f"{out} holds no split files: nothing to release")
     check_official(manifest, allow_unofficial)
-    check_book_status(manifest, acknowledge_book_status)
+    unknown = sorted(set(acknowledged) - set(release_gates()))
+    if unknown:
+        raise TypeError(f"release() got unexpected keyword(s) {', '.join(unknown)}")
+    check_gates(manifest, acknowledged)
     if not dry_run and api is None:
         check_can_publish()  # before verify spends seconds
     # Rebuild a few rows of every file from the manifest's identity (the strongest proof the
@@ -404,12 +390,6 @@ def check_can_publish() -> None:
         raise RulerError("no Hugging Face token: run `hf auth login` or set HF_TOKEN")
 
 
-def _languages_value(value: str | Sequence[str]) -> tuple[str, ...]:
-    """`--acknowledge-book-status ko,sw` (or, from Python, a list) as ("ko", "sw")."""
-    parts = value.split(",") if isinstance(value, str) else value
-    return tuple(s.strip() for s in parts if s.strip())
-
-
 @dataclass(frozen=True)
 class ReleaseConfig:
     """What `ruler release` publishes, where, and how it verifies first."""
@@ -425,12 +405,6 @@ class ReleaseConfig:
     allow_unofficial: bool = option(
         "--allow-unofficial", kind=SWITCH, default=False,
         help="release builds with an unpinned tokenizer or non-official sources")
-    acknowledge_book_status: tuple[str, ...] | None = option(
-        "--acknowledge-book-status", default=None, parse=_languages_value,
-        metavar="LANGS",
-        help="ONERULER configs: the comma-separated languages whose book's copyright status is "
-             "unknown (upstream states none; the card lists them), named after checking you may "
-             "redistribute each; without it such a release refuses and says which")
     with_sources: bool = option(
         "--with-sources", kind=SWITCH, default=False,
         help="also upload the pinned source files the build read, under sources/")
@@ -465,18 +439,19 @@ def register_cli(subparsers: argparse._SubParsersAction) -> None:
                     "one commit on top of the head it read (a failure leaves the repo "
                     "unchanged), then tag it. The token comes from `hf auth login` or HF_TOKEN.")
     add_flags(p, ReleaseConfig)
-    p.set_defaults(func=lambda args: run(from_flags(ReleaseConfig, args)))
+    add_flags(p, gate_flags())  # what each benchmark's release gate asks (`--acknowledge-...`)
+    p.set_defaults(func=lambda args: run(from_flags(ReleaseConfig, args),
+                                         vars(from_flags(gate_flags(), args))))
 
 
-def run(cfg: ReleaseConfig) -> int:
+def run(cfg: ReleaseConfig, acknowledged: Mapping[str, Sequence[str] | None] | None = None
+        ) -> int:
     release(cfg.out, cfg.repo, tag=cfg.tag, dry_run=cfg.dry_run, private=cfg.private,
             allow_unofficial=cfg.allow_unofficial, with_sources=cfg.with_sources,
             sources_dir=cfg.sources_dir, endpoint=cfg.endpoint,
             verify_kwargs={"tokenizers_dir": cfg.tokenizers_dir,
                            "tokenizers": dict(cfg.tokenizers)},
-            regenerate=cfg.regenerate,
-            acknowledge_book_status=list(cfg.acknowledge_book_status or ()),
-            progress=cfg.progress)
+            regenerate=cfg.regenerate, progress=cfg.progress, **(acknowledged or {}))
     return 0
 
 

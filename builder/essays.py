@@ -4,7 +4,7 @@ Upstream takes `num_haystack` words of `re.sub(r"\\s+", " ", essay).split(" ")` 
 corpus when more are needed), joins them with spaces and runs nltk's punkt `sent_tokenize` on
 the result for every probe and sample. Punkt decides each boundary from the tokens around it,
 so the sentences of a prefix are the corpus's sentences that end inside it plus the prefix's
-truncated last sentence. We split the corpus once and slice; see builder.differences.
+truncated last sentence. We split the corpus once and slice (the card's differences).
 """
 
 from __future__ import annotations

@@ -77,6 +77,10 @@ class SourceSpec:
         ceiling: the most bytes one download of this source may have where its size is pinned
             nowhere (an essay's page, punkt_tab's archive, a Hub file without a pinned size):
             a server sending more is refused there.
+        card_license: the Hub licence a folder whose rows quote it carries (the card's front
+            matter): "other" (terms that are someone else's or not stated), "cc-by-sa-4.0"
+            (share-alike text); "": the generator's own.
+        card_note: what the card's Licences section adds of its terms, where a folder uses it.
     """
 
     id: str
@@ -93,6 +97,8 @@ class SourceSpec:
     file_base: str = ""
     sizes: Mapping[str, int] = field(default_factory=dict)
     ceiling: int = 0
+    card_license: str = ""
+    card_note: str = ""
 
     @property
     def is_directory(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.variants import reserved_output_budget
+from ruler.cards.body import bodies
 
 #: The folder's name inside a released dataset repo (`ruler release` uploads it there).
 EXPORT_DIR = "lm_eval"
@@ -75,17 +76,6 @@ def reasoning_note(manifest: Manifest) -> str:
             f"apart before RULER's metric. Evaluate them with `ruler eval --mode reasoning`.\n")
 
 
-#: Why lm-eval's built-in `ruler` group gives other numbers (observed in lm-eval 0.4.13).
-BUILTIN_RULER_DIFFERENCES = (
-    "its `vt` template misspells \"assgined\" and joins the VAR lines and the noise on one line",
-    "its `cwe` prompt drops the worked example",
-    "its `string_match_part` (qa) scores the fraction of the reference aliases found (0.75 for "
-    "three of four, where RULER gives 1.0 for any one)",
-    "it generates its samples anew at every run, for the model's tokenizer, from its own "
-    "haystack text and global random state",
-)
-
-
 def chat_note(manifest: Manifest) -> str:
     """When to pass `--apply_chat_template`: for the configs counted with a chat template."""
     modes = {c: manifest.build(c).prompt_mode for c in runnable_files(manifest)}
@@ -127,7 +117,7 @@ def card_section(manifest: Manifest, repo_id: str | None,
                  f"{run_command(config, length, mode, f'OUT/{EXPORT_DIR}')}\n```")
         score = "--data OUT"
     chat = chat_note(manifest)
-    diffs = "".join(f"\n  - {d}" for d in BUILTIN_RULER_DIFFERENCES)
+    notes = [n for body in bodies(manifest) for n in body.lm_eval_notes(manifest)]
     return (
         f"{fetch}\n\n"
         f"- Tasks `ruler_<config>_<task>_<L>`, groups `ruler_<config>_<L>` (all tasks at one "
@@ -140,7 +130,6 @@ def card_section(manifest: Manifest, repo_id: str | None,
         f"`hf` model the prompts are the token ids `ruler eval` sends, and the completions "
         f"equal `ruler eval --backend hf`'s.\n"
         f"- `ruler score --predictions results/ {score}` reads lm-eval's samples files and "
-        f"writes RULER's report (the same scores).\n"
-        f"- lm-eval's built-in `ruler` group is a different generator, and its numbers are not "
-        f"comparable with these:{diffs}"
+        f"writes RULER's report (the same scores)."
+        + "".join(f"\n- {n}" for n in notes)
         + (f"\n- {reasoning_note(manifest).strip()}" if reasoning_configs(manifest) else ""))

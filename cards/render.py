@@ -17,11 +17,8 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import yaml
 
-from ruler.benchmarks.oneruler.card import oneruler_configs
-from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_atomic
 from ruler.builder.counting import COUNTING_METHODS
-from ruler.builder.differences import DIFFERENCES
 from ruler.builder.errors import RulerError
 from ruler.builder.length_rules import RULES, context_text, length_text, rules_of
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
@@ -30,9 +27,9 @@ from ruler.builder.markup import md_code, md_text
 from ruler.builder.registry import load_target
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, in_task_order
 from ruler.builder.tasks.catalog import TASKS
-from ruler.cards import real_model
+from ruler.cards.body import bodies, present
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
@@ -61,7 +58,7 @@ COLUMN_DOCS: Mapping[str, str] = {
               "length rule counts it (Contents: `length`); always <= L",
     "tokens_to_generate": "maximum new tokens (upstream's budget for the task; in a "
                           "reserved-output-budget config `<tokenizer>--out<N>`, that budget)",
-    "metric": "`string_match_all` or `string_match_part`",
+    "metric": "the metric that scores the row (see Tasks)",
     "gold_token_positions": "see below",
     "gold_depths": "see below",
     "haystack_size": "size of the fitted haystack in the task's own units (sentences, "
@@ -97,24 +94,21 @@ def _used_sources(manifest: Manifest) -> list[str]:
 
 def licence_yaml(manifest: Manifest) -> dict[str, str]:
     """The Hub `license` field for what the rows actually contain."""
-    used = set(_used_sources(manifest))
-    # essays: text (c) Paul Graham sits next to generated and CC BY-SA text; oneruler: books
-    # and translations whose licence and copyright are not stated (the ONERULER section)
-    if used & {"essays", "oneruler"}:
-        # `other` needs a name and a link; the card's Licences section is the licence text
+    used = {SOURCES[sid].card_license for sid in _used_sources(manifest) if sid in SOURCES}
+    # text whose terms are others' or not stated sits next to generated text (the card's
+    # Licences section is the licence text: `other` needs a name and a link)
+    if "other" in used:
         return {"license": "other", "license_name": "ruler-mixed", "license_link": CARD_NAME}
-    if used & {"squad", "hotpotqa", "hotpotqa_hub"}:  # QA rows adapt CC BY-SA 4.0 text
+    if "cc-by-sa-4.0" in used:  # rows adapt share-alike text
         return {"license": "cc-by-sa-4.0"}
     return {"license": GENERATOR_LICENSE.lower()}
 
 
 def _languages(manifest: Manifest) -> list[str]:
-    """The languages of the rows: English, and every ONERULER config's (ISO 639-1 codes, as
-    the Hub's `language` field takes them)."""
-    found = {code for lang in oneruler_configs(manifest).values()
-             for code in (lang.context, lang.instructions)}
-    if any(manifest.build(c).benchmark in (None, "ruler", "ruler2") for c in manifest.configs()):
-        found.add("en")
+    """The languages of the rows, as each config's benchmark says them from its axes
+    (`Benchmark.languages`; ISO 639-1 codes, as the Hub's `language` field takes them)."""
+    found = {code for c in manifest.configs()
+             for code in manifest.build(c).spec().languages(manifest.build(c).axis_values())}
     return sorted(found) or ["en"]
 
 
@@ -128,14 +122,15 @@ def _size_category(rows: int) -> str:
 
 def front_matter(manifest: Manifest) -> dict[str, Any]:
     rows = sum(f.rows for f in manifest.files.values())
+    tags = [t for body in bodies(manifest) for t in body.tags]
     return {
-        "pretty_name": "RULER (tokenizer-exact builds)",
+        "pretty_name": f"{title(manifest)} (tokenizer-exact builds)",
         "language": _languages(manifest),
         **licence_yaml(manifest),
         "size_categories": [_size_category(rows)],
         "task_categories": ["text-generation", "question-answering"],
-        "tags": ["long-context", "ruler", "needle-in-a-haystack", "synthetic", "benchmark",
-                 *(["multilingual", "oneruler"] if oneruler_configs(manifest) else [])],
+        "tags": ["long-context", *tags, "synthetic", "benchmark",
+                 *dict.fromkeys(t for b in present(manifest) for t in b.tags)],
         "configs": configs_yaml(manifest),
         # No `dataset_info`: `datasets` requires per-split `num_bytes` (Arrow bytes, which the
         # manifest does not have) and a wrong value is worse than none; row counts are checked
@@ -244,11 +239,12 @@ def length_rules_text(manifest: Manifest) -> str:
 
 
 def task_table(manifest: Manifest) -> str:
+    """The tasks of the folder's benchmark families (`CardBody.tasks`) and every task it
+    holds, in the benchmarks' order."""
     built = {f.task for f in manifest.files.values()}
+    listed = {t for body in bodies(manifest) for t in body.tasks(manifest)} | built
     rows = []
-    for spec in TASKS.values():
-        if spec.name not in STANDARD_TASKS and spec.name not in built:
-            continue  # a registered task (builder.tasks.family) that this folder lacks
+    for spec in (TASKS[t] for t in in_task_order(listed) if t in TASKS):
         params = md_text(", ".join(f"{k}={v}" for k, v in spec.params.items()))
         rows.append([_code(spec.name), md_text(spec.family.name), params,
                      spec.tokens_to_generate, _code(spec.metric),
@@ -347,20 +343,17 @@ def official_note(manifest: Manifest) -> str:
             f"an official build's.\n")
 
 
-def differences_table() -> str:
-    return _table(["scope", "what differs", "why"], DIFFERENCES)
-
-
 def licence_list(manifest: Manifest) -> str:
     lines = [f"- The generator (`ruler-bench`) and the rows it synthesises: {GENERATOR_LICENSE}."]
     for sid in _used_sources(manifest):
         spec = SOURCES.get(sid)
         if spec is not None:
             lines.append(f"- {spec.title} (`{sid}`): {spec.license}.")
-    lines.append("- Rows that quote a source carry that source's terms; SQuAD and HotpotQA are "
-                 "CC BY-SA 4.0 (share-alike), the essays are © Paul Graham"
-                 + ("; ONERULER's books and translations state none (its section above)."
-                    if "oneruler" in _used_sources(manifest) else "."))
+    notes = [n for n in (*(body.licence_note(manifest) for body in bodies(manifest)),
+                         *(SOURCES[sid].card_note for sid in _used_sources(manifest)
+                           if sid in SOURCES)) if n]
+    lines.append("- Rows that quote a source carry that source's terms"
+                 + "".join(f"; {n}" for n in notes) + ".")
     return "\n".join(lines)
 
 
@@ -382,6 +375,17 @@ def benchmark_sections(manifest: Manifest) -> str:
                    for b in BENCHMARK_SPECS.values() if b.card_section)
 
 
+def title(manifest: Manifest) -> str:
+    """What the card is of: the folder's benchmark families' titles."""
+    names = [body.title for body in bodies(manifest)]
+    return " and ".join(names)
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table, its cells escaped (`_cell`)."""
+    return _table(header, rows)
+
+
 def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | None = None,
                 sections: Sequence[CardSection] = USAGE_SECTIONS) -> str:
     """The card's text. `repo_id`/`revision` (set by `ruler release`) fill the load examples;
@@ -396,10 +400,13 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
     generator = manifest.generator or {}
     body = Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(
         generator=f"{generator.get('name')} {generator.get('version')}",
+        title=md_text(title(manifest)),
+        intro="".join(body.intro(manifest) for body in bodies(manifest)),
         official_note=official_note(manifest),
         length_rules=length_rules_text(manifest),
         contents_table=contents_table(manifest),
         task_table=task_table(manifest),
+        metrics_text="".join(body.metrics(manifest) for body in bodies(manifest)),
         repo_id=repo, example_config=config, example_task=task, example_split=split,
         revision_arg=revision_arg, two_splits_line=two,
         revision_example=revision or "<tag>",
@@ -409,11 +416,11 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         repeated_section=repeated_section(manifest),
         packages_table=packages_table(manifest),
         builds_section=builds_section(manifest),
-        differences_table=differences_table(),
-        real_model_section=real_model.card_section(),
+        differences_section="".join(body.differences(manifest) for body in bodies(manifest)),
         variants_section=variants_section(manifest),
         benchmark_sections=benchmark_sections(manifest),
         licence_list=licence_list(manifest),
+        citation="".join(body.citation(manifest) for body in bodies(manifest)),
         **{s.key: s.body(manifest, repo_id, revision) for s in sections},
     )
     return f"---\n{front}---\n\n{body}"

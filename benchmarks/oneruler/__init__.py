@@ -50,7 +50,7 @@ BENCHMARK = Benchmark(
     # and have no depth sweep, base or no-context variant
     variants=("", "replicate"), axes=(LanguageAxis(),), default_lengths="oneruler",
     length_sets={"oneruler": LENGTHS}, packages=("sentencex",), languages=row_languages,
-    metrics=METRICS,
+    tags=("multilingual", "oneruler"), metrics=METRICS,
     aggregation=Aggregation(
         text="(the paper's accuracy of a language at a length); Avg.: their mean over the "
              "lengths. ONERULER defines no weighted averages and no effective length. Task "
@@ -58,6 +58,8 @@ BENCHMARK = Benchmark(
              "rounded."),
     sources=sources.SOURCES,
     card_section="ruler.benchmarks.oneruler.card:oneruler_section",
+    card_body="ruler.benchmarks.ruler.card:BODY",
     report="ruler.benchmarks.oneruler.report:REPORT",
     lm_eval="ruler.benchmarks.oneruler.lm_eval:LM_EVAL",
+    release_gates=("ruler.benchmarks.oneruler.licences:BOOK_STATUS",),
 )

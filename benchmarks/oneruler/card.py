@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ruler.benchmarks.oneruler import LENGTHS as ONERULER_LENGTHS
 from ruler.benchmarks.oneruler.card_sentences import sentences_section
+from ruler.benchmarks.oneruler.differences import ONERULER_DIFFERENCES
 from ruler.benchmarks.oneruler.files import COMMIT
 from ruler.benchmarks.oneruler.languages import OnerulerLanguage
 from ruler.benchmarks.oneruler.licences import (
@@ -20,7 +21,6 @@ from ruler.benchmarks.oneruler.licences import (
 from ruler.benchmarks.oneruler.sentences import SPLITTER, splitter_of
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
-from ruler.builder.differences import ONERULER_DIFFERENCES
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS
 

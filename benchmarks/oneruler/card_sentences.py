@@ -2,14 +2,18 @@
 (the splitter, then the long-segment rule), how many sentences that gives beside the splitter
 alone, the longest sentence and the fill the rule brought, for the folder's context
 languages; rendered from `builder.tasks.oneruler_sentences` and the measured tables of
-`builder.differences`."""
+`ruler.benchmarks.oneruler.differences`."""
 
 from __future__ import annotations
 
 from typing import Iterable
 
+from ruler.benchmarks.oneruler.differences import (
+    ONERULER_FILL,
+    ONERULER_LONGEST,
+    ONERULER_SENTENCES,
+)
 from ruler.benchmarks.oneruler.sentences import MAX_SEGMENT_CHARS, SEGMENT_TOKENS, splitter_of
-from ruler.builder.differences import ONERULER_FILL, ONERULER_LONGEST, ONERULER_SENTENCES
 
 
 def _table(header, rows) -> str:

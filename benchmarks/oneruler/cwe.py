@@ -12,7 +12,7 @@ formatted with it. The frequencies are 20/10 (cwe) and 30/3 (cwe_easy), and 10/5
 when the length is at most 8000. No solved example, unlike RULER's cwe. Cross-lingual
 configs have no CWE (upstream's script refuses `--xling`).
 
-Differences (builder/differences.py): n is the most words with which the prompt plus the 50
+Differences (`differences`): n is the most words with which the prompt plus the 50
 answer tokens fits L (upstream keeps the first n whose prompt alone reaches L); the sample is
 the first n of the sample's own random permutation of the words (the distribution of
 `random.sample`, and a larger draft keeps a smaller one's words); the Vietnamese template's

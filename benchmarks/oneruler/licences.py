@@ -1,6 +1,7 @@
 """What is known about the licence of ONERULER's data and the copyright of its books, per
 language: one record, read by the dataset card and by `ruler release` (which refuses to publish
-a book whose status is unknown without an acknowledgement naming its language).
+a book whose status is unknown without an acknowledgement naming its language: its release
+gate, `BOOK_STATUS`).
 
 Sources of these statements: upstream's repository (mungg/OneRuler @ a3fe6af: its README, its
 LICENSE, the data files themselves) and the paper's OpenReview record, as read for
@@ -14,10 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ruler.benchmarks.oneruler.files import COMMIT, FILES
 from ruler.benchmarks.oneruler.languages import LANGUAGES
+from ruler.builder.errors import RulerError
+from ruler.builder.release_gates import ReleaseGate
+
+if TYPE_CHECKING:
+    from ruler.builder.manifest import Manifest
 
 CODE_LICENCE = ("MIT (the repository's LICENSE, \"Copyright (c) 2025 Yekyung Kim\"; the files "
                 "derived from NVIDIA/RULER keep their Apache-2.0 headers)")
@@ -63,3 +69,31 @@ def unknown_book_languages(languages: Iterable[str]) -> list[str]:
 
 def upstream_file_url(file: str) -> str:
     return f"https://github.com/mungg/OneRuler/blob/{COMMIT}/OneRuler/data/{file}"
+
+
+def check_book_status(manifest: Manifest, acknowledged: Sequence[str]) -> None:
+    """ONERULER's release gate: its configs hold their context language's book, and neither
+    upstream's repository nor its books state a source or copyright status: a release refuses
+    unless `acknowledged` names exactly the languages whose status is unknown."""
+    languages = [manifest.build(c).axis_values()["language"] for c in manifest.configs()
+                 if manifest.build(c).benchmark == "oneruler" and manifest.files_of(c)]
+    unknown = unknown_book_languages(lang.context for lang in languages)
+    given = sorted(set(acknowledged or ()))
+    if given == unknown:
+        return
+    if not unknown:
+        raise RulerError(f"--acknowledge-book-status {','.join(given)}: no ONERULER book of "
+                         f"unknown status is in this folder; leave the flag out")
+    raise RulerError(
+        f"the ONERULER configs hold books whose source and copyright status upstream does not "
+        f"state (languages: {', '.join(unknown)}; the card lists each book): check you may "
+        f"redistribute them, then pass --acknowledge-book-status {','.join(unknown)}"
+        + (f" (given: {','.join(given)})" if given else ""))
+
+
+#: `ruler release --acknowledge-book-status LANGS`.
+BOOK_STATUS = ReleaseGate(
+    "--acknowledge-book-status", check=check_book_status, metavar="LANGS",
+    help="ONERULER configs: the comma-separated languages whose book's copyright status is "
+         "unknown (upstream states none; the card lists them), named after checking you may "
+         "redistribute each; without it such a release refuses and says which")

@@ -20,7 +20,7 @@ instruction language's `task`, then `question_{single|multi}_numbers`, `please_l
 query key(s); cross-lingually the query is the key's translation (the first noun-list row
 whose context entry it is).
 
-Differences (the card's "Differences from upstream", builder/differences.py): n is the most
+Differences (the card's "Differences from upstream", `differences`): n is the most
 sentences with which the whole prompt, as the model reads it, plus the 30 answer tokens fits
 L (upstream sizes the book text alone to L); every draw comes from the sample's own seed;
 sentences come from sentencex (upstream: stanza), a segment over its language's limit cut

@@ -10,6 +10,8 @@ from ruler.builder.sources import SourceSpec
 SOURCES = (
     SourceSpec(
         id="oneruler",
+        card_license="other",
+        card_note="ONERULER's books and translations state none (its section above)",
         title=f"ONERULER data (GitHub mungg/OneRuler @ {COMMIT[:7]}, "
               f"OneRuler/data: 26 books, prompts, nouns, dictionaries)",
         relpath="oneruler",

@@ -26,6 +26,7 @@ BENCHMARK = Benchmark(
     help="v1 (RULER's 13 tasks, config <tokenizer>; the default)",
     sources=sources.SOURCES, metrics=METRICS,
     aggregation=Aggregation(weighted=True, effective_length=True),
+    card_body="ruler.benchmarks.ruler.card:BODY",
     report="ruler.benchmarks.ruler.report:REPORT",
     lm_eval="ruler.benchmarks.ruler.lm_eval:LM_EVAL",
     failure_labels="ruler.benchmarks.ruler.failure_modes.cell:label_cell",

@@ -10,6 +10,7 @@ from ruler.builder.sources import SourceSpec
 SOURCES = (
     SourceSpec(
         id="essays",
+        card_license="other",
         title="Paul Graham essays (RULER's essay haystack, PaulGrahamEssays.json)",
         relpath="essays/PaulGrahamEssays.json",
         urls=(),
@@ -30,6 +31,7 @@ SOURCES = (
     ),
     SourceSpec(
         id="squad",
+        card_license="cc-by-sa-4.0",
         title="SQuAD v2.0 dev",
         relpath="squad/dev-v2.0.json",
         urls=("https://rajpurkar.github.io/SQuAD-explorer/dataset/dev-v2.0.json",),
@@ -40,6 +42,7 @@ SOURCES = (
     ),
     SourceSpec(
         id="hotpotqa",
+        card_license="cc-by-sa-4.0",
         title="HotpotQA dev (distractor setting) v1",
         relpath="hotpotqa/hotpot_dev_distractor_v1.json",
         urls=(

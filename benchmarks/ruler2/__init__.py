@@ -44,6 +44,7 @@ BENCHMARK = Benchmark(
              "percent, not rounded."),
     sources=sources.SOURCES,
     card_section="ruler.benchmarks.ruler2.card:ruler2_section",
+    card_body="ruler.benchmarks.ruler.card:BODY",
     report="ruler.benchmarks.ruler2.report:REPORT",
     lm_eval="ruler.benchmarks.ruler2.lm_eval:LM_EVAL",
 )

@@ -5,9 +5,9 @@ without a RULERv2 config (its card reads as before RULERv2 existed)."""
 from __future__ import annotations
 
 from ruler.benchmarks.ruler2 import prompt_mode
+from ruler.benchmarks.ruler2.differences import RULER2_DIFFERENCES
 from ruler.benchmarks.ruler2.tasks import RULER2_TOKENS_TO_GENERATE
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-from ruler.builder.differences import RULER2_DIFFERENCES
 from ruler.builder.manifest import Manifest
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.catalog import TASKS

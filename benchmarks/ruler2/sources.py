@@ -32,6 +32,7 @@ SOURCES = (
     ),
     SourceSpec(
         id="hotpotqa_hub",
+        card_license="cc-by-sa-4.0",
         title="HotpotQA (Hub hotpotqa/hotpot_qa, config distractor: train paragraphs, "
               "validation questions)",
         relpath="hotpotqa/hub",

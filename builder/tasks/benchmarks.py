@@ -172,12 +172,13 @@ class Benchmark:
             when it loads; a metric whose `replaces` names another may rescore its rows.
         packages: the packages its generators add to what shapes its rows (recorded by its
             builds: `builder.packages`).
+        tags: what the card's front matter adds to its tags for a folder holding it.
         languages: `languages(axes)`: the languages of a config's rows (ISO 639-1 codes), for
             the card, from the config's axis values.
         card_section, card_body, report, lm_eval, failure_labels: the addresses
             ("package.module:ATTR") of the code in its folder that writes the card's section
             about it (`function(manifest) -> str`) and its family's card text (intro, tasks,
-            differences, citation: `cards.frame.CardBody`), its report sections
+            differences, citation: `cards.render.CardBody`), its report sections
             (`eval.report.ReportHooks`), its lm-evaluation-harness export
             (`eval.integrations.lm_eval_export.LmEvalHooks`) and its failure-mode labels
             (`label_cell(...)`); None: none.
@@ -204,6 +205,7 @@ class Benchmark:
     sources: tuple[Any, ...] = ()
     metrics: Mapping[str, object] = field(default_factory=dict)
     packages: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
     languages: Callable[[Mapping[str, object]], tuple[str, ...]] = english
     card_section: str | None = None
     card_body: str | None = None
@@ -226,6 +228,10 @@ class Benchmark:
         """The object at hook `name`'s address (None: the benchmark has none)."""
         address = getattr(self, name)
         return None if address is None else load_target(address)
+
+    def hook_list(self, name: str) -> list[Any]:
+        """The objects at the addresses of hook list `name` (`release_gates`)."""
+        return [load_target(address) for address in getattr(self, name)]
 
     def axis(self, name: str) -> BuildAxis:
         (found,) = [a for a in self.axes if a.name == name]

@@ -17,8 +17,8 @@ from datasets import load_dataset
 
 from helpers.builds import build
 from helpers.paths import ROOT
+from ruler.benchmarks.ruler.differences import DIFFERENCES
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.differences import DIFFERENCES
 from ruler.builder.manifest import Manifest
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import TASKS
@@ -286,8 +286,8 @@ def test_a_card_rendered_for_a_release_is_current(out):
 
 @pytest.mark.build
 def test_a_v2_config_gets_the_ruler2_section_and_a_v1_card_none(built_llama_v2, out):
+    from ruler.benchmarks.ruler2.differences import RULER2_DIFFERENCES
     from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-    from ruler.builder.differences import RULER2_DIFFERENCES
 
     text = (built_llama_v2 / "README.md").read_text()
     section = text[text.index("## RULERv2"):text.index("## Licences")]

@@ -19,6 +19,7 @@ from ruler.builder.cli_sources import FetchSources, ListSources
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import flagged_fields, from_flags
 from ruler.builder.pipeline.config import BuildConfig
+from ruler.builder.release_gates import gate_flags
 from ruler.builder.variants import DepthSweep, variant_kinds
 from ruler.builder.verify.cli import VerifyConfig
 from ruler.cli import main, make_parser
@@ -38,7 +39,7 @@ from ruler.release import ReleaseConfig
 CONFIGS = {
     ("build",): [BuildConfig, axis_flags()], ("merge",): [MergeConfig],
     ("verify",): [VerifyConfig],
-    ("release",): [ReleaseConfig], ("sources", "list"): [ListSources],
+    ("release",): [ReleaseConfig, gate_flags()], ("sources", "list"): [ListSources],
     ("sources", "fetch"): [FetchSources], ("score",): [ScoreConfig],
     ("report",): [ReportConfig], ("compare",): [CompareConfig],
     ("published",): [PublishedConfig],

@@ -15,8 +15,8 @@ import pytest
 from datasets import load_dataset
 
 from helpers.builds import rows
-from ruler import release
 from ruler.benchmarks.oneruler.cwe import check_row as cwe_check
+from ruler.benchmarks.oneruler.licences import check_book_status
 from ruler.benchmarks.oneruler.niah import check_row as niah_check
 from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROSS_LINGUAL_TASKS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
@@ -122,9 +122,9 @@ def test_release_refuses_books_of_unknown_status_unless_acknowledged(built, caps
     code = main(["release", str(built), "--repo", "org/oneruler", "--dry-run",
                  "--acknowledge-book-status", "sw"])
     assert code == 2 and "(given: sw)" in capsys.readouterr().err
-    release.check_book_status(Manifest.load(built), ["sw", "en"])  # named: accepted
+    check_book_status(Manifest.load(built), ["sw", "en"])  # named: accepted
     with pytest.raises(RulerError, match="no ONERULER book"):
-        release.check_book_status(Manifest.load(built).__class__.empty(), ["sw"])
+        check_book_status(Manifest.load(built).__class__.empty(), ["sw"])
 
 
 def _build_in_process(out: Path, hash_seed: str) -> subprocess.CompletedProcess:

@@ -12,6 +12,7 @@ import pytest
 from helpers.paths import SOURCES
 from helpers.tasks import tokenizer
 from ruler.benchmarks.oneruler.data import OnerulerData
+from ruler.benchmarks.oneruler.differences import ONERULER_SENTENCES
 from ruler.benchmarks.oneruler.languages import LANGUAGES
 from ruler.benchmarks.oneruler.sentences import (
     MAX_SEGMENT_CHARS,
@@ -20,7 +21,6 @@ from ruler.benchmarks.oneruler.sentences import (
     split_sentences,
     splitter_sentences,
 )
-from ruler.builder.differences import ONERULER_SENTENCES
 
 #: The books every one of whose splitter's segments is within its language's limit.
 UNTOUCHED = ("en", "fa", "fi", "hu", "pl", "sr", "st", "sv", "sw", "uk", "zh")

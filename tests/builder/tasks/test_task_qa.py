@@ -238,7 +238,7 @@ def test_build_stops_before_writing_on_bad_qa_input(tmp_path):
 
 
 def test_differences_cover_these_tasks():
-    from ruler.builder.differences import DIFFERENCES
+    from ruler.benchmarks.ruler.differences import DIFFERENCES
 
     scopes = " ".join(scope for scope, _, _ in DIFFERENCES)
     for task in ("vt", "cwe", "fwe", "qa_1", "qa_2"):

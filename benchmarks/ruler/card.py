@@ -1,0 +1,90 @@
+"""RULER's text on the dataset card, the card body of RULER's family (`Benchmark.card_body` of
+RULER, RULERv2 and ONERULER: the card's frame, `ruler.cards.render`, shows it once for a folder
+holding any of their configs): what RULER is, its tasks and metrics, the differences from
+upstream, the check with a real model and the citation."""
+
+from __future__ import annotations
+
+from ruler.benchmarks.ruler.differences import DIFFERENCES
+from ruler.builder.manifest import Manifest
+from ruler.cards import real_model
+from ruler.cards.body import CardBody
+from ruler.cards.render import table
+
+INTRO = """RULER (Hsieh et al., *RULER: What's the Real Context Size of Your Long-Context Language
+Models?*, COLM 2024; [NVIDIA/RULER](https://github.com/NVIDIA/RULER)) measures how well a model
+uses its context window with 13 synthetic tasks — needle retrieval, variable tracking, word
+aggregation and multi-document QA — at chosen lengths. Upstream generates the data at
+evaluation time, for one tokenizer at a time."""
+
+METRICS = """
+Metrics (upstream's `scripts/eval/synthetic/constants.py`), per sample, then averaged over the
+samples of a task and split, times 100:
+
+- `string_match_all`: the fraction of the references (`outputs`) found in the prediction, each
+  as a case-insensitive substring.
+- `string_match_part`: 1 if any reference is a case-insensitive substring of the prediction,
+  else 0.
+"""
+
+CITATION = """
+## Citation
+
+```bibtex
+@article{hsieh2024ruler,
+  title   = {{RULER}: What's the Real Context Size of Your Long-Context Language Models?},
+  author  = {Cheng-Ping Hsieh and Simeng Sun and Samuel Kriman and Shantanu Acharya and
+             Dima Rekesh and Fei Jia and Yang Zhang and Boris Ginsburg},
+  journal = {arXiv preprint arXiv:2404.06654},
+  year    = {2024}
+}
+```
+
+(Published at the First Conference on Language Modeling, COLM 2024.)"""
+
+
+#: Why lm-eval's built-in `ruler` group gives other numbers (observed in lm-eval 0.4.13).
+BUILTIN_RULER_DIFFERENCES = (
+    "its `vt` template misspells \"assgined\" and joins the VAR lines and the noise on one line",
+    "its `cwe` prompt drops the worked example",
+    "its `string_match_part` (qa) scores the fraction of the reference aliases found (0.75 for "
+    "three of four, where RULER gives 1.0 for any one)",
+    "it generates its samples anew at every run, for the model's tokenizer, from its own "
+    "haystack text and global random state",
+)
+
+
+class RulerBody(CardBody):
+    title = "RULER"
+    tags = ("ruler", "needle-in-a-haystack")
+
+    def intro(self, manifest: Manifest) -> str:
+        return INTRO + " "
+
+    def tasks(self, manifest: Manifest) -> tuple[str, ...]:
+        from ruler.benchmarks.ruler.tasks import TASKS
+
+        return TASKS
+
+    def metrics(self, manifest: Manifest) -> str:
+        return METRICS
+
+    def differences(self, manifest: Manifest) -> str:
+        differences = table(["scope", "what differs", "why"], DIFFERENCES)
+        return (f"## Differences from upstream\n\n{differences}\n\n## Checked with a real "
+                f"model\n\n{real_model.card_section()}\n\n")
+
+    def citation(self, manifest: Manifest) -> str:
+        return CITATION
+
+    def lm_eval_notes(self, manifest: Manifest) -> list[str]:
+        return ["lm-eval's built-in `ruler` group is a different generator, and its numbers "
+                "are not comparable with these:" + "".join(
+                    f"\n  - {d}" for d in BUILTIN_RULER_DIFFERENCES)]
+
+    def licence_note(self, manifest: Manifest) -> str:
+        return ("SQuAD and HotpotQA are CC BY-SA 4.0 (share-alike), the essays are © Paul "
+                "Graham")
+
+
+BODY = RulerBody()

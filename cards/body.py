@@ -1,0 +1,81 @@
+"""A benchmark family's text on the card, and which families a folder's card shows.
+
+The card's frame (`cards.render`: identity, contents, loading, schema, provenance, licences)
+is the same for every benchmark; each family adds its own text through a `CardBody`
+(`Benchmark.card_body`, the address of one in its folder), shown once for all the benchmarks
+of the folder that name it.
+"""
+
+from __future__ import annotations
+
+from ruler.benchmarks import DEFAULT
+from ruler.builder.manifest import Manifest
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, Benchmark
+
+
+def present(manifest: Manifest) -> list[Benchmark]:
+    """The benchmarks of the folder's configs with files, in the benchmarks' order (the
+    default one for a folder without any yet)."""
+    built = [c for c in manifest.configs() if manifest.files_of(c)]
+    for c in built:  # one not installed: one line naming its package
+        manifest.build(c).spec()
+    ids = {manifest.build(c).benchmark_id for c in built} or {DEFAULT}
+    return [b for b in BENCHMARK_SPECS.values() if b.id in ids]
+
+
+def bodies(manifest: Manifest) -> list[CardBody]:
+    """The card text of the folder's benchmarks' families (`Benchmark.card_body`), each once;
+    a benchmark without one gets the frame's default, its title."""
+    found: dict[str, CardBody] = {}
+    for b in present(manifest):
+        body = b.hook("card_body") or CardBody(b)
+        found.setdefault(b.card_body or b.id, body)
+    return list(found.values())
+
+
+class CardBody:
+    """A benchmark family's text on the card (`Benchmark.card_body`, the address of one in its
+    folder): the card's frame (identity, contents, loading, schema, provenance, licences) is
+    the same for every benchmark; the family's body says what it is, its tasks and metrics, its
+    differences from upstream and its citation. Shown once per folder for all the benchmarks
+    that name it. The default, for a benchmark without one, says its title only."""
+
+    title = ""
+    tags: tuple[str, ...] = ()
+
+    def __init__(self, benchmark: Benchmark | None = None):
+        if benchmark is not None:
+            self.title = benchmark.family or benchmark.title
+            self._tasks = benchmark.tasks
+
+    def intro(self, manifest: Manifest) -> str:
+        """What the benchmark is, ending with a space (the frame's sentence follows)."""
+        return ""
+
+    def tasks(self, manifest: Manifest) -> tuple[str, ...]:
+        """The tasks the Tasks table lists (besides those the folder holds)."""
+        return getattr(self, "_tasks", ())
+
+    def metrics(self, manifest: Manifest) -> str:
+        """What the metrics are, under the Tasks table (a paragraph after a blank line)."""
+        return ""
+
+    def differences(self, manifest: Manifest) -> str:
+        """Sections after Provenance (its differences from upstream), each ending in a blank
+        line."""
+        return ""
+
+    def citation(self, manifest: Manifest) -> str:
+        """The card's last section, after a blank line."""
+        return ""
+
+    def licence_note(self, manifest: Manifest) -> str:
+        """What the Licences section's last line says of the family's sources' terms."""
+        return ""
+
+    def lm_eval_notes(self, manifest: Manifest) -> list[str]:
+        """Lines the "Use with lm-evaluation-harness" section adds (an lm-eval task of the
+        same name that is another generator's)."""
+        return []
+
+
