@@ -150,8 +150,12 @@ def _by_task(counts: Mapping[str, int]) -> str:
 
 
 def _group(task: str) -> str:
-    """How RULER's budgets are said: per family for the niah and qa tasks."""
-    return "niah" if task.startswith("niah_") else "qa" if task.startswith("qa_") else task
+    """How budgets are said: per family where the family has several tasks (they share its
+    budget), else per task."""
+    spec = TASKS.get(task)
+    if spec is None or sum(t.family == spec.family for t in TASKS.values()) < 2:
+        return task
+    return spec.family.name
 
 
 def _capped(caps: Mapping[str, int], tasks: Iterable[str],
@@ -208,12 +212,13 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
         if h.temperature not in (None, 0, 0.0):
             problems.append(f"temperature {h.temperature} (RULER decodes greedily)")
         if problems:
+            own_budgets = ", ".join(dict.fromkeys(f"{_group(t)} {ruler_budget(t)}"
+                                                  for t in tasks))
             out.append(Flag("Generation settings", "problem", "; ".join(problems) + ".",
-                            "RULER generates greedily up to each task's own budget "
-                            "(tokens_to_generate: niah 128, vt 30, cwe 120, fwe 50, qa 32); a "
-                            "smaller cap cuts answers that need the room (cwe lists 10 words, "
-                            "vt five names) and sampling adds noise the published numbers do "
-                            "not have.",
+                            f"RULER generates greedily up to each task's own budget "
+                            f"(tokens_to_generate: {own_budgets}); a smaller cap cuts answers "
+                            f"that need the room (a list of words or names) and sampling adds "
+                            f"noise the published numbers do not have.",
                             "Let each row's tokens_to_generate be the limit (`ruler eval` "
                             "without --max-tokens; lm-eval: no max_gen_toks override; Inspect: "
                             "no --max-tokens) and decode greedily (temperature 0)."))
@@ -236,16 +241,17 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
     cut = h.cut_at_budget
     cut_short = [t for t in short if t in cut]
     if cut:
-        worst = [t for t in cut if t in ("cwe", "vt", "fwe")]
+        worst = [t for t in cut if t in TASKS and TASKS[t].family.list_answer]
         out.append(Flag("Answers cut at the budget", "problem" if short or worst else "check",
                         f"{_total(cut)} of {n} answered row(s) ended with finish_reason "
                         f"`length` ({_by_task(cut)}).",
                         (f"answers cut at {_capped(caps, cut_short, budgets)}: "
                          if cut_short else "")
                         + "the model was still writing when the output limit came; "
-                          "cwe and vt need their full budgets (a cut list loses the words "
-                          "after the cut), a needle answer that rambles usually still holds "
-                          "the needle.",
+                        + (f"list answers ({', '.join(dict.fromkeys(map(_group, worst)))}) "
+                           f"need their full budgets (a cut list loses the items after the "
+                           f"cut), " if worst else "")
+                        + "an answer that rambles usually still holds what it found.",
                         "Restore RULER's budgets (no cap); if the model rambles at RULER's "
                         "budget, check the prompt mode and chat template: a base prompt "
                         "given to a chat model, or the reverse, often does this."))
@@ -265,10 +271,10 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
                         + (f"; {_total(h.unterminated)} stopped inside their reasoning"
                            if h.unterminated else "") + ": scored as empty answers (0).",
                         "a reasoning model thinks before it answers; with too small a "
-                        "budget (sieval PR #11 lost 469 of 500 cwe answers this way) the score "
-                        "measures the budget, not the model.",
+                        "budget (sieval PR #11 lost 469 of 500 common-words answers this way) "
+                        "the score measures the budget, not the model.",
                         "Build the rows with room for the thinking (`ruler build ... "
-                        "--output-budget 16384`, as RULERv2 reserves) or switch thinking off "
+                        "--output-budget 16384`) or switch thinking off "
                         "(--chat-template-kwargs '{\"enable_thinking\": false}' where the "
                         "template has the switch)."))
     elif h.mode == "reasoning":

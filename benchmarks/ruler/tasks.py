@@ -44,6 +44,7 @@ VARIABLE_TRACKING = FamilySpec(
     ),
     tokens_to_generate=30,
     metric="string_match_all",
+    list_answer=True,
 )
 
 COMMON_WORDS = FamilySpec(
@@ -57,6 +58,7 @@ COMMON_WORDS = FamilySpec(
     answer_prefix=" Answer: The top 10 words that appear most often in the list are:",
     tokens_to_generate=120,
     metric="string_match_all",
+    list_answer=True,
 )
 
 FREQ_WORDS = FamilySpec(
@@ -74,6 +76,7 @@ FREQ_WORDS = FamilySpec(
     ),
     tokens_to_generate=50,
     metric="string_match_all",
+    list_answer=True,
 )
 
 QA = FamilySpec(

@@ -175,13 +175,14 @@ class Benchmark:
         tags: what the card's front matter adds to its tags for a folder holding it.
         languages: `languages(axes)`: the languages of a config's rows (ISO 639-1 codes), for
             the card, from the config's axis values.
-        card_section, card_body, report, lm_eval, failure_labels: the addresses
+        card_section, card_body, report, lm_eval, failure_labels, fake_answers: the addresses
             ("package.module:ATTR") of the code in its folder that writes the card's section
             about it (`function(manifest) -> str`) and its family's card text (intro, tasks,
             differences, citation: `cards.render.CardBody`), its report sections
             (`eval.report.ReportHooks`), its lm-evaluation-harness export
-            (`eval.integrations.lm_eval_export.LmEvalHooks`) and its failure-mode labels
-            (`label_cell(...)`); None: none.
+            (`eval.integrations.lm_eval_export.LmEvalHooks`), its failure-mode labels
+            (`label_cell(...)`) and the fake backend's failures on purpose
+            (`eval.backends.fake.FakeAnswers`); None: none.
         release_gates: addresses of what `ruler release` asks of its configs
             (`release_gates.ReleaseGate`: a flag and a check, ONERULER's licence
             acknowledgement).
@@ -212,6 +213,7 @@ class Benchmark:
     report: str | None = None
     lm_eval: str | None = None
     failure_labels: str | None = None
+    fake_answers: str | None = None
     release_gates: tuple[str, ...] = ()
 
     @property

@@ -43,6 +43,9 @@ class FamilySpec:
     # one document, as upstream's, and its benchmark's fill promise
     # (`tasks.benchmarks.FillPromise`) is not held against it.
     units_bounded: bool = True
+    # True: the answer is a list every item of which counts (variables, words): an answer cut
+    # at the output budget loses items (the report's health section says so).
+    list_answer: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,16 @@ no model runs, for the tests and for timing the evaluator alone. Every request i
 a policy (`--fake-answers`):
 
 - `gold`: what a right model writes, from the row's references (its `outputs`) as its metric
-  reads them (`MetricSpec.gold`): joined by spaces, or the letter in `\boxed{}` for RULERv2's
+  reads them (`MetricSpec.gold`): joined by spaces, or the letter in `\boxed{}` for
   multiple-choice rows; every task scores 100. Read from the dataset (`--data`), a split
   file's the first time one of its rows is asked for;
 - `empty`: an empty answer with a normal finish, a real answer that scores 0;
 - `none`: no text, which the evaluator records as a failed request (kept out of the score,
   listed, retried on resume): what a broken engine does;
-- a failure mode (`distractor`, `partial`, `duplicated`, `oneshot`, `stopwords`,
-  `other_chain`, `truncated`, `closed_book`, `copy_start`): an answer that fails on purpose
-  the way that mode describes, where the row allows it, else the gold answer
-  (`ruler.eval.backends.fake_failures`): to check the failure-mode labels.
+- a failure mode a benchmark offers (`Benchmark.fake_answers`, a `FakeAnswers`: RULER's
+  `distractor`, `partial`, ... in `ruler.benchmarks.ruler.fake_failures`): an answer that
+  fails on purpose the way that mode describes, where the row allows it, else the gold
+  answer: to check the failure-mode labels.
 
 It has no context limit of its own: `--max-model-len` sets one, and rows above it are skipped
 as with a real engine. It has no tokenizer either: prompts are rendered and counted with the
@@ -29,7 +29,7 @@ a real model's answers). Tests that need another behaviour subclass
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import option
@@ -40,12 +40,32 @@ from ruler.eval.backends.base import (
     finished_result,
     options_as,
 )
-from ruler.eval.backends.fake_failures import COLUMNS, FAILURES
-from ruler.eval.backends.fake_failures import answer as purposeful_answer
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.metrics import METRIC_SPECS
 
-ANSWERS = ("gold", "empty", "none", *FAILURES)
+
+@dataclass(frozen=True)
+class FakeAnswers:
+    """A benchmark's purposeful failures (`Benchmark.fake_answers`): the modes it offers, the
+    columns its answers read of a row, and `answer(mode, row)`: the mode's answer to a row
+    (None where the mode does not apply to it: the gold answer)."""
+
+    modes: tuple[str, ...]
+    columns: tuple[str, ...]
+    answer: Callable[[str, Mapping[str, Any]], str | None]
+
+
+def fake_answers() -> dict[str, FakeAnswers]:
+    """Each failure mode the registered benchmarks offer, with its benchmark's answers."""
+    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+
+    hooks = [h for b in BENCHMARK_SPECS.values() if (h := b.hook("fake_answers")) is not None]
+    return {mode: h for h in hooks for mode in h.modes}
+
+
+def answer_modes() -> tuple[str, ...]:
+    return ("gold", "empty", "none", *fake_answers())
+
 #: The context limit when none is asked for: larger than any row.
 NO_LIMIT = 1 << 40
 
@@ -53,13 +73,12 @@ NO_LIMIT = 1 << 40
 @dataclass(frozen=True)
 class FakeOptions(BackendOptions):
     answers: str = option(
-        "--fake-answers", default="gold", choices=ANSWERS,
-        help="what the fake backend answers (no model runs): gold = the row's references "
-             "(scores 100), empty = an empty answer (scores 0), none = no answer (rows failed); "
-             "or a failure mode, answered on purpose where a row allows it and gold elsewhere: "
-             "distractor, partial, duplicated, oneshot, stopwords (\"the an a\"), other_chain, "
-             "truncated, closed_book (the same answer without the context), copy_start "
-             "(docs/failure-modes.md); default: %(default)s")
+        "--fake-answers", default="gold", choices=answer_modes,
+        help=lambda: "what the fake backend answers (no model runs): gold = the row's "
+                     "references (scores 100), empty = an empty answer (scores 0), none = no "
+                     "answer (rows failed); or a benchmark's failure mode, answered on purpose "
+                     "where a row allows it and gold elsewhere: " + ", ".join(fake_answers())
+                     + " (docs/failure-modes.md); default: %(default)s")
     # The run's dataset (`EvalConfig` fills them in): where `gold` answers come from.
     data: str | None = None
     revision: str | None = None  # its Hub revision
@@ -82,6 +101,7 @@ class FakeBackend:
         # A Hub dataset's revision: the commit the first file came from, for all the others.
         self._revision = self.opts.revision
         self._local: Any = None  # a build folder's Dataset, opened once
+        self._hooks = fake_answers().get(self.opts.answers)  # a failure mode's
 
     def generate(self, requests: Iterable[GenRequest]) -> Iterator[GenResult]:
         for r in requests:
@@ -108,16 +128,11 @@ class FakeBackend:
         return METRIC_SPECS[metric].gold(refs)
 
     def purposeful(self, key: Any) -> str:
-        """The failure mode's answer to the row `key` (`fake_failures`), or its gold answer
-        where the mode does not apply to it."""
-        from ruler.benchmarks.ruler.failure_modes.cell import family_of
-        from ruler.benchmarks.ruler.failure_modes.labeler import labels_family
-
+        """The failure mode's answer to the row `key` (its benchmark's `FakeAnswers`), or its
+        gold answer where the mode does not apply to it."""
         row = self._row_texts(key)
-        family = family_of(row["task"])
-        if family is None or not labels_family(family):  # rows the labels do not read
-            return METRIC_SPECS[row["metric"]].gold(list(row["outputs"]))
-        return purposeful_answer(self.opts.answers, family, row).text
+        made = self._hooks.answer(self.opts.answers, row)
+        return METRIC_SPECS[row["metric"]].gold(list(row["outputs"])) if made is None else made
 
     def _row_texts(self, key: Any) -> dict[str, Any]:
         """The columns a purposeful answer reads of the row `key`, read with its split file's
@@ -127,7 +142,8 @@ class FakeBackend:
         if where not in self._texts:
             ds, f = self._file(config, task, int(length))
             self._texts.clear()  # one file's inputs at a time: a 128K file holds ~300 MB
-            self._texts[where] = {int(r["index"]): r for r in ds.rows(f, ("index", *COLUMNS))}
+            columns = ("index", *self._hooks.columns)
+            self._texts[where] = {int(r["index"]): r for r in ds.rows(f, columns)}
         return self._texts[where][int(index)]
 
     def _file(self, config: str, task: str, length: int) -> tuple[Any, Any]:

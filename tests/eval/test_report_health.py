@@ -94,7 +94,8 @@ def test_a_broken_server_run_names_each_problem_with_its_fix(data, tmp_path):
     assert "| Answers cut at the budget | **problem** | 8 of 8 answered row(s) ended with " \
            "finish_reason `length` (niah_single_1 4, vt 4). |" in health
     assert "answers cut at 8 token(s) for niah, vt (RULER: niah 128, vt 30): " in health
-    assert "cwe and vt need their full budgets" in health
+    # the tasks cut whose answer is a list (`FamilySpec.list_answer`), from the rows' families
+    assert "list answers (vt) need their full budgets" in health
     assert "| Prompt counts | **problem** | 8 answered row(s) ran on a prompt the server " \
            "counted otherwise than the build (niah_single_1 4, vt 4), kept by " \
            "--allow-prompt-mismatch. |" in health

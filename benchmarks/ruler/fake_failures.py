@@ -1,6 +1,6 @@
 """The fake backend's purposeful failures (`--fake-answers MODE`): answers that fail the way a
 failure mode describes, made from the row as built, so that the labels can be checked against
-what was meant (`ruler.eval.failure_modes`).
+what was meant (`ruler.benchmarks.ruler.failure_modes`); RULER's `FakeAnswers`.
 
 Each mode answers the rows it applies to with its failure and every other row with the gold
 answer (`Purposeful.label` None), so a run on all 13 tasks mixes both:
@@ -35,6 +35,7 @@ from ruler.benchmarks.ruler.failure_modes import cwe, fwe, niah, vt
 from ruler.benchmarks.ruler.failure_modes.labels import THRESHOLDS
 from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.text import collapse
+from ruler.eval.backends.fake import FakeAnswers
 
 #: The modes, in the order `--fake-answers` lists them (after gold, empty, none).
 FAILURES = ("distractor", "partial", "duplicated", "oneshot", "stopwords", "other_chain",
@@ -204,3 +205,18 @@ _MAKERS: dict[str, _Maker] = {
     "truncated": _truncated, "closed_book": _closed_book, "copy_start": _copy_start,
 }
 assert tuple(_MAKERS) == FAILURES
+
+
+def _row_answer(mode: str, row: Row) -> str | None:
+    """`mode`'s answer to a row of a family the labels read (None: another's, the gold)."""
+    from ruler.benchmarks.ruler.failure_modes.cell import family_of
+    from ruler.benchmarks.ruler.failure_modes.labeler import labels_family
+
+    family = family_of(row["task"])
+    if family is None or not labels_family(family):
+        return None
+    return answer(mode, family, row).text
+
+
+#: RULER's purposeful failures, for `--backend fake --fake-answers MODE`.
+FAKE_ANSWERS = FakeAnswers(FAILURES, COLUMNS, _row_answer)
