@@ -6,6 +6,6 @@ sources, the Parquet writer, manifest, `ruler build`, `ruler sources` and `ruler
 #: Raised when generated rows change shape or content, so that a build folder of an older
 #: version is refused (build, merge) instead of mixed with new files: 0.2.0 added the
 #: `context` and `question` columns (`builder.schema.PROMPT_PARTS_SINCE`); 0.2.1 cut
-#: ONERULER's over-long book sentences (`tasks.oneruler_sentences`), which changes rows of 15
+#: a benchmark's over-long book sentences (cut where their sentences end), which changes rows of 15
 #: of its 26 languages wherever a row reaches such a sentence.
 __version__ = "0.2.1"

@@ -108,7 +108,7 @@ def _report(cfg: BuildConfig, report: BuildReport) -> None:
         print(f"  {f.path}: {f.rows} rows, fill mean {f.fill_mean:.4f} min {f.fill_min:.4f}, "
               f"{f.seconds:.1f}s, {f.bytes / 1e6:.2f} MB{on}")
     manifest = Manifest.load(report.out)
-    # what "fill" is, by the built files' own recorded length rules (RULERv2's count the
+    # what "fill" is, by the built files' own recorded length rules (some count the
     # prompt alone)
     recorded = {f.path: f.length_rule for f in manifest.files_of(report.config)}
     for rule in rules_of(recorded.get(f.path) for f in built):

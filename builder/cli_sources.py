@@ -24,10 +24,10 @@ class ListSources:
 
 
 def _ids_help() -> str:
-    hub = ", ".join(k for k, v in sources.SOURCES.items() if v.hub is not None)
-    return (f"sources to fetch (default: RULER's downloadable ones: {', '.join(_default_fetch())}"
-            f"; RULERv2's Hub datasets, some 400 MB, by name: {hub}; ONERULER's data by name: "
-            f"oneruler)")
+    by_name = [k for k in sources.SOURCES if k not in _default_fetch()]
+    return (f"sources to fetch (default: those with official download URLs: "
+            f"{', '.join(_default_fetch())}; by name: {', '.join(by_name)} (Hub datasets, some "
+            f"400 MB, and data folders at a pinned commit))")
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,9 @@ class FetchSources:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("sources", help="list or download the pinned source inputs",
-                       description="The inputs tasks read (essays, SQuAD, HotpotQA, punkt_tab; "
-                                   "RULERv2: MMLU and HotpotQA from the Hub at pinned "
-                                   "revisions; ONERULER: its data folder at a pinned commit). "
+                       description="The inputs tasks read, each benchmark's own (files at "
+                                   "official URLs, Hub datasets at pinned revisions, data "
+                                   "folders at a pinned commit: `ruler sources list`). "
                                    f"Searched in --sources DIR, ${sources.SOURCES_ENV}, then "
                                    f"{sources.default_cache_dir()}.")
     s = p.add_subparsers(dest="sources_command", metavar="ACTION")
@@ -82,10 +82,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "from it are marked unofficial, and essays/PaulGrahamEssays.fetch.json "
                     "beside it names the essays that differ or are missing (`ruler sources "
                     "list` shows them). A download that misses essays never replaces a better "
-                    "copy, and exits 1. RULERv2's MMLU and HotpotQA come from the Hub at "
-                    "pinned revisions, fetched by name; ONERULER's data (`fetch oneruler`: "
-                    "books, prompts, nouns, dictionaries, 104 files, 29 MB) from its GitHub "
-                    "repository's raw files at the pinned commit, each sha256-checked. A "
+                    "copy, and exits 1. Hub datasets come from the Hub at pinned revisions, "
+                    "fetched by name; a data folder published file by file (fetched by name) "
+                    "from its GitHub repository's raw files at the pinned commit, each "
+                    "sha256-checked. A "
                     "source folder is replaced only while it holds nothing but the source's "
                     "own files. Every download is capped at its pinned size (or its source's "
                     "stated ceiling) and bounded in time (--timeout).")
@@ -96,8 +96,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def _default_fetch() -> list[str]:
-    """What `ruler sources fetch` gets unasked: the files with official URLs (RULER's), not
-    the Hub datasets only RULERv2 reads."""
+    """What `ruler sources fetch` gets unasked: the files with official URLs (or upstream's
+    procedure), not the Hub datasets and data folders fetched by name."""
     return [k for k, v in sources.SOURCES.items() if v.urls or v.scraper]
 
 

@@ -36,7 +36,7 @@ class BuildContext:
     # benchmark's rule, which each file's manifest entry records.
     length_rule: str = PROMPT_AND_OUTPUT
     # The values of the build's benchmark's axes, by axis name (builder.tasks.benchmarks.
-    # BuildAxis: ONERULER's language); {} for a benchmark without axes.
+    # BuildAxis: a language); {} for a benchmark without axes.
     axes: Mapping[str, Any] = field(default_factory=dict)
     _sources: dict[str, ResolvedSource] = field(default_factory=dict)
     _resources: dict[str, Any] = field(default_factory=dict)

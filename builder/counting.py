@@ -50,7 +50,7 @@ _ANCHOR_BEFORE_HYPHEN = "x"
 _ANCHOR_AFTER_NEWLINE = ".\n"
 _ANCHORS = (_ANCHOR_BEFORE_SPACE, _ANCHOR_BEFORE_HYPHEN, _ANCHOR_AFTER_NEWLINE)
 # Bounds on memory (an entry is ~100 B besides its key; most keys are shared corpus strings).
-MAX_CACHED_PIECES = 1_000_000  # per scope (cwe at 1M-2M draws ~500K-750K distinct pieces)
+MAX_CACHED_PIECES = 1_000_000  # per scope (common words at 1M-2M: ~500K-750K distinct pieces)
 MAX_TOTAL_PIECES = 2_000_000  # over all scopes
 MAX_REFINED_PIECES = 100_000  # pieces counted from their parts (about 10 samples' lines)
 
@@ -309,7 +309,7 @@ class PieceCounter(ExactCounter):
     @staticmethod
     def _recall(memo: dict, key: str, compute: Callable[[], Any]) -> Any:
         """`memo[key]`, computed once (a small memo: a sample's drafts share their head and
-        frame, and RULERv2's heads are the same for every sample of a task)."""
+        frame, and some benchmarks' heads are the same for every sample of a task)."""
         if key not in memo:
             if len(memo) >= 64:
                 memo.clear()

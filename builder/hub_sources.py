@@ -1,4 +1,4 @@
-"""Sources that are Hugging Face dataset repos at a pinned revision (RULERv2's MMLU and
+"""Sources that are Hugging Face dataset repos at a pinned revision (MMLU and
 HotpotQA), found on disk or downloaded from the Hub.
 
 Upstream's generators call `load_dataset("cais/mmlu", "all")` and

@@ -50,7 +50,7 @@ def make_identity(*, generator_version: str | None, seed: int | None, samples: i
     (`TokenizerIdentity.as_manifest()`); where the files came from (origin) is not identity.
     Another benchmark's build than the default's names its benchmark (the default's has no such
     key, as in the manifest, so its identities are what they always were), and its axes'
-    values as the manifest records them (`axes`: ONERULER's `language`)."""
+    values as the manifest records them (`axes`: a `language`)."""
     repo, revision = tokenizer.repo, tokenizer.revision
     return IdentityRecord(
         generator_version=generator_version, seed=seed, samples=samples,
@@ -91,7 +91,7 @@ def identity_differences(old: IdentityRecord | None, new: IdentityRecord) -> lis
                for p in sorted(set(before) | set(after)) if before.get(p) != after.get(p)]
     if changed:
         found.append("package versions (" + ", ".join(changed) + ")")
-    # the benchmark's axes (ONERULER's language), and fields of another generator version
+    # the benchmark's axes (a language), and fields of another generator version
     found += [f"{key} {old.extra[key]} -> {new.extra.get(key)}" for key in sorted(old.extra)
               if key in new.extra and old.extra[key] != new.extra[key]]
     foreign = sorted(set(old.extra) ^ set(new.extra))

@@ -1,11 +1,10 @@
 """How a row's `length` is counted against its split's L: the length rule, recorded per file.
 
-RULER (v1) and ONERULER rows count the prompt as the model reads it (chat template, or BOS +
+Rows of most benchmarks count the prompt as the model reads it (chat template, or BOS +
 text) plus the answer's budget, `tokens_to_generate`, and the sum is at most L: a model served
-with a context of L never truncates. RULERv2 rows count the prompt alone, at most L, and its
-16,384 tokens to generate come on top (NeMo-Skills fills L with the prompt). (Upstream
-ONERULER counts neither its template nor its budget: its rows are longer than L; ours follow
-RULER's rule, as the card's ONERULER section says.)
+with a context of L never truncates. A benchmark made for reasoning models may count the
+prompt alone, at most L, its tokens to generate on top (NeMo-Skills fills L with the
+prompt).
 
 A benchmark declares its rule (`Benchmark.length_rule`); the build writes it into each
 file's manifest entry (`FileEntry.length_rule`; the config's entry lists its files'

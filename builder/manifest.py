@@ -202,7 +202,7 @@ class BuildEntry(JsonRecord):
         return get_benchmark(self.benchmark_id, self.benchmark_package)
 
     def axis_records(self) -> dict[str, Any]:
-        """What the build records for each axis of its benchmark (ONERULER's `language`)."""
+        """What the build records for each axis of its benchmark (a `language`)."""
         return {a.name: self.extra[a.name] for a in self.spec().axes if a.name in self.extra}
 
     def axis_values(self) -> dict[str, object]:

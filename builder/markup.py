@@ -6,7 +6,7 @@ predictions file's fields: none of them is ours, and any of them may hold `|`, a
 export's README) puts such a string in through `md_text` (literal text) or `md_code` (inline
 code where that is safe); LaTeX through `latex_text`; a figure's title or legend through
 `figure_text`. Each leaves ordinary names as they are (`meta-llama/Llama-3.1-8B-Instruct`,
-`niah_single_1`, `qwen2.5--oneruler-ko`) and makes any other string show as exactly itself:
+a task, `qwen2.5--v2`) and makes any other string show as exactly itself:
 it cannot start a table cell, a line, a heading, a link, emphasis, math or an HTML element.
 
 Characters that are not visible (newlines, tabs, other control characters, bidirectional

@@ -34,12 +34,11 @@ PROMPT_PARTS_SINCE = "0.2.0"
 #: How `input` splits into `context` and `question`, for the dataset card.
 PROMPT_SPLIT_DOC = (
     "context and question: `context + question == input` exactly, for every row. `question` is "
-    "the task's text after the context, as upstream's templates place it (niah: \"What are all "
-    "the special magic ...?\"; vt, cwe, fwe: \"Question: ...\"; qa: the repeated instruction "
-    "\"Answer the question based on the given documents. ...\" and \"Question: ...\"). "
-    "`context` is everything before it: the task's instruction before the haystack (every "
-    "template opens with one), the solved example before that where the task has one (vt, "
-    "cwe), the haystack itself, and the newlines that end it. So the question is never part "
+    "the task's text after the context, as upstream's templates place it (\"What are all "
+    "the special magic ...?\", \"Question: ...\", or a repeated instruction and \"Question: "
+    "...\"). `context` is everything before it: the task's instruction before the haystack "
+    "(every template opens with one), the solved example before that where the task has one, "
+    "the haystack itself, and the newlines that end it. So the question is never part "
     "of `context`, and a query-agnostic method can compress `context` before seeing it. The "
     "cut is a clean token junction (\"...\\n\" | \"What\"): `context` tokenized alone gives "
     "the first tokens of `input`, so gold_token_positions (token indices in `input`) are also "
@@ -54,7 +53,7 @@ GOLD_POSITION_DOC = (
     "gold document; each occurrence of one where a long context repeats its source) when "
     "`input` is tokenized alone (no chat template, no special tokens); "
     "gold_depths: the same position as a fraction of the haystack's tokens (0 = its start, "
-    "1 = its end). Empty for cwe/fwe, whose answers are spread through the text."
+    "1 = its end). Empty for tasks whose answers are spread through the text."
 )
 
 

@@ -277,7 +277,7 @@ class HFTokenizer(Tokenizer):
     def render_chat(self, input_text: str, answer_prefix: str,
                     template_kwargs: Mapping[str, Any] | None = None) -> str:
         if not answer_prefix:
-            # Nothing to pre-fill (RULERv2's rows): the assistant turn is opened, as a server
+            # Nothing to pre-fill (no answer prefix): the assistant turn is opened, as a server
             # opens it. Continuing an empty assistant message instead renders whatever the
             # template writes around an empty turn (llama-3.1 drops the "\n\n" after its
             # header, Gemma the "\n"), which no server sends.

@@ -4,7 +4,7 @@ Lets a machine with only PyPI access build with `--tokenizer mistral-nemo`: the 
 `tekken_240718.json`. It is the registry's `mistral-nemo`, whose pin is the Hugging Face
 folder, so it must give exactly that folder's ids (tested for every task's prompt in every
 prompt mode). mistral-common's own chat encoder does not: it strips the trailing spaces of an
-assistant turn (vt's answer prefix ends "they are: "; RULER appends the prefix verbatim), and
+assistant turn (an answer prefix may end "they are: "; RULER appends the prefix verbatim), and
 it reads special-token text in a message ("</s>") as text, where the folder's tokenizer reads
 it as the control token. So the package supplies the vocabulary, the BPE and the special
 tokens, and the prompt is laid out as the folder's chat template lays out RULER's turns.

@@ -315,8 +315,8 @@ class DepthSweep(Variant):
         "the documents chosen, templates, budgets and length fitting follow the default "
         "rules. Sample i keeps the seed of sample i in config `<tokenizer>`: same keys, "
         "values, question and distractors, another position, so the two configs compare "
-        "sample by sample. vt, cwe and fwe are not built: their answers are spread over "
-        "the context."
+        "sample by sample. Tasks whose answers are spread over the context (no single gold "
+        "position) are not built."
     )
     row_advice = ("the gold item cannot be placed in this bin at this length (use fewer "
                   "--depths or a longer length)")
@@ -584,15 +584,16 @@ class NoContext(SwitchVariant):
              "<tokenizer>--nocontext: what a model scores without the context")
     doc = (
         "Config `<tokenizer>--nocontext` holds, for each row of config `<tokenizer>`, the same "
-        "row with its haystack cut out of `input`: the task's instruction (and vt's one-shot "
-        "example), the question and the answer prefix stay, the essays, noise, needles, word "
+        "row with its haystack cut out of `input`: the task's instruction (and its one-shot "
+        "example, where it has one), the question and the answer prefix stay, the essays, "
+        "noise, needles, word "
         "lists and documents go. The sample is the default config's sample i (same seed, same "
         "question and references), fitted at L as there and then cut; `length` counts the "
         "short prompt that remains + `tokens_to_generate`, `gold_token_positions` and "
         "`gold_depths` are empty and `haystack_size` is 0. A model scores near zero here on "
-        "every task whose answer lives only in the context (niah, vt, cwe, fwe: the oracle, "
-        "answering from the references, scores 100 on the default config) and at its "
-        "closed-book level on qa: the floor a context score should be read against. Scored "
+        "every task whose answer lives only in the context (the oracle, answering from the "
+        "references, scores 100 on the default config) and at its closed-book level on "
+        "question answering: the floor a context score should be read against. Scored "
         "with RULER's metrics, like every config."
     )
 

@@ -10,10 +10,10 @@ INTRO = (
     "paragraphs (about 200K tokens), the essay corpus about 700K tokens, a partial HotpotQA "
     "copy (100 questions) about 1,000 paragraphs (130K tokens). Past that point the source is "
     "repeated, as "
-    "upstream repeats it: qa_1 and qa_2 take the whole document list again and cut it (then "
+    "upstream repeats it: the QA tasks take the whole document list again and cut it (then "
     "shuffle as at any length), so a question's gold document occurs several times — every "
     "occurrence is a gold item in `gold_token_positions` and `gold_depths`; the essay "
-    "haystacks of niah continue with the corpus from its start. Needle keys stay unique within "
+    "haystacks continue with the corpus from its start. Needle keys stay unique within "
     "a sample, and no other task repeats a source. Share of each row's context (in "
     "characters) that repeats material already in it, per file:"
 )

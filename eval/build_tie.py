@@ -15,7 +15,7 @@ the build by whatever it carries of the row it was made from, strongest first:
   they are or as CRLF (a tool that rewrote them);
 - `length`: the row's prompt length in tokens, as the build counted it. A length that differs
   proves another build; an equal one proves little (rows of two seeds often have the same
-  length: a vt row's is nearly fixed), so a row tied by nothing else stays unverified.
+  length: some tasks' rows have a nearly fixed one), so a row tied by nothing else stays unverified.
 
 Anything carried that differs from the row is a mismatch, and scoring refuses it, saying
 which field differs and how (`describe_prompt`: where a carried prompt first departs from the

@@ -11,8 +11,8 @@ others (skipped, failed, missing in one run) are counted and named, never scored
 Per length, the overall difference pools the shared rows of every task at that length (with
 the same rows per task, as a complete run has, this is the mean of the per-task differences).
 
-The two sides may be scored with different metrics of the same rows (ONERULER's `oneruler` and
-`oneruler_corrected`, `ruler score --metric`): then the comparison is what the metric changes,
+The two sides may be scored with different metrics of the same rows (a metric and the one that
+may replace it, `ruler score --metric`): then the comparison is what the metric changes,
 and the report says which side ran which.
 """
 

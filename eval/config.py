@@ -35,6 +35,7 @@ from ruler.eval.backends import (
 )
 from ruler.eval.backends.base import options_as
 from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
+from ruler.eval.metrics import METRIC_SPECS
 from ruler.eval.reasoning import DEFAULT_END_MARKER
 
 
@@ -89,7 +90,8 @@ class EvalConfig:
     mode: str | None = option(
         "--mode", default=None, choices=PROMPT_MODES,
         help="prompt rendering (default: the mode the dataset was built with; reasoning for "
-             "configs built with --output-budget; RULERv2 configs accept chat or reasoning)")
+             "configs built with --output-budget; configs whose length counts the prompt alone "
+             "accept chat or reasoning)")
     chat_template_kwargs: Mapping[str, Any] | None = option(  # extra chat template variables
         "--chat-template-kwargs", default=None, type=_json_object, metavar="JSON",
         help="extra chat template variables, e.g. '{\"enable_thinking\": true}' (a variable "
@@ -216,10 +218,10 @@ class ScoreConfig:
     # (`metrics.rescoring_metric`); None: the rows' own.
     metric: str | None = option(
         "--metric", default=None, metavar="NAME",
-        help="score with NAME instead of the rows' own metric, where it may replace it: "
-             "oneruler_corrected for ONERULER's rows (metric oneruler, upstream's) fixes its "
-             "documented flaws (case, whole words, numbers with separators); scores.json and "
-             "the report say which ran")
+        help=lambda: "score with NAME instead of the rows' own metric, where it may replace it "
+                     "(" + "; ".join(f"{n} for rows of metric {s.replaces}"
+                                     for n, s in METRIC_SPECS.items() if s.replaces)
+                     + "); scores.json and the report say which ran")
     # `ruler score`'s exit status only (`ruler.score` returns the report, which says it all)
     strict: bool = option(
         "--strict", kind=SWITCH, default=False,

@@ -12,10 +12,10 @@ on); the score is the row's metric on those references. The built-in families:
   per-needle hits, so a multi-value or multi-query row counts each needle where it sits);
 - qa rows: one item at the mean depth of the gold documents (the depth a depth-swept build
   places), scored with the row's `string_match_part` (which has no per-document hit);
-- vt rows: one item at the depth of the chain's first line, scored with the row's metric
+- variable-chain rows: one item at the depth of the chain's first line, scored with the row's metric
   (a chain is followed as a whole);
-- rows without gold positions (cwe, fwe) give none;
-- rows of a metric without partial credit (ONERULER's): each item scored as its whole row is
+- rows without gold positions (word lists) give none;
+- rows of a metric without partial credit: each item scored as its whole row is
   (a multi-value answer is right only with every value), at its own depth.
 
 `depth_table` bins the items (bin b of N: depths in [b/N, (b+1)/N), `ruler.builder.depths`)

@@ -66,8 +66,8 @@ def depth_markdown(t: DepthTables) -> list[str]:
              f"task has fewer than {t.min_samples} items or none: each task weighs the same in "
              f"its mean), and the heatmaps hatch them. Needle tasks count each queried needle "
              f"at its own depth (found or not in the prediction); QA rows count once, at the mean "
-             f"depth of their gold documents, and vt rows at their chain's first line, with the "
-             f"row's score; cwe and fwe have no gold position.",
+             f"depth of their gold documents, and variable-chain rows at their chain's first "
+             f"line, with the row's score; word-list rows have no gold position.",
              ""]
     if t.niah:
         lines += [f"### {NIAH_GROUP} ({len(t.niah_tasks)} tasks, each weighted equally)", ""]

@@ -5,7 +5,7 @@ A task score is the mean of per-row values in [0, 1] (times 100). Where every ro
 single-needle tasks, qa under `string_match_part`), the score is a binomial proportion and gets
 the Wilson score interval, which keeps its coverage near 95 % at the 0 and 100 ends where the
 normal approximation collapses to a point. Where rows are fractional (`string_match_all` over
-several references: multi-key/value/query needles, vt, cwe, fwe), no closed form fits, and a
+several references: needles, variable chains, word lists), no closed form fits, and a
 percentile bootstrap over rows is used. Means over tasks (a length's column) and the weighted
 averages resample the rows of every task independently (a stratified bootstrap), which is how
 the sample was drawn: a fixed number of rows per task and length.

@@ -4,8 +4,8 @@
 function scores a row, what it is given of the model's text (upstream RULER's post-processing,
 `postprocess_pred`, or the generation as it is, `raw_generation`) and how a task's rows make
 its score. Each benchmark declares its own (`Benchmark.metrics`: RULER's upstream
-`string_match_all` / `string_match_part`, `ruler.benchmarks.ruler.metrics`; RULERv2's and
-ONERULER's in their folders), registered the first time a name is asked for; a plug-in offers
+`string_match_all` / `string_match_part`, `ruler.benchmarks.ruler.metrics`; the others in
+their folders), registered the first time a name is asked for; a plug-in offers
 one in its benchmark or through entry point group `ruler.metrics`. A metric may need more of
 the row than its references (`MetricSpec.keyed`: the row's task and what its build records,
 never a config's name).
@@ -35,8 +35,8 @@ def postprocess_pred(predict_str: str) -> str:
 
 
 def raw_generation(predict_str: str) -> str:
-    """NeMo-Skills' RULERv2 evaluator scores the generation as it is (its post-processing is
-    the identity)."""
+    """The generation as it is (an upstream whose post-processing is the identity: NeMo-Skills'
+    evaluator)."""
     return predict_str
 
 
@@ -51,7 +51,7 @@ def score_of_rows(row_scores: Sequence[float]) -> float:
 
 
 def percent_of_rows(row_scores: Sequence[float]) -> float:
-    """A RULERv2 task score: NeMo-Skills' `accuracy` / `symbolic_correct`, the mean of the rows'
+    """A task score as NeMo-Skills' `accuracy` / `symbolic_correct` is: the mean of the rows'
     values as a percentage, not rounded."""
     if not row_scores:
         raise ValueError("cannot score an empty set of rows")
@@ -204,7 +204,7 @@ def _rows_aggregate(metric: str) -> Callable[..., float]:
 
 #: Upstream's aggregate metric (0..100) of ruler's own metrics, by name: upstream's own
 #: function where the metric has one (`MetricSpec.task_score`, RULER's), else the aggregate of
-#: the rows' values (NeMo-Skills and OneRuler's evaluate.py aggregate row by row; a keyed
+#: the rows' values (other upstreams aggregate row by row; a keyed
 #: metric's aggregate also takes the rows' task and build key). Each on predictions as its
 #: `MetricSpec.prepare` leaves them.
 METRICS: Mapping[str, Callable[..., float]] = _Table(

@@ -62,7 +62,7 @@ class Prediction:
     prompt_unchecked: str = ""
     server_model: str = ""
     server_notes: str = ""
-    # A RULERv2 row whose prompt + tokens_to_generate exceeded the engine's context ran with
+    # A row counting its prompt alone whose prompt + budget exceeded the engine's context ran with
     # this smaller budget (the context left); None: its whole budget.
     output_budget: int | None = None
     # Where a known secret (the API key) was replaced by <redacted> in `prediction`, per

@@ -26,8 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.errors import RulerError
+from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 
 FORMAT = "ruler-published/1"
 SCHEMA_NAME = "schema.json"
@@ -116,12 +116,12 @@ class PublishedResult:
         return sorted(found)
 
     def score(self, L: int) -> tuple[float | None, bool]:
-        """The published mean over the 13 tasks at L, and whether it is derived (the plain
-        mean of the entry's 13 task scores at L, where the source gives those only)."""
+        """The published mean over its benchmark's tasks at L, and whether it is derived (the
+        plain mean of the entry's task scores at L, where the source gives those only)."""
         value = self.scores.get(L)
         if value is not None:
             return value, False
-        per_task = [self.tasks.get(t, {}).get(L) for t in STANDARD_TASKS]
+        per_task = [self.tasks.get(t, {}).get(L) for t in benchmark_tasks(self.benchmark)]
         if all(v is not None for v in per_task):
             return sum(per_task) / len(per_task), True
         return None, False
@@ -184,10 +184,11 @@ def parse_file(doc: Any, origin: str) -> list[PublishedResult]:
     out = []
     for e in doc["entries"]:
         setup = {k: e.get(k, defaults.get(k)) for k in SETUP_FIELDS}
-        unknown = sorted(set(e.get("tasks") or {}) - set(STANDARD_TASKS)) \
-            if doc["benchmark"] == "ruler" else []
+        known = benchmark_tasks(doc["benchmark"])
+        unknown = sorted(set(e.get("tasks") or {}) - set(known)) if known else []
         if unknown:
-            raise RulerError(f"{origin}: entry {e['name']!r} names task(s) RULER does not have: "
+            raise RulerError(f"{origin}: entry {e['name']!r} names task(s) "
+                             f"{benchmark_name(doc['benchmark'])} does not have: "
                              f"{', '.join(unknown)}")
         out.append(PublishedResult(
             name=e["name"], model=e["model"], model_ids=tuple(e["model_ids"]),
@@ -274,3 +275,16 @@ def resolve(names: Sequence[str], extra_files: Iterable[str | Path] = ()) -> lis
     """The entries named (see `Registry.find`)."""
     registry = load_registry(extra_files)
     return [registry.find(n) for n in names]
+
+
+def benchmark_tasks(benchmark: str) -> tuple[str, ...]:
+    """The tasks of a published result's benchmark (none for one not installed)."""
+    spec = BENCHMARK_SPECS.get(benchmark)
+    return spec.tasks if spec is not None else ()
+
+
+def benchmark_name(benchmark: str) -> str:
+    """A published result's benchmark as people say it (its title; the id of one not
+    installed)."""
+    spec = BENCHMARK_SPECS.get(benchmark)
+    return spec.title if spec is not None else benchmark

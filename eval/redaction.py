@@ -3,7 +3,7 @@
 A server (or a model asked the wrong thing) may put the API key into its answer. The key is
 never written (`ruler.builder.scrub`: every known secret of 8+ characters becomes
 `<redacted>`), but the answer is scored as the model wrote it: a key that is also a word of
-the answer (a placeholder key `accommodation`, a CWE gold word) must not turn a right answer
+the answer (a placeholder key `accommodation`, a gold word) must not turn a right answer
 into a wrong one.
 
 So a prediction whose stored text had to be redacted carries `redacted`: per secret removed,

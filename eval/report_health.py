@@ -160,7 +160,7 @@ def _group(task: str) -> str:
 
 def _capped(caps: Mapping[str, int], tasks: Iterable[str],
             budgets: Mapping[str, int | None] | None = None) -> str:
-    """"8 token(s) for cwe, vt (the rows': cwe 120, vt 30)": the caps of `tasks`, grouped,
+    """"8 token(s) for a, b (the rows': a 120, b 30)": the caps of `tasks`, grouped,
     beside the budgets they were compared with (`budgets`: the rows' own; None: RULER's)."""
     tasks = in_task_order(t for t in tasks if t in caps)
     by_cap: dict[int, list[str]] = {}

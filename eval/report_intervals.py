@@ -86,7 +86,7 @@ def report_intervals(cells: Mapping[tuple[str, int], CellScore], tasks: Sequence
         stacked = [(t, L) for L in lengths for t in tasks]
         given: list[tuple[str, Mapping[int, float]]] = [
             ("avg", {L: 1 / len(lengths) for L in lengths})]
-        if summary.wavg_inc is not None:  # RULERv2 has no weighted averages
+        if summary.wavg_inc is not None:  # a benchmark without weighted averages has none
             given += [("inc", length_weights(lengths, True)),
                       ("dec", length_weights(lengths, False))]
         for name, weights in given:

@@ -23,24 +23,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.errors import RulerError
 from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.eval.aggregate import format_length
 from ruler.eval.figures import fit_canvas, save_png
 from ruler.eval.intervals import Interval
-from ruler.eval.published_results import PublishedResult, load_registry
+from ruler.eval.published_results import (
+    PublishedResult,
+    benchmark_name,
+    benchmark_tasks,
+    load_registry,
+)
 from ruler.eval.report_intervals import cell_interval, format_interval
 
 #: A report of one run (`ruler.eval.report.Report`, which imports this module: named by its
 #: role here, so the two modules import one way only).
 Report = Any
 
-#: The benchmark names a report may carry (a RULERv2 report's `benchmark`), as people say them.
-BENCHMARK_NAMES = {"ruler": "RULER", "ruler2": "RULERv2", "oneruler": "ONERULER"}
+
 def report_benchmark(r: Report) -> str:
-    """The report's benchmark ("ruler", "ruler2", ...): the one its scores record (from the
-    manifest), never guessed from its task names."""
+    """The report's benchmark: the one its scores record (from the manifest), never guessed
+    from its task names."""
     return str(r.benchmark)
 
 
@@ -162,9 +165,11 @@ def setup_differences(r: Report, e: PublishedResult) -> list[str]:
     if extra:
         out.append("Lengths: the run has " + ", ".join(map(format_length, extra))
                    + ", which the source does not give.")
-    if set(r.tasks) != set(STANDARD_TASKS):
-        out.append(f"Tasks: the run has {len(r.tasks)} of RULER's 13 tasks; the published "
-                   f"per-length score is the mean of all 13, so no length mean is compared"
+    own = benchmark_tasks(e.benchmark)
+    if set(r.tasks) != set(own):
+        out.append(f"Tasks: the run has {len(r.tasks)} of {benchmark_name(e.benchmark)}'s "
+                   f"{len(own)} tasks; the published per-length score is the mean of all "
+                   f"{len(own)}, so no length mean is compared"
                    + (" (per-task scores are)." if e.tasks else "."))
     if not r.complete:
         out.append("Coverage: the run is partial (rows missing or failed): lengths with an "
@@ -174,7 +179,7 @@ def setup_differences(r: Report, e: PublishedResult) -> list[str]:
                    f"(template: {e.template or 'not stated'}).")
     if any(e.score(L)[1] for L in lengths):
         out.append("Derived: where the source gives only per-task scores, the published "
-                   "per-length value is their plain mean over the 13 tasks (as RULER averages).")
+                   "per-length value is their plain mean over the tasks (as RULER averages).")
     if e.notes:
         out.append(f"Note: {e.notes}")
     return out
@@ -184,10 +189,10 @@ def compare_report(r: Report, e: PublishedResult) -> ReferenceComparison:
     """The run's report beside one published result."""
     benchmark = report_benchmark(r)
     if benchmark != e.benchmark:
-        raise RulerError(f"{e.name} is a {BENCHMARK_NAMES.get(e.benchmark, e.benchmark)} "
-                         f"result and the run is on {BENCHMARK_NAMES.get(benchmark, benchmark)} "
-                         f"tasks: nothing to compare")
-    all_tasks = set(r.tasks) == set(STANDARD_TASKS)
+        raise RulerError(f"{e.name} is a {benchmark_name(e.benchmark)} result and the run is "
+                         f"on {benchmark_name(benchmark)} tasks: nothing to compare")
+    own = benchmark_tasks(e.benchmark)
+    all_tasks = set(r.tasks) == set(own)
     ri = r.intervals
     by_length = []
     for L in sorted(set(e.lengths) | set(r.lengths)):
@@ -196,13 +201,13 @@ def compare_report(r: Report, e: PublishedResult) -> ReferenceComparison:
         if L not in r.lengths:
             why = "not run"
         elif not all_tasks:
-            run, why = None, f"mean over {len(r.tasks)} of 13 tasks: not comparable"
+            run, why = None, f"mean over {len(r.tasks)} of {len(own)} tasks: not comparable"
         elif run is None:
             why = "incomplete: rows missing, failed or skipped"
         interval = ri.by_length.get(L) if ri and run is not None else None
         by_length.append(Line(None, L, published, run, interval, derived, why))
     by_task = []
-    for task in [t for t in STANDARD_TASKS if t in e.tasks]:
+    for task in [t for t in own if t in e.tasks]:
         for L in sorted(L for L, v in e.tasks[task].items() if v is not None):
             cell = r.cells.get((task, L))
             run = cell.score if cell else None
@@ -230,10 +235,11 @@ def comparisons(r: Report, names: Sequence[str],
     benchmark = report_benchmark(r)
     registry = load_registry(files)
     if not any(e.benchmark == benchmark for e in registry.entries.values()):
-        name = BENCHMARK_NAMES.get(benchmark, benchmark)
-        raise RulerError(f"no published results for {name} in the registry (it holds RULER v1 "
-                         f"results only): there is nothing to compare this run with; add your "
-                         f"own with --reference-file")
+        held = sorted({benchmark_name(e.benchmark) for e in registry.entries.values()})
+        raise RulerError(f"no published results for {benchmark_name(benchmark)} in the "
+                         f"registry (it holds {' and '.join(held) or 'no'} results only): there "
+                         f"is nothing to compare this run with; add your own with "
+                         f"--reference-file")
     return [compare_report(r, registry.find(n)) for n in names]
 
 
@@ -368,7 +374,7 @@ def figure(c: ReferenceComparison) -> Any:
                 label=f"run: {figure_text(c.run_model or 'unknown model')} (95 % interval)")
     mark_plot(ax, [c], at, lengths)
     ax.set_xticks(at, [format_length(L) for L in lengths])
-    name = BENCHMARK_NAMES.get(c.entry.benchmark, c.entry.benchmark)
+    name = benchmark_name(c.entry.benchmark)
     ax.set(xlabel="context length", ylabel="score", ylim=(-2, 102),
            title=f"{figure_text(name)}: run vs published {figure_text(c.entry.name)}")
     ax.legend(fontsize=8)

@@ -12,18 +12,18 @@ Order of work, so that bad input fails before the (slow) model loads:
    `tokens_to_generate` exceed its `max_model_len` are recorded as skipped with the reason
    (never truncated); each prediction is written the moment it arrives, so an interrupted run
    resumes where it stopped;
-   RULERv2 rows (their files' recorded length rule: `length` counts the prompt alone, the
-   16,384 tokens to generate come on top) whose prompt + budget exceed `max_model_len` run with
+   Rows of a benchmark that counts the prompt alone (their files' recorded length rule: their
+   tokens to generate come on top) whose prompt + budget exceed `max_model_len` run with
    the budget clamped to the context left (`output_budget`, recorded per row and counted per
    cell), as NeMo-Skills generates up to the server's limit when it sets no budget; only a
    row whose prompt leaves no room at all is skipped;
 5. score the folder (scores.json) for `ruler report`.
 
-Reasoning mode (configs built with `--output-budget`, and RULERv2 configs, which are made for
-reasoning models): the prompt is the chat template with a generation prompt and no answer
+Reasoning mode (configs built with `--output-budget`, and those counting the prompt alone,
+made for reasoning models): the prompt is the chat template with a generation prompt and no answer
 prefix, `max_tokens` is the budget (the rows' `tokens_to_generate`), and the answer scored is
 the text after the model's reasoning (ruler.eval.reasoning); the raw output is stored beside
-it. A RULERv2 row's chat prompt is the same (it has no answer prefix): chat mode scores the
+it. Such a row's chat prompt is the same (it has no answer prefix): chat mode scores the
 whole output, as NeMo-Skills does without `++parse_reasoning=True`.
 """
 
@@ -94,7 +94,7 @@ class EvalOutcome:
     skipped: int = 0
     errors: int = 0
     budget_exhausted: int = 0  # reasoning mode: rows whose thinking hit the output budget
-    budget_clamped: int = 0  # RULERv2 rows run with less than their budget (context left)
+    budget_clamped: int = 0  # rows run with less than their budget (the context left)
     # answers that held a known secret (the API key): stored with it cut out, scored as
     # generated (`ruler.eval.redaction`)
     redacted: int = 0
@@ -195,7 +195,7 @@ def _prompt_mode(ds: Dataset, cfg: EvalConfig, config: str, files: list[SplitFil
     mode = cfg.mode or build.prompt_mode or "chat"
     if mode not in PROMPT_MODES:
         raise RulerError(f"--mode {mode!r}: choose one of {', '.join(PROMPT_MODES)}")
-    # RULERv2's rows leave their whole budget on top of the prompt: reasoning needs no variant
+    # rows counting the prompt alone leave their budget on top: reasoning needs no variant
     budgeted = all(f.length_rule == PROMPT_ONLY for f in files)
     if mode == OUTPUT_BUDGET_MODE and not budgeted \
             and reserved_output_budget(build.variant) is None:
@@ -455,7 +455,7 @@ def _retryable_skips(ds: Dataset, files: list[SplitFile], skipped: dict[Key, int
 
 def _least_output(rule: str, row: Mapping[str, Any]) -> int:
     """The fewest output tokens a row runs with: its whole budget where its length counts it,
-    one token where it does not (RULERv2: the budget is clamped to the context left)."""
+    one token where it does not (the budget is clamped to the context left)."""
     return int(row["tokens_to_generate"]) if rule != PROMPT_ONLY else 1
 
 
@@ -541,7 +541,7 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             need = pred.prompt_tokens + budget
             room = limit - pred.prompt_tokens
             if need > limit and row.length_rule == PROMPT_ONLY and room >= 1:
-                budget = pred.output_budget = room  # RULERv2: clamped, recorded
+                budget = pred.output_budget = room  # clamped, recorded
                 outcome.budget_clamped += 1
             elif need > limit:
                 pred.status = "skipped"

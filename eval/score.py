@@ -89,7 +89,7 @@ def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],
     missing. Predictions of other configs are listed as unknown. `selected_by`: who chose the
     files, for the record ("flags", "run"; default: "config" when every file of the config is
     asked for, else "caller"). `metric`: score with it instead of the rows' own metric, where it
-    may replace theirs (`metrics.rescoring_metric`: ONERULER's corrected variant); a RulerError
+    may replace theirs (`metrics.rescoring_metric`: a corrected variant); a RulerError
     for rows it cannot score.
     """
     if config is None:
@@ -345,7 +345,7 @@ def answer_as_generated(p: Mapping[str, Any]) -> str | None:
 
 def _metric_keys(ds: Dataset, f: SplitFile, metric: str) -> tuple[str, str]:
     """The row's task and build key a keyed metric reads (`MetricSpec.keyed`, `build_key`:
-    ONERULER's language, from the manifest's entry of the config, never from its name), read
+    a language, from the manifest's entry of the config, never from its name), read
     here so that a build that does not record it is one line, not a failure in the middle of
     scoring."""
     try:

@@ -54,7 +54,7 @@ class CellScore(JsonRecord):
     skip_reasons: list[str] = field(default_factory=list)  # "3x <kind or reason>"
     # reasoning mode: answered rows whose thinking hit the output budget (scored as empty)
     budget_exhausted: int = 0
-    # RULERv2: answered rows that ran with less than their tokens_to_generate (the context
+    # answered rows that ran with less than their tokens_to_generate (the context
     # left after the prompt; `Prediction.output_budget`)
     budget_clamped: int = 0
     # Answered rows whose stored prediction had a secret (the API key) cut out: scored on the

@@ -1,8 +1,8 @@
 """Why `ruler eval` skipped a row, as a kind the code reads; the reason text is for people.
 
 A row is skipped, never truncated, when it cannot run within the engine's context limit
-(`max_model_len`): a v1 row whose prompt plus `tokens_to_generate` exceeds it, or a RULERv2 row
-whose prompt alone leaves no token to generate. The runner records the kind in the
+(`max_model_len`): a row whose prompt plus `tokens_to_generate` exceeds it, or a row counting
+its prompt alone whose prompt leaves no token to generate. The runner records the kind in the
 prediction (`skip_kind`) beside the reason; `ruler score` counts skipped rows by kind and the
 report's health section names rows skipped for the context limit. Predictions written before
 the kind was recorded carry only the reason text, which names the limit: `skip_kind` reads the
@@ -20,7 +20,8 @@ class SkipReason(str, enum.Enum):
 
     #: prompt + tokens_to_generate > max_model_len (a v1 row: its length counts the budget)
     OVER_CONTEXT = "over_context"
-    #: the prompt alone fills max_model_len (a RULERv2 row: its budget is clamped otherwise)
+    #: the prompt alone fills max_model_len (where the prompt alone is counted: its budget is
+    #: clamped otherwise)
     NO_ROOM = "no_room"
 
     @property

@@ -40,7 +40,7 @@ def default_start_method() -> str:
 EXECUTORS = ("local", "ray")
 
 #: The longest length a build accepts: 2M tokens, the longest every task is tested at. Far
-#: beyond it a sample's text and token counts outgrow memory (at 1e9 tokens vt used to fail
+#: beyond it a sample's text and token counts outgrow memory (at 1e9 tokens a task used to fail
 #: with MemoryError after minutes and gigabytes).
 MAX_LENGTH = 2 * 1024 * 1024
 #: The most samples per task and length (RULER uses 500): a million 4K rows are ~4G tokens

@@ -147,12 +147,12 @@ class TaskGenerator(ABC):
     calibration_step: ClassVar[int] = 10
     #: When the inputs run out (`max_size`) before L is filled: False (the default) refuses
     #: the length; True keeps the row with every unit, shorter than L, as an upstream that
-    #: stops there does (ONERULER's CWE: "run out of vocabs").
+    #: stops there does ("run out of vocabs").
     short_at_bound: ClassVar[bool] = False
     #: The share of L below which a sample fitted with whole units is topped up with the
     #: start of the next unit (`next_unit_parts`, `draft_part`); None (the default): whole
     #: units only. For units so long that the last one left out costs a visible share of L
-    #: (ONERULER's book sentences at 4K-8K), where rows that fill L keep their whole units.
+    #: (book sentences at 4K-8K), where rows that fill L keep their whole units.
     top_up_below: ClassVar[float | None] = None
 
     def __init__(self, spec: TaskSpec, ctx: "BuildContext", max_seq_length: int):

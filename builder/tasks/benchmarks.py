@@ -3,7 +3,7 @@ machinery asks it instead of naming it.
 
 A benchmark is a set of tasks (hence their families), the sources they read, the metrics that
 score them, how its rows' `length` is counted (`length_rule`) and prompts rendered
-(`prompt_mode`), the axes its configs are built along (`BuildAxis`: ONERULER's language, one
+(`prompt_mode`), the axes its configs are built along (`BuildAxis`: a language, one
 config per value), how its scores aggregate (`Aggregation`), and the addresses of the code that
 writes its report sections, its card text, its exports and its release gates, all in its own
 folder. The manifest's build entry records which benchmark a config holds (`"benchmark"`;
@@ -33,10 +33,10 @@ from ruler.builder.tasks.catalog import ON_MISS, TASKS, get_task
 class FillPromise:
     """How full a benchmark promises its rows are: each row's `length` is at least `share` of its
     L, or falls short of L by at most `tokens` (at short lengths one haystack unit, an MMLU
-    question with its choices, is a large share of L: RULERv2's at 1024 fill down to 0.58; a
+    question with its choices, is a large share of L: rows at 1024 fill down to 0.58; a
     task whose units are documents of any size promises nothing: `FamilySpec.units_bounded`).
     The fitter leaves a row short of L by less than one unit, so a row far below is a unit far
-    larger than it should be (ONERULER's Spanish "sentences" of 60,000 tokens once left rows at
+    larger than it should be (Spanish book "sentences" of 60,000 tokens once left rows at
     0.07 of L) or a source that ran out. `ruler build` refuses such a row before its file is
     written and `ruler verify` reports it, except a row that holds all of its task's inputs
     where the task keeps such rows (`TaskGenerator.short_at_bound`)."""
@@ -55,7 +55,7 @@ class FillPromise:
 
 
 class BuildAxis(ABC):
-    """A dimension a benchmark's configs are built along, one config per value (ONERULER's
+    """A dimension a benchmark's configs are built along, one config per value (a
     language: `ko`, or the cross-lingual pair `en-ko`). `ruler build` takes several values with
     the axis's flag (`--languages ko,fr`), `ruler.build()` one with its name as a keyword
     (`language="ko"`); the manifest's build entry records the value under `name`, and scores
@@ -145,7 +145,7 @@ class Benchmark:
 
     Attributes:
         id: what the manifest's build entry records (`"benchmark"`) and reports name.
-        title: its name in reports and the card ("RULER", "RULERv2").
+        title: its name in reports and the card ("RULER").
         tasks: its catalog tasks, in the benchmark's order (what `--tasks all` builds).
         aliases: what `ruler build --benchmark` accepts besides the id, the first one shown.
         help: what `--benchmark`'s help says of it.
@@ -156,13 +156,13 @@ class Benchmark:
         prompt_mode: `prompt_mode(has_chat_template)`, how its rows are counted
             (`builder.tokenizer.PROMPT_MODES`); None: as the build's variant says (RULER).
         length_rule: how its rows' `length` is counted (`builder.length_rules`): the prompt
-            and `tokens_to_generate` within L (RULER, ONERULER), or the prompt alone
-            (RULERv2, whose answer comes on top); each file's manifest entry records it.
+            and `tokens_to_generate` within L, or the prompt alone (a benchmark whose answer
+            comes on top); each file's manifest entry records it.
         variants: the variant fields (`builder.variants`) its configs may have ("" is the
             default config); None: every variant.
         axes: what its configs are built along (`BuildAxis`), one config per value.
         default_lengths: the `--lengths` a build makes unless told otherwise.
-        length_sets: named `--lengths` sets it adds (ONERULER's `oneruler`).
+        length_sets: named `--lengths` sets it adds.
         fill: how full its rows are (`FillPromise`), checked on every row by the build and
             by `ruler verify`.
         aggregation: how its scores aggregate (`Aggregation`).
@@ -184,8 +184,7 @@ class Benchmark:
             (`label_cell(...)`) and the fake backend's failures on purpose
             (`eval.backends.fake.FakeAnswers`); None: none.
         release_gates: addresses of what `ruler release` asks of its configs
-            (`release_gates.ReleaseGate`: a flag and a check, ONERULER's licence
-            acknowledgement).
+            (`release_gates.ReleaseGate`: a flag and a check, a licence acknowledgement).
     """
 
     id: str
@@ -344,7 +343,7 @@ def benchmark_tasks(benchmark: str,
 def benchmark_config(base: str, benchmark: str,
                      axes: Mapping[str, object] | None = None) -> str:
     """The config of `benchmark`'s rows for the tokenizer config `base` (and, for a benchmark
-    built along axes, their values: `llama-3.1--oneruler-ko`, `--oneruler-en-ko`)."""
+    built along axes, their values' suffixes: `llama-3.1--<suffix>`)."""
     bench, axes = get_benchmark(benchmark), axes or {}
     if bench.axes:
         missing = [a.name for a in bench.axes if a.name not in axes]

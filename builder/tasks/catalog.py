@@ -1,13 +1,13 @@
 """The task catalog: what a task is (`TaskSpec`: a family's constants plus its parameters), and
 `TASKS`, every task by name.
 
-Each benchmark declares its own families and tasks in its folder (`ruler.benchmarks.ruler`:
+Each benchmark declares its own families and tasks in its folder (`ruler.benchmarks.<id>`:
 RULER's 13 with upstream's templates, prefixes, budgets and metrics, NVIDIA/RULER
-`scripts/data/synthetic/constants.py`; `ruler.benchmarks.ruler2`, `ruler.benchmarks.oneruler`;
-a plug-in's in its own package) and registers them here (`register_task`); the built-ins are
-loaded the first time a name is not found or the whole list is read, a plug-in's through the
-`ruler.task_families` entry point group, in every process: the CLI's, and each spawned
-worker's. A family's code (generator, checks, depth rules) joins its constants in one object,
+`scripts/data/synthetic/constants.py`; a plug-in's in its own package) and registers them here
+(`register_task`); the built-ins are loaded the first time a name is not found or the whole
+list is read, a plug-in's through the `ruler.task_families` entry point group, in every
+process: the CLI's, and each spawned worker's. A family's code (generator, checks, depth
+rules) joins its constants in one object,
 `ruler.builder.tasks.family.TaskFamily`, found at the address its `FamilySpec.module` names.
 """
 

@@ -3,7 +3,7 @@
 A `TaskFamily` joins the family's upstream constants (its `FamilySpec`: template, answer
 prefix, budget, metric, which its tasks in the catalog share) with its code; the builder,
 `ruler verify` and the evaluator ask the family instead of branching on its name. Each family
-module (niah, variable_tracking, common_words, freq_words, qa, RULERv2's, or a plug-in's)
+module (in its benchmark's folder, or a plug-in's)
 defines its `TaskFamily`, found at the address its `FamilySpec.module` names and imported on
 first use (`FAMILY_CODE`, a `ruler.builder.registry.Registry`), so one family's dependencies
 never load for another; a plug-in registers its family (`register_family`) and tasks
@@ -59,7 +59,7 @@ def question_after_context(text: str, context_span: tuple[int, int]) -> int:
     """Where a row's `question` starts in its `input`: at the template's text that follows the
     context (upstream's templates all put the query there), past the newlines that end the
     context's last line. The instruction before the context, and a solved example before
-    that (vt, cwe), stay in `context`: they hold no part of this sample's query, so a
+    that (where the task has one), stay in `context`: they hold no part of this sample's query, so a
     query-agnostic compressor may see them. The cut is a clean junction ("...\\n" | "What"),
     where the builder already cuts its pieces (`base.end_with_tail`), so the two parts
     tokenized apart give the tokens of the whole."""

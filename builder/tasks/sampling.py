@@ -53,7 +53,7 @@ def draw_unique(rng: random.Random, count: int, draw, forbidden: AbstractSet[str
 def strictly_most_frequent(counts: Mapping[str, int], answers: Sequence[str]) -> str | None:
     """None if every answer occurs strictly more often than every other word, else why not.
 
-    The unambiguity check of the word-counting tasks (cwe, fwe), for `check_row`.
+    The unambiguity check of the word-counting tasks, for `check_row`.
     """
     low = min(counts[a] for a in answers)
     asked = set(answers)

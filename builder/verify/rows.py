@@ -40,7 +40,7 @@ def sample_indices(n: int, full: bool, sample: int) -> set[int]:
 @dataclass(frozen=True)
 class Build:
     """What a file's checks read of its build as the manifest records it: the benchmark, its
-    axes' values (ONERULER's `language`, as recorded) and the file's length rule."""
+    axes' values (a `language`, as recorded) and the file's length rule."""
 
     benchmark: str = DEFAULT
     axes: Mapping[str, Any] = field(default_factory=dict)

@@ -19,7 +19,7 @@
   first, then the second. The pre-filled turn is sent as the build's template renders it at
   the end of the prompt (`Renderer.continued_prefix`): llama.cpp appends it verbatim to its
   own rendering of the user turn, and Gemma's template, for one, trims the prefix's spaces.
-  A row without an answer prefix (RULERv2's) is the user message alone, which the server
+  A row without an answer prefix is the user message alone, which the server
   renders with its generation prompt, as NeMo-Skills sends it.
 
 The probe: before the first row, `negotiate` sends one tiny request of the chosen form (two or
@@ -114,7 +114,7 @@ class Wire:
             if bos and not self.send_bos and text.startswith(bos):
                 text = text[len(bos):]
             return {"prompt": text}
-        if not r.answer_prefix:  # RULERv2: the user turn alone, the server opens the reply
+        if not r.answer_prefix:  # the user turn alone, the server opens the reply
             messages = [{"role": "user", "content": r.input_text}]
         elif self.prefix_turn == "user":
             messages = [{"role": "user", "content": r.input_text + r.answer_prefix}]

@@ -25,7 +25,7 @@ class RowFailure(JsonRecord):
     distance: int | None = None  # distractor_value: needles from the target
     char_distance: float | None = None  # ... characters from it / len(input)
     chance: float | None = None  # ... vicinity rate of a uniformly picked distractor
-    rank: int | None = None  # fwe: frequency rank of the best wrong coded word
+    rank: int | None = None  # coded words: frequency rank of the best wrong one
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 

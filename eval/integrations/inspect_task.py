@@ -1,7 +1,7 @@
 """The Inspect task `ruler`: a build or a released Hub revision, evaluated RULER's way.
 
     inspect eval ruler/ruler --model vllm/<model> -T data=ORG/NAME -T revision=<tag> \\
-        -T tokenizer_config=llama-3.1 -T lengths=4096 [-T tasks=niah_single_1,qa_1 -T limit=50]
+        -T tokenizer_config=llama-3.1 -T lengths=4096 [-T tasks=TASK,TASK -T limit=50]
     ruler score --predictions logs/<log>.eval --data ORG/NAME --revision <tag>
 
 (`from ruler.eval.inspect import ruler` is the same task in Python.)
@@ -13,18 +13,17 @@
 - Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where
   the provider continues a final assistant message (Inspect's vLLM and SGLang providers render
   it with `continue_final_message`); `-T prefill=true` forces it for other providers that support
-  prefill, `-T prefill=false` turns it off. A row without an answer prefix (RULERv2's) is never
+  prefill, `-T prefill=false` turns it off. A row without an answer prefix is never
   pre-filled: its prompt is the user turn and the generation prompt. Then greedy generation of
   at most the row's
   `tokens_to_generate` tokens (`inspect_usage.greedy_settings`: temperature 0, or top_k 1 on
   Inspect's transformers providers, which sample and refuse temperature 0).
-- Scorer: upstream's per-row metric on the completion (prepared as upstream does: v1
-  post-processes it, RULERv2 and ONERULER score it as generated; ONERULER's reads the row's
-  task and its build's language, which the sample's metadata carries as `metric_key`, read
+- Scorer: upstream's per-row metric on the completion, prepared as its upstream does
+  (`MetricSpec.prepare`: post-processed or as generated; a keyed metric also reads the row's
+  task and what its build records, which the sample's metadata carries as `metric_key`, read
   from the manifest when the samples are made: never the config's name); metrics: the task
-  score (0..100) per `<task>/<L>` cell (v1: rounded to 2 decimals as upstream; RULERv2,
-  ONERULER: the unrounded mean) and `mean`, the unweighted mean over the cells (the paper's
-  averages, RULERv2's score).
+  score (0..100) per `<task>/<L>` cell, as the metric aggregates it (`MetricSpec.aggregate`)
+  and `mean`, the unweighted mean over the cells (the paper's averages).
 """
 
 from __future__ import annotations
@@ -77,7 +76,7 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
     files = ds.files(tokenizer_config, task_names or None, length_list or None)
     if not files:
         raise RulerError(f"dataset {data} config {tokenizer_config!r} has no split files")
-    # what a keyed metric reads of the rows' build (ONERULER's language), from the manifest
+    # what a keyed metric reads of the rows' build (a language), from the manifest
     key = _metric_key(ds.build(tokenizer_config), files)
     samples = []
     for f in files:
@@ -136,8 +135,8 @@ def ruler_score() -> Metric:
 
 def row_score(completion: str, metric_name: str, references: Sequence[str], task: str = "",
               key: str = "") -> float:
-    """Upstream's per-row value (0..1) of `metric_name` for one completion (ONERULER's also
-    reads the row's task and its build's language: `metrics.MetricSpec.keyed`)."""
+    """Upstream's per-row value (0..1) of `metric_name` for one completion (a keyed metric
+    also reads the row's task and its build's key: `metrics.MetricSpec.keyed`)."""
     return metrics.row_score(metric_name, completion, references, task, key)
 
 
@@ -156,8 +155,8 @@ def _metric_key(build: Any, files: Sequence[Any]) -> str:
 
 @scorer(metrics=[grouped(ruler_score(), CELL_KEY, all="groups", all_label=MEAN_LABEL)])
 def ruler_scorer() -> Scorer:
-    """RULER's metric of each row (v1's `string_match_*`, RULERv2's `ruler2_*` and
-    `multichoice`, ONERULER's `oneruler`), named in the Score's metadata for the aggregate."""
+    """The metric of each row (its `metric` column: `eval.metrics.METRIC_SPECS`), named in
+    the Score's metadata for the aggregate."""
 
     async def score(state: TaskState, target: Target) -> Score:
         completion = state.output.completion

@@ -504,14 +504,14 @@ are there for `ruler score` too.
 #: The export card's column table.
 COLUMN_DOCS = (
     ("`context`", "the prompt up to the question: the task's instruction, the haystack "
-                  "(needles, documents, list), and for vt and cwe a solved example before them"),
+                  "(needles, documents, list), and a solved example before them where the "
+                  "task has one"),
     ("`question`", "the task's query text after the context; `context + question` is ruler's "
                    "`input`"),
     ("`answer_prefix`", "the text the assistant turn starts with, as ruler's prompt renders it "
                         "after the generation prompt"),
     ("`answer`", "the references (list of strings)"),
-    ("`task`", "the RULER task (`qa_1`, `qa_2` are scored with string_match_part, the others "
-               "with string_match_all, as kvpress does)"),
+    ("`task`", "the RULER task (each scored with its `metric`, as kvpress does)"),
     ("`max_new_tokens`", "the task's generation budget"),
     ("`tokenizer`, `max_seq_length`, `index`", "the row's key in the ruler build (kvpress "
                                                "ignores them; `ruler score` reads predictions "

@@ -3,7 +3,7 @@
 `ns eval` (NVIDIA-NeMo/Skills) writes, per benchmark, `eval-results/<benchmark>/output.jsonl`
 (`output-rs<seed>.jsonl` with several random seeds; `nemo_skills/inference/generate.py`,
 `GenerationTask.postprocess_single_output`, read at commit 01462f39): one JSON object per input
-row, holding that row's own fields (for `ruler2` and `ruler`: `index`, `question` = the whole
+row, holding that row's own fields (for its RULER benchmarks: `index`, `question` = the whole
 user message, `expected_answer`, `length`) plus the model's `generation` and statistics
 (`num_generated_tokens`, `generation_time`, ...), and after evaluation `is_correct` or
 `symbolic_correct` and `predicted_answer`. With `++parse_reasoning=True` the `generation` is

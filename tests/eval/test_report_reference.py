@@ -170,7 +170,7 @@ def test_a_ruler2_run_has_no_published_counterpart(tmp_path, capsys):
         "dataset": {"spec": "d", "revision": None, "files": {}}, "cells": cells}))
     assert main(["report", str(tmp_path), "--reference", PUBLISHED, "--no-plots"]) == 2
     err = capsys.readouterr().err
-    assert "no published results for RULERv2 in the registry (it holds RULER v1 results " \
+    assert "no published results for RULERv2 in the registry (it holds RULER results " \
            "only)" in err
     assert not (tmp_path / "report.md").exists()
     assert load_scores(tmp_path).model == LLAMA
