@@ -127,7 +127,7 @@ def check_book_status(manifest: Manifest, acknowledged: Sequence[str] | None) ->
 
 
 def check_official(manifest: Manifest, allow_unofficial: bool) -> None:
-    unofficial = [c for c in manifest.configs() if not manifest.build(c).official]
+    unofficial = [c for c in manifest.configs() if not manifest.builds[c].official]
     if unofficial and not allow_unofficial:
         raise RulerError(
             f"config(s) {', '.join(unofficial)} are unofficial builds (tokenizer not pinned or a "
@@ -216,7 +216,7 @@ def make_plan(out: Path, manifest: Manifest, repo_id: str, tag: str, endpoint: s
     return ReleasePlan(out, repo_id, tag, endpoint, private, tuple(files))
 
 
-def format_size(n: int) -> str:
+def format_size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -121,8 +121,8 @@ class PublishedResult:
         value = self.scores.get(L)
         if value is not None:
             return value, False
-        per_task = [self.tasks.get(t, {}).get(L) for t in STANDARD_TASKS]
-        if all(v is not None for v in per_task):
+        per_task = [v for t in STANDARD_TASKS if (v := self.tasks.get(t, {}).get(L)) is not None]
+        if len(per_task) == len(STANDARD_TASKS):
             return sum(per_task) / len(per_task), True
         return None, False
 

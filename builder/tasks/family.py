@@ -14,7 +14,7 @@ names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ruler.builder.depths import DepthBin
 from ruler.builder.errors import RulerError
@@ -28,6 +28,9 @@ from ruler.builder.tasks.catalog import (
     TaskSpec,
     get_task,
 )
+
+if TYPE_CHECKING:  # base imports this module (a generator asks `get_family`)
+    from ruler.builder.tasks.base import TaskGenerator
 
 #: (character offsets in `input` where the gold items start, (context start, context end)).
 GoldSpans = tuple[list[int], tuple[int, int]]
@@ -115,7 +118,7 @@ class TaskFamily:
     """
 
     spec: FamilySpec
-    generator: type  # a ruler.builder.tasks.base.TaskGenerator (which asks `get_family`)
+    generator: type[TaskGenerator]
     check_row: Callable[[Mapping[str, Any]], str | None]
     gold_spans: Callable[[Mapping[str, Any], Any], GoldSpans | str]
     needs_generator: bool = False
@@ -185,6 +188,7 @@ FAMILY_CODE: Registry[TaskFamily] = Registry(
     "task family", accepts=lambda obj: isinstance(obj, TaskFamily),
     name_of=lambda family: family.name, same=_same_family, on_miss=lambda: TASKS.names())
 for _spec in BUILTIN_FAMILIES:
+    assert _spec.module is not None, f"the built-in family {_spec.name} names its module"
     FAMILY_CODE.register_lazy(_spec.name, _spec.module)
 
 

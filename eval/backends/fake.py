@@ -137,9 +137,11 @@ class FakeBackend:
 
         # One file at a time: a Hub dataset fetches only the files the run asks for. A build
         # folder is opened once (its manifest read and checked once, not per file).
-        local = Path(str(self.opts.data)).expanduser().is_dir()
+        data = self.opts.data
+        assert data is not None, "answers read from rows need data (refused on creation)"
+        local = Path(data).expanduser().is_dir()
         ds = self._local if local and self._local is not None else open_dataset(
-            self.opts.data, self._revision, config, (task,), (length,))
+            data, self._revision, config, (task,), (length,))
         if local:
             self._local = ds
         self._revision = ds.revision or self._revision

@@ -162,7 +162,7 @@ def task_config(manifest: Manifest, entry: FileEntry, source: TaskSource) -> dic
         raise RulerError(f"task {task!r} is scored by metric {spec.metric!r}, which is not "
                          f"ruler's own: the exported utils.py holds ruler's metrics only; score "
                          f"lm-eval's samples with `ruler score` instead")
-    build = manifest.build(config)
+    build = manifest.builds[config]
     generator = manifest.generator or {}
     return {
         "task": task_name(config, task, length),
@@ -308,7 +308,7 @@ def _module_body(module: Any) -> str:
     for i, node in enumerate(tree.body):
         docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         if docstring or isinstance(node, (ast.Import, ast.ImportFrom)):
-            drop.update(range(node.lineno - 1, node.end_lineno))
+            drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
     kept = [line for n, line in enumerate(lines) if n not in drop]
     return "\n".join(kept).strip()
 
@@ -318,7 +318,8 @@ def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:
     `namespace` (the globals of the modules the code was copied from) got them. Only the
     standard library may be imported: the folder must run with lm_eval alone."""
     tree = ast.parse(code)
-    bound, read = set(), set()
+    bound: set[str] = set()
+    read: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
@@ -332,6 +333,8 @@ def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:
         if hasattr(builtins, name):
             continue
         value = namespace.get(name)
+        module: str | None
+        imported: str | None
         if inspect.ismodule(value):
             module, imported = value.__name__, None
         else:
