@@ -47,9 +47,9 @@ def _table(header, rows) -> str:
 
 def oneruler_configs(manifest: Manifest) -> dict[str, OnerulerLanguage]:
     """The folder's ONERULER configs (with files) and their languages."""
-    return {c: OnerulerLanguage.from_record(manifest.build(c).language)
+    return {c: OnerulerLanguage.from_record(manifest.builds[c].language)
             for c in manifest.configs()
-            if manifest.build(c).benchmark == ONERULER and manifest.files_of(c)}
+            if manifest.builds[c].benchmark == ONERULER and manifest.files_of(c)}
 
 
 def oneruler_section(manifest: Manifest) -> str:

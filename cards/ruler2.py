@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ruler.builder.differences import RULER2_DIFFERENCES
 from ruler.builder.manifest import Manifest
-from ruler.builder.sources import SOURCES
+from ruler.builder.sources import SOURCES, HubSource
 from ruler.builder.tasks.benchmarks import RULER2, ruler2_prompt_mode
 from ruler.builder.tasks.catalog import RULER2_TASKS, RULER2_TOKENS_TO_GENERATE, TASKS
 
@@ -45,7 +45,7 @@ def _table(header, rows) -> str:
 
 def ruler2_section(manifest: Manifest) -> str:
     configs = [c for c in manifest.configs()
-               if manifest.build(c).benchmark == RULER2 and manifest.files_of(c)]
+               if manifest.builds[c].benchmark == RULER2 and manifest.files_of(c)]
     if not configs:
         return ""
     built = {f.task for c in configs for f in manifest.files_of(c)}
@@ -56,8 +56,10 @@ def ruler2_section(manifest: Manifest) -> str:
     metrics = "\n".join(f"- `{m}`: {text}." for m, text in _METRICS.items())
     hub_rows = []
     for sid in ("mmlu", "hotpotqa_hub"):
-        hub = SOURCES[sid].hub
-        used = {c: (manifest.build(c).sources or {}).get(sid) for c in configs}
+        spec = SOURCES[sid]
+        assert isinstance(spec, HubSource)
+        hub = spec.hub
+        used = {c: (manifest.builds[c].sources or {}).get(sid) for c in configs}
         got = "; ".join(f"`{c}`: " + (f"revision `{s.revision}`" if s.revision
                                        else "stand-in files, no revision")
                         + ("" if s.official else " (**not official**)")
