@@ -16,7 +16,7 @@ registered by its families' plug-in (`ruler.task_families`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping, TypeVar
 
 from ruler.builder.errors import RulerError
 from ruler.builder.registry import Registry
@@ -155,13 +155,16 @@ BENCHMARK_SPECS.register(Benchmark(
     origin="ruler")
 
 
-class _View(Mapping[str, object]):
+_Fact = TypeVar("_Fact")
+
+
+class _View(Mapping[str, _Fact]):
     """A read-only view of one fact of every benchmark, as the registry holds them now."""
 
-    def __init__(self, table: Callable[[], dict]):
+    def __init__(self, table: Callable[[], dict[str, _Fact]]):
         self._table = table
 
-    def __getitem__(self, key: str):
+    def __getitem__(self, key: str) -> _Fact:
         return self._table()[key]
 
     def __iter__(self) -> Iterator[str]:
