@@ -43,6 +43,20 @@ def test_the_registry_is_read_into_typed_records_that_know_every_key():
         assert entry.to_json() == raw[name], name
 
 
+def test_a_tokenizer_without_a_chat_template_renders_no_chat_text():
+    """Every Tokenizer has `render_chat` and `render_reasoning` (eval/render.py calls them on
+    the base type): without a chat template each raises the ValueError `prompt_ids` raises
+    for chat and reasoning mode (they were HFTokenizer's alone: an AttributeError)."""
+    tok = load_tokenizer("gpt-4")
+    assert not tok.has_chat_template
+    for render in (lambda: tok.render_chat("input", "prefix"),
+                   lambda: tok.render_reasoning("input"),
+                   lambda: tok.prompt_ids("input", "prefix", "chat")):
+        with pytest.raises(ValueError, match="tokenizer 'gpt-4' has no chat template; use "
+                                             "mode='base'"):
+            render()
+
+
 def test_batch_counts_equal_single_counts(tok):
     texts = [TEXT, TEXT[:17], "", "One of the special magic numbers for x is: 1234567."]
     assert tok.count_batch(texts) == [tok.count(t) for t in texts]
