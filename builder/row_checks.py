@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ruler.builder.tasks.base import TaskGenerator
 from ruler.builder.tasks.benchmarks import FillPromise, benchmark_of, get_benchmark
 from ruler.builder.tasks.catalog import TASKS, TaskSpec
 from ruler.builder.tasks.family import get_family
@@ -73,8 +74,10 @@ class RowRules:
     def keeps_short_rows(self) -> bool:
         """Whether the task keeps a row shorter than L when its inputs run out (ONERULER's
         CWE, a language's whole dictionary)."""
-        return self.spec is not None and \
-            get_family(self.spec.family.name).generator.short_at_bound
+        if self.spec is None:
+            return False
+        generator: type[TaskGenerator] = get_family(self.spec.family.name).generator
+        return generator.short_at_bound
 
 
 @dataclass

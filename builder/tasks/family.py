@@ -14,7 +14,7 @@ names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ruler.builder.depths import DepthBin
 from ruler.builder.errors import RulerError
@@ -28,9 +28,6 @@ from ruler.builder.tasks.catalog import (
     TaskSpec,
     get_task,
 )
-
-if TYPE_CHECKING:  # base imports this module (a generator asks `get_family`)
-    from ruler.builder.tasks.base import TaskGenerator
 
 #: (character offsets in `input` where the gold items start, (context start, context end)).
 GoldSpans = tuple[list[int], tuple[int, int]]
@@ -118,7 +115,9 @@ class TaskFamily:
     """
 
     spec: FamilySpec
-    generator: type[TaskGenerator]
+    # a ruler.builder.tasks.base.TaskGenerator class (not imported here: base imports this
+    # module, and a type-only import would close that cycle)
+    generator: type
     check_row: Callable[[Mapping[str, Any]], str | None]
     gold_spans: Callable[[Mapping[str, Any], Any], GoldSpans | str]
     needs_generator: bool = False
