@@ -74,7 +74,7 @@ def _command_parser(parser: argparse.ArgumentParser,
     while True:
         subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
                     None)
-        chosen = subs.choices.get(getattr(args, subs.dest, None)) if subs else None
+        chosen = subs.choices.get(getattr(args, subs.dest, None) or "") if subs else None
         if chosen is None:
             return parser
         parser = chosen

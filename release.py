@@ -107,7 +107,7 @@ def resolve_endpoint(endpoint: str | None) -> str:
 
 
 def check_official(manifest: Manifest, allow_unofficial: bool) -> None:
-    unofficial = [c for c in manifest.configs() if not manifest.build(c).official]
+    unofficial = [c for c in manifest.configs() if not manifest.builds[c].official]
     if unofficial and not allow_unofficial:
         raise RulerError(
             f"config(s) {', '.join(unofficial)} are unofficial builds (tokenizer not pinned or a "
@@ -118,7 +118,7 @@ def check_official(manifest: Manifest, allow_unofficial: bool) -> None:
 def source_files(manifest: Manifest, sources_dir: str | None) -> list[PlannedFile]:
     """The pinned inputs the builds read, under `sources/<registry relpath>`, each checked to
     be the very bytes the manifest recorded."""
-    from ruler.builder.sources import SOURCES, resolve
+    from ruler.builder.sources import SOURCES, FileSource, HubSource, resolve
 
     recorded: dict[str, str] = {}
     for build in manifest.builds.values():
@@ -134,10 +134,12 @@ def source_files(manifest: Manifest, sources_dir: str | None) -> list[PlannedFil
         if found.sha256 != recorded[sid]:
             raise RulerError(f"source {sid!r} at {found.path} has sha256 {found.sha256}, but the "
                              f"build used {recorded[sid]}: point --sources at the copy it used")
-        if found.spec.hub is not None:  # the files the build read, where a rebuild finds them
+        spec = found.spec
+        if isinstance(spec, HubSource):  # the files the build read, where a rebuild finds them
             files += _hub_source_files(found)
-        elif found.path.is_dir():  # exactly the files the registry hashes, nothing else there
-            for name in sorted(found.spec.sha256):
+        elif not isinstance(spec, FileSource):  # exactly the files the registry hashes, nothing
+            # else there
+            for name in sorted(spec.sha256):
                 p = found.path / name
                 files.append(PlannedFile(f"sources/{found.spec.relpath}/{name}",
                                          p.stat().st_size, local=p))
@@ -194,7 +196,7 @@ def make_plan(out: Path, manifest: Manifest, repo_id: str, tag: str, endpoint: s
     return ReleasePlan(out, repo_id, tag, endpoint, private, tuple(files))
 
 
-def format_size(n: int) -> str:
+def format_size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -6,7 +6,7 @@ aggregation, report sections, card text, exports, release gates), declared on it
 `BUILTIN` is the built-ins' registration: the address of each one's `Benchmark`, registered
 lazily by the benchmark registry, the route a plug-in's takes through its entry point in
 group `ruler.benchmarks`. Generic machinery names no benchmark (tests/package/
-test_benchmark_names.py greps it).
+test_generic_code_names_no_benchmark.py greps it).
 """
 
 #: id -> the address of the built-in benchmark's record, in the order they are listed.

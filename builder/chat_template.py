@@ -63,16 +63,16 @@ class ChatTemplate:
         """The text of `messages` (role, content); with `continue_final_message`, cut just
         after the last message's content, so the model continues it. Raises what transformers
         raises: jinja2's errors, ValueError where the template drops the continued message."""
-        messages = [dict(m) for m in messages]
-        final = messages[-1]["content"] if continue_final_message else ""
+        turns = [dict(m) for m in messages]
+        final = turns[-1]["content"] if continue_final_message else ""
         if continue_final_message:
             if "content" not in self.source:
                 raise ValueError('continue_final_message is set to "content" but this is not '
                                  'an accepted field in the chat_template')
-            messages[-1]["content"] = final + _CONTINUE_TAG
+            turns[-1]["content"] = final + _CONTINUE_TAG
         variables = {**self.special_tokens, **(template_kwargs or {})}
         rendered = _compiled(self.source).render(
-            messages=messages, tools=None, documents=None,
+            messages=turns, tools=None, documents=None,
             add_generation_prompt=add_generation_prompt, **variables)
         if not continue_final_message:
             return rendered

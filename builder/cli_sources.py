@@ -98,7 +98,15 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 def _default_fetch() -> list[str]:
     """What `ruler sources fetch` gets unasked: the files with official URLs (or upstream's
     procedure), not the Hub datasets and data folders fetched by name."""
-    return [k for k, v in sources.SOURCES.items() if v.urls or v.scraper]
+    return [k for k, v in sources.SOURCES.items()
+            if isinstance(v, (sources.FileSource, sources.ArchiveSource)) and v.urls
+            or _scraped(k)]
+
+
+def _scraped(source_id: str) -> bool:
+    """Whether `ruler sources fetch` makes the source with upstream's procedure (the essays)."""
+    spec = sources.SOURCES[source_id]
+    return isinstance(spec, sources.FileSource) and bool(spec.scraper)
 
 
 def run_list(cfg: ListSources) -> int:
@@ -120,7 +128,7 @@ def run_fetch(cfg: FetchSources) -> int:
     """Fetch each source; 1 when one got less than it was asked for (it said what failed and
     what it kept), 0 when every one is in place."""
     ids = cfg.ids or _default_fetch()
-    if any(sources.SOURCES[i].scraper for i in ids):
+    if any(_scraped(i) for i in ids):
         converter_versions()  # before any download: the missing package is one clear line
     code = 0
     for source_id in ids:

@@ -35,7 +35,7 @@ import bisect
 import itertools
 import operator
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
@@ -133,7 +133,7 @@ class PieceCounter(ExactCounter):
         cache = self._cache
         counts = list(map(cache.get, pieces))  # map: a 128K draft has ~50K pieces
         if None not in counts:
-            return counts
+            return cast("list[int]", counts)  # no None in it
         missing = list(dict.fromkeys(itertools.compress(
             pieces, map(operator.is_, counts, itertools.repeat(None)))))
         if self._make_room(len(missing)):
@@ -155,7 +155,7 @@ class PieceCounter(ExactCounter):
         memo = self._refined
         counts = list(map(memo.get, pieces))
         if None not in counts:
-            return counts
+            return cast("list[int]", counts)  # no None in it
         missing = list(dict.fromkeys(itertools.compress(
             pieces, map(operator.is_, counts, itertools.repeat(None)))))
         new = dict(zip(missing, self._count_new(missing, refine)))

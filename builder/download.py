@@ -155,7 +155,9 @@ class _HTTPS(urllib.request.HTTPSHandler):
         self._connection = _tracked(http.client.HTTPSConnection, stops)
 
     def https_open(self, req):
-        return self.do_open(self._connection, req, context=self._context)
+        # urllib's own TLS context (private, so typeshed does not declare it)
+        return self.do_open(self._connection, req,
+                            context=self._context)  # type: ignore[attr-defined]
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):

@@ -25,7 +25,7 @@ import argparse
 import json
 from dataclasses import MISSING, Field, dataclass, field, fields
 from os import PathLike
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence, TypeVar, overload
 
 from ruler.builder.errors import RulerError
 
@@ -117,6 +117,25 @@ class Flag:
     def many(self) -> bool:
         """Whether the value is a tuple of values (repeated, or a positional of several)."""
         return self.kind == REPEATED or (self.kind == POSITIONAL and self.nargs in ("+", "*"))
+
+
+_T = TypeVar("_T")
+_C = TypeVar("_C")
+
+
+# Typed as `dataclasses.field` is: the field's value is its default's type, so mypy checks a
+# default against the field's annotation (`port: int = option("--port", default="80")` is an
+# error). A field without a default (a required flag) is `Any`, as `field()` is.
+@overload
+def option(*names: str, default: _T, **flag: Any) -> _T: ...
+
+
+@overload
+def option(*names: str, default_factory: Callable[[], _T], **flag: Any) -> _T: ...
+
+
+@overload
+def option(*names: str, **flag: Any) -> Any: ...
 
 
 def option(*names: str, default: Any = MISSING, default_factory: Any = MISSING,
@@ -217,7 +236,7 @@ def flag_values(cls: type, args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def from_flags(cls: type, args: argparse.Namespace, **more: Any) -> Any:
+def from_flags(cls: type[_C], args: argparse.Namespace, **more: Any) -> _C:
     """The config `cls` from parsed arguments (`more`: fields no flag sets)."""
     return cls(**flag_values(cls, args), **more)
 

@@ -33,7 +33,7 @@ def hub_error(step: str, e: Exception, endpoint: str | None = None,
     return RulerError(scrub(hub_message(step, e, endpoint) + then))
 
 
-def hub_message(step: str, e: Exception, endpoint: str | None = None) -> str:
+def hub_message(step: str, e: BaseException, endpoint: str | None = None) -> str:
     from huggingface_hub.errors import HfHubHTTPError
 
     what = ""

@@ -136,7 +136,8 @@ def official_digest(hub: HubDataset) -> str | None:
     """The digest of the official files, when every pinned hash is known (else None: the
     official bytes are known only after a download)."""
     pins = {f.path: f.sha256 for s in hub.splits for f in s.files}
-    return None if None in pins.values() else directory_digest(pins)
+    known = {path: sha256 for path, sha256 in pins.items() if sha256 is not None}
+    return directory_digest(known) if len(known) == len(pins) else None
 
 
 # --- the download ------------------------------------------------------------------------------

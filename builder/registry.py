@@ -40,7 +40,7 @@ import importlib
 import sys
 import threading
 from dataclasses import dataclass
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 from ruler.builder.errors import RulerError
@@ -178,7 +178,7 @@ class Registry(Mapping[str, T], Generic[T]):
                  accepts: Callable[[Any], bool] = lambda obj: True,
                  name_of: Callable[[Any], str] | None = None,
                  same: Callable[[Any, Any], bool] = _same,
-                 on_miss: Callable[[], None] | None = None):
+                 on_miss: Callable[[], object] | None = None):
         self.kind, self.group = kind, group
         self._accepts, self._name_of, self._same, self._on_miss = accepts, name_of, same, on_miss
         self._entries: dict[str, _Entry] = {}
@@ -415,6 +415,7 @@ class Registry(Mapping[str, T], Generic[T]):
                 entry.loading = False
 
     def _import(self, name: str, entry: _Entry) -> None:
+        assert entry.target is not None, "an entry registered as an object is loaded already"
         try:
             obj = load_target(entry.target)
         except RulerError as e:
@@ -521,7 +522,7 @@ def _origin_of(obj: Any) -> str:
     functions that wrap it)."""
     if isinstance(obj, type) or callable(obj) and hasattr(obj, "__qualname__"):
         return f"module {obj.__module__}"
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and (frame.f_globals.get("__name__") == __name__
                                  or frame.f_code.co_name.startswith("register")):
         frame = frame.f_back

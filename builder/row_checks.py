@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks import DEFAULT
+from ruler.builder.tasks.base import TaskGenerator
 from ruler.builder.tasks.benchmarks import FillPromise, get_benchmark
 from ruler.builder.tasks.catalog import TASKS, TaskSpec
 from ruler.builder.tasks.family import get_family
@@ -76,8 +77,10 @@ class RowRules:
     def keeps_short_rows(self) -> bool:
         """Whether the task keeps a row shorter than L when its inputs run out (a task that
         takes a language's whole dictionary)."""
-        return self.spec is not None and \
-            get_family(self.spec.family.name).generator.short_at_bound
+        if self.spec is None:
+            return False
+        generator: type[TaskGenerator] = get_family(self.spec.family.name).generator
+        return generator.short_at_bound
 
 
 @dataclass

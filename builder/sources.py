@@ -55,25 +55,16 @@ SOURCES_ENV = "RULER_SOURCES"
 MIRROR_ENV = "RULER_SOURCES_MIRROR"
 
 
-@dataclass(frozen=True)
-class SourceSpec:
-    """Identity of one pinned input.
+@dataclass(frozen=True, kw_only=True)
+class _Source:
+    """What every pinned input has. A source is one of four kinds (`SourceSpec`), each a class
+    of its own with only the fields its kind has.
 
     Args:
         id: short name used by tasks (`essays`, `squad`, ...).
-        relpath: location below a sources directory (a file, or a directory for punkt_tab).
-        urls: official download URLs, tried in order (empty when nothing official exists).
-        size: size in bytes of the official file (None for directories).
-        sha256: sha256 of the official file, or for a directory a mapping of file -> sha256.
+        relpath: location below a sources directory (a file, or a folder).
         alternatives: glob patterns (relative to a sources dir) of accepted non-official copies.
-        scraper: for a source that upstream publishes only as a procedure, what `ruler sources
-            fetch` runs to make it (the file is official when the result's sha256 is `sha256`).
-        hub: a Hugging Face dataset repo at a pinned revision (`ruler.builder.hub_sources`):
-            `relpath` is then the folder its files are fetched into, and `sha256` unused.
-        file_base: for a folder of files published one by one (a benchmark's data in its
-            GitHub repository at a pinned commit): each file of `sha256` is downloaded from
-            `file_base` + its path (URL-quoted).
-        sizes: for a `file_base` source, each file's size in bytes (its download's cap).
+        how_to_get: how to get it, where nothing downloads it.
         ceiling: the most bytes one download of this source may have where its size is pinned
             nowhere (an essay's page, punkt_tab's archive, a Hub file without a pinned size):
             a server sending more is refused there.
@@ -86,39 +77,87 @@ class SourceSpec:
     id: str
     title: str
     relpath: str
-    urls: tuple[str, ...]
-    size: int | None
-    sha256: str | Mapping[str, str]
     license: str
     alternatives: tuple[str, ...] = ()
     how_to_get: str = ""
-    scraper: str = ""
-    hub: HubDataset | None = None
-    file_base: str = ""
-    sizes: Mapping[str, int] = field(default_factory=dict)
     ceiling: int = 0
     card_license: str = ""
     card_note: str = ""
 
-    @property
-    def is_directory(self) -> bool:
-        return not isinstance(self.sha256, str)
 
-    @property
-    def downloadable(self) -> bool:
-        return bool(self.urls) or self.hub is not None or bool(self.file_base)
+@dataclass(frozen=True, kw_only=True)
+class FileSource(_Source):
+    """One file, hashed whole.
+
+    Args:
+        urls: official download URLs, tried in order (empty when nothing official exists).
+        size: size in bytes of the official file.
+        sha256: sha256 of the official file.
+        scraper: for a source that upstream publishes only as a procedure, what `ruler sources
+            fetch` runs to make it (the file is official when the result's sha256 is `sha256`).
+    """
+
+    urls: tuple[str, ...]
+    size: int
+    sha256: str
+    scraper: str = ""
+
+    is_directory = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class _HashedFolder(_Source):
+    """A folder of files, each hashed (`sha256`: file -> sha256)."""
+
+    sha256: Mapping[str, str]
+
+    is_directory = True
 
     def owned_files(self) -> dict[str, str | None]:
         """The files a fetch writes into this folder source, relative to it (any bytes: a
         fetch writes them again): a folder there holding anything else is not replaced."""
-        if self.hub is not None:
-            return dict.fromkeys([*(f.path for s in self.hub.splits for f in s.files),
-                                  hub_sources.RECORD])
         return dict.fromkeys(self.sha256)
 
+
+@dataclass(frozen=True, kw_only=True)
+class ArchiveSource(_HashedFolder):
+    """A folder of files unpacked from the archive at `urls` (tried in order): punkt_tab."""
+
+    urls: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilesSource(_HashedFolder):
+    """A folder of files published one by one (a benchmark's data in its GitHub repository at a
+    pinned commit): each file is downloaded from `file_base` + its path (URL-quoted), capped
+    at its size in `sizes`."""
+
+    file_base: str
+    sizes: Mapping[str, int] = field(default_factory=dict)
+
     def file_urls(self) -> dict[str, str]:
-        """Each file of a `file_base` source -> the URL it is downloaded from."""
+        """Each file -> the URL it is downloaded from."""
         return {name: self.file_base + urllib.parse.quote(name) for name in self.sha256}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HubSource(_Source):
+    """A Hugging Face dataset repo at a pinned revision (`ruler.builder.hub_sources`):
+    `relpath` is the folder its files are fetched into."""
+
+    hub: HubDataset
+
+    is_directory = True
+
+    def owned_files(self) -> dict[str, str | None]:
+        return dict.fromkeys([*(f.path for s in self.hub.splits for f in s.files),
+                              hub_sources.RECORD])
+
+
+#: A pinned input: one of the kinds above (tell them apart with `isinstance`).
+SourceSpec = FileSource | ArchiveSource | FilesSource | HubSource
+#: The kinds that are a folder of their own files.
+FolderSource = ArchiveSource | FilesSource | HubSource
 
 
 #: Every pinned input by id: those the benchmarks declare (`Benchmark.sources`, registered when
@@ -158,20 +197,21 @@ class ResolvedSource:
         return SourceRecord.from_json(self._manifest_json())
 
     def _manifest_json(self) -> dict[str, Any]:
-        if self.spec.hub is not None:
+        spec = self.spec
+        if isinstance(spec, HubSource):
             official_sha256 = self.sha256 if self.official else \
-                hub_sources.official_digest(self.spec.hub)
-            return {"id": self.spec.id, "file": self.path.name, "sha256": self.sha256,
+                hub_sources.official_digest(spec.hub)
+            return {"id": spec.id, "file": self.path.name, "sha256": self.sha256,
                     "official": self.official, "official_sha256": official_sha256,
-                    "repo": self.spec.hub.repo, "config": self.spec.hub.config,
+                    "repo": spec.hub.repo, "config": spec.hub.config,
                     "revision": self.revision, "files": dict(sorted(self.hashes.items()))}
         return {
-            "id": self.spec.id,
+            "id": spec.id,
             "file": self.path.name,
             "sha256": self.sha256,
             "official": self.official,
-            "official_sha256": _directory_digest(self.spec.sha256)
-            if self.spec.is_directory else self.spec.sha256,
+            "official_sha256": spec.sha256 if isinstance(spec, FileSource)
+            else _directory_digest(spec.sha256),
             **({"note": self.note} if self.note else {}),
         }
 
@@ -207,8 +247,8 @@ def _candidates(spec: SourceSpec, root: Path) -> Iterable[Path]:
         yield from sorted(root.glob(pattern))
 
 
-def _inspect(spec: SourceSpec, path: Path) -> ResolvedSource:
-    if spec.is_directory:
+def _inspect(spec: FileSource | ArchiveSource | FilesSource, path: Path) -> ResolvedSource:
+    if not isinstance(spec, FileSource):
         found = {name: file_sha256(path / name) for name in spec.sha256 if (path / name).is_file()}
         missing = sorted(set(spec.sha256) - set(found))
         if missing:
@@ -220,7 +260,7 @@ def _inspect(spec: SourceSpec, path: Path) -> ResolvedSource:
     return ResolvedSource(spec, path, digest, official, record.summary() if record else "")
 
 
-def _hub_resolved(spec: SourceSpec, found: hub_sources.FoundFiles) -> ResolvedSource:
+def _hub_resolved(spec: HubSource, found: hub_sources.FoundFiles) -> ResolvedSource:
     checked = hub_sources.inspect(spec.hub, found)
     return ResolvedSource(spec, found.folder, checked.sha256, checked.official,
                           files=dict(found.splits), hashes=checked.hashes,
@@ -232,7 +272,7 @@ def resolve(source_id: str, sources_dir: str | os.PathLike | None = None) -> Res
     spec = SOURCES[source_id]
     dirs = search_dirs(sources_dir)
     for root in dirs:
-        if spec.hub is not None:
+        if isinstance(spec, HubSource):
             found = hub_sources.find(spec.hub, spec.relpath, root)
             if found is not None:
                 return _hub_resolved(spec, found)
@@ -251,7 +291,7 @@ def recheck(source: ResolvedSource) -> str | None:
     try:
         found = (_hub_resolved(source.spec, hub_sources.FoundFiles(
             source.path, dict(source.files), source.revision is not None))
-            if source.spec.hub is not None else _inspect(source.spec, source.path))
+            if isinstance(source.spec, HubSource) else _inspect(source.spec, source.path))
     except (RulerError, OSError) as e:
         return str(e)
     if found.sha256 != source.sha256:
@@ -263,13 +303,16 @@ def recheck(source: ResolvedSource) -> str | None:
 def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = False) -> str:
     """Why `spec` was not found in `dirs` (`explicit`: the one folder --sources named)."""
     dest = f" --dest {dirs[0]}" if explicit else ""
-    how = (f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.urls[0]})" if spec.urls
-           else f"run `ruler sources fetch {spec.id}{dest}` (downloads its {len(spec.sha256)} "
-                f"files from {spec.file_base})" if spec.file_base
-           else f"run `ruler sources fetch {spec.id}{dest}` (downloads {spec.hub.repo} "
-                f"config {spec.hub.config} at {spec.hub.revision[:12]} from the Hub)"
-           if spec.hub is not None
-           else spec.how_to_get.replace(f"fetch {spec.id}`", f"fetch {spec.id}{dest}`"))
+    fetch = f"run `ruler sources fetch {spec.id}{dest}`"
+    if isinstance(spec, HubSource):
+        how = (f"{fetch} (downloads {spec.hub.repo} config {spec.hub.config} at "
+               f"{spec.hub.revision[:12]} from the Hub)")
+    elif isinstance(spec, FilesSource):
+        how = f"{fetch} (downloads its {len(spec.sha256)} files from {spec.file_base})"
+    elif spec.urls:
+        how = f"{fetch} (downloads {spec.urls[0]})"
+    else:  # a file nothing downloads (the essays: made by a scraper)
+        how = spec.how_to_get.replace(f"fetch {spec.id}`", f"fetch {spec.id}{dest}`")
     if explicit:
         return (f"source {spec.id!r} ({spec.title}) not found in --sources {dirs[0]}: expected "
                 f"{dirs[0] / spec.relpath}. To get it: {how}; or point --sources at a folder "
@@ -283,7 +326,7 @@ def missing_message(spec: SourceSpec, dirs: Sequence[Path], explicit: bool = Fal
 def status(sources_dir: str | os.PathLike | None = None
            ) -> list[tuple[SourceSpec, ResolvedSource | None, str]]:
     """Every registered source with what was found (for `ruler sources list`)."""
-    rows = []
+    rows: list[tuple[SourceSpec, ResolvedSource | None, str]] = []
     for spec in SOURCES.values():
         try:
             rows.append((spec, resolve(spec.id, sources_dir), ""))
@@ -320,28 +363,32 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
     mirror = mirror_base(mirror)
     limits = Limits(total=total, stall=timeout)
     tell: Callable[[str], object] = say or (lambda text: None)
-    scrape = bool(spec.scraper) and urls is None  # given URLs: a copy of the finished file
-    hub = spec.hub is not None and urls is None
-    files = bool(spec.file_base) and urls is None
-    if urls is None and not (scrape or hub or files):
+    if urls is not None and not isinstance(spec, (FileSource, ArchiveSource)):
+        raise RulerError(f"source {spec.id!r} is not one file or archive: urls (copies to "
+                         f"download) do not apply; fetch it without them")
+    scrape = isinstance(spec, FileSource) and bool(spec.scraper) and urls is None
+    if urls is None and isinstance(spec, (FileSource, ArchiveSource)) and not scrape:
         urls = spec.urls
     if urls is not None and not urls:
         raise RulerError(f"source {spec.id!r} has no official download URL: {spec.how_to_get}")
     root = Path(dest_root) if dest_root else default_cache_dir()
     target = root / spec.relpath
-    if spec.is_directory:
+    if not isinstance(spec, FileSource):
         _check_folder_target(spec, target)  # before any download: a refusal costs nothing
     created = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_staging(target)
-        if hub:
+        if isinstance(spec, HubSource):
             hub_sources.fetch(spec.hub, target, limits, ceiling=spec.ceiling, say=tell,
                               check_old=lambda old: _refuse_foreign(spec, old, target))
-            return _hub_resolved(spec, hub_sources.find(spec.hub, spec.relpath, root))
-        if files:
+            found = hub_sources.find(spec.hub, spec.relpath, root)
+            assert found is not None  # just fetched there
+            return _hub_resolved(spec, found)
+        if isinstance(spec, FilesSource):
             return _fetch_files(spec, target, mirror, limits, tell)
         if scrape:
+            assert isinstance(spec, FileSource)
             try:
                 fetch_essays(target, spec.sha256, mirror=mirror, limits=limits,
                              page_bytes=spec.ceiling, say=tell)
@@ -357,7 +404,7 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
         raise
 
 
-def _check_folder_target(spec: SourceSpec, target: Path) -> None:
+def _check_folder_target(spec: FolderSource, target: Path) -> None:
     """A folder source is installed by replacing `target` whole: refuse a link there, a file,
     or a folder holding anything but the source's own files (naming them)."""
     if target.is_symlink():
@@ -373,7 +420,7 @@ def _check_folder_target(spec: SourceSpec, target: Path) -> None:
         _refuse_foreign(spec, target, target)
 
 
-def _refuse_foreign(spec: SourceSpec, folder: Path, shown_as: Path) -> None:
+def _refuse_foreign(spec: FolderSource, folder: Path, shown_as: Path) -> None:
     """Refuse to replace `folder` (shown as `shown_as`) if it holds anything but the source's
     own files."""
     found = owned_files.foreign_entries(folder, spec.owned_files())
@@ -396,16 +443,18 @@ def _not_found(e: RulerError, mirror: str | None) -> str:
     return f"{e} ({layout_hint(mirror)})" if mirror and isinstance(e, NotFound) else str(e)
 
 
-def _fetch_into(spec: SourceSpec, urls: Sequence[str], target: Path, limits: Limits,
-                mirror: str | None, say: Callable[[str], object]) -> ResolvedSource:
+def _fetch_into(spec: FileSource | ArchiveSource, urls: Sequence[str], target: Path,
+                limits: Limits, mirror: str | None,
+                say: Callable[[str], object]) -> ResolvedSource:
     errors = []
-    cap = spec.size if spec.size is not None else spec.ceiling
+    size = spec.size if isinstance(spec, FileSource) else None
+    cap = size if size is not None else spec.ceiling
     for url in urls:
-        bound = f"{size_text(cap)}" if spec.size is not None else f"at most {size_text(cap)}"
+        bound = f"{size_text(cap)}" if size is not None else f"at most {size_text(cap)}"
         say(f"{spec.id}: downloading {url} ({bound}, within {limits.total:g} s)")
         try:
-            with progress_bar(spec.id, spec.size) as bar:
-                if spec.is_directory:
+            with progress_bar(spec.id, size) as bar:
+                if isinstance(spec, ArchiveSource):
                     staging = staging_folder(target)
                     try:
                         _download_file(url, staging / "download", cap, limits, bar.update)
@@ -423,7 +472,7 @@ def _fetch_into(spec: SourceSpec, urls: Sequence[str], target: Path, limits: Lim
     raise RulerError(f"could not fetch source {spec.id!r}: " + "; ".join(errors))
 
 
-def _fetch_files(spec: SourceSpec, target: Path, mirror: str | None, limits: Limits,
+def _fetch_files(spec: FilesSource, target: Path, mirror: str | None, limits: Limits,
                  say: Callable[[str], object]) -> ResolvedSource:
     """A `file_base` source: every file downloaded into a staging folder beside `target`, each
     capped at its pinned size and checked against its pinned sha256; the folder replaces
@@ -467,7 +516,7 @@ def _remove_empty(folders: Sequence[Path]) -> None:
             pass
 
 
-def _check_file(spec: SourceSpec, path: Path, url: str) -> None:
+def _check_file(spec: FileSource, path: Path, url: str) -> None:
     size = path.stat().st_size
     digest = file_sha256(path)
     if size != spec.size or digest != spec.sha256:
@@ -481,7 +530,7 @@ def _check_file(spec: SourceSpec, path: Path, url: str) -> None:
 ZIP_MEMBER_CEILING = 16_000_000
 
 
-def _install_zip_member_dir(spec: SourceSpec, archive: Path, tmp: Path, target: Path) -> None:
+def _install_zip_member_dir(spec: ArchiveSource, archive: Path, tmp: Path, target: Path) -> None:
     """Extract the English punkt_tab files from NLTK's zip and check each file's hash."""
     staging = tmp / "extract"
     staging.mkdir()

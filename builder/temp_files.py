@@ -48,7 +48,9 @@ class TempFile:
     @property
     def final(self) -> Path:
         """The split file it was to become."""
-        return self.path.with_name(_TEMP_NAME.match(self.path.name)["final"])
+        match = _TEMP_NAME.match(self.path.name)
+        assert match is not None, "a TempFile is made of a temporary file's name only"
+        return self.path.with_name(match["final"])
 
     @property
     def ended(self) -> bool:

@@ -146,7 +146,7 @@ class Tokenizer(ABC):
         mode = mode or self.default_mode()
         if mode in ("chat", "reasoning"):
             if not self.has_chat_template:
-                raise ValueError(f"tokenizer {self.name!r} has no chat template; use mode='base'")
+                raise self._no_chat_template()
             if mode == "reasoning":
                 return self._reasoning_ids(input_text, template_kwargs or {})
             return self._chat_ids(input_text, answer_prefix, template_kwargs or {})
@@ -157,6 +157,24 @@ class Tokenizer(ABC):
     def prompt_length(self, input_text: str, answer_prefix: str, mode: str | None = None,
                       template_kwargs: Mapping[str, Any] | None = None) -> int:
         return len(self.prompt_ids(input_text, answer_prefix, mode, template_kwargs))
+
+    # The prompt as text, which servers that tokenize it themselves are sent (eval/render.py):
+    # only a tokenizer with a chat template renders one (HFTokenizer).
+
+    def render_chat(self, input_text: str, answer_prefix: str,
+                    template_kwargs: Mapping[str, Any] | None = None) -> str:
+        """Chat mode's prompt as text: the user turn `input_text`, the assistant turn
+        pre-filled with `answer_prefix` (`prompt_ids` tokenizes it)."""
+        raise self._no_chat_template()
+
+    def render_reasoning(self, input_text: str,
+                         template_kwargs: Mapping[str, Any] | None = None) -> str:
+        """Reasoning mode's prompt as text: the user turn `input_text` and a generation
+        prompt."""
+        raise self._no_chat_template()
+
+    def _no_chat_template(self) -> ValueError:
+        return ValueError(f"tokenizer {self.name!r} has no chat template; use mode='base'")
 
     def _chat_ids(self, input_text: str, answer_prefix: str,
                   template_kwargs: Mapping[str, Any]) -> list[int]:

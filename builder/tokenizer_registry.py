@@ -23,15 +23,17 @@ import os
 import re
 import shutil
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, ClassVar, Iterator, Mapping
 
 from ruler.builder.atomic import replace_folder, write_bytes_atomic
 from ruler.builder.chat_template import ChatTemplate, renders_here, special_tokens
 from ruler.builder.errors import RulerError
 from ruler.builder.hashing import file_sha256, sha256_text
 from ruler.builder.hub_names import check_config_name
+from ruler.builder.json_record import Decode, JsonRecord, absent_field, extra_field
 from ruler.builder.tokenizer import (
     GENERIC_FAST_CLASSES,
     HFTokenizer,
@@ -48,12 +50,47 @@ CACHE_ENV = "RULER_TOKENIZER_CACHE"
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
+@dataclass(frozen=True)
+class PackagedFile(JsonRecord):
+    """An installed package that ships a registry tokenizer in a format of its own."""
+
+    distribution: str
+    kind: str  # how the file is loaded: tekken
+    file: str  # its path inside the distribution
+    sha256: str
+    extra: dict[str, Any] = extra_field()
+    absent: frozenset[str] = absent_field()
+
+
+@dataclass(frozen=True)
+class RegistryEntry(JsonRecord):
+    """One tokenizer of the registry: its format, its folder below `$RULER_TOKENIZERS` (and
+    name in the cache), its pinned files (name -> sha256) and chat template, where the Hub
+    has them, and other ways to get it (a package; tiktoken's own download)."""
+
+    kind: str  # hf | sentencepiece | tiktoken
+    dir: str
+    files: dict[str, str]
+    repo: str | None = None
+    revision: str | None = None  # None: the Hub commit is not recorded (the hashes identify)
+    chat_template_sha256: str | None = None
+    package: PackagedFile | None = None
+    encoding: str = ""  # tiktoken: the encoding's name
+    url: str = ""  # tiktoken: where tiktoken downloads its file
+    note: str = ""
+    extra: dict[str, Any] = extra_field()
+    absent: frozenset[str] = absent_field()
+
+    DECODE: ClassVar[Mapping[str, Decode]] = {"package": PackagedFile.from_json}
+
+
 @lru_cache(maxsize=1)
-def registry() -> Mapping[str, Mapping[str, Any]]:
+def registry() -> Mapping[str, RegistryEntry]:
     """The committed registry (`ruler.tokenizers_cache/registry.json`, package data)."""
     text = importlib.resources.files("ruler.tokenizers_cache").joinpath("registry.json") \
         .read_text(encoding="utf-8")
-    return {k: v for k, v in json.loads(text).items() if not k.startswith("_")}
+    return {k: RegistryEntry.from_json(v) for k, v in json.loads(text).items()
+            if not k.startswith("_")}
 
 
 def cache_dir() -> Path:
@@ -124,21 +161,22 @@ def _search_roots(tokenizers_dir) -> list[tuple[str, Path]]:
     return roots
 
 
-def _load_registered(name: str, entry: Mapping[str, Any], tokenizers_dir) -> Tokenizer:
-    files: Mapping[str, str] = entry["files"]
-    candidates = [(origin, root / entry["dir"]) for origin, root in _search_roots(tokenizers_dir)]
+def _load_registered(name: str, entry: RegistryEntry, tokenizers_dir) -> Tokenizer:
+    files = entry.files
+    candidates = [(origin, root / entry.dir) for origin, root in _search_roots(tokenizers_dir)]
     candidates.append(("cache", cache_dir() / name))
     for origin, folder in candidates:
         if all((folder / f).is_file() for f in files):
             _check_hashes(name, folder, files)
             return _build(name, entry, folder, origin)
-    if "package" in entry:
-        found = _from_package(name, entry)
+    if entry.package is not None:
+        found = _from_package(name, entry, entry.package)
         if found is not None:
             return found
-    folder = _download_registered(name, entry)
-    # tiktoken keeps (or downloads) the file itself, checked against its own pinned hash.
-    return _build(name, entry, folder, "hub" if folder is not None else "tiktoken")
+    if entry.kind == "tiktoken":
+        # tiktoken keeps (or downloads) the file itself, checked against its own pinned hash.
+        return _build(name, entry, None, "tiktoken")
+    return _build(name, entry, _download_registered(name, entry), "hub")
 
 
 def _check_hashes(name: str, folder: Path, files: Mapping[str, str]) -> dict[str, str]:
@@ -151,23 +189,28 @@ def _check_hashes(name: str, folder: Path, files: Mapping[str, str]) -> dict[str
     return actual
 
 
-def registered_identity(name: str, entry: Mapping[str, Any], origin: str) -> TokenizerIdentity:
+def registered_identity(name: str, entry: RegistryEntry, origin: str) -> TokenizerIdentity:
     """The identity a registry name's tokenizer records, whichever way it was obtained (its
     pinned files, its pinned chat template, and every backend that loads it); `origin` says
     where it came from and is not part of the identity."""
-    package = entry.get("package")
+    package = entry.package
     return TokenizerIdentity(
-        name=name, kind=entry["kind"], origin=origin, repo=entry.get("repo"),
-        revision=entry.get("revision"), files=dict(entry["files"]),
-        chat_template_sha256=entry.get("chat_template_sha256"), pinned=True,
-        other_backends=(package["kind"],) if package else ())
+        name=name, kind=entry.kind, origin=origin, repo=entry.repo,
+        revision=entry.revision, files=dict(entry.files),
+        chat_template_sha256=entry.chat_template_sha256, pinned=True,
+        other_backends=(package.kind,) if package else ())
 
 
-def _build(name: str, entry: Mapping[str, Any], folder: Path | None, origin: str) -> Tokenizer:
+def _build(name: str, entry: RegistryEntry, folder: Path | None, origin: str) -> Tokenizer:
+    """The registry's tokenizer from its checked files in `folder` (None: tiktoken finds its
+    file itself)."""
     identity = registered_identity(name, entry, origin)
-    kind = entry["kind"]
+    kind = entry.kind
+    if kind == "tiktoken":
+        return TiktokenTokenizer(_tiktoken_encoding(entry, folder), identity)
+    assert folder is not None, "only tiktoken finds its file itself"
     if kind == "hf":
-        pins = tuple(sorted(entry["files"].items()))
+        pins = tuple(sorted(entry.files.items()))
         if direct_files(folder, entry):
             tok = HFTokenizer(folder, identity, direct=_pinned_direct(str(folder), pins),
                               hf_loader=functools.partial(_pinned_hf, str(folder), pins))
@@ -177,8 +220,6 @@ def _build(name: str, entry: Mapping[str, Any], folder: Path | None, origin: str
         return tok
     if kind == "sentencepiece":
         return SentencePieceTokenizer(folder / "tokenizer.model", identity)
-    if kind == "tiktoken":
-        return TiktokenTokenizer(_tiktoken_encoding(entry, folder), identity)
     raise RulerError(f"registry entry {name!r} has unknown kind {kind!r}")
 
 
@@ -206,7 +247,7 @@ _NOT_TOKENIZER_FILES = re.compile(r"(LICEN[CS]E|NOTICE|README|USE_POLICY)[\w.-]*
                                   re.IGNORECASE)
 
 
-def direct_files(folder: Path, entry: Mapping[str, Any]) -> bool:
+def direct_files(folder: Path, entry: RegistryEntry) -> bool:
     """Whether a registry tokenizer's folder (its pinned files checked) is loaded without
     transformers (`HFTokenizer`'s `direct`): where transformers' tokenizer of it is the
     tokenizer.json as it is and its template is the config's, rendered as
@@ -216,7 +257,7 @@ def direct_files(folder: Path, entry: Mapping[str, Any]) -> bool:
     reads (chat_template.jinja, special_tokens_map.json, added_tokens.json, ...).
     tests/builder/test_chat_template.py checks every registry tokenizer this accepts against
     transformers: the same backend, special tokens and rendered prompts."""
-    pinned = set(entry["files"])
+    pinned = set(entry.files)
     if pinned != {"tokenizer.json", "tokenizer_config.json"}:
         return False
     if any(p.name not in pinned and not _NOT_TOKENIZER_FILES.fullmatch(p.name)
@@ -268,25 +309,25 @@ def _env(key: str, value: str) -> Iterator[None]:
             os.environ[key] = old
 
 
-def _tiktoken_encoding(entry: Mapping[str, Any], folder: Path | None):
+def _tiktoken_encoding(entry: RegistryEntry, folder: Path | None):
     """Build the tiktoken encoding offline by seeding tiktoken's own cache with the file."""
     import tiktoken
 
-    (file_name,) = entry["files"]
+    (file_name,) = entry.files
     cache = cache_dir() / "tiktoken-cache"
     cache.mkdir(parents=True, exist_ok=True)
-    cached = cache / hashlib.sha1(entry["url"].encode()).hexdigest()
+    cached = cache / hashlib.sha1(entry.url.encode()).hexdigest()
     if folder is not None and not cached.exists():
         write_bytes_atomic(cached, (folder / file_name).read_bytes())
     with _env("TIKTOKEN_CACHE_DIR", str(cache)):
         # tiktoken checks the file against its own expected hash, and downloads it if absent.
         try:
-            return tiktoken.get_encoding(entry["encoding"])
+            return tiktoken.get_encoding(entry.encoding)
         except Exception as e:  # network (requests), a bad cached file: one clear message
             raise RulerError(
-                f"could not load the {entry['encoding']} encoding (downloaded from "
-                f"{entry['url']}): {type(e).__name__}: {_first_line(e)}. Offline, set "
-                f"${TOKENIZERS_ENV} to a folder holding {entry['dir']}/{file_name}") from None
+                f"could not load the {entry.encoding} encoding (downloaded from "
+                f"{entry.url}): {type(e).__name__}: {_first_line(e)}. Offline, set "
+                f"${TOKENIZERS_ENV} to a folder holding {entry.dir}/{file_name}") from None
 
 
 def _first_line(e: BaseException) -> str:
@@ -294,41 +335,41 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def _from_package(name: str, entry: Mapping[str, Any]) -> Tokenizer | None:
+def _from_package(name: str, entry: RegistryEntry, pkg: PackagedFile) -> Tokenizer | None:
     """The registry's tokenizer from an installed package that ships it (its file pinned
     too). Tests prove it gives the pinned folder's ids, so it records the same identity."""
-    pkg = entry["package"]
     try:
-        dist = importlib.metadata.distribution(pkg["distribution"])
+        dist = importlib.metadata.distribution(pkg.distribution)
     except importlib.metadata.PackageNotFoundError:
         return None
-    path = Path(dist.locate_file(pkg["file"]))
+    path = Path(str(dist.locate_file(pkg.file)))
     if not path.is_file():
         return None
-    where = f"{pkg['distribution']}=={dist.version}"
+    where = f"{pkg.distribution}=={dist.version}"
     actual = file_sha256(path)
-    if actual != pkg["sha256"]:
+    if actual != pkg.sha256:
         raise RulerError(f"tokenizer {name!r}: the installed {where} ships {path.name} with "
                          f"sha256 {actual}, which does not match the registry pin "
-                         f"{pkg['sha256']}: install the version in constraints.txt, or set "
-                         f"${TOKENIZERS_ENV} to a folder holding {entry['dir']}/ with the "
+                         f"{pkg.sha256}: install the version in constraints.txt, or set "
+                         f"${TOKENIZERS_ENV} to a folder holding {entry.dir}/ with the "
                          f"pinned files.")
-    if pkg["kind"] == "tekken":
+    if pkg.kind == "tekken":
         from ruler.builder.tokenizer_tekken import TekkenTokenizer
 
         return TekkenTokenizer(path, registered_identity(name, entry,
                                                          f"package:{where} ({path.name})"),
                                tekken=_pinned_tekken(str(path), actual))
-    raise RulerError(f"registry entry {name!r}: unknown package kind {pkg['kind']!r}")
+    raise RulerError(f"registry entry {name!r}: unknown package kind {pkg.kind!r}")
 
 
-def _download_registered(name: str, entry: Mapping[str, Any]) -> Path | None:
+def _download_registered(name: str, entry: RegistryEntry) -> Path:
     target = cache_dir() / name
-    if entry["kind"] == "tiktoken":
-        return None  # tiktoken downloads into its cache itself (see _tiktoken_encoding)
-    _hub_download(entry["repo"], entry.get("revision") or "main", list(entry["files"]), target)
+    if entry.repo is None:
+        raise RulerError(f"tokenizer {name!r} is not in ${TOKENIZERS_ENV} or the cache, and the "
+                         f"registry names no Hub repo to download it from")
+    _hub_download(entry.repo, entry.revision or "main", list(entry.files), target)
     try:
-        _check_hashes(name, target, entry["files"])
+        _check_hashes(name, target, entry.files)
     except RulerError:
         shutil.rmtree(target, ignore_errors=True)  # never keep unpinned files in the cache
         raise

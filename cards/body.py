@@ -18,8 +18,8 @@ def present(manifest: Manifest) -> list[Benchmark]:
     default one for a folder without any yet)."""
     built = [c for c in manifest.configs() if manifest.files_of(c)]
     for c in built:  # one not installed: one line naming its package
-        manifest.build(c).spec()
-    ids = {manifest.build(c).benchmark_id for c in built} or {DEFAULT}
+        manifest.builds[c].spec()
+    ids = {manifest.builds[c].benchmark_id for c in built} or {DEFAULT}
     return [b for b in BENCHMARK_SPECS.values() if b.id in ids]
 
 

@@ -38,7 +38,7 @@ def reasoning_configs(manifest: Manifest) -> list[str]:
     Their answer is the text after the model's reasoning, which lm-eval's generation tasks do
     not take apart before the metric; `ruler eval --mode reasoning` evaluates them."""
     return [c for c in manifest.configs()
-            if reserved_output_budget(manifest.build(c).variant) is not None]
+            if reserved_output_budget(manifest.builds[c].variant) is not None]
 
 
 def runnable_files(manifest: Manifest) -> dict[str, list[FileEntry]]:
@@ -62,7 +62,7 @@ def run_command(config: str, length: int, prompt_mode: str | None, include_path:
 
 def example_config(manifest: Manifest) -> tuple[str, int, str | None]:
     config = next(iter(runnable_files(manifest)))
-    return config, manifest.lengths(config)[0], manifest.build(config).prompt_mode
+    return config, manifest.lengths(config)[0], manifest.builds[config].prompt_mode
 
 
 def reasoning_note(manifest: Manifest) -> str:
@@ -78,7 +78,7 @@ def reasoning_note(manifest: Manifest) -> str:
 
 def chat_note(manifest: Manifest) -> str:
     """When to pass `--apply_chat_template`: for the configs counted with a chat template."""
-    modes = {c: manifest.build(c).prompt_mode for c in runnable_files(manifest)}
+    modes = {c: manifest.builds[c].prompt_mode for c in runnable_files(manifest)}
     base = sorted(c for c, m in modes.items() if m == "base")
     chat = sorted(c for c in modes if c not in base)
     need = ("`--apply_chat_template` is required{}: the lengths count the chat template, and "

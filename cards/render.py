@@ -108,7 +108,7 @@ def _languages(manifest: Manifest) -> list[str]:
     """The languages of the rows, as each config's benchmark says them from its axes
     (`Benchmark.languages`; ISO 639-1 codes, as the Hub's `language` field takes them)."""
     found = {code for c in manifest.configs()
-             for code in manifest.build(c).spec().languages(manifest.build(c).axis_values())}
+             for code in manifest.builds[c].spec().languages(manifest.builds[c].axis_values())}
     return sorted(found) or ["en"]
 
 
@@ -182,7 +182,7 @@ def tokenizer_origin(tok: TokenizerRecord) -> str:
 def contents_table(manifest: Manifest) -> str:
     rows = []
     for config in _built_configs(manifest):
-        build = manifest.build(config)
+        build = manifest.builds[config]
         tok = build.tokenizer
         origin = tokenizer_origin(tok)
         rows.append([_code(config), f"{md_text(tok.name)} ({md_text(origin)})",
@@ -329,12 +329,12 @@ def counting_text(methods: Sequence[str]) -> str:
 
 
 def builds_section(manifest: Manifest) -> str:
-    return "\n\n".join(build_section(c, manifest.build(c), manifest)
+    return "\n\n".join(build_section(c, manifest.builds[c], manifest)
                        for c in manifest.configs())
 
 
 def official_note(manifest: Manifest) -> str:
-    unofficial = [c for c in manifest.configs() if not manifest.build(c).official]
+    unofficial = [c for c in manifest.configs() if not manifest.builds[c].official]
     if not unofficial:
         return ""
     names = ", ".join(f"`{c}`" for c in unofficial)
@@ -444,8 +444,8 @@ def card_is_current(text: str, manifest: Manifest) -> bool:
     if text == render_card(manifest):
         return True
     found = _RELEASED.search(text)
-    return bool(found) and text == render_card(manifest, repo_id=found["repo"],
-                                               revision=found["tag"])
+    return found is not None and text == render_card(manifest, repo_id=found["repo"],
+                                                     revision=found["tag"])
 
 
 #: The template's `ruler eval` example, which names the repo and tag a card was rendered for.

@@ -11,7 +11,7 @@ def variants_section(manifest: Manifest) -> str:
     "" when none does (the card then reads as it did before variants existed). Each kind's
     heading and explanation are its class's (`title`, `doc`): a registered variant brings its
     own section."""
-    variants = {c: manifest.build(c).variant or {} for c in manifest.configs()}
+    variants = {c: manifest.builds[c].variant or {} for c in manifest.configs()}
     parts = []
     for kind in variant_kinds():
         configs = {c: v[kind.field] for c, v in variants.items() if kind.field in v}

@@ -106,8 +106,9 @@ class EvalConfig:
              "(e.g. deepseek_r1, qwen3) instead of the end marker")
     backend: str = option("--backend", default=DEFAULT_BACKEND, choices=backend_names,
                           help=backend_help)
-    # Not given: results/<model name>, settled on creation (so always a Path after it)
-    out: Path = option("--out", default=None, type=Path,
+    # Not given: results/<model name>, settled on creation (so always a Path after it: typed
+    # as that, its None default is the one value the annotation does not admit)
+    out: Path = option("--out", default=None, type=Path,  # type: ignore[assignment]
                        help="results folder (default: results/<model name>)")
     limit: int | None = option(  # first N samples per (task, L)
         "--limit", default=None, type=int, minimum=1,

@@ -104,7 +104,7 @@ class Dataset:
     def _check(self, f: SplitFile) -> None:
         if f.path in self._checked:
             return
-        entry = self.manifest.file(data_path(f.config, f.task, f.max_seq_length))
+        entry = self.manifest.files[data_path(f.config, f.task, f.max_seq_length)]
         if not f.path.is_file():
             raise RulerError(f"{f.path} is listed in the manifest of {self.spec} but missing")
         if file_sha256(f.path) != entry.sha256:

@@ -160,8 +160,8 @@ def depth_table(items: Mapping[str, Sequence[Sequence[float]]], bins: int,
     for key, cell_items in items.items():
         if not cell_items:
             continue
-        task, L = key.rsplit("/", 1)
-        cells.setdefault(task, {})[int(L)] = bin_cells(cell_items, bins, min_samples)
+        task, length = key.rsplit("/", 1)
+        cells.setdefault(task, {})[int(length)] = bin_cells(cell_items, bins, min_samples)
     tasks = in_task_order(cells)
     cells = {t: dict(sorted(cells[t].items())) for t in tasks}
     lengths = sorted({L for by_L in cells.values() for L in by_L})

@@ -55,8 +55,9 @@ def _table(cells_by_length: dict[int, list[DepthCell]], lengths: Sequence[int],
     return lines
 
 
-def depth_markdown(t: DepthTables) -> list[str]:
-    """The report's "Score by depth" section."""
+def depth_markdown(t: DepthTables, how_counted: str) -> list[str]:
+    """The report's "Score by depth" section; `how_counted`: how the benchmark's tasks place
+    their gold items (`ReportHooks.depth_note`)."""
     if not t.tasks:
         return []
     lines = ["## Score by depth", "",
@@ -64,10 +65,7 @@ def depth_markdown(t: DepthTables) -> list[str]:
              f"(0% = its start), with the number of items scored in brackets; † marks cells "
              f"with fewer than {t.min_samples} items (in the {NIAH_GROUP} table, cells where a "
              f"task has fewer than {t.min_samples} items or none: each task weighs the same in "
-             f"its mean), and the heatmaps hatch them. Needle tasks count each queried needle "
-             f"at its own depth (found or not in the prediction); QA rows count once, at the mean "
-             f"depth of their gold documents, and variable-chain rows at their chain's first "
-             f"line, with the row's score; word-list rows have no gold position.",
+             f"its mean), and the heatmaps hatch them. {how_counted}",
              ""]
     if t.niah:
         lines += [f"### {NIAH_GROUP} ({len(t.niah_tasks)} tasks, each weighted equally)", ""]

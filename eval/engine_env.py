@@ -59,10 +59,14 @@ def vllm_cpu_build() -> str | None:
 
 
 class KVCacheSizing(Protocol):
-    """What is read of the vllm backend's options (`VLLMOptions`, which imports this module)."""
+    """What is read of the vllm backend's options (`VLLMOptions`, which imports this module):
+    read only, as the frozen options' fields are."""
 
-    gpu_memory_utilization: float | None
-    engine_kwargs: Mapping[str, Any]
+    @property
+    def gpu_memory_utilization(self) -> float | None: ...
+
+    @property
+    def engine_kwargs(self) -> Mapping[str, Any]: ...
 
 
 def vllm_cpu_env(build: str | None, opts: KVCacheSizing,

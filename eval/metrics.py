@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Mapping, Sequence, TypeVar
 
 from ruler.builder.registry import Registry, builtin_code
 
@@ -116,17 +116,20 @@ def _benchmark_metrics() -> None:
                 METRIC_SPECS.register(spec, metric, origin=f"benchmark {name}")
 
 
-class _Table(Mapping[str, Callable[..., float]]):
+_Fn = TypeVar("_Fn", bound=Callable[..., object])
+
+
+class _Table(Mapping[str, _Fn]):
     """A read-only view of one function of ruler's own metrics (those its benchmarks declare),
     by name."""
 
-    def __init__(self, of: Callable[[str, MetricSpec], Callable[..., float]]):
+    def __init__(self, of: Callable[[str, MetricSpec], _Fn]):
         self._of = of
 
-    def _table(self) -> dict[str, Callable[..., float]]:
+    def _table(self) -> dict[str, _Fn]:
         return {n: self._of(n, METRIC_SPECS[n]) for n in METRIC_SPECS.builtin_names()}
 
-    def __getitem__(self, name: str) -> Callable[..., float]:
+    def __getitem__(self, name: str) -> _Fn:
         return self._table()[name]
 
     def __iter__(self) -> Iterator[str]:
@@ -214,7 +217,7 @@ METRICS: Mapping[str, Callable[..., float]] = _Table(
 ROW_METRICS: Mapping[str, Callable[..., float]] = _Table(lambda name, spec: spec.row)
 
 #: What each metric is given of the model's text (post-processed, or as generated).
-PREPARE: Mapping[str, Callable[..., float]] = _Table(lambda name, spec: spec.prepare)
+PREPARE: Mapping[str, Callable[[str], str]] = _Table(lambda name, spec: spec.prepare)
 
 
 def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]],

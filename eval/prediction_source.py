@@ -40,8 +40,8 @@ class PredictionSource:
         def agreed(values: set) -> Any:
             return values.pop() if len(values) == 1 else None
 
-        asked = None if any(p.asked is None for p in parts) else \
-            set().union(*(p.asked for p in parts))
+        known = [p.asked for p in parts if p.asked is not None]
+        asked = set().union(*known) if len(known) == len(parts) else None
         settings = [p.settings for p in parts]
         return cls([r for p in parts for r in p.records], agreed({p.model for p in parts}),
                    agreed({p.limit for p in parts}), [f for p in parts for f in p.files],
@@ -58,7 +58,7 @@ def _merged_settings(parts: list[dict[str, Any] | None]) -> dict[str, Any]:
     for key in sorted({k for p in known for k in p}):
         values = [p.get(key) for p in known]
         if all(isinstance(v, dict) for v in values):
-            out[key] = {k: v for d in values for k, v in d.items()}
+            out[key] = {k: v for d in values if isinstance(d, dict) for k, v in d.items()}
         elif all(v == values[0] for v in values):
             out[key] = values[0]
     return out

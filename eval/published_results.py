@@ -121,8 +121,9 @@ class PublishedResult:
         value = self.scores.get(L)
         if value is not None:
             return value, False
-        per_task = [self.tasks.get(t, {}).get(L) for t in benchmark_tasks(self.benchmark)]
-        if all(v is not None for v in per_task):
+        tasks = benchmark_tasks(self.benchmark)
+        per_task = [v for t in tasks if (v := self.tasks.get(t, {}).get(L)) is not None]
+        if len(per_task) == len(tasks):
             return sum(per_task) / len(per_task), True
         return None, False
 

@@ -39,12 +39,12 @@ class Renderer:
                                                self.template_kwargs))
 
     def prompt_text(self, input_text: str, answer_prefix: str = "") -> str | None:
-        """The rendered prompt as text, where the tokenizer renders through a Jinja template
-        (used to see what the template's generation prompt leaves open); else None."""
-        render = getattr(self.tok, "render_reasoning", None)
-        if self.mode != "reasoning" or render is None:
+        """The rendered prompt as text in reasoning mode (used to see what the template's
+        generation prompt leaves open); else None. A tokenizer without a chat template raises
+        the ValueError its `prompt_ids` would."""
+        if self.mode != "reasoning":
             return None
-        return render(input_text, self.template_kwargs)
+        return self.tok.render_reasoning(input_text, self.template_kwargs)
 
     def is_special_token(self, text: str) -> bool:
         """Whether `text` is one special token, which decoders drop by default (a reasoning

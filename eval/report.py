@@ -246,6 +246,10 @@ class ReportHooks:
         """Sections at the report's end (why rows fail)."""
         return []
 
+    def depth_note(self, r: Report) -> str:
+        """How the score-by-depth section counts the gold items of the benchmark's tasks."""
+        return "Each row's gold items count at the depths its build recorded, with its score."
+
     def json(self, r: Report) -> dict[str, Any]:
         """Fields report.json adds for the benchmark."""
         return {}
@@ -568,7 +572,7 @@ def to_markdown(r: Report) -> str:
     sections = r.hooks.sections(r)
     table += [""] + sections if sections else []
     notes = _notes(r)
-    depth = depth_markdown(r.depth) if r.depth else []
+    depth = depth_markdown(r.depth, r.hooks.depth_note(r)) if r.depth else []
     modes = r.hooks.tail(r)
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
                      + ([""] + depth if depth else []) + ([""] + modes if modes else [])) + "\n"

@@ -102,8 +102,8 @@ def _run_row(where: str, r: Report, registry: Registry) -> TableRow:
 
 
 def _published_row(e: PublishedResult, kind: str = "published") -> TableRow:
-    scores = {L: (e.score(L)[0], None) for L in e.lengths}
-    averages = {k: (getattr(e, k), None) for k, _ in AVERAGES}
+    scores: dict[int, Value] = {L: (e.score(L)[0], None) for L in e.lengths}
+    averages: dict[str, Value] = {k: (getattr(e, k), None) for k, _ in AVERAGES}
     over = e.lengths if any(v[0] is not None for v in averages.values()) else []
     return TableRow(e.model, kind, e.claimed_length, e.effective_length, scores, averages,
                     e.name, str(e.samples_per_task or "not stated"), model=e.model,
@@ -172,11 +172,12 @@ def build_table(runs: Sequence[tuple[str, Report]], published: Sequence[Publishe
     notes = ["Runs: " + "; ".join(f"{md_text(row.label)}: config {md_code(row.config)}, run "
                                     f"{md_code(row.where)} ({row.samples} samples per task and "
                                     f"length)" for row in run_rows) + "."]
-    for e in [registry.entries.get(THRESHOLD_ROW) if ruled else None, *published]:
-        if e is not None:
-            notes.append(f"{md_text(e.model)} ({md_code(e.name)}): {md_text(e.source.cite())}; "
-                         f"samples per task {e.samples_per_task or 'not stated'}; reported by "
-                         f"{md_text(e.reported_by or 'not stated')}.")
+    for cited in [registry.entries.get(THRESHOLD_ROW) if ruled else None, *published]:
+        if cited is not None:
+            notes.append(f"{md_text(cited.model)} ({md_code(cited.name)}): "
+                         f"{md_text(cited.source.cite())}; samples per task "
+                         f"{cited.samples_per_task or 'not stated'}; reported by "
+                         f"{md_text(cited.reported_by or 'not stated')}.")
     shown = ", ".join(map(format_length, lengths))
     for row in rows:
         if row.kind != "threshold" and row.averaged_over and row.averaged_over != lengths:

@@ -131,7 +131,8 @@ class PromptStream:
             ids = self._result(chunk)
             self._fill()  # the pool keeps working while the consumer takes these rows
             f = chunk.file
-            texts = chunk.texts or [(None, None)] * len(ids)
+            texts: Sequence[tuple[str | None, str | None]] = \
+                chunk.texts or [(None, None)] * len(ids)
             self._rows.extend(
                 RenderedRow((f.config, f.task, f.max_seq_length, index), prompt, ttg, length,
                             f.content_sha256, f.length_rule, *text)
@@ -260,4 +261,6 @@ def _exit_with_parent(driver_pid: int | None) -> None:
 
 
 def _render_chunk(texts: list[tuple[str, str]]) -> list[bytes]:
-    return [_renderer.ids(i, p).tobytes() for i, p in texts]
+    renderer = _renderer
+    assert renderer is not None, "set by the render process's initializer"
+    return [renderer.ids(i, p).tobytes() for i, p in texts]

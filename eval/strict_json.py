@@ -44,7 +44,7 @@ def parse(text: str, allow_nan: bool = True) -> Any:
     a key, nests too deeply or (unless `allow_nan`) holds NaN or Infinity."""
     try:
         return json.loads(text, object_pairs_hook=_unique_keys,
-                          **({} if allow_nan else {"parse_constant": _no_constant}))
+                          parse_constant=None if allow_nan else _no_constant)
     except RecursionError:
         raise NotPlainJSON("nested too deeply to read (deeper than the interpreter's "
                            "recursion limit)") from None

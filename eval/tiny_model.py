@@ -71,7 +71,7 @@ def tokenizer_folder(spec: str) -> Path:
     folder = getattr(load_tokenizer(spec), "folder", None)
     if folder is None:
         raise RulerError(f"tokenizer {spec!r} is not a Hugging Face tokenizer folder (it is "
-                         f"{registry()[spec]['kind']}): the tiny model needs one, e.g. qwen2.5")
+                         f"{registry()[spec].kind}): the tiny model needs one, e.g. qwen2.5")
     return Path(folder)
 
 

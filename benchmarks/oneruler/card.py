@@ -10,12 +10,12 @@ from ruler.benchmarks.oneruler import LENGTHS as ONERULER_LENGTHS
 from ruler.benchmarks.oneruler.card_sentences import sentences_section
 from ruler.benchmarks.oneruler.differences import ONERULER_DIFFERENCES
 from ruler.benchmarks.oneruler.files import COMMIT
-from ruler.benchmarks.oneruler.languages import OnerulerLanguage
 from ruler.benchmarks.oneruler.licences import (
     BOOK_SOURCE,
     BOOKS,
     CODE_LICENCE,
     DATA_LICENCE,
+    oneruler_configs,
     unknown_book_languages,
 )
 from ruler.benchmarks.oneruler.sentences import SPLITTER, splitter_of
@@ -40,12 +40,6 @@ def _table(header, rows) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def oneruler_configs(manifest: Manifest) -> dict[str, OnerulerLanguage]:
-    """The folder's ONERULER configs (with files) and their languages."""
-    return {c: manifest.build(c).axis_values()["language"] for c in manifest.configs()
-            if manifest.build(c).benchmark == "oneruler" and manifest.files_of(c)}
 
 
 def oneruler_section(manifest: Manifest) -> str:

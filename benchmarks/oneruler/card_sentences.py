@@ -39,10 +39,10 @@ def sentences_section(contexts: list[str]) -> str:
     rows = []
     for lang in contexts:
         before, after = ONERULER_SENTENCES[lang]
-        longest = ONERULER_LONGEST[lang]
+        by_tokenizer = ONERULER_LONGEST[lang]
         rows.append([f"`{lang}`", splitter_of(lang), f"{MAX_SEGMENT_CHARS[lang]:,}",
                      _arrow(before, after, ",d"),
-                     " / ".join(_arrow(b, a, ",d") for b, a in zip(*longest)),
+                     " / ".join(_arrow(b, a, ",d") for b, a in zip(*by_tokenizer)),
                      *(_arrow(*ONERULER_FILL[lang][L], ".3f") for L in lengths)])
     table = _table(["language", "split by", "limit (characters)",
                     "sentences (splitter → haystack)",

@@ -145,11 +145,10 @@ def _template(row: Mapping, found: tuple[OnerulerLanguage, OnerulerData] | None 
               ) -> tuple[str, str] | str:
     """The head and tail of the row's language's template (`found`: its language and data
     folder; by default those its config names, found as builds find sources)."""
-    if found is None:
-        found = check_resources(row)
-    if isinstance(found, str):
-        return found
-    language, folder = found
+    resolved = check_resources(row) if found is None else found
+    if isinstance(resolved, str):
+        return resolved
+    language, folder = resolved
     return template_ends(cwe_template(folder.cwe_template(language.context)), query="")
 
 

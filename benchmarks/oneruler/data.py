@@ -83,7 +83,7 @@ class NounTable:
         """Upstream's `words`: the column's entries, missing ones dropped, each stripped (the
         rows earth, field, house, month and moon dropped first when cross-lingual)."""
         c = self._col(lang)
-        return tuple(r[c].strip() for r in self._rows(cross_lingual) if r[c] is not None)
+        return tuple(v.strip() for r in self._rows(cross_lingual) if (v := r[c]) is not None)
 
     def translations(self, context: str, instructions: str) -> dict[str, str]:
         """Cross-lingual query translation: each context-language key -> the instruction-
@@ -91,8 +91,9 @@ class NounTable:
         c, i = self._col(context), self._col(instructions)
         out: dict[str, str] = {}
         for r in self._rows(cross_lingual=True):
-            if r[c] is not None and r[c].strip() not in out and r[i] is not None:
-                out[r[c].strip()] = r[i].strip()
+            key, value = r[c], r[i]
+            if key is not None and key.strip() not in out and value is not None:
+                out[key.strip()] = value.strip()
         return out
 
 
@@ -144,5 +145,7 @@ class OnerulerData:
         except ValueError:
             raise RulerError(f"ONERULER data: dictionary {name}.csv lacks the columns words, "
                              f"pos (has {', '.join(header)})") from None
-        kept = [r for r in rows if r[w] is not None and not _DIGIT.search(r[w])]
-        return [r[w] for pos in ("noun", "adjective", "verb") for r in kept if r[p] == pos]
+        kept = [(word, r[p]) for r in rows if (word := r[w]) is not None
+                and not _DIGIT.search(word)]
+        return [word for pos in ("noun", "adjective", "verb") for word, part in kept
+                if part == pos]

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ruler.benchmarks.oneruler.files import COMMIT, FILES
-from ruler.benchmarks.oneruler.languages import LANGUAGES
+from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
 from ruler.builder.errors import RulerError
 from ruler.builder.release_gates import ReleaseGate
 
@@ -71,12 +71,24 @@ def upstream_file_url(file: str) -> str:
     return f"https://github.com/mungg/OneRuler/blob/{COMMIT}/OneRuler/data/{file}"
 
 
+def oneruler_configs(manifest: Manifest) -> dict[str, OnerulerLanguage]:
+    """The folder's ONERULER configs (with files) and their languages."""
+    return {c: _language(manifest.builds[c].axis_values()) for c in manifest.configs()
+            if manifest.builds[c].benchmark == "oneruler" and manifest.files_of(c)}
+
+
+def _language(values: Mapping[str, object]) -> OnerulerLanguage:
+    """A build's language, as its axis values hold it."""
+    language = values["language"]
+    assert isinstance(language, OnerulerLanguage), language
+    return language
+
+
 def check_book_status(manifest: Manifest, acknowledged: Sequence[str]) -> None:
     """ONERULER's release gate: its configs hold their context language's book, and neither
     upstream's repository nor its books state a source or copyright status: a release refuses
     unless `acknowledged` names exactly the languages whose status is unknown."""
-    languages = [manifest.build(c).axis_values()["language"] for c in manifest.configs()
-                 if manifest.build(c).benchmark == "oneruler" and manifest.files_of(c)]
+    languages = oneruler_configs(manifest).values()
     unknown = unknown_book_languages(lang.context for lang in languages)
     given = sorted(set(acknowledged or ()))
     if given == unknown:

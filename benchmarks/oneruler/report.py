@@ -32,7 +32,7 @@ import hashlib
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.report import RulerFamilyReport
@@ -47,6 +47,8 @@ from ruler.eval.figures import fit_canvas, save_png
 from ruler.eval.intervals import Interval, score_interval, weighted_mean_interval
 from ruler.eval.report import Report
 from ruler.eval.scores_record import CellScore
+
+_T = TypeVar("_T")
 
 #: What each ONERULER metric is, for the report's head.
 METRIC_TEXT = {
@@ -119,6 +121,12 @@ def upstream_name(task: str) -> str:
 
 
 # --- accuracy over pooled rows ----------------------------------------------------------------
+
+def _known(values: Sequence[_T | None]) -> list[_T] | None:
+    """`values`, or None when one of them is unknown."""
+    known = [v for v in values if v is not None]
+    return known if len(known) == len(values) else None
+
 
 def _rows(cell: CellScore | None) -> list[float] | None:
     rows = cell.row_scores if cell is not None else None
@@ -316,9 +324,9 @@ def _table(model: str, cross: bool, members: list[tuple[str, str, Report]],
     key = f"oneruler/{model}/{'x' if cross else 'mono'}"
     all_languages = {}
     for L in lengths:
-        means = [by_length[code][L].score for _, code, _ in members]
-        cells = [_rows(r.cells.get((t, L))) for _, _, r in members for t in r.tasks]
-        if any(m is None for m in means) or any(c is None for c in cells):
+        means = _known([by_length[code][L].score for _, code, _ in members])
+        cells = _known([_rows(r.cells.get((t, L))) for _, _, r in members for t in r.tasks])
+        if means is None or cells is None:
             all_languages[L] = Pooled(None, None, 0)
             continue
         weights = [1 / len(r.tasks) for _, _, r in members for _ in r.tasks]
@@ -411,8 +419,8 @@ def to_csv(tables: Sequence[LanguageTable]) -> str:
             for t in tb.tasks:
                 row(tb, "language_by_task", code, t, "all", tb.by_task[code][t])
         for t in tb.tasks:
-            for L, p in tb.task_micro[t].items():
-                row(tb, "task_micro_accuracy", "all", t, L, p)
+            for column, p in tb.task_micro[t].items():
+                row(tb, "task_micro_accuracy", "all", t, column, p)
     return buf.getvalue()
 
 

@@ -21,6 +21,12 @@ class RulerFamilyReport(ReportHooks):
     def tail(self, r: Report) -> list[str]:
         return failure_section.markdown(r.failures)[:-1] if r.failures else []
 
+    def depth_note(self, r: Report) -> str:
+        return ("Needle tasks count each queried needle at its own depth (found or not in the "
+                "prediction); QA rows count once, at the mean depth of their gold documents, and "
+                "vt rows at their chain's first line, with the row's score; cwe and fwe have no "
+                "gold position.")
+
     def json(self, r: Report) -> dict[str, Any]:
         return {"family_difficulty": None, "language": None, "metric": None,
                 "failure_modes": failure_section.to_json(r.failures) if r.failures else None}

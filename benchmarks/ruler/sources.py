@@ -4,11 +4,11 @@ HotpotQA, as upstream's scripts download them."""
 from __future__ import annotations
 
 from ruler.builder.essay_fetch import PAGE_CEILING
-from ruler.builder.sources import SourceSpec
+from ruler.builder.sources import ArchiveSource, FileSource
 
 #: Its pinned inputs (`Benchmark.sources`), which `ruler sources` lists and fetches.
 SOURCES = (
-    SourceSpec(
+    FileSource(
         id="essays",
         card_license="other",
         title="Paul Graham essays (RULER's essay haystack, PaulGrahamEssays.json)",
@@ -29,7 +29,7 @@ SOURCES = (
                  "PaulGrahamEssays_URLs.txt (builder/essay_list.json)"),
         ceiling=PAGE_CEILING,
     ),
-    SourceSpec(
+    FileSource(
         id="squad",
         card_license="cc-by-sa-4.0",
         title="SQuAD v2.0 dev",
@@ -40,7 +40,7 @@ SOURCES = (
         license="CC BY-SA 4.0",
         alternatives=("squad/*.json",),
     ),
-    SourceSpec(
+    FileSource(
         id="hotpotqa",
         card_license="cc-by-sa-4.0",
         title="HotpotQA dev (distractor setting) v1",
@@ -55,7 +55,7 @@ SOURCES = (
         license="CC BY-SA 4.0",
         alternatives=("hotpotqa/*.json",),
     ),
-    SourceSpec(
+    ArchiveSource(
         id="punkt_tab",
         title="NLTK punkt_tab English sentence-splitter parameters",
         relpath="nltk_data/tokenizers/punkt_tab/english",
@@ -63,7 +63,6 @@ SOURCES = (
             "https://raw.githubusercontent.com/nltk/nltk_data/gh-pages/packages/"
             "tokenizers/punkt_tab.zip",
         ),
-        size=None,
         sha256={
             "abbrev_types.txt":
                 "92a3e070f43d9b4c5534758ca40ad7343b04e7e29bfe0c2eb658a39445a4f779",

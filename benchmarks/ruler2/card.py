@@ -9,7 +9,7 @@ from ruler.benchmarks.ruler2.differences import RULER2_DIFFERENCES
 from ruler.benchmarks.ruler2.tasks import RULER2_TOKENS_TO_GENERATE
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.manifest import Manifest
-from ruler.builder.sources import SOURCES
+from ruler.builder.sources import SOURCES, HubSource
 from ruler.builder.tasks.catalog import TASKS
 
 #: What each task asks (the family x difficulty grid of NeMo-Skills' ruler2).
@@ -47,7 +47,7 @@ def _table(header, rows) -> str:
 
 def ruler2_section(manifest: Manifest) -> str:
     configs = [c for c in manifest.configs()
-               if manifest.build(c).benchmark == "ruler2" and manifest.files_of(c)]
+               if manifest.builds[c].benchmark == "ruler2" and manifest.files_of(c)]
     if not configs:
         return ""
     built = {f.task for c in configs for f in manifest.files_of(c)}
@@ -58,8 +58,10 @@ def ruler2_section(manifest: Manifest) -> str:
     metrics = "\n".join(f"- `{m}`: {text}." for m, text in _METRICS.items())
     hub_rows = []
     for sid in ("mmlu", "hotpotqa_hub"):
-        hub = SOURCES[sid].hub
-        used = {c: (manifest.build(c).sources or {}).get(sid) for c in configs}
+        spec = SOURCES[sid]
+        assert isinstance(spec, HubSource)
+        hub = spec.hub
+        used = {c: (manifest.builds[c].sources or {}).get(sid) for c in configs}
         got = "; ".join(f"`{c}`: " + (f"revision `{s.revision}`" if s.revision
                                        else "stand-in files, no revision")
                         + ("" if s.official else " (**not official**)")

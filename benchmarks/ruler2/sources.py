@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from ruler.builder.hub_sources import HubDataset, HubFile, HubSplit
-from ruler.builder.sources import SourceSpec
+from ruler.builder.sources import HubSource
 
 #: Its pinned inputs (`Benchmark.sources`), which `ruler sources` lists and fetches.
 SOURCES = (
-    SourceSpec(
+    HubSource(
         id="mmlu",
         title="MMLU (Hub cais/mmlu, config all: test questions, auxiliary_train haystack)",
         relpath="mmlu/hub",
-        urls=(),
-        size=None,
-        sha256={},
         license="MIT",
         ceiling=1_000_000_000,  # a file whose size is pinned nowhere (auxiliary_train)
         hub=HubDataset(
@@ -30,15 +27,12 @@ SOURCES = (
                     standin="mmlu/auxiliary_train*.parquet"),
             )),
     ),
-    SourceSpec(
+    HubSource(
         id="hotpotqa_hub",
         card_license="cc-by-sa-4.0",
         title="HotpotQA (Hub hotpotqa/hotpot_qa, config distractor: train paragraphs, "
               "validation questions)",
         relpath="hotpotqa/hub",
-        urls=(),
-        size=None,
-        sha256={},
         license="CC BY-SA 4.0",
         hub=HubDataset(
             repo="hotpotqa/hotpot_qa", config="distractor",

@@ -79,7 +79,7 @@ class LocalExecutor:
         self.worker, self.workers, self.progress = worker, workers, progress
         self._mp = multiprocessing.get_context(start_method)
         self._pool: ProcessPoolExecutor | None = None
-        self._events = None
+        self._events: multiprocessing.queues.SimpleQueue[Any] | None = None
         self._active: dict[int, str] = {}  # worker pid -> the file it is building
         self._processes: dict = {}  # pid -> Process, seen while running (to read exit codes)
 

@@ -89,11 +89,11 @@ def merge(inputs: Sequence[str | os.PathLike], out: str | os.PathLike) -> MergeR
                 present.append(rel)
 
     out.mkdir(parents=True, exist_ok=True)
-    copied = []
+    copied: list[str] = []
     for rel, (src, entry) in sorted(files.items()):
         if rel in present:
             continue
-        if _publish_copy(src, out, rel, entry, manifests[src].build(entry.config),
+        if _publish_copy(src, out, rel, entry, manifests[src].builds[entry.config],
                          len(copied)):
             copied.append(rel)
         else:  # another merge or build recorded the same rows meanwhile

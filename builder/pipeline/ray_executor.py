@@ -246,19 +246,20 @@ class Arrival:
 
     def finish(self) -> tuple[FileResult, FileEntry, Path]:
         """The file, complete and checked: (result, entry, temporary path) for `publish`."""
-        if self.result is None or self.entry is None or self._fd is None:
+        path = self.path  # set with `_fd`
+        if self.result is None or self.entry is None or self._fd is None or path is None:
             self.discard()
             raise RulerError(f"{self.job.path}: the Ray worker's stream ended before the file")
         os.close(self._fd)
         self._fd = None
-        size = self.path.stat().st_size
-        if size != self.entry.bytes or file_sha256(self.path) != self.entry.sha256:
+        size = path.stat().st_size
+        if size != self.entry.bytes or file_sha256(path) != self.entry.sha256:
             self.discard()
             raise RulerError(f"{self.job.path} arrived from its Ray worker with other bytes "
                              f"than it hashed ({size} of {self.entry.bytes} bytes); nothing "
                              f"of it was published: run the same command again to resume")
-        os.chmod(self.path, FILE_MODE)
-        return self.result, self.entry, self.path
+        os.chmod(path, FILE_MODE)
+        return self.result, self.entry, path
 
     def discard(self) -> None:
         if self._fd is not None:
@@ -275,7 +276,7 @@ class RayExecutor:
     def __init__(self, worker: Worker, address: str | None = None, workers: int | None = None,
                  progress=None):
         self.worker, self.address, self.workers, self.progress = worker, address, workers, progress
-        self._ray = None
+        self._ray: Any = None  # the ray module, imported on entering (an optional dependency)
         self._started_ray = False
         self._actors: list = []
         self._arrivals: list[Arrival] = []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ruler.benchmarks import DEFAULT
 from ruler.builder import __version__
 from ruler.builder.context import BuildContext
+from ruler.builder.errors import RulerError
 from ruler.builder.identity import make_identity
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.manifest_records import IdentityRecord
@@ -70,11 +71,19 @@ class BuildRecipe:
     def from_manifest(cls, config: str, build: BuildEntry, tok: Tokenizer,
                       sources_dir: str | os.PathLike | None) -> "BuildRecipe":
         """The recipe of `config`'s build as the manifest records it (`build`: its build
-        entry), for the tokenizer loaded here (checked against the record by the caller)."""
+        entry), for the tokenizer loaded here (checked against the record by the caller). A
+        RulerError where the entry lacks what makes the rows (the schema does not require
+        them)."""
+        seed, samples, mode = build.seed, build.samples, build.prompt_mode
+        if seed is None or samples is None or mode is None:
+            missing = [name for name, value in (("seed", seed), ("samples", samples),
+                                                ("prompt mode", mode)) if value is None]
+            raise RulerError(f"manifest.json records no {' or '.join(missing)} for the build "
+                             f"{config!r}: its rows cannot be made again")
         variant = variant_from_record(build.variant)
         return cls(tokenizer=tok, config=config,
                    seed_name=variant.seed_name(variant.base_config(config)),
-                   seed=build.seed, samples=build.samples, prompt_mode=build.prompt_mode,
+                   seed=seed, samples=samples, prompt_mode=mode,
                    variant=variant, sources_dir=sources_dir,
                    benchmark=build.benchmark_id, axes=build.axis_values())
 

@@ -55,13 +55,11 @@ def run_builds(cfgs: Sequence[BuildConfig],
     """Build several configs one after the other (an axis's values, replicates: one
     command), each as `run_build` does, `done` called with each one's config and report; the
     card is rendered once, at the end (also when one fails), not after each config."""
-    from ruler.builder import pipeline  # each config through the package's entry point
-
     reports: list[BuildReport] = []
     outs = list(dict.fromkeys(Path(cfg.out) for cfg in cfgs))
     try:
         for cfg in cfgs:
-            reports.append(pipeline.run_build(dataclasses.replace(cfg, render_card=False)))
+            reports.append(run_build(dataclasses.replace(cfg, render_card=False)))
             if done is not None:
                 done(cfg, reports[-1])
     except BaseException:

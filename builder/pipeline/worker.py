@@ -296,6 +296,7 @@ def build_file_in_pool(file_job: FileJob) -> tuple[FileResult, FileEntry, Path]:
             _events.put(("tick", pending))
             pending, last = 0, time.monotonic()
 
+    assert _worker is not None, "set by the pool process's initializer"
     _events.put(("start", os.getpid(), file_job.path))
     try:
         done = _worker.build_file(file_job, tick)
@@ -307,4 +308,5 @@ def build_file_in_pool(file_job: FileJob) -> tuple[FileResult, FileEntry, Path]:
 
 
 def make_row_in_pool(task: str, L: int, index: int) -> Row:
+    assert _worker is not None, "set by the pool process's initializer"
     return _worker.make_row(task, L, index)

@@ -139,12 +139,9 @@ class TaskGenerator(ABC):
 
     Attributes:
         unit: what `size` counts (for messages and the card), e.g. "essay words".
-        calibration_step: a size increment large enough to measure tokens per unit
-            (upstream's `incremental`).
     """
 
     unit: ClassVar[str] = "units"
-    calibration_step: ClassVar[int] = 10
     #: When the inputs run out (`max_size`) before L is filled: False (the default) refuses
     #: the length; True keeps the row with every unit, shorter than L, as an upstream that
     #: stops there does ("run out of vocabs").
@@ -159,6 +156,12 @@ class TaskGenerator(ABC):
         self.spec = spec
         self.ctx = ctx
         self.max_seq_length = max_seq_length
+
+    @property
+    def calibration_step(self) -> int:
+        """A size increment large enough to measure tokens per unit (upstream's
+        `incremental`): a class attribute or a property of the length, in a subclass."""
+        return 10
 
     @property
     def min_size(self) -> int:

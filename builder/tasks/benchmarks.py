@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ruler.benchmarks import BUILTIN, DEFAULT
 from ruler.builder.errors import RulerError
@@ -266,13 +266,16 @@ def _load_benchmarks() -> None:
 ON_MISS.append(_load_benchmarks)
 
 
-class _View(Mapping[str, Any]):
+_Fact = TypeVar("_Fact")
+
+
+class _View(Mapping[str, _Fact]):
     """A read-only view of one fact of every benchmark, as the registry holds them now."""
 
-    def __init__(self, table: Callable[[], dict[str, Any]]):
+    def __init__(self, table: Callable[[], dict[str, _Fact]]):
         self._table = table
 
-    def __getitem__(self, key: str) -> Any:
+    def __getitem__(self, key: str) -> _Fact:
         return self._table()[key]
 
     def __iter__(self) -> Iterator[str]:

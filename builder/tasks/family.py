@@ -107,7 +107,9 @@ class TaskFamily:
     """
 
     spec: FamilySpec
-    generator: type  # a ruler.builder.tasks.base.TaskGenerator (which asks `get_family`)
+    # a ruler.builder.tasks.base.TaskGenerator class (not imported here: base imports this
+    # module, and a type-only import would close that cycle)
+    generator: type
     check_row: Callable[[Mapping[str, Any]], str | None]
     gold_spans: Callable[[Mapping[str, Any], Any], GoldSpans | str]
     needs_generator: bool = False

@@ -35,15 +35,24 @@ def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:
     return set(random.Random(seed_text).sample(range(n), min(k, n)))
 
 
+def _recipe(config: str, build: BuildEntry, tok: Any,
+            sources_dir: str | os.PathLike | None) -> BuildRecipe | str:
+    """The recipe of `config`'s build, or a string saying why there is none."""
+    if tok is None:
+        return "its tokenizer did not load (see above)"
+    try:
+        return BuildRecipe.from_manifest(config, build, tok, sources_dir)
+    except RulerError as e:
+        return str(e)
+
+
 class Regenerator:
     def __init__(self, builds: Mapping[str, BuildEntry], tokenizers: Mapping[str, Any],
                  sources_dir: str | os.PathLike | None):
         self.builds, self.tokenizers = builds, tokenizers
         # config -> its build's recipe, or a string saying why there is none
         self.recipes: dict[str, BuildRecipe | str] = {
-            config: ("its tokenizer did not load (see above)" if tokenizers.get(config) is None
-                     else BuildRecipe.from_manifest(config, build, tokenizers[config],
-                                                    sources_dir))
+            config: _recipe(config, build, tokenizers.get(config), sources_dir)
             for config, build in builds.items()}
         self._workers: dict[str, Any] = {}
 

@@ -105,7 +105,7 @@ class RowChecker:
             return generator
         return row["haystack_size"] == generator.max_size
 
-    def _generator_for(self, row: dict):
+    def _generator_for(self, row: Mapping[str, Any]):
         if self._generator is None:
             regen = self.plan.regenerator
             self._generator = (regen.generator(row["tokenizer"], row["task"],

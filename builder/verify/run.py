@@ -85,6 +85,7 @@ def _init_pool_process(checks: FileChecks) -> None:
 
 
 def _check_in_pool(job: tuple[str, FileEntry]) -> FileReport:
+    assert _checks is not None, "set by the pool process's initializer"
     return _checks(job)
 
 
@@ -112,7 +113,7 @@ def verify(out: str | Path, *, full: bool = False, sample: int = DEFAULT_SAMPLE,
     say(f"loading the tokenizers of {len(manifest.configs())} config(s)")
     toks: dict[str, Any] = {}
     for config in manifest.configs():
-        toks[config], problems = tokenizer_for(config, manifest.build(config),
+        toks[config], problems = tokenizer_for(config, manifest.builds[config],
                                                tokenizers or {}, tokenizers_dir)
         report.problems += problems
     # The generators also give QA rows' gold documents, so they exist even without

@@ -29,7 +29,7 @@ a real model's answers). Tests that need another behaviour subclass
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import option
@@ -130,11 +130,17 @@ class FakeBackend:
     def purposeful(self, key: Any) -> str:
         """The failure mode's answer to the row `key` (its benchmark's `FakeAnswers`), or its
         gold answer where the mode does not apply to it."""
-        row = self._row_texts(key)
-        made = self._hooks.answer(self.opts.answers, row)
+        hooks = self._mode_hooks()
+        row = self._row_texts(key, hooks.columns)
+        made = hooks.answer(self.opts.answers, row)
         return METRIC_SPECS[row["metric"]].gold(list(row["outputs"])) if made is None else made
 
-    def _row_texts(self, key: Any) -> dict[str, Any]:
+    def _mode_hooks(self) -> FakeAnswers:
+        """The benchmark hooks of the failure mode the options ask for."""
+        assert self._hooks is not None, f"--fake-answers {self.opts.answers} is no failure mode"
+        return self._hooks
+
+    def _row_texts(self, key: Any, read: Sequence[str]) -> dict[str, Any]:
         """The columns a purposeful answer reads of the row `key`, read with its split file's
         the first time one of its rows is asked for."""
         config, task, length, index = key
@@ -142,7 +148,7 @@ class FakeBackend:
         if where not in self._texts:
             ds, f = self._file(config, task, int(length))
             self._texts.clear()  # one file's inputs at a time: a 128K file holds ~300 MB
-            columns = ("index", *self._hooks.columns)
+            columns = ("index", *read)
             self._texts[where] = {int(r["index"]): r for r in ds.rows(f, columns)}
         return self._texts[where][int(index)]
 
@@ -153,9 +159,11 @@ class FakeBackend:
 
         # One file at a time: a Hub dataset fetches only the files the run asks for. A build
         # folder is opened once (its manifest read and checked once, not per file).
-        local = Path(str(self.opts.data)).expanduser().is_dir()
+        data = self.opts.data
+        assert data is not None, "answers read from rows need data (refused on creation)"
+        local = Path(data).expanduser().is_dir()
         ds = self._local if local and self._local is not None else open_dataset(
-            self.opts.data, self._revision, config, (task,), (length,))
+            data, self._revision, config, (task,), (length,))
         if local:
             self._local = ds
         self._revision = ds.revision or self._revision

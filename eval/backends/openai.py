@@ -225,6 +225,7 @@ class OpenAIBackend:
         """The server's own rendering of a chat request without generating, where it has a
         route for it: llama.cpp's /apply-template (the prompt text), vLLM's /tokenize (the
         token ids); else None."""
+        request: dict[str, Any]
         if self.server.owned_by == "llamacpp":
             route, read, request = "/apply-template", _prompt_text, {
                 k: body[k] for k in ("messages", "chat_template_kwargs") if k in body}

@@ -235,7 +235,7 @@ def _negotiate_chat(prefix_turn: str, renderer: Any, probe: GenRequest, send: Se
                          f"chat template; --mode {renderer.mode} prompts are not chat turns "
                          f"(base: input + answer prefix; reasoning needs the whole output): "
                          f"use --api completions-ids or --api completions-text")
-    tried: list[tuple[Wire, int | None, int]] = []
+    tried: list[tuple[Wire, int | float | None, int]] = []
     refused: Rejected | None = None  # the pre-filled assistant turn, refused
     if prefix_turn in ("auto", "assistant"):
         try:
@@ -247,8 +247,8 @@ def _negotiate_chat(prefix_turn: str, renderer: Any, probe: GenRequest, send: Se
     if prefix_turn in ("auto", "assistant") and refused is None:
         text, _ = wire.answer(data, body)
         sent = prefilled(body)
-        wire = replace(wire, echoes_prefix=bool(sent) and isinstance(text, str)
-                       and text.startswith(sent))
+        wire = replace(wire, echoes_prefix=bool(sent and isinstance(text, str)
+                                                and text.startswith(sent)))
         got, want = prompt_tokens(data), wire.expected_tokens(probe, renderer)
         if got == want:
             return _compared(wire, probe, renderer, server_render)
@@ -304,7 +304,8 @@ def _send_prefilled(renderer: Any, probe: GenRequest,
     return wire, body, send(wire.endpoint, body)
 
 
-_WHERE = {"assistant": "as a pre-filled assistant turn", "user": "at the end of the user turn"}
+_WHERE: dict[str | None, str] = {"assistant": "as a pre-filled assistant turn",
+                                 "user": "at the end of the user turn"}
 
 
 def _compared(wire: Wire, probe: GenRequest, renderer: Any,
@@ -340,7 +341,7 @@ def _compared(wire: Wire, probe: GenRequest, renderer: Any,
 
 
 def _probe(wire: Wire, probe: GenRequest, renderer: Any,
-           send: Send) -> tuple[int | None, int]:
+           send: Send) -> tuple[int | float | None, int]:
     """(the server's count, the build's) for the probe sent as `wire` sends rows."""
     data = send(wire.endpoint, wire.body(probe, renderer))
     return prompt_tokens(data), wire.expected_tokens(probe, renderer)

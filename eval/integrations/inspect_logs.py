@@ -114,7 +114,7 @@ def _row_evidence(sample: Any, meta: dict[str, Any]) -> dict[str, Any]:
 def _asked(metadata: dict | None) -> set[tuple[str, str, int]] | None:
     """The cells the run asked for: the `ruler` task records its config and split files
     in the task metadata (`ruler.eval.integrations.inspect_task`)."""
-    ruler = (metadata or {}).get("ruler")
+    ruler: Any = (metadata or {}).get("ruler")  # any JSON: its shape is checked by reading it
     try:
         config = ruler["tokenizer_config"]
         return {(config, task, int(L)) for task, L in

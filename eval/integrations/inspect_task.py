@@ -126,8 +126,8 @@ def ruler_score() -> Metric:
     def compute(scores: list[SampleScore]) -> float:
         names = {(s.score.metadata or {}).get("metric") for s in scores}
         name = names.pop() if len(names) == 1 else None
-        aggregate = metrics.METRIC_SPECS[name].aggregate if name in metrics.METRIC_SPECS \
-            else metrics.score_of_rows
+        aggregate = metrics.METRIC_SPECS[name].aggregate \
+            if name is not None and name in metrics.METRIC_SPECS else metrics.score_of_rows
         return aggregate([s.score.as_float() for s in scores])
 
     return compute

@@ -169,7 +169,7 @@ def task_config(manifest: Manifest, entry: FileEntry, source: TaskSource) -> dic
     if task not in TASKS:
         raise RulerError(f"manifest.json lists {entry.path} of unknown task {task!r}")
     spec = TASKS[task]
-    build = manifest.build(config)
+    build = manifest.builds[config]
     bench = build.spec()
     hooks = bench.hook("lm_eval")
     if hooks is None or spec.metric not in bench.metrics:
@@ -259,7 +259,7 @@ def render_utils(manifest: Manifest | None = None) -> str:
     generator = (manifest.generator if manifest is not None else None) or {}
     benches = [b for b in BENCHMARK_SPECS.values() if b.lm_eval is not None]
     hooks = [b.hook("lm_eval") for b in benches]
-    specs = {name: spec for b in benches for name, spec in b.metrics.items()}
+    specs = {name: metrics.metric_spec(name) for b in benches for name in b.metrics}
 
     def table(name: str, fns: Mapping[str, Any]) -> str:
         return f"{name} = {{" + ", ".join(f"{k!r}: {fn.__name__}" for k, fn in fns.items()) + "}"
@@ -325,7 +325,7 @@ def _module_body(module: Any) -> str:
     for i, node in enumerate(tree.body):
         docstring = i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
         if docstring or isinstance(node, (ast.Import, ast.ImportFrom)):
-            drop.update(range(node.lineno - 1, node.end_lineno))
+            drop.update(range(node.lineno - 1, node.end_lineno or node.lineno))
     kept = [line for n, line in enumerate(lines) if n not in drop]
     return "\n".join(kept).strip()
 
@@ -335,7 +335,8 @@ def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:
     `namespace` (the globals of the modules the code was copied from) got them. Only the
     standard library may be imported: the folder must run with lm_eval alone."""
     tree = ast.parse(code)
-    bound, read = set(), set()
+    bound: set[str] = set()
+    read: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Name):
             (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
@@ -349,6 +350,8 @@ def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:
         if hasattr(builtins, name):
             continue
         value = namespace.get(name)
+        module: str | None
+        imported: str | None
         if inspect.ismodule(value):
             module, imported = value.__name__, None
         else:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence, cast
 
 from ruler.builder.errors import RulerError
 from ruler.eval.data import Dataset, SplitFile
@@ -165,7 +165,7 @@ def key_by_prompt(source: PredictionSource, ds: Dataset, config: str | None,
                          f"{shown}{more}. They were made from other rows (another build, "
                          f"tokenizer or length): score them against the dataset they came "
                          f"from")
-    for r, (f, i) in zip(source.records, matched[chosen]):
+    for r, (f, i) in zip(source.records, cast("list[tuple]", matched[chosen])):  # none missed
         r.update(zip(KEY_COLUMNS, (f.config, f.task, f.max_seq_length, i)))
         r["data_sha256"] = f.content_sha256
         for k in ("_prompt", "_where", "_upstream_index", "_expected"):

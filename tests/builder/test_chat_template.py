@@ -17,8 +17,8 @@ from ruler.builder.chat_template import ChatTemplate, special_tokens
 from ruler.builder.tokenizer import ChatTemplateError, HFTokenizer
 from ruler.builder.tokenizer_registry import direct_files, load_tokenizer, registry
 
-HF_NAMES = [n for n, e in registry().items() if e["kind"] == "hf"]
-DIRECT = [n for n in HF_NAMES if direct_files(TOKENIZERS / registry()[n]["dir"], registry()[n])]
+HF_NAMES = [n for n, e in registry().items() if e.kind == "hf"]
+DIRECT = [n for n in HF_NAMES if direct_files(TOKENIZERS / registry()[n].dir, registry()[n])]
 
 
 def test_the_generic_class_tokenizers_are_loaded_directly():

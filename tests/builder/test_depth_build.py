@@ -147,7 +147,7 @@ def test_bad_depths_are_one_clear_error_and_nothing_is_written(tmp_path, capsys,
 
 
 def test_depths_without_tasks_builds_the_swept_tasks(monkeypatch, tmp_path):
-    import ruler.builder.pipeline as pipeline
+    import ruler.builder.pipeline.run as pipeline_run
 
     seen = {}
 
@@ -155,7 +155,7 @@ def test_depths_without_tasks_builds_the_swept_tasks(monkeypatch, tmp_path):
         seen["cfg"] = cfg
         raise SystemExit(0)
 
-    monkeypatch.setattr(pipeline, "run_build", capture)
+    monkeypatch.setattr(pipeline_run, "run_build", capture)
     with pytest.raises(SystemExit):
         main(["build", "--tokenizer", TOK, "--depths", "10", "--out", str(tmp_path)])
     assert seen["cfg"].tasks == swept_tasks() and seen["cfg"].variant == DepthSweep(10)

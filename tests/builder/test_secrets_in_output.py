@@ -218,7 +218,7 @@ def test_a_tokenizer_download_whose_redirect_echoes_the_token_never_shows_it(tmp
     (huggingface_hub's retry warning printed that URL). The build succeeds, and no line holds
     the token."""
     entry = registry()[CONFIG]
-    files = {name: (TOKENIZERS / entry["dir"] / name).read_bytes() for name in entry["files"]}
+    files = {name: (TOKENIZERS / entry.dir / name).read_bytes() for name in entry.files}
     throttled: set[str] = set()
 
     class Cdn(BaseHTTPRequestHandler):
@@ -245,7 +245,7 @@ def test_a_tokenizer_download_whose_redirect_echoes_the_token_never_shows_it(tmp
                 credential = quote(self.headers.get("Authorization", ""))
                 self.send_response(302)
                 self.send_header("Location", f"{cdn.url}/cdn/{name}?credential={credential}")
-                self.send_header("X-Repo-Commit", entry["revision"])
+                self.send_header("X-Repo-Commit", entry.revision)
                 self.send_header("X-Linked-Etag",
                                  f'"{hashlib.sha256(files[name]).hexdigest()}"')
                 self.send_header("X-Linked-Size", str(len(files[name])))

@@ -83,6 +83,24 @@ def test_fetch_punkt_tab_extracts_and_verifies_the_english_files(http_root, tmp_
         sources.SOURCES["punkt_tab"].sha256)
 
 
+@pytest.mark.network
+def test_urls_for_a_hub_source_are_refused_not_installed_as_an_empty_official_folder(
+        http_root, tmp_path):
+    """`fetch(id, urls=...)` fetches copies of a source that is one file or one archive. Given
+    to a Hub dataset (or a folder fetched file by file) the URLs were read as punkt_tab's
+    archive: nothing of it matched the source's (empty) hash table, so an empty folder was
+    installed and called official (found by typing the source kinds apart)."""
+    root, url = http_root
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("english/x.txt", "anything")
+    (root / "any.zip").write_bytes(buf.getvalue())
+    for sid in ("mmlu", "oneruler"):
+        with pytest.raises(RulerError, match=f"source '{sid}'.*urls"):
+            sources.fetch(sid, tmp_path / "dest", urls=[f"{url}/any.zip"])
+    assert not (tmp_path / "dest").exists()
+
+
 def test_cli_sources_list(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert main(["sources", "list", "--sources", str(SOURCES)]) == 0

@@ -70,11 +70,11 @@ def hub(monkeypatch):
 
 def _serve_pinned(served, name: str, revision: str, tamper: str | None = None) -> None:
     entry = registry()[name]
-    for f in entry["files"]:
-        data = (TOKENIZERS / entry["dir"] / f).read_bytes()
+    for f in entry.files:
+        data = (TOKENIZERS / entry.dir / f).read_bytes()
         if f == tamper:
             data = data.replace(b'"', b"'", 1)
-        served[f"/{entry['repo']}/resolve/{revision}/{f}"] = data
+        served[f"/{entry.repo}/resolve/{revision}/{f}"] = data
 
 
 def test_download_at_pinned_revision_then_offline_from_cache(hub, tmp_path, monkeypatch):
@@ -88,10 +88,10 @@ def test_download_at_pinned_revision_then_offline_from_cache(hub, tmp_path, monk
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     package = Path(ruler.tokenizers_cache.__file__).parent
     before = sorted(package.iterdir())
-    _serve_pinned(served, "qwen2.5", registry()["qwen2.5"]["revision"])
+    _serve_pinned(served, "qwen2.5", registry()["qwen2.5"].revision)
     tok = load_tokenizer("qwen2.5")
     assert tok.identity.origin == "hub" and tok.identity.pinned
-    assert all(registry()["qwen2.5"]["revision"] in r for r in requests)
+    assert all(registry()["qwen2.5"].revision in r for r in requests)
     cached = tmp_path / "ruler" / "tokenizers" / "qwen2.5"
     assert sorted(p.name for p in cached.iterdir()) == ["tokenizer.json", "tokenizer_config.json"]
     assert sorted(package.iterdir()) == before
@@ -104,7 +104,7 @@ def test_download_at_pinned_revision_then_offline_from_cache(hub, tmp_path, monk
 def test_a_file_that_differs_from_the_pin_is_refused_and_not_cached(hub, tmp_path, monkeypatch):
     served, _ = hub
     monkeypatch.setenv("RULER_TOKENIZER_CACHE", str(tmp_path))
-    _serve_pinned(served, "qwen2.5", registry()["qwen2.5"]["revision"],
+    _serve_pinned(served, "qwen2.5", registry()["qwen2.5"].revision,
                   tamper="tokenizer_config.json")
     with pytest.raises(RulerError, match="does not match the registry pin"):
         load_tokenizer("qwen2.5")

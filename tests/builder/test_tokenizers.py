@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -25,7 +26,35 @@ def test_registry_lists_the_issue_names_with_hashes():
     reg = registry()
     assert set(ALL) <= set(reg)
     for name, entry in reg.items():
-        assert entry["files"] and all(len(h) == 64 for h in entry["files"].values()), name
+        assert entry.files and all(len(h) == 64 for h in entry.files.values()), name
+
+
+def test_the_registry_is_read_into_typed_records_that_know_every_key():
+    """registry.json is read into `RegistryEntry` records: every key of every entry is a
+    field (none left in `extra`, where code would have to look it up by name), and each
+    record writes back the entry it was read from."""
+    from helpers.paths import ROOT
+
+    raw = json.loads((ROOT / "tokenizers_cache" / "registry.json").read_text(encoding="utf-8"))
+    reg = registry()
+    assert set(reg) == {k for k in raw if not k.startswith("_")}
+    for name, entry in reg.items():
+        assert entry.extra == {} and (entry.package is None or entry.package.extra == {}), name
+        assert entry.to_json() == raw[name], name
+
+
+def test_a_tokenizer_without_a_chat_template_renders_no_chat_text():
+    """Every Tokenizer has `render_chat` and `render_reasoning` (eval/render.py calls them on
+    the base type): without a chat template each raises the ValueError `prompt_ids` raises
+    for chat and reasoning mode (they were HFTokenizer's alone: an AttributeError)."""
+    tok = load_tokenizer("gpt-4")
+    assert not tok.has_chat_template
+    for render in (lambda: tok.render_chat("input", "prefix"),
+                   lambda: tok.render_reasoning("input"),
+                   lambda: tok.prompt_ids("input", "prefix", "chat")):
+        with pytest.raises(ValueError, match="tokenizer 'gpt-4' has no chat template; use "
+                                             "mode='base'"):
+            render()
 
 
 def test_batch_counts_equal_single_counts(tok):
@@ -34,7 +63,7 @@ def test_batch_counts_equal_single_counts(tok):
     assert tok.count("") == 0
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if registry()[n]["kind"] == "hf"])
+@pytest.mark.parametrize("name", [n for n in ALL if registry()[n].kind == "hf"])
 def test_hf_ids_are_the_backends_own_encode(name):
     """HFTokenizer encodes without offsets (`encode_batch_fast`): the ids are `encode`'s, on
     plain text and on a rendered prompt holding the template's special tokens."""
@@ -184,7 +213,7 @@ def test_registry_is_package_data_and_the_cache_is_the_users(monkeypatch, tmp_pa
 # --- one registry name, one tokenizer, whichever way it is obtained -----------------------
 
 #: Registry names that more than one backend loads (a pinned folder and an installed package).
-MULTI_BACKEND = [n for n, e in registry().items() if "package" in e]
+MULTI_BACKEND = [n for n, e in registry().items() if e.package is not None]
 
 
 @pytest.fixture()
@@ -332,9 +361,10 @@ def test_the_package_file_is_pinned(monkeypatch, without_pinned_folders):
     package and its version, never used as the registry's tokenizer."""
     import ruler.builder.tokenizer_registry as reg
 
-    entry = json.loads(json.dumps(registry()["mistral-nemo"]))
-    assert len(entry["package"]["sha256"]) == 64
-    entry["package"]["sha256"] = "0" * 64
+    entry = registry()["mistral-nemo"]
+    assert entry.package is not None and len(entry.package.sha256) == 64
+    entry = dataclasses.replace(entry, package=dataclasses.replace(entry.package,
+                                                                  sha256="0" * 64))
     monkeypatch.setattr(reg, "registry", lambda: {"mistral-nemo": entry})
     with pytest.raises(RulerError, match=r"mistral-common==[\d.]+ .*tekken_240718.json.*"
                                          r"does not match the registry pin"):
@@ -355,10 +385,10 @@ def test_identity_differences_name_packages_as_they_are():
                     "transformers not recorded -> 5.19.0)")
 
 
-@pytest.mark.parametrize("name", [n for n, e in registry().items() if e["kind"] == "hf"])
+@pytest.mark.parametrize("name", [n for n, e in registry().items() if e.kind == "hf"])
 def test_the_registry_pins_the_chat_template_each_hf_tokenizer_renders(name):
     tok = load_tokenizer(name)
-    assert tok.identity.chat_template_sha256 == registry()[name]["chat_template_sha256"]
+    assert tok.identity.chat_template_sha256 == registry()[name].chat_template_sha256
 
 
 def test_a_chat_template_file_beside_the_pinned_files_is_refused(tmp_path, monkeypatch):
@@ -376,7 +406,7 @@ def test_a_chat_template_file_beside_the_pinned_files_is_refused(tmp_path, monke
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("name", [n for n, e in registry().items() if e["kind"] == "tiktoken"])
+@pytest.mark.parametrize("name", [n for n, e in registry().items() if e.kind == "tiktoken"])
 def test_a_tiktoken_encoding_from_tiktokens_own_cache_is_the_pinned_file(name, tmp_path):
     """Without $RULER_TOKENIZERS tiktoken's own cache (or its download) supplies the encoding:
     tiktoken accepts only the file its built-in hash expects, which is the registry's pin, so
@@ -388,11 +418,11 @@ def test_a_tiktoken_encoding_from_tiktokens_own_cache_is_the_pinned_file(name, t
     import sys
 
     entry = registry()[name]
-    (file_name,) = entry["files"]
+    (file_name,) = entry.files
     cache = tmp_path / "cache"
-    seeded = cache / "tiktoken-cache" / hashlib.sha1(entry["url"].encode()).hexdigest()
+    seeded = cache / "tiktoken-cache" / hashlib.sha1(entry.url.encode()).hexdigest()
     seeded.parent.mkdir(parents=True)
-    seeded.write_bytes((TOKENIZERS / entry["dir"] / file_name).read_bytes())
+    seeded.write_bytes((TOKENIZERS / entry.dir / file_name).read_bytes())
     script = (
         "import json; from ruler.builder.tokenizer_registry import load_tokenizer\n"
         f"t = load_tokenizer({name!r})\n"

@@ -88,7 +88,7 @@ def test_a_killed_worker_fails_the_build_naming_the_file_and_a_rerun_resumes(tmp
 def test_ctrl_c_stops_driver_and_workers_with_one_line(tmp_path):
     out = tmp_path / "out"
     argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4",
-            "--tasks", "niah_single_1,niah_single_2", "--lengths", "16384", "--samples", "40",
+            "--tasks", "niah_single_1,niah_single_2", "--lengths", "16384", "--samples", "160",
             "--workers", "2", "--no-progress", "--out", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -143,8 +143,10 @@ def test_a_killed_driver_leaves_no_worker_and_no_temporary_file_behind(tmp_path,
     process group: its workers used to keep running under PID 1 for a minute and more, and
     their temporary files stayed in OUT for good."""
     out = tmp_path / "out"
+    # large enough that both workers are still writing when the driver is killed (at 40
+    # samples a file took well under a second once fitting tallied its probes)
     argv = [sys.executable, "-m", "ruler", "build", "--tokenizer", "gpt-4",
-            "--tasks", "niah_single_1,niah_single_2", "--lengths", "16384", "--samples", "40",
+            "--tasks", "niah_single_1,niah_single_2", "--lengths", "16384", "--samples", "160",
             "--workers", "2", "--start-method", start_method, "--no-progress", "--out", str(out)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)

@@ -34,6 +34,12 @@ TOKENIZER = "llama-3.1"
 SEVERAL_TASKS = "niah_single_1,niah_multikey_2,vt,cwe,fwe,qa_1"
 
 
+#: Samples a file of the 16K builds: enough that a file is still being written when a test
+#: looks for a worker to kill (at 12, a file took a fraction of a second once fitting tallied
+#: its probes, and a test could miss every file).
+LARGE_SAMPLES = 40
+
+
 @pytest.fixture(scope="module")
 def cluster():
     c = RayCluster().start()
@@ -46,7 +52,7 @@ def local_reference(tmp_path_factory):
     """The local executor's files for every task and length the tests build."""
     small, large = tmp_path_factory.mktemp("local-small"), tmp_path_factory.mktemp("local-large")
     build(small, TOKENIZER, SEVERAL_TASKS.split(","), [4096, 32768], 8)
-    build(large, TOKENIZER, ["niah_single_2", "qa_1", "vt"], [16384], 12)
+    build(large, TOKENIZER, ["niah_single_2", "qa_1", "vt"], [16384], LARGE_SAMPLES)
     return {rel: entry for out in (small, large)
             for rel, entry in json.loads((out / "manifest.json").read_text())["files"].items()}
 
@@ -140,7 +146,7 @@ def test_a_two_node_ray_build_equals_the_local_build(cluster, local_reference, t
 
 def test_a_killed_ray_worker_is_retried_and_the_build_completes_with_equal_files(
         cluster, local_reference, tmp_path):
-    run = Build(cluster, tmp_path / "out", "niah_single_2,qa_1,vt", "16384", 12)
+    run = Build(cluster, tmp_path / "out", "niah_single_2,qa_1,vt", "16384", LARGE_SAMPLES)
     victim = None
     deadline = time.monotonic() + 120
     while victim is None and run.proc.poll() is None and time.monotonic() < deadline:
@@ -162,7 +168,7 @@ def test_a_killed_ray_worker_is_retried_and_the_build_completes_with_equal_files
 def test_a_file_that_keeps_failing_ends_the_build_with_one_line_and_nothing_written(
         cluster, tmp_path):
     out_dir = tmp_path / "out"
-    run = Build(cluster, out_dir, "niah_single_2", "16384", 12)
+    run = Build(cluster, out_dir, "niah_single_2", "16384", LARGE_SAMPLES)
     killed: set[int] = set()
     deadline = time.monotonic() + 240
     while run.proc.poll() is None and time.monotonic() < deadline:
@@ -186,7 +192,7 @@ def test_a_file_that_keeps_failing_ends_the_build_with_one_line_and_nothing_writ
 def test_a_lost_node_is_retried_on_the_other_node(local_reference, tmp_path):
     cluster = RayCluster().start()
     try:
-        run = Build(cluster, tmp_path / "out", "niah_single_2,qa_1,vt", "16384", 12)
+        run = Build(cluster, tmp_path / "out", "niah_single_2,qa_1,vt", "16384", LARGE_SAMPLES)
         lost = None
         deadline = time.monotonic() + 120
         while lost is None and run.proc.poll() is None and time.monotonic() < deadline:

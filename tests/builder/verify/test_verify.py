@@ -383,6 +383,21 @@ def test_regenerate_rebuilds_rows_and_catches_a_consistent_forgery(out, capsys):
            f"input" in text
 
 
+@pytest.mark.build
+def test_rows_of_a_build_that_records_no_seed_are_not_regenerated_with_none(out, capsys):
+    """A build entry without its seed (or samples, or prompt mode: the manifest's schema does
+    not require them) cannot be made again: its rows used to be regenerated with seed None
+    and every one reported as differing in its input, as if the files were damaged (found by
+    typing the recipe's fields)."""
+    m = manifest(out)
+    del m["builds"]["gpt-4"]["seed"]
+    save_manifest(out, m)
+    code, text = run(capsys, out, "--no-load", "--regenerate", "1")
+    assert code == 1
+    assert "the row differs" not in text
+    assert f"{VICTIM} row " in text and "manifest.json records no seed for the build" in text
+
+
 @pytest.fixture(scope="module")
 def qa_build(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("verify-qa") / "ruler"

@@ -38,8 +38,8 @@ def tiktoken_cache(tmp_path_factory) -> Path:
 
     entry = registry()["gpt-4o"]
     cache = tmp_path_factory.mktemp("tiktoken")
-    (cache / hashlib.sha1(entry["url"].encode()).hexdigest()).write_bytes(
-        (TOKENIZERS / entry["dir"] / next(iter(entry["files"]))).read_bytes())
+    (cache / hashlib.sha1(entry.url.encode()).hexdigest()).write_bytes(
+        (TOKENIZERS / entry.dir / next(iter(entry.files))).read_bytes())
     return cache
 
 
