@@ -62,7 +62,7 @@ MODULES = {
 from ruler.builder.tasks.benchmarks import Benchmark
 
 BENCHMARK = Benchmark(id="toy", title="Toy", tasks=("toy_word",), config_suffix="toy",
-                      weighted_average=False, card_section="ruler_toy_plugin.card:section")
+                      card_section="ruler_toy_plugin.card:section")
 ''',
     "card.py": '''
 def section(manifest):
@@ -350,9 +350,9 @@ def test_a_plugin_exporter_runs_as_a_subcommand(site, data, tmp_path):
     lm = tmp_path / "lm"
     refused = _ruler(site, "export", "lm-eval", str(data), "--out", str(lm), status=2).stderr
     assert refused.strip() == ("ruler: error: task 'toy_word' is scored by metric 'toy_exact', "
-                               "which is not ruler's own: the exported utils.py holds ruler's "
-                               "metrics only; score lm-eval's samples with `ruler score` "
-                               "instead")
+                               "which benchmark 'toy' does not export (no lm-eval hooks carry "
+                               "its code to utils.py): score lm-eval's samples with `ruler "
+                               "score` instead")
     assert not lm.exists()
 
 
