@@ -35,9 +35,10 @@ from ruler.benchmarks.oneruler.tasks import ONERULER_CWE
 from ruler.benchmarks.ruler.common_words import check_numbered_answers
 from ruler.benchmarks.ruler2.items import aimed_step
 from ruler.builder.errors import RulerError
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import TaskFamily
+from ruler.builder.tasks.tally import Gather, Tally
 
 
 def cwe_template(raw: str) -> str:
@@ -117,11 +118,23 @@ class OnerulerCweGenerator(TaskGenerator):
             orders[n] = np.asarray(order)
         return orders[n]
 
-    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+    def _listed(self, rng: random.Random, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """The sample's first `size` words (pool positions: the common ones first) and the
+        list, as pool positions in the order written."""
         ids = np.random.default_rng(rng.getrandbits(64)).permutation(len(self.pool))[:size]
         listed = np.concatenate([np.tile(ids[:self.num_cw], self.freq_cw),
                                  np.tile(ids[self.num_cw:], self.freq_ucw)])
-        listed = listed[self._order(len(listed))]
+        return ids, listed[self._order(len(listed))]
+
+    def _spaced_labels(self, n: int) -> list[str]:
+        """" 1.", " 2.", ... " n." (at least): one growing list, so every draft and tally
+        shares these strings and a counter keeps their counts by position."""
+        labels = self.__dict__.setdefault("_spaced_label_cache", [])
+        labels.extend(f" {i + 1}." for i in range(len(labels), n))
+        return labels
+
+    def draft(self, index: int, rng: random.Random, size: int) -> Draft:
+        ids, listed = self._listed(rng, size)
         words = [self.pool[i] for i in listed.tolist()]
         labels = [f"{i + 1}." for i in range(len(words))]
         units: list[str] = [""] * (2 * len(words))
@@ -129,7 +142,7 @@ class OnerulerCweGenerator(TaskGenerator):
         if self.clean:
             opened: list[str] = [""] * (2 * len(words) - 1)
             opened[0::2] = self._opened_pool[listed].tolist()
-            opened[1::2] = [" " + label for label in labels[1:]]
+            opened[1::2] = self._spaced_labels(len(words))[1:len(words)]
             text, pieces = joined(self.head, units, " ", self.tail, clean=True, opened=opened)
         else:
             text, pieces = joined(self.head, units, " ", self.tail)
@@ -137,6 +150,23 @@ class OnerulerCweGenerator(TaskGenerator):
         return Draft(input=text, answer_prefix="", outputs=common, gold_spans=(),
                      context_span=(len(self.head), len(text) - len(self.tail)), size=size,
                      pieces=pieces)
+
+    def tally(self, index: int, rng: random.Random, size: int) -> Tally | None:
+        """The draft's pieces (`joined`'s clean cut of `1. w 2. w ...`): head + "1." and
+        " " + the first word, then " " + each word but the first and last (positions in the
+        opened pool) and " 2." ... " M." (positions in the spaced labels), the last word with
+        the tail. None where the pool's words are not all clean (drafted instead)."""
+        if not self.clean:
+            return None
+        _, listed = self._listed(rng, size)
+        m = len(listed)
+        if m < 2:
+            return None
+        opened = self._opened_pool
+        return Tally(first=(self.head + "1.", opened[listed[0]]),
+                     middle=(Gather(opened, listed[1:-1]),
+                             Gather(self._spaced_labels(m), slice(1, m))),
+                     last=tail_pieces(opened[listed[-1]], self.tail), answer_prefix="")
 
 
 # --- checks ------------------------------------------------------------------------------------

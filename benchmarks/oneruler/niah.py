@@ -186,13 +186,17 @@ class OnerulerNiahGenerator(TaskGenerator):
         fields = {f"query{i + 1}": q for i, q in enumerate(queries)}
         head, tail = template_ends(self.template, **fields)
         if self.sep:
-            text, pieces = joined(head, units, self.sep, tail)
+            # `joined`'s clean cut where its promise holds (the same pieces, without its
+            # per-unit checks): stripped sentences and needles, empty units only between
+            # needles or at the ends (needles are never empty, so never two in a row)
+            clean = self._clean_sentences and all(
+                _stripped(needle_text(self.context_parts, self.language.context, k, v))
+                for k, v in placed) and (part is None or _stripped(part))
+            text, pieces = joined(head, units, self.sep, tail, clean=clean)
         else:  # zh, ja: no clean junction between sentences, so counted whole
             text, pieces = head + "".join(units) + tail, ()
-        starts, pos = [], len(head)
-        for unit in units:
-            starts.append(pos)
-            pos += len(unit) + len(self.sep)
+        # where the asked needles start (the units before them, each with its separator)
+        starts = {i: len(head) + sum(map(len, units[:i])) + i * len(self.sep) for i in gold}
         book = len(self.sentences)
         repeated = sum(len(self.sentences[i % book]) + len(self.sep)
                        for i in range(book, size))
@@ -202,6 +206,12 @@ class OnerulerNiahGenerator(TaskGenerator):
                      gold_spans=tuple((starts[i], starts[i] + len(units[i])) for i in gold),
                      context_span=(len(head), len(text) - len(tail)), size=size,
                      pieces=pieces, repeated_chars=repeated)
+
+    @cached_property
+    def _clean_sentences(self) -> bool:
+        """Whether every book sentence is non-empty and starts and ends with a non-space
+        character (a unit `joined` may cut cleanly without checking it)."""
+        return all(map(_stripped, self.sentences))
 
     def _haystack(self, start: int, end: int, size: int, part: str | None) -> list[str]:
         """Haystack sentences start..end-1: the book's, sentence `size` being `part` (the
@@ -217,6 +227,11 @@ class OnerulerNiahGenerator(TaskGenerator):
         if end <= len(book):
             return list(book[start:end])
         return [book[i % len(book)] for i in range(start, end)]
+
+
+def _stripped(unit: str) -> bool:
+    """Non-empty, with no space at either end."""
+    return bool(unit) and not unit[0].isspace() and not unit[-1].isspace()
 
 
 # --- checks ------------------------------------------------------------------------------------

@@ -15,11 +15,13 @@ from ruler.builder.fitting import fit_sample
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS
 
-TALLIED = ("niah_single_1", "niah_multikey_2", "niah_multikey_3", "cwe", "fwe")
+TALLIED = ("niah_single_1", "niah_multikey_2", "niah_multikey_3", "cwe", "fwe", "or_cwe",
+           "or_cwe_easy")
 #: each tallying task with a registry tokenizer of another kind (the fast tier's)
 PAIRS = [("niah_single_1", "gpt-4o"), ("niah_multikey_2", "llama-3.1"),
          ("niah_multikey_3", "mistral-nemo"), ("cwe", "llama-2"), ("cwe", "qwen2.5"),
-         ("fwe", "gemma-3"), ("fwe", "llama-3.1")]
+         ("fwe", "gemma-3"), ("fwe", "llama-3.1"), ("or_cwe", "qwen2.5"),
+         ("or_cwe_easy", "llama-3.1")]
 
 
 def _rng(gen, index: int):

@@ -332,3 +332,30 @@ def test_a_dictionary_that_runs_out_keeps_every_word_as_upstream():
 def test_cross_lingual_configs_have_no_cwe():
     with pytest.raises(RulerError, match="no cross-lingual setting"):
         draft("or_cwe", context_for("en-ko"))
+
+
+@pytest.mark.parametrize("language", ["en", "ko", "sw", "ta", "hi", "vi", "en-ko"])
+def test_the_haystack_is_cut_as_the_checked_cut_cuts_it(language, monkeypatch):
+    """Drafts take `joined`'s clean cut where sentences and needles are stripped (issue 43:
+    the per-unit checks were a tenth of a build): the same pieces as the checked cut, with
+    needles at depth 0, at the end and sharing a cut (small sizes), and with a top-up part."""
+    import ruler.benchmarks.oneruler.niah as niah
+
+    real, calls = niah.joined, []
+
+    def both(head, units, sep, tail, clean=False, opened=None):
+        made = real(head, units, sep, tail, clean, opened)
+        assert made == real(head, units, sep, tail), (head, units)
+        calls.append(clean)
+        return made
+
+    monkeypatch.setattr(niah, "joined", both)
+    ctx = context_for(language)
+    for task in ("or_niah_multikey", "or_niah_none", "or_niah_multivalue"):
+        gen = make_generator(get_task(task), ctx, 8000)
+        for index in range(6):
+            for size in (1, 2, 3, 7, 40):
+                rng = lambda: sample_rng(42, ctx.tokenizer_name, task, 8000, index)  # noqa: E731
+                gen.draft(index, rng(), size)
+                gen.draft_part(index, rng(), size, max(1, gen.next_unit_parts(index, size) // 2))
+    assert calls and all(calls), "the clean cut was not taken"
