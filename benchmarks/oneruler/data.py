@@ -111,11 +111,16 @@ class OnerulerData:
                              f"{e.strerror or e}") from None
 
     def niah_parts(self, lang: str) -> Mapping[str, str]:
-        parts = json.loads(self._text(f"prompt/{lang}/niah.txt"))
-        missing = [k for k in NIAH_PARTS if not isinstance(parts.get(k), str)]
-        if missing:
-            raise RulerError(f"ONERULER data: prompt/{lang}/niah.txt lacks {', '.join(missing)}")
-        return parts
+        """A language's niah.txt, read once (every built row's check reads it)."""
+        known = self.__dict__.setdefault("_niah_parts", {})
+        if lang not in known:
+            parts = json.loads(self._text(f"prompt/{lang}/niah.txt"))
+            missing = [k for k in NIAH_PARTS if not isinstance(parts.get(k), str)]
+            if missing:
+                raise RulerError(f"ONERULER data: prompt/{lang}/niah.txt lacks "
+                                 f"{', '.join(missing)}")
+            known[lang] = parts
+        return dict(known[lang])  # the caller's own, as when each call read the file
 
     def cwe_template(self, lang: str) -> str:
         """The whole cwe.txt, as upstream reads it (`open(...).read()`)."""

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import random
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Mapping
 
 from ruler.benchmarks.oneruler.data import OnerulerData
@@ -236,6 +236,7 @@ def _stripped(unit: str) -> bool:
 
 # --- checks ------------------------------------------------------------------------------------
 
+@lru_cache(maxsize=256)
 def _pattern(template: str, **groups: str) -> str:
     """A template as a regular expression: literal text, each `{name}` the group given."""
     out, pos = [], 0
@@ -283,9 +284,10 @@ def _parse(row: Mapping, found: tuple[OnerulerLanguage, OnerulerData] | str | No
     return lang, parts["none"], keys, needles, (context_start, m.end(1))
 
 
-def _alternatives(words) -> str:
+@lru_cache(maxsize=64)
+def _alternatives(words: tuple[str, ...]) -> str:
     """A group matching exactly one of `words` (the longest first), never text around them
-    (a book's own quotes and colons)."""
+    (a book's own quotes and colons). Cached: every built row's check asks it."""
     return "(" + "|".join(map(re.escape, sorted(set(words), key=len, reverse=True))) + ")"
 
 
