@@ -33,7 +33,7 @@ from __future__ import annotations
 import random
 import re
 from functools import cached_property, lru_cache
-from typing import Mapping
+from typing import Mapping, cast
 
 from ruler.benchmarks.oneruler.data import OnerulerData
 from ruler.benchmarks.oneruler.languages import OnerulerLanguage, full_stop, joiner
@@ -49,10 +49,11 @@ from ruler.benchmarks.oneruler.tasks import ONERULER_NIAH
 from ruler.benchmarks.ruler2.items import aimed_step
 from ruler.builder.depths import DEPTHS
 from ruler.builder.rng import below
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
+from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.sampling import draw_unique
+from ruler.builder.tasks.tally import Gather, Tally
 
 
 def niah_template(parts: Mapping[str, str], context_language: str, queries: int) -> str:
@@ -151,9 +152,10 @@ class OnerulerNiahGenerator(TaskGenerator):
         its characters in a language written without spaces (zh, ja)."""
         return sentence.split(" ") if self.sep else list(sentence)
 
-    def _draft(self, rng: random.Random, size: int, part: str | None) -> Draft:
-        """The sample with `size` whole sentences and, when `part` is given, the start of the
-        next one after them: a haystack sentence of its own for the needles' positions."""
+    def _draws(self, rng: random.Random
+               ) -> tuple[list[tuple[str, str]], list[int], list[str], tuple[str, ...], set]:
+        """A sample's draws, in order: the needles (key, value) as placed, their depths, the
+        queries (as asked), the answer and the asked keys."""
         keys = self._draw_keys(rng)
         values = draw_unique(rng, self.num_k * self.num_v, value_of)
         by_key = [values[i * self.num_v:(i + 1) * self.num_v] for i in range(self.num_k)]
@@ -168,8 +170,12 @@ class OnerulerNiahGenerator(TaskGenerator):
             queries = [self._absent_key(rng, keys)]
             outputs = (self.parts["none"],)
         asked_keys = set(queries) if self.relevant else set()
-        queries = [self.translate[q] for q in queries]
+        return placed, depths, [self.translate[q] for q in queries], outputs, asked_keys
 
+    def _draft(self, rng: random.Random, size: int, part: str | None) -> Draft:
+        """The sample with `size` whole sentences and, when `part` is given, the start of the
+        next one after them: a haystack sentence of its own for the needles' positions."""
+        placed, depths, queries, outputs, asked_keys = self._draws(rng)
         hay = size + (part is not None)  # haystack sentences, a part counted as one
         cuts = sorted(int(hay * d / 100) for d in depths)
         units: list[str] = []
@@ -206,6 +212,103 @@ class OnerulerNiahGenerator(TaskGenerator):
                      gold_spans=tuple((starts[i], starts[i] + len(units[i])) for i in gold),
                      context_span=(len(head), len(text) - len(tail)), size=size,
                      pieces=pieces, repeated_chars=repeated)
+
+    def tally(self, index: int, rng: random.Random, size: int) -> Tally | None:
+        """`draft`'s pieces (`joined`'s clean cut) without its text: the runs of whole
+        sentences between the needles as positions in the book's sentences with their
+        space (`_opened`), the needles and the pieces an empty run glues (a needle at depth
+        0, two sharing a cut) as they are, the first two and the last with the template's
+        ends. None where sentences are not spaced or not clean (drafted instead)."""
+        if not self.sep or not self._clean_sentences:
+            return None
+        placed, depths, queries, _, _ = self._draws(rng)
+        needles = [needle_text(self.context_parts, self.language.context, k, v)
+                   for k, v in placed]
+        if not all(map(_stripped, needles)):
+            return None
+        head, tail = template_ends(self.template, **{f"query{i + 1}": q
+                                                     for i, q in enumerate(queries)})
+        bounds = [0, *sorted(int(size * d / 100) for d in depths), size]
+        # the draft's units: a run of sentences (start, end) or "" where it is empty, then a
+        # needle, ..., then the last run
+        units: list[tuple[int, int] | str] = []
+        for j, needle in enumerate(needles):
+            units += [(bounds[j], bounds[j + 1]) if bounds[j + 1] > bounds[j] else "", needle]
+        units.append((bounds[-2], size) if size > bounds[-2] else "")
+        # its pieces: text, or (start, end) for " " + each sentence of a run
+        out: list[str | tuple[int, int]] = []
+        glue = False  # an empty unit's piece joins the next one (always a needle)
+        for i, unit in enumerate(units):
+            if unit == "":
+                piece = head if i == 0 else " "
+                if out:
+                    out[-1] = cast(str, out[-1]) + piece  # a needle's piece
+                else:
+                    out.append(piece)
+                glue = True
+                continue
+            if isinstance(unit, str):
+                piece = (head if i == 0 else " ") + unit
+                if glue:
+                    out[-1] = cast(str, out[-1]) + piece
+                else:
+                    out.append(piece)
+            else:
+                start, end = unit
+                if i == 0:
+                    out.append(head + self._sentence(start))
+                    start += 1
+                if end > start:
+                    out.append((start, end))
+            glue = False
+        first, second = self._explicit(out, 0), self._explicit(out, 1)
+        last = self._explicit(out, len(out) - 1, last=True) if len(out) > 2 else ""
+        if len(out) < 4:  # no middle: the counter tokenizes such a draft whole
+            return None
+        middle: list = []
+        literal: list[str] = []
+        for item in out[2:-1]:
+            if isinstance(item, str):
+                literal.append(item)
+            else:
+                middle.extend(self._gathers(*item))
+        if literal:
+            middle.append(tuple(literal))
+        return Tally(first=(first, second), middle=tuple(middle),
+                     last=tail_pieces(last, tail), answer_prefix="")
+
+    def _sentence(self, i: int) -> str:
+        return self.sentences[i % len(self.sentences)]
+
+    def _explicit(self, out: list, k: int, last: bool = False) -> str:
+        """Piece `k` of `out` as text: a run there gives up its first sentence to it (its
+        last, for the `last` piece)."""
+        item = out[k]
+        if isinstance(item, str):
+            return item
+        start, end = item
+        if last:
+            out[k:] = ([(start, end - 1)] if end - 1 > start else []) + \
+                [" " + self._sentence(end - 1)]
+            return cast(str, out[-1])
+        out[k:k + 1] = [" " + self._sentence(start)] + \
+            ([(start + 1, end)] if end > start + 1 else [])
+        return cast(str, out[k])
+
+    def _gathers(self, start: int, end: int) -> list[Gather]:
+        """Haystack sentences start..end-1 (the book repeated) as positions in `_opened`."""
+        book, runs = len(self.sentences), []
+        while start < end:
+            at = start % book
+            n = min(end - start, book - at)
+            runs.append(Gather(self._opened, slice(at, at + n)))
+            start += n
+        return runs
+
+    @cached_property
+    def _opened(self) -> list[str]:
+        """" " + each book sentence: the pieces of every tally share these strings."""
+        return [" " + s for s in self.sentences]
 
     @cached_property
     def _clean_sentences(self) -> bool:

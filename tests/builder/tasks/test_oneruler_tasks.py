@@ -359,3 +359,37 @@ def test_the_haystack_is_cut_as_the_checked_cut_cuts_it(language, monkeypatch):
                 gen.draft(index, rng(), size)
                 gen.draft_part(index, rng(), size, max(1, gen.next_unit_parts(index, size) // 2))
     assert calls and all(calls), "the clean cut was not taken"
+
+
+@pytest.mark.parametrize("language", ["en", "ko", "sw", "hi", "en-ko", "zh"])
+def test_a_needle_tally_holds_the_drafts_pieces_and_counts_them(language):
+    """The NIAH tally (issue 43: the fitter sums its runs instead of writing and cutting every
+    probe's text) holds the draft's pieces, with needles at depth 0, at the end and sharing a
+    cut (small sizes) and a book repeated (this context's book is a few dozen sentences), and
+    the counter counts what it counts of the draft; zh is not cut, so it has no tally."""
+    from collections import Counter as Multiset
+
+    from ruler.builder.counting import ExactCounter, PieceCounter
+
+    ctx = context_for(language)
+    tok = ctx.tokenizer
+    for task in ("or_niah_single", "or_niah_none", "or_niah_multikey", "or_niah_multivalue",
+                 "or_niah_multiquery"):
+        gen = make_generator(get_task(task), ctx, 8000)
+        counter = PieceCounter(tok, tok.default_mode())
+        tallied = 0
+        for index in range(4):
+            for size in (1, 2, 3, 7, 40, 130):
+                rng = lambda: sample_rng(42, ctx.tokenizer_name, task, 8000, index)  # noqa: E731
+                tally, d = gen.tally(index, rng(), size), gen.draft(index, rng(), size)
+                if tally is None:
+                    assert language == "zh" or PieceCounter._frame_end(d.pieces) == 2
+                    continue
+                n = len(tally.last)
+                assert tally.first == d.pieces[:2] and tally.last == d.pieces[-n:]
+                assert Multiset(tally.middle_pieces()) == Multiset(d.pieces[2:-n])
+                assert tally.size() == len(d.pieces)
+                want = ExactCounter(tok, tok.default_mode()).prompt_length(d)
+                assert counter.tally_length(tally) == want == counter.prompt_length(d)
+                tallied += 1
+        assert tallied or language == "zh"
