@@ -72,6 +72,11 @@ class ExactCounter:
     def scope(self, name: str) -> None:
         """Count the next drafts for `name` (a task); see PieceCounter.scope."""
 
+    def counts_whole(self, draft: Draft) -> bool:
+        """Whether this counter counts `draft` (and finds its token positions) by tokenizing
+        the whole prompt, as the reference does."""
+        return True
+
     def prompt_length(self, draft: Draft) -> int:
         return self.tok.prompt_length(draft.input, draft.answer_prefix, self.mode)
 
@@ -97,6 +102,9 @@ class PieceCounter(ExactCounter):
         self._frame_starts: dict[str, list[int]] = {}
         self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
         self._refined: dict[str, int] = {}  # see _refined_counts
+
+    def counts_whole(self, draft: Draft) -> bool:
+        return len(draft.pieces) < 4  # too few pieces to cut: counted as ExactCounter does
 
     @staticmethod
     def _anchor(piece: str) -> str:
@@ -199,7 +207,7 @@ class PieceCounter(ExactCounter):
 
     def prompt_length(self, draft: Draft) -> int:
         pieces = draft.pieces
-        if len(pieces) < 4:
+        if self.counts_whole(draft):
             return super().prompt_length(draft)
         j = self._frame_end(pieces)
         bridged = j < len(pieces) - 1
@@ -275,7 +283,7 @@ class PieceCounter(ExactCounter):
 
     def token_positions(self, draft: Draft, char_offsets: Sequence[int]) -> list[int]:
         pieces = draft.pieces
-        if len(pieces) < 4:
+        if self.counts_whole(draft):
             return super().token_positions(draft, char_offsets)
         tok = self.tok
         starts = list(itertools.accumulate(map(len, pieces[:-1]), initial=0))

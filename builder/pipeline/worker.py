@@ -123,9 +123,12 @@ class Worker:
         first = task not in self._certified
         if first or self.recipe.certify_every_row or index % SPOT_CHECK_EVERY == 0:
             d = fitted.draft
-            agrees = (self.exact.prompt_length(d) + gen.reserved_tokens == fitted.length
-                      and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
-                                                     + list(d.context_span)) == marks)
+            # A draft the piece counter counted whole (too few pieces: zh and ja haystacks)
+            # was counted as the check would count it: tokenizing it again proves nothing.
+            agrees = self.fast.counts_whole(d) or (
+                self.exact.prompt_length(d) + gen.reserved_tokens == fitted.length
+                and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
+                                               + list(d.context_span)) == marks)
             if not agrees and not first and not self.recipe.certify_every_row:
                 raise RulerError(
                     f"task {task}, L={gen.max_seq_length}, sample {index}: piece token counts "

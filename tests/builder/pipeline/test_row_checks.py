@@ -157,3 +157,23 @@ def test_a_row_short_by_a_long_sentence_takes_that_sentences_start(tmp_path, lan
     assert whole.outputs == part.outputs and len(whole.gold_spans) == len(part.gold_spans) == 1
     assert part.input[part.gold_spans[0][0]:part.gold_spans[0][1]] == \
         whole.input[whole.gold_spans[0][0]:whole.gold_spans[0][1]]
+
+
+@pytest.mark.build
+def test_a_row_counted_whole_is_not_tokenized_again_to_certify_it(tmp_path, monkeypatch):
+    """A zh haystack is not cut (its draft is counted whole, as the check counts it): the
+    certification of a task's first row tokenized it twice more (issue 43), proving nothing."""
+    worker = _oneruler_worker(tmp_path, "zh")
+    calls: list = []
+    real = type(worker.exact)
+    monkeypatch.setattr(worker.exact, "prompt_length",
+                        lambda d: calls.append(d) or real.prompt_length(worker.exact, d))
+    monkeypatch.setattr(worker.exact, "token_positions",
+                        lambda d, at: calls.append(d) or real.token_positions(worker.exact, d, at))
+    made = worker.make_row("or_niah_single", 8000, 0)
+    assert made.certified and not made.counted_exactly and calls == []
+    # a cut draft (en) is still checked against a whole-prompt count
+    worker = _oneruler_worker(tmp_path, "en")
+    monkeypatch.setattr(worker.exact, "prompt_length",
+                        lambda d: calls.append(d) or real.prompt_length(worker.exact, d))
+    assert worker.make_row("or_niah_single", 8000, 0).certified and len(calls) == 1
