@@ -123,8 +123,9 @@ class Worker:
         first = task not in self._certified
         if first or self.recipe.certify_every_row or index % SPOT_CHECK_EVERY == 0:
             d = fitted.draft
-            # A draft the piece counter counted whole (too few pieces: zh and ja haystacks)
-            # was counted as the check would count it: tokenizing it again proves nothing.
+            # A draft the piece counter counted whole (too few pieces: a text with no clean
+            # junction to cut at) was counted as the check counts it: tokenizing it again
+            # proves nothing.
             agrees = self.fast.counts_whole(d) or (
                 self.exact.prompt_length(d) + gen.reserved_tokens == fitted.length
                 and self.exact.token_positions(d, [a for a, _ in d.gold_spans]
