@@ -286,8 +286,28 @@ class HFTokenizer(Tokenizer):
     def encode_batch(self, texts: Sequence[str]) -> list[list[int]]:
         return self._ids(texts)
 
+    def _lengths(self, texts: Sequence[str], special: bool = False) -> list[int]:
+        # an encoding's length without its ids as a Python list (8K ints a row at 8K)
+        return [len(e) for e in self.backend.encode_batch_fast(list(texts),
+                                                               add_special_tokens=special)]
+
+    def count(self, text: str) -> int:
+        return self._lengths([text])[0]
+
     def count_batch(self, texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in self._ids(texts)]
+        return self._lengths(texts)
+
+    def prompt_length(self, input_text: str, answer_prefix: str, mode: str | None = None,
+                      template_kwargs: Mapping[str, Any] | None = None) -> int:
+        """`len(prompt_ids(...))` without making the ids a list (the fitter's whole-prompt
+        counts); modes and errors as `prompt_ids`."""
+        mode = mode or self.default_mode()
+        if mode == "base":
+            return self._lengths([input_text + answer_prefix], special=True)[0]
+        if mode == "chat" and self.has_chat_template:
+            return self._lengths([self.render_chat(input_text, answer_prefix,
+                                                   template_kwargs or {})])[0]
+        return super().prompt_length(input_text, answer_prefix, mode, template_kwargs)
 
     def token_starts(self, text: str) -> list[int]:
         return [start for start, _ in self.backend.encode(text, add_special_tokens=False).offsets]
