@@ -98,6 +98,27 @@ def test_prompt_ids_add_template_and_special_tokens(tok):
         tok.prompt_ids("q", "a", mode="nonsense")
 
 
+def test_prompt_lengths_and_counts_are_the_ids_lengths(tok):
+    """`prompt_length`, `count` and `count_batch` (a Hugging Face tokenizer's take its
+    encodings' lengths without making their ids lists: issue 43) agree with the ids in every
+    mode, and refuse what `prompt_ids` refuses."""
+    for text, prefix in ((TEXT, ""), (TEXT, " Answer:"), ("", ""), ("中文。“引号”", "")):
+        for mode in ("base", "chat", "reasoning"):
+            try:
+                want: object = len(tok.prompt_ids(text, prefix, mode))
+            except ValueError as e:
+                want = str(e)
+            try:
+                got: object = tok.prompt_length(text, prefix, mode)
+            except ValueError as e:
+                got = str(e)
+            assert got == want, (mode, text[:10], prefix)
+        assert tok.count(text) == len(tok.encode(text))
+        assert tok.count_batch([text, prefix]) == [len(tok.encode(text)), len(tok.encode(prefix))]
+    with pytest.raises(ValueError):
+        tok.prompt_length("q", "a", mode="nonsense")
+
+
 def test_llama3_chat_prompt_is_rulers_meta_llama3_template():
     tok = load_tokenizer("llama-3.1")
     text = tok.render_chat("Hello", " The answer is")
