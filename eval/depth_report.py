@@ -55,17 +55,19 @@ def _table(cells_by_length: dict[int, list[DepthCell]], lengths: Sequence[int],
     return lines
 
 
-def depth_markdown(t: DepthTables, how_counted: str) -> list[str]:
+def depth_markdown(t: DepthTables, how_counted: str, group_rule: bool = True) -> list[str]:
     """The report's "Score by depth" section; `how_counted`: how the benchmark's tasks place
-    their gold items (`ReportHooks.depth_note`)."""
+    their gold items (`ReportHooks.depth_note`); `group_rule`: whether it says how the group
+    table's cells are marked (`ReportHooks.depth_group_rule`)."""
     if not t.tasks:
         return []
+    group = (f" (in the {NIAH_GROUP} table, cells where a task has fewer than {t.min_samples} "
+             f"items or none: each task weighs the same in its mean)") if group_rule else ""
     lines = ["## Score by depth", "",
              f"Score (x100) of the gold items in each of {t.bins} depth bins of the context "
              f"(0% = its start), with the number of items scored in brackets; † marks cells "
-             f"with fewer than {t.min_samples} items (in the {NIAH_GROUP} table, cells where a "
-             f"task has fewer than {t.min_samples} items or none: each task weighs the same in "
-             f"its mean), and the heatmaps hatch them. {how_counted}",
+             f"with fewer than {t.min_samples} items{group}, and the heatmaps hatch them. "
+             f"{how_counted}",
              ""]
     if t.niah:
         lines += [f"### {NIAH_GROUP} ({len(t.niah_tasks)} tasks, each weighted equally)", ""]

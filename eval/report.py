@@ -250,6 +250,11 @@ class ReportHooks:
         """How the score-by-depth section counts the gold items of the benchmark's tasks."""
         return "Each row's gold items count at the depths its build recorded, with its score."
 
+    def depth_group_rule(self, r: Report) -> bool:
+        """Whether the score-by-depth section says how its group table's cells are marked:
+        where the report has that table."""
+        return r.depth is not None and bool(r.depth.niah)
+
     def json(self, r: Report) -> dict[str, Any]:
         """Fields report.json adds for the benchmark."""
         return {}
@@ -572,7 +577,8 @@ def to_markdown(r: Report) -> str:
     sections = r.hooks.sections(r)
     table += [""] + sections if sections else []
     notes = _notes(r)
-    depth = depth_markdown(r.depth, r.hooks.depth_note(r)) if r.depth else []
+    depth = depth_markdown(r.depth, r.hooks.depth_note(r), r.hooks.depth_group_rule(r)) \
+        if r.depth else []
     modes = r.hooks.tail(r)
     return "\n".join(head + summary + table + counts + ([""] + notes if notes else [])
                      + ([""] + depth if depth else []) + ([""] + modes if modes else [])) + "\n"

@@ -27,6 +27,9 @@ class RulerFamilyReport(ReportHooks):
                 "vt rows at their chain's first line, with the row's score; cwe and fwe have no "
                 "gold position.")
 
+    def depth_group_rule(self, r: Report) -> bool:
+        return True  # said whether or not a run has the group's table, as these reports did
+
     def json(self, r: Report) -> dict[str, Any]:
         return {"family_difficulty": None, "language": None, "metric": None,
                 "failure_modes": failure_section.to_json(r.failures) if r.failures else None}
