@@ -657,6 +657,11 @@ def test_a_plugin_benchmarks_source_of_other_bytes_is_marked_unofficial(
         False, LEX_SHA256, False)
     assert record["sha256"] == hashlib.sha256(
         (sources / "lex" / "words.txt").read_bytes()).hexdigest()
+    # `ruler sources list` lists it among the benchmarks' sources, and says so (exit 1: the
+    # built-ins' sources are not in this folder)
+    listed = _ruler(site, "sources", "list", "--sources", str(sources), status=1).stdout
+    (line,) = [x for x in listed.splitlines() if x.startswith("lex_words ")]
+    assert "UNOFFICIAL (hash differs: builds are marked unofficial)" in line
     # a case its axis does not have is refused in one line
     err = _ruler(site, "build", "--benchmark", "lex", "--lex-cases", "title", "--tokenizer",
                  TOK, "--out", str(tmp_path / "no"), status=2).stderr.strip()
