@@ -24,8 +24,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import (
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import (
     FlagValueError,
     flagged_fields,
     keyword_names,

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 #: Modules that contribute sub-commands, in the order `--help` lists them.
 COMMAND_MODULES = (
@@ -101,7 +101,7 @@ _main_pid = os.getpid()
 
 def main(argv: list[str] | None = None) -> int:
     global _main_pid
-    from ruler.builder.scrub import scrub, scrubbed_output
+    from ruler.kernel.scrub import scrub, scrubbed_output
 
     args = parse(make_parser(), argv)
     _main_pid, installed = os.getpid(), False
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"ruler: error: {scrub(str(e))}", file=sys.stderr)
             return 2
         except OSError as e:  # a full disk, a read-only folder: every command writes through
-            from ruler.builder.atomic import STORAGE_ERRORS, storage_message
+            from ruler.kernel.atomic import STORAGE_ERRORS, storage_message
 
             if e.errno not in STORAGE_ERRORS:
                 raise

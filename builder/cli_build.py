@@ -6,8 +6,6 @@ import argparse
 import dataclasses
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import add_flags, check_flags, flag_values, from_flags, option
 from ruler.builder.length_rules import fill_definition, rules_of
 from ruler.builder.pipeline.config import BuildConfig, BuildReport
 from ruler.builder.selection import parse_lengths, parse_shard, parse_tasks
@@ -15,6 +13,8 @@ from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, benchmark_axes, benchmark_id
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
 from ruler.builder.variants import add_variant_flags, variants_from_flags
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import add_flags, check_flags, flag_values, from_flags, option
 
 #: Read by other modules from here too (`parse_*` live in ruler.builder.selection).
 __all__ = ["axis_flags", "parse_lengths", "parse_shard", "parse_tasks", "register_cli", "run"]

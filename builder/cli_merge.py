@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruler.builder.flags import POSITIONAL, add_flags, check_flags, from_flags, option
+from ruler.kernel.flags import POSITIONAL, add_flags, check_flags, from_flags, option
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ import sys
 from dataclasses import dataclass
 
 from ruler.builder import sources
-from ruler.builder.download import DEFAULT_TOTAL
-from ruler.builder.errors import IncompleteFetch, RulerError
 from ruler.builder.essay_fetch import converter_versions
-from ruler.builder.flags import POSITIONAL, add_flags, check_flags, from_flags, option
+from ruler.kernel.download import DEFAULT_TOTAL
+from ruler.kernel.errors import IncompleteFetch, RulerError
+from ruler.kernel.flags import POSITIONAL, add_flags, check_flags, from_flags, option
 
 
 @dataclass(frozen=True)

@@ -141,8 +141,8 @@ def render() -> str:
     for name in _USER_SPECIFIC:
         os.environ.pop(name, None)
     os.environ["XDG_CACHE_HOME"] = "~/.cache"  # the user cache as ~/.cache/ruler, not this home's
-    from ruler.builder.registry import ignore_installed_plugins
     from ruler.cli import make_parser
+    from ruler.kernel.registry import ignore_installed_plugins
 
     ignore_installed_plugins()  # the page is ruler's own commands, whatever is installed here
 

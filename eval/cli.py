@@ -12,8 +12,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import add_flags, flag_values, flagged_fields, from_flags
 from ruler.eval.backends import BackendOptions, add_backend_flags, backend_names, get_backend
 from ruler.eval.config import (
     CompareConfig,
@@ -23,6 +21,8 @@ from ruler.eval.config import (
     ScoreConfig,
 )
 from ruler.eval.engine_env import VLLM_CPU_DEFAULTS
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import add_flags, flag_values, flagged_fields, from_flags
 
 if TYPE_CHECKING:
     from ruler.eval.report import Report
@@ -309,9 +309,9 @@ def _several_report(cfg: ReportConfig) -> int:
 
 def _table3_report(cfg: ReportConfig) -> int:
     """`ruler report RUN RUN ... [--reference NAME]`: Table 3 (eval.report_table3)."""
-    from ruler.builder.atomic import write_json_atomic, write_text_atomic
     from ruler.eval.published_results import load_registry
     from ruler.eval.report_table3 import build_table, to_latex, to_markdown
+    from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 
     registry = load_registry(cfg.reference_file)
     published = [registry.find(name) for name in cfg.reference]
@@ -358,8 +358,8 @@ def _dataset_files(cfg: ReportConfig, results: Path) -> dict | None:
 
 def _pooled_report(cfg: ReportConfig) -> int:
     """`ruler report RUN RUN ...`: runs on replicates, pooled (eval.report_replicates)."""
-    from ruler.builder.atomic import write_json_atomic, write_text_atomic
     from ruler.eval.report_replicates import pool_reports, to_csv, to_json, to_markdown
+    from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 
     pooled = pool_reports(_read_runs(cfg))
     print(to_markdown(pooled), end="")
@@ -404,10 +404,10 @@ REFERENCE_PREFIX = "reference:"
 def _compare_with_published(cfg: CompareConfig) -> int:
     """`ruler compare RUN reference:NAME`: the run beside a published result
     (eval.report_reference), as compare.md, compare.json and compare.png."""
-    from ruler.builder.atomic import write_json_atomic, write_text_atomic
-    from ruler.builder.markup import md_code, md_text
     from ruler.eval.report import build_report, load_scores, run_files
     from ruler.eval.report_reference import comparisons, markdown, plot
+    from ruler.kernel.atomic import write_json_atomic, write_text_atomic
+    from ruler.kernel.markup import md_code, md_text
 
     name = str(cfg.run_b)[len(REFERENCE_PREFIX):]
     scores = load_scores(cfg.run_a)

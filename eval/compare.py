@@ -22,9 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.atomic import write_json_atomic, write_text_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.benchmarks import in_task_order, task_rank
 from ruler.eval.aggregate import format_length
 from ruler.eval.data import open_dataset
@@ -35,6 +32,9 @@ from ruler.eval.report import benchmark_title, check_revision, load_scores, scor
 from ruler.eval.results_folder import SCORES_NAME
 from ruler.eval.score import score_path
 from ruler.eval.scores_record import ScoresRecord, TieTotals
+from ruler.kernel.atomic import write_json_atomic, write_text_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.markup import figure_text, md_code, md_text
 
 COMPARE_FILES = ("compare.md", "compare.json", "compare.png")
 _SHOWN = 5

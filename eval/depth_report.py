@@ -15,11 +15,11 @@ import io
 from pathlib import Path
 from typing import Sequence
 
-from ruler.builder.file_names import safe_name
-from ruler.builder.markup import figure_text, md_text
 from ruler.eval.aggregate import format_length
 from ruler.eval.depth import DepthCell, DepthTables
 from ruler.eval.figures import fit_canvas, save_png
+from ruler.kernel.file_names import safe_name
+from ruler.kernel.markup import figure_text, md_text
 
 #: Heatmaps go in this folder of the report's output folder.
 HEATMAP_DIR = "depth_heatmaps"

@@ -1,8 +1,8 @@
 """`ruler export FRAMEWORK`: a build's tasks in another framework's format, one exporter each.
 
 An `Exporter` is a sub-command of `ruler export`: its name, its help, its options (a frozen
-dataclass whose fields declare its flags, `ruler.builder.flags`) and what it runs with them.
-Exporters are entries of `EXPORTERS` (a `ruler.builder.registry.Registry`): ruler's
+dataclass whose fields declare its flags, `ruler.kernel.flags`) and what it runs with them.
+Exporters are entries of `EXPORTERS` (a `ruler.kernel.registry.Registry`): ruler's
 (`lm-eval`, `kvpress`, in `ruler.eval.integrations.cli`) are listed by address; a plug-in
 offers one in entry point group `ruler.exporters` (`name = "pkg.module:EXPORTER"`), and the
 installed `ruler export` has it. Building the parser imports every exporter's module: keep
@@ -15,8 +15,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ruler.builder.flags import add_flags, from_flags
-from ruler.builder.registry import Registry
+from ruler.kernel.flags import add_flags, from_flags
+from ruler.kernel.registry import Registry
 
 
 @dataclass(frozen=True)

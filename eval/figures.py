@@ -17,7 +17,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from ruler.builder.atomic import replacing
+from ruler.kernel.atomic import replacing
 
 #: Room kept between the outermost text and the canvas's edge, in inches.
 PAD_INCHES = 0.05

@@ -1,6 +1,6 @@
 """scores.json's `health`: what the predictions show of how a run was set up, counted by
 `eval.report_health.health_facts` and turned into the report's flags there. A typed record
-(`builder.json_record`): fields a later version adds are kept, an older file's missing ones are
+(`kernel.json_record`): fields a later version adds are kept, an older file's missing ones are
 "not recorded"; `HealthFacts.shape_ok` is the check `eval.results_schema` runs on it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruler.builder.json_record import JsonRecord, absent_field, extra_field
+from ruler.kernel.json_record import JsonRecord, absent_field, extra_field
 
 
 @dataclass

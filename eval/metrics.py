@@ -1,6 +1,6 @@
 """Metrics: how a row's prediction is scored, by the name the data's `metric` column holds.
 
-`METRIC_SPECS` (a `ruler.builder.registry.Registry`) maps each name to a `MetricSpec`: which
+`METRIC_SPECS` (a `ruler.kernel.registry.Registry`) maps each name to a `MetricSpec`: which
 function scores a row, what it is given of the model's text (upstream RULER's post-processing,
 `postprocess_pred`, or the generation as it is, `raw_generation`) and how a task's rows make
 its score. Each benchmark declares its own (`Benchmark.metrics`: RULER's upstream
@@ -18,7 +18,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Mapping, Sequence, TypeVar
 
-from ruler.builder.registry import Registry, builtin_code
+from ruler.kernel.registry import Registry, builtin_code
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry

@@ -3,7 +3,7 @@
 A reader (`PredictionReader`) knows one framework's output: which files are its own, how to
 find them in a folder, how to read them into prediction records, and, for records that carry
 no key (NeMo-Skills output: only the prompt text), how to key them against the dataset's
-rows. Readers are entries of `PREDICTION_READERS` (a `ruler.builder.registry.Registry`):
+rows. Readers are entries of `PREDICTION_READERS` (a `ruler.kernel.registry.Registry`):
 ruler's (lm-eval samples, Inspect logs, NeMo-Skills output, in `ruler.eval.integrations`) are
 listed by address and imported on first use, so scoring depends on no integration; a plug-in
 offers one in entry point group `ruler.prediction_readers` (`name = "pkg.module:READER"`).
@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
-from ruler.builder.registry import Registry
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import LONG_FIELDS, read_records
 from ruler.eval.report_health import run_settings
 from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
 from ruler.eval.results_schema import read_run
 from ruler.eval.scores_record import PredictionsRecord
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256
+from ruler.kernel.registry import Registry
 
 if TYPE_CHECKING:
     from ruler.eval.data import Dataset

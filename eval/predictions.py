@@ -19,9 +19,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 import pyarrow.parquet as pq
 
-from ruler.builder.atomic import naming
-from ruler.builder.errors import RulerError
-from ruler.eval import strict_json
+from ruler.kernel import strict_json
+from ruler.kernel.atomic import naming
+from ruler.kernel.errors import RulerError
 
 KEY_COLUMNS = ("tokenizer", "task", "max_seq_length", "index")
 REQUIRED_COLUMNS = (*KEY_COLUMNS, "prediction")

@@ -1,7 +1,7 @@
 """A model's answer holding a secret: kept out of what is written, never out of what is scored.
 
 A server (or a model asked the wrong thing) may put the API key into its answer. The key is
-never written (`ruler.builder.scrub`: every known secret of 8+ characters becomes
+never written (`ruler.kernel.scrub`: every known secret of 8+ characters becomes
 `<redacted>`), but the answer is scored as the model wrote it: a key that is also a word of
 the answer (a placeholder key `accommodation`, a gold word) must not turn a right answer
 into a wrong one.
@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ruler.builder.scrub import REDACTED, known_secrets
+from ruler.kernel.scrub import REDACTED, known_secrets
 
 #: How a fingerprint is made: PBKDF2-HMAC-SHA256 with a random salt, this many rounds.
 ROUNDS = 100_000

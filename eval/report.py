@@ -40,11 +40,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.atomic import write_json_atomic, write_text_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.json_record import encode, fields_json
 from ruler.builder.manifest import BuildEntry
-from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.benchmarks import (
     BENCHMARK_SPECS,
     Benchmark,
@@ -71,6 +67,10 @@ from ruler.eval.results_schema import read_run, read_scores
 from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
 from ruler.eval.scores_record import CellScore, ScoresRecord, Selection, TieTotals
 from ruler.eval.serving import markdown as serving_markdown
+from ruler.kernel.atomic import write_json_atomic, write_text_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.json_record import encode, fields_json
+from ruler.kernel.markup import figure_text, md_code, md_text
 
 REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
                 "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")

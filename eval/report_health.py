@@ -22,12 +22,12 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ruler.builder.markup import md_text
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.tasks.catalog import TASKS
 from ruler.eval import answer_checks
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.skip_reasons import skip_kind
+from ruler.kernel.markup import md_text
 
 if TYPE_CHECKING:
     from ruler.eval.run_record import RunRecord, ServingRecord
@@ -481,7 +481,7 @@ def _shown(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None,
            baseline: Mapping[tuple[str, int], float | None] | None) -> tuple[Any, Any, Any]:
     """The facts as the Markdown shows them: every name in them (tasks, row keys, the
     framework, the decoding: a foreign predictions file's text) escaped
-    (`ruler.builder.markup.md_text`), the counts as they are. report.json keeps them raw."""
+    (`ruler.kernel.markup.md_text`), the counts as they are. report.json keeps them raw."""
     changes: dict[str, Any] = {}
     for f in HealthFacts.json_fields():
         value = getattr(h, f.name)

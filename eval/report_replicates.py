@@ -24,13 +24,13 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ruler.builder.errors import RulerError
-from ruler.builder.markup import md_code, md_text
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.variants import NO_VARIANT, Replicate, variant_from_record
 from ruler.eval.aggregate import format_length, summarize
 from ruler.eval.report import Report
 from ruler.eval.scores_record import ScoresRecord
+from ruler.kernel.errors import RulerError
+from ruler.kernel.markup import md_code, md_text
 
 SPREAD_TEXT = (
     "Each number is the mean over the {n} runs, one per replicate config, with the "

@@ -17,7 +17,7 @@ number a run withholds (a partial run, a length mean over fewer than all its tas
 LaTeX: a `table` with booktabs rules (`\\toprule`, `\\midrule`, `\\bottomrule`), `\\underline`
 above the threshold, intervals in `\\scriptsize`; `\\input` it into a document that loads
 booktabs. Names (models, configs, folders, a registry file's entries) are escaped in both
-(`ruler.builder.markup`).
+(`ruler.kernel.markup`).
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ruler.builder.errors import RulerError
-from ruler.builder.markup import latex_text, md_code, md_text
 from ruler.eval.aggregate import format_length
 from ruler.eval.intervals import Interval
 from ruler.eval.published_results import PublishedResult, Registry
 from ruler.eval.report import Report, benchmark_title
 from ruler.eval.report_intervals import format_interval
+from ruler.kernel.errors import RulerError
+from ruler.kernel.markup import latex_text, md_code, md_text
 
 #: The registry entry of the paper's first row, whose 4K score is the threshold.
 THRESHOLD_ROW = "ruler-readme/llama-2-7b-chat-hf"

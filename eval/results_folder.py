@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 PREDICTIONS_NAME = "predictions.jsonl"  # one record per row, appended as each one finishes
 RUN_NAME = "run.json"  # the run: model, prompt mode, dataset revision and its files' hashes

@@ -4,7 +4,7 @@
 predictions.jsonl, `ruler report` and `ruler compare` read scores.json (and the run.json beside
 it). These files are input from disk: a run killed mid-copy, an editor's BOM, a hand edit. So
 every reader goes through `read_run` / `read_scores`, which parse strictly
-(`ruler.eval.strict_json`: no key twice, no NaN, no runaway nesting), check that each field
+(`ruler.kernel.strict_json`: no key twice, no NaN, no runaway nesting), check that each field
 a reader uses has its shape, and make the typed record (`eval.run_record.RunRecord`,
 `eval.scores_record.ScoresRecord`): damage is one line naming the file and the field, never a
 traceback in whichever reader meets it first. Fields the readers do not use are not checked,
@@ -19,13 +19,13 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.errors import RulerError
 from ruler.builder.variants import record_ok
 from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.run_record import RunRecord
 from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
-from ruler.eval.strict_json import read_json
+from ruler.kernel.errors import RulerError
+from ruler.kernel.strict_json import read_json
 
 Check = Callable[[Any], bool]
 

@@ -5,7 +5,7 @@ resuming reads it to check the folder holds the same model, settings and rows; `
 and `ruler report` read the files it covers and its settings. `RunRecord` is its only reader
 and writer: `eval.results_schema.read_run` checks a file's shape and makes the record;
 `RunRecord.to_json` is what is written. Fields a newer version adds are kept, and a field an
-older file lacks means "not recorded" (`builder.json_record`).
+older file lacks means "not recorded" (`kernel.json_record`).
 
 Beside it, the parts scores.json shares (the dataset the rows came from, how the prompts were
 served, the server's prompt-count check).
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ruler.builder.json_record import (
+from ruler.kernel.json_record import (
     Decode,
     JsonRecord,
     absent_field,

@@ -35,11 +35,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.atomic import write_json_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.json_record import encode
 from ruler.builder.length_rules import PROMPT_ONLY, counted_output
-from ruler.builder.scrub import redact_known, scrub
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval import redaction
@@ -84,6 +80,10 @@ from ruler.eval.score import score_folder
 from ruler.eval.serving import PromptCheck, prepare_backend, prompt_delivery, record_serving
 from ruler.eval.skip_reasons import SkipReason
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
+from ruler.kernel.atomic import write_json_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.json_record import encode
+from ruler.kernel.scrub import redact_known, scrub
 
 
 @dataclass

@@ -26,9 +26,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ruler.builder.atomic import write_json_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.file_names import safe_name
 from ruler.builder.length_rules import counted_output
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.tasks.catalog import TASKS
@@ -71,6 +68,9 @@ from ruler.eval.scores_record import (
 )
 from ruler.eval.serving import prompt_check
 from ruler.eval.skip_reasons import skip_kind
+from ruler.kernel.atomic import write_json_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.file_names import safe_name
 
 
 def score_predictions(ds: Dataset, records: dict[Key, dict[str, Any]],

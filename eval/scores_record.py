@@ -5,7 +5,7 @@ typed records.
 `write_scores` writes its `to_json`; `eval.results_schema.read_scores` checks a file's shape
 and makes the record. Fields a later version adds are kept; a field an older file lacks means
 "not recorded" (its reader says so, e.g. no intervals without `row_scores`), and the record
-writes the file back as it was (`builder.json_record`).
+writes the file back as it was (`kernel.json_record`).
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ruler.builder.json_record import (
+from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS
+from ruler.eval.failure_modes.record import CellFailures
+from ruler.eval.health_record import HealthFacts
+from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
+from ruler.kernel.json_record import (
     Decode,
     JsonRecord,
     absent_field,
     extra_field,
     record_list,
 )
-from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS
-from ruler.eval.failure_modes.record import CellFailures
-from ruler.eval.health_record import HealthFacts
-from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
 
 SCORES_FORMAT = "ruler-scores/1"
 
@@ -250,7 +250,7 @@ class ScoresRecord(JsonRecord):
 def scores_owner(path: Path) -> tuple[Any, Any] | None:
     """Which predictions the scores.json at `path` scores, as its `predictions` names them
     (path, sha256), read leniently: a file that is not JSON, or not ours, names none (None)."""
-    from ruler.eval import strict_json
+    from ruler.kernel import strict_json
 
     try:
         old = strict_json.parse(Path(path).read_text(encoding="utf-8"))

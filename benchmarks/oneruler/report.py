@@ -36,10 +36,6 @@ from typing import Any, Sequence, TypeVar
 
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.report import RulerFamilyReport
-from ruler.builder.atomic import write_json_atomic, write_text_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.file_names import safe_name
-from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.eval.aggregate import format_length
 from ruler.eval.depth_report import COLORMAP, HEATMAP_DPI
@@ -47,6 +43,10 @@ from ruler.eval.figures import fit_canvas, save_png
 from ruler.eval.intervals import Interval, score_interval, weighted_mean_interval
 from ruler.eval.report import Report
 from ruler.eval.scores_record import CellScore
+from ruler.kernel.atomic import write_json_atomic, write_text_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.file_names import safe_name
+from ruler.kernel.markup import figure_text, md_code, md_text
 
 _T = TypeVar("_T")
 

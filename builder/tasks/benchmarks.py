@@ -10,7 +10,7 @@ folder. The manifest's build entry records which benchmark a config holds (`"ben
 absent: `ruler.benchmarks.DEFAULT`), its axis values and, for a plug-in's, the package that
 provides it; every later reader takes them from there, never from a config's or task's name.
 
-Benchmarks are entries of `BENCHMARK_SPECS` (a `ruler.builder.registry.Registry`): the
+Benchmarks are entries of `BENCHMARK_SPECS` (a `ruler.kernel.registry.Registry`): the
 built-ins by the addresses `ruler.benchmarks.BUILTIN` lists, a plug-in's through entry point
 group `ruler.benchmarks` (`id = "pkg.module:BENCHMARK"`), its tasks registered by its module
 or by its families' plug-in (`ruler.task_families`).
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ruler.benchmarks import BUILTIN, DEFAULT
-from ruler.builder.errors import RulerError
 from ruler.builder.length_rules import PROMPT_AND_OUTPUT
-from ruler.builder.registry import Registry, UnknownName, builtin_code, load_target
 from ruler.builder.tasks.catalog import ON_MISS, TASKS, get_task
+from ruler.kernel.errors import RulerError
+from ruler.kernel.registry import Registry, UnknownName, builtin_code, load_target
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import (
+from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
+from ruler.builder.verify.findings import DEFAULT_SAMPLE
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import (
     NEGATED,
     POSITIONAL,
     REPEATED,
@@ -18,8 +20,6 @@ from ruler.builder.flags import (
     from_flags,
     option,
 )
-from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
-from ruler.builder.verify.findings import DEFAULT_SAMPLE
 
 
 def parse_overrides(items: Sequence[str] | Mapping[str, str]) -> dict[str, str]:

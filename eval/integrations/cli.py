@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruler.builder.flags import POSITIONAL, SWITCH, check_flags, option
 from ruler.builder.selection import lengths_value, tasks_value
 from ruler.eval.exporters import Exporter
 from ruler.eval.integrations.export_folder import RECORD_NAME
+from ruler.kernel.flags import POSITIONAL, SWITCH, check_flags, option
 
 #: Both exports' rule for a folder that exists.
 REPLACES = (f"An earlier export there is replaced, only while it holds nothing but the files "

@@ -13,11 +13,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.errors import RulerError
 from ruler.eval.build_tie import prompt_digest
 from ruler.eval.prediction_readers import PredictionReader
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS
+from ruler.kernel.errors import RulerError
 
 
 def is_inspect_log(path: Path) -> bool:

@@ -37,9 +37,9 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, groupe
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import registry_info
 
-from ruler.builder.errors import RulerError
 from ruler.cards.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS, greedy_settings
 from ruler.eval import metrics
+from ruler.kernel.errors import RulerError
 
 
 def _as_list(value: Any, what: str) -> list[str]:

@@ -59,8 +59,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from ruler.builder.atomic import naming
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 from ruler.builder.tasks.catalog import TASKS
@@ -83,6 +81,8 @@ from ruler.eval.integrations.export_folder import (
     publish,
     staging_folder,
 )
+from ruler.kernel.atomic import naming
+from ruler.kernel.errors import RulerError
 
 #: lm-eval's task `metadata.version`: bump when the exported fields change meaning.
 TASK_VERSION = 1.0
@@ -437,7 +437,7 @@ def export_lm_eval(out: str | os.PathLike, to: str | os.PathLike | None = None,
         raise RulerError("--absolute names the local build folder; with --repo the tasks load "
                          "the Hub revision: drop one of them")
     if repo_id:
-        from ruler.builder.hub_names import validate_repo_id
+        from ruler.kernel.hub_names import validate_repo_id
 
         validate_repo_id(repo_id)
     to = Path(to) if to is not None else out / EXPORT_DIR

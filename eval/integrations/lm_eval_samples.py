@@ -16,12 +16,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.errors import RulerError
 from ruler.eval.build_tie import prompt_digest
 from ruler.eval.prediction_readers import PredictionReader
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS, key_of, read_records
-from ruler.eval.strict_json import read_json
+from ruler.kernel.errors import RulerError
+from ruler.kernel.strict_json import read_json
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl$")
 

@@ -26,11 +26,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
-from ruler.builder.errors import RulerError
 from ruler.eval.data import Dataset, SplitFile
 from ruler.eval.prediction_readers import PredictionReader
 from ruler.eval.prediction_source import PredictionSource
 from ruler.eval.predictions import KEY_COLUMNS, read_records
+from ruler.kernel.errors import RulerError
 
 PROMPT_FIELDS = ("question", "input")  # NeMo-Skills' prompt field; `input` in RULER's own rows
 _SHOWN = 5

@@ -1,4 +1,4 @@
-"""`ruler.builder.atomic`: a file is replaced whole or not at all, and a failed write leaves
+"""`ruler.kernel.atomic`: a file is replaced whole or not at all, and a failed write leaves
 the old file and no temporary file behind."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from ruler.builder.atomic import (
+from ruler.kernel.atomic import (
     remove_stale_temps,
     replace_folder,
     replacing,
@@ -20,7 +20,7 @@ from ruler.builder.atomic import (
     write_json_atomic,
     write_text_atomic,
 )
-from ruler.builder.temp_files import _TEMP_NAME, new_temp_tag
+from ruler.kernel.temp_files import _TEMP_NAME, new_temp_tag
 
 
 def _leftovers(folder):
@@ -46,7 +46,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temp(tmp_path):
     path.write_text("old\n")
     script = textwrap.dedent(f"""
         import errno, resource, signal
-        from ruler.builder.atomic import write_bytes_atomic
+        from ruler.kernel.atomic import write_bytes_atomic
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of being killed
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
         try:

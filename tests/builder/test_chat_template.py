@@ -68,7 +68,7 @@ def _prompts(name: str, samples: int):
     from helpers.tasks import SEED, generator
     from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
     from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-    from ruler.builder.rng import sample_rng
+    from ruler.kernel.rng import sample_rng
 
     for task in (*STANDARD_TASKS, *RULER2_TASKS):
         gen = generator(task, name, 4096)

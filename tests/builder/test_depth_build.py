@@ -108,8 +108,8 @@ def test_verify_passes_and_catches_a_row_outside_its_bin(folder, tmp_path):
     moved[1]["gold_depths"] = [0.95]  # row 1 belongs in bin 1 of 4
     import pyarrow as pa
 
-    from ruler.builder.hashing import file_sha256
     from ruler.builder.schema import ROW_SCHEMA
+    from ruler.kernel.hashing import file_sha256
 
     new = pa.Table.from_pylist(moved, schema=ROW_SCHEMA)
     pq.write_table(new, out / rel, compression="zstd")

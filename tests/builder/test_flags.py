@@ -1,4 +1,4 @@
-"""The config-to-flags mechanism (`ruler.builder.flags`, issue 33.2): one field declaration
+"""The config-to-flags mechanism (`ruler.kernel.flags`, issue 33.2): one field declaration
 gives the argparse argument, reads the parsed value back, reads a keyword argument with the
 same words argparse uses for a bad value, and checks choices and bounds on creation."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import (
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import (
     NEGATED,
     POSITIONAL,
     REPEATED,

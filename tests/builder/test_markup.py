@@ -1,4 +1,4 @@
-"""User-supplied strings in Markdown, LaTeX and figures (`ruler.builder.markup`): each shows as
+"""User-supplied strings in Markdown, LaTeX and figures (`ruler.kernel.markup`): each shows as
 itself, rendered by a real CommonMark parser with GitHub's tables (issue 40 #19)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers.markdown_check import HOSTILE, HOSTILE_LEADING, check_markdown, shown
-from ruler.builder.markup import figure_text, latex_text, md_code, md_text, visible
+from ruler.kernel.markup import figure_text, latex_text, md_code, md_text, visible
 
 PLAIN = ("meta-llama/Llama-3.1-8B-Instruct", "niah_single_1", "qwen2.5--oneruler-ko",
          "results/run-1", "Qwen2.5 (7B)", "gpt-4o-mini-2024-07-18")

@@ -1,4 +1,4 @@
-"""The one registry mechanism (`ruler.builder.registry.Registry`): lazy addresses imported on
+"""The one registry mechanism (`ruler.kernel.registry.Registry`): lazy addresses imported on
 first use, entry point groups read once, registrars, duplicates and unknown names refused in
 one line, one load under concurrent first use. Real modules and real installed entry points
 (a dist-info folder on sys.path), no mocks."""
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder import registry as registry_module
-from ruler.builder.errors import RulerError
-from ruler.builder.registry import DuplicateName, Registry, UnknownName, load_target
+from ruler.kernel import registry as registry_module
+from ruler.kernel.errors import RulerError
+from ruler.kernel.registry import DuplicateName, Registry, UnknownName, load_target
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ def test_a_lazy_module_may_register_its_entry_itself(modules):
     things = _things()
     registry_module.REGISTRY_UNDER_TEST = things
     (modules / "toy_reg_self.py").write_text(
-        "from ruler.builder import registry\nfrom test_registry import Thing\n"
+        "from ruler.kernel import registry\nfrom test_registry import Thing\n"
         "registry.REGISTRY_UNDER_TEST.register(Thing('self', 3))\n")
     try:
         things.register_lazy("self", "toy_reg_self")
@@ -140,7 +140,7 @@ def test_an_entry_that_fails_to_import_is_one_line(modules):
 
 def test_installed_entry_points_extend_the_registry(installed, modules):
     (modules / "toy_reg_plugin.py").write_text(
-        "from ruler.builder import registry\nfrom test_registry import Thing\n"
+        "from ruler.kernel import registry\nfrom test_registry import Thing\n"
         "PLUGGED = Thing('plugged', 1)\nMISNAMED = Thing('other', 2)\n"
         "def several():\n"
         "    registry.REGISTRY_UNDER_TEST.register(Thing('first', 3))\n"
@@ -256,7 +256,7 @@ def test_concurrent_first_use_loads_once(installed, modules):
     """Eight threads ask for a plug-in's entry at once: its registrar runs once, all get the
     same object."""
     (modules / "toy_reg_slow.py").write_text(
-        "import time\nfrom ruler.builder import registry\nfrom test_registry import Thing\n"
+        "import time\nfrom ruler.kernel import registry\nfrom test_registry import Thing\n"
         "CALLS = []\n"
         "def register():\n"
         "    CALLS.append(1)\n"
@@ -282,6 +282,6 @@ def test_concurrent_first_use_loads_once(installed, modules):
 
 
 def test_load_target_reads_attribute_paths():
-    assert load_target("ruler.builder.registry:Registry.register") is Registry.register
-    assert load_target("ruler.builder.registry") is registry_module
-    assert Path(load_target("ruler.builder.registry:__file__")).name == "registry.py"
+    assert load_target("ruler.kernel.registry:Registry.register") is Registry.register
+    assert load_target("ruler.kernel.registry") is registry_module
+    assert Path(load_target("ruler.kernel.registry:__file__")).name == "registry.py"

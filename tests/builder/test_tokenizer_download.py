@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import TOKENIZERS
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.network]
 

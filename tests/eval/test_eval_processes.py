@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.builder.errors import RulerError
 from ruler.cli import main
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.subprocess]
 

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.cli import main
 from ruler.eval import stream as stream_mod
 from ruler.eval.data import open_dataset
 from ruler.eval.render import Renderer
 from ruler.eval.stream import PromptStream
+from ruler.kernel.errors import RulerError
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt")

@@ -19,7 +19,6 @@ import pytest
 
 from ruler.benchmarks.ruler.tasks import PAPER_LENGTH_WEIGHTS_INC
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import PAPER_LENGTHS, TASKS
 from ruler.eval.aggregate import (
     DEFAULT_THRESHOLD,
@@ -39,6 +38,7 @@ from ruler.eval.report import (
     write_report,
 )
 from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.kernel.errors import RulerError
 
 # model: (4K, 8K, 16K, 32K, 64K, 128K), Avg., wAvg. (inc), wAvg. (dec), effective length
 README_TABLE = {

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.file_names import MAX_NAME_BYTES, safe_name
 from ruler.cli import main
 from ruler.eval.config import default_results_folder
+from ruler.kernel.file_names import MAX_NAME_BYTES, safe_name
 
 CONFIG = "qwen2.5"
 

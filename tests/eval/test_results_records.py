@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.atomic import write_json_atomic
 from ruler.cli import main
 from ruler.eval.data import open_dataset
 from ruler.eval.results_schema import read_run, read_scores
@@ -20,6 +19,7 @@ from ruler.eval.run_record import RunRecord
 from ruler.eval.score import score_file, score_folder
 from ruler.eval.scores_record import CellScore, ScoresRecord
 from ruler.eval.skip_reasons import SkipReason, skip_kind
+from ruler.kernel.atomic import write_json_atomic
 
 CONFIG = "qwen2.5"
 

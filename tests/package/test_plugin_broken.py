@@ -48,7 +48,7 @@ MODULES = {
     "parts.py": '''
 from dataclasses import dataclass
 
-from ruler.builder.flags import option
+from ruler.kernel.flags import option
 from ruler.builder.variants import Variant
 from ruler.eval.backends import BackendSpec
 from ruler.eval.exporters import Exporter

@@ -73,7 +73,7 @@ def section(manifest):
 import re
 from types import MappingProxyType
 
-from ruler.builder.rng import below
+from ruler.kernel.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
 from ruler.builder.tasks.family import TaskFamily, register_family
@@ -130,8 +130,8 @@ def register():
     "variant.py": '''
 from dataclasses import dataclass
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import option
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import option
 from ruler.builder.variants import Variant
 
 
@@ -162,7 +162,7 @@ class ToyBudget(Variant):
 import re
 from dataclasses import dataclass
 
-from ruler.builder.flags import SWITCH, option
+from ruler.kernel.flags import SWITCH, option
 from ruler.eval.backends import BackendOptions, BackendSpec, GenResult
 
 FOUND = re.compile(r"The secret word is (\\w+)\\.")
@@ -213,7 +213,7 @@ SPEC = MetricSpec(row=exact, prepare=str.strip, aggregate=percent_of_rows, bench
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruler.builder.flags import POSITIONAL, option
+from ruler.kernel.flags import POSITIONAL, option
 from ruler.builder.manifest import Manifest
 from ruler.eval.exporters import Exporter
 

@@ -189,7 +189,7 @@ def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
     a source's kind taken for another's and a tokenizer registry entry read as a dict: each is
     an error."""
     probe = ("from dataclasses import dataclass\n"
-             "from ruler.builder.flags import option\n"
+             "from ruler.kernel.flags import option\n"
              "from ruler.builder.manifest import BuildEntry\n"
              "from ruler.builder.sources import SOURCES\n"
              "from ruler.builder.tokenizer_registry import registry\n"

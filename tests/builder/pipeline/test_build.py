@@ -6,10 +6,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import all_rows, build, rows
-from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.manifest import content_sha256, read_manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.cli import main
+from ruler.kernel.errors import RulerError, TooShortError
 
 TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_3")
 
@@ -186,8 +186,8 @@ def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_
 
 def test_a_length_only_some_samples_fit_fails_before_writing(tmp_path):
     from ruler.builder.context import BuildContext
-    from ruler.builder.rng import sample_rng
     from ruler.builder.tasks import TASKS, make_generator
+    from ruler.kernel.rng import sample_rng
 
     tok = load_tokenizer("gpt-4")
     ctx = BuildContext(tok, "gpt-4", 42)

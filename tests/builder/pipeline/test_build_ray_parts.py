@@ -21,13 +21,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from ruler.builder.cli_build import parse_lengths
-from ruler.builder.errors import RulerError
 from ruler.builder.pipeline import BuildConfig, ray_executor
 from ruler.builder.pipeline.config import FileJob
 from ruler.builder.pipeline.ray_executor import Arrival, FileBuilder, environment
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker, write_file
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.kernel.errors import RulerError
 
 TOKENIZER = "gpt-4"
 

@@ -12,8 +12,8 @@ import pytest
 
 from ruler.benchmarks.oneruler.tasks import ONERULER_NIAH
 from ruler.benchmarks.ruler.tasks import NIAH
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, TaskSpec, params_problem, register_task
+from ruler.kernel.errors import RulerError
 
 
 def _niah(name: str, **params) -> TaskSpec:

@@ -15,7 +15,6 @@ from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.selection import length_sets
 from ruler.builder.tasks.benchmarks import (
     BENCHMARKS,
@@ -25,6 +24,7 @@ from ruler.builder.tasks.benchmarks import (
     get_benchmark,
 )
 from ruler.builder.tasks.catalog import TASKS
+from ruler.kernel.errors import RulerError
 
 SHARED = Path(os.environ.get("RULER_SHARED", Path(__file__).parents[4] / "shared"))
 UPSTREAM = ("niah_single", "niah_none", "niah_multikey", "niah_multivalue", "niah_multiquery",

@@ -26,11 +26,11 @@ from typing import Mapping
 
 import pytest
 
-from ruler.builder.errors import RulerError
-from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import TASKS, FamilySpec, TaskSpec, register_task
 from ruler.builder.tasks.family import TaskFamily, get_family, register_family
+from ruler.kernel.errors import RulerError
+from ruler.kernel.rng import below
 
 # --- the toy family ------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 # Hub rules: letters, digits, '-', '_', '.'; no '--' or '..'; not starting/ending with - or .
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import re
 
-from ruler.builder.errors import RulerError
-from ruler.builder.scrub import scrub
+from ruler.kernel.errors import RulerError
+from ruler.kernel.scrub import scrub
 
 # huggingface_hub's wrapper around a failed large-file upload (_commit_api._upload_lfs_files)
 _UPLOAD_FAILED = re.compile(r"Error while uploading '(.+)' to the Hub")

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 
 class NotPlainJSON(ValueError):

@@ -27,7 +27,7 @@ from dataclasses import MISSING, Field, dataclass, field, fields
 from os import PathLike
 from typing import Any, Callable, Mapping, Sequence, TypeVar, overload
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 #: The metadata key a field's `Flag` is stored under.
 FLAG = "ruler.flag"

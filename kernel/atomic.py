@@ -6,7 +6,7 @@ and a failure (a full disk, Ctrl-C, an error while rendering) leaves the previou
 was and no temporary file behind. The temporary file sits in the target's folder (`os.replace`
 is atomic only within one file system) and is named `.<name>.[<tag>.]<random>.tmp`:
 `temp_prefix` is the one definition of that shape, which the cleaners of files a killed writer
-left match (`remove_stale_temps` here, `ruler.builder.temp_files` for split files).
+left match (`remove_stale_temps` here, `ruler.kernel.temp_files` for split files).
 
 - `write_bytes_atomic` / `write_text_atomic` / `write_json_atomic`: data in memory;
 - `replacing(path)`: a writer that fills a path itself (a download, a plot, a copy);

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ruler.builder.temp_files import new_temp_tag, writer_ended
+from ruler.kernel.temp_files import new_temp_tag, writer_ended
 
 _TAG = re.compile(r"fetch-(?:(?P<host>[A-Za-z0-9_.-]+)-)?(?P<pid>\d+)-[0-9a-f]{8}\.")
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ruler.builder.hashing import file_sha256
+from ruler.kernel.hashing import file_sha256
 
 #: Entries a refusal names before "... and N more".
 SHOWN = 3

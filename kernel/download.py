@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 #: One download's total time, by default (30 minutes: the largest pinned file, 166 MB, at
 #: 100 kB/s); `ruler sources fetch --timeout` sets it.

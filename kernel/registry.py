@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from types import FrameType, ModuleType
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 T = TypeVar("T")
 

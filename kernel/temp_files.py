@@ -22,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruler.builder.lifeline import process_running
+from ruler.kernel.lifeline import process_running
 
 _TEMP_NAME = re.compile(r"^\.(?P<final>\d+\.parquet)\.(?:(?P<host>[A-Za-z0-9_.-]+)-)?"
                         r"(?P<pid>\d+)-[0-9a-f]{8}\.[A-Za-z0-9_]+\.tmp$")
