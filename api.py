@@ -236,7 +236,7 @@ def score(predictions: str | Path, data: str | Path, **options: Any) -> "ScoresR
     """`ruler score`: score a predictions file or folder (ruler eval, lm-eval samples, Inspect
     logs) against the dataset; writes scores.json as the command does and returns the report
     (`.cells`, `.complete`, `.missing`)."""
-    from ruler.eval.cli import score_to_folder
+    from ruler.commands.eval import score_to_folder
 
     report, _ = score_to_folder(_score_config(predictions, data, **options))
     return report

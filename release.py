@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ruler.builder.release_gates import check_gates, gate_flags, release_gates
-from ruler.builder.verify.cli import parse_overrides
+from ruler.commands.verify import parse_overrides
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import (
     NEGATED,
@@ -458,6 +458,6 @@ def run(cfg: ReleaseConfig, acknowledged: Mapping[str, Sequence[str] | None] | N
 
 
 if __name__ == "__main__":  # `python -m ruler.release ...` behaves like `ruler release ...`
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     sys.exit(main(["release", *sys.argv[1:]]))

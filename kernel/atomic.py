@@ -53,7 +53,7 @@ def temp_file_beside(path: str | os.PathLike, tag: str = "") -> tuple[int, Path]
 
 #: Errors of the file system a file is written to (full, over quota, a file too large,
 #: read-only, not permitted, failing): a user can fix them, and the command line says them in
-#: one line (`storage_message`, `ruler.cli`) instead of a traceback.
+#: one line (`storage_message`, `ruler.commands.main`) instead of a traceback.
 STORAGE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES,
                             errno.EPERM, errno.EIO})
 

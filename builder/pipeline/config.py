@@ -183,7 +183,7 @@ class BuildConfig:
     variant: Variant = NO_VARIANT
     # The value of each of the benchmark's axes, by axis name (`Benchmark.axes`: a string is
     # parsed, `{"language": "ko"}`): one of each required, none other taken. `ruler build`
-    # makes one config per value its axis flag names (`ruler.builder.cli_build`).
+    # makes one config per value its axis flag names (`ruler.commands.build`).
     axes: Mapping[str, Any] = field(default_factory=dict)
     # Render the card once the build's files are recorded (no flag: a command that builds
     # several configs into one OUT, `pipeline.run.run_builds`, renders it once at its end).

@@ -8,7 +8,7 @@ adds all come from this table
 (`BACKENDS`, a `ruler.kernel.registry.Registry`), so a new backend is one module with a
 `SPEC`: ruler's own are listed below by address; a plug-in offers its spec in entry point
 group `ruler.backends` (`name = "pkg.module:SPEC"`), and the installed `ruler eval` has it; a
-program may also call `register_backend(spec)` before `ruler.cli.main` builds its parser.
+program may also call `register_backend(spec)` before `ruler.commands.main.main` builds its parser.
 """
 
 from __future__ import annotations

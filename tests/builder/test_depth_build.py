@@ -18,7 +18,7 @@ from ruler.builder.manifest import content_sha256
 from ruler.builder.tasks.family import family_of, swept_tasks
 from ruler.builder.variants import DepthSweep
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 
 TOK = "gpt-4"
 TASKS = ("niah_single_1", "niah_multikey_2", "qa_1")

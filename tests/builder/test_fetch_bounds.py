@@ -30,7 +30,7 @@ from ruler.builder.essay_fetch import PAGE_CEILING, fetch_essays
 from ruler.builder.essay_list import pinned_essays
 from ruler.builder.essay_record import MISSING, EssayFetchRecord, record_path
 from ruler.builder.hub_sources import HubFile, HubSplit
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 
 SQUAD = sources.SOURCES["squad"]

@@ -57,7 +57,7 @@ def mmlu_hub(tmp_path, monkeypatch):
 @pytest.mark.build
 @pytest.mark.network
 def test_fetch_downloads_checks_and_records_the_pinned_files(mmlu_hub, tmp_path, capsys):
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     hub, revision, spec = mmlu_hub
     dest = tmp_path / "sources"

@@ -32,7 +32,7 @@ from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
 from ruler.builder.variants import DepthSweep, OutputBudget
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 

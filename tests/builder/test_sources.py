@@ -12,7 +12,7 @@ import pytest
 
 from helpers.paths import SOURCES
 from ruler.builder import sources
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 
 

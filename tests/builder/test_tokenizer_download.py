@@ -137,7 +137,7 @@ def test_an_unreachable_hub_fails_at_once_without_retrying(tmp_path, monkeypatch
     import socket
     import struct
 
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

@@ -469,7 +469,7 @@ def test_a_chat_template_that_fails_is_one_line_from_build(tmp_path, capsys, whe
     """issue 21.12: `ruler build` with a tokenizer whose template raises for RULER's roles
     (user, then the assistant turn pre-filled), or does not compile, or drops the assistant
     turn, says so in one line naming the tokenizer and the error, exits 2, writes nothing."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     folder = tmp_path / "my-tok"
     folder.mkdir()

@@ -23,7 +23,7 @@ from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import Variant, register_variant, variant_from_record
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import option
 

@@ -16,7 +16,7 @@ from ruler.builder.pipeline import BuildConfig
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import NO_VARIANT, OutputBudget
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 
 TASKS = ("niah_single_1", "vt", "qa_1")

@@ -10,7 +10,7 @@ from helpers.scores import alternating, right, scores, write
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.compare import compare_scores, to_markdown
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from helpers.builds import build
 from perf.upstream_equivalence import _row_scores_ours
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.compare import compare_runs
 from ruler.kernel.errors import RulerError
 

@@ -216,7 +216,7 @@ def test_a_hatched_heatmap_says_why_in_a_legend(tmp_path):
 
 
 def test_report_cli_sets_bins_and_minimum(tmp_path, capsys):
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     (tmp_path / "scores.json").write_text(json.dumps(_scores(ITEMS, depth_bins=4)))
     assert main(["report", str(tmp_path), "--depth-bins", "2", "--min-depth-samples", "3",

@@ -18,7 +18,7 @@ from helpers.fake_openai import MODEL, FakeServer
 from ruler.benchmarks.oneruler.metric import NONE_WORDS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.builder.tasks.catalog import TASKS
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.base import finished_result
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.runner import EvalConfig, run_eval

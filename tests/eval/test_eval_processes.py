@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.subprocess]

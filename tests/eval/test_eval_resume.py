@@ -13,7 +13,7 @@ import pytest
 
 from helpers.builds import build, rows
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.cli import main, make_parser
+from ruler.commands.main import main, make_parser
 from ruler.eval.backends import DEFAULT_BACKEND, BackendOptions, backend_names
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.runner import EvalConfig, run_eval

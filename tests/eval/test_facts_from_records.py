@@ -20,7 +20,7 @@ from helpers.paths import TOKENIZERS
 from ruler.benchmarks.oneruler.languages import OnerulerLanguage
 from ruler.benchmarks.oneruler.metric import NONE_WORDS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 

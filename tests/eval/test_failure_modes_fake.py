@@ -20,7 +20,7 @@ from ruler.benchmarks.ruler.fake_failures import COLUMNS, FAILURES
 from ruler.benchmarks.ruler.fake_failures import answer as purposeful
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.variants import NoContext
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset

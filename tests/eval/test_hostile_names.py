@@ -25,7 +25,7 @@ from helpers.markdown_check import HOSTILE, check_markdown
 from helpers.scores import alternating, right, scores, write
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.health_record import HealthFacts
 from ruler.eval.report import headline_markdown, write_report
 from ruler.eval.run_record import PromptCheck, ServingRecord

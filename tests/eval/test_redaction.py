@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import rows
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval import redaction
 from ruler.kernel.scrub import REDACTED
 

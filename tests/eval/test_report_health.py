@@ -18,7 +18,7 @@ from helpers.builds import build
 from helpers.fake_openai import MODEL, FakeServer
 from helpers.reasoning import thinking_tokenizer
 from ruler.builder.variants import OutputBudget
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.report import to_json, to_markdown, write_report

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.data import open_dataset
 from ruler.eval.intervals import METHOD_TEXT, score_interval, weighted_mean_interval
 from ruler.eval.metrics import ROW_METRICS, postprocess_pred, score_of_rows

@@ -22,7 +22,7 @@ import pytest
 from helpers.builds import build
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.variants import NoContext
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.report import load_scores, write_report
 from ruler.eval.report_reference import comparisons, mark_plot
 from ruler.eval.scores_record import SCORES_FORMAT

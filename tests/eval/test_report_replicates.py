@@ -18,7 +18,7 @@ import pytest
 
 from helpers.builds import build
 from ruler.builder.variants import DepthSweep, Replicate
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build, pytest.mark.subprocess]
 

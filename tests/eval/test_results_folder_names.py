@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.config import default_results_folder
 from ruler.kernel.file_names import MAX_NAME_BYTES, safe_name
 

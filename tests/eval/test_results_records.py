@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.data import open_dataset
 from ruler.eval.results_schema import read_run, read_scores
 from ruler.eval.run_record import RunRecord

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import build, rows
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset
 from ruler.eval.runner import EvalConfig, run_eval

@@ -71,7 +71,7 @@ def normalised(text: str, data: Path, where: Path) -> str:
 def score_and_report(data: Path, case: str, where: Path) -> dict[str, str]:
     """Score the stored predictions of `case` against `data` into `where` and report them:
     {file name: normalised text} of scores.json's cells, report.md and report.json."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     _, config, metric = CASES[case]
     preds = FOLDER / case / "predictions.jsonl"

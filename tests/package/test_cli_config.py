@@ -13,16 +13,16 @@ from pathlib import Path
 import pytest
 
 from ruler import api
-from ruler.builder.cli_build import axis_flags
-from ruler.builder.cli_merge import MergeConfig
-from ruler.builder.cli_sources import FetchSources, ListSources
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.release_gates import gate_flags
 from ruler.builder.variants import DepthSweep, variant_kinds
-from ruler.builder.verify.cli import VerifyConfig
-from ruler.cli import main, make_parser
+from ruler.commands.build import axis_flags
+from ruler.commands.eval import eval_config
+from ruler.commands.main import main, make_parser
+from ruler.commands.merge import MergeConfig
+from ruler.commands.sources import FetchSources, ListSources
+from ruler.commands.verify import VerifyConfig
 from ruler.eval.backends import BACKENDS, BackendOptions
-from ruler.eval.cli import eval_config
 from ruler.eval.config import (
     CompareConfig,
     EvalConfig,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
 
 

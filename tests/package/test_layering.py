@@ -59,5 +59,5 @@ def test_scoring_never_imports_the_integrations():
 
 
 def test_the_import_scan_finds_an_upward_import():
-    """The scan sees imports inside functions: the evaluator itself imports ruler.eval."""
-    assert any("eval/cli.py" in hit for hit in _upward_imports(("eval",), "ruler.eval"))
+    """The scan sees imports inside functions: the evaluator's commands import ruler.eval."""
+    assert any("commands/eval.py" in hit for hit in _upward_imports(("commands",), "ruler.eval"))

@@ -18,7 +18,7 @@ from helpers.fake_hub import FakeHub, hub_for_this_process
 from ruler import release
 from ruler.builder.manifest import LOCK_NAME, Manifest
 from ruler.cards.render import write_card
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
 from ruler.kernel.hashing import file_sha256
 

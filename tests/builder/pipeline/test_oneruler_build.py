@@ -22,7 +22,7 @@ from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.builder.manifest import Manifest, read_manifest
 from ruler.builder.tasks.checks import with_build
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 
 TOK = "qwen2.5"

@@ -100,7 +100,7 @@ def test_rows_that_hold_all_their_inputs_are_kept_and_said_so(tmp_path, capsys):
     """zh's CWE dictionary (2,173 words x 33) makes some 45,000 llama-3.1 tokens: cwe_easy at
     128000 holds them all and is short of L, as upstream's. The build keeps it and its
     summary says so; verify notes it and passes."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     out = tmp_path / "out"
     assert main(["build", "--tokenizer", "llama-3.1", "--benchmark", "oneruler", "--languages",

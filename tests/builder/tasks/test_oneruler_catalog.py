@@ -79,7 +79,7 @@ def test_lengths_and_configs():
 
 def test_a_misspelt_language_or_pair_is_answered_with_the_form_it_means(capsys, tmp_path):
     """`ko_en` got the list of the 26 codes and no word of the pair form (issue 40.25)."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     said = {
         "ko_en": "did you mean ko-en or en-ko? (a cross-lingual pair is context-instructions: "

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends import (
     BackendOptions,
     BackendSpec,

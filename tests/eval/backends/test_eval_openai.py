@@ -13,7 +13,7 @@ import pytest
 
 from helpers.builds import rows
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.openai import OpenAIBackend, OpenAIOptions, backoff_seconds
 from ruler.eval.runner import EvalConfig, run_eval
 from ruler.kernel.errors import RulerError

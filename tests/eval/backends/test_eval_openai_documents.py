@@ -11,7 +11,7 @@ import pytest
 
 from helpers.fake_openai import MODEL, FakeServer
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.openai import MAX_CONCURRENCY, OpenAIBackend, OpenAIOptions
 from ruler.eval.render import Renderer

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.integrations import export_folder
 from ruler.eval.integrations.export_folder import RECORD_NAME
 from ruler.kernel.errors import RulerError

@@ -23,7 +23,7 @@ from ruler.benchmarks.ruler.metrics import row_match_all, row_match_part
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import render_card
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval import metrics
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex

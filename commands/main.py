@@ -17,12 +17,12 @@ from ruler.kernel.errors import RulerError
 
 #: Modules that contribute sub-commands, in the order `--help` lists them.
 COMMAND_MODULES = (
-    "ruler.builder.cli_build",
-    "ruler.builder.cli_merge",
-    "ruler.builder.cli_sources",
-    "ruler.builder.verify.cli",
+    "ruler.commands.build",
+    "ruler.commands.merge",
+    "ruler.commands.sources",
+    "ruler.commands.verify",
     "ruler.release",
-    "ruler.eval.cli",
+    "ruler.commands.eval",
     "ruler.eval.exporters",
 )
 

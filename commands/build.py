@@ -76,7 +76,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     # --replicate / --replicates, --base, --no-context
     add_variant_flags(p)
     # SIGTERM (a scheduler, `kill PID`) stops a build as Ctrl-C does: workers stopped, this
-    # build's temporary files removed (ruler.cli.Terminated).
+    # build's temporary files removed (ruler.commands.main.Terminated).
     p.set_defaults(func=run, interrupt_on_sigterm=True)
 
 
