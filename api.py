@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # the heavy imports happen inside the functions
     from ruler.builder.pipeline.config import BuildConfig, BuildReport
     from ruler.builder.verify.findings import VerifyReport
     from ruler.eval.config import EvalConfig, ScoreConfig
+    from ruler.eval.records.scores_record import ScoresRecord
     from ruler.eval.runner import EvalOutcome
-    from ruler.eval.scores_record import ScoresRecord
 
 
 class OptionError(RulerError, TypeError):
@@ -204,7 +204,7 @@ def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
     cfg = _eval_config(model, data, **options)
     outcome = run_eval(cfg)
     if cfg.report:
-        from ruler.eval.report import write_report
+        from ruler.eval.report.run import write_report
 
         write_report(outcome.out, plots=cfg.plots)
     return outcome

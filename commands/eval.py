@@ -25,8 +25,8 @@ from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import add_flags, flag_values, flagged_fields, from_flags
 
 if TYPE_CHECKING:
-    from ruler.eval.report import Report
-    from ruler.eval.scores_record import ScoresRecord
+    from ruler.eval.records.scores_record import ScoresRecord
+    from ruler.eval.report.run import Report
 
 _SHOWN = 10
 #: What `ruler eval --help` says of vLLM's CPU build, from what `engine_env` sets.
@@ -239,8 +239,8 @@ def run_eval_cmd(cfg: EvalConfig) -> int:
 def score_to_folder(cfg: ScoreConfig) -> "tuple[ScoresRecord, Path]":
     """Score the predictions and write scores.json (`ruler score` and `ruler.score`); returns
     the report and the folder written."""
-    from ruler.eval.results_folder import SCORES_NAME
-    from ruler.eval.score import (
+    from ruler.eval.records.results_folder import SCORES_NAME
+    from ruler.eval.scoring.score import (
         check_scores_owner,
         default_scores_folder,
         score_path,
@@ -256,7 +256,7 @@ def score_to_folder(cfg: ScoreConfig) -> "tuple[ScoresRecord, Path]":
 
 
 def run_score_cmd(cfg: ScoreConfig) -> int:
-    from ruler.eval.results_folder import SCORES_NAME
+    from ruler.eval.records.results_folder import SCORES_NAME
 
     report, out = score_to_folder(cfg)
     for c in report.cells:
@@ -290,7 +290,7 @@ def _several_report(cfg: ReportConfig) -> int:
     """Several RESULTS: the benchmark's own table of several runs where it has one (its report
     hooks), else Table 3 for runs of several models (or --table), else replicates pooled."""
     from ruler.builder.tasks.benchmarks import get_benchmark
-    from ruler.eval.report import load_scores, scores_benchmark
+    from ruler.eval.report.run import load_scores, scores_benchmark
 
     loaded = [load_scores(results) for results in cfg.results]
     for scores in loaded:
@@ -308,9 +308,9 @@ def _several_report(cfg: ReportConfig) -> int:
 
 
 def _table3_report(cfg: ReportConfig) -> int:
-    """`ruler report RUN RUN ... [--reference NAME]`: Table 3 (eval.report_table3)."""
+    """`ruler report RUN RUN ... [--reference NAME]`: Table 3 (eval.report.table3)."""
     from ruler.eval.published_results import load_registry
-    from ruler.eval.report_table3 import build_table, to_latex, to_markdown
+    from ruler.eval.report.table3 import build_table, to_latex, to_markdown
     from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 
     registry = load_registry(cfg.reference_file)
@@ -330,7 +330,7 @@ def _table3_report(cfg: ReportConfig) -> int:
 def _read_runs(cfg: ReportConfig) -> list[tuple[str, ScoresRecord, Report]]:
     """Each RESULTS folder as (its name, its scores, its report), its scores checked against
     --data's files where given."""
-    from ruler.eval.report import build_report, check_revision, load_scores, run_files
+    from ruler.eval.report.run import build_report, check_revision, load_scores, run_files
 
     runs = []
     for results in cfg.results:
@@ -349,7 +349,7 @@ def _dataset_files(cfg: ReportConfig, results: Path) -> dict | None:
     if not cfg.data:
         return None
     from ruler.eval.data import open_dataset
-    from ruler.eval.report import load_scores
+    from ruler.eval.report.run import load_scores
 
     scores = load_scores(results)
     ds = open_dataset(cfg.data, cfg.revision, scores.config)
@@ -357,8 +357,8 @@ def _dataset_files(cfg: ReportConfig, results: Path) -> dict | None:
 
 
 def _pooled_report(cfg: ReportConfig) -> int:
-    """`ruler report RUN RUN ...`: runs on replicates, pooled (eval.report_replicates)."""
-    from ruler.eval.report_replicates import pool_reports, to_csv, to_json, to_markdown
+    """`ruler report RUN RUN ...`: runs on replicates, pooled (eval.report.replicates)."""
+    from ruler.eval.report.replicates import pool_reports, to_csv, to_json, to_markdown
     from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 
     pooled = pool_reports(_read_runs(cfg))
@@ -373,7 +373,7 @@ def _pooled_report(cfg: ReportConfig) -> int:
 
 
 def run_compare_cmd(cfg: CompareConfig) -> int:
-    from ruler.eval.compare import compare_runs, to_markdown, write_comparison
+    from ruler.eval.report.compare import compare_runs, to_markdown, write_comparison
 
     if str(cfg.run_b).startswith(REFERENCE_PREFIX):
         return _compare_with_published(cfg)
@@ -389,7 +389,7 @@ def run_compare_cmd(cfg: CompareConfig) -> int:
 def _print_headline(results: Path, plots: bool = True) -> None:
     """Write the report into the results folder and print its headline (the full report has
     row counts, coverage and score by depth too: hundreds of lines for a full run)."""
-    from ruler.eval.report import headline_markdown, write_report
+    from ruler.eval.report.run import headline_markdown, write_report
 
     r = write_report(results, plots=plots)
     print(headline_markdown(r))
@@ -403,9 +403,9 @@ REFERENCE_PREFIX = "reference:"
 
 def _compare_with_published(cfg: CompareConfig) -> int:
     """`ruler compare RUN reference:NAME`: the run beside a published result
-    (eval.report_reference), as compare.md, compare.json and compare.png."""
-    from ruler.eval.report import build_report, load_scores, run_files
-    from ruler.eval.report_reference import comparisons, markdown, plot
+    (eval.report.reference), as compare.md, compare.json and compare.png."""
+    from ruler.eval.report.reference import comparisons, markdown, plot
+    from ruler.eval.report.run import build_report, load_scores, run_files
     from ruler.kernel.atomic import write_json_atomic, write_text_atomic
     from ruler.kernel.markup import md_code, md_text
 
@@ -432,7 +432,7 @@ def _compare_with_published(cfg: CompareConfig) -> int:
 def run_published_cmd(cfg: PublishedConfig) -> int:
     import json
 
-    from ruler.eval.aggregate import format_length
+    from ruler.eval.metrics.aggregate import format_length
     from ruler.eval.published_results import load_registry
 
     found = load_registry(cfg.reference_file).search(cfg.query)
@@ -453,7 +453,7 @@ def _print_report(results: Path, out: Path | None, threshold: float = 85.6,
                   references: list[str] | None = None,
                   reference_files: list[Path] | None = None,
                   no_context: Path | None = None) -> None:
-    from ruler.eval.report import to_markdown, write_report
+    from ruler.eval.report.run import to_markdown, write_report
 
     r = write_report(results, out, threshold, dataset_files, plots, depth_bins,
                      min_depth_samples, references or (), reference_files or (), no_context)

@@ -23,8 +23,8 @@ from ruler.eval.backends import (
     get_backend,
 )
 from ruler.eval.backends.base import options_as
-from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
-from ruler.eval.metrics import METRIC_SPECS
+from ruler.eval.metrics.depth import MAX_REPORT_DEPTH_BINS
+from ruler.eval.metrics.specs import METRIC_SPECS
 from ruler.eval.reasoning import DEFAULT_END_MARKER
 from ruler.kernel.errors import RulerError
 from ruler.kernel.file_names import safe_name
@@ -233,7 +233,7 @@ class ScoreConfig:
     def __post_init__(self) -> None:
         check_flags(self)
         if self.metric is not None:
-            from ruler.eval.metrics import METRIC_SPECS
+            from ruler.eval.metrics.specs import METRIC_SPECS
 
             if self.metric not in METRIC_SPECS:
                 raise RulerError(f"--metric {self.metric}: unknown metric; known: "

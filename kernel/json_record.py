@@ -1,7 +1,8 @@
 """Dataclasses that mirror a JSON object of a file ruler writes and reads back.
 
 The manifest (`builder.manifest`), a results folder's run.json and scores.json
-(`eval.run_record`, `eval.scores_record`) are read and written only through such records, so
+(`eval.records.run_record`, `eval.records.scores_record`) are read and written only through such
+records, so
 code past the reader holds typed fields, never a dict. Each record keeps what it does not
 know, and what it did not find:
 
@@ -15,7 +16,7 @@ know, and what it did not find:
 Nested records are decoded by the functions in `DECODE` (field -> function of the JSON
 value) and encoded by `to_json` wherever they sit (a field, a list, a dict's values). A
 record's JSON has been checked for shape before `from_json` (`builder.manifest_schema`,
-`eval.results_schema`): decoding trusts it.
+`eval.records.results_schema`): decoding trusts it.
 """
 
 from __future__ import annotations

@@ -168,7 +168,7 @@ class Benchmark:
         aggregation: how its scores aggregate (`Aggregation`).
         sources: its pinned inputs (`builder.sources.SourceSpec`), which `ruler sources`
             lists and fetches.
-        metrics: the metrics its rows name (name -> `eval.metrics.MetricSpec`), registered
+        metrics: the metrics its rows name (name -> `eval.metrics.specs.MetricSpec`), registered
             when it loads; a metric whose `replaces` names another may rescore its rows.
         packages: the packages its generators add to what shapes its rows (recorded by its
             builds: `builder.packages`).
@@ -179,7 +179,7 @@ class Benchmark:
             ("package.module:ATTR") of the code in its folder that writes the card's section
             about it (`function(manifest) -> str`) and its family's card text (intro, tasks,
             differences, citation: `cards.render.CardBody`), its report sections
-            (`eval.report.ReportHooks`), its lm-evaluation-harness export
+            (`eval.report.run.ReportHooks`), its lm-evaluation-harness export
             (`eval.integrations.lm_eval_export.LmEvalHooks`), its failure-mode labels
             (`label_cell(...)`) and the fake backend's failures on purpose
             (`eval.backends.fake.FakeAnswers`); None: none.

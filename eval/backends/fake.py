@@ -39,7 +39,7 @@ from ruler.eval.backends.base import (
     options_as,
 )
 from ruler.eval.backends.registry import BackendSpec
-from ruler.eval.metrics import METRIC_SPECS
+from ruler.eval.metrics.specs import METRIC_SPECS
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import option
 

@@ -1,7 +1,7 @@
 """scores.json's failure labels: per (task, L) cell, each wrong row's primary label and flags,
 and for QA every answered row's normalised answer (what the report pairs with a no-context
 run's). Typed records (`kernel.json_record`); `CellFailures.shape_ok` is the check
-`eval.results_schema` runs on a cell's `failures`."""
+`eval.records.results_schema` runs on a cell's `failures`."""
 
 from __future__ import annotations
 

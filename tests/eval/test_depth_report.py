@@ -10,10 +10,10 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from ruler.eval.depth import bin_cells, group_cells, row_items
-from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP, hatch_meaning, heatmap_figure
-from ruler.eval.report import build_report, to_markdown, write_report
-from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.metrics.depth import bin_cells, group_cells, row_items
+from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.report.depth import HEATMAP_DIR, NIAH_HEATMAP, hatch_meaning, heatmap_figure
+from ruler.eval.report.run import build_report, to_markdown, write_report
 
 NEEDLE = "One of the special magic numbers for {k} is: {v}."
 

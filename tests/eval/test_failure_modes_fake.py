@@ -24,9 +24,9 @@ from ruler.commands.main import main
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset
-from ruler.eval.report import write_report
-from ruler.eval.results_schema import read_scores
-from ruler.eval.score import score_file, write_scores
+from ruler.eval.records.results_schema import read_scores
+from ruler.eval.report.run import write_report
+from ruler.eval.scoring.score import score_file, write_scores
 from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]

@@ -19,7 +19,7 @@ from ruler.builder.variants import OutputBudget
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.reasoning import extract_answer, opens_reasoning, start_marker_for
-from ruler.eval.report import to_markdown, write_report
+from ruler.eval.report.run import to_markdown, write_report
 from ruler.eval.runner import EvalConfig, run_eval
 from ruler.kernel.errors import RulerError
 

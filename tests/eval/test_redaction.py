@@ -11,7 +11,7 @@ import pytest
 
 from helpers.builds import rows
 from ruler.commands.main import main
-from ruler.eval import redaction
+from ruler.eval.records import redaction
 from ruler.kernel.scrub import REDACTED
 
 CONFIG, TASK, L = "llama-3.1--oneruler-en", "or_cwe", 1024

@@ -19,9 +19,9 @@ from ruler.benchmarks.oneruler.report import to_csv as languages_csv
 from ruler.benchmarks.oneruler.report import to_markdown as languages_markdown
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.commands.main import main
-from ruler.eval.intervals import score_interval
-from ruler.eval.report import build_report, to_json, to_markdown, write_report
-from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.metrics.intervals import score_interval
+from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.report.run import build_report, to_json, to_markdown, write_report
 from ruler.kernel.errors import RulerError
 
 

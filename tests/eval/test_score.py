@@ -20,7 +20,7 @@ from ruler.commands.main import main
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset
 from ruler.eval.runner import EvalConfig, run_eval
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
 from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]

@@ -48,7 +48,7 @@ def stored_predictions(data: Path, config: str) -> list[dict]:
     import pyarrow.parquet as pq
 
     from ruler.builder.manifest import Manifest
-    from ruler.eval.metrics import metric_spec
+    from ruler.eval.metrics.specs import metric_spec
 
     manifest = Manifest.load(data)
     out = []

@@ -54,8 +54,8 @@ def test_the_builder_never_imports_the_card():
 
 def test_scoring_never_imports_the_integrations():
     """`ruler score` reads other frameworks' predictions through the reader registry
-    (`eval.prediction_readers`); the integrations are its plug-ins, not its dependencies."""
-    assert _upward_imports(("eval/score.py",), "ruler.eval.integrations") == []
+    (`eval.scoring.prediction_readers`); the integrations are its plug-ins, not its dependencies."""
+    assert _upward_imports(("eval/scoring/score.py",), "ruler.eval.integrations") == []
 
 
 def test_the_import_scan_finds_an_upward_import():

@@ -200,7 +200,7 @@ SPEC = BackendSpec(name="toy-reader", factory=WordReader, summary="the toy plug-
                    options_type=ReaderOptions, runs_a_model=False)
 ''',
     "metric.py": '''
-from ruler.eval.metrics import MetricSpec, percent_of_rows
+from ruler.eval.metrics.specs import MetricSpec, percent_of_rows
 
 
 def exact(prediction, references):

@@ -193,7 +193,7 @@ def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
              "from ruler.builder.manifest import BuildEntry\n"
              "from ruler.builder.sources import SOURCES\n"
              "from ruler.builder.tokenizer_registry import registry\n"
-             "from ruler.eval.scores_record import CellScore\n"
+             "from ruler.eval.records.scores_record import CellScore\n"
              "def rows(c: CellScore) -> int:\n"
              "    return c['rows']\n"
              "def name(b: BuildEntry) -> str:\n"
@@ -231,13 +231,13 @@ JSON_EDGES = {
     "ruler.builder.manifest:BuildEntry.axis_records": "the axes' JSON, read by each axis",
     "ruler.builder.identity:make_identity": "the axes' JSON, as the manifest records them",
     # report.json's fields a benchmark's report hooks add (its own, for people and tools)
-    "ruler.eval.report:ReportHooks.json": "report.json's fields of a benchmark",
+    "ruler.eval.report.run:ReportHooks.json": "report.json's fields of a benchmark",
     "ruler.benchmarks.ruler.report:RulerFamilyReport.json": "report.json's fields of a benchmark",
     "ruler.benchmarks.ruler2.report:Ruler2Report.json": "report.json's fields of a benchmark",
     # run.json: the user's chat template variables (given to the template as they are) and the
     # last run's outcome, for people (no code reads it)
-    "ruler.eval.run_record:RunRecord.chat_template_kwargs": "the user's template variables",
-    "ruler.eval.run_record:RunRecord.last_run": "for people: no code reads it",
+    "ruler.eval.records.run_record:RunRecord.chat_template_kwargs": "the user's template variables",
+    "ruler.eval.records.run_record:RunRecord.last_run": "for people: no code reads it",
     "ruler.eval.config:EvalConfig.chat_template_kwargs": "the user's template variables",
     # a split file's rows (Parquet rows, hashed as canonical JSON), not the manifest's records
     "ruler.builder.manifest:canonical_row": "a split file's row",
@@ -245,20 +245,20 @@ JSON_EDGES = {
     "ruler.builder.manifest:content_sha256_rows": "a split file's rows",
     # the manifest's JSON for tools and tests that look at the format itself
     "ruler.builder.manifest:read_manifest": "the format's JSON, for tools and tests",
-    # prediction records (the predictions path: any framework's rows, `eval.predictions`)
-    "ruler.eval.run_record:PromptCheck.add": "a prediction record",
-    "ruler.eval.skip_reasons:skip_kind": "a prediction record",
-    "ruler.eval.serving:prompt_check": "prediction records",
-    "ruler.eval.score:score_predictions": "prediction records",
-    "ruler.eval.score:score_source": "prediction records",
-    "ruler.eval.score:tied": "prediction records",
-    "ruler.eval.score:answer_as_generated": "a prediction record",
+    # prediction records (the predictions path: any framework's rows, `eval.records.predictions`)
+    "ruler.eval.records.run_record:PromptCheck.add": "a prediction record",
+    "ruler.eval.records.skip_reasons:skip_kind": "a prediction record",
+    "ruler.eval.records.serving:prompt_check": "prediction records",
+    "ruler.eval.scoring.score:score_predictions": "prediction records",
+    "ruler.eval.scoring.score:score_source": "prediction records",
+    "ruler.eval.scoring.score:tied": "prediction records",
+    "ruler.eval.scoring.score:answer_as_generated": "a prediction record",
     "ruler.eval.report_health:health_facts": "prediction records, a framework's settings",
     # a framework's generation settings as its reader finds them (lm-eval, Inspect, run.json)
     "ruler.eval.report_health:run_settings": "a prediction source's settings",
     # report.json (a file of its own, written as it is made)
     "ruler.benchmarks.ruler2.report:grid": "report.json's family_difficulty",
-    "ruler.eval.scores_record:ScoresRecord.coverage": "scores.json's coverage (derived)",
+    "ruler.eval.records.scores_record:ScoresRecord.coverage": "scores.json's coverage (derived)",
 }
 
 

@@ -25,10 +25,10 @@ from ruler.benchmarks.ruler.failure_modes.labels import (
 )
 from ruler.benchmarks.ruler.failure_modes.text import token_f1
 from ruler.builder.tasks.benchmarks import task_rank
-from ruler.eval.aggregate import format_length
 from ruler.eval.failure_modes.record import QaAnswer, RowFailure
-from ruler.eval.intervals import Interval, wilson
-from ruler.eval.scores_record import CellScore, ScoresRecord
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.intervals import Interval, wilson
+from ruler.eval.records.scores_record import CellScore, ScoresRecord
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import md_code, md_text
 

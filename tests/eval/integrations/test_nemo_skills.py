@@ -22,7 +22,7 @@ import pytest
 from helpers.builds import rows
 from ruler.commands.main import main
 from ruler.eval.data import open_dataset
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
 from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]

@@ -8,7 +8,7 @@ partly right, though the model answered nothing. And predictions generated witho
 budget as their cap (lm-eval's `max_gen_toks` raised, a server that ignores `max_tokens`) can
 run to thousands of tokens against budgets of 30 to 128. The score stays upstream's; the
 report's set-up health section counts these rows (`eval.report_health`), from marks `ruler
-score` sets on the prediction records while it has the rows at hand (`eval.score`).
+score` sets on the prediction records while it has the rows at hand (`eval.scoring.score`).
 """
 
 from __future__ import annotations

@@ -8,11 +8,12 @@ rows under a limit; never merely what the predictions happen to contain.
 Each (task, L) cell of the selection gets upstream's task score over the rows that were
 answered; rows skipped (too long for the model), failed, or absent from the predictions are
 counted and listed, never scored as zero. A selection with a row missing or failed is partial:
-the report then withholds the averages over it (`ruler.eval.report`). Predictions whose key
+the report then withholds the averages over it (`ruler.eval.report.run`). Predictions whose key
 is not a row of the dataset are listed as unknown. Each cell also keeps its answered rows'
-values (`row_scores`) and its score's 95 % interval (`ruler.eval.intervals`), which the report
+values (`row_scores`) and its score's 95 % interval (`ruler.eval.metrics.intervals`), which the
+report
 and `ruler compare` read. Each prediction is tied to its row by what it carries of it
-(`ruler.eval.build_tie`: data_sha256, the prompt, the length): anything that differs is an
+(`ruler.eval.records.build_tie`: data_sha256, the prompt, the length): anything that differs is an
 error (it was made from another build of the config), and answered rows tied by neither their
 data_sha256 nor their prompt are counted per cell as unverified (`tied_to_build` in
 scores.json); only of tied rows is a server's prompt-count check carried into the scores.
@@ -29,8 +30,20 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ruler.builder.length_rules import counted_output
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.tasks.catalog import TASKS
-from ruler.eval import answer_checks
-from ruler.eval.build_tie import (
+from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
+from ruler.eval.failure_modes.record import CellFailures
+from ruler.eval.metrics import answer_checks
+from ruler.eval.metrics.depth import Item, compact, row_columns, row_items
+from ruler.eval.metrics.intervals import score_interval
+from ruler.eval.metrics.specs import (
+    METRIC_SPECS,
+    build_key,
+    postprocess_pred,
+    rescoring_metric,
+    row_score,
+    task_score,
+)
+from ruler.eval.records.build_tie import (
     LENGTH_ONLY,
     PROMPT_DIFFERS,
     TIE_KINDS,
@@ -39,35 +52,23 @@ from ruler.eval.build_tie import (
     prompt_forms,
     tie,
 )
-from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
-from ruler.eval.depth import Item, compact, row_columns, row_items
-from ruler.eval.failure_modes.record import CellFailures
-from ruler.eval.intervals import score_interval
-from ruler.eval.metrics import (
-    METRIC_SPECS,
-    build_key,
-    postprocess_pred,
-    rescoring_metric,
-    row_score,
-    task_score,
-)
-from ruler.eval.prediction_readers import fingerprint, key_against, read_predictions
-from ruler.eval.prediction_source import PredictionSource
-from ruler.eval.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
-from ruler.eval.redaction import UNRESTORED, restore
-from ruler.eval.report_health import health_facts, run_settings
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
-from ruler.eval.results_schema import read_run
-from ruler.eval.run_record import DatasetRecord
-from ruler.eval.scores_record import (
+from ruler.eval.records.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
+from ruler.eval.records.redaction import UNRESTORED, restore
+from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.records.results_schema import read_run
+from ruler.eval.records.run_record import DatasetRecord
+from ruler.eval.records.scores_record import (
     CellScore,
     PredictionsRecord,
     ScoresRecord,
     Selection,
     scores_owner,
 )
-from ruler.eval.serving import prompt_check
-from ruler.eval.skip_reasons import skip_kind
+from ruler.eval.records.serving import prompt_check
+from ruler.eval.records.skip_reasons import skip_kind
+from ruler.eval.report_health import health_facts, run_settings
+from ruler.eval.scoring.prediction_readers import fingerprint, key_against, read_predictions
+from ruler.eval.scoring.prediction_source import PredictionSource
 from ruler.kernel.atomic import write_json_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.file_names import safe_name
@@ -308,7 +309,7 @@ def _labels(ds: Dataset, f: SplitFile) -> Callable[..., CellFailures | None]:
 
 def _mark_answer(p: dict[str, Any], text: str, row: Mapping[str, Any],
                  copy_candidates: dict[int, tuple[dict[str, Any], str]]) -> None:
-    """Mark an answered record for the set-up health section (`eval.answer_checks`): the
+    """Mark an answered record for the set-up health section (`eval.metrics.answer_checks`): the
     row's own output budget, whether the answer ran far past it, and (a long answer) that it
     is to be checked against the row's prompt."""
     budget = p.get("output_budget")
@@ -338,7 +339,7 @@ def _mark_copies(ds: Dataset, f: SplitFile,
 def answer_as_generated(p: Mapping[str, Any]) -> str | None:
     """The prediction as the model wrote it: the stored text, or where a secret was cut out
     of it (`redacted`), that text with the secret put back; None where this process holds no
-    secret of the fingerprint recorded (`eval.redaction`)."""
+    secret of the fingerprint recorded (`eval.records.redaction`)."""
     text = str(p["prediction"])
     return text if p.get("redacted") is None else restore(text, p["redacted"])
 
@@ -357,7 +358,7 @@ def _metric_keys(ds: Dataset, f: SplitFile, metric: str) -> tuple[str, str]:
 
 def _tie_to_rows(ds: Dataset, f: SplitFile, preds: dict[int, dict[str, Any]],
                  rows: Mapping[int, Mapping[str, Any]]) -> None:
-    """Mark each prediction with how it is tied to its row (`_tied`, `ruler.eval.build_tie`)
+    """Mark each prediction with how it is tied to its row (`_tied`, `ruler.eval.records.build_tie`)
     or as naming no row (`_unknown`); refuse predictions that carry something other than
     their row has, naming them and what differs."""
     forms = _prompt_forms(ds, f) if any(carried_digest(p) for p in preds.values()) else {}
@@ -474,7 +475,7 @@ def score_file(predictions: str | os.PathLike[str], ds: Dataset, config: str | N
                tasks: Sequence[str] | None = None, lengths: Sequence[int] | None = None,
                limit: int | None = None, metric: str | None = None) -> ScoresRecord:
     """`ruler score`: predictions from any framework (ruler's records, lm-eval's samples, an
-    Inspect log, NeMo-Skills output, a plug-in's; see `ruler.eval.prediction_readers`)."""
+    Inspect log, NeMo-Skills output, a plug-in's; see `ruler.eval.scoring.prediction_readers`)."""
     source = read_predictions(predictions)
     key_against(source, ds, config, tasks, lengths)
     records = index_records(source.records, str(predictions))

@@ -39,7 +39,7 @@ class Prediction:
     prediction: str | None  # None when the row was skipped or failed
     status: str = "ok"  # ok | skipped (never sent: does not fit) | error (request failed)
     reason: str = ""  # why a row was skipped or failed, for people
-    skip_kind: str = ""  # a skipped row's `eval.skip_reasons.SkipReason` (what code reads)
+    skip_kind: str = ""  # a skipped row's `eval.records.skip_reasons.SkipReason` (what code reads)
     prompt_tokens: int = 0
     output_tokens: int = 0
     finish_reason: str = ""
@@ -66,7 +66,8 @@ class Prediction:
     # this smaller budget (the context left); None: its whole budget.
     output_budget: int | None = None
     # Where a known secret (the API key) was replaced by <redacted> in `prediction`, per
-    # secret its fingerprint and offsets (`ruler.eval.redaction`): scoring restores the answer
+    # secret its fingerprint and offsets (`ruler.eval.records.redaction`): scoring restores the
+    # answer
     # as generated. None: nothing was.
     redacted: list[dict[str, Any]] | None = None
 
@@ -143,7 +144,7 @@ def _check_fields(record: dict[str, Any]) -> None:
     if record.get("length") is not None:  # the row's length, which ties it to the build
         key_integer(record["length"], "length")
     if record.get("redacted") is not None:  # where a secret was cut out of the prediction
-        from ruler.eval.redaction import shape_problem
+        from ruler.eval.records.redaction import shape_problem
 
         problem = shape_problem(record["redacted"], pred)
         if problem:

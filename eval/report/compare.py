@@ -3,7 +3,7 @@
 Both runs are scores.json files (or the results folders holding them), or predictions that
 `ruler score` reads, scored here against the dataset given (`--data`), of the same dataset
 config and the same split files (content hashes): the same rows, so each row's value in A
-and in B is a pair, and the comparison is paired (`ruler.eval.intervals.paired_difference`):
+and in B is a pair, and the comparison is paired (`ruler.eval.metrics.intervals.paired_difference`):
 McNemar's exact test where both sides' rows are binary, a paired bootstrap otherwise, and a
 paired bootstrap interval of the difference. Only rows both runs answered are compared; the
 others (skipped, failed, missing in one run) are counted and named, never scored.
@@ -23,15 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from ruler.builder.tasks.benchmarks import in_task_order, task_rank
-from ruler.eval.aggregate import format_length
 from ruler.eval.data import open_dataset
-from ruler.eval.figures import dodged, fit_canvas, save_png
 from ruler.eval.integrations.inspect_logs import is_inspect_log
-from ruler.eval.intervals import METHOD_TEXT, PairedDifference, paired_difference
-from ruler.eval.report import benchmark_title, check_revision, load_scores, scores_benchmark
-from ruler.eval.results_folder import SCORES_NAME
-from ruler.eval.score import score_path
-from ruler.eval.scores_record import ScoresRecord, TieTotals
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.intervals import METHOD_TEXT, PairedDifference, paired_difference
+from ruler.eval.records.results_folder import SCORES_NAME
+from ruler.eval.records.scores_record import ScoresRecord, TieTotals
+from ruler.eval.report.figures import dodged, fit_canvas, save_png
+from ruler.eval.report.run import benchmark_title, check_revision, load_scores, scores_benchmark
+from ruler.eval.scoring.score import score_path
 from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import figure_text, md_code, md_text
@@ -68,7 +68,7 @@ class Comparison:
     model_b: str | None
     config: str
     rows: list[Row]  # per task x length, then per length overall
-    benchmark: str = "ruler"  # the runs' benchmark, as their scores record it (eval.report)
+    benchmark: str = "ruler"  # the runs' benchmark, as their scores record it (eval.report.run)
     not_shared: dict[str, list[str]] = field(default_factory=dict)  # "a_only"/"b_only" keys
     cells_only: dict[str, list[str]] = field(default_factory=dict)  # cells in one run only
     # "a"/"b" -> scored rows nothing ties to the build, where there are any

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Iterable, Mapping
 
-from ruler.eval.run_record import PromptCheck, RunRecord, ServingRecord
+from ruler.eval.records.run_record import PromptCheck, RunRecord, ServingRecord
 from ruler.kernel.markup import md_code, md_text
 
 __all__ = ["TOKEN_IDS", "PromptCheck", "describe", "markdown", "prepare_backend",

@@ -84,7 +84,7 @@ class MetricSpec:
     # ValueError for a build that records none.
     build_key: Callable[[BuildEntry], str] | None = None
     # False: a row is right or wrong as a whole (a missing or extra number fails it), so a
-    # gold item is scored as its row is, not on its own references (`eval.depth`).
+    # gold item is scored as its row is, not on its own references (`eval.metrics.depth`).
     partial_credit: bool = True
     # Upstream's own task score over the prepared predictions and references, where upstream
     # has one (RULER's `string_match_all`); None: `aggregate` of the rows' values.

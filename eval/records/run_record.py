@@ -3,7 +3,7 @@
 `ruler eval` writes it (`eval.runner`) before its first request and again when it ends;
 resuming reads it to check the folder holds the same model, settings and rows; `ruler score`
 and `ruler report` read the files it covers and its settings. `RunRecord` is its only reader
-and writer: `eval.results_schema.read_run` checks a file's shape and makes the record;
+and writer: `eval.records.results_schema.read_run` checks a file's shape and makes the record;
 `RunRecord.to_json` is what is written. Fields a newer version adds are kept, and a field an
 older file lacks means "not recorded" (`kernel.json_record`).
 
@@ -78,7 +78,7 @@ class PromptCheck(JsonRecord):
     (`checked` less `differ`), counted otherwise (`differ`: flagged `prompt_mismatch`), not
     checked (`unchecked`: `prompt_unchecked` says why); and, by name, the rows a server
     answered as another model than asked (`server_model`). scores.json's `prompt_check`
-    (older ones have no `unchecked`); its text is `eval.serving`'s."""
+    (older ones have no `unchecked`); its text is `eval.records.serving`'s."""
 
     checked: int = 0
     unchecked: int = 0
@@ -219,7 +219,8 @@ class RunRecord(JsonRecord):
     chat_template_kwargs: dict[str, Any] | None = None
     reasoning: ReasoningSetting | None = None
     max_tokens: int | None = None
-    # How the rendered prompts reached the model (`eval.serving.prompt_delivery`): "token ids"
+    # How the rendered prompts reached the model (`eval.records.serving.prompt_delivery`): "token
+    # ids"
     # (vLLM, transformers, a server's completions-ids), "text", or chat messages with the
     # answer prefix where it went. None: not recorded (older folders).
     prompt_delivery: str | None = None

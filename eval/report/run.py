@@ -4,7 +4,7 @@ Input is the `scores.json` that `ruler eval` / `ruler score` wrote. Output: per 
 scores, the mean over tasks per length, Avg., wAvg. (inc), wAvg. (dec), the effective context
 length at a threshold, and per-cell nulls / skipped / failed / missing counts, so an
 incomplete cell is visible instead of looking like a score. Score by depth bin per task and
-length (eval.depth), with depth x length heatmaps (eval.depth_report), where the scores hold
+length (eval.metrics.depth), with depth x length heatmaps (eval.report.depth), where the scores hold
 the answered rows' gold depths.
 
 Coverage: every (task, L) cell asked for shows its rows with a result out of its rows asked
@@ -13,12 +13,12 @@ run asked for (run.json) that its scores.json has not scored yet, as after an in
 `ruler eval` — the results are partial: the effective length, Avg. and wAvg. are not given
 (nor the mean of a length with an incomplete cell), and the incomplete cells are named.
 
-Uncertainty (eval.report_intervals): every score with its 95 % interval where scores.json
+Uncertainty (eval.report.intervals): every score with its 95 % interval where scores.json
 recorded its rows, and the mean per length, Avg. and wAvg. with bootstrap intervals over rows
 where those numbers are given; lengths whose interval contains the threshold are marked, since
 the effective length could go either way there. Older scores.json without rows: no intervals.
 
-Several runs of one model on replicate configs: eval.report_replicates pools their reports.
+Several runs of one model on replicate configs: eval.report.replicates pools their reports.
 
 The benchmark is the one scores.json records (a benchmark not installed: one line naming it
 and its package); its record says how its scores aggregate (`Benchmark.aggregation`: a
@@ -49,24 +49,29 @@ from ruler.builder.tasks.benchmarks import (
     task_rank,
     tasks_of,
 )
-from ruler.eval.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
-from ruler.eval.depth import DEFAULT_DEPTH_BINS, DEFAULT_MIN_SAMPLES, DepthTables, depth_table
-from ruler.eval.depth_report import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
-from ruler.eval.figures import dodged, fit_canvas, save_png
-from ruler.eval.health_record import HealthFacts
-from ruler.eval.intervals import METHOD_TEXT, Interval
+from ruler.eval.metrics.aggregate import DEFAULT_THRESHOLD, Summary, format_length, summarize
+from ruler.eval.metrics.depth import (
+    DEFAULT_DEPTH_BINS,
+    DEFAULT_MIN_SAMPLES,
+    DepthTables,
+    depth_table,
+)
+from ruler.eval.metrics.intervals import METHOD_TEXT, Interval
+from ruler.eval.records.health_record import HealthFacts
+from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
+from ruler.eval.records.results_schema import read_run, read_scores
+from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
+from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection, TieTotals
+from ruler.eval.records.serving import markdown as serving_markdown
+from ruler.eval.report.depth import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
+from ruler.eval.report.figures import dodged, fit_canvas, save_png
+from ruler.eval.report.intervals import ReportIntervals, format_interval, report_intervals
+from ruler.eval.report.reference import ReferenceComparison, comparisons, hint, hint_markdown
+from ruler.eval.report.reference import mark_plot as mark_published
+from ruler.eval.report.reference import markdown as reference_markdown
+from ruler.eval.report.reference import to_csv as reference_csv
 from ruler.eval.report_health import flags as health_flags
 from ruler.eval.report_health import markdown as health_markdown
-from ruler.eval.report_intervals import ReportIntervals, format_interval, report_intervals
-from ruler.eval.report_reference import ReferenceComparison, comparisons, hint, hint_markdown
-from ruler.eval.report_reference import mark_plot as mark_published
-from ruler.eval.report_reference import markdown as reference_markdown
-from ruler.eval.report_reference import to_csv as reference_csv
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
-from ruler.eval.results_schema import read_run, read_scores
-from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
-from ruler.eval.scores_record import CellScore, ScoresRecord, Selection, TieTotals
-from ruler.eval.serving import markdown as serving_markdown
 from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.json_record import encode, fields_json
@@ -94,7 +99,7 @@ class Report:
     # scores.json's (what was asked; None: not recorded)
     selection: Selection | None = None
     intervals: ReportIntervals | None = None  # None: the scores record no rows (older ones)
-    # How the prompts were served and the server's prompt-count check (eval.serving)
+    # How the prompts were served and the server's prompt-count check (eval.records.serving)
     serving: list[ServingRecord] | None = None
     prompt_check: PromptCheck | None = None
     # How the scored rows are tied to the build (scores_record.TieTotals); None: not recorded

@@ -4,7 +4,7 @@ A replicate config (`ruler build --replicates K`, builder.variants.Replicate) re
 sample of the default config from other seeds, so a model's score on replicates 1..K (and on
 the default config, replicate 0 of the draw) shows how much the score moves with the draw of
 the benchmark's samples alone. Each run is reported as `ruler report` reports it alone
-(eval.report.build_report); pooled, every task x length score, the mean per length, Avg. and
+(eval.report.run.build_report); pooled, every task x length score, the mean per length, Avg. and
 wAvg. become the mean over the runs with the between-replicate spread: the sample standard
 deviation (n - 1) and the min..max of the runs' numbers. A number one run withholds (an
 incomplete cell, a partial run) is withheld pooled too, so a pooled number is always over
@@ -26,9 +26,9 @@ from typing import Any, Sequence
 
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.variants import NO_VARIANT, Replicate, variant_from_record
-from ruler.eval.aggregate import format_length, summarize
-from ruler.eval.report import Report
-from ruler.eval.scores_record import ScoresRecord
+from ruler.eval.metrics.aggregate import format_length, summarize
+from ruler.eval.records.scores_record import ScoresRecord
+from ruler.eval.report.run import Report
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import md_code, md_text
 

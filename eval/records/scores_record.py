@@ -1,8 +1,9 @@
 """scores.json: `ruler score`'s output, which `ruler report` and `ruler compare` read, as
 typed records.
 
-`ScoresRecord` is its only reader and writer: `eval.score` makes one (per cell a `CellScore`),
-`write_scores` writes its `to_json`; `eval.results_schema.read_scores` checks a file's shape
+`ScoresRecord` is its only reader and writer: `eval.scoring.score` makes one (per cell a
+`CellScore`),
+`write_scores` writes its `to_json`; `eval.records.results_schema.read_scores` checks a file's shape
 and makes the record. Fields a later version adds are kept; a field an older file lacks means
 "not recorded" (its reader says so, e.g. no intervals without `row_scores`), and the record
 writes the file back as it was (`kernel.json_record`).
@@ -15,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
-from ruler.eval.build_tie import LENGTH_ONLY, TIE_KINDS
 from ruler.eval.failure_modes.record import CellFailures
-from ruler.eval.health_record import HealthFacts
-from ruler.eval.run_record import DatasetRecord, PromptCheck, ServingRecord
+from ruler.eval.records.build_tie import LENGTH_ONLY, TIE_KINDS
+from ruler.eval.records.health_record import HealthFacts
+from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
 from ruler.kernel.json_record import (
     Decode,
     JsonRecord,
@@ -58,7 +59,7 @@ class CellScore(JsonRecord):
     # left after the prompt; `Prediction.output_budget`)
     budget_clamped: int = 0
     # Answered rows whose stored prediction had a secret (the API key) cut out: scored on the
-    # answer as generated, restored with the key this process holds (`eval.redaction`; rows
+    # answer as generated, restored with the key this process holds (`eval.records.redaction`; rows
     # it could not restore are counted in `errors`, never scored on the redacted text)
     redacted: int = 0
     # The answered rows' values (0..1, `metrics.row_score`: the metric on the prediction as its
@@ -67,10 +68,10 @@ class CellScore(JsonRecord):
     # upstream's aggregate. None: not recorded (older scores).
     row_scores: list[list[float]] | None = None
     # The score's 95 % interval on 0..100 ([low, high]) and how it was made
-    # (`ruler.eval.intervals`); None when no row was answered.
+    # (`ruler.eval.metrics.intervals`); None when no row was answered.
     ci95: list[float] | None = None
     ci_method: str | None = None
-    # How the answered rows are tied to this build (`ruler.eval.build_tie`): kind -> rows
+    # How the answered rows are tied to this build (`ruler.eval.records.build_tie`): kind -> rows
     # ("length": rows carrying an equal length and nothing more), and the rows neither their
     # data_sha256 nor their prompt ties to it (scored, but they may come from another build;
     # None: not recorded, older scores).
@@ -176,7 +177,7 @@ class ScoresRecord(JsonRecord):
     cells: list[CellScore]  # one per (task, L) file of the selection, answered or not
     missing: list[str] = field(default_factory=list)
     unknown: list[str] = field(default_factory=list)
-    # Score by depth (eval.depth): "task/L" -> [[depth, score], ...] of the answered rows,
+    # Score by depth (eval.metrics.depth): "task/L" -> [[depth, score], ...] of the answered rows,
     # and the dataset config's depth bins when it is depth-swept (`ruler build --depths N`).
     depth_items: dict[str, list[list[float]]] | None = None
     depth_bins: int | None = None
@@ -197,7 +198,7 @@ class ScoresRecord(JsonRecord):
     # `ruler score` refuses to overwrite the scores of other predictions with it.
     predictions: PredictionsRecord | None = None
     # How the prompts reached the model, where the run records it (run.json's `serving`), and
-    # the answered rows whose server prompt count was checked / differed (eval.serving).
+    # the answered rows whose server prompt count was checked / differed (eval.records.serving).
     serving: list[ServingRecord] | None = None
     prompt_check: PromptCheck | None = None
     # What the predictions show of how the run was set up (eval.report_health.HealthFacts).

@@ -2,8 +2,9 @@
 wAvg., and the lengths where the effective-length decision is uncertain.
 
 The per-length and averaged intervals are stratified bootstraps over the rows of every cell
-(`ruler.eval.intervals.weighted_mean_interval`) with the weights the headline numbers use: equal
-per task within a length; for Avg. and wAvg. each length's weight (`eval.aggregate`) divided
+(`ruler.eval.metrics.intervals.weighted_mean_interval`) with the weights the headline numbers use:
+equal
+per task within a length; for Avg. and wAvg. each length's weight (`eval.metrics.aggregate`) divided
 by its tasks. They are given exactly where the headline numbers are: a length's interval where
 its mean is, the averages' where the averages are (a complete selection). Scores written before
 the cells carried `row_scores` have no intervals (None), and the report shows none.
@@ -19,9 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ruler.eval.aggregate import Summary, length_weights
-from ruler.eval.intervals import METHOD_TEXT, Interval, uncertain_lengths, weighted_mean_interval
-from ruler.eval.scores_record import CellScore
+from ruler.eval.metrics.aggregate import Summary, length_weights
+from ruler.eval.metrics.intervals import (
+    METHOD_TEXT,
+    Interval,
+    uncertain_lengths,
+    weighted_mean_interval,
+)
+from ruler.eval.records.scores_record import CellScore
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""What a predictions reader returns (`ruler.eval.prediction_readers`): the records, and what
+"""What a predictions reader returns (`ruler.eval.scoring.prediction_readers`): the records, and
+what
 the run itself says about them."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ruler.eval.run_record import ServingRecord
+    from ruler.eval.records.run_record import ServingRecord
 
 
 @dataclass

@@ -5,8 +5,9 @@ predictions.jsonl, `ruler report` and `ruler compare` read scores.json (and the 
 it). These files are input from disk: a run killed mid-copy, an editor's BOM, a hand edit. So
 every reader goes through `read_run` / `read_scores`, which parse strictly
 (`ruler.kernel.strict_json`: no key twice, no NaN, no runaway nesting), check that each field
-a reader uses has its shape, and make the typed record (`eval.run_record.RunRecord`,
-`eval.scores_record.ScoresRecord`): damage is one line naming the file and the field, never a
+a reader uses has its shape, and make the typed record (`eval.records.run_record.RunRecord`,
+`eval.records.scores_record.ScoresRecord`): damage is one line naming the file and the field, never
+a
 traceback in whichever reader meets it first. Fields the readers do not use are not checked,
 and a field a later version adds is kept; an optional field that is absent means "not
 recorded" (older files).
@@ -21,9 +22,9 @@ from typing import Any, Callable, Mapping
 
 from ruler.builder.variants import record_ok
 from ruler.eval.failure_modes.record import CellFailures
-from ruler.eval.health_record import HealthFacts
-from ruler.eval.run_record import RunRecord
-from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.records.health_record import HealthFacts
+from ruler.eval.records.run_record import RunRecord
+from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
 from ruler.kernel.errors import RulerError
 from ruler.kernel.strict_json import read_json
 
@@ -88,7 +89,7 @@ def _share(v: Any) -> bool:
 
 
 def _row_score(v: Any) -> bool:
-    """[index, value]: a row's value is 0..1 (`ruler.eval.metrics.ROW_METRICS`)."""
+    """[index, value]: a row's value is 0..1 (`ruler.eval.metrics.specs.ROW_METRICS`)."""
     return isinstance(v, list) and len(v) == 2 and _count(v[0]) and _share(v[1])
 
 
@@ -104,7 +105,7 @@ def _score(v: Any) -> bool:
 
 
 def _prompt_check(v: Any) -> bool:
-    """`eval.run_record.PromptCheck`: counts, `unchecked` and `answered_as` (model name ->
+    """`eval.records.run_record.PromptCheck`: counts, `unchecked` and `answered_as` (model name ->
     rows) absent from older files."""
     return v is None or (
         isinstance(v, dict) and all(_count(v.get(k)) for k in ("checked", "differ"))

@@ -12,7 +12,7 @@ offers one in entry point group `ruler.prediction_readers` (`name = "pkg.module:
   depth, Inspect's `*.eval`, NeMo-Skills' output: JSON-lines files whose records hold a
   `generation` and the prompt, as `output.jsonl` / `output-rs<seed>.jsonl` do);
 - a file: the first reader that claims it;
-- anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.predictions`); a
+- anything else: `ruler eval`'s own JSONL/Parquet records (`ruler.eval.records.predictions`); a
   results folder's `predictions.jsonl` brings its run's model, mode and `--limit` (run.json),
   and records that all name one model (`ruler eval` writes it into each) bring that model.
 """
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from ruler.eval.prediction_source import PredictionSource
-from ruler.eval.predictions import LONG_FIELDS, read_records
+from ruler.eval.records.predictions import LONG_FIELDS, read_records
+from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME
+from ruler.eval.records.results_schema import read_run
+from ruler.eval.records.scores_record import PredictionsRecord
 from ruler.eval.report_health import run_settings
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME
-from ruler.eval.results_schema import read_run
-from ruler.eval.scores_record import PredictionsRecord
+from ruler.eval.scoring.prediction_source import PredictionSource
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256
 from ruler.kernel.registry import Registry

@@ -1,7 +1,7 @@
 """scores.json's `health`: what the predictions show of how a run was set up, counted by
 `eval.report_health.health_facts` and turned into the report's flags there. A typed record
 (`kernel.json_record`): fields a later version adds are kept, an older file's missing ones are
-"not recorded"; `HealthFacts.shape_ok` is the check `eval.results_schema` runs on it."""
+"not recorded"; `HealthFacts.shape_ok` is the check `eval.records.results_schema` runs on it."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class HealthFacts(JsonRecord):
     prompt_unchecked: dict[str, int] = field(default_factory=dict)
     skipped_context: dict[str, int] = field(default_factory=dict)
     failed: dict[str, int] = field(default_factory=dict)
-    # Answered rows checked against their own row (`eval.answer_checks`: `ruler score` marks
+    # Answered rows checked against their own row (`eval.metrics.answer_checks`: `ruler score` marks
     # them while it reads the rows); None: not recorded (older scores), nothing checked.
     answers_checked: int | None = None
     copies_prompt: dict[str, int] = field(default_factory=dict)  # long stretches of the prompt
@@ -59,7 +59,7 @@ class HealthFacts(JsonRecord):
     def shape_ok(cls, saved: Any) -> bool:
         """Whether scores.json's `health` has this record's shape (fields a later version adds
         are kept unchecked): a damaged file is refused where it is read
-        (`ruler.eval.results_schema`), never a traceback where the report uses it."""
+        (`ruler.eval.records.results_schema`), never a traceback where the report uses it."""
         if saved is None:
             return True
         if not isinstance(saved, dict):

@@ -2,7 +2,7 @@
 paper's Table 3, in Markdown and LaTeX.
 
 One row per model: claimed length, effective length, the score at every length, Avg., wAvg.
-(inc) and wAvg. (dec), each run's numbers with their 95 % intervals (eval.report_intervals);
+(inc) and wAvg. (dec), each run's numbers with their 95 % intervals (eval.report.intervals);
 scores above the threshold underlined, as the paper does. A run's row is labelled by its model,
 and by as much more as tells it apart from the other runs: its config where two runs share a
 model, its results folder where they share the config too; the notes name every run's config
@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ruler.eval.aggregate import format_length
-from ruler.eval.intervals import Interval
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.intervals import Interval
 from ruler.eval.published_results import PublishedResult, Registry
-from ruler.eval.report import Report, benchmark_title
-from ruler.eval.report_intervals import format_interval
+from ruler.eval.report.intervals import format_interval
+from ruler.eval.report.run import Report, benchmark_title
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import latex_text, md_code, md_text
 

@@ -31,7 +31,7 @@ from ruler.builder.depths import bin_of
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.family import DepthItem, first_gold_item, get_family
-from ruler.eval.metrics import METRIC_SPECS, row_score
+from ruler.eval.metrics.specs import METRIC_SPECS, row_score
 
 #: Bins of a report on a build that was not depth-swept (a swept one uses its own N).
 DEFAULT_DEPTH_BINS = 10

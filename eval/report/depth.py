@@ -1,6 +1,7 @@
 """The score-by-depth part of `ruler report`: Markdown, CSV and depth x length heatmaps.
 
-Tables come from `eval.depth.DepthTables`; the JSON form is `DepthTables.as_json()`. Heatmaps
+Tables come from `eval.metrics.depth.DepthTables`; the JSON form is `DepthTables.as_json()`.
+Heatmaps
 put depth on the vertical axis (0 = start of the context, at the top, as needle-in-a-haystack
 pictures do) and length on the horizontal one, one cell per (depth bin, length), coloured on a
 fixed 0-100 scale so pictures of different models compare; a cell scored on fewer items than
@@ -15,9 +16,9 @@ import io
 from pathlib import Path
 from typing import Sequence
 
-from ruler.eval.aggregate import format_length
-from ruler.eval.depth import DepthCell, DepthTables
-from ruler.eval.figures import fit_canvas, save_png
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.depth import DepthCell, DepthTables
+from ruler.eval.report.figures import fit_canvas, save_png
 from ruler.kernel.file_names import safe_name
 from ruler.kernel.markup import figure_text, md_text
 

@@ -23,20 +23,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ruler.eval.aggregate import format_length
-from ruler.eval.figures import fit_canvas, save_png
-from ruler.eval.intervals import Interval
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.intervals import Interval
 from ruler.eval.published_results import (
     PublishedResult,
     benchmark_name,
     benchmark_tasks,
     load_registry,
 )
-from ruler.eval.report_intervals import cell_interval, format_interval
+from ruler.eval.report.figures import fit_canvas, save_png
+from ruler.eval.report.intervals import cell_interval, format_interval
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import figure_text, md_code, md_text
 
-#: A report of one run (`ruler.eval.report.Report`, which imports this module: named by its
+#: A report of one run (`ruler.eval.report.run.Report`, which imports this module: named by its
 #: role here, so the two modules import one way only).
 Report = Any
 
