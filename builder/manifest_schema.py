@@ -25,11 +25,11 @@ import re
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.errors import RulerError
-from ruler.builder.hub_names import check_config_name
 from ruler.builder.tasks.benchmarks import get_benchmark, tasks_of
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hub_names import check_config_name
 
 FORMAT_VERSION = 1
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ruler.benchmarks.ruler.failure_modes import report as failure_section
-from ruler.eval.report import Report, ReportHooks
-from ruler.eval.scores_record import ScoresRecord
+from ruler.eval.records.scores_record import ScoresRecord
+from ruler.eval.report.run import Report, ReportHooks
 
 
 class RulerFamilyReport(ReportHooks):

@@ -91,14 +91,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 
-from ruler.builder.errors import RulerError
-from ruler.builder.rng import below
+from ruler.kernel.errors import RulerError
+from ruler.kernel.rng import below
 from ruler.builder.sources import FileSource
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.benchmarks import Aggregation, Benchmark, BuildAxis
 from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
 from ruler.builder.tasks.family import TaskFamily, register_family
-from ruler.eval.metrics import MetricSpec, percent_of_rows, raw_generation
+from ruler.eval.metrics.specs import MetricSpec, percent_of_rows, raw_generation
 
 from ruler_toy_plugin.lex_metric import lex_exact
 
@@ -211,11 +211,11 @@ def aggregate_lex(row_scores: Sequence[float]) -> float:
 ''',
     "lex_hooks.py": '''
 """Lex's card body, report section, lm-eval export and release gate."""
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 from ruler.builder.release_gates import ReleaseGate
 from ruler.cards.body import CardBody
 from ruler.eval.integrations.lm_eval_export import LmEvalHooks
-from ruler.eval.report import ReportHooks
+from ruler.eval.report.run import ReportHooks
 
 from ruler_toy_plugin import lex_metric
 
@@ -270,7 +270,7 @@ def section(manifest):
 import re
 from types import MappingProxyType
 
-from ruler.builder.rng import below
+from ruler.kernel.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
 from ruler.builder.tasks.family import TaskFamily, register_family
@@ -327,8 +327,8 @@ def register():
     "variant.py": '''
 from dataclasses import dataclass
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import option
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import option
 from ruler.builder.variants import Variant
 
 
@@ -359,7 +359,7 @@ class ToyBudget(Variant):
 import re
 from dataclasses import dataclass
 
-from ruler.builder.flags import SWITCH, option
+from ruler.kernel.flags import SWITCH, option
 from ruler.eval.backends import BackendOptions, BackendSpec, GenResult
 
 FOUND = re.compile(r"The secret word is (\\w+)\\.")
@@ -397,7 +397,7 @@ SPEC = BackendSpec(name="toy-reader", factory=WordReader, summary="the toy plug-
                    options_type=ReaderOptions, runs_a_model=False)
 ''',
     "metric.py": '''
-from ruler.eval.metrics import MetricSpec, percent_of_rows
+from ruler.eval.metrics.specs import MetricSpec, percent_of_rows
 
 
 def exact(prediction, references):
@@ -410,7 +410,7 @@ SPEC = MetricSpec(row=exact, prepare=str.strip, aggregate=percent_of_rows, bench
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruler.builder.flags import POSITIONAL, option
+from ruler.kernel.flags import POSITIONAL, option
 from ruler.builder.manifest import Manifest
 from ruler.eval.exporters import Exporter
 
