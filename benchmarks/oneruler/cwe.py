@@ -34,11 +34,11 @@ from ruler.benchmarks.oneruler.resources import check_resources, cwe_pool, data,
 from ruler.benchmarks.oneruler.tasks import ONERULER_CWE
 from ruler.benchmarks.ruler.common_words import check_numbered_answers
 from ruler.benchmarks.ruler2.items import aimed_step
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.tally import Gather, Tally
+from ruler.kernel.errors import RulerError
 
 
 def cwe_template(raw: str) -> str:

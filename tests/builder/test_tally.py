@@ -12,8 +12,8 @@ import pytest
 from helpers.tasks import SEED, generator
 from ruler.builder.counting import ExactCounter, PieceCounter
 from ruler.builder.fitting import fit_sample
-from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS
+from ruler.kernel.rng import sample_rng
 
 ONERULER_NIAH = ("or_niah_single", "or_niah_none", "or_niah_multikey", "or_niah_multivalue",
                  "or_niah_multiquery")
