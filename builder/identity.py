@@ -7,7 +7,7 @@ shows) and `ruler merge` (only builds of one identity join).
 
 The identity is (generator version, seed, samples, prompt mode, tokenizer fingerprint and
 repo@revision, versions of the packages that shape content, and a variant's parameters:
-`ruler.builder.variants`; the default config's identity has no variant key). Sources are per
+`ruler.catalog.variants`; the default config's identity has no variant key). Sources are per
 file: a build of a few tasks reads fewer sources, so each file's key adds the hashes of its
 task's sources.
 """
@@ -19,12 +19,12 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.manifest_records import IdentityRecord, SourceRecord, TokenizerRecord
 
 # The packages that shape rows: one list, in the lowest layer that reads it (the manifest
 # records the writer's environment too); the identity records its tokenizer's share of it.
 from ruler.builder.packages import CONTENT_PACKAGES  # noqa: F401 (identity.CONTENT_PACKAGES)
-from ruler.builder.tokenizer import TokenizerIdentity
+from ruler.catalog.manifest_records import IdentityRecord, SourceRecord, TokenizerRecord
+from ruler.catalog.tokenizer import TokenizerIdentity
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry

@@ -25,9 +25,9 @@ import re
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.tasks.benchmarks import get_benchmark, tasks_of
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
+from ruler.catalog.benchmarks import get_benchmark, tasks_of
+from ruler.catalog.tasks import TASKS
+from ruler.catalog.variants import record_ok, variant_from_record, variant_kinds
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hub_names import check_config_name
 
@@ -177,7 +177,7 @@ def _check_build(config: str, build: Any, where: str) -> None:
     if unknown:
         raise RulerError(f"{where}: build {config!r} records variant {unknown!r}, which no "
                          f"registered variant knows: import the module that registers it "
-                         f"(ruler.builder.variants.register_variant) before reading this "
+                         f"(ruler.catalog.variants.register_variant) before reading this "
                          f"folder, install the plug-in that offers it (entry point group "
                          f"ruler.variants), or use the ruler that built it")
     # the benchmark it records, first (one not installed: one line naming its package, if

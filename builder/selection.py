@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruler.builder.tasks.catalog import LENGTH_SETS, TASKS
+from ruler.catalog.tasks import LENGTH_SETS, TASKS
 from ruler.kernel.errors import RulerError
 
 
 def length_sets() -> dict[str, tuple[int, ...]]:
     """The named length sets: `paper`, `long`, and those a benchmark names."""
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+    from ruler.catalog.benchmarks import BENCHMARK_SPECS
 
     return {**LENGTH_SETS, **{name: lengths for b in BENCHMARK_SPECS.values()
                               for name, lengths in b.length_sets.items()}}
@@ -41,7 +41,7 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 def parse_tasks(text: str | None) -> tuple[str, ...]:
     if not text or text == "all":
         from ruler.benchmarks import DEFAULT
-        from ruler.builder.tasks.benchmarks import get_benchmark
+        from ruler.catalog.benchmarks import get_benchmark
 
         return get_benchmark(DEFAULT).tasks
     tasks = tuple(t.strip() for t in text.split(",") if t.strip())

@@ -142,7 +142,7 @@ def row_score(completion: str, metric_name: str, references: Sequence[str], task
 
 def _metric_key(build: Any, files: Sequence[Any]) -> str:
     """The build key the rows' keyed metric reads (`metrics.build_key`), "" for the others."""
-    from ruler.builder.tasks.catalog import TASKS
+    from ruler.catalog.tasks import TASKS
 
     names = {TASKS[f.task].metric for f in files if f.task in TASKS}
     for name in sorted(names & metrics.KEYED_METRICS):

@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ruler.builder.tasks.benchmarks import in_task_order
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.benchmarks import in_task_order
+from ruler.catalog.tasks import TASKS
 from ruler.eval.metrics import answer_checks
 from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.skip_reasons import skip_kind
