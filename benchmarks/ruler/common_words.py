@@ -77,6 +77,9 @@ class CommonWordsGenerator(TaskGenerator):
         p: Mapping = spec.params
         self.family = spec.family
         self.num_cw = int(p["num_cw"])
+        # solved examples before the task (a declared task may have none: the paper's
+        # footnote-7 experiment; `task_args`)
+        self.num_fewshot = int(p.get("num_fewshot", NUM_FEWSHOT))
         if max_seq_length < SHORT_CONTEXT:
             self.example = ListShape(20, 3, 1)
             self.main_repeats = (6, 1)
@@ -172,7 +175,7 @@ class CommonWordsGenerator(TaskGenerator):
         # so the tokenized frame of every probe (builder.counting) stays small.
         text_parts: list[str] = []
         pieces: list[str] = []
-        for _ in range(NUM_FEWSHOT):
+        for _ in range(self.num_fewshot):
             ex = self.example
             ex_words = self._words(rng, ex.num_words)
             ex_items = self._list(rng, ex_words, ex.common_repeats, ex.uncommon_repeats)

@@ -12,7 +12,13 @@ from typing import Any, Mapping
 from ruler.benchmarks import DEFAULT
 from ruler.builder.errors import RulerError
 from ruler.builder.flags import NEGATED, SWITCH, check_flags, option
-from ruler.builder.selection import build_tasks_value, lengths_value, parse_lengths, shard_value
+from ruler.builder.selection import (
+    build_tasks_value,
+    check_task_names,
+    lengths_value,
+    parse_lengths,
+    shard_value,
+)
 from ruler.builder.sources import SOURCES_ENV
 from ruler.builder.tasks import get_task
 from ruler.builder.tasks.benchmarks import (
@@ -23,6 +29,7 @@ from ruler.builder.tasks.benchmarks import (
     check_tasks,
     get_benchmark,
 )
+from ruler.builder.tasks.declared import declare_all, parse_declarations, read_task_file
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
 from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
 
@@ -109,6 +116,18 @@ class BuildConfig:
     # (): the benchmark's tasks; with a variant, those it applies to (settled on creation).
     tasks: tuple[str, ...] = option(
         "--tasks", default=(), text_default="all", parse=build_tasks_value, help=_tasks_help)
+    # Tasks of the benchmark's families with the complexity the user asks for
+    # (`ruler.builder.tasks.declared`), in the generators' own schema; built unless `--tasks`
+    # says otherwise.
+    task_file: Path | None = option(
+        "--task-file", default=None, type=Path, metavar="YAML",
+        help="declare tasks in upstream's schema, a YAML mapping `name: {task: <family>, args: "
+             "{...}}` (NVIDIA/RULER's scripts/synthetic.yaml is one); each argument is checked "
+             "against its domain, and the declared tasks are built unless --tasks names others")
+    declare: str | None = option(
+        "--declare", default=None, metavar="TASKS",
+        help="declare tasks on one line: NAME=FAMILY:ARG=VALUE,ARG=VALUE, several separated by "
+             "';' (e.g. 'niah_k8=niah:num_needle_k=8'); as --task-file")
     # (): the benchmark's default lengths (`Benchmark.default_lengths`, settled on creation).
     lengths: tuple[int, ...] = option(
         "--lengths", default=(), text_default="4096", parse=lengths_value, help=_lengths_help)
@@ -207,9 +226,13 @@ class BuildConfig:
                              f"build ({missing[0].flag})")
         settle("axes", {a.name: a.parse(v) if isinstance(v := self.axes[a.name], str) else v
                         for a in bench.axes})
+        declared = declare_all(
+            (read_task_file(self.task_file) if self.task_file is not None else [])
+            + (parse_declarations(self.declare) if self.declare else []))
         if not self.tasks:
-            settle("tasks", self.variant.default_tasks(benchmark_tasks(self.benchmark,
-                                                                       self.axes)))
+            settle("tasks", self.variant.default_tasks(
+                declared or benchmark_tasks(self.benchmark, self.axes)))
+        check_task_names(self.tasks)
         if not self.lengths:
             settle("lengths", parse_lengths(get_benchmark(self.benchmark).default_lengths))
         for t in self.tasks:

@@ -18,12 +18,15 @@ from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
+from ruler.builder.tasks.declared import DeclaredTask
 
 
-def job_key(identity: IdentityRecord, ctx: BuildContext, task: str, L: int) -> str:
-    """A planned file's build key, with the hashes of the sources its task reads."""
+def job_key(identity: IdentityRecord, ctx: BuildContext, task: str, L: int,
+            declared: DeclaredTask | None = None) -> str:
+    """A planned file's build key, with the hashes of the sources its task reads (and a
+    declared task's record: `BuildRecipe.declared`)."""
     return file_key(identity, task, L, {sid: ctx.source(sid).sha256
-                                        for sid in get_task(task).sources})
+                                        for sid in get_task(task).sources}, declared)
 
 
 def plan_units(cfg: BuildConfig) -> list[tuple[str, int]]:

@@ -1,0 +1,140 @@
+"""Declared tasks build, verify and load like the 13 (issue 42 item 1): their arguments in each
+file's build key and in the manifest (a record, declared again by every reader from there),
+workers in other processes declaring them from the recipe, the card showing their
+configuration; upstream's own synthetic.yaml builds the 13 byte for byte as `--tasks all`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from helpers.builds import build
+from ruler.builder.errors import RulerError
+from ruler.builder.identity import file_key, identity_of_build
+from ruler.builder.manifest import Manifest
+from ruler.builder.tasks.declared import DeclaredTask, declared_names, forget
+
+UPSTREAM_YAML = Path(__file__).parents[1] / "tasks" / "data" / "upstream_synthetic.yaml"
+
+#: One declared task per family, at the edges of what each builds.
+DECLARED = (
+    "decl_build_k8=niah:num_needle_k=8;"
+    "decl_build_kuvu=niah:type_needle_k=uuids,type_needle_v=uuids,num_needle_q=2,num_needle_v=2;"
+    "decl_build_full=niah:type_haystack=needle,type_needle_v=words,num_needle_q=3;"
+    "decl_build_rep=niah:type_haystack=repeat,num_needle_v=8;"
+    "decl_build_h10=variable_tracking:num_hops=10;"
+    "decl_build_c8=variable_tracking:num_chains=8,num_hops=2;"
+    "decl_build_cwe0=common_words_extraction:num_fewshot=0;"
+    "decl_build_cwe2=common_words_extraction:freq_cw=4,freq_ucw=2,num_fewshot=2;"
+    "decl_build_a12=freq_words_extraction:alpha=1.2;"
+    "decl_build_voc=freq_words_extraction:alpha=3.5,vocab_size=40,coded_wordlen=4;"
+    "decl_build_qa=qa:dataset=hotpotqa,tokens_to_generate=48")
+
+
+@pytest.fixture(autouse=True)
+def _forget_declared_tasks():
+    """The tasks a test declares leave the catalog with it (other tests list the catalog)."""
+    before = set(declared_names())
+    yield
+    for name in declared_names():
+        if name not in before:
+            forget(name)
+
+
+@pytest.mark.build
+def test_upstream_synthetic_yaml_builds_the_13_byte_identical_to_tasks_all(tmp_path):
+    build(tmp_path / "yaml", "llama-3.1", (), [4096], 2, task_file=UPSTREAM_YAML)
+    build(tmp_path / "all", "llama-3.1", (), [4096], 2)
+    yaml_m, all_m = (Manifest.load(tmp_path / n) for n in ("yaml", "all"))
+    assert len(all_m.files) == 13
+    assert {r: (f.sha256, f.content_sha256, f.build_key) for r, f in yaml_m.files.items()} \
+        == {r: (f.sha256, f.content_sha256, f.build_key) for r, f in all_m.files.items()}
+    assert yaml_m.builds["llama-3.1"].declared_tasks is None  # the 13 are nobody's declaration
+    for rel in all_m.files:
+        assert (tmp_path / "yaml" / rel).read_bytes() == (tmp_path / "all" / rel).read_bytes()
+
+
+@pytest.mark.build
+@pytest.mark.subprocess
+@pytest.mark.slow
+def test_declared_tasks_build_in_spawned_workers_record_and_verify(tmp_path):
+    out = tmp_path / "out"
+    build(out, "qwen2.5", (), [4096], 2, declare=DECLARED, workers=2, start_method="spawn")
+    manifest = Manifest.load(out)
+    entry = manifest.builds["qwen2.5"]
+    names = [part.split("=")[0] for part in DECLARED.split(";")]
+    assert sorted(entry.tasks or ()) == sorted(names)  # built by default: the declared ones
+    declared = entry.declared_tasks or {}
+    assert sorted(declared) == sorted(names)
+    # the effective arguments, in upstream's schema (defaults filled in, budgets said)
+    assert declared["decl_build_rep"].to_json() == {"task": "niah", "args": {
+        "type_haystack": "noise", "type_needle_k": "words", "type_needle_v": "numbers",
+        "num_needle_k": 1, "num_needle_v": 8, "num_needle_q": 1}}
+    assert declared["decl_build_h10"].args == {"type_haystack": "noise", "num_chains": 1,
+                                               "num_hops": 10, "tokens_to_generate": 66}
+    assert declared["decl_build_kuvu"].args["tokens_to_generate"] == 160
+    rows = pq.read_table(out / "data/qwen2.5/decl_build_h10/4096.parquet").to_pylist()
+    assert [r["tokens_to_generate"] for r in rows] == [66, 66]
+    assert all(len(r["outputs"]) == 11 for r in rows)
+    rows = pq.read_table(out / "data/qwen2.5/decl_build_cwe0/4096.parquet").to_pylist()
+    assert all(r["input"].startswith("Below is a numbered list of words.") for r in rows)
+    assert all(r["input"].count("Below is a numbered list of words.") == 1 for r in rows)
+    # a fresh process declares them from the manifest, verifies every row and makes two again
+    proc = subprocess.run([sys.executable, "-m", "ruler", "verify", str(out), "--regenerate",
+                           "2"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert f"OK: {len(names)} files, {2 * len(names)} rows" in proc.stdout
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "`decl_build_h10`" in card and "num_hops=10" in card
+    # beside the standard configuration, and the record as a task file that builds it again
+    assert "- `decl_build_h10`: its family's own task closest to it, `vt`, with " \
+        "`num_hops 4 -> 10`; `tokens_to_generate 30 -> 66`." in card
+    assert "decl_build_h10:\n  task: variable_tracking\n  args:\n" in card
+
+
+@pytest.mark.build
+def test_arguments_are_part_of_each_file_key_and_one_name_is_one_task(tmp_path):
+    out = tmp_path / "out"
+    build(out, "llama-3.1", ("decl_build_key",), [4096], 1,
+          declare="decl_build_key=variable_tracking:num_chains=2,num_hops=2")
+    m = Manifest.load(out)
+    b, f = m.builds["llama-3.1"], m.files["data/llama-3.1/decl_build_key/4096.parquet"]
+    rec = (b.declared_tasks or {})["decl_build_key"]
+    ident = identity_of_build(b)
+    assert f.build_key == file_key(ident, "decl_build_key", 4096, {}, rec)
+    other = DeclaredTask(task="variable_tracking", args={**rec.args, "num_chains": 3})
+    assert file_key(ident, "decl_build_key", 4096, {}, other) != f.build_key
+    assert file_key(ident, "decl_build_key", 4096, {}) != f.build_key
+    with pytest.raises(RulerError, match="'decl_build_key' is variable_tracking.*num_chains=3"):
+        build(out, "llama-3.1", ("decl_build_key",), [4096], 1,
+              declare="decl_build_key=variable_tracking:num_chains=3,num_hops=2")
+    # a standard task beside it keeps its own key, and the record stays the declared one's
+    build(out, "llama-3.1", ("niah_single_1",), [4096], 1)
+    again = json.loads((out / "manifest.json").read_text())["builds"]["llama-3.1"]
+    assert again["declared_tasks"] == {"decl_build_key": rec.to_json()}
+    assert again["tasks"] == ["niah_single_1", "decl_build_key"]
+
+
+@pytest.mark.build
+def test_a_manifest_whose_declaration_is_damaged_is_refused_in_one_line(tmp_path):
+    out = tmp_path / "out"
+    build(out, "llama-3.1", ("decl_build_dmg",), [4096], 1,
+          declare="decl_build_dmg=freq_words_extraction:alpha=1.5")
+    data = json.loads((out / "manifest.json").read_text())
+    for damage, says in [({"task": "freq_words_extraction", "args": {"alpha": 0.5}},
+                          "alpha: must be a number > 1"),
+                         ({"task": "nope", "args": {}}, "unknown task family 'nope'"),
+                         ("fwe", "must be a mapping with `task`")]:
+        data["builds"]["llama-3.1"]["declared_tasks"] = {"decl_build_dmg2": damage}
+        with pytest.raises(RulerError, match=says):
+            Manifest.from_json(data)
+    del data["builds"]["llama-3.1"]["declared_tasks"]
+    data["files"] = {k.replace("decl_build_dmg", "decl_build_gone"): {
+        **v, "task": "decl_build_gone"} for k, v in data["files"].items()}
+    with pytest.raises(RulerError, match="unknown task 'decl_build_gone'"):
+        Manifest.from_json(data)
