@@ -82,8 +82,10 @@ def lengths_value(value: Any) -> tuple[int, ...]:
 
 
 def tasks_value(value: Any) -> tuple[str, ...]:
-    """`--tasks` of a selection (eval, score, export): () for all of them."""
-    return parse_tasks(_text(value)) if value not in (None, "", ()) else ()
+    """`--tasks` of a selection (eval, score, export): () for all of them. The names are
+    checked against the data's own tasks (a build folder's declared tasks are known once its
+    manifest is read: `eval.data`), not against the catalog before it."""
+    return split_tasks(_text(value)) if value not in (None, "", ()) else ()
 
 
 def build_tasks_value(value: Any) -> tuple[str, ...]:

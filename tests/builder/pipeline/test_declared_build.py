@@ -138,3 +138,33 @@ def test_a_manifest_whose_declaration_is_damaged_is_refused_in_one_line(tmp_path
         **v, "task": "decl_build_gone"} for k, v in data["files"].items()}
     with pytest.raises(RulerError, match="unknown task 'decl_build_gone'"):
         Manifest.from_json(data)
+
+
+@pytest.mark.build
+@pytest.mark.slow
+def test_a_reader_knows_declared_tasks_from_the_folder_alone(tmp_path):
+    """What a process that never saw the declaration does (a fresh `ruler eval`, `score`,
+    `merge`, `load`): every name it reads comes from the manifest's record."""
+    import ruler
+    from ruler.builder.pipeline.merge import merge
+
+    shards = [tmp_path / f"s{i}" for i in range(2)]
+    for i, out in enumerate(shards):
+        build(out, "llama-3.1", (), [4096], 2, shard=(i, 2),
+              declare="decl_read_q8=niah:num_needle_q=8;decl_read_c2=variable_tracking:"
+                      "num_chains=2,num_hops=2")
+    for name in ("decl_read_q8", "decl_read_c2"):
+        forget(name)
+    merged = merge(shards, tmp_path / "m")
+    assert sorted(Manifest.load(tmp_path / "m").builds["llama-3.1"].declared_tasks or {}) \
+        == ["decl_read_c2", "decl_read_q8"]
+    forget("decl_read_q8")
+    forget("decl_read_c2")
+    assert len(merged.copied) == 2
+    run = ruler.evaluate("fake", tmp_path / "m", backend="fake", tasks="decl_read_q8",
+                         out=tmp_path / "run", no_report=True)
+    scores = ruler.score(run.out / "predictions.jsonl", tmp_path / "m", tasks="decl_read_q8")
+    assert [(c.task, c.score) for c in scores.cells] == [("decl_read_q8", 100.0)]
+    forget("decl_read_q8")
+    forget("decl_read_c2")
+    assert len(ruler.load(tmp_path / "m", "llama-3.1", 4096, task="decl_read_c2")) == 2
