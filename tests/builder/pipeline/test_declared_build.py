@@ -168,3 +168,45 @@ def test_a_reader_knows_declared_tasks_from_the_folder_alone(tmp_path):
     forget("decl_read_q8")
     forget("decl_read_c2")
     assert len(ruler.load(tmp_path / "m", "llama-3.1", 4096, task="decl_read_c2")) == 2
+
+
+def _random_declaration(rng, i: int) -> str:
+    """A declaration drawn across the domains of `task_args` (sizes kept to what 8K holds)."""
+    family = rng.choice(["niah", "variable_tracking", "common_words_extraction",
+                         "freq_words_extraction", "qa"])
+    if family == "niah":
+        haystack = rng.choice(["essay", "noise", "needle", "repeat"])
+        k, v = rng.randint(1, 6), rng.randint(1, 6)
+        args = dict(type_haystack=haystack, type_needle_k=rng.choice(["words", "numbers",
+                                                                      "uuids"]),
+                    type_needle_v=rng.choice(["words", "numbers", "uuids"]),
+                    num_needle_k=k, num_needle_v=v, num_needle_q=rng.randint(1, k + 1))
+    elif family == "variable_tracking":
+        args = dict(num_chains=rng.randint(1, 6), num_hops=rng.randint(1, 10))
+    elif family == "common_words_extraction":
+        ucw = rng.randint(1, 5)
+        args = dict(freq_cw=rng.randint(ucw + 1, 40), freq_ucw=ucw,
+                    num_fewshot=rng.randint(0, 3))
+    elif family == "freq_words_extraction":
+        args = dict(alpha=round(rng.uniform(1.1, 4.0), 2), coded_wordlen=rng.randint(4, 13),
+                    vocab_size=rng.choice([-1, rng.randint(5, 200)]))
+    else:
+        args = dict(dataset=rng.choice(["squad", "hotpotqa"]))
+    return f"decl_fuzz_{i}={family}:" + ",".join(f"{k}={v}" for k, v in args.items())
+
+
+@pytest.mark.build
+@pytest.mark.slow
+def test_declarations_across_the_domains_build_rows_their_verify_accepts(tmp_path):
+    """No declared task builds a row its own verify rejects: the build's workers make verify's
+    row checks of every row before a file is written, and `ruler verify` reads them again."""
+    import random
+
+    import ruler
+
+    rng = random.Random(42)
+    declare = ";".join(_random_declaration(rng, i) for i in range(24))
+    build(tmp_path, "llama-3.1", (), [8192], 2, declare=declare)
+    report = ruler.verify(tmp_path)
+    assert report.ok, report.all_problems()
+    assert len(Manifest.load(tmp_path).files) == 24
