@@ -6,7 +6,8 @@ Layout (format_version 1):
                      packages {dist: version}, identity {...}, counting [...],
                      sources {id: {...}}, official, tasks, lengths[, variant {field: value}]
                      [, benchmark[, benchmark_package]][, <axis>...]
-                     [, declared_tasks {<task>: {task: <family>, args: {...}}}]}};
+                     [, declared_tasks {<task>: {task: <family>, args: {...}}}]
+                     [, suites [<suite>...]]}};
     (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants;
     a config of another benchmark than the default records its id, "benchmark", a plug-in's
     also the distribution that provides it, and each of the benchmark's build axes its value
@@ -160,7 +161,7 @@ class BuildEntry(JsonRecord):
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({
         "prompt_mode", "seed", "samples", "generator_version", "packages", "identity",
         "counting", "sources", "official", "tasks", "lengths", "variant", "benchmark",
-        "benchmark_package", "length_rules", "declared_tasks"})
+        "benchmark_package", "length_rules", "declared_tasks", "suites"})
     DECODE: ClassVar[Mapping[str, Decode]] = {
         "tokenizer": TokenizerRecord.from_json, "identity": IdentityRecord.from_json,
         "sources": record_map(SourceRecord.from_json),
@@ -189,6 +190,8 @@ class BuildEntry(JsonRecord):
     # Its declared tasks (`builder.tasks.declared`): task name -> {task: <family>, args:
     # {...}}, the generators' own schema; every reader of the folder declares them from here.
     declared_tasks: dict[str, DeclaredTask] | None = None
+    # the suites built into it (`builder.tasks.suites`: `ruler build --suite`), by name
+    suites: list[str] | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 

@@ -137,7 +137,7 @@ BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "length_rules": (_list_of(_str), False),
     "variant": (_variant, False),
     "benchmark": (_str, False), "benchmark_package": (_str, False),
-    "declared_tasks": (_dict, False),
+    "declared_tasks": (_dict, False), "suites": (_list_of(_str), False),
 }
 TOP_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "builds": (_dict, True), "files": (_dict, True),

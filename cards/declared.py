@@ -10,9 +10,10 @@ from typing import Any, Mapping
 import yaml
 
 from ruler.builder.manifest import Manifest
-from ruler.builder.markup import md_code
+from ruler.builder.markup import md_code, md_text
 from ruler.builder.tasks.catalog import FAMILIES, TASKS, TaskSpec
 from ruler.builder.tasks.declared import BUDGET_ARG, DeclaredTask, is_declared
+from ruler.builder.tasks.suites import Suite, benchmark_suites
 
 
 def recorded_declarations(manifest: Manifest) -> dict[str, DeclaredTask]:
@@ -59,3 +60,45 @@ def declared_section(manifest: Manifest) -> str:
             + "\n".join(lines) + "\n\nTheir declarations, as `manifest.json` records them "
             "(`declared_tasks` of each build; effective values, defaults filled in): a task "
             "file that builds them again.\n\n```yaml\n" + text + "```")
+
+
+def recorded_suites(manifest: Manifest) -> list[tuple[str, Suite | None]]:
+    """Every suite the folder's builds record (`suites`), by name, with its definition from
+    the benchmark that offers it (None: a suite this version does not know)."""
+    found: dict[str, Suite | None] = {}
+    for config in manifest.configs():
+        build = manifest.builds[config]
+        for name in build.suites or ():
+            found.setdefault(name, benchmark_suites(build.spec()).get(name))
+    return sorted(found.items())
+
+
+def suites_section(manifest: Manifest) -> str:
+    """The card's paragraph on the suites built into the folder ("" when none): each one's
+    configurations, what its source calls them and where their values come from."""
+    suites = recorded_suites(manifest)
+    if not suites:
+        return ""
+    built = {f.task for f in manifest.files.values()}
+    parts = ["\n\nSuites (`ruler build --suite NAME`): named, frozen sets of configurations. "
+             "Sources: [paper] the paper's text or tables, [figure] a figure's legend, "
+             "[inferred] our reading of what the paper does not state, [ours] a choice the "
+             "paper does not make."]
+    for name, suite in suites:
+        if suite is None:
+            parts.append(f"\n\n{md_code(name)}: a suite this version of the builder does not "
+                         f"know (built by another version).")
+            continue
+        rows = []
+        for t in suite.tasks:
+            config = (", ".join(f"{k}={v}" for k, v in t.args.items()) if t.declared
+                      else "the standard task")
+            rows.append("| " + " | ".join([md_code(t.name), md_text(t.label), t.source,
+                                          md_text(config), md_text(t.note) or "—",
+                                          "yes" if t.name in built else "no"]) + " |")
+        # the suite's own text (the benchmark's, Markdown already), not a user's string
+        note = f" {suite.note[:1].upper()}{suite.note[1:]}." if suite.note else ""
+        parts.append(f"\n\n{md_code(name)}: {md_text(suite.title)}.{note}\n\n"
+                     "| task | label | source | configuration | note | in this repo |\n"
+                     "|---|---|---|---|---|---|\n" + "\n".join(rows))
+    return "".join(parts)

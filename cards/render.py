@@ -30,7 +30,7 @@ from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, in_task_order
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.body import bodies, present
-from ruler.cards.declared import declared_section
+from ruler.cards.declared import declared_section, suites_section
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
@@ -406,7 +406,8 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         official_note=official_note(manifest),
         length_rules=length_rules_text(manifest),
         contents_table=contents_table(manifest),
-        task_table=task_table(manifest) + declared_section(manifest),
+        task_table=task_table(manifest) + declared_section(manifest)
+        + suites_section(manifest),
         metrics_text="".join(body.metrics(manifest) for body in bodies(manifest)),
         repo_id=repo, example_config=config, example_task=task, example_split=split,
         revision_arg=revision_arg, two_splits_line=two,

@@ -5,10 +5,12 @@ upstream, the check with a real model and the citation."""
 
 from __future__ import annotations
 
+from ruler.benchmarks.ruler.declared_differences import declared_differences
 from ruler.benchmarks.ruler.differences import DIFFERENCES
 from ruler.builder.manifest import Manifest
 from ruler.cards import real_model
 from ruler.cards.body import CardBody
+from ruler.cards.declared import recorded_declarations
 from ruler.cards.render import table
 
 INTRO = """RULER (Hsieh et al., *RULER: What's the Real Context Size of Your Long-Context Language
@@ -70,7 +72,10 @@ class RulerBody(CardBody):
         return METRICS
 
     def differences(self, manifest: Manifest) -> str:
-        differences = table(["scope", "what differs", "why"], DIFFERENCES)
+        # and those of the folder's declared tasks (the paper's Section 5 configurations
+        # upstream HEAD cannot build), as its manifest records them
+        declared = declared_differences(recorded_declarations(manifest))
+        differences = table(["scope", "what differs", "why"], [*DIFFERENCES, *declared])
         return (f"## Differences from upstream\n\n{differences}\n\n## Checked with a real "
                 f"model\n\n{real_model.card_section()}\n\n")
 

@@ -30,6 +30,7 @@ from ruler.builder.tasks.benchmarks import (
     get_benchmark,
 )
 from ruler.builder.tasks.declared import declare_all, parse_declarations, read_task_file
+from ruler.builder.tasks.suites import benchmark_suites, find_suite
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
 from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
 
@@ -87,6 +88,15 @@ def _tasks_help() -> str:
         for b in BENCHMARK_SPECS.values()) + ")")
 
 
+def _suite_help() -> str:
+    """`--suite`'s help: each benchmark's suites (`Benchmark.suites`)."""
+    offered = [f"{b.title}'s: {', '.join(suites)}" for b in BENCHMARK_SPECS.values()
+               if (suites := benchmark_suites(b))]
+    return ("build a named set of configurations (a paper's figure panels), its standard "
+            "tasks' rows the default config's; " + ("; ".join(offered) or "none installed")
+            + " (the card lists each one's configurations and their sources)")
+
+
 def _lengths_help() -> str:
     named = "".join(f", '{name}' = {','.join(map(str, lengths))} ({b.title}'s)"
                     for b in BENCHMARK_SPECS.values() for name, lengths in b.length_sets.items())
@@ -128,6 +138,11 @@ class BuildConfig:
         "--declare", default=None, metavar="TASKS",
         help="declare tasks on one line: NAME=FAMILY:ARG=VALUE,ARG=VALUE, several separated by "
              "';' (e.g. 'niah_k8=niah:num_needle_k=8'); as --task-file")
+    # A named set of the benchmark's configurations (`Benchmark.suites`: a paper's figure
+    # panels), its declared tasks declared and all its tasks built unless --tasks says
+    # otherwise; the manifest records its name.
+    suite: str | None = option(
+        "--suite", default=None, metavar="NAME", help=lambda: _suite_help())
     # (): the benchmark's default lengths (`Benchmark.default_lengths`, settled on creation).
     lengths: tuple[int, ...] = option(
         "--lengths", default=(), text_default="4096", parse=lengths_value, help=_lengths_help)
@@ -226,12 +241,15 @@ class BuildConfig:
                              f"build ({missing[0].flag})")
         settle("axes", {a.name: a.parse(v) if isinstance(v := self.axes[a.name], str) else v
                         for a in bench.axes})
+        suite = find_suite(bench, self.suite) if self.suite is not None else None
         declared = declare_all(
             (read_task_file(self.task_file) if self.task_file is not None else [])
-            + (parse_declarations(self.declare) if self.declare else []))
+            + (parse_declarations(self.declare) if self.declare else [])
+            + (suite.declarations() if suite is not None else []))
         if not self.tasks:
+            asked = tuple(dict.fromkeys((*(suite.task_names if suite else ()), *declared)))
             settle("tasks", self.variant.default_tasks(
-                declared or benchmark_tasks(self.benchmark, self.axes)))
+                asked or benchmark_tasks(self.benchmark, self.axes)))
         check_task_names(self.tasks)
         if not self.lengths:
             settle("lengths", parse_lengths(get_benchmark(self.benchmark).default_lengths))

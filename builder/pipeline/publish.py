@@ -111,6 +111,8 @@ def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
         entry, sources=merged, official=is_official(entry.tokenizer, merged),
         tasks=tasks, lengths=manifest.lengths(config),
         declared_tasks={t: declared[t] for t in tasks if t in declared} or None,
+        suites=sorted({*((previous.suites if previous else None) or ()),
+                       *(entry.suites or ())}) or None,
         counting=sorted({f.counting for f in manifest.files_of(config) if f.counting}),
         length_rules=sorted({f.length_rule for f in manifest.files_of(config)
                              if f.length_rule}) or None,
@@ -132,6 +134,7 @@ def build_entry(recipe: BuildRecipe, identity: IdentityRecord) -> BuildEntry:
                       # a plug-in's benchmark: its package, which a reader without it names
                       benchmark_package=benchmark_package(recipe.benchmark),
                       declared_tasks=dict(recipe.declared) or None,
+                      suites=list(recipe.suites) or None,
                       extra=recipe.axis_records())
 
 

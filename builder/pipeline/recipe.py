@@ -52,6 +52,8 @@ class BuildRecipe:
     # files' build key hashes and the manifest records; a worker in another process declares
     # them again from here.
     declared: Mapping[str, DeclaredTask] = field(default_factory=dict)
+    # the suites it builds (`builder.tasks.suites`, `--suite`), which the manifest records
+    suites: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, cfg: "BuildConfig", tok: Tokenizer) -> "BuildRecipe":
@@ -70,7 +72,8 @@ class BuildRecipe:
                    # (tests); any other tokenizer gets every row certified, unless the user
                    # accepts sampled certification.
                    certify_every_row=not tok.identity.pinned and not cfg.sampled_certification,
-                   benchmark=cfg.benchmark, axes=cfg.axes, declared=records(cfg.tasks))
+                   benchmark=cfg.benchmark, axes=cfg.axes, declared=records(cfg.tasks),
+                   suites=(cfg.suite,) if cfg.suite else ())
 
     @classmethod
     def from_manifest(cls, config: str, build: BuildEntry, tok: Tokenizer,
@@ -91,7 +94,8 @@ class BuildRecipe:
                    seed=seed, samples=samples, prompt_mode=mode,
                    variant=variant, sources_dir=sources_dir,
                    benchmark=build.benchmark_id, axes=build.axis_values(),
-                   declared=build.declared_tasks or {})
+                   declared=build.declared_tasks or {},
+                   suites=tuple(build.suites or ()))
 
     def declare_tasks(self) -> None:
         """Declare its declared tasks in this process (a worker's: a spawned process or a

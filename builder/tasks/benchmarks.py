@@ -214,6 +214,9 @@ class Benchmark:
     lm_eval: str | None = None
     failure_labels: str | None = None
     fake_answers: str | None = None
+    # the address of its suites (`tasks.suites.Suite` by name: `ruler build --suite`); None:
+    # none
+    suites: str | None = None
     release_gates: tuple[str, ...] = ()
 
     @property

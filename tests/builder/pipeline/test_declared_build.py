@@ -210,3 +210,27 @@ def test_declarations_across_the_domains_build_rows_their_verify_accepts(tmp_pat
     report = ruler.verify(tmp_path)
     assert report.ok, report.all_problems()
     assert len(Manifest.load(tmp_path).files) == 24
+
+
+@pytest.mark.build
+def test_a_suite_builds_in_one_command_its_standard_tasks_the_default_rows(tmp_path):
+    from ruler.benchmarks.ruler.suites import FIG2_DISTRACTORS
+
+    build(tmp_path / "suite", "qwen2.5", (), [4096], 2, suite="fig2_distractors")
+    standard = [t.name for t in FIG2_DISTRACTORS.tasks if not t.declared]
+    build(tmp_path / "std", "qwen2.5", standard, [4096], 2)
+    suite_m, std_m = (Manifest.load(tmp_path / n) for n in ("suite", "std"))
+    assert sorted(suite_m.tasks("qwen2.5")) == sorted(FIG2_DISTRACTORS.task_names)
+    for t in standard:  # byte for byte the default config's rows of that task
+        rel = f"data/qwen2.5/{t}/4096.parquet"
+        assert (tmp_path / "suite" / rel).read_bytes() == (tmp_path / "std" / rel).read_bytes()
+        assert suite_m.files[rel].build_key == std_m.files[rel].build_key
+    entry = suite_m.builds["qwen2.5"]
+    assert entry.suites == ["fig2_distractors"] and list(entry.declared_tasks or {}) == \
+        ["niah_multikey_k8"]
+    card = (tmp_path / "suite" / "README.md").read_text(encoding="utf-8")
+    assert "`fig2_distractors`: Figure 2 middle-left: distractor needles (#K)." in card
+    assert "| `niah_multikey_k8` | \\#K=8 | [figure] | type_haystack=essay, num_needle_k=8 |" \
+        in card
+    with pytest.raises(RulerError, match="--suite fig9: RULER has no such suite"):
+        build(tmp_path / "x", "qwen2.5", (), [4096], 2, suite="fig9")
