@@ -56,17 +56,19 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
                   tasks: Any = None, lengths: Any = None, limit: int | None = None
                   ) -> tuple[list[Sample], dict[str, Any]]:
     """The selected rows as Inspect samples, and the provenance the task's metadata records."""
-    from ruler.builder.selection import parse_lengths, parse_tasks
+    from ruler.builder.selection import check_task_names, parse_lengths, split_tasks
     from ruler.eval.data import open_dataset
 
     task_list, length_texts = _as_list(tasks, "tasks"), _as_list(lengths, "lengths")
-    task_names = parse_tasks(",".join(task_list)) if task_list else ()
+    task_names = split_tasks(",".join(task_list)) if task_list else ()
     length_list = parse_lengths(",".join(length_texts)) if length_texts else ()
     # `-T` values arrive YAML-parsed: a hex commit or a config name may come as a number
     data = str(data)
     revision = None if revision is None else str(revision)
     tokenizer_config = None if tokenizer_config is None else str(tokenizer_config)
     ds = open_dataset(data, revision, tokenizer_config, task_names, length_list)
+    # checked once the manifest is read: its declared tasks (builder.tasks.declared) are known
+    check_task_names(task_names)
     if tokenizer_config is None:
         if len(ds.configs) != 1:
             raise RulerError(f"dataset {data} holds tokenizer configs {', '.join(ds.configs)}: "
