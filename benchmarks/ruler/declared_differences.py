@@ -48,6 +48,10 @@ def _no_example(rec: DeclaredTask) -> bool:
     return rec.task == "common_words_extraction" and _int(rec, "num_fewshot", 1) == 0
 
 
+def _other_count(rec: DeclaredTask) -> bool:
+    return rec.task == "common_words_extraction" and _int(rec, "num_cw", 10) != 10
+
+
 #: (applies to a declared task?, what differs, why, with the measured effect)
 RULES: tuple[tuple[Callable[[DeclaredTask], bool], str, str], ...] = (
     (_long_chains,
@@ -81,6 +85,13 @@ RULES: tuple[tuple[Callable[[DeclaredTask], bool], str, str], ...] = (
      "above 128)",
      "upstream keeps 128: 8 UUIDs take 176-282 tokens with the Llama-3 and Qwen2 tokenizers "
      "(paper-analysis §1.6 item 10)"),
+    (_other_count,
+     "common words asking for another number of words than 10: the question and the answer "
+     "prefix say that number (and the example shows that many), with 12 tokens of budget a "
+     "word above 10",
+     "upstream HEAD keeps \"the 10 most common words\" and \"The top 10 words\" whatever "
+     "`num_cw` is, while its gold holds `num_cw` words (reproduced with 5): the question "
+     "contradicts the answer it is scored on"),
     (_no_example,
      "common words without the one-shot example (`num_fewshot` 0, the paper's footnote 7): "
      "the prompt starts with the task's own instruction",

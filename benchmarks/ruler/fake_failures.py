@@ -22,8 +22,9 @@ answer (`Purposeful.label` None), so a run on all 13 tasks mixes both:
   context: a made-up name (`not_in_context` for qa, `no_context_coincidence` beside a run on
   the --no-context config; `parametric` for cwe, fwe; `empty` for the rest);
 - `copy_start`: the input's first 60 characters (`copy_oneshot` for cwe, whose input opens
-  with the example, `copy_input_start` where it has none; `copy_input_start` for fwe and qa; `empty` for niah and vt, whose start
-  holds no value and no name, flagged `copy_input_start` and `copy_oneshot`).
+  with the example, `copy_input_start` where it has none; `copy_input_start` for fwe and qa;
+  `empty` for niah and vt, whose start holds no value and no name, flagged
+  `copy_input_start` and `copy_oneshot`).
 """
 
 from __future__ import annotations

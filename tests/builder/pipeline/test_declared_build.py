@@ -31,6 +31,7 @@ DECLARED = (
     "decl_build_c8=variable_tracking:num_chains=8,num_hops=2;"
     "decl_build_cwe0=common_words_extraction:num_fewshot=0;"
     "decl_build_cwe2=common_words_extraction:freq_cw=4,freq_ucw=2,num_fewshot=2;"
+    "decl_build_cw5=common_words_extraction:num_cw=5;"
     "decl_build_a12=freq_words_extraction:alpha=1.2;"
     "decl_build_voc=freq_words_extraction:alpha=3.5,vocab_size=40,coded_wordlen=4;"
     "decl_build_qa=qa:dataset=hotpotqa,tokens_to_generate=48")
@@ -84,6 +85,14 @@ def test_declared_tasks_build_in_spawned_workers_record_and_verify(tmp_path):
     rows = pq.read_table(out / "data/qwen2.5/decl_build_cwe0/4096.parquet").to_pylist()
     assert all(r["input"].startswith("Below is a numbered list of words.") for r in rows)
     assert all(r["input"].count("Below is a numbered list of words.") == 1 for r in rows)
+    rows = pq.read_table(out / "data/qwen2.5/decl_build_cw5/4096.parquet").to_pylist()
+    for r in rows:  # asks for the words it is scored on (upstream's keeps "10")
+        assert len(r["outputs"]) == 5 and "10" not in r["answer_prefix"]
+        assert r["input"].endswith("Question: What are the 5 most common words in the above "
+                                   "list?")
+        assert r["answer_prefix"] == " Answer: The top 5 words that appear most often in the " \
+            "list are:"
+        assert r["input"].count("Question: What are the 5 most common words") == 2  # example
     # a fresh process declares them from the manifest, verifies every row and makes two again
     proc = subprocess.run([sys.executable, "-m", "ruler", "verify", str(out), "--regenerate",
                            "2"], capture_output=True, text=True, timeout=600)

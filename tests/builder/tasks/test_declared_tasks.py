@@ -74,6 +74,8 @@ def test_a_declared_task_is_the_family_spec_with_other_parameters():
     ("variable_tracking", {"num_hops": 10}, {"num_hops": 10}, 66),
     ("variable_tracking", {"num_chains": 4, "num_hops": 2}, {"num_chains": 4}, 30),
     ("common_words_extraction", {"num_fewshot": 0}, {"num_fewshot": 0}, 120),
+    ("common_words_extraction", {"num_cw": 5}, {"num_cw": 5}, 120),
+    ("common_words_extraction", {"num_cw": 15}, {"num_cw": 15}, 180),  # 12 tokens a word
     ("freq_words_extraction", {"alpha": 3.5}, {"alpha": 3.5}, 50),
     ("freq_words_extraction", {"alpha": 2}, {"alpha": 2.0}, 50),  # read as a number
     ("freq_words_extraction", {"vocab_size": 100}, {"vocab_size": 100}, 50),
@@ -118,7 +120,8 @@ def test_defaults_left_implicit_by_the_13_stay_implicit():
     ("variable_tracking", {"add_fewshot": False}, "add_fewshot: only True is built"),
     ("common_words_extraction", {"freq_cw": 3, "freq_ucw": 3}, "freq_cw: 3 <= freq_ucw 3"),
     ("common_words_extraction", {"freq_cw": 2, "freq_ucw": 5}, "freq_cw: 2 <= freq_ucw 5"),
-    ("common_words_extraction", {"num_cw": 5}, "num_cw: only 10 is built: the question asks"),
+    ("common_words_extraction", {"num_cw": 20}, "num_cw: must be a whole number >= 1 and <= 19"),
+    ("common_words_extraction", {"num_cw": 0}, "num_cw: must be a whole number >= 1"),
     ("common_words_extraction", {"num_fewshot": -1}, "num_fewshot"),
     ("freq_words_extraction", {"alpha": 1.0}, "alpha: must be a number > 1"),
     ("freq_words_extraction", {"alpha": 0.5}, "alpha"),
