@@ -2,6 +2,6 @@
 
 import sys
 
-from ruler.cli import main
+from ruler.commands.main import main
 
 sys.exit(main())

@@ -24,8 +24,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import (
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import (
     FlagValueError,
     flagged_fields,
     keyword_names,
@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # the heavy imports happen inside the functions
     from ruler.builder.pipeline.config import BuildConfig, BuildReport
     from ruler.builder.verify.findings import VerifyReport
     from ruler.eval.config import EvalConfig, ScoreConfig
+    from ruler.eval.records.scores_record import ScoresRecord
     from ruler.eval.runner import EvalOutcome
-    from ruler.eval.scores_record import ScoresRecord
 
 
 class OptionError(RulerError, TypeError):
@@ -204,7 +204,7 @@ def evaluate(model: str, data: str | Path, **options: Any) -> "EvalOutcome":
     cfg = _eval_config(model, data, **options)
     outcome = run_eval(cfg)
     if cfg.report:
-        from ruler.eval.report import write_report
+        from ruler.eval.report.run import write_report
 
         write_report(outcome.out, plots=cfg.plots)
     return outcome
@@ -236,7 +236,7 @@ def score(predictions: str | Path, data: str | Path, **options: Any) -> "ScoresR
     """`ruler score`: score a predictions file or folder (ruler eval, lm-eval samples, Inspect
     logs) against the dataset; writes scores.json as the command does and returns the report
     (`.cells`, `.complete`, `.missing`)."""
-    from ruler.eval.cli import score_to_folder
+    from ruler.commands.eval import score_to_folder
 
     report, _ = score_to_folder(_score_config(predictions, data, **options))
     return report

@@ -16,7 +16,7 @@ names the files. A failed upload leaves the uploaded objects in the repo's stora
 the release again sends only what is missing.
 
 The token comes from the standard huggingface_hub login or `HF_TOKEN`; without one the
-release stops before verifying. It is never printed: every line passes `ruler.builder.scrub`
+release stops before verifying. It is never printed: every line passes `ruler.kernel.scrub`
 (a server may echo the request's headers, or the token, into file names and URLs). The
 endpoint is passed in (`--endpoint`, else `$HF_ENDPOINT` read at call time).
 """
@@ -31,8 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import (
+from ruler.builder.release_gates import check_gates, gate_flags, release_gates
+from ruler.commands.verify import parse_overrides
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import (
     NEGATED,
     POSITIONAL,
     REPEATED,
@@ -42,10 +44,8 @@ from ruler.builder.flags import (
     from_flags,
     option,
 )
-from ruler.builder.hub_errors import hub_error
-from ruler.builder.hub_names import validate_repo_id, validate_tag
-from ruler.builder.release_gates import check_gates, gate_flags, release_gates
-from ruler.builder.verify.cli import parse_overrides
+from ruler.kernel.hub_errors import hub_error
+from ruler.kernel.hub_names import validate_repo_id, validate_tag
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import Manifest
@@ -311,10 +311,10 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     """Verify `out` and publish it to `repo_id` as one tagged commit. `acknowledged`: what
     each benchmark's release gate flag names, by the flag's name (`acknowledge_book_status`:
     `builder.release_gates`)."""
-    from ruler.builder.scrub import scrub
     from ruler.builder.verify.folder import load_manifest
     from ruler.builder.verify.report import format_report
     from ruler.builder.verify.run import verify
+    from ruler.kernel.scrub import scrub
 
     def say(text: str) -> None:  # every line: file names, URLs and ids come from the server
         echo(scrub(text))
@@ -458,6 +458,6 @@ def run(cfg: ReleaseConfig, acknowledged: Mapping[str, Sequence[str] | None] | N
 
 
 if __name__ == "__main__":  # `python -m ruler.release ...` behaves like `ruler release ...`
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     sys.exit(main(["release", *sys.argv[1:]]))

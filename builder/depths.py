@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 #: np.round(np.linspace(0, 100, num=40)).astype(int): upstream's needle depths (in percent)
 #: for essay haystacks; a needle goes in before sentence int(sentences * depth / 100).

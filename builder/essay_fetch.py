@@ -15,7 +15,7 @@ What a download gets that is less than the whole list never replaces a better co
 corpus, one a fetch made whole, one made by hand (not known to be partial), or a partial one
 missing fewer essays. It is written only where nothing better was, and the fetch then says what
 failed and raises `IncompleteFetch` (`ruler sources fetch` exits 1). Each page is streamed with
-a size cap (`PAGE_CEILING`) and a time bound (`ruler.builder.download`), 8 at a time; an
+a size cap (`PAGE_CEILING`) and a time bound (`ruler.kernel.download`), 8 at a time; an
 interrupted fetch (Ctrl-C, SIGTERM) stops the downloads in flight at once.
 """
 
@@ -31,16 +31,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
-from ruler.builder.atomic import replacing
-from ruler.builder.download import (
-    DEFAULT_STALL,
-    Limits,
-    NotFound,
-    Stop,
-    download,
-    progress_bar,
-)
-from ruler.builder.errors import IncompleteFetch, RulerError
 from ruler.builder.essay_list import Essay, corpus_order, pinned_essays
 from ruler.builder.essay_record import (
     DIFFERS,
@@ -51,10 +41,20 @@ from ruler.builder.essay_record import (
     read_record,
     record_path,
 )
-from ruler.builder.fetch_staging import remove_stale_staging
-from ruler.builder.fetch_staging import tag as fetch_tag
-from ruler.builder.hashing import file_sha256
-from ruler.builder.mirror import layout_hint, mirrored
+from ruler.kernel.atomic import replacing
+from ruler.kernel.download import (
+    DEFAULT_STALL,
+    Limits,
+    NotFound,
+    Stop,
+    download,
+    progress_bar,
+)
+from ruler.kernel.errors import IncompleteFetch, RulerError
+from ruler.kernel.fetch_staging import remove_stale_staging
+from ruler.kernel.fetch_staging import tag as fetch_tag
+from ruler.kernel.hashing import file_sha256
+from ruler.kernel.mirror import layout_hint, mirrored
 
 CONVERTER_PACKAGES = ("html2text", "beautifulsoup4")  # they shape the pages' text
 INSTALL_HINT = "pip install 'ruler-bench[essays]'"

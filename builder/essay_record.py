@@ -14,7 +14,7 @@ import urllib.parse
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ruler.builder.mirror import mirrored
+from ruler.kernel.mirror import mirrored
 
 SAME, DIFFERS, MISSING = "same", "differs", "missing"
 NAMES_SHOWN = 12  # in one-line summaries; the record itself names every essay

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from ruler.builder.errors import RulerError
 from ruler.builder.sources import ResolvedSource
-from ruler.builder.user_cache import user_cache_root
+from ruler.kernel.errors import RulerError
+from ruler.kernel.user_cache import user_cache_root
 
 
 def punkt_tokenizer(english_dir: Path):

@@ -14,9 +14,9 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.tally import Tally
+from ruler.kernel.errors import RulerError, TooShortError
 
 MAX_PROBES = 64
 

@@ -9,7 +9,7 @@ source names the repo, the config's Parquet files per split and the commit they 
 file's sha256 against the pin where one is known and always against the Hub's own LFS hash
 at that commit, checks the row counts, and records what it got in `ruler-source.json` beside
 them (`RECORD`: each file's sha256, size, rows and the URL its bytes came from). Each download
-is streamed and bounded (`ruler.builder.download`): capped at the file's pinned size, or the
+is streamed and bounded (`ruler.kernel.download`): capped at the file's pinned size, or the
 source's stated ceiling, and in time. A build reads the files from there, or from stand-in
 copies in the Hub schema (`HubSplit.standin`, e.g. a 285-row `auxiliary_train`): those make an
 unofficial build, as a partial SQuAD copy does.
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ruler.builder.atomic import replace_folder
-from ruler.builder.download import Limits, hub_file, progress_bar, size_text
-from ruler.builder.errors import RulerError
-from ruler.builder.fetch_staging import staging_folder
-from ruler.builder.hashing import directory_digest, file_sha256
+from ruler.kernel.atomic import replace_folder
+from ruler.kernel.download import Limits, hub_file, progress_bar, size_text
+from ruler.kernel.errors import RulerError
+from ruler.kernel.fetch_staging import staging_folder
+from ruler.kernel.hashing import directory_digest, file_sha256
 
 #: Written by `fetch` beside the files: the repo, the commit the Hub served, each file's sha256.
 RECORD = "ruler-source.json"
@@ -181,7 +181,7 @@ def fetch(hub: HubDataset, target: Path, limits: Limits, *, ceiling: int = 0,
 def _download(hub: HubDataset, f: HubFile, dest: Path, limits: Limits, cap: int,
               say: Callable[[str], object]) -> dict:
     """One file at the pinned revision: its bytes at `dest`, checked; what was served."""
-    from ruler.builder.scrub import scrub
+    from ruler.kernel.scrub import scrub
 
     # Read at call time, never at import, so a mirror or a test server can be chosen per run.
     endpoint = os.environ.get("HF_ENDPOINT") or None

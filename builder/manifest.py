@@ -60,9 +60,6 @@ import pyarrow as pa
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder import __version__
-from ruler.builder.atomic import write_json_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.json_record import Decode, JsonRecord, absent_field, extra_field, record_map
 from ruler.builder.manifest_records import (
     IdentityRecord,
     SourceRecord,
@@ -75,6 +72,9 @@ from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.schema import LONG_TEXT_COLUMNS
 from ruler.builder.tasks.benchmarks import Benchmark, get_benchmark, in_task_order, task_rank
 from ruler.builder.tasks.declared import DeclaredTask
+from ruler.kernel.atomic import write_json_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.json_record import Decode, JsonRecord, absent_field, extra_field, record_map
 
 MANIFEST_NAME = "manifest.json"
 #: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
@@ -117,7 +117,7 @@ def data_path(config: str, task: str, max_seq_length: int) -> str:
 # A record's optional fields are None where the manifest does not have them (a manifest of an
 # older version, a build made without that option), and `to_json` leaves them out again: no
 # field of the format may be null (`manifest_schema`), so None never stands for a value.
-# (`builder.json_record`: JSON <-> dataclass, keys a record does not know kept in `extra`.)
+# (`kernel.json_record`: JSON <-> dataclass, keys a record does not know kept in `extra`.)
 
 @dataclass(frozen=True)
 class FileEntry(JsonRecord):

@@ -7,7 +7,7 @@ read is the official file (its sha256 is the official one). `ruler build` record
 says why a build is not, and `ruler release` and the card trust the recorded flag.
 
 Each record keeps the keys it does not know and writes back exactly the JSON it read
-(`builder.json_record`); the manifest checks their shapes before they are made
+(`kernel.json_record`); the manifest checks their shapes before they are made
 (`builder.manifest_schema`).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ruler.builder.json_record import JsonRecord, absent_field, extra_field
+from ruler.kernel.json_record import JsonRecord, absent_field, extra_field
 
 
 @dataclass(frozen=True)

@@ -26,12 +26,12 @@ import re
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.errors import RulerError
-from ruler.builder.hub_names import check_config_name
 from ruler.builder.tasks.benchmarks import get_benchmark, tasks_of
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.declared import declare_json
 from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hub_names import check_config_name
 
 FORMAT_VERSION = 1
 
@@ -186,14 +186,19 @@ def _check_build(config: str, build: Any, where: str) -> None:
                          f"(ruler.builder.variants.register_variant) before reading this "
                          f"folder, install the plug-in that offers it (entry point group "
                          f"ruler.variants), or use the ruler that built it")
+    # the benchmark it records, first (one not installed: one line naming its package, if
+    # recorded; its tasks are unknown too, which would only say the tasks are malformed)
+    recorded = build.get("benchmark", DEFAULT)
+    package = build.get("benchmark_package")
+    if _str(recorded) and _or_none(_str)(package):
+        get_benchmark(recorded, package)
     wrong = _wrong(build, BUILD_FIELDS)
     if wrong:
         raise RulerError(f"{where}: build {config!r} has missing or malformed {', '.join(wrong)}")
     # A variant's config is its tokenizer's config name plus the suffix its parameters give.
     base = variant_from_record(build.get("variant")).base_config(config)
     check_config_name(base, f"build {config!r} of {where}")
-    # the benchmark it records (one not installed: one line naming its package, if recorded)
-    bench = get_benchmark(build.get("benchmark", DEFAULT), build.get("benchmark_package"))
+    bench = get_benchmark(recorded, package)
     for axis in bench.axes:  # one value of each of its axes, under the axis's name
         if axis.name not in build:
             raise RulerError(f"{where}: build {config!r} of benchmark {bench.id!r} lacks a "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from ruler.builder.registry import Registry
+from ruler.kernel.registry import Registry
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import Manifest

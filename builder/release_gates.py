@@ -11,8 +11,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from ruler.builder.flags import check_flags, option
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+from ruler.kernel.flags import check_flags, option
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import Manifest

@@ -1,13 +1,13 @@
 """Reading the selections flags make: tasks (`--tasks`), lengths (`--lengths`) and shards
 (`--shard`), from the flag's text or from the value Python code gives (`lengths=[4096, "16k"]`).
-The config dataclasses declare these as their flags' readers (`ruler.builder.flags`)."""
+The config dataclasses declare these as their flags' readers (`ruler.kernel.flags`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import LENGTH_SETS, TASKS
+from ruler.kernel.errors import RulerError
 
 
 def length_sets() -> dict[str, tuple[int, ...]]:

@@ -10,7 +10,7 @@ out as host/path. A file whose hash differs from the official one (e.g. a partia
 used; the build then records its real hash, and why where it is known, and marks itself
 unofficial.
 
-A fetch writes only what it owns: each download is bounded (`ruler.builder.download`: the
+A fetch writes only what it owns: each download is bounded (`ruler.kernel.download`: the
 pinned size or the source's stated ceiling, a total time), staged beside its target
 (`fetch_staging`) and installed by a rename once checked; a folder source replaces a folder
 holding nothing but its own files (`owned_files`), and a partial essay download never replaces
@@ -27,9 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ruler.builder import hub_sources, owned_files
-from ruler.builder.atomic import replace_folder, replacing
-from ruler.builder.download import (
+from ruler.builder import hub_sources
+from ruler.builder.essay_fetch import fetch_essays
+from ruler.builder.essay_record import read_record
+from ruler.builder.hub_sources import HubDataset
+from ruler.builder.manifest_records import SourceRecord
+from ruler.kernel import owned_files
+from ruler.kernel.atomic import replace_folder, replacing
+from ruler.kernel.download import (
     DEFAULT_STALL,
     DEFAULT_TOTAL,
     Downloaded,
@@ -39,17 +44,13 @@ from ruler.builder.download import (
     progress_bar,
     size_text,
 )
-from ruler.builder.errors import IncompleteFetch, RulerError
-from ruler.builder.essay_fetch import fetch_essays
-from ruler.builder.essay_record import read_record
-from ruler.builder.fetch_staging import remove_stale_staging, staging_folder
-from ruler.builder.fetch_staging import tag as fetch_tag
-from ruler.builder.hashing import directory_digest, file_sha256
-from ruler.builder.hub_sources import HubDataset
-from ruler.builder.manifest_records import SourceRecord
-from ruler.builder.mirror import layout_hint, mirrored
-from ruler.builder.registry import Registry
-from ruler.builder.user_cache import user_cache_root
+from ruler.kernel.errors import IncompleteFetch, RulerError
+from ruler.kernel.fetch_staging import remove_stale_staging, staging_folder
+from ruler.kernel.fetch_staging import tag as fetch_tag
+from ruler.kernel.hashing import directory_digest, file_sha256
+from ruler.kernel.mirror import layout_hint, mirrored
+from ruler.kernel.registry import Registry
+from ruler.kernel.user_cache import user_cache_root
 
 SOURCES_ENV = "RULER_SOURCES"
 MIRROR_ENV = "RULER_SOURCES_MIRROR"
@@ -349,7 +350,7 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
     unless `urls` names copies of the finished file.
 
     `mirror` (default `$RULER_SOURCES_MIRROR`) serves the same URLs laid out as host/path.
-    Every download is bounded (`ruler.builder.download`): its size by the pinned size (or the
+    Every download is bounded (`ruler.kernel.download`): its size by the pinned size (or the
     source's stated ceiling), its time by `total` seconds, each read by `timeout`; `say` is
     told what is downloaded from where before the wait. Nothing is left behind on failure: a
     download is staged beside its target (`fetch_staging`, which also removes what a killed

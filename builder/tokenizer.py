@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ruler.builder.chat_template import ChatTemplate
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest_records import TokenizerRecord
+from ruler.kernel.errors import RulerError
 
 #: chat: the chat template, assistant turn pre-filled with the answer prefix; base: input +
 #: answer prefix with the tokenizer's special tokens; reasoning: the chat template with a

@@ -28,12 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping
 
-from ruler.builder.atomic import replace_folder, write_bytes_atomic
 from ruler.builder.chat_template import ChatTemplate, renders_here, special_tokens
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256, sha256_text
-from ruler.builder.hub_names import check_config_name
-from ruler.builder.json_record import Decode, JsonRecord, absent_field, extra_field
 from ruler.builder.tokenizer import (
     GENERIC_FAST_CLASSES,
     HFTokenizer,
@@ -43,7 +38,12 @@ from ruler.builder.tokenizer import (
     TokenizerIdentity,
     load_hf,
 )
-from ruler.builder.user_cache import user_cache_root
+from ruler.kernel.atomic import replace_folder, write_bytes_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256, sha256_text
+from ruler.kernel.hub_names import check_config_name
+from ruler.kernel.json_record import Decode, JsonRecord, absent_field, extra_field
+from ruler.kernel.user_cache import user_cache_root
 
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
 CACHE_ENV = "RULER_TOKENIZER_CACHE"
@@ -384,13 +384,13 @@ TOKENIZER_FILE_CEILING = 200_000_000
 def _hub_download(repo: str, revision: str, files: list[str], target: Path,
                   optional: tuple[str, ...] = ()) -> None:
     """Download `files` of a Hub model repo into `target`, atomically (all or nothing), each
-    bounded in size and time (`ruler.builder.download.hub_file`)."""
+    bounded in size and time (`ruler.kernel.download.hub_file`)."""
     import tempfile
 
     from huggingface_hub.errors import EntryNotFoundError
 
-    from ruler.builder.download import Limits, hub_file
-    from ruler.builder.scrub import scrub
+    from ruler.kernel.download import Limits, hub_file
+    from ruler.kernel.scrub import scrub
 
     # Read at call time, never at import, so a mirror or a test server can be chosen per run.
     endpoint = os.environ.get("HF_ENDPOINT") or None

@@ -12,7 +12,7 @@ rule does not change it. One build makes one variant at most.
 A variant is one registered class (`register_variant`, or an entry point in group
 `ruler.variants` for a plug-in's: `VARIANTS`): its manifest field, config suffix,
 card text, checks and `ruler build` flag (declared on its parameter field with
-`ruler.builder.flags.option`, or as its `switch`) live on it, and it is the ONE channel into
+`ruler.kernel.flags.option`, or as its `switch`) live on it, and it is the ONE channel into
 generation: the build recipe carries the variant object to the worker and, through the build
 context, to every generator, which ask it (`depth_bin`, `tokens_to_generate`, ...). The
 default config is a variant too, `NO_VARIANT`, whose answers are upstream's rules, so no caller
@@ -26,11 +26,11 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Mapping
 
 from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import SWITCH, Flag, add_flag, flag_of, option
-from ruler.builder.registry import Registry
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import family_of, get_family, swept_tasks
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import SWITCH, Flag, add_flag, flag_of, option
+from ruler.kernel.registry import Registry
 
 if TYPE_CHECKING:
     from ruler.builder.tokenizer import Tokenizer

@@ -12,8 +12,8 @@ import importlib.resources
 import random
 from functools import lru_cache
 
-from ruler.builder.errors import RulerError
-from ruler.builder.rng import below
+from ruler.kernel.errors import RulerError
+from ruler.kernel.rng import below
 
 WONDERWORDS_VERSION = "2.2.0"
 

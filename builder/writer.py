@@ -22,11 +22,11 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from ruler.builder.atomic import FILE_MODE, temp_file_beside
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import canonical_row_bytes
 from ruler.builder.row_table import rows_table
 from ruler.builder.schema import ROW_SCHEMA
+from ruler.kernel.atomic import FILE_MODE, temp_file_beside
+from ruler.kernel.errors import RulerError
 
 ROW_GROUP_TARGET_BYTES = 64 << 20
 # Level 3 writes a 128K row in ~4 ms against ~10 ms at level 9, for files ~8% larger (32K x 13

@@ -33,6 +33,14 @@ def bodies(manifest: Manifest) -> list[CardBody]:
     return list(found.values())
 
 
+def whose(manifest: Manifest) -> str:
+    """Whose scores and reports the folder's rows have, as the card's usage sections say it:
+    its benchmark family's ("RULER's", from its card body's title), or, in a folder holding
+    several, each benchmark's own."""
+    titles = [body.title for body in bodies(manifest)]
+    return f"{titles[0]}'s" if len(titles) == 1 else "each benchmark's own"
+
+
 class CardBody:
     """A benchmark family's text on the card (`Benchmark.card_body`, the address of one in its
     folder): the card's frame (identity, contents, loading, schema, provenance, licences) is

@@ -10,10 +10,10 @@ from typing import Any, Mapping
 import yaml
 
 from ruler.builder.manifest import Manifest
-from ruler.builder.markup import md_code, md_text
 from ruler.builder.tasks.catalog import FAMILIES, TASKS, TaskSpec
 from ruler.builder.tasks.declared import BUDGET_ARG, DeclaredTask, is_declared
 from ruler.builder.tasks.suites import Suite, benchmark_suites
+from ruler.kernel.markup import md_code, md_text
 
 
 def recorded_declarations(manifest: Manifest) -> dict[str, DeclaredTask]:

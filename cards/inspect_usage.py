@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ruler.cards.body import whose
+
 if TYPE_CHECKING:
     from ruler.builder.manifest import Manifest
 
@@ -75,7 +77,8 @@ def card_section(manifest: Manifest, repo_id: str | None, revision: str | None) 
         f"`{TASK_NAME}` (in Python: `{TASK_IMPORT}`):\n\n```bash\n"
         f"pip install inspect-ai   # next to ruler-bench\n"
         f"{command(data, rev, config, length)}\n"
-        f"ruler score --predictions logs/ {score}   # RULER's report from the Inspect log(s)\n"
+        f"ruler score --predictions logs/ {score}   # {whose(manifest)} report from the "
+        f"Inspect log(s)\n"
         f"```\n\n"
         f"- Parameters: {params}.\n"
         f"- The user turn is `input`; the assistant turn is pre-filled with `answer_prefix` on "
@@ -85,7 +88,7 @@ def card_section(manifest: Manifest, repo_id: str | None, revision: str | None) 
         f"- Greedy decoding of at most the row's `tokens_to_generate` tokens (temperature 0; "
         f"top_k 1 on {', '.join(f'`{p}`' for p in GREEDY_BY_PROVIDER)}, Inspect's transformers "
         f"providers, which sample and refuse temperature 0); the scorer applies "
-        f"the row's `metric` and reports RULER's score (0-100) per `<task>/<L>` and their "
-        f"`{MEAN_LABEL}`.\n"
+        f"the row's `metric` and reports {whose(manifest)} score (0-100) per `<task>/<L>` and "
+        f"their `{MEAN_LABEL}`.\n"
         f"- The provider renders the model's own chat template, so prompts match the build's "
         f"token counts when that is the template the config was built with.")

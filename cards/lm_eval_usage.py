@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.variants import reserved_output_budget
-from ruler.cards.body import bodies
+from ruler.cards.body import bodies, whose
 
 #: The folder's name inside a released dataset repo (`ruler release` uploads it there).
 EXPORT_DIR = "lm_eval"
@@ -73,7 +73,8 @@ def reasoning_note(manifest: Manifest) -> str:
     names = ", ".join(f"`{c}`" for c in skipped)
     return (f"\nNot exported: {names}, built for reasoning models (`--output-budget`): their "
             f"answer is the text after the model's reasoning, which these tasks would not take "
-            f"apart before RULER's metric. Evaluate them with `ruler eval --mode reasoning`.\n")
+            f"apart before {whose(manifest)} metric. Evaluate them with `ruler eval --mode "
+            f"reasoning`.\n")
 
 
 def chat_note(manifest: Manifest) -> str:
@@ -122,7 +123,7 @@ def card_section(manifest: Manifest, repo_id: str | None,
         f"{fetch}\n\n"
         f"- Tasks `ruler_<config>_<task>_<L>`, groups `ruler_<config>_<L>` (all tasks at one "
         f"length), `ruler_<config>` (all lengths) and `{ALL_GROUP}`; the metric `{METRIC}` is "
-        f"RULER's, 0-100, and groups average tasks unweighted, as the paper does.\n"
+        f"{whose(manifest)}, 0-100, and groups average tasks unweighted, as the paper does.\n"
         f"- {chat}.\n"
         f"- `max_length` (vLLM: `max_model_len`) must be at least L: lm-eval left-truncates "
         f"longer prompts, which cuts the instruction (and BOS).\n"
@@ -130,6 +131,6 @@ def card_section(manifest: Manifest, repo_id: str | None,
         f"`hf` model the prompts are the token ids `ruler eval` sends, and the completions "
         f"equal `ruler eval --backend hf`'s.\n"
         f"- `ruler score --predictions results/ {score}` reads lm-eval's samples files and "
-        f"writes RULER's report (the same scores)."
+        f"writes {whose(manifest)} report (the same scores)."
         + "".join(f"\n- {n}" for n in notes)
         + (f"\n- {reasoning_note(manifest).strip()}" if reasoning_configs(manifest) else ""))

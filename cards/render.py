@@ -17,14 +17,10 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import yaml
 
-from ruler.builder.atomic import remove_stale_temps, temp_prefix, write_text_atomic
 from ruler.builder.counting import COUNTING_METHODS
-from ruler.builder.errors import RulerError
 from ruler.builder.length_rules import RULES, context_text, length_text, rules_of
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
 from ruler.builder.manifest_records import TokenizerRecord
-from ruler.builder.markup import md_code, md_text
-from ruler.builder.registry import load_target
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
 from ruler.builder.sources import SOURCES
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, in_task_order
@@ -34,6 +30,10 @@ from ruler.cards.declared import declared_section, suites_section
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
+from ruler.kernel.atomic import remove_stale_temps, temp_prefix, write_text_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.markup import md_code, md_text
+from ruler.kernel.registry import load_target
 
 CARD_NAME = "README.md"
 TEMPLATE_PATH = Path(__file__).resolve().parent / "template.md"

@@ -1,6 +1,6 @@
 """Write `docs/cli.md`, the command-line reference, from `ruler`'s own parser.
 
-Walks `ruler.cli.make_parser()`: every command and sub-command with its description, its
+Walks `ruler.commands.main.make_parser()`: every command and sub-command with its description, its
 argument groups and each argument's flags, metavar, choices, default and help, as `--help`
 expands them, so the page says what the installed command does and nothing else.
 tests/package/test_docs.py fails when the committed page differs from what this writes.
@@ -141,8 +141,8 @@ def render() -> str:
     for name in _USER_SPECIFIC:
         os.environ.pop(name, None)
     os.environ["XDG_CACHE_HOME"] = "~/.cache"  # the user cache as ~/.cache/ruler, not this home's
-    from ruler.builder.registry import ignore_installed_plugins
-    from ruler.cli import make_parser
+    from ruler.commands.main import make_parser
+    from ruler.kernel.registry import ignore_installed_plugins
 
     ignore_installed_plugins()  # the page is ruler's own commands, whatever is installed here
 

@@ -22,9 +22,9 @@ from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.variants import DepthSweep
 from ruler.eval.data import open_dataset
-from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP
-from ruler.eval.report import write_report
-from ruler.eval.score import score_predictions, write_scores
+from ruler.eval.report.depth import HEATMAP_DIR, NIAH_HEATMAP
+from ruler.eval.report.run import write_report
+from ruler.eval.scoring.score import score_predictions, write_scores
 
 LABEL = "SYNTHETIC predictions (simulated, not a model)"
 IMAGE = Path(__file__).resolve().parent / "depth_heatmap_synthetic.png"

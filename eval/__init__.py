@@ -1,33 +1,25 @@
-"""The evaluator: `ruler eval` (generate), `ruler score` (RULER's metrics), `ruler report`.
+"""The evaluator: `ruler eval` (generate), `ruler score`, `ruler report`, `ruler compare`
+(their command modules are in `ruler.commands`).
 
 Modules, one job each:
-  metrics    upstream's string_match_all / string_match_part and prediction post-processing
-  aggregate  per-length means, Avg., wAvg. (inc/dec), effective length (Table 3 math)
+  config     what each command is asked to do, its fields its flags
   data       the dataset (build folder or Hub id) through its manifest, with content hashes
   render     one row to the exact prompt token ids, stored as a 4-byte array
   stream     the rows rendered by a process pool, a bounded window ahead of the engine
-  backends/  the generation interface (streamed, bounded, `base`), the table of backends
-             (`registry`: names, requirements, flags) and one module per backend: vllm
-             (vLLM's engine: tensor/pipeline/data parallel), openai (completions servers over
-             httpx), hf (transformers), fake (no model: the rows' references, for checks)
-  reasoning  reasoning mode: the answer after the model's thinking, and its state
-  predictions  prediction records: append-as-you-go JSONL, streamed reading, key checks
-  results_folder  the file names of a results folder (run.json, predictions, scores), its lock
-  strict_json  JSON from users' files: a key twice, NaN, runaway nesting refused in one line
-  results_schema  the shape of run.json and scores.json, checked where they are read
-  build_tie  whether a prediction was made from the very row it is scored against
   runner     `ruler eval`: check, stream rows to the backend, skip what does not fit, save
-  prediction_readers  which reader a `ruler score --predictions` path needs (a registry:
-             lm-eval, Inspect, NeMo-Skills in integrations/, or a plug-in's), and
-             prediction_source what a reader returns
-  score      predictions vs the dataset's rows -> scores.json
-  report     scores.json -> report.md / .csv / .json and PNG plots
-  failure_modes/  why rows fail: each wrong row's failure mode (the paper's Section 5
-             taxonomy), recorded by score, shown by report
-  cli        argparse wiring
-  tiny_model a tiny random Llama with a real tokenizer, for smoke tests of engines
+  reasoning  reasoning mode: the answer after the model's thinking, and its state
+  engine_env what the inference engines need from the machine
+  report_health  the set-up health section of a report (what the run's records show)
+  published_results  published results as data, checked against their schema
   exporters  `ruler export FRAMEWORK`: one registered exporter per target
-  integrations/  other frameworks: `ruler export lm-eval` and `kvpress`, the Inspect task,
-                 the readers of their outputs for `ruler score`
+  tiny_model a tiny random Llama with a real tokenizer, for smoke tests of engines
   inspect    the Inspect entry point (`inspect eval ruler/ruler`, `ruler.eval.inspect:ruler`)
+Sub-packages, by job:
+  backends/  the generation interface, the table of backends and one module per backend
+  records/   a results folder's files (run.json, scores.json, predictions) as typed records
+  metrics/   the metric specs (`specs`), answer checks, aggregation, intervals, depth
+  scoring/   `ruler score`: predictions of any framework against the dataset's rows
+  report/    `ruler report` and `ruler compare`: one run's report and its sections, figures
+  failure_modes/  why rows fail: each wrong row's failure mode's record
+  integrations/   other frameworks: exports, the Inspect task, readers of their outputs
 """

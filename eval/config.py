@@ -1,5 +1,5 @@
 """What `ruler eval`, `score`, `report`, `compare` and `published` are asked to do: one frozen
-dataclass each, whose fields declare their flags (`ruler.builder.flags`) and which check
+dataclass each, whose fields declare their flags (`ruler.kernel.flags`) and which check
 themselves on creation, so that the command line, `ruler.evaluate` / `ruler.score` and code
 calling the runner directly are held to the same rules."""
 
@@ -12,17 +12,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Mapping
 
-from ruler.builder.errors import RulerError
-from ruler.builder.file_names import safe_name
-from ruler.builder.flags import (
-    NEGATED,
-    POSITIONAL,
-    REPEATED,
-    SWITCH,
-    check_flags,
-    flag_of,
-    option,
-)
 from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
 from ruler.builder.selection import lengths_value, tasks_value
 from ruler.builder.tokenizer import PROMPT_MODES
@@ -34,9 +23,20 @@ from ruler.eval.backends import (
     get_backend,
 )
 from ruler.eval.backends.base import options_as
-from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
-from ruler.eval.metrics import METRIC_SPECS
+from ruler.eval.metrics.depth import MAX_REPORT_DEPTH_BINS
+from ruler.eval.metrics.specs import METRIC_SPECS
 from ruler.eval.reasoning import DEFAULT_END_MARKER
+from ruler.kernel.errors import RulerError
+from ruler.kernel.file_names import safe_name
+from ruler.kernel.flags import (
+    NEGATED,
+    POSITIONAL,
+    REPEATED,
+    SWITCH,
+    check_flags,
+    flag_of,
+    option,
+)
 
 
 def _json_object(text: str) -> dict[str, Any]:
@@ -233,7 +233,7 @@ class ScoreConfig:
     def __post_init__(self) -> None:
         check_flags(self)
         if self.metric is not None:
-            from ruler.eval.metrics import METRIC_SPECS
+            from ruler.eval.metrics.specs import METRIC_SPECS
 
             if self.metric not in METRIC_SPECS:
                 raise RulerError(f"--metric {self.metric}: unknown metric; known: "

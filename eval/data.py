@@ -17,10 +17,10 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import pyarrow.parquet as pq
 
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, check_split_files, data_path
 from ruler.builder.tasks.benchmarks import recorded_length_rule
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256
 
 _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 

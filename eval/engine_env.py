@@ -23,7 +23,7 @@ import sys
 import traceback
 from typing import Any, Callable, Mapping, MutableMapping, Protocol
 
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 #: name -> (value, why): what vLLM's CPU build needs set before it is imported.
 VLLM_CPU_DEFAULTS: Mapping[str, tuple[str, str]] = {

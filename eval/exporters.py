@@ -1,9 +1,9 @@
 """`ruler export FRAMEWORK`: a build's tasks in another framework's format, one exporter each.
 
 An `Exporter` is a sub-command of `ruler export`: its name, its help, its options (a frozen
-dataclass whose fields declare its flags, `ruler.builder.flags`) and what it runs with them.
-Exporters are entries of `EXPORTERS` (a `ruler.builder.registry.Registry`): ruler's
-(`lm-eval`, `kvpress`, in `ruler.eval.integrations.cli`) are listed by address; a plug-in
+dataclass whose fields declare its flags, `ruler.kernel.flags`) and what it runs with them.
+Exporters are entries of `EXPORTERS` (a `ruler.kernel.registry.Registry`): ruler's
+(`lm-eval`, `kvpress`, in `ruler.eval.integrations.exports`) are listed by address; a plug-in
 offers one in entry point group `ruler.exporters` (`name = "pkg.module:EXPORTER"`), and the
 installed `ruler export` has it. Building the parser imports every exporter's module: keep
 them to their options and `run`, importing the framework only in `run`.
@@ -15,8 +15,8 @@ import argparse
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from ruler.builder.flags import add_flags, from_flags
-from ruler.builder.registry import Registry
+from ruler.kernel.flags import add_flags, from_flags
+from ruler.kernel.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -43,8 +43,8 @@ class Exporter:
 EXPORTERS: Registry[Exporter] = Registry(
     "exporter", "ruler.exporters", accepts=lambda obj: isinstance(obj, Exporter),
     name_of=lambda e: e.name)
-EXPORTERS.register_lazy("lm-eval", "ruler.eval.integrations.cli:LM_EVAL")
-EXPORTERS.register_lazy("kvpress", "ruler.eval.integrations.cli:KVPRESS")
+EXPORTERS.register_lazy("lm-eval", "ruler.eval.integrations.exports:LM_EVAL")
+EXPORTERS.register_lazy("kvpress", "ruler.eval.integrations.exports:KVPRESS")
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:

@@ -26,8 +26,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+from ruler.kernel.errors import RulerError
 
 FORMAT = "ruler-published/1"
 SCHEMA_NAME = "schema.json"

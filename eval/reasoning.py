@@ -72,7 +72,7 @@ def extract_answer(raw: str, finish_reason: str, end_marker: str = DEFAULT_END_M
 def vllm_parser_extractor(name: str, tokenizer: Any,
                           template_kwargs: dict | None = None) -> Callable[[str, str], Extraction]:
     """An extractor built on vLLM's reasoning parser `name` (vLLM must be importable)."""
-    from ruler.builder.errors import RulerError
+    from ruler.kernel.errors import RulerError
 
     try:
         from vllm.reasoning import ReasoningParserManager

@@ -22,16 +22,16 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ruler.builder.markup import md_text
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.tasks.catalog import TASKS
-from ruler.eval import answer_checks
-from ruler.eval.health_record import HealthFacts
-from ruler.eval.skip_reasons import skip_kind
+from ruler.eval.metrics import answer_checks
+from ruler.eval.records.health_record import HealthFacts
+from ruler.eval.records.skip_reasons import skip_kind
+from ruler.kernel.markup import md_text
 
 if TYPE_CHECKING:
-    from ruler.eval.run_record import RunRecord, ServingRecord
-    from ruler.eval.scores_record import CellScore
+    from ruler.eval.records.run_record import RunRecord, ServingRecord
+    from ruler.eval.records.scores_record import CellScore
 
 #: Phrases that mark an answer as a refusal or a non-answer rather than an attempt. Each is a
 #: regular expression, matched case-insensitively anywhere in the answer.
@@ -119,7 +119,8 @@ def health_facts(records: Iterable[Mapping[str, Any]],
 def _answer_checks(facts: HealthFacts, r: Mapping[str, Any], cap: int | None,
                    count: Any) -> None:
     """Count what `ruler score` found of an answered row against its own row
-    (`eval.answer_checks` marks): its budget (and whether the run's cap was below it), a copy
+    (`eval.metrics.answer_checks` marks): its budget (and whether the run's cap was below it), a
+    copy
     of the prompt, an answer far past the budget. A record without the marks (not scored
     against its row) is not counted as checked."""
     budget = r.get(answer_checks.BUDGET_MARK)
@@ -375,7 +376,8 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
 
 
 def _answer_flags(h: HealthFacts) -> list[Flag]:
-    """Answers checked against their own row (`eval.answer_checks`): copies of the prompt, and
+    """Answers checked against their own row (`eval.metrics.answer_checks`): copies of the prompt,
+    and
     answers far past the row's budget; nothing where the scores record no such check."""
     checked = h.answers_checked
     if not checked:
@@ -481,7 +483,7 @@ def _shown(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None,
            baseline: Mapping[tuple[str, int], float | None] | None) -> tuple[Any, Any, Any]:
     """The facts as the Markdown shows them: every name in them (tasks, row keys, the
     framework, the decoding: a foreign predictions file's text) escaped
-    (`ruler.builder.markup.md_text`), the counts as they are. report.json keeps them raw."""
+    (`ruler.kernel.markup.md_text`), the counts as they are. report.json keeps them raw."""
     changes: dict[str, Any] = {}
     for f in HealthFacts.json_fields():
         value = getattr(h, f.name)

@@ -35,14 +35,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.atomic import write_json_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.json_record import encode
 from ruler.builder.length_rules import PROMPT_ONLY, counted_output
-from ruler.builder.scrub import redact_known, scrub
 from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
 from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
-from ruler.eval import redaction
 from ruler.eval.backends import (
     Backend,
     GenRequest,
@@ -55,7 +50,14 @@ from ruler.eval.backends import (
 from ruler.eval.config import EvalConfig
 from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.engine_env import addon_error
-from ruler.eval.predictions import (
+from ruler.eval.reasoning import (
+    Extraction,
+    extract_answer,
+    opens_reasoning,
+    vllm_parser_extractor,
+)
+from ruler.eval.records import redaction
+from ruler.eval.records.predictions import (
     LONG_FIELDS,
     Key,
     Prediction,
@@ -64,26 +66,24 @@ from ruler.eval.predictions import (
     index_records,
     iter_records,
 )
-from ruler.eval.reasoning import (
-    Extraction,
-    extract_answer,
-    opens_reasoning,
-    vllm_parser_extractor,
-)
-from ruler.eval.render import Renderer
-from ruler.eval.results_folder import PREDICTIONS_NAME, RUN_NAME, hold_results_folder
-from ruler.eval.results_schema import read_run
-from ruler.eval.run_record import (
+from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, hold_results_folder
+from ruler.eval.records.results_schema import read_run
+from ruler.eval.records.run_record import (
     DatasetRecord,
     MaxModelLen,
     PromptTemplate,
     ReasoningSetting,
     RunRecord,
 )
-from ruler.eval.score import score_folder
-from ruler.eval.serving import PromptCheck, prepare_backend, prompt_delivery, record_serving
-from ruler.eval.skip_reasons import SkipReason
+from ruler.eval.records.serving import PromptCheck, prepare_backend, prompt_delivery, record_serving
+from ruler.eval.records.skip_reasons import SkipReason
+from ruler.eval.render import Renderer
+from ruler.eval.scoring.score import score_folder
 from ruler.eval.stream import RENDER_COLUMNS, PromptStream, RenderedRow, count_pending
+from ruler.kernel.atomic import write_json_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.json_record import encode
+from ruler.kernel.scrub import redact_known, scrub
 
 
 @dataclass
@@ -96,7 +96,7 @@ class EvalOutcome:
     budget_exhausted: int = 0  # reasoning mode: rows whose thinking hit the output budget
     budget_clamped: int = 0  # rows run with less than their budget (the context left)
     # answers that held a known secret (the API key): stored with it cut out, scored as
-    # generated (`ruler.eval.redaction`)
+    # generated (`ruler.eval.records.redaction`)
     redacted: int = 0
     generate_seconds: float = 0.0
     first_request_s: float | None = None  # from the start of run_eval to the first request
@@ -107,7 +107,7 @@ class EvalOutcome:
     # rows answered on a prompt the server counted otherwise (--allow-prompt-mismatch)
     prompt_mismatches: int = 0
     # this run's answered rows whose prompt count the engine reported and was checked, or
-    # was not (a server that reports none, or not as a number): see eval.serving
+    # was not (a server that reports none, or not as a number): see eval.records.serving
     prompt_check: PromptCheck = field(default_factory=PromptCheck)
 
     def to_json(self) -> dict[str, Any]:
@@ -578,7 +578,7 @@ def _generate(backend: Backend, stream: PromptStream, pending: int, out: Path,
             else:
                 # A server may put the API key into its answer: never stored (the rest is),
                 # and where it is cut out the record says where, so that scoring sees the
-                # answer as generated (`ruler.eval.redaction`).
+                # answer as generated (`ruler.eval.records.redaction`).
                 assert isinstance(result.text, str)  # checked above
                 answer = result.text
                 pred.output_tokens = result.output_tokens

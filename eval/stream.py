@@ -22,10 +22,10 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Container, Iterator, Sequence
 
-from ruler.builder.errors import RulerError
 from ruler.eval.data import Dataset, SplitFile
-from ruler.eval.predictions import Key, format_key
+from ruler.eval.records.predictions import Key, format_key
 from ruler.eval.render import Renderer, token_array
+from ruler.kernel.errors import RulerError
 
 #: The columns rendering needs (the long `outputs`, gold positions etc. are never read here).
 RENDER_COLUMNS = ("index", "input", "answer_prefix", "tokens_to_generate", "length")

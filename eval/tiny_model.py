@@ -63,8 +63,8 @@ def build_tiny_llama(tokenizer_dir: Path, out: Path, max_position_embeddings: in
 
 def tokenizer_folder(spec: str) -> Path:
     """A Hugging Face tokenizer folder: `spec` itself, or the files of registry name `spec`."""
-    from ruler.builder.errors import RulerError
     from ruler.builder.tokenizer_registry import load_tokenizer, registry
+    from ruler.kernel.errors import RulerError
 
     if spec not in registry():
         return Path(spec)
@@ -78,8 +78,8 @@ def tokenizer_folder(spec: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from ruler.builder.errors import RulerError
     from ruler.eval.engine_env import addon_error
+    from ruler.kernel.errors import RulerError
 
     p = argparse.ArgumentParser(prog="python -m ruler.eval.tiny_model",
                                 description="Write a tiny random Llama (float32) with a real "

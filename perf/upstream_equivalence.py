@@ -5,7 +5,8 @@ upstream-gemma-3, made with `--model_template_type base`) is sent as upstream's 
 the string `input + answer_prefix` to an OpenAI-compatible `/v1/completions`, greedy, at most the
 task's `tokens_to_generate` tokens, the server adding BOS as its tokenizer does. Our side is
 `ruler eval --backend openai --mode base` on a `ruler` build for the same tokenizer (BOS + input +
-answer prefix as token ids). Both sides are scored with RULER's metrics (`ruler.eval.metrics`).
+answer prefix as token ids). Both sides are scored with RULER's metrics
+(`ruler.eval.metrics.specs`).
 
 Rows of the two sets are different samples (each generator has its own randomness), so the
 per-task difference is a two-sample one: its 95 % interval is a bootstrap over the rows of each
@@ -34,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from ruler.builder.tasks.catalog import TASKS
-from ruler.eval.metrics import ROW_METRICS, postprocess_pred
+from ruler.eval.metrics.specs import ROW_METRICS, postprocess_pred
 
 BOOTSTRAP_DRAWS = 10_000
 BOOTSTRAP_SEED = 20261124

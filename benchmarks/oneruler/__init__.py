@@ -10,7 +10,7 @@ from ruler.benchmarks.oneruler import sources, tasks
 from ruler.benchmarks.oneruler.languages import LanguageAxis, row_languages
 from ruler.benchmarks.oneruler.metric import check_language, oneruler, oneruler_corrected
 from ruler.builder.tasks.benchmarks import Aggregation, Benchmark
-from ruler.eval.metrics import MetricSpec, percent_of_rows, raw_generation
+from ruler.eval.metrics.specs import MetricSpec, percent_of_rows, raw_generation
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry

@@ -34,10 +34,10 @@ from ruler.benchmarks.oneruler.resources import check_resources, cwe_pool, data,
 from ruler.benchmarks.oneruler.tasks import ONERULER_CWE
 from ruler.benchmarks.ruler.common_words import check_numbered_answers
 from ruler.benchmarks.ruler2.items import aimed_step
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import TaskFamily
+from ruler.kernel.errors import RulerError
 
 
 def cwe_template(raw: str) -> str:

@@ -29,7 +29,7 @@ from ruler.benchmarks.oneruler.languages import (
     CROSS_LINGUAL_DROPPED_ROWS,
     DICTIONARY,
 )
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 #: The strings pandas' `read_csv` reads as missing by default (`pandas._libs.parsers.
 #: STR_NA_VALUES`), plus the empty field.

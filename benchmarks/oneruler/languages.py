@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.benchmarks import BuildAxis
+from ruler.kernel.errors import RulerError
 
 #: Upstream's prompt folders, sorted: every language ONERULER has.
 LANGUAGES: tuple[str, ...] = (

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ruler.benchmarks.oneruler.files import COMMIT, FILES
 from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
-from ruler.builder.errors import RulerError
 from ruler.builder.release_gates import ReleaseGate
+from ruler.kernel.errors import RulerError
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import Manifest

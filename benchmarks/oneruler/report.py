@@ -11,7 +11,7 @@ manifest's entry of its config (`Report.axes`), never read from the config's nam
 - language x length: per language and length, the mean of the task scores (equal rows per task
   make it the accuracy over all the rows of the 7 tasks, micro and macro alike), with the
   run's own 95 % interval (a stratified bootstrap over the tasks' rows,
-  `ruler.eval.report_intervals`); Avg. over the lengths; and the mean over the languages per
+  `ruler.eval.report.intervals`); Avg. over the lengths; and the mean over the languages per
   length ("All"), its interval resampling every language's and task's rows;
 - language x task: each task's accuracy over the language's rows of every length (micro: the
   rows pooled), Wilson intervals;
@@ -36,17 +36,17 @@ from typing import Any, Sequence, TypeVar
 
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.report import RulerFamilyReport
-from ruler.builder.atomic import write_json_atomic, write_text_atomic
-from ruler.builder.errors import RulerError
-from ruler.builder.file_names import safe_name
-from ruler.builder.markup import figure_text, md_code, md_text
 from ruler.builder.tasks.benchmarks import in_task_order
-from ruler.eval.aggregate import format_length
-from ruler.eval.depth_report import COLORMAP, HEATMAP_DPI
-from ruler.eval.figures import fit_canvas, save_png
-from ruler.eval.intervals import Interval, score_interval, weighted_mean_interval
-from ruler.eval.report import Report
-from ruler.eval.scores_record import CellScore
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.intervals import Interval, score_interval, weighted_mean_interval
+from ruler.eval.records.scores_record import CellScore
+from ruler.eval.report.depth import COLORMAP, HEATMAP_DPI
+from ruler.eval.report.figures import fit_canvas, save_png
+from ruler.eval.report.run import Report
+from ruler.kernel.atomic import write_json_atomic, write_text_atomic
+from ruler.kernel.errors import RulerError
+from ruler.kernel.file_names import safe_name
+from ruler.kernel.markup import figure_text, md_code, md_text
 
 _T = TypeVar("_T")
 
@@ -74,7 +74,7 @@ TASK_HEATMAP = "scores_heatmap.png"
 def run_language(r: Report) -> str:
     """The run's language code as its scores record it: "ko", or "en-ko" (context en,
     instructions ko); a RulerError where they record none (scores of an older ruler whose
-    dataset is not at hand: `eval.report.recorded_axes`)."""
+    dataset is not at hand: `eval.report.run.recorded_axes`)."""
     if r.axes.get("language") is None:
         raise RulerError(f"the scores of {r.config} record no language ({NOT_RECORDED})")
     return str(r.axes["language"])

@@ -17,7 +17,7 @@ from ruler.benchmarks.oneruler.data import OnerulerData
 from ruler.benchmarks.oneruler.languages import OnerulerLanguage
 from ruler.benchmarks.oneruler.sentences import split_sentences
 from ruler.benchmarks.ruler.common_words import wonderwords_pool
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 if TYPE_CHECKING:
     from ruler.builder.context import BuildContext

@@ -27,7 +27,7 @@ from typing import Iterable
 
 from ruler.benchmarks.oneruler.languages import REGEX_SPLIT
 from ruler.benchmarks.oneruler.long_segments import bounded
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 #: Upstream's fallback split (`re.split(r'(?<=[?.!])\s+', book.strip())`).
 _FALLBACK = re.compile(r"(?<=[?.!])\s+")

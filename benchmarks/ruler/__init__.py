@@ -10,7 +10,7 @@ from ruler.benchmarks.ruler.metrics import (
     string_match_part,
 )
 from ruler.builder.tasks.benchmarks import Aggregation, Benchmark
-from ruler.eval.metrics import MetricSpec, postprocess_pred, score_of_rows
+from ruler.eval.metrics.specs import MetricSpec, postprocess_pred, score_of_rows
 
 #: Its metrics: upstream's, on the post-processed prediction; a task's score is upstream's own
 #: aggregate (rounded to 2 decimals), the same number as `score_of_rows` of the rows' values.

@@ -1,7 +1,7 @@
 """RULER's metrics, exactly as upstream computes them: NVIDIA/RULER
 `scripts/eval/synthetic/constants.py` (unchanged since the first commit), on the prediction
 post-processed as `scripts/eval/evaluate.py:postprocess_pred` does
-(`ruler.eval.metrics.postprocess_pred`).
+(`ruler.eval.metrics.specs.postprocess_pred`).
 
 The two aggregate functions are upstream's code verbatim, including its quirks: matching is a
 case-insensitive substring test with no word boundaries ('art' matches 'party'), and a

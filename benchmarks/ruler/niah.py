@@ -20,7 +20,6 @@ from ruler.benchmarks.ruler.noise import NOISE_SENTENCE
 from ruler.benchmarks.ruler.tasks import NIAH
 from ruler.builder.depths import DEPTHS, DepthBin
 from ruler.builder.essays import EssayCorpus, shared_corpus
-from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tasks.family import DepthItem, TaskFamily, first_gold_item
@@ -28,6 +27,7 @@ from ruler.builder.tasks.placement import essay_gold_cuts, line_gold_slots, toke
 from ruler.builder.tasks.sampling import permutation_prefix
 from ruler.builder.tasks.tally import Gather, Tally
 from ruler.builder.words import AdjectiveNounKeys
+from ruler.kernel.rng import below
 
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."
 _NEEDLE_RE = re.compile(r"One of the special magic (\w+) for (.+?) is: (.+?)\.(?=\n| |$)")

@@ -30,11 +30,11 @@ from typing import Any, Mapping, Sequence
 
 from ruler.benchmarks.ruler.tasks import QA
 from ruler.builder.depths import DepthBin
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
 from ruler.builder.tasks.family import DepthItem, TaskFamily
 from ruler.builder.tasks.placement import document_order, token_weights
 from ruler.builder.tasks.sampling import permutation_prefix
+from ruler.kernel.errors import RulerError
 
 DOCUMENT = "Document {i}:\n{document}"
 DOC_SEPARATOR = "\n\n"

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from ruler.benchmarks.ruler.failure_modes import report as failure_section
-from ruler.eval.report import Report, ReportHooks
-from ruler.eval.scores_record import ScoresRecord
+from ruler.eval.records.scores_record import ScoresRecord
+from ruler.eval.report.run import Report, ReportHooks
 
 
 class RulerFamilyReport(ReportHooks):
@@ -26,6 +26,9 @@ class RulerFamilyReport(ReportHooks):
                 "prediction); QA rows count once, at the mean depth of their gold documents, and "
                 "vt rows at their chain's first line, with the row's score; cwe and fwe have no "
                 "gold position.")
+
+    def depth_group_rule(self, r: Report) -> bool:
+        return True  # said whether or not a run has the group's table, as these reports did
 
     def json(self, r: Report) -> dict[str, Any]:
         return {"family_difficulty": None, "language": None, "metric": None,

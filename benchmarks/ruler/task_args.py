@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks.ruler.niah_params import HAYSTACKS, NEEDLE_TYPES, niah_params_problem
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import Configured
+from ruler.kernel.errors import RulerError
 
 #: Arguments every upstream generator takes that a build sets for all its tasks at once (or
 #: that do not exist here): a task file naming one is told where it goes.

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from ruler.benchmarks.ruler import task_args
+import ruler.benchmarks.ruler.task_args as task_args
 from ruler.benchmarks.ruler.niah_params import niah_params_problem
-from ruler.builder.registry import builtin_code
 from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
+from ruler.kernel.registry import builtin_code
 
 NIAH = FamilySpec(
     name="niah",

@@ -22,10 +22,10 @@ from typing import Mapping, Sequence
 
 from ruler.benchmarks.ruler.noise import NOISE_SENTENCE
 from ruler.benchmarks.ruler.tasks import VARIABLE_TRACKING
-from ruler.builder.rng import derive_seed
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.family import TaskFamily
 from ruler.builder.tasks.sampling import draw_unique
+from ruler.kernel.rng import derive_seed
 
 NAME_LEN = 5          # upstream: k=5 letters for the real chains
 ICL_NAME_LEN = 3      # upstream: k=3 for the one-shot example

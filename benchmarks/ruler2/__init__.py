@@ -5,7 +5,7 @@ four difficulties) in configs `<tokenizer>--v2`, rows whose `length` counts the 
 from ruler.benchmarks.ruler2 import metric, multichoice, sources, tasks
 from ruler.builder.length_rules import PROMPT_ONLY
 from ruler.builder.tasks.benchmarks import Aggregation, Benchmark
-from ruler.eval.metrics import MetricSpec, percent_of_rows, raw_generation
+from ruler.eval.metrics.specs import MetricSpec, percent_of_rows, raw_generation
 
 #: Its metrics, as NeMo-Skills scores them: on the raw generation, a task's score the mean of
 #: its rows' values in percent (not rounded).

@@ -15,8 +15,8 @@ import re
 from typing import AbstractSet, Callable, Iterator, Sequence
 
 from ruler.benchmarks.ruler2.prompts import ITEM_SEPARATOR
-from ruler.builder.rng import below
 from ruler.builder.tasks.sampling import draw_unique
+from ruler.kernel.rng import below
 
 
 def number(rng: random.Random, digits: int) -> str:

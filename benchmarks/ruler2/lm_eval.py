@@ -7,7 +7,7 @@ from typing import Sequence
 
 from ruler.benchmarks.ruler2 import metric, multichoice
 from ruler.eval.integrations.lm_eval_export import LmEvalHooks
-from ruler.eval.metrics import percent_of_rows
+from ruler.eval.metrics.specs import percent_of_rows
 
 
 def aggregate_ruler2(row_scores: Sequence[float]) -> float:

@@ -47,11 +47,11 @@ from ruler.benchmarks.ruler2.prompts import (
     ORDER,
 )
 from ruler.benchmarks.ruler2.tasks import RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE
-from ruler.builder.errors import RulerError
 from ruler.builder.hub_sources import read_split
-from ruler.builder.rng import below, derive_seed
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tasks.family import TaskFamily
+from ruler.kernel.errors import RulerError
+from ruler.kernel.rng import below, derive_seed
 
 LETTERS = "ABCD"
 

@@ -5,7 +5,7 @@ difficulties each, named `<family>_<difficulty>` (mk_niah_basic ... qa_hard). Pe
 cell is the task's score with its 95 % interval (as scores.json recorded it); a family's mean
 over its difficulties and a difficulty's mean over the families are plain means of the task
 scores, with the stratified bootstrap interval the report gives a length's mean
-(`ruler.eval.intervals.weighted_mean_interval`), where every task of the mean has a score.
+(`ruler.eval.metrics.intervals.weighted_mean_interval`), where every task of the mean has a score.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from ruler.benchmarks.ruler.report import RulerFamilyReport
-from ruler.eval.aggregate import format_length
-from ruler.eval.intervals import Interval, weighted_mean_interval
-from ruler.eval.report import Report
-from ruler.eval.report_intervals import format_interval
-from ruler.eval.scores_record import CellScore
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.intervals import Interval, weighted_mean_interval
+from ruler.eval.records.scores_record import CellScore
+from ruler.eval.report.intervals import format_interval
+from ruler.eval.report.run import Report
 
 FAMILIES = {"mk_niah": "mk", "mv_niah": "mv", "qa": "qa"}
 DIFFICULTIES = ("basic", "easy", "medium", "hard")

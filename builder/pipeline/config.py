@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import NEGATED, SWITCH, check_flags, option
 from ruler.builder.selection import (
     build_tasks_value,
     check_task_names,
@@ -33,6 +31,8 @@ from ruler.builder.tasks.declared import declare_all, parse_declarations, read_t
 from ruler.builder.tasks.suites import benchmark_suites, find_suite
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
 from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import NEGATED, SWITCH, check_flags, option
 
 #: Not ./ruler: run from the repository root, a folder named `ruler` shadows the package.
 DEFAULT_OUT = "ruler-data"
@@ -111,7 +111,7 @@ def _lengths_help() -> str:
 @dataclass(frozen=True)
 class BuildConfig:
     """What to build: one config of one tokenizer. Each field but `variant` is a `ruler build`
-    flag (declared on the field: `ruler.builder.flags`); the variant is asked for by the
+    flag (declared on the field: `ruler.kernel.flags`); the variant is asked for by the
     variant kinds' own flags (`ruler.builder.variants`). `ruler.build(...)` takes the same
     fields as keywords."""
 
@@ -217,7 +217,7 @@ class BuildConfig:
     variant: Variant = NO_VARIANT
     # The value of each of the benchmark's axes, by axis name (`Benchmark.axes`: a string is
     # parsed, `{"language": "ko"}`): one of each required, none other taken. `ruler build`
-    # makes one config per value its axis flag names (`ruler.builder.cli_build`).
+    # makes one config per value its axis flag names (`ruler.commands.build`).
     axes: Mapping[str, Any] = field(default_factory=dict)
     # Render the card once the build's files are recorded (no flag: a command that builds
     # several configs into one OUT, `pipeline.run.run_builds`, renders it once at its end).

@@ -9,7 +9,7 @@ killer's SIGKILL, a crash in native code) breaks the pool at once, and the build
 seconds naming the file that worker was writing, instead of waiting forever for a result that
 `multiprocessing.Pool` would never deliver. Workers ignore Ctrl-C; the driver stops them
 (and on SIGTERM, which `ruler` handles as Ctrl-C). Workers end with the driver when it is
-killed outright (`ruler.builder.lifeline`).
+killed outright (`ruler.kernel.lifeline`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence
 
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry
 from ruler.builder.pipeline.config import FileJob, FileResult
 from ruler.builder.pipeline.worker import (
@@ -35,6 +34,7 @@ from ruler.builder.pipeline.worker import (
     make_row_in_pool,
     write_file,
 )
+from ruler.kernel.errors import RulerError
 
 #: What an executor hands each finished file to: (its result, its manifest entry, the
 #: temporary file beside its final path). The build's publisher moves it into place.

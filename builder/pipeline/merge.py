@@ -23,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from ruler.builder.atomic import FILE_MODE, temp_file_beside
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import build_differences
 from ruler.builder.manifest import (
     BuildEntry,
@@ -39,6 +36,9 @@ from ruler.builder.pipeline.publish import record_build
 from ruler.builder.publish_steps import refresh_published
 from ruler.builder.seed_series import seed_clash
 from ruler.builder.verify.folder import load_manifest
+from ruler.kernel.atomic import FILE_MODE, temp_file_beside
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,15 @@ from __future__ import annotations
 from typing import Sequence
 
 from ruler.builder.context import BuildContext
-from ruler.builder.errors import TooShortError
 from ruler.builder.fitting import too_short_counts
 from ruler.builder.identity import file_key
 from ruler.builder.manifest_records import IdentityRecord
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.pipeline.worker import Worker
-from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task
 from ruler.builder.tasks.declared import DeclaredTask
+from ruler.kernel.errors import TooShortError
+from ruler.kernel.rng import sample_rng
 
 
 def job_key(identity: IdentityRecord, ctx: BuildContext, task: str, L: int,

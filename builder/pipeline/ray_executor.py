@@ -46,15 +46,15 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from ruler.builder import __version__
-from ruler.builder.atomic import FILE_MODE, temp_file_beside
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import FileEntry
 from ruler.builder.packages import FILE_PACKAGES, content_packages, installed_versions
 from ruler.builder.pipeline.config import FileJob, FileResult
 from ruler.builder.pipeline.executor import Publish
 from ruler.builder.pipeline.worker import Worker, worker_name, write_file_steps
 from ruler.builder.sources import recheck
+from ruler.kernel.atomic import FILE_MODE, temp_file_beside
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256
 
 #: Re-runs of a file whose Ray worker died (or whose node was lost) before the build gives up.
 RETRIES = 3

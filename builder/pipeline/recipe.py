@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ruler.benchmarks import DEFAULT
 from ruler.builder import __version__
 from ruler.builder.context import BuildContext
-from ruler.builder.errors import RulerError
 from ruler.builder.identity import make_identity
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.manifest_records import IdentityRecord
@@ -27,6 +26,7 @@ from ruler.builder.tasks.declared import DeclaredTask, declare_records, records
 from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
+from ruler.kernel.errors import RulerError
 
 if TYPE_CHECKING:
     from ruler.builder.pipeline.config import BuildConfig

@@ -20,9 +20,6 @@ from functools import partial
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ruler.builder.atomic import STORAGE_ERRORS, temp_prefix
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
 from ruler.builder.identity import build_differences
 from ruler.builder.manifest import MANIFEST_NAME, Manifest, manifest_lock, split_file
 from ruler.builder.pipeline.config import (
@@ -45,8 +42,11 @@ from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.publish_steps import refresh_published
 from ruler.builder.seed_series import seed_clash
-from ruler.builder.temp_files import new_temp_tag, remove_stale_temp_files
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.kernel.atomic import STORAGE_ERRORS, temp_prefix
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256
+from ruler.kernel.temp_files import new_temp_tag, remove_stale_temp_files
 
 
 def run_builds(cfgs: Sequence[BuildConfig],

@@ -20,18 +20,18 @@ from typing import Any, Callable, Generator, Iterable
 
 from ruler.builder.context import BuildContext
 from ruler.builder.counting import ExactCounter, PieceCounter, counting_method
-from ruler.builder.errors import RulerError
 from ruler.builder.fitting import FittedSample, fit_sample
-from ruler.builder.hashing import file_sha256
-from ruler.builder.lifeline import die_with_parent
 from ruler.builder.manifest import FileEntry, canonical_row_bytes
 from ruler.builder.pipeline.config import FileJob, FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
-from ruler.builder.rng import sample_rng
 from ruler.builder.row_checks import RowRules, row_findings
 from ruler.builder.tasks import TaskGenerator, get_task, make_generator
 from ruler.builder.tasks.family import get_family
 from ruler.builder.writer import SplitWriter
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256
+from ruler.kernel.lifeline import die_with_parent
+from ruler.kernel.rng import sample_rng
 
 #: Besides each worker's first sample of a task, every n-th sample of a file (sample 0 included)
 #: is also counted whole: at 128K a whole-prompt count takes about a second.

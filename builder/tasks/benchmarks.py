@@ -10,7 +10,7 @@ folder. The manifest's build entry records which benchmark a config holds (`"ben
 absent: `ruler.benchmarks.DEFAULT`), its axis values and, for a plug-in's, the package that
 provides it; every later reader takes them from there, never from a config's or task's name.
 
-Benchmarks are entries of `BENCHMARK_SPECS` (a `ruler.builder.registry.Registry`): the
+Benchmarks are entries of `BENCHMARK_SPECS` (a `ruler.kernel.registry.Registry`): the
 built-ins by the addresses `ruler.benchmarks.BUILTIN` lists, a plug-in's through entry point
 group `ruler.benchmarks` (`id = "pkg.module:BENCHMARK"`), its tasks registered by its module
 or by its families' plug-in (`ruler.task_families`).
@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ruler.benchmarks import BUILTIN, DEFAULT
-from ruler.builder.errors import RulerError
 from ruler.builder.length_rules import PROMPT_AND_OUTPUT
-from ruler.builder.registry import Registry, UnknownName, builtin_code, load_target
 from ruler.builder.tasks.catalog import ON_MISS, TASKS, get_task
 from ruler.builder.tasks.declared import is_declared
+from ruler.kernel.errors import RulerError
+from ruler.kernel.registry import Registry, UnknownName, builtin_code, load_target
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ class Benchmark:
         aggregation: how its scores aggregate (`Aggregation`).
         sources: its pinned inputs (`builder.sources.SourceSpec`), which `ruler sources`
             lists and fetches.
-        metrics: the metrics its rows name (name -> `eval.metrics.MetricSpec`), registered
+        metrics: the metrics its rows name (name -> `eval.metrics.specs.MetricSpec`), registered
             when it loads; a metric whose `replaces` names another may rescore its rows.
         packages: the packages its generators add to what shapes its rows (recorded by its
             builds: `builder.packages`).
@@ -180,7 +180,7 @@ class Benchmark:
             ("package.module:ATTR") of the code in its folder that writes the card's section
             about it (`function(manifest) -> str`) and its family's card text (intro, tasks,
             differences, citation: `cards.render.CardBody`), its report sections
-            (`eval.report.ReportHooks`), its lm-evaluation-harness export
+            (`eval.report.run.ReportHooks`), its lm-evaluation-harness export
             (`eval.integrations.lm_eval_export.LmEvalHooks`), its failure-mode labels
             (`label_cell(...)`) and the fake backend's failures on purpose
             (`eval.backends.fake.FakeAnswers`); None: none.

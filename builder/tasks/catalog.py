@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
-from ruler.builder.errors import RulerError
-from ruler.builder.registry import Registry
+from ruler.kernel.errors import RulerError
+from ruler.kernel.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from typing import Any, ClassVar, Iterable, Mapping, Union
 
 import yaml
 
-from ruler.builder.errors import RulerError
-from ruler.builder.json_record import JsonRecord, absent_field, extra_field
 from ruler.builder.tasks.catalog import FAMILIES, TASKS, TaskSpec, register_task
+from ruler.kernel.errors import RulerError
+from ruler.kernel.json_record import JsonRecord, absent_field, extra_field
 
 #: One argument's value: upstream's generators take each as one word of a command line.
 ArgValue = Union[str, int, float, bool]

@@ -5,7 +5,7 @@ prefix, budget, metric, which its tasks in the catalog share) with its code; the
 `ruler verify` and the evaluator ask the family instead of branching on its name. Each family
 module (in its benchmark's folder, or a plug-in's)
 defines its `TaskFamily`, found at the address its `FamilySpec.module` names and imported on
-first use (`FAMILY_CODE`, a `ruler.builder.registry.Registry`), so one family's dependencies
+first use (`FAMILY_CODE`, a `ruler.kernel.registry.Registry`), so one family's dependencies
 never load for another; a plug-in registers its family (`register_family`) and tasks
 (`catalog.register_task`) from the module or function its `ruler.task_families` entry point
 names.
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ruler.builder.depths import DepthBin
-from ruler.builder.errors import RulerError
-from ruler.builder.registry import Registry, UnknownName
 from ruler.builder.tasks.catalog import FAMILIES, TASKS, FamilySpec, TaskSpec, get_task
+from ruler.kernel.errors import RulerError
+from ruler.kernel.registry import Registry, UnknownName
 
 #: (character offsets in `input` where the gold items start, (context start, context end)).
 GoldSpans = tuple[list[int], tuple[int, int]]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import AbstractSet, Mapping, Sequence
 
-from ruler.builder.rng import below
+from ruler.kernel.rng import below
 
 
 def permutation_prefix(rng: random.Random, n: int, k: int,

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.declared import ArgValue, TaskDeclaration
+from ruler.kernel.errors import RulerError
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Iterable
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
 from ruler.builder.tasks.benchmarks import benchmark_config
 from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.temp_files import stale_temp_files
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_from_record
 from ruler.builder.verify.findings import Problem
+from ruler.kernel.errors import RulerError
+from ruler.kernel.temp_files import stale_temp_files
 
 
 def load_manifest(out: Path) -> Manifest:

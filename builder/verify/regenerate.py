@@ -21,10 +21,10 @@ import os
 import random
 from typing import Any, Mapping
 
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.packages import content_packages
 from ruler.builder.pipeline.recipe import BuildRecipe
+from ruler.kernel.errors import RulerError
 
 
 def rows_to_regenerate(n: int, k: int, seed_text: str) -> set[int]:

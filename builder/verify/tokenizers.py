@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.verify.findings import Problem
+from ruler.kernel.errors import RulerError
 
 
 def tokenizer_for(config: str, build: BuildEntry, overrides: Mapping[str, str],

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Iterable, Iterator, Protocol, Sequence, TypeVar
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import check_flags, option
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import check_flags, option
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class BackendOptions:
     """What every backend is given: the model and the context limit asked for (None: the
     engine's own). A backend with options of its own subclasses this as a frozen dataclass
     (`VLLMOptions`, `OpenAIOptions`, ...) whose fields declare their `ruler eval` flags
-    (`ruler.builder.flags.option`): the command shows them in the backend's own group,
+    (`ruler.kernel.flags.option`): the command shows them in the backend's own group,
     `ruler.evaluate` takes them as keywords, and `__post_init__` checks them (the flags'
     choices and bounds; a subclass adds its own checks after calling this one's).
 

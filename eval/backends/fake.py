@@ -31,8 +31,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import option
 from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
@@ -41,7 +39,9 @@ from ruler.eval.backends.base import (
     options_as,
 )
 from ruler.eval.backends.registry import BackendSpec
-from ruler.eval.metrics import METRIC_SPECS
+from ruler.eval.metrics.specs import METRIC_SPECS
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import option
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Container, Iterable, Iterator
 
-from ruler.builder.errors import RulerError
 from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
@@ -20,6 +19,7 @@ from ruler.eval.backends.base import (
 )
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error
+from ruler.kernel.errors import RulerError
 
 INSTALL_HINT = ("--backend hf needs PyTorch, which is not installed: pip install torch (pick the "
                 "build for your machine at https://pytorch.org/get-started)")

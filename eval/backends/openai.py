@@ -36,7 +36,7 @@ or "abort", more text than `max_tokens` tokens can make) is a failure of the ser
 retried the same way. A request that still fails is recorded as an error, which a resumed run
 retries. The probe is not retried on 500 or 4xx: a server that refuses the request form fails
 the run at once, in one line naming the API to use. Server text reaches messages and files
-only scrubbed of the API key (`ruler.builder.scrub`), and the runner redacts it from answers.
+only scrubbed of the API key (`ruler.kernel.scrub`), and the runner redacts it from answers.
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import urlsplit
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import SWITCH, option
-from ruler.builder.scrub import register_secret, scrub
 from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
@@ -89,6 +86,9 @@ from ruler.eval.backends.openai_replies import (
 )
 from ruler.eval.backends.openai_startup import STARTUP_TIMEOUT, Startup
 from ruler.eval.backends.registry import BackendSpec
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import SWITCH, option
+from ruler.kernel.scrub import register_secret, scrub
 
 MAX_BACKOFF = 60.0
 #: Requests in flight on a server that batches continuously (vLLM, SGLang: /v1/models'
@@ -191,7 +191,7 @@ class OpenAIBackend:
         self.wants_row_texts = opts.wants_row_texts
         api_key = opts.api_key or os.environ.get("OPENAI_API_KEY") or "EMPTY"
         register_secret(opts.api_key)  # a server may echo it: never shown or saved (the
-        # environment's key is known to ruler.builder.scrub already)
+        # environment's key is known to ruler.kernel.scrub already)
         self.client = httpx.Client(
             base_url=self.base, headers={"Authorization": f"Bearer {api_key}"},
             verify=tls_context(httpx),

@@ -39,7 +39,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from ruler.builder.errors import RulerError
 from ruler.eval.backends.base import GenRequest, prompt_list
 from ruler.eval.backends.openai_replies import (
     choice_text,
@@ -47,6 +46,7 @@ from ruler.eval.backends.openai_replies import (
     first_choice,
     usage_count,
 )
+from ruler.kernel.errors import RulerError
 
 APIS = ("completions-ids", "completions-text", "chat")
 DEFAULT_API = "completions-ids"

@@ -14,8 +14,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ruler.builder.scrub import scrub
 from ruler.eval.backends.openai_replies import parse_json
+from ruler.kernel.scrub import scrub
 
 #: Bytes read of a reply to a request that is not a completion (/v1/models, /props, ...): a
 #: long model list (a hosted API's, with descriptions) is a few hundred kB.

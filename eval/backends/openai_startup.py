@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ruler.builder.errors import RulerError
-from ruler.builder.scrub import scrub
 from ruler.eval.backends.openai_http import INFO_MAX_BYTES, Reply, Waiting, fetch, say
 from ruler.eval.backends.openai_replies import (
     Damaged,
@@ -26,6 +24,8 @@ from ruler.eval.backends.openai_replies import (
     served_context,
     total_slots,
 )
+from ruler.kernel.errors import RulerError
+from ruler.kernel.scrub import scrub
 
 #: Seconds a start-up phase may take by default: a server that is up answers at once.
 STARTUP_TIMEOUT = 60.0

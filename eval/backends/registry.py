@@ -5,10 +5,10 @@ any slow work, with the one line that says how to install it), a factory from it
 `Backend`, and its options type, a `BackendOptions` dataclass whose fields declare the
 backend's own flags. `ruler eval`'s `--backend` choices, its help and the flags each backend
 adds all come from this table
-(`BACKENDS`, a `ruler.builder.registry.Registry`), so a new backend is one module with a
+(`BACKENDS`, a `ruler.kernel.registry.Registry`), so a new backend is one module with a
 `SPEC`: ruler's own are listed below by address; a plug-in offers its spec in entry point
 group `ruler.backends` (`name = "pkg.module:SPEC"`), and the installed `ruler eval` has it; a
-program may also call `register_backend(spec)` before `ruler.cli.main` builds its parser.
+program may also call `register_backend(spec)` before `ruler.commands.main.main` builds its parser.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import importlib.util
 from dataclasses import dataclass, fields
 from typing import Callable
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import add_flags, flag_values
-from ruler.builder.registry import Registry
 from ruler.eval.backends.base import Backend, BackendOptions
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import add_flags, flag_values
+from ruler.kernel.registry import Registry
 
 #: What `ruler eval` uses when `--backend` is not given.
 DEFAULT_BACKEND = "vllm"

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Iterable, Iterator
 
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import SWITCH, option
 from ruler.eval.backends.base import (
     BackendOptions,
     GenRequest,
@@ -42,6 +40,8 @@ from ruler.eval.backends.base import (
 )
 from ruler.eval.backends.registry import BackendSpec
 from ruler.eval.engine_env import addon_error, prepare_vllm
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import SWITCH, option
 
 DEFAULT_WINDOW_TOKENS = 1 << 22  # per data-parallel rank
 #: Below this share of the window in flight, wait for rows being rendered; above it, take only

@@ -1,14 +1,14 @@
 """scores.json's failure labels: per (task, L) cell, each wrong row's primary label and flags,
 and for QA every answered row's normalised answer (what the report pairs with a no-context
-run's). Typed records (`builder.json_record`); `CellFailures.shape_ok` is the check
-`eval.results_schema` runs on a cell's `failures`."""
+run's). Typed records (`kernel.json_record`); `CellFailures.shape_ok` is the check
+`eval.records.results_schema` runs on a cell's `failures`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ruler.builder.json_record import Decode, JsonRecord, absent_field, extra_field, record_list
+from ruler.kernel.json_record import Decode, JsonRecord, absent_field, extra_field, record_list
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,7 @@ Modules, one job each:
   nemo_skills     NeMo-Skills `output.jsonl` -> prediction records, keyed by prompt
   cli             `ruler export lm-eval` and `ruler export kvpress` (exporters)
 The three readers are `ruler score`'s plug-ins (`READER` in each module, listed by address in
-`ruler.eval.prediction_readers`), the two exports `ruler export`'s (`ruler.eval.exporters`):
+`ruler.eval.scoring.prediction_readers`), the two exports `ruler export`'s (`ruler.eval.exporters`):
 scoring and the export command depend on no module here.
 The names and card texts both sides share live below, in `ruler.cards` (`lm_eval_usage`,
 `inspect_usage`), so the dataset card never imports this package.

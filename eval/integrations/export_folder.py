@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruler.builder import owned_files
-from ruler.builder.atomic import naming, replace_folder
-from ruler.builder.errors import RulerError
-from ruler.builder.hashing import file_sha256
+from ruler.kernel import owned_files
+from ruler.kernel.atomic import naming, replace_folder
+from ruler.kernel.errors import RulerError
+from ruler.kernel.hashing import file_sha256
 
 #: The record of the files an export wrote, inside the export folder.
 RECORD_NAME = "ruler_export_files.json"

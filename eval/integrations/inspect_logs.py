@@ -2,7 +2,8 @@
 
 The `ruler` Inspect task keeps each row's key, its `length` and its split file's
 `content_sha256` in the sample's metadata and the row's `input` as the sample's input, which tie
-the sample to this build's row (`ruler.eval.build_tie`); the model's completion (generated after
+the sample to this build's row (`ruler.eval.records.build_tie`); the model's completion (generated
+after
 the pre-filled answer prefix) is the sample's output. Reading goes through
 `inspect_ai.log.read_eval_log`, imported here only.
 """
@@ -13,11 +14,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.errors import RulerError
-from ruler.eval.build_tie import prompt_digest
-from ruler.eval.prediction_readers import PredictionReader
-from ruler.eval.prediction_source import PredictionSource
-from ruler.eval.predictions import KEY_COLUMNS
+from ruler.eval.records.build_tie import prompt_digest
+from ruler.eval.records.predictions import KEY_COLUMNS
+from ruler.eval.scoring.prediction_readers import PredictionReader
+from ruler.eval.scoring.prediction_source import PredictionSource
+from ruler.kernel.errors import RulerError
 
 
 def is_inspect_log(path: Path) -> bool:
@@ -97,7 +98,7 @@ def _generation(log) -> dict:
 
 
 def _row_evidence(sample: Any, meta: dict[str, Any]) -> dict[str, Any]:
-    """What the sample holds that ties it to this build's row (`ruler.eval.build_tie`): the
+    """What the sample holds that ties it to this build's row (`ruler.eval.records.build_tie`): the
     digest of its prompt (the `ruler` task's one user message is the row's `input`) and the
     row's `length` from its metadata."""
     out: dict[str, Any] = {}
@@ -130,7 +131,7 @@ def read_inspect_logs(paths: list[Path]) -> PredictionSource:
     return PredictionSource.merge([read_inspect_log(log) for log in paths])
 
 
-#: `ruler score` reads Inspect logs through this (`eval.prediction_readers`).
+#: `ruler score` reads Inspect logs through this (`eval.scoring.prediction_readers`).
 READER = PredictionReader(
     name="inspect", what=("Inspect logs (*.eval)", "Inspect logs"), claims=is_inspect_log,
     files_in=log_files, read=read_inspect_logs)

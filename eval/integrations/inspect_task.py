@@ -37,9 +37,9 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, groupe
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import registry_info
 
-from ruler.builder.errors import RulerError
 from ruler.cards.inspect_usage import CELL_KEY, MEAN_LABEL, PREFILL_PROVIDERS, greedy_settings
-from ruler.eval import metrics
+from ruler.eval.metrics import specs as metrics
+from ruler.kernel.errors import RulerError
 
 
 def _as_list(value: Any, what: str) -> list[str]:
@@ -157,7 +157,7 @@ def _metric_key(build: Any, files: Sequence[Any]) -> str:
 
 @scorer(metrics=[grouped(ruler_score(), CELL_KEY, all="groups", all_label=MEAN_LABEL)])
 def ruler_scorer() -> Scorer:
-    """The metric of each row (its `metric` column: `eval.metrics.METRIC_SPECS`), named in
+    """The metric of each row (its `metric` column: `eval.metrics.specs.METRIC_SPECS`), named in
     the Score's metadata for the aggregate."""
 
     async def score(state: TaskState, target: Target) -> Score:

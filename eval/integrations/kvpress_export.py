@@ -48,11 +48,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from ruler.builder.atomic import naming
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.manifest_records import TokenizerRecord
-from ruler.builder.markup import md_code, md_text
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
 from ruler.cards.render import tokenizer_origin
@@ -63,6 +60,9 @@ from ruler.eval.integrations.export_folder import (
     publish,
     staging_folder,
 )
+from ruler.kernel.atomic import naming
+from ruler.kernel.errors import RulerError
+from ruler.kernel.markup import md_code, md_text
 
 #: kvpress's columns, in the order its RULER dataset has them.
 KVPRESS_COLUMNS = ("context", "question", "answer_prefix", "answer", "task", "max_new_tokens")
@@ -294,8 +294,8 @@ def _build_tokenizer(ds: Dataset, config: str, build: BuildEntry,
 
 def _source_record(ds: Dataset, config: str, build: BuildEntry,
                    asked: str | None) -> dict[str, Any]:
-    from ruler.builder.hashing import file_sha256
     from ruler.builder.manifest import MANIFEST_NAME
+    from ruler.kernel.hashing import file_sha256
 
     tok = build.tokenizer
     on_hub = ds.revision is not None

@@ -36,7 +36,7 @@ are:
   comes on top of L (`max_gen_toks` on top of the prompt) needs a context of L + the budget,
   or lm-eval cuts the prompt's start to make room.
 
-`utils.py` is the source text of `lm_eval_hooks`, of the `ruler.eval.metrics` functions it
+`utils.py` is the source text of `lm_eval_hooks`, of the `ruler.eval.metrics.specs` functions it
 calls and of the metric code of the benchmarks in the build (`Benchmark.lm_eval`, an
 `LmEvalHooks`), copied at export time: the folder needs only lm_eval and the standard library
 (users of a released dataset need not install ruler), and it cannot drift from `ruler score`,
@@ -59,8 +59,6 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from ruler.builder.atomic import naming
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import FileEntry, Manifest
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
 from ruler.builder.tasks.catalog import TASKS
@@ -83,6 +81,8 @@ from ruler.eval.integrations.export_folder import (
     publish,
     staging_folder,
 )
+from ruler.kernel.atomic import naming
+from ruler.kernel.errors import RulerError
 
 #: lm-eval's task `metadata.version`: bump when the exported fields change meaning.
 TASK_VERSION = 1.0
@@ -253,8 +253,8 @@ def render_utils(manifest: Manifest | None = None) -> str:
     metric code of every benchmark with lm-eval hooks), as source text, with the imports the
     copied code needs (its annotations included: `typing.get_type_hints` and linters read them)
     found from the names it uses, so a change to the copied functions cannot leave one out."""
-    from ruler.eval import metrics
     from ruler.eval.integrations import lm_eval_hooks
+    from ruler.eval.metrics import specs as metrics
 
     generator = (manifest.generator if manifest is not None else None) or {}
     benches = [b for b in BENCHMARK_SPECS.values() if b.lm_eval is not None]
@@ -290,7 +290,8 @@ def render_utils(manifest: Manifest | None = None) -> str:
         f'"""RULER\'s prediction post-processing and metrics for the tasks in this folder.\n\n'
         f'{_GENERATED_MARK} ({generator.get("name", "ruler-bench")} '
         f'{generator.get("version", "")}) from the source of\n'
-        f'`ruler.eval.metrics` (the code `ruler score` runs), the metric code of the benchmarks\n'
+        f'`ruler.eval.metrics.specs` (the code `ruler score` runs), the metric code of the '
+        f'benchmarks\n'
         f'({", ".join(b.title for b in benches)}) and\n'
         f'`ruler.eval.integrations.lm_eval_hooks`. Do not edit: export again instead.\n'
         f'Needs only the Python standard library.\n"""')
@@ -302,7 +303,7 @@ def metric_keys(manifest: Manifest | None) -> dict[str, str]:
     """Config -> the build key ruler's keyed metrics read of its rows (`metrics.build_key`: what
     the manifest's entry of the config records, its language), for the configs whose builds
     record one: `utils.py`'s `METRIC_KEYS`."""
-    from ruler.eval import metrics
+    from ruler.eval.metrics import specs as metrics
 
     keys = {}
     for config, build in (manifest.builds.items() if manifest is not None else ()):
@@ -437,7 +438,7 @@ def export_lm_eval(out: str | os.PathLike, to: str | os.PathLike | None = None,
         raise RulerError("--absolute names the local build folder; with --repo the tasks load "
                          "the Hub revision: drop one of them")
     if repo_id:
-        from ruler.builder.hub_names import validate_repo_id
+        from ruler.kernel.hub_names import validate_repo_id
 
         validate_repo_id(repo_id)
     to = Path(to) if to is not None else out / EXPORT_DIR

@@ -1,7 +1,7 @@
 """The lm-evaluation-harness hooks of the exported RULER tasks.
 
 `ruler export lm-eval` writes the task folder's `utils.py` from the source text of these
-functions and of the `ruler.eval.metrics` code they call (see `lm_eval_export.render_utils`),
+functions and of the `ruler.eval.metrics.specs` code they call (see `lm_eval_export.render_utils`),
 so the folder needs nothing but lm_eval and the standard library, and scores with the very code
 `ruler score` runs. Keep this module to plain functions over those names: everything they use
 must be copied into `utils.py` too.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ruler.eval.metrics import (
+from ruler.eval.metrics.specs import (
     KEYED_METRICS,
     PREPARE,
     ROW_METRICS,

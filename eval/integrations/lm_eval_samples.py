@@ -16,12 +16,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.errors import RulerError
-from ruler.eval.build_tie import prompt_digest
-from ruler.eval.prediction_readers import PredictionReader
-from ruler.eval.prediction_source import PredictionSource
-from ruler.eval.predictions import KEY_COLUMNS, key_of, read_records
-from ruler.eval.strict_json import read_json
+from ruler.eval.records.build_tie import prompt_digest
+from ruler.eval.records.predictions import KEY_COLUMNS, key_of, read_records
+from ruler.eval.scoring.prediction_readers import PredictionReader
+from ruler.eval.scoring.prediction_source import PredictionSource
+from ruler.kernel.errors import RulerError
+from ruler.kernel.strict_json import read_json
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d\d-\d\dT[\d.-]+)\.jsonl$")
 
@@ -136,7 +136,7 @@ def _record(sample: dict[str, Any], where: str, hashes: dict) -> dict[str, Any]:
 
 def row_evidence(doc: dict[str, Any]) -> dict[str, Any]:
     """What the logged doc (the row lm-eval read) holds that ties the sample to this build's
-    row (`ruler.eval.build_tie`): the digest of its prompt `input`, and its `length`."""
+    row (`ruler.eval.records.build_tie`): the digest of its prompt `input`, and its `length`."""
     out: dict[str, Any] = {}
     if isinstance(doc.get("input"), str):
         out["input_sha256"] = prompt_digest(doc["input"])
@@ -174,7 +174,7 @@ def read_samples(paths: list[Path]) -> PredictionSource:
     return PredictionSource.merge(parts)
 
 
-#: `ruler score` reads lm-eval's samples through this (`eval.prediction_readers`).
+#: `ruler score` reads lm-eval's samples through this (`eval.scoring.prediction_readers`).
 READER = PredictionReader(
     name="lm-eval", what=("lm-eval samples (samples_*.jsonl, from --log_samples)",
                           "lm-eval samples"),

@@ -26,11 +26,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
-from ruler.builder.errors import RulerError
 from ruler.eval.data import Dataset, SplitFile
-from ruler.eval.prediction_readers import PredictionReader
-from ruler.eval.prediction_source import PredictionSource
-from ruler.eval.predictions import KEY_COLUMNS, read_records
+from ruler.eval.records.predictions import KEY_COLUMNS, read_records
+from ruler.eval.scoring.prediction_readers import PredictionReader
+from ruler.eval.scoring.prediction_source import PredictionSource
+from ruler.kernel.errors import RulerError
 
 PROMPT_FIELDS = ("question", "input")  # NeMo-Skills' prompt field; `input` in RULER's own rows
 _SHOWN = 5
@@ -185,7 +185,7 @@ def _match(record: dict[str, Any], index: dict[str, list[tuple]]) -> tuple | Non
     return found.pop() if found else None
 
 
-#: `ruler score` reads NeMo-Skills output through this (`eval.prediction_readers`); its
+#: `ruler score` reads NeMo-Skills output through this (`eval.scoring.prediction_readers`); its
 #: records are keyed by their prompt (`key_by_prompt`).
 READER = PredictionReader(
     name="nemo-skills", what=("NeMo-Skills output (JSON lines with `generation` and the prompt, "

@@ -16,7 +16,7 @@ from helpers.builds import build, rows
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import BaseModel, variant_from_record
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 

@@ -68,7 +68,7 @@ def _prompts(name: str, samples: int):
     from helpers.tasks import SEED, generator
     from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
     from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-    from ruler.builder.rng import sample_rng
+    from ruler.kernel.rng import sample_rng
 
     for task in (*STANDARD_TASKS, *RULER2_TASKS):
         gen = generator(task, name, 4096)
@@ -149,7 +149,7 @@ def test_a_file_transformers_would_read_beside_the_pinned_ones_means_transformer
 @pytest.mark.build
 def test_a_build_with_a_direct_tokenizer_never_imports_transformers(tmp_path):
     """The point of it: `ruler build` with llama-3.1 starts without transformers."""
-    code = ("import sys; from ruler.cli import main; "
+    code = ("import sys; from ruler.commands.main import main; "
             f"main(['build', '--benchmark', 'v2', '--tokenizer', 'llama-3.1', '--tasks', "
             f"'mk_niah_basic', '--lengths', '1024', '--samples', '1', '--workers', '1', "
             f"'--no-progress', '--out', {str(tmp_path / 'out')!r}]); "

@@ -23,11 +23,11 @@ from ruler.benchmarks.ruler2 import prompt_mode as ruler2_prompt_mode
 from ruler.benchmarks.ruler2.items import split_ids
 from ruler.benchmarks.ruler2.niah import split_line
 from ruler.builder.counting import ExactCounter, PieceCounter
-from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS
 from ruler.builder.tasks.base import joined
 from ruler.builder.tasks.benchmarks import BENCHMARKS
 from ruler.builder.tokenizer_registry import registry
+from ruler.kernel.rng import sample_rng
 
 
 def _offsets(d):

@@ -18,7 +18,7 @@ from ruler.builder.manifest import content_sha256
 from ruler.builder.tasks.family import family_of, swept_tasks
 from ruler.builder.variants import DepthSweep
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 
 TOK = "gpt-4"
 TASKS = ("niah_single_1", "niah_multikey_2", "qa_1")
@@ -108,8 +108,8 @@ def test_verify_passes_and_catches_a_row_outside_its_bin(folder, tmp_path):
     moved[1]["gold_depths"] = [0.95]  # row 1 belongs in bin 1 of 4
     import pyarrow as pa
 
-    from ruler.builder.hashing import file_sha256
     from ruler.builder.schema import ROW_SCHEMA
+    from ruler.kernel.hashing import file_sha256
 
     new = pa.Table.from_pylist(moved, schema=ROW_SCHEMA)
     pq.write_table(new, out / rel, compression="zstd")

@@ -23,7 +23,7 @@ from ruler.builder.essay_fetch import as_read_back, fetch_essays, page_text
 from ruler.builder.essay_list import corpus_order, pinned_essays
 from ruler.builder.essay_record import DIFFERS, MISSING, SAME, EssayFetchRecord, record_path
 from ruler.builder.manifest import Manifest
-from ruler.cli import main
+from ruler.commands.main import main
 
 PINNED = SOURCES / "essays/PaulGrahamEssays.json"
 

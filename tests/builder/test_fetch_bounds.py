@@ -26,12 +26,12 @@ from helpers.paths import SOURCES
 from helpers.sources import swap_source
 from ruler.benchmarks.oneruler import files as oneruler_files
 from ruler.builder import sources
-from ruler.builder.errors import RulerError
 from ruler.builder.essay_fetch import PAGE_CEILING, fetch_essays
 from ruler.builder.essay_list import pinned_essays
 from ruler.builder.essay_record import MISSING, EssayFetchRecord, record_path
 from ruler.builder.hub_sources import HubFile, HubSplit
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 SQUAD = sources.SOURCES["squad"]
 
@@ -317,8 +317,8 @@ def test_a_later_fetch_removes_the_staging_a_killed_one_left(tmp_path, capsys):
 
 def test_the_staging_of_a_running_fetch_is_kept(tmp_path):
     """Only the staging of a process that has ended is removed: another fetch may be running."""
-    from ruler.builder.fetch_staging import remove_stale_staging, staging_folder
-    from ruler.builder.temp_files import new_temp_tag
+    from ruler.kernel.fetch_staging import remove_stale_staging, staging_folder
+    from ruler.kernel.temp_files import new_temp_tag
 
     target = tmp_path / "oneruler"
     mine = staging_folder(target)  # this process's: running

@@ -18,7 +18,7 @@ from ruler.benchmarks.oneruler import files as oneruler_files
 from ruler.builder import sources
 from ruler.builder.essay_list import pinned_essays
 from ruler.builder.essay_record import MISSING, EssayFetchRecord, record_path
-from ruler.cli import main
+from ruler.commands.main import main
 
 PINNED = SOURCES / "essays/PaulGrahamEssays.json"
 

@@ -7,12 +7,12 @@ import random
 import pytest
 
 from ruler.builder.context import BuildContext
-from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.fitting import fit_sample
-from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS, make_generator
 from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.kernel.errors import RulerError, TooShortError
+from ruler.kernel.rng import sample_rng
 
 
 @pytest.fixture(scope="module", params=["llama-3.1", "gpt-4", "llama-2"])

@@ -18,9 +18,9 @@ from helpers.fake_hub import hub_for_this_process
 from helpers.paths import SOURCES
 from helpers.sources import swap_source
 from ruler.builder import sources
-from ruler.builder.errors import RulerError
 from ruler.builder.hub_sources import RECORD, HubDataset, HubFile, HubSplit
 from ruler.builder.manifest import read_manifest
+from ruler.kernel.errors import RulerError
 
 TEST = "all/test-00000-of-00001.parquet"
 AUX = "all/auxiliary_train-00000-of-00001.parquet"
@@ -57,7 +57,7 @@ def mmlu_hub(tmp_path, monkeypatch):
 @pytest.mark.build
 @pytest.mark.network
 def test_fetch_downloads_checks_and_records_the_pinned_files(mmlu_hub, tmp_path, capsys):
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     hub, revision, spec = mmlu_hub
     dest = tmp_path / "sources"

@@ -12,10 +12,10 @@ from dataclasses import replace
 import pytest
 
 from helpers.builds import build
-from ruler.builder.errors import RulerError
 from ruler.builder.identity import build_differences
 from ruler.builder.manifest import Manifest
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]
 

@@ -1,4 +1,4 @@
-"""The JSON records (`builder.json_record`) and the manifest's records in a build entry
+"""The JSON records (`kernel.json_record`) and the manifest's records in a build entry
 (`builder.manifest_records`): what a record reads it writes back, whatever version wrote it;
 whether a build is official is decided in one place."""
 

@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from helpers.builds import build
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, manifest_lock
 from ruler.builder.variants import OutputBudget
+from ruler.kernel.errors import RulerError
 
 TASKS = ("vt", "niah_single_1")
 LENGTHS = (1024, 2048)

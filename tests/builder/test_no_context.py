@@ -16,7 +16,7 @@ from ruler.builder.tasks.checks import check_row
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import NoContext, variant_from_record
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 

@@ -16,8 +16,8 @@ import pytest
 from helpers.paths import SOURCES
 from ruler.benchmarks.oneruler import files as oneruler_files
 from ruler.builder import sources
-from ruler.builder.hashing import file_sha256
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.hashing import file_sha256
 
 DATA = SOURCES / "oneruler"
 

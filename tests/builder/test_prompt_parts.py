@@ -32,7 +32,7 @@ from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
 from ruler.builder.variants import DepthSweep, OutputBudget
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 
@@ -146,9 +146,9 @@ def test_verify_finds_a_moved_question_boundary(tmp_path):
 def _rewrite(out: Path, rel: str, rows: list[dict], schema: pa.Schema | None = None) -> None:
     """Write a split file's rows back, with its manifest entry's bytes and hashes updated (so
     the only finding is the rows' own)."""
-    from ruler.builder.hashing import file_sha256
     from ruler.builder.manifest import content_sha256_rows
     from ruler.builder.schema import ROW_SCHEMA
+    from ruler.kernel.hashing import file_sha256
 
     pq.write_table(pa.Table.from_pylist(rows, schema=schema or ROW_SCHEMA), out / rel)
     m = Manifest.load(out)

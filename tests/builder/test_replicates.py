@@ -14,7 +14,7 @@ import yaml
 from helpers.builds import build, rows
 from ruler.builder.variants import MAX_REPLICATES, Replicate, variant_from_record
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
 
 TOK, L, SAMPLES = "gpt-4", 1024, 3
 TASKS = ("niah_single_1", "niah_multikey_1")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from ruler.builder.rng import below, derive_seed, sample_rng
+from ruler.kernel.rng import below, derive_seed, sample_rng
 
 
 def test_below_draws_what_randrange_and_randint_draw():

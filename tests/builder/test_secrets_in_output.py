@@ -276,7 +276,7 @@ def test_scrubbed_output_sees_a_secret_written_in_pieces_and_by_earlier_log_hand
     streams and the handler are given back afterwards."""
     import logging
 
-    from ruler.builder.scrub import scrubbed_output
+    from ruler.kernel.scrub import scrubbed_output
 
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     handler = logging.StreamHandler(sys.stderr)

@@ -12,8 +12,8 @@ import pytest
 
 from helpers.paths import SOURCES
 from ruler.builder import sources
-from ruler.builder.errors import RulerError
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 
 @pytest.fixture()

@@ -12,8 +12,8 @@ import pytest
 from helpers.tasks import SEED, generator
 from ruler.builder.counting import ExactCounter, PieceCounter
 from ruler.builder.fitting import fit_sample
-from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import TASKS
+from ruler.kernel.rng import sample_rng
 
 TALLIED = ("niah_single_1", "niah_multikey_2", "niah_multikey_3", "cwe", "fwe")
 #: each tallying task with a registry tokenizer of another kind (the fast tier's)

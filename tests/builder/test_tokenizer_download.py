@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from helpers.paths import TOKENIZERS
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.network]
 
@@ -137,7 +137,7 @@ def test_an_unreachable_hub_fails_at_once_without_retrying(tmp_path, monkeypatch
     import socket
     import struct
 
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))

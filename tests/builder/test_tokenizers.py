@@ -8,9 +8,9 @@ import json
 import pytest
 
 from helpers.paths import TOKENIZERS
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer import HFTokenizer
 from ruler.builder.tokenizer_registry import cache_dir, load_tokenizer, registry
+from ruler.kernel.errors import RulerError
 
 TEXT = ("July 2010What hard liquor, cigarettes, heroin, and crack have in common is\n"
         "that they're all more concentrated. Naïve café — 日本語 text, émigré.\tTabs too.")
@@ -249,8 +249,8 @@ def test_every_task_prompt_gives_the_same_ids_through_every_loader(name, drafts,
     tier checks one draft per task (its smallest haystack), the full suite two samples at two
     haystack sizes."""
     from helpers.tasks import SEED, generator
-    from ruler.builder.rng import sample_rng
     from ruler.builder.tasks import TASKS
+    from ruler.kernel.rng import sample_rng
 
     folder, packaged = _both_loaders(name, monkeypatch, tmp_path)
     for task in TASKS:
@@ -469,7 +469,7 @@ def test_a_chat_template_that_fails_is_one_line_from_build(tmp_path, capsys, whe
     """issue 21.12: `ruler build` with a tokenizer whose template raises for RULER's roles
     (user, then the assistant turn pre-filled), or does not compile, or drops the assistant
     turn, says so in one line naming the tokenizer and the error, exits 2, writes nothing."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     folder = tmp_path / "my-tok"
     folder.mkdir()

@@ -11,13 +11,13 @@ import yaml
 
 from helpers.builds import build, rows
 from helpers.reasoning import expected_prompt, thinking_tokenizer
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
 from ruler.builder.pipeline import BuildConfig
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import NO_VARIANT, OutputBudget
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 TASKS = ("niah_single_1", "vt", "qa_1")
 

@@ -23,7 +23,7 @@ from ruler.builder.manifest import Manifest
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import GENERATOR_LICENSE, card_is_current, render_card, write_card
-from ruler.cli import main
+from ruler.commands.main import main
 
 TASKS_BUILT = ("niah_single_1", "niah_multikey_2")
 LENGTHS = (1024, 2048)
@@ -207,7 +207,7 @@ def killed(out):
     os.kill(os.getpid(), 9)
 
 publish.write_published = killed
-from ruler.cli import main
+from ruler.commands.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

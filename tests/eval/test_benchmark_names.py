@@ -10,8 +10,8 @@ from helpers.scores import alternating, right, scores, write
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-from ruler.cli import main
-from ruler.eval.compare import compare_scores, to_markdown
+from ruler.commands.main import main
+from ruler.eval.report.compare import compare_scores, to_markdown
 
 
 def test_a_comparison_of_oneruler_runs_is_headed_oneruler(tmp_path):
@@ -27,7 +27,7 @@ def test_a_comparison_of_oneruler_runs_is_headed_oneruler(tmp_path):
 
 
 def test_each_benchmark_names_itself_in_the_comparison_and_its_figure():
-    from ruler.eval.compare import figure
+    from ruler.eval.report.compare import figure
 
     for tasks, title in ((STANDARD_TASKS, "RULER"), (RULER2_TASKS, "RULERv2"),
                          (ONERULER_TASKS, "ONERULER")):

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.build]
 

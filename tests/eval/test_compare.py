@@ -15,9 +15,9 @@ import pytest
 
 from helpers.builds import build
 from perf.upstream_equivalence import _row_scores_ours
-from ruler.builder.errors import RulerError
-from ruler.cli import main
-from ruler.eval.compare import compare_runs
+from ruler.commands.main import main
+from ruler.eval.report.compare import compare_runs
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build, pytest.mark.subprocess]
 

@@ -13,8 +13,8 @@ import pytest
 
 from helpers.builds import build
 from ruler.builder.variants import DepthSweep
-from ruler.cli import main
-from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP
+from ruler.commands.main import main
+from ruler.eval.report.depth import HEATMAP_DIR, NIAH_HEATMAP
 from ruler.eval.tiny_model import build_tiny_llama
 
 pytestmark = [pytest.mark.slow, pytest.mark.engines]

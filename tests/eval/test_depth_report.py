@@ -10,10 +10,10 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from ruler.eval.depth import bin_cells, group_cells, row_items
-from ruler.eval.depth_report import HEATMAP_DIR, NIAH_HEATMAP, hatch_meaning, heatmap_figure
-from ruler.eval.report import build_report, to_markdown, write_report
-from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.metrics.depth import bin_cells, group_cells, row_items
+from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.report.depth import HEATMAP_DIR, NIAH_HEATMAP, hatch_meaning, heatmap_figure
+from ruler.eval.report.run import build_report, to_markdown, write_report
 
 NEEDLE = "One of the special magic numbers for {k} is: {v}."
 
@@ -216,7 +216,7 @@ def test_a_hatched_heatmap_says_why_in_a_legend(tmp_path):
 
 
 def test_report_cli_sets_bins_and_minimum(tmp_path, capsys):
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     (tmp_path / "scores.json").write_text(json.dumps(_scores(ITEMS, depth_bins=4)))
     assert main(["report", str(tmp_path), "--depth-bins", "2", "--min-depth-samples", "3",

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.vllm import VLLMOptions
 from ruler.eval.engine_env import (
     TORCH_ADDONS,

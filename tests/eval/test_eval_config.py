@@ -11,7 +11,6 @@ import pytest
 
 import ruler
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.variants import DepthSweep
@@ -20,6 +19,7 @@ from ruler.eval.backends.fake import FakeOptions
 from ruler.eval.backends.openai import OpenAIOptions
 from ruler.eval.backends.vllm import VLLMOptions
 from ruler.eval.runner import EvalConfig, run_eval
+from ruler.kernel.errors import RulerError
 
 
 def _cfg(**kw) -> EvalConfig:

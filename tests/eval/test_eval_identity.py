@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 

@@ -18,7 +18,7 @@ from helpers.fake_openai import MODEL, FakeServer
 from ruler.benchmarks.oneruler.metric import NONE_WORDS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.builder.tasks.catalog import TASKS
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.base import finished_result
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.runner import EvalConfig, run_eval
@@ -223,7 +223,7 @@ def test_inspect_scores_onerulers_rows_as_ruler_score_does(data, tmp_path):
 
     from ruler.eval.data import open_dataset
     from ruler.eval.inspect import ruler
-    from ruler.eval.score import score_file
+    from ruler.eval.scoring.score import score_file
 
     gold = {r["input"]: r for t in ONERULER_TASKS for r in rows(data, config("ko"), t, L)}
 

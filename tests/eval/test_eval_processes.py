@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.builder.errors import RulerError
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.subprocess]
 
@@ -200,7 +200,7 @@ def test_a_second_eval_into_a_busy_results_folder_refuses_at_once(data, tmp_path
 _HOLDER = """
 import os, sys, time
 from pathlib import Path
-from ruler.eval.results_folder import hold_results_folder
+from ruler.eval.records.results_folder import hold_results_folder
 with hold_results_folder(Path(sys.argv[1])):
     if os.fork() == 0:  # a child that outlives its parent, as an engine process might
         time.sleep(60)
@@ -212,7 +212,7 @@ with hold_results_folder(Path(sys.argv[1])):
 
 @linux_proc
 def test_a_child_of_a_killed_run_does_not_keep_its_folder_locked(tmp_path):
-    from ruler.eval.results_folder import hold_results_folder
+    from ruler.eval.records.results_folder import hold_results_folder
 
     out, ready = tmp_path / "r", tmp_path / "ready"
     proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out), str(ready)])

@@ -13,11 +13,11 @@ import pytest
 
 from helpers.builds import build, rows
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.builder.errors import RulerError
-from ruler.cli import main, make_parser
+from ruler.commands.main import main, make_parser
 from ruler.eval.backends import DEFAULT_BACKEND, BackendOptions, backend_names
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.runner import EvalConfig, run_eval
+from ruler.kernel.errors import RulerError
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt")

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval import stream as stream_mod
 from ruler.eval.data import open_dataset
 from ruler.eval.render import Renderer
 from ruler.eval.stream import PromptStream
+from ruler.kernel.errors import RulerError
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt")
@@ -109,9 +109,9 @@ def test_many_gpu_flags_reach_the_vllm_engine_unchanged():
     """`--data/--tensor/--pipeline-parallel-size`, `--max-num-seqs`, `--enforce-eager`: the
     multi-GPU commands of docs/evaluating.md become exactly these engine arguments (and vLLM's
     defaults are left alone when the flags are not given)."""
-    from ruler.cli import make_parser
+    from ruler.commands.eval import backend_options
+    from ruler.commands.main import make_parser
     from ruler.eval.backends.vllm import engine_kwargs
-    from ruler.eval.cli import backend_options
 
     base = ["eval", "--model", "meta-llama/Llama-3.1-70B-Instruct", "--data", "ruler",
             "--tokenizer-config", "llama-3.1"]

@@ -20,7 +20,7 @@ from helpers.paths import TOKENIZERS
 from ruler.benchmarks.oneruler.languages import OnerulerLanguage
 from ruler.benchmarks.oneruler.metric import NONE_WORDS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 
@@ -85,7 +85,7 @@ def test_the_report_names_the_recorded_language(gold_run, tmp_path):
 
 def test_the_language_table_places_the_run_by_its_recorded_language(gold_run):
     from ruler.benchmarks.oneruler.report import language_tables
-    from ruler.eval.report import build_report, load_scores
+    from ruler.eval.report.run import build_report, load_scores
 
     table, = language_tables([(str(gold_run), build_report(load_scores(gold_run)))])
     assert table.languages == ["en"]
@@ -130,7 +130,7 @@ def _older_scores(gold_run: Path, folder: Path, spec: str | None = None) -> Path
 
 def test_older_scores_take_the_language_from_the_manifest_they_were_scored_on(gold_run,
                                                                              tmp_path):
-    from ruler.eval.report import build_report, load_scores
+    from ruler.eval.report.run import build_report, load_scores
 
     older = _older_scores(gold_run, tmp_path / "older")
     r = build_report(load_scores(older))

@@ -16,8 +16,8 @@ from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.report import FailureCell, FailureReport, _coincide
 from ruler.benchmarks.ruler.fake_failures import answer as purposeful
 from ruler.benchmarks.ruler.tasks import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
-from ruler.builder.errors import RulerError
 from ruler.eval.failure_modes.record import CellFailures, QaAnswer, RowFailure
+from ruler.kernel.errors import RulerError
 
 NOISE = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again."
 

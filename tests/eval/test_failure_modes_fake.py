@@ -19,15 +19,15 @@ from ruler.benchmarks.ruler.failure_modes.cell import family_of
 from ruler.benchmarks.ruler.fake_failures import COLUMNS, FAILURES
 from ruler.benchmarks.ruler.fake_failures import answer as purposeful
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.variants import NoContext
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset
-from ruler.eval.report import write_report
-from ruler.eval.results_schema import read_scores
-from ruler.eval.score import score_file, write_scores
+from ruler.eval.records.results_schema import read_scores
+from ruler.eval.report.run import write_report
+from ruler.eval.scoring.score import score_file, write_scores
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]
 

@@ -19,7 +19,7 @@ from ruler.benchmarks.ruler.fake_failures import answer as purposeful
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.build, pytest.mark.slow]
 

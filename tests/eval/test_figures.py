@@ -22,13 +22,13 @@ from ruler.benchmarks.oneruler.report import (
 )
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.eval.compare import compare_scores
-from ruler.eval.compare import plot as compare_plot
-from ruler.eval.depth import depth_table
-from ruler.eval.depth_report import write_heatmaps
-from ruler.eval.report import build_report, plot
-from ruler.eval.report_reference import comparisons
-from ruler.eval.report_reference import plot as reference_plot
+from ruler.eval.metrics.depth import depth_table
+from ruler.eval.report.compare import compare_scores
+from ruler.eval.report.compare import plot as compare_plot
+from ruler.eval.report.depth import write_heatmaps
+from ruler.eval.report.reference import comparisons
+from ruler.eval.report.reference import plot as reference_plot
+from ruler.eval.report.run import build_report, plot
 
 matplotlib.use("Agg")
 

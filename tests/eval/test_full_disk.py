@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ruler.cli import main
+from ruler.commands.main import main
 
 
 @pytest.fixture()

@@ -14,12 +14,12 @@ import pytest
 from helpers.builds import build, rows
 from helpers.reasoning import thinking_tokenizer
 from ruler.builder.variants import OutputBudget
-from ruler.eval.answer_checks import copies_prompt, past_budget
 from ruler.eval.data import open_dataset
-from ruler.eval.report import build_report, to_markdown
+from ruler.eval.metrics.answer_checks import copies_prompt, past_budget
+from ruler.eval.report.run import build_report, to_markdown
 from ruler.eval.report_health import flags
 from ruler.eval.runner import EvalConfig, run_eval
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.build]
 
@@ -99,7 +99,7 @@ def test_a_cap_is_compared_with_the_rows_own_budget(tmp_path):
     scores = json.loads((out / "scores.json").read_text())
     assert scores["health"]["row_budget"] == {"niah_single_1": 200}
     assert scores["health"]["capped"] == {"niah_single_1": 2}
-    from ruler.eval.report import load_scores
+    from ruler.eval.report.run import load_scores
 
     found = {f.check: f for f in flags(load_scores(out).health)}
     settings = found["Generation settings"]

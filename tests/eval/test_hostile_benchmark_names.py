@@ -29,7 +29,7 @@ from ruler.builder.length_rules import PROMPT_ONLY
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, Aggregation, Benchmark
 from ruler.builder.tasks.catalog import TASKS, TaskSpec, register_task
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]
 

@@ -25,10 +25,10 @@ from helpers.markdown_check import HOSTILE, check_markdown
 from helpers.scores import alternating, right, scores, write
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.cli import main
-from ruler.eval.health_record import HealthFacts
-from ruler.eval.report import headline_markdown, write_report
-from ruler.eval.run_record import PromptCheck, ServingRecord
+from ruler.commands.main import main
+from ruler.eval.records.health_record import HealthFacts
+from ruler.eval.records.run_record import PromptCheck, ServingRecord
+from ruler.eval.report.run import headline_markdown, write_report
 
 #: A task name of a plug-in or a foreign predictions file, a folder name (no `/`).
 TASK = "x|y<b>*t*</b>"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import binomtest
 
-from ruler.eval.intervals import (
+from ruler.eval.metrics.intervals import (
     Interval,
     paired_difference,
     score_interval,
@@ -37,7 +37,7 @@ def test_a_wilson_interval_is_scipys_normal_quantile_without_importing_scipy_sta
     from scipy.stats import norm
 
     assert all(float(ndtri(p)) == float(norm.ppf(p)) for p in (0.9, 0.95, 0.975, 0.995))
-    code = ("import sys; from ruler.eval.intervals import wilson; wilson(7, 20); "
+    code = ("import sys; from ruler.eval.metrics.intervals import wilson; wilson(7, 20); "
             "print('scipy.stats' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)

@@ -14,7 +14,7 @@ import pytest
 
 from helpers.builds import rows
 from ruler.benchmarks.oneruler.metric import INT_DIGITS, oneruler, oneruler_corrected
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.runner import EvalConfig, run_eval

@@ -16,7 +16,7 @@ from ruler.benchmarks.ruler.metrics import (
 )
 from ruler.builder.tasks.catalog import FAMILIES, TASKS
 from ruler.builder.tasks.family import FAMILY_CODE
-from ruler.eval.metrics import METRICS, ROW_METRICS, postprocess_pred, task_score
+from ruler.eval.metrics.specs import METRICS, ROW_METRICS, postprocess_pred, task_score
 
 
 def test_every_catalog_metric_has_a_function():

@@ -20,7 +20,7 @@ from ruler.benchmarks.oneruler.metric import (
     oneruler,
     oneruler_corrected,
 )
-from ruler.eval.metrics import (
+from ruler.eval.metrics.specs import (
     KEYED_METRICS,
     METRIC_SPECS,
     METRICS,
@@ -65,7 +65,7 @@ def test_every_language_the_builder_records_gives_the_metric_its_language():
     from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
     from ruler.builder.manifest import BuildEntry
     from ruler.builder.manifest_records import TokenizerRecord
-    from ruler.eval.metrics import build_key
+    from ruler.eval.metrics.specs import build_key
 
     assert sorted(NONE_WORDS) == list(LANGUAGES)
     pairs = [OnerulerLanguage.mono(code) for code in LANGUAGES] + [
@@ -286,7 +286,7 @@ def test_the_corrected_metric_rescores_oneruler_rows_only():
 
 
 def test_depth_items_of_a_metric_without_partial_credit_score_as_their_row():
-    from ruler.eval.depth import row_items
+    from ruler.eval.metrics.depth import row_items
 
     # a multi-value row whose family gives one item per needle (RULER's niah, at 20 % and
     # 60 %); under ONERULER's metric each item is scored as the whole row is: the answer

@@ -22,7 +22,7 @@ from ruler.benchmarks.ruler2.metric import (
     word_error_rate,
 )
 from ruler.benchmarks.ruler2.multichoice import answer_letter, last_boxed, multichoice
-from ruler.eval.metrics import METRICS, percent_of_rows, row_score, task_score
+from ruler.eval.metrics.specs import METRICS, percent_of_rows, row_score, task_score
 
 # --- ruler2: one reference ------------------------------------------------------------------
 

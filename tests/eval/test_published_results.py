@@ -17,11 +17,11 @@ import pytest
 
 from helpers.paths import SHARED
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import PAPER_LENGTHS
-from ruler.cli import main
-from ruler.eval.aggregate import summarize
+from ruler.commands.main import main
+from ruler.eval.metrics.aggregate import summarize
 from ruler.eval.published_results import load_registry, parse_length_label, read_file
+from ruler.kernel.errors import RulerError
 
 README = SHARED / "reference" / "upstream-ruler-results" / "upstream-README.md"
 REPO = Path(__file__).resolve().parents[2]

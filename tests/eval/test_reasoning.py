@@ -14,14 +14,14 @@ import pytest
 
 from helpers.builds import build, rows
 from helpers.reasoning import expected_prompt, thinking_tokenizer
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import OutputBudget
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.reasoning import extract_answer, opens_reasoning, start_marker_for
-from ruler.eval.report import to_markdown, write_report
+from ruler.eval.report.run import to_markdown, write_report
 from ruler.eval.runner import EvalConfig, run_eval
+from ruler.kernel.errors import RulerError
 
 TASKS = ("niah_single_1", "niah_multikey_2")
 BUDGET = 64

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import rows
-from ruler.builder.scrub import REDACTED
-from ruler.cli import main
-from ruler.eval import redaction
+from ruler.commands.main import main
+from ruler.eval.records import redaction
+from ruler.kernel.scrub import REDACTED
 
 CONFIG, TASK, L = "llama-3.1--oneruler-en", "or_cwe", 1024
 

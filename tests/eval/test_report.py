@@ -19,9 +19,8 @@ import pytest
 
 from ruler.benchmarks.ruler.tasks import PAPER_LENGTH_WEIGHTS_INC
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import PAPER_LENGTHS, TASKS
-from ruler.eval.aggregate import (
+from ruler.eval.metrics.aggregate import (
     DEFAULT_THRESHOLD,
     effective_length,
     format_effective,
@@ -30,7 +29,8 @@ from ruler.eval.aggregate import (
     summarize,
     weighted_average,
 )
-from ruler.eval.report import (
+from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.report.run import (
     build_report,
     check_revision,
     to_csv,
@@ -38,7 +38,7 @@ from ruler.eval.report import (
     to_markdown,
     write_report,
 )
-from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.kernel.errors import RulerError
 
 # model: (4K, 8K, 16K, 32K, 64K, 128K), Avg., wAvg. (inc), wAvg. (dec), effective length
 README_TABLE = {

@@ -18,10 +18,10 @@ from helpers.builds import build
 from helpers.fake_openai import MODEL, FakeServer
 from helpers.reasoning import thinking_tokenizer
 from ruler.builder.variants import OutputBudget
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
-from ruler.eval.report import to_json, to_markdown, write_report
+from ruler.eval.report.run import to_json, to_markdown, write_report
 from ruler.eval.report_health import REFUSAL_PATTERNS, flags, health_facts, is_refusal
 from ruler.eval.runner import EvalConfig, run_eval
 

@@ -18,11 +18,11 @@ from ruler.benchmarks.oneruler.report import language_tables
 from ruler.benchmarks.oneruler.report import to_csv as languages_csv
 from ruler.benchmarks.oneruler.report import to_markdown as languages_markdown
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
-from ruler.builder.errors import RulerError
-from ruler.cli import main
-from ruler.eval.intervals import score_interval
-from ruler.eval.report import build_report, to_json, to_markdown, write_report
-from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.commands.main import main
+from ruler.eval.metrics.intervals import score_interval
+from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.report.run import build_report, to_json, to_markdown, write_report
+from ruler.kernel.errors import RulerError
 
 
 def _report(scores: dict):

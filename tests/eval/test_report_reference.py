@@ -22,10 +22,10 @@ import pytest
 from helpers.builds import build
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.variants import NoContext
-from ruler.cli import main
-from ruler.eval.report import load_scores, write_report
-from ruler.eval.report_reference import comparisons, mark_plot
-from ruler.eval.scores_record import SCORES_FORMAT
+from ruler.commands.main import main
+from ruler.eval.records.scores_record import SCORES_FORMAT
+from ruler.eval.report.reference import comparisons, mark_plot
+from ruler.eval.report.run import load_scores, write_report
 
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
 PUBLISHED = "ruler-readme/meta-llama-3.1-8b-instruct"  # 4K: 95.5, effective 32K

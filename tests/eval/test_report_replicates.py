@@ -1,5 +1,5 @@
 """`ruler report RUN RUN ...` pools runs of one model on replicate configs of one tokenizer
-(eval.report_replicates), on a real tiny build: default config + `--replicates 3`, fake-backend
+(eval.report.replicates), on a real tiny build: default config + `--replicates 3`, fake-backend
 runs, and hand-damaged prediction sets whose per-cell scores are known, so the mean and the
 between-replicate spread are checked against numbers computed by hand. Mixed runs (another
 tokenizer, prompt mode, variant, row count, a replicate twice) are refused in one line; runs of
@@ -18,7 +18,7 @@ import pytest
 
 from helpers.builds import build
 from ruler.builder.variants import DepthSweep, Replicate
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build, pytest.mark.subprocess]
 
@@ -148,7 +148,7 @@ def test_one_folder_is_reported_as_before(runs, capsys):
 
 def test_runs_of_two_models_are_not_pooled_but_make_table_3(runs, capsys):
     """Another model's run is no replicate: the runs make the paper's Table 3 instead
-    (eval.report_table3; tested in test_report_reference.py)."""
+    (eval.report.table3; tested in test_report_reference.py)."""
     assert main(["report", str(runs["rep1"]), str(runs["other_model2"])]) == 0
     printed = capsys.readouterr().out
     assert printed.startswith("# RULER: Table 3") and "| other |" in printed

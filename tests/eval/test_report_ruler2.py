@@ -13,11 +13,11 @@ import pytest
 
 from ruler.benchmarks.ruler2.report import family_difficulty
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-from ruler.builder.errors import RulerError
-from ruler.eval.compare import compare_scores
-from ruler.eval.intervals import score_interval
-from ruler.eval.report import build_report, to_csv, to_json, to_markdown, write_report
-from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.metrics.intervals import score_interval
+from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
+from ruler.eval.report.compare import compare_scores
+from ruler.eval.report.run import build_report, to_csv, to_json, to_markdown, write_report
+from ruler.kernel.errors import RulerError
 
 LENGTHS = (8192, 32768)
 METRICS = {"mk_niah_medium": "multichoice", "mk_niah_hard": "multichoice",

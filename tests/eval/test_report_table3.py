@@ -8,10 +8,10 @@ import json
 
 from helpers.scores import alternating, right, scores, write, wrong
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.published_results import load_registry
-from ruler.eval.report import build_report
-from ruler.eval.report_table3 import build_table, to_latex, to_markdown
+from ruler.eval.report.run import build_report
+from ruler.eval.report.table3 import build_table, to_latex, to_markdown
 
 PUBLISHED = "ruler-readme/meta-llama-3.1-8b-instruct"  # 4K..128K
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.file_names import MAX_NAME_BYTES, safe_name
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.config import default_results_folder
+from ruler.kernel.file_names import MAX_NAME_BYTES, safe_name
 
 CONFIG = "qwen2.5"
 
@@ -66,8 +66,8 @@ def test_language_heatmaps_of_odd_model_names_stay_in_their_folder_and_apart(tmp
     folder, one of 300 characters failed (file name too long), `a/b` and `a_b` shared a file."""
     from ruler.benchmarks.oneruler.report import language_tables, write_language_heatmaps
     from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
-    from ruler.eval.report import build_report
-    from ruler.eval.scores_record import SCORES_FORMAT, ScoresRecord
+    from ruler.eval.records.scores_record import SCORES_FORMAT, ScoresRecord
+    from ruler.eval.report.run import build_report
 
     def run(model: str, lang: str):
         cells = [dict(task=t, max_seq_length=1024, metric="oneruler", score=100.0, rows=1,
@@ -90,8 +90,8 @@ def test_language_heatmaps_of_odd_model_names_stay_in_their_folder_and_apart(tmp
 
 
 def test_a_depth_heatmap_of_an_odd_task_name_stays_in_its_folder(tmp_path):
-    from ruler.eval.depth import depth_table
-    from ruler.eval.depth_report import HEATMAP_DIR, write_heatmaps
+    from ruler.eval.metrics.depth import depth_table
+    from ruler.eval.report.depth import HEATMAP_DIR, write_heatmaps
 
     items = {"../../outside/1024": [[0.25, 1.0], [0.75, 0.0]], "y" * 300 + "/1024": [[0.5, 1.0]]}
     out = tmp_path / "run"

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import pytest
 
 from helpers.builds import rows
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.integrations import lm_eval_export as ex
 
 pytestmark = [pytest.mark.build]

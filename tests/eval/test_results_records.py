@@ -1,8 +1,9 @@
-"""run.json and scores.json are read and written only as their records (`eval.run_record`,
-`eval.scores_record`): a results folder's files read back to the same bytes; a file of an older
+"""run.json and scores.json are read and written only as their records (`eval.records.run_record`,
+`eval.records.scores_record`): a results folder's files read back to the same bytes; a file of an
+older
 ruler (fields missing: "not recorded") or a newer one (fields this version does not know) is
 written back as it was read; a skipped row's kind is what the runner recorded, whatever its
-reason text says (`eval.skip_reasons`)."""
+reason text says (`eval.records.skip_reasons`)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.atomic import write_json_atomic
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.data import open_dataset
-from ruler.eval.results_schema import read_run, read_scores
-from ruler.eval.run_record import RunRecord
-from ruler.eval.score import score_file, score_folder
-from ruler.eval.scores_record import CellScore, ScoresRecord
-from ruler.eval.skip_reasons import SkipReason, skip_kind
+from ruler.eval.records.results_schema import read_run, read_scores
+from ruler.eval.records.run_record import RunRecord
+from ruler.eval.records.scores_record import CellScore, ScoresRecord
+from ruler.eval.records.skip_reasons import SkipReason, skip_kind
+from ruler.eval.scoring.score import score_file, score_folder
+from ruler.kernel.atomic import write_json_atomic
 
 CONFIG = "qwen2.5"
 

@@ -16,12 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import build, rows
-from ruler.builder.errors import RulerError
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset
 from ruler.eval.runner import EvalConfig, run_eval
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]
 

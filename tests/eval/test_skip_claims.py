@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import rows
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.data import open_dataset
-from ruler.eval.report import build_report, headline_markdown
-from ruler.eval.score import score_file
+from ruler.eval.report.run import build_report, headline_markdown
+from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.build]
 

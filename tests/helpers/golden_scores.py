@@ -48,7 +48,7 @@ def stored_predictions(data: Path, config: str) -> list[dict]:
     import pyarrow.parquet as pq
 
     from ruler.builder.manifest import Manifest
-    from ruler.eval.metrics import metric_spec
+    from ruler.eval.metrics.specs import metric_spec
 
     manifest = Manifest.load(data)
     out = []
@@ -71,7 +71,7 @@ def normalised(text: str, data: Path, where: Path) -> str:
 def score_and_report(data: Path, case: str, where: Path) -> dict[str, str]:
     """Score the stored predictions of `case` against `data` into `where` and report them:
     {file name: normalised text} of scores.json's cells, report.md and report.json."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     _, config, metric = CASES[case]
     preds = FOLDER / case / "predictions.jsonl"

@@ -9,7 +9,7 @@ import re
 from bs4 import BeautifulSoup
 from markdown_it import MarkdownIt
 
-from ruler.builder.markup import visible
+from ruler.kernel.markup import visible
 
 #: Names as an attacker (or a careless folder name) writes them: table pipes, a newline that
 #: would start a heading, HTML, emphasis, a link, math, a code span, an entity, a list start.

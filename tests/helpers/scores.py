@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ruler.builder.tasks.benchmarks import BENCHMARKS
-from ruler.eval.intervals import score_interval
-from ruler.eval.results_folder import SCORES_NAME
-from ruler.eval.run_record import DatasetRecord
-from ruler.eval.score import write_scores
-from ruler.eval.scores_record import CellScore, ScoresRecord, Selection
+from ruler.eval.metrics.intervals import score_interval
+from ruler.eval.records.results_folder import SCORES_NAME
+from ruler.eval.records.run_record import DatasetRecord
+from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection
+from ruler.eval.scoring.score import write_scores
 
 #: Row value of (task, L, row index): 0..1.
 Values = Callable[[str, int, int], float]

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import ruler
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 
 @pytest.mark.subprocess

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from helpers.paths import TOKENIZERS
-from ruler.cli import main, make_parser
+from ruler.commands.main import main, make_parser
 
 
 def _leaf_commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):

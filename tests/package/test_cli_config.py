@@ -13,18 +13,16 @@ from pathlib import Path
 import pytest
 
 from ruler import api
-from ruler.builder.cli_build import axis_flags
-from ruler.builder.cli_merge import MergeConfig
-from ruler.builder.cli_sources import FetchSources, ListSources
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import flagged_fields, from_flags
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.release_gates import gate_flags
 from ruler.builder.variants import DepthSweep, variant_kinds
-from ruler.builder.verify.cli import VerifyConfig
-from ruler.cli import main, make_parser
+from ruler.commands.build import axis_flags
+from ruler.commands.eval import eval_config
+from ruler.commands.main import main, make_parser
+from ruler.commands.merge import MergeConfig
+from ruler.commands.sources import FetchSources, ListSources
+from ruler.commands.verify import VerifyConfig
 from ruler.eval.backends import BACKENDS, BackendOptions
-from ruler.eval.cli import eval_config
 from ruler.eval.config import (
     CompareConfig,
     EvalConfig,
@@ -33,6 +31,8 @@ from ruler.eval.config import (
     ScoreConfig,
 )
 from ruler.eval.exporters import EXPORTERS
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import flagged_fields, from_flags
 from ruler.release import ReleaseConfig
 
 #: The configs each command's flags come from (besides build's variant kinds, below).
@@ -115,8 +115,8 @@ def test_evaluate_makes_the_config_ruler_eval_makes(argv, keywords):
     (["--base", "--tasks", "vt"], {"base": True, "tasks": "vt"}),
 ])
 def test_build_makes_the_config_ruler_build_makes(argv, keywords):
-    from ruler.builder.flags import flag_values
     from ruler.builder.variants import variants_from_flags
+    from ruler.kernel.flags import flag_values
 
     args = make_parser().parse_args(["build", "--tokenizer", "gpt-4", *argv])
     cli, = (BuildConfig(**flag_values(BuildConfig, args), variant=v)

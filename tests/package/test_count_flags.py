@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
-from ruler.cli import main
-from ruler.eval.depth import MAX_REPORT_DEPTH_BINS
+from ruler.commands.main import main
+from ruler.eval.metrics.depth import MAX_REPORT_DEPTH_BINS
 
 
 def _refused(capsys, argv: list[str], says: str) -> None:

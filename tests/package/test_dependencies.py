@@ -92,7 +92,7 @@ def link_environment(target: Path, dists: set[str]) -> Path:
 
 SCRIPT = r"""
 import sys
-from ruler.cli import main
+from ruler.commands.main import main
 
 out = sys.argv[1]
 runs = [["build", "--tokenizer", "gpt-4", "--samples", "1", "--lengths", "4096"]]

@@ -116,3 +116,25 @@ def test_the_readme_is_a_front_page():
     linked = {target for target, _ in _links(README)}
     pages = {f"docs/{p.name}" for p in DOCS.glob("*.md")}
     assert pages <= linked, sorted(pages - linked)
+
+
+def test_adding_a_benchmark_quotes_the_plugin_test():
+    """docs/extending.md's "Adding a benchmark" is written from the plug-in the tests install
+    (tests/package/test_plugin_package.py, benchmark `lex`): every line of its code excerpts,
+    but the elided ones (`...`), is a line (or the start of one) of that package."""
+    import importlib.util
+
+    path = ROOT / "tests" / "package" / "test_plugin_package.py"
+    spec = importlib.util.spec_from_file_location("plugin_package_source", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    package = "\n".join([module.PYPROJECT, *module.MODULES.values()])
+    text = (DOCS / "extending.md").read_text()
+    section = text.split("## Adding a benchmark\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```(?:python|toml)\n(.*?)```", section, re.S)
+    assert len(blocks) >= 6
+    quoted = [line.strip() for block in blocks for line in block.splitlines()
+              if line.strip() and "..." not in line]
+    missing = [line for line in quoted if line not in package]
+    assert missing == [], missing

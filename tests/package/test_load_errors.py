@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import ruler
-from ruler.builder.errors import RulerError
+from ruler.kernel.errors import RulerError
 
 CONFIG = "gpt-4"
 

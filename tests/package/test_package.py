@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 #: The repository's top-level folders and modules: never importable names of their own.
-REPO_NAMES = ("builder", "cards", "eval", "release", "tokenizers_cache", "cli")
+REPO_NAMES = ("builder", "cards", "commands", "eval", "kernel", "release", "tokenizers_cache",
+              "cli")
 #: Modules that import an optional extra at import time (the Inspect task is Inspect's plugin).
 NEEDS = {"ruler.eval.inspect": ("inspect_ai",),
          "ruler.eval.integrations.inspect_task": ("inspect_ai",)}

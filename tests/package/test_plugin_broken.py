@@ -48,7 +48,7 @@ MODULES = {
     "parts.py": '''
 from dataclasses import dataclass
 
-from ruler.builder.flags import option
+from ruler.kernel.flags import option
 from ruler.builder.variants import Variant
 from ruler.eval.backends import BackendSpec
 from ruler.eval.exporters import Exporter
@@ -188,7 +188,7 @@ def test_a_command_that_needs_it_fails_in_one_line(site, tmp_path):
     assert refused("build", "--tokenizer", TOK, "--tasks", "broken_family", "--out",
                    str(tmp_path / "b")).startswith("ruler: error: unknown task(s) broken_family")
     # asked for by name through the registry (the API's way): why it is missing, in one line
-    code = ("from ruler.eval.metrics import METRIC_SPECS\n"
+    code = ("from ruler.eval.metrics.specs import METRIC_SPECS\n"
             "try:\n    METRIC_SPECS['exits']\n"
             "except Exception as e:\n    print(type(e).__name__, e)\n")
     env = {**os.environ, "PYTHONPATH": str(site)}

@@ -12,7 +12,7 @@ import pytest
 from datasets import load_dataset
 
 from helpers.paths import ROOT
-from ruler.cli import main
+from ruler.commands.main import main
 
 README = ROOT / "README.md"
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"

@@ -53,27 +53,48 @@ def module_path(name: str) -> Path:
     return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
 
 
+#: What builds the package's tree for mypy: setuptools' strict editable install (PEP 660's
+#: `build_editable` hook with `editable_mode=strict`), which lays the package out as a wheel
+#: installs it, `ruler/` and the sub-packages pyproject lists, as links to the checkout's files,
+#: in `build/__editable__.<dist>-<tag>/` (setuptools' documented auxiliary folder).
+BUILD_TREE = ("import sys\n"
+              "from setuptools import build_meta\n"
+              "build_meta.build_editable(sys.argv[1], {'editable_mode': 'strict'})\n")
+
+
+def package_tree(tmp_path: Path) -> Path:
+    """The folder that holds the package `ruler` as installed, for mypy to find it: the
+    default editable install maps `ruler` to the checkout with an import hook, which mypy does
+    not run, so the strict install's tree is made again (today's files) on every run."""
+    wheels = tmp_path / "editable-wheel"
+    wheels.mkdir(exist_ok=True)
+    made = subprocess.run([sys.executable, "-c", BUILD_TREE, str(wheels)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stdout[-2000:] + made.stderr[-2000:]
+    trees = sorted((ROOT / "build").glob("__editable__.ruler_bench-*"),
+                   key=lambda p: p.stat().st_mtime)
+    assert trees and (trees[-1] / PACKAGE / "__init__.py").is_file(), made.stdout[-2000:]
+    return trees[-1]
+
+
 def run_mypy(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    """mypy with pyproject's config over the checkout, seen as the package `ruler` (a link in
-    `tmp_path`: the installed package is an editable install, whose import hook mypy does not
-    follow); its cache in `tmp_path`."""
-    root = tmp_path / "mypy-path"
-    root.mkdir(exist_ok=True)
-    link = root / PACKAGE
-    if link.is_symlink() and link.resolve() != ROOT.resolve():  # a moved checkout's link
-        link.unlink()
-    if not link.is_symlink():
-        link.symlink_to(ROOT, target_is_directory=True)
-    env = {**os.environ, "MYPYPATH": str(root)}
-    return subprocess.run([sys.executable, "-m", "mypy", "--config-file",
-                           str(ROOT / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
-                           *args], cwd=root, env=env, capture_output=True, text=True,
-                          timeout=900)
+    """mypy with pyproject's config over the package as installed (`package_tree`), its cache
+    in `tmp_path`. One run at a time per checkout: the tree's folder is the checkout's."""
+    from filelock import FileLock
+
+    (ROOT / "build").mkdir(exist_ok=True)
+    with FileLock(str(ROOT / "build" / ".mypy-tree.lock")):
+        tree = package_tree(tmp_path)
+        env = {**os.environ, "MYPYPATH": str(tree)}
+        return subprocess.run([sys.executable, "-m", "mypy", "--config-file",
+                               str(ROOT / "pyproject.toml"), "--cache-dir",
+                               str(tmp_path / "cache"), *args], cwd=tree, env=env,
+                              capture_output=True, text=True, timeout=900)
 
 
 @pytest.fixture(scope="module")
 def mypy_dir(request, tmp_path_factory) -> Path:
-    """One folder (link and cache) for this module's mypy runs, so the second reuses the
+    """One folder (editable wheel and cache) for this module's mypy runs, so the second reuses the
     first's analysis of the package: in pytest's own cache (.pytest_cache, ignored by git),
     kept between sessions as mypy keeps its cache between runs (mypy checks again what
     changed), else (`-p no:cacheprovider`) a temporary folder."""
@@ -189,11 +210,11 @@ def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
     a source's kind taken for another's and a tokenizer registry entry read as a dict: each is
     an error."""
     probe = ("from dataclasses import dataclass\n"
-             "from ruler.builder.flags import option\n"
+             "from ruler.kernel.flags import option\n"
              "from ruler.builder.manifest import BuildEntry\n"
              "from ruler.builder.sources import SOURCES\n"
              "from ruler.builder.tokenizer_registry import registry\n"
-             "from ruler.eval.scores_record import CellScore\n"
+             "from ruler.eval.records.scores_record import CellScore\n"
              "def rows(c: CellScore) -> int:\n"
              "    return c['rows']\n"
              "def name(b: BuildEntry) -> str:\n"
@@ -231,13 +252,13 @@ JSON_EDGES = {
     "ruler.builder.manifest:BuildEntry.axis_records": "the axes' JSON, read by each axis",
     "ruler.builder.identity:make_identity": "the axes' JSON, as the manifest records them",
     # report.json's fields a benchmark's report hooks add (its own, for people and tools)
-    "ruler.eval.report:ReportHooks.json": "report.json's fields of a benchmark",
+    "ruler.eval.report.run:ReportHooks.json": "report.json's fields of a benchmark",
     "ruler.benchmarks.ruler.report:RulerFamilyReport.json": "report.json's fields of a benchmark",
     "ruler.benchmarks.ruler2.report:Ruler2Report.json": "report.json's fields of a benchmark",
     # run.json: the user's chat template variables (given to the template as they are) and the
     # last run's outcome, for people (no code reads it)
-    "ruler.eval.run_record:RunRecord.chat_template_kwargs": "the user's template variables",
-    "ruler.eval.run_record:RunRecord.last_run": "for people: no code reads it",
+    "ruler.eval.records.run_record:RunRecord.chat_template_kwargs": "the user's template variables",
+    "ruler.eval.records.run_record:RunRecord.last_run": "for people: no code reads it",
     "ruler.eval.config:EvalConfig.chat_template_kwargs": "the user's template variables",
     # a split file's rows (Parquet rows, hashed as canonical JSON), not the manifest's records
     "ruler.builder.manifest:canonical_row": "a split file's row",
@@ -245,20 +266,20 @@ JSON_EDGES = {
     "ruler.builder.manifest:content_sha256_rows": "a split file's rows",
     # the manifest's JSON for tools and tests that look at the format itself
     "ruler.builder.manifest:read_manifest": "the format's JSON, for tools and tests",
-    # prediction records (the predictions path: any framework's rows, `eval.predictions`)
-    "ruler.eval.run_record:PromptCheck.add": "a prediction record",
-    "ruler.eval.skip_reasons:skip_kind": "a prediction record",
-    "ruler.eval.serving:prompt_check": "prediction records",
-    "ruler.eval.score:score_predictions": "prediction records",
-    "ruler.eval.score:score_source": "prediction records",
-    "ruler.eval.score:tied": "prediction records",
-    "ruler.eval.score:answer_as_generated": "a prediction record",
+    # prediction records (the predictions path: any framework's rows, `eval.records.predictions`)
+    "ruler.eval.records.run_record:PromptCheck.add": "a prediction record",
+    "ruler.eval.records.skip_reasons:skip_kind": "a prediction record",
+    "ruler.eval.records.serving:prompt_check": "prediction records",
+    "ruler.eval.scoring.score:score_predictions": "prediction records",
+    "ruler.eval.scoring.score:score_source": "prediction records",
+    "ruler.eval.scoring.score:tied": "prediction records",
+    "ruler.eval.scoring.score:answer_as_generated": "a prediction record",
     "ruler.eval.report_health:health_facts": "prediction records, a framework's settings",
     # a framework's generation settings as its reader finds them (lm-eval, Inspect, run.json)
     "ruler.eval.report_health:run_settings": "a prediction source's settings",
     # report.json (a file of its own, written as it is made)
     "ruler.benchmarks.ruler2.report:grid": "report.json's family_difficulty",
-    "ruler.eval.scores_record:ScoresRecord.coverage": "scores.json's coverage (derived)",
+    "ruler.eval.records.scores_record:ScoresRecord.coverage": "scores.json's coverage (derived)",
 }
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import ruler
 from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES, installed_versions
-from ruler.cli import main
+from ruler.commands.main import main
 
 
 def test_version_prints_the_package_and_the_row_shaping_versions(capsys):

@@ -16,11 +16,11 @@ from huggingface_hub import HfApi, constants
 
 from helpers.fake_hub import FakeHub, hub_for_this_process
 from ruler import release
-from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import LOCK_NAME, Manifest
 from ruler.cards.render import write_card
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.integrations.lm_eval_export import TaskSource, export_files
+from ruler.kernel.hashing import file_sha256
 
 pytestmark = [pytest.mark.build]
 
@@ -171,9 +171,9 @@ def test_release_rebuilds_rows_from_the_identity_before_uploading(out, hub, caps
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from ruler.builder.hashing import file_sha256
     from ruler.builder.manifest import content_sha256
     from ruler.builder.schema import ROW_SCHEMA
+    from ruler.kernel.hashing import file_sha256
 
     rows = pq.read_table(out / rel).to_pylist()
     for r in rows:  # a forgery every hash agrees with: another sentence in every haystack

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ruler.cli import main
+from ruler.commands.main import main
 
 
 @pytest.mark.build

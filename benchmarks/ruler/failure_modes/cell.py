@@ -15,11 +15,11 @@ from ruler.benchmarks.ruler.failure_modes.labeler import label_row, labels_famil
 from ruler.benchmarks.ruler.failure_modes.labels import DEFINITIONS
 from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.text import squad_norm
-from ruler.builder.scrub import redact_known
 from ruler.builder.tasks.catalog import TASKS
 from ruler.eval.data import Dataset, SplitFile
 from ruler.eval.failure_modes.record import CellFailures, QaAnswer, RowFailure
-from ruler.eval.metrics import postprocess_pred
+from ruler.eval.metrics.specs import postprocess_pred
+from ruler.kernel.scrub import redact_known
 
 _BATCH = 32
 
@@ -53,7 +53,7 @@ def label_cell(ds: Dataset, f: SplitFile, metric: str, indices: Sequence[int],
     for i, pred, value in zip(indices, predictions, values):
         row = texts.get(i)
         if qa and row is not None:
-            # stored in scores.json: never a secret the answer held (eval.redaction)
+            # stored in scores.json: never a secret the answer held (eval.records.redaction)
             stored = squad_norm(postprocess_pred(redact_known(pred)))
             answers.append(QaAnswer(index=i, answer=stored,
                                     question=question_key(row["question"])))

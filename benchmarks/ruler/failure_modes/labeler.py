@@ -24,7 +24,7 @@ from ruler.benchmarks.ruler.failure_modes.labels import (
     primary,
 )
 from ruler.benchmarks.ruler.failure_modes.text import collapse, mask_echo, shares_substring
-from ruler.eval.metrics import postprocess_pred, row_score
+from ruler.eval.metrics.specs import postprocess_pred, row_score
 
 #: The labeler of each task family whose rows it reads (RULER v1's five; a family not here,
 #: RULERv2's or ONERULER's, is not labelled).

@@ -24,13 +24,13 @@ from ruler.benchmarks.ruler.failure_modes.labels import (
     primary,
 )
 from ruler.benchmarks.ruler.failure_modes.text import token_f1
-from ruler.builder.errors import RulerError
-from ruler.builder.markup import md_code, md_text
 from ruler.builder.tasks.benchmarks import task_rank
-from ruler.eval.aggregate import format_length
 from ruler.eval.failure_modes.record import QaAnswer, RowFailure
-from ruler.eval.intervals import Interval, wilson
-from ruler.eval.scores_record import CellScore, ScoresRecord
+from ruler.eval.metrics.aggregate import format_length
+from ruler.eval.metrics.intervals import Interval, wilson
+from ruler.eval.records.scores_record import CellScore, ScoresRecord
+from ruler.kernel.errors import RulerError
+from ruler.kernel.markup import md_code, md_text
 
 #: Where the labels are explained (docs/failure-modes.md, on the documentation site).
 DOCS_PAGE = "docs/failure-modes.md"

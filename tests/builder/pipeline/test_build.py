@@ -6,10 +6,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import all_rows, build, rows
-from ruler.builder.errors import RulerError, TooShortError
 from ruler.builder.manifest import content_sha256, read_manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError, TooShortError
 
 TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_3")
 
@@ -131,7 +131,7 @@ def test_too_short_length_names_task_length_and_minimum(tmp_path):
 
 
 def test_lengths_accept_k_suffix_and_paper(tmp_path):
-    from ruler.builder.cli_build import parse_lengths
+    from ruler.commands.build import parse_lengths
 
     assert parse_lengths("4k,8192") == (4096, 8192)
     assert parse_lengths("paper") == (4096, 8192, 16384, 32768, 65536, 131072)
@@ -186,8 +186,8 @@ def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_
 
 def test_a_length_only_some_samples_fit_fails_before_writing(tmp_path):
     from ruler.builder.context import BuildContext
-    from ruler.builder.rng import sample_rng
     from ruler.builder.tasks import TASKS, make_generator
+    from ruler.kernel.rng import sample_rng
 
     tok = load_tokenizer("gpt-4")
     ctx = BuildContext(tok, "gpt-4", 42)

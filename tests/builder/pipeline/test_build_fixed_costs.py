@@ -9,7 +9,7 @@ import ruler.builder.pipeline.publish as publish
 from helpers.builds import build
 from ruler.builder.manifest import Manifest
 from ruler.cards.render import render_card
-from ruler.cli import main
+from ruler.commands.main import main
 
 
 @pytest.fixture

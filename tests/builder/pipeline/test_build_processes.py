@@ -35,7 +35,7 @@ def make_row(self, task, L, index):
     return real(self, task, L, index)
 
 Worker.make_row = make_row
-from ruler.cli import main
+from ruler.commands.main import main
 sys.exit(main(sys.argv[2:]))
 """
 

@@ -20,14 +20,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from ruler.builder.cli_build import parse_lengths
-from ruler.builder.errors import RulerError
 from ruler.builder.pipeline import BuildConfig, ray_executor
 from ruler.builder.pipeline.config import FileJob
 from ruler.builder.pipeline.ray_executor import Arrival, FileBuilder, environment
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker, write_file
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.commands.build import parse_lengths
+from ruler.kernel.errors import RulerError
 
 TOKENIZER = "gpt-4"
 
@@ -174,7 +174,7 @@ def test_scratch_folders_of_dead_workers_are_removed(tmp_path):
 @pytest.mark.subprocess
 def test_the_package_and_the_executor_module_import_without_ray():
     code = ("import sys; import ruler.builder.pipeline.run, ruler.builder.pipeline.ray_executor, "
-            "ruler.cli; assert 'ray' not in sys.modules, 'ray was imported'")
+            "ruler.commands.main; assert 'ray' not in sys.modules, 'ray was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 

@@ -14,11 +14,11 @@ import pytest
 
 from helpers.builds import all_rows, build
 from helpers.paths import TOKENIZERS
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import read_manifest
 from ruler.builder.tokenizer_registry import check_config_name, config_name
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 TASKS = ("niah_single_1", "vt")  # no sources to load: quick
 
@@ -463,7 +463,7 @@ def publish(self, result, entry, written):
     return real(self, result, entry, written)
 
 Publisher.publish = publish
-from ruler.cli import main
+from ruler.commands.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

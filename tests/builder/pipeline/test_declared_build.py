@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import build
-from ruler.builder.errors import RulerError
 from ruler.builder.identity import file_key, identity_of_build
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.declared import DeclaredTask, declared_names, forget
+from ruler.kernel.errors import RulerError
 
 UPSTREAM_YAML = Path(__file__).parents[1] / "tasks" / "data" / "upstream_synthetic.yaml"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import read_manifest
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]
 

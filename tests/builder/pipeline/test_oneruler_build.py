@@ -20,10 +20,10 @@ from ruler.benchmarks.oneruler.licences import check_book_status
 from ruler.benchmarks.oneruler.niah import check_row as niah_check
 from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROSS_LINGUAL_TASKS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest, read_manifest
 from ruler.builder.tasks.checks import with_build
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.errors import RulerError
 
 TOK = "qwen2.5"
 L = 3000

@@ -13,7 +13,6 @@ import pytest
 from helpers.builds import build, rows
 from helpers.paths import SOURCES
 from ruler.benchmarks.oneruler import resources as oneruler_resources
-from ruler.builder.errors import RulerError
 from ruler.builder.pipeline import BuildConfig
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
@@ -23,6 +22,7 @@ from ruler.builder.tasks.checks import check_row, with_build
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import NoContext
 from ruler.builder.verify.run import verify
+from ruler.kernel.errors import RulerError
 
 
 def test_the_fill_promise_allows_one_unit_short_at_short_lengths():
@@ -100,7 +100,7 @@ def test_rows_that_hold_all_their_inputs_are_kept_and_said_so(tmp_path, capsys):
     """zh's CWE dictionary (2,173 words x 33) makes some 45,000 llama-3.1 tokens: cwe_easy at
     128000 holds them all and is short of L, as upstream's. The build keeps it and its
     summary says so; verify notes it and passes."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     out = tmp_path / "out"
     assert main(["build", "--tokenizer", "llama-3.1", "--benchmark", "oneruler", "--languages",

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.benchmarks import tasks_of
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.declared import (
@@ -24,6 +23,7 @@ from ruler.builder.tasks.declared import (
     read_task_file,
     record,
 )
+from ruler.kernel.errors import RulerError
 
 UPSTREAM_YAML = Path(__file__).parent / "data" / "upstream_synthetic.yaml"
 RULER_13 = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1",

@@ -132,8 +132,8 @@ def test_essay_needles_sit_between_sentences_at_grid_depths(niah_build):
 def test_distractor_lines_do_not_depend_on_the_sizes_probed_before(task):
     """The distractor memo (RNG checkpoints) gives the draft a fresh generator would."""
     from ruler.builder.context import BuildContext
-    from ruler.builder.rng import sample_rng
     from ruler.builder.tasks import get_task, make_generator
+    from ruler.kernel.rng import sample_rng
 
     ctx = BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42)
 

@@ -12,8 +12,8 @@ import pytest
 
 from ruler.benchmarks.oneruler.tasks import ONERULER_NIAH
 from ruler.benchmarks.ruler.tasks import NIAH
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.catalog import TASKS, TaskSpec, params_problem, register_task
+from ruler.kernel.errors import RulerError
 
 
 def _niah(name: str, **params) -> TaskSpec:
@@ -58,7 +58,7 @@ import sys
 from types import MappingProxyType
 from ruler.builder.tasks.catalog import TaskSpec, register_task
 from ruler.benchmarks.ruler.tasks import NIAH
-from ruler.cli import main
+from ruler.commands.main import main
 
 for name, haystack, k, v, q in (("niah_noise_2v", "noise", 1, 2, 1),
                                 ("niah_needle_2q", "needle", 3, 1, 2),

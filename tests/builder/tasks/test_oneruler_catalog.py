@@ -15,7 +15,6 @@ from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.selection import length_sets
 from ruler.builder.tasks.benchmarks import (
     BENCHMARKS,
@@ -25,6 +24,7 @@ from ruler.builder.tasks.benchmarks import (
     get_benchmark,
 )
 from ruler.builder.tasks.catalog import TASKS
+from ruler.kernel.errors import RulerError
 
 SHARED = Path(os.environ.get("RULER_SHARED", Path(__file__).parents[4] / "shared"))
 UPSTREAM = ("niah_single", "niah_none", "niah_multikey", "niah_multivalue", "niah_multiquery",
@@ -79,7 +79,7 @@ def test_lengths_and_configs():
 
 def test_a_misspelt_language_or_pair_is_answered_with_the_form_it_means(capsys, tmp_path):
     """`ko_en` got the list of the 26 codes and no word of the pair form (issue 40.25)."""
-    from ruler.cli import main
+    from ruler.commands.main import main
 
     said = {
         "ko_en": "did you mean ko-en or en-ko? (a cross-lingual pair is context-instructions: "

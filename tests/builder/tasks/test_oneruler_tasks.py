@@ -23,10 +23,10 @@ from ruler.benchmarks.oneruler.languages import DICTIONARY, LANGUAGES, OnerulerL
 from ruler.benchmarks.oneruler.sentences import split_sentences, splitter_sentences
 from ruler.builder.context import BuildContext
 from ruler.builder.depths import DEPTHS
-from ruler.builder.errors import RulerError
 from ruler.builder.fitting import fit_sample
-from ruler.builder.rng import sample_rng
 from ruler.builder.tasks import get_task, make_generator
+from ruler.kernel.errors import RulerError
+from ruler.kernel.rng import sample_rng
 
 DATA = SOURCES / "oneruler"
 TOK = "llama-3.1"

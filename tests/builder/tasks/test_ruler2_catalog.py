@@ -9,7 +9,6 @@ import pytest
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.benchmarks import (
     BENCHMARK_SPECS,
     BENCHMARKS,
@@ -19,6 +18,7 @@ from ruler.builder.tasks.benchmarks import (
 )
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.family import family_of
+from ruler.kernel.errors import RulerError
 
 NAMES = ("mk_niah_basic", "mk_niah_easy", "mk_niah_medium", "mk_niah_hard", "mv_niah_basic",
          "mv_niah_easy", "mv_niah_medium", "mv_niah_hard", "qa_basic", "qa_easy", "qa_medium",

@@ -19,8 +19,8 @@ from ruler.benchmarks.ruler2.niah import split_line
 from ruler.benchmarks.ruler2.prompts import MMLU_CONTEXT, NIAH_MULTIPLE, NIAH_SINGLE, QA_CONTEXT
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.fitting import fit_sample
-from ruler.builder.rng import sample_rng
 from ruler.builder.tasks.family import family_of
+from ruler.kernel.rng import sample_rng
 
 L = 4096
 SAMPLES = 2

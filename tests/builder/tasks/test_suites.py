@@ -8,11 +8,11 @@ import pytest
 
 from ruler.benchmarks.ruler.suites import APPENDIX_C, PANELS, SECTION5, SUITES
 from ruler.benchmarks.ruler.tasks import TASKS as RULER_13
-from ruler.builder.errors import RulerError
 from ruler.builder.tasks.benchmarks import get_benchmark
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.declared import declare_all, declared_names, forget, make_spec
 from ruler.builder.tasks.suites import benchmark_suites, find_suite
+from ruler.kernel.errors import RulerError
 
 SOURCES = {"[paper]", "[figure]", "[inferred]", "[ours]"}
 

@@ -16,10 +16,10 @@ from ruler.benchmarks.ruler.common_words import (
     wonderwords_pool,
 )
 from ruler.benchmarks.ruler.tasks import COMMON_WORDS
-from ruler.builder.errors import TooShortError
 from ruler.builder.fitting import fit_sample
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row
+from ruler.kernel.errors import TooShortError
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py).
 UPSTREAM_TEMPLATE = (

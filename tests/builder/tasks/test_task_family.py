@@ -9,7 +9,7 @@ real tokenizer), its own row check and gold spans. It reaches `ruler` two ways, 
 - as a plug-in: an installed distribution (a dist-info folder on PYTHONPATH) whose entry point
   in group `ruler.task_families` names `register` below; the build's workers are spawned, so
   they find it the way the CLI does, by the entry point, not by inheriting it;
-- registered in the process that calls the CLI (`register()`, then `ruler.cli.main`), with
+- registered in the process that calls the CLI (`register()`, then `ruler.commands.main.main`), with
   forked workers, which inherit it.
 """
 
@@ -26,11 +26,11 @@ from typing import Mapping
 
 import pytest
 
-from ruler.builder.errors import RulerError
-from ruler.builder.rng import below
 from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
 from ruler.builder.tasks.catalog import TASKS, FamilySpec, TaskSpec, register_task
 from ruler.builder.tasks.family import TaskFamily, get_family, register_family
+from ruler.kernel.errors import RulerError
+from ruler.kernel.rng import below
 
 # --- the toy family ------------------------------------------------------------------------------
 
@@ -103,7 +103,7 @@ REGISTERED_HERE = r"""
 import sys
 from %s import register
 register()
-from ruler.cli import main
+from ruler.commands.main import main
 sys.exit(main(sys.argv[1:]))
 """ % __name__
 
@@ -222,7 +222,7 @@ import sys
 from types import MappingProxyType
 from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
 register_task(TaskSpec("orphan_task", FamilySpec("orphan", "{context}", "", 8, "string_match_all")))
-from ruler.cli import main
+from ruler.commands.main import main
 sys.exit(main(sys.argv[1:]))
 """
     proc = subprocess.run([sys.executable, "-c", script, "build", "--tokenizer", "gpt-4",

@@ -13,10 +13,10 @@ from scipy.special import zeta
 from helpers.tasks import assert_lengths_and_fill, fit, fit_many, generator, tokenizer
 from ruler.benchmarks.ruler.freq_words import NOISE_TOKEN, zipf_counts
 from ruler.benchmarks.ruler.tasks import FREQ_WORDS
-from ruler.builder.errors import TooShortError
 from ruler.builder.fitting import fit_sample
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tasks.checks import check_row
+from ruler.kernel.errors import TooShortError
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py).
 UPSTREAM_TEMPLATE = (

@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import build
-from ruler.builder.hashing import file_sha256
 from ruler.builder.manifest import content_sha256
 from ruler.builder.schema import ROW_SCHEMA
 from ruler.builder.verify.run import verify
-from ruler.cli import main
+from ruler.commands.main import main
+from ruler.kernel.hashing import file_sha256
 
 TASKS = ("niah_single_1", "niah_multikey_2")
 LENGTHS = (1024, 2048)

@@ -11,9 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build, rows
-from ruler.builder.errors import RulerError
-from ruler.builder.flags import option
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends import (
     BackendOptions,
     BackendSpec,
@@ -25,6 +23,8 @@ from ruler.eval.backends import (
 )
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.backends.registry import BACKENDS
+from ruler.kernel.errors import RulerError
+from ruler.kernel.flags import option
 
 CONFIG = "gpt-4"
 TASKS = ("niah_single_1", "qa_1")

@@ -25,7 +25,7 @@ import pytest
 from helpers.builds import build
 from helpers.paths import TOKENIZERS
 from perf.llama_server import LlamaCppPythonServer, LlamaServer, ServerError
-from ruler.cli import main
+from ruler.commands.main import main
 
 pytestmark = [pytest.mark.engines, pytest.mark.llama]
 

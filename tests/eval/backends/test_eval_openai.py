@@ -13,10 +13,10 @@ import pytest
 
 from helpers.builds import rows
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.builder.errors import RulerError
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.openai import OpenAIBackend, OpenAIOptions, backoff_seconds
 from ruler.eval.runner import EvalConfig, run_eval
+from ruler.kernel.errors import RulerError
 
 CONFIG = "qwen2.5"
 TASKS = ("niah_single_1", "vt")

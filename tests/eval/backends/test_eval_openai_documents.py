@@ -10,12 +10,12 @@ import json
 import pytest
 
 from helpers.fake_openai import MODEL, FakeServer
-from ruler.builder.errors import RulerError
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.openai import MAX_CONCURRENCY, OpenAIBackend, OpenAIOptions
 from ruler.eval.render import Renderer
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.network]
 

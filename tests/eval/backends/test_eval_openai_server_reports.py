@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from helpers.fake_openai import MODEL, FakeServer, Unsized
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.backends.openai import MAX_CONCURRENCY, OpenAIBackend, OpenAIOptions
 
 pytestmark = [pytest.mark.build]

@@ -31,7 +31,7 @@ from helpers.builds import build, rows
 from helpers.reasoning import expected_prompt, thinking_tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.variants import OutputBudget
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.tiny_model import build_tiny_llama
 
 # vLLM reads these at import: set them before any test imports it (values and reasons in

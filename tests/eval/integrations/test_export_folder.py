@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.errors import RulerError
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.integrations import export_folder
 from ruler.eval.integrations.export_folder import RECORD_NAME
+from ruler.kernel.errors import RulerError
 
 EXPORTS = ("lm-eval", "kvpress")
 #: Each export's flag for its folder before both took both spellings.

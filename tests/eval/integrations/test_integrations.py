@@ -20,16 +20,16 @@ import yaml
 
 from helpers.builds import rows
 from ruler.benchmarks.ruler.metrics import row_match_all, row_match_part
-from ruler.builder.errors import RulerError
 from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import render_card
-from ruler.cli import main
-from ruler.eval import metrics
+from ruler.commands.main import main
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
 from ruler.eval.integrations.export_folder import RECORD_NAME
-from ruler.eval.score import score_file
+from ruler.eval.metrics import specs as metrics
+from ruler.eval.scoring.score import score_file
+from ruler.kernel.errors import RulerError
 
 CONFIG = "qwen2.5"
 TASKS_BUILT = ("niah_single_1", "vt", "qa_1")

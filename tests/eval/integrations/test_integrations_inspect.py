@@ -15,7 +15,7 @@ import pytest
 from helpers.builds import rows
 from helpers.paths import TOKENIZERS
 from ruler.eval.data import open_dataset
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.engines]
 pytest.importorskip("inspect_ai")
@@ -138,8 +138,8 @@ def test_a_log_without_content_hashes_is_tied_to_its_build_by_the_prompt(data, t
     from inspect_ai.log import read_eval_log, write_eval_log
 
     from helpers.builds import build
-    from ruler.builder.errors import RulerError
     from ruler.eval.inspect import ruler
+    from ruler.kernel.errors import RulerError
 
     (log,) = inspect_eval(ruler(data=str(data), lengths=L, limit=LIMIT),
                           model=_gold_model(data, lambda r: " " + ", ".join(r["outputs"]), []),

@@ -27,7 +27,7 @@ from ruler import release
 from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
 from ruler.eval.runner import EvalConfig, run_eval
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
 from ruler.eval.tiny_model import build_tiny_llama
 
 pytestmark = [pytest.mark.slow, pytest.mark.engines]

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import rows
-from ruler.builder.errors import RulerError
-from ruler.cli import main
+from ruler.commands.main import main
 from ruler.eval.data import open_dataset
-from ruler.eval.score import score_file
+from ruler.eval.scoring.score import score_file
+from ruler.kernel.errors import RulerError
 
 pytestmark = [pytest.mark.build]
 
