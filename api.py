@@ -38,8 +38,8 @@ _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 if TYPE_CHECKING:  # the heavy imports happen inside the functions
     import datasets
 
+    from ruler.builder.findings import VerifyReport
     from ruler.builder.pipeline.config import BuildConfig, BuildReport
-    from ruler.builder.verify.findings import VerifyReport
     from ruler.eval.config import EvalConfig, ScoreConfig
     from ruler.eval.records.scores_record import ScoresRecord
     from ruler.eval.runner import EvalOutcome

@@ -311,7 +311,7 @@ def release(out: str | Path, repo_id: str, *, tag: str | None = None, dry_run: b
     """Verify `out` and publish it to `repo_id` as one tagged commit. `acknowledged`: what
     each benchmark's release gate flag names, by the flag's name (`acknowledge_book_status`:
     `builder.release_gates`)."""
-    from ruler.builder.verify.folder import load_manifest
+    from ruler.builder.manifest import load_manifest
     from ruler.builder.verify.report import format_report
     from ruler.builder.verify.run import verify
     from ruler.kernel.scrub import scrub

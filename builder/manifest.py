@@ -376,6 +376,21 @@ def check_split_files(root: str | os.PathLike[str], rels: Iterable[str]) -> None
         split_file(root, rel)
 
 
+def load_manifest(out: Path) -> Manifest:
+    """The manifest, strictly: unlike `Manifest.load`, a missing one is an error here. Its
+    structure is checked where it is read (`manifest_schema`), so every later check can
+    index entries without guarding each access; its split files are reached through no
+    symbolic link (`split_file`)."""
+    path = out / MANIFEST_NAME
+    if not out.is_dir():
+        raise RulerError(f"{out} is not a folder")
+    if not path.is_file():
+        raise RulerError(f"{path} not found: {out} is not a `ruler build` output folder")
+    manifest = Manifest.load(out)
+    check_split_files(out, manifest.files)
+    return manifest
+
+
 @contextmanager
 def manifest_lock(out: str | os.PathLike[str]) -> Iterator[None]:
     """Hold OUT's manifest lock (blocking; other writers hold it for milliseconds)."""

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Callable
 from ruler.kernel.registry import Registry
 
 if TYPE_CHECKING:
+    from ruler.builder.findings import Problem
     from ruler.builder.manifest import Manifest
-    from ruler.builder.verify.findings import Problem
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from ruler.builder.findings import Problem
 from ruler.builder.manifest import Manifest
 from ruler.builder.publish_steps import PublishStep
-from ruler.builder.verify.findings import Problem
 from ruler.cards.render import CARD_NAME, card_is_current, configs_yaml, refresh_card, write_card
 
 

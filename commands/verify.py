@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ruler.builder.findings import DEFAULT_SAMPLE
 from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
-from ruler.builder.verify.findings import DEFAULT_SAMPLE
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import (
     NEGATED,

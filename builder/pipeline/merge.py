@@ -29,13 +29,13 @@ from ruler.builder.manifest import (
     FileEntry,
     Manifest,
     check_split_files,
+    load_manifest,
     manifest_lock,
     split_file,
 )
 from ruler.builder.pipeline.publish import record_build
 from ruler.builder.publish_steps import refresh_published
 from ruler.builder.seed_series import seed_clash
-from ruler.builder.verify.folder import load_manifest
 from ruler.kernel.atomic import FILE_MODE, temp_file_beside
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256

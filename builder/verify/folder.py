@@ -9,30 +9,14 @@ from pathlib import Path
 from typing import Iterable
 
 from ruler.benchmarks import DEFAULT
+from ruler.builder.findings import Problem
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
-from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, check_split_files
+from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest
 from ruler.builder.tasks.benchmarks import benchmark_config
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer_registry import config_name
 from ruler.builder.variants import variant_from_record
-from ruler.builder.verify.findings import Problem
-from ruler.kernel.errors import RulerError
 from ruler.kernel.temp_files import stale_temp_files
-
-
-def load_manifest(out: Path) -> Manifest:
-    """The manifest, strictly: unlike `Manifest.load`, a missing one is an error here. Its
-    structure is checked where it is read (`manifest_schema`), so every later check can
-    index entries without guarding each access; its split files are reached through no
-    symbolic link (`split_file`)."""
-    path = out / MANIFEST_NAME
-    if not out.is_dir():
-        raise RulerError(f"{out} is not a folder")
-    if not path.is_file():
-        raise RulerError(f"{path} not found: {out} is not a `ruler build` output folder")
-    manifest = Manifest.load(out)
-    check_split_files(out, manifest.files)
-    return manifest
 
 
 def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:

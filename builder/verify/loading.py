@@ -5,8 +5,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from ruler.builder.findings import LoadResult
 from ruler.builder.manifest import Manifest
-from ruler.builder.verify.findings import LoadResult
 
 
 def expected_splits(manifest: Manifest) -> dict[tuple[str, str], int]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ruler.builder.verify.findings import VerifyReport
+from ruler.builder.findings import VerifyReport
 
 
 def _mark(flag: bool) -> str:

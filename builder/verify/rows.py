@@ -9,6 +9,7 @@ from typing import Any, Mapping
 import pyarrow.parquet as pq
 
 from ruler.benchmarks import DEFAULT
+from ruler.builder.findings import DEFAULT_SAMPLE, FileReport, Problem
 from ruler.builder.length_rules import PROMPT_AND_OUTPUT, counted_output
 from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
 from ruler.builder.row_checks import FIELDS, RowRules, row_findings
@@ -16,7 +17,6 @@ from ruler.builder.schema import ROW_SCHEMA, schema_problem
 from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator, with_build
 from ruler.builder.tasks.family import family_of
 from ruler.builder.variants import NO_VARIANT, Variant
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, Problem
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
 from ruler.kernel.hashing import file_sha256
 

@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.manifest import BuildEntry, FileEntry
+from ruler.builder.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
+from ruler.builder.manifest import BuildEntry, FileEntry, load_manifest
 from ruler.builder.pipeline.config import default_start_method
 from ruler.builder.publish_steps import published_problems
 from ruler.builder.tasks.benchmarks import recorded_length_rule
 from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
-from ruler.builder.verify.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
-from ruler.builder.verify.folder import load_manifest, manifest_problems
+from ruler.builder.verify.folder import manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.regenerate import Regenerator
 from ruler.builder.verify.rows import Build, verify_file

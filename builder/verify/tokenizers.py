@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ruler.builder.findings import Problem
 from ruler.builder.manifest import BuildEntry
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.verify.findings import Problem
 from ruler.kernel.errors import RulerError
 
 
