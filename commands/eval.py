@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ruler.eval.backends import BackendOptions, add_backend_flags, backend_names, get_backend
+from ruler.eval.backends.engine_env import VLLM_CPU_DEFAULTS
 from ruler.eval.config import (
     CompareConfig,
     EvalConfig,
@@ -20,7 +21,6 @@ from ruler.eval.config import (
     ReportConfig,
     ScoreConfig,
 )
-from ruler.eval.engine_env import VLLM_CPU_DEFAULTS
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import add_flags, flag_values, flagged_fields, from_flags
 
@@ -348,7 +348,7 @@ def _dataset_files(cfg: ReportConfig, results: Path) -> dict | None:
     """The content hashes of --data's files of the run's config (None without --data)."""
     if not cfg.data:
         return None
-    from ruler.eval.data import open_dataset
+    from ruler.eval.records.dataset import open_dataset
     from ruler.eval.report.run import load_scores
 
     scores = load_scores(results)

@@ -23,7 +23,7 @@ COMMAND_MODULES = (
     "ruler.commands.verify",
     "ruler.release",
     "ruler.commands.eval",
-    "ruler.eval.exporters",
+    "ruler.eval.integrations.exporters",
 )
 
 

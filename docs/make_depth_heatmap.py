@@ -21,7 +21,7 @@ from ruler.benchmarks.ruler.niah import gold_values_in_order
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.variants import DepthSweep
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.report.depth import HEATMAP_DIR, NIAH_HEATMAP
 from ruler.eval.report.run import write_report
 from ruler.eval.scoring.score import score_predictions, write_scores

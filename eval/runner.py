@@ -47,9 +47,8 @@ from ruler.eval.backends import (
     make_backend,
     require_backend,
 )
+from ruler.eval.backends.engine_env import addon_error
 from ruler.eval.config import EvalConfig
-from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
-from ruler.eval.engine_env import addon_error
 from ruler.eval.reasoning import (
     Extraction,
     extract_answer,
@@ -57,6 +56,7 @@ from ruler.eval.reasoning import (
     vllm_parser_extractor,
 )
 from ruler.eval.records import redaction
+from ruler.eval.records.dataset import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.records.predictions import (
     LONG_FIELDS,
     Key,

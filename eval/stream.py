@@ -22,7 +22,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Container, Iterator, Sequence
 
-from ruler.eval.data import Dataset, SplitFile
+from ruler.eval.records.dataset import Dataset, SplitFile
 from ruler.eval.records.predictions import Key, format_key
 from ruler.eval.render import Renderer, token_array
 from ruler.kernel.errors import RulerError

@@ -78,7 +78,7 @@ def tokenizer_folder(spec: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from ruler.eval.engine_env import addon_error
+    from ruler.eval.backends.engine_env import addon_error
     from ruler.kernel.errors import RulerError
 
     p = argparse.ArgumentParser(prog="python -m ruler.eval.tiny_model",

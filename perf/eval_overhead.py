@@ -63,7 +63,7 @@ def main() -> int:
     from ruler.builder.selection import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
     from ruler.eval.backends.vllm import VLLMBackend, VLLMOptions
-    from ruler.eval.data import open_dataset
+    from ruler.eval.records.dataset import open_dataset
     from ruler.eval.runner import EvalConfig, run_eval
 
     tasks, lengths = parse_tasks(args.tasks), parse_lengths(args.lengths)

@@ -206,7 +206,7 @@ def run_overhead(args: argparse.Namespace) -> None:
     from ruler.builder.selection import parse_lengths, parse_tasks
     from ruler.builder.tokenizer_registry import load_tokenizer
     from ruler.eval.backends.vllm import VLLMBackend, VLLMOptions
-    from ruler.eval.data import open_dataset
+    from ruler.eval.records.dataset import open_dataset
     from ruler.eval.runner import EvalConfig, run_eval
 
     lengths = parse_lengths(args.lengths or "4096,32768")

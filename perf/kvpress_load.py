@@ -27,8 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ruler.eval.data import default_config, open_dataset
 from ruler.eval.integrations.kvpress_export import export_kvpress
+from ruler.eval.records.dataset import default_config, open_dataset
 
 
 def _timed_load(kind: str, folder: Path, cache: Path, **kw) -> tuple[float, int]:

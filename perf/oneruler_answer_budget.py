@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ruler.builder.manifest import Manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 
 
 def main(argv: list[str] | None = None) -> int:

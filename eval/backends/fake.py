@@ -155,7 +155,7 @@ class FakeBackend:
     def _file(self, config: str, task: str, length: int) -> tuple[Any, Any]:
         from pathlib import Path
 
-        from ruler.eval.data import open_dataset
+        from ruler.eval.records.dataset import open_dataset
 
         # One file at a time: a Hub dataset fetches only the files the run asks for. A build
         # folder is opened once (its manifest read and checked once, not per file).

@@ -17,8 +17,8 @@ from ruler.eval.backends.base import (
     options_as,
     prompt_list,
 )
+from ruler.eval.backends.engine_env import addon_error
 from ruler.eval.backends.registry import BackendSpec
-from ruler.eval.engine_env import addon_error
 from ruler.kernel.errors import RulerError
 
 INSTALL_HINT = ("--backend hf needs PyTorch, which is not installed: pip install torch (pick the "

@@ -38,8 +38,8 @@ from ruler.eval.backends.base import (
     options_as,
     prompt_list,
 )
+from ruler.eval.backends.engine_env import addon_error, prepare_vllm
 from ruler.eval.backends.registry import BackendSpec
-from ruler.eval.engine_env import addon_error, prepare_vllm
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import SWITCH, option
 

@@ -1,5 +1,5 @@
-"""`ruler export lm-eval | kvpress`: the two exporters (`ruler.eval.exporters`), their options
-and how they run (the work is in `lm_eval_export` and `kvpress_export`)."""
+"""`ruler export lm-eval | kvpress`: the two exporters (`ruler.eval.integrations.exporters`),
+their options and how they run (the work is in `lm_eval_export` and `kvpress_export`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ruler.builder.selection import lengths_value, tasks_value
-from ruler.eval.exporters import Exporter
 from ruler.eval.integrations.export_folder import RECORD_NAME
+from ruler.eval.integrations.exporters import Exporter
 from ruler.kernel.flags import POSITIONAL, SWITCH, check_flags, option
 
 #: Both exports' rule for a folder that exists.

@@ -84,7 +84,7 @@ def read_inspect_log(path: Path) -> PredictionSource:
 
 
 def _generation(log) -> dict:
-    """How Inspect generated (eval.report_health settings): the run's generate config."""
+    """How Inspect generated (eval.metrics.health settings): the run's generate config."""
     config = getattr(getattr(log, "plan", None), "config", None) or \
         getattr(log.eval, "model_generate_config", None)
     out: dict = {"framework": "inspect"}

@@ -7,7 +7,7 @@
 (`from ruler.eval.inspect import ruler` is the same task in Python.)
 
 - Dataset: the rows of the selected split files, read through the manifest and checked against
-  its hashes (`ruler.eval.data`, as `ruler eval` reads them). A sample's id is
+  its hashes (`ruler.eval.records.dataset`, as `ruler eval` reads them). A sample's id is
   `<task>/<L>/<index>`; its metadata holds the row's key, metric, answer prefix, budget and the
   split file's `content_sha256`, so a log can be scored later by `ruler score`.
 - Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where
@@ -57,7 +57,7 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
                   ) -> tuple[list[Sample], dict[str, Any]]:
     """The selected rows as Inspect samples, and the provenance the task's metadata records."""
     from ruler.builder.selection import check_task_names, parse_lengths, split_tasks
-    from ruler.eval.data import open_dataset
+    from ruler.eval.records.dataset import open_dataset
 
     task_list, length_texts = _as_list(tasks, "tasks"), _as_list(lengths, "lengths")
     task_names = split_tasks(",".join(task_list)) if task_list else ()

@@ -53,13 +53,13 @@ from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
 from ruler.cards.render import tokenizer_origin
-from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.integrations.export_folder import (
     ExportKind,
     check_target,
     publish,
     staging_folder,
 )
+from ruler.eval.records.dataset import Dataset, SplitFile, default_config, open_dataset
 from ruler.kernel.atomic import naming
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import md_code, md_text

@@ -88,7 +88,7 @@ def _model_and_limit(results: dict[str, Any]) -> tuple[str | None, int | None]:
 
 
 def _generation(results: dict[str, Any]) -> dict[str, Any]:
-    """How lm-eval generated (eval.report_health settings): each exported task's
+    """How lm-eval generated (eval.metrics.health settings): each exported task's
     generation_kwargs as the results file records them (a --gen_kwargs override included)."""
     by_task: dict[str, int] = {}
     temperatures = set()

@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
-from ruler.eval.data import Dataset, SplitFile
+from ruler.eval.records.dataset import Dataset, SplitFile
 from ruler.eval.records.predictions import KEY_COLUMNS, read_records
 from ruler.eval.scoring.prediction_readers import PredictionReader
 from ruler.eval.scoring.prediction_source import PredictionSource

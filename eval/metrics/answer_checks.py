@@ -7,7 +7,7 @@ are in it, so upstream's metrics score such an answer as right (100 on RULER's N
 partly right, though the model answered nothing. And predictions generated without the row's
 budget as their cap (lm-eval's `max_gen_toks` raised, a server that ignores `max_tokens`) can
 run to thousands of tokens against budgets of 30 to 128. The score stays upstream's; the
-report's set-up health section counts these rows (`eval.report_health`), from marks `ruler
+report's set-up health section counts these rows (`eval.metrics.health`), from marks `ruler
 score` sets on the prediction records while it has the rows at hand (`eval.scoring.score`).
 """
 

@@ -1,5 +1,5 @@
 """scores.json's `health`: what the predictions show of how a run was set up, counted by
-`eval.report_health.health_facts` and turned into the report's flags there. A typed record
+`eval.metrics.health.health_facts` and turned into the report's flags there. A typed record
 (`kernel.json_record`): fields a later version adds are kept, an older file's missing ones are
 "not recorded"; `HealthFacts.shape_ok` is the check `eval.records.results_schema` runs on it."""
 

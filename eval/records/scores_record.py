@@ -201,7 +201,7 @@ class ScoresRecord(JsonRecord):
     # the answered rows whose server prompt count was checked / differed (eval.records.serving).
     serving: list[ServingRecord] | None = None
     prompt_check: PromptCheck | None = None
-    # What the predictions show of how the run was set up (eval.report_health.HealthFacts).
+    # What the predictions show of how the run was set up (eval.metrics.health.HealthFacts).
     health: HealthFacts | None = None
     # The metric `ruler score --metric` asked for in the rows' own stead (None: their own);
     # each cell's `metric` says which scored it.

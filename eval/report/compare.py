@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from ruler.builder.tasks.benchmarks import in_task_order, task_rank
-from ruler.eval.data import open_dataset
 from ruler.eval.integrations.inspect_logs import is_inspect_log
 from ruler.eval.metrics.aggregate import format_length
 from ruler.eval.metrics.intervals import METHOD_TEXT, PairedDifference, paired_difference
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.records.results_folder import SCORES_NAME
 from ruler.eval.records.scores_record import ScoresRecord, TieTotals
 from ruler.eval.report.figures import dodged, fit_canvas, save_png

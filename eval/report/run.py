@@ -56,6 +56,8 @@ from ruler.eval.metrics.depth import (
     DepthTables,
     depth_table,
 )
+from ruler.eval.metrics.health import flags as health_flags
+from ruler.eval.metrics.health import markdown as health_markdown
 from ruler.eval.metrics.intervals import METHOD_TEXT, Interval
 from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
@@ -70,8 +72,6 @@ from ruler.eval.report.reference import ReferenceComparison, comparisons, hint, 
 from ruler.eval.report.reference import mark_plot as mark_published
 from ruler.eval.report.reference import markdown as reference_markdown
 from ruler.eval.report.reference import to_csv as reference_csv
-from ruler.eval.report_health import flags as health_flags
-from ruler.eval.report_health import markdown as health_markdown
 from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.json_record import encode, fields_json

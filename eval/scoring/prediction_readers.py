@@ -25,18 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from ruler.eval.metrics.health import run_settings
 from ruler.eval.records.predictions import LONG_FIELDS, read_records
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME
 from ruler.eval.records.results_schema import read_run
 from ruler.eval.records.scores_record import PredictionsRecord
-from ruler.eval.report_health import run_settings
 from ruler.eval.scoring.prediction_source import PredictionSource
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256
 from ruler.kernel.registry import Registry
 
 if TYPE_CHECKING:
-    from ruler.eval.data import Dataset
+    from ruler.eval.records.dataset import Dataset
 
 
 @dataclass(frozen=True)

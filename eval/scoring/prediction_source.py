@@ -25,7 +25,7 @@ class PredictionSource:
     asked: set[tuple[str, str, int]] | None = None
     # How a `ruler eval` run's prompts reached the model (run.json's `serving`), if recorded.
     serving: list[ServingRecord] | None = None
-    # How the run generated, where its files say (eval.report_health.HealthFacts settings:
+    # How the run generated, where its files say (eval.metrics.health.HealthFacts settings:
     # framework, mode, temperature, max_tokens, ...); None: not known.
     settings: dict[str, Any] | None = None
     # The records carry no key but their prompt text (NeMo-Skills output): their reader keys

@@ -30,10 +30,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ruler.builder.length_rules import counted_output
 from ruler.builder.tasks.benchmarks import in_task_order
 from ruler.builder.tasks.catalog import TASKS
-from ruler.eval.data import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.metrics import answer_checks
 from ruler.eval.metrics.depth import Item, compact, row_columns, row_items
+from ruler.eval.metrics.health import health_facts, run_settings
 from ruler.eval.metrics.intervals import score_interval
 from ruler.eval.metrics.specs import (
     METRIC_SPECS,
@@ -52,6 +52,7 @@ from ruler.eval.records.build_tie import (
     prompt_forms,
     tie,
 )
+from ruler.eval.records.dataset import Dataset, SplitFile, default_config, open_dataset
 from ruler.eval.records.predictions import LONG_FIELDS, Key, format_key, index_records, read_records
 from ruler.eval.records.redaction import UNRESTORED, restore
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
@@ -66,7 +67,6 @@ from ruler.eval.records.scores_record import (
 )
 from ruler.eval.records.serving import prompt_check
 from ruler.eval.records.skip_reasons import skip_kind
-from ruler.eval.report_health import health_facts, run_settings
 from ruler.eval.scoring.prediction_readers import fingerprint, key_against, read_predictions
 from ruler.eval.scoring.prediction_source import PredictionSource
 from ruler.kernel.atomic import write_json_atomic

@@ -18,8 +18,8 @@ import pytest
 
 from helpers.builds import build, rows
 from ruler.commands.main import main
-from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.build]

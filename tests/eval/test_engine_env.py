@@ -12,8 +12,7 @@ import sys
 import pytest
 
 from ruler.commands.main import main
-from ruler.eval.backends.vllm import VLLMOptions
-from ruler.eval.engine_env import (
+from ruler.eval.backends.engine_env import (
     TORCH_ADDONS,
     VLLM_CPU_DEFAULTS,
     addon_error,
@@ -21,6 +20,7 @@ from ruler.eval.engine_env import (
     vllm_cpu_build,
     vllm_cpu_env,
 )
+from ruler.eval.backends.vllm import VLLMOptions
 
 CPU = "vllm-cpu 0.32.0"
 BOTH = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
@@ -68,7 +68,7 @@ def test_a_torch_addon_built_for_another_torch_is_one_line_naming_the_uninstall(
     pkg.mkdir()
     (pkg / "__init__.py").write_text(
         "raise RuntimeError('operator torchvision::nms does not exist')\n")
-    code = ("from ruler.eval.engine_env import addon_error\n"
+    code = ("from ruler.eval.backends.engine_env import addon_error\n"
             "try:\n"
             "    try:\n"
             "        import torchvision\n"

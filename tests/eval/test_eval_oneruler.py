@@ -221,8 +221,8 @@ def test_inspect_scores_onerulers_rows_as_ruler_score_does(data, tmp_path):
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
-    from ruler.eval.data import open_dataset
     from ruler.eval.inspect import ruler
+    from ruler.eval.records.dataset import open_dataset
     from ruler.eval.scoring.score import score_file
 
     gold = {r["input"]: r for t in ONERULER_TASKS for r in rows(data, config("ko"), t, L)}

@@ -109,7 +109,7 @@ def test_a_killed_eval_leaves_no_render_worker_behind(data, tmp_path, sig):
 _SPAWNED_STREAM = """
 import sys, time
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.render import Renderer
 from ruler.eval.stream import PromptStream
 ds = open_dataset(sys.argv[1])

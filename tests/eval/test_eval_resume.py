@@ -221,7 +221,7 @@ def test_a_hub_dataset_of_several_configs_is_refused_before_any_download(two_con
                                                                         monkeypatch):
     import huggingface_hub
 
-    from ruler.eval.data import open_dataset
+    from ruler.eval.records.dataset import open_dataset
 
     downloads = []
 

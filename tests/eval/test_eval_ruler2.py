@@ -20,9 +20,9 @@ from helpers.builds import build, rows
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.manifest import Manifest
 from ruler.commands.main import main
-from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
 from ruler.eval.metrics.specs import METRIC_SPECS
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.scoring.score import score_file
 
 pytestmark = pytest.mark.slow  # a 12-task build and three evaluations: ~1 min on 2 cores

@@ -12,7 +12,7 @@ from helpers.builds import build, rows
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.commands.main import main
 from ruler.eval import stream as stream_mod
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.render import Renderer
 from ruler.eval.stream import PromptStream
 from ruler.kernel.errors import RulerError

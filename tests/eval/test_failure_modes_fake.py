@@ -23,7 +23,7 @@ from ruler.builder.variants import NoContext
 from ruler.commands.main import main
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.records.results_schema import read_scores
 from ruler.eval.report.run import write_report
 from ruler.eval.scoring.score import score_file, write_scores

@@ -14,10 +14,10 @@ import pytest
 from helpers.builds import build, rows
 from helpers.reasoning import thinking_tokenizer
 from ruler.builder.variants import OutputBudget
-from ruler.eval.data import open_dataset
 from ruler.eval.metrics.answer_checks import copies_prompt, past_budget
+from ruler.eval.metrics.health import flags
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.report.run import build_report, to_markdown
-from ruler.eval.report_health import flags
 from ruler.eval.runner import EvalConfig, run_eval
 from ruler.eval.scoring.score import score_file
 

@@ -107,7 +107,7 @@ def test_a_qa_answer_kept_for_the_no_context_pairing_holds_no_secret(built_qwen_
     """scores.json keeps each QA row's normalised answer (the failure modes' no-context
     coincidence): an answer scored with the key put back is kept with the key cut out."""
     from ruler.benchmarks.ruler.failure_modes.cell import label_cell
-    from ruler.eval.data import open_dataset
+    from ruler.eval.records.dataset import open_dataset
 
     key = "Placeholder-Key-0001"
     monkeypatch.setenv("OPENAI_API_KEY", key)

@@ -21,8 +21,8 @@ from ruler.builder.variants import OutputBudget
 from ruler.commands.main import main
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
+from ruler.eval.metrics.health import REFUSAL_PATTERNS, flags, health_facts, is_refusal
 from ruler.eval.report.run import to_json, to_markdown, write_report
-from ruler.eval.report_health import REFUSAL_PATTERNS, flags, health_facts, is_refusal
 from ruler.eval.runner import EvalConfig, run_eval
 
 CONFIG = "qwen2.5"

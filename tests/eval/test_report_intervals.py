@@ -17,9 +17,9 @@ import pytest
 
 from helpers.builds import build, rows
 from ruler.commands.main import main
-from ruler.eval.data import open_dataset
 from ruler.eval.metrics.intervals import METHOD_TEXT, score_interval, weighted_mean_interval
 from ruler.eval.metrics.specs import ROW_METRICS, postprocess_pred, score_of_rows
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.records.scores_record import ScoresRecord
 from ruler.eval.report.run import build_report, to_csv, to_json, to_markdown, write_report
 from ruler.eval.scoring.score import score_file, write_scores

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ruler.commands.main import main
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.records.results_schema import read_run, read_scores
 from ruler.eval.records.run_record import RunRecord
 from ruler.eval.records.scores_record import CellScore, ScoresRecord

@@ -18,7 +18,7 @@ import pytest
 from helpers.builds import build, rows
 from ruler.commands.main import main
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.runner import EvalConfig, run_eval
 from ruler.eval.scoring.score import score_file
 from ruler.kernel.errors import RulerError
@@ -222,7 +222,7 @@ def test_hub_dataset_is_fetched_at_one_pinned_commit_with_only_the_selected_file
 
     import huggingface_hub
 
-    from ruler.eval.data import open_dataset as open_ds
+    from ruler.eval.records.dataset import open_dataset as open_ds
 
     calls = []
 
@@ -262,7 +262,7 @@ def test_a_hub_manifest_naming_no_split_file_is_refused_before_any_file_is_fetch
     (known configs, tasks and lengths only) before a file is fetched or a path is built."""
     import huggingface_hub
 
-    from ruler.eval.data import open_dataset as open_ds
+    from ruler.eval.records.dataset import open_dataset as open_ds
 
     manifest = json.loads((data / "manifest.json").read_text())
     rel = f"data/{CONFIG}/niah_multikey_2/1024.parquet"
@@ -549,7 +549,7 @@ def test_score_defaults_to_the_only_config_of_the_dataset(data, tmp_path, capsys
 
     from ruler.builder.manifest import BuildEntry
     from ruler.builder.manifest_records import TokenizerRecord
-    from ruler.eval.data import Dataset, default_config
+    from ruler.eval.records.dataset import Dataset, default_config
 
     ds = open_dataset(str(data))
     assert default_config(ds) == CONFIG

@@ -12,7 +12,7 @@ import pytest
 
 from helpers.builds import rows
 from ruler.commands.main import main
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.report.run import build_report, headline_markdown
 from ruler.eval.scoring.score import score_file
 

@@ -30,7 +30,7 @@ from ruler.eval.config import (
     ReportConfig,
     ScoreConfig,
 )
-from ruler.eval.exporters import EXPORTERS
+from ruler.eval.integrations.exporters import EXPORTERS
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import flagged_fields, from_flags
 from ruler.release import ReleaseConfig

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from ruler.kernel.flags import option
 from ruler.builder.variants import Variant
 from ruler.eval.backends import BackendSpec
-from ruler.eval.exporters import Exporter
+from ruler.eval.integrations.exporters import Exporter
 
 NUMBER = 42
 

@@ -412,7 +412,7 @@ from pathlib import Path
 
 from ruler.kernel.flags import POSITIONAL, option
 from ruler.builder.manifest import Manifest
-from ruler.eval.exporters import Exporter
+from ruler.eval.integrations.exporters import Exporter
 
 
 @dataclass(frozen=True)

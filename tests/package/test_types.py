@@ -274,9 +274,9 @@ JSON_EDGES = {
     "ruler.eval.scoring.score:score_source": "prediction records",
     "ruler.eval.scoring.score:tied": "prediction records",
     "ruler.eval.scoring.score:answer_as_generated": "a prediction record",
-    "ruler.eval.report_health:health_facts": "prediction records, a framework's settings",
+    "ruler.eval.metrics.health:health_facts": "prediction records, a framework's settings",
     # a framework's generation settings as its reader finds them (lm-eval, Inspect, run.json)
-    "ruler.eval.report_health:run_settings": "a prediction source's settings",
+    "ruler.eval.metrics.health:run_settings": "a prediction source's settings",
     # report.json (a file of its own, written as it is made)
     "ruler.benchmarks.ruler2.report:grid": "report.json's family_difficulty",
     "ruler.eval.records.scores_record:ScoresRecord.coverage": "scores.json's coverage (derived)",

@@ -16,9 +16,9 @@ from ruler.benchmarks.ruler.failure_modes.labels import DEFINITIONS
 from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.text import squad_norm
 from ruler.builder.tasks.catalog import TASKS
-from ruler.eval.data import Dataset, SplitFile
 from ruler.eval.failure_modes.record import CellFailures, QaAnswer, RowFailure
 from ruler.eval.metrics.specs import postprocess_pred
+from ruler.eval.records.dataset import Dataset, SplitFile
 from ruler.kernel.scrub import redact_known
 
 _BATCH = 32

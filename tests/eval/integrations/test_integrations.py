@@ -24,10 +24,10 @@ from ruler.builder.manifest import Manifest
 from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import render_card
 from ruler.commands.main import main
-from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
 from ruler.eval.integrations.export_folder import RECORD_NAME
 from ruler.eval.metrics import specs as metrics
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.scoring.score import score_file
 from ruler.kernel.errors import RulerError
 
@@ -446,7 +446,7 @@ def test_score_reads_lm_eval_output_folder_and_samples_files(data, tmp_path):
 def test_score_reads_lm_eval_s_generation_settings_into_the_health_section(data, tmp_path):
     """A --gen_kwargs max_gen_toks=8 override, as the results file records it: every task's
     cap below RULER's budget is a problem the health section names."""
-    from ruler.eval.report_health import flags
+    from ruler.eval.metrics.health import flags
 
     out = _lm_eval_output(tmp_path / "lm", data, lambda r: " " + " ".join(r["outputs"]),
                           generation={"until": [], "do_sample": False, "temperature": 0.0,

@@ -14,7 +14,7 @@ import pytest
 
 from helpers.builds import rows
 from helpers.paths import TOKENIZERS
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.slow, pytest.mark.engines]

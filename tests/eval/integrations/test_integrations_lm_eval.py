@@ -24,8 +24,8 @@ from helpers.builds import build, rows
 from helpers.fake_hub import hub_for_this_process
 from helpers.paths import TOKENIZERS
 from ruler import release
-from ruler.eval.data import open_dataset
 from ruler.eval.integrations import lm_eval_export as ex
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.runner import EvalConfig, run_eval
 from ruler.eval.scoring.score import score_file
 from ruler.eval.tiny_model import build_tiny_llama

@@ -21,7 +21,7 @@ import pytest
 
 from helpers.builds import rows
 from ruler.commands.main import main
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.scoring.score import score_file
 from ruler.kernel.errors import RulerError
 
