@@ -27,9 +27,9 @@ BENCHMARK = Benchmark(
     sources=sources.SOURCES, metrics=METRICS,
     aggregation=Aggregation(weighted=True, effective_length=True),
     card_body="ruler.benchmarks.ruler.card:BODY",
-    report="ruler.benchmarks.ruler.report:REPORT",
+    report="ruler.benchmarks.ruler.failure_modes.report_hooks:REPORT",
     lm_eval="ruler.benchmarks.ruler.lm_eval:LM_EVAL",
     failure_labels="ruler.benchmarks.ruler.failure_modes.cell:label_cell",
-    fake_answers="ruler.benchmarks.ruler.fake_failures:FAKE_ANSWERS",
+    fake_answers="ruler.benchmarks.ruler.failure_modes.fake_answers:FAKE_ANSWERS",
     suites="ruler.benchmarks.ruler.suites:SUITES",
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ruler.benchmarks.ruler.report import RulerFamilyReport
+from ruler.benchmarks.ruler.failure_modes.report_hooks import RulerFamilyReport
 from ruler.eval.metrics.aggregate import format_length
 from ruler.eval.metrics.intervals import Interval, weighted_mean_interval
 from ruler.eval.records.scores_record import CellScore

@@ -12,9 +12,9 @@ a policy (`--fake-answers`):
 - `none`: no text, which the evaluator records as a failed request (kept out of the score,
   listed, retried on resume): what a broken engine does;
 - a failure mode a benchmark offers (`Benchmark.fake_answers`, a `FakeAnswers`: RULER's
-  `distractor`, `partial`, ... in `ruler.benchmarks.ruler.fake_failures`): an answer that
-  fails on purpose the way that mode describes, where the row allows it, else the gold
-  answer: to check the failure-mode labels.
+  `distractor`, `partial`, ... in `ruler.benchmarks.ruler.failure_modes.fake_answers`): an
+  answer that fails on purpose the way that mode describes, where the row allows it, else the
+  gold answer: to check the failure-mode labels.
 
 It has no context limit of its own: `--max-model-len` sets one, and rows above it are skipped
 as with a real engine. It has no tokenizer either: prompts are rendered and counted with the

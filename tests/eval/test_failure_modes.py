@@ -9,12 +9,12 @@ from __future__ import annotations
 import pytest
 
 from ruler.benchmarks.ruler.failure_modes.base import LabelRow
+from ruler.benchmarks.ruler.failure_modes.fake_answers import answer as purposeful
 from ruler.benchmarks.ruler.failure_modes.labeler import label_row
 from ruler.benchmarks.ruler.failure_modes.labels import MODES, PRECEDENCE, SUB_FLAGS, primary
 from ruler.benchmarks.ruler.failure_modes.niah import needles
 from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.report import FailureCell, FailureReport, _coincide
-from ruler.benchmarks.ruler.fake_failures import answer as purposeful
 from ruler.benchmarks.ruler.tasks import COMMON_WORDS, FREQ_WORDS, NIAH, QA, VARIABLE_TRACKING
 from ruler.eval.failure_modes.record import CellFailures, QaAnswer, RowFailure
 from ruler.kernel.errors import RulerError

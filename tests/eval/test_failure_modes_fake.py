@@ -1,9 +1,10 @@
 """The failure-mode labels on real builds (llama-3.1, RULER's 13 tasks at 2K and 4K, and the
 config's --no-context variant), against the fake backend's purposeful failures
-(`--fake-answers MODE`, `ruler.benchmarks.ruler.fake_failures`): every row the fake answers wrong on
-purpose is labelled as it means it, with the flags it means, and every right row carries no
-failure label: precision and recall 100 % per label. The QA coincidence comes from two runs,
-on the config and on its --no-context variant (`ruler report RUN --no-context RUN0`)."""
+(`--fake-answers MODE`, `ruler.benchmarks.ruler.failure_modes.fake_answers`): every row the
+fake answers wrong on purpose is labelled as it means it, with the flags it means, and every
+right row carries no failure label: precision and recall 100 % per label. The QA coincidence
+comes from two runs, on the config and on its --no-context variant (`ruler report RUN
+--no-context RUN0`)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ import pytest
 
 from helpers.builds import build
 from ruler.benchmarks.ruler.failure_modes.cell import family_of
-from ruler.benchmarks.ruler.fake_failures import COLUMNS, FAILURES
-from ruler.benchmarks.ruler.fake_failures import answer as purposeful
+from ruler.benchmarks.ruler.failure_modes.fake_answers import COLUMNS, FAILURES
+from ruler.benchmarks.ruler.failure_modes.fake_answers import answer as purposeful
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.variants import NoContext
 from ruler.commands.main import main

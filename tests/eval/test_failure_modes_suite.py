@@ -14,8 +14,8 @@ import pytest
 
 from helpers.builds import build
 from ruler.benchmarks.ruler.failure_modes.cell import family_of
-from ruler.benchmarks.ruler.fake_failures import COLUMNS, FAILURES
-from ruler.benchmarks.ruler.fake_failures import answer as purposeful
+from ruler.benchmarks.ruler.failure_modes.fake_answers import COLUMNS, FAILURES
+from ruler.benchmarks.ruler.failure_modes.fake_answers import answer as purposeful
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.data import open_dataset

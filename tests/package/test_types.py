@@ -253,7 +253,8 @@ JSON_EDGES = {
     "ruler.builder.identity:make_identity": "the axes' JSON, as the manifest records them",
     # report.json's fields a benchmark's report hooks add (its own, for people and tools)
     "ruler.eval.report.run:ReportHooks.json": "report.json's fields of a benchmark",
-    "ruler.benchmarks.ruler.report:RulerFamilyReport.json": "report.json's fields of a benchmark",
+    "ruler.benchmarks.ruler.failure_modes.report_hooks:RulerFamilyReport.json":
+        "report.json's fields of a benchmark",
     "ruler.benchmarks.ruler2.report:Ruler2Report.json": "report.json's fields of a benchmark",
     # run.json: the user's chat template variables (given to the template as they are) and the
     # last run's outcome, for people (no code reads it)

@@ -13,6 +13,8 @@ operational definition, and these modules apply them to every wrong row of a sco
   (the labels as scores.json keeps them: `ruler.eval.failure_modes.record`)
   cell      labelling a scored cell (`ruler score`, `ruler eval`)
   report    `ruler report`'s failure-mode section, and the no-context coincidence
+  report_hooks  RULER's report hooks (the base of RULERv2's and ONERULER's): that section
+  fake_answers  the fake backend's purposeful failures (`--fake-answers MODE`), one per mode
 
 Everything is read off the row as built (its input, references and answer prefix) and the
 prediction: no column was added to the rows for it.
