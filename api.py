@@ -96,8 +96,8 @@ def build(tokenizer: str, *, tasks: str | Iterable[str] | None = None,
 def _build_config(tokenizer: str, *, progress: bool, **options: Any) -> "BuildConfig":
     """The `BuildConfig` `build`'s arguments ask for."""
     from ruler.builder.pipeline import BuildConfig
-    from ruler.builder.tasks.benchmarks import benchmark_axes
-    from ruler.builder.variants import leave_out_clashing, variant_from_flags, variant_kinds
+    from ruler.catalog.benchmarks import benchmark_axes
+    from ruler.catalog.variants import leave_out_clashing, variant_from_flags, variant_kinds
 
     leave_out_clashing({name for _, flag in flagged_fields(BuildConfig) for name in flag.names},
                        "ruler.build()")

@@ -118,7 +118,7 @@ def check_official(manifest: Manifest, allow_unofficial: bool) -> None:
 def source_files(manifest: Manifest, sources_dir: str | None) -> list[PlannedFile]:
     """The pinned inputs the builds read, under `sources/<registry relpath>`, each checked to
     be the very bytes the manifest recorded."""
-    from ruler.builder.sources import SOURCES, FileSource, HubSource, resolve
+    from ruler.catalog.sources import SOURCES, FileSource, HubSource, resolve
 
     recorded: dict[str, str] = {}
     for build in manifest.builds.values():
@@ -156,7 +156,7 @@ def _hub_source_files(found) -> list[PlannedFile]:
     """A Hub source's files under `sources/`: fetched ones in their repo layout with the fetch
     record (`<relpath>/<repo path>`, so the copy stays official), stand-ins under their folder's
     name (as `--sources` finds stand-ins)."""
-    from ruler.builder.hub_sources import RECORD
+    from ruler.catalog.hub_sources import RECORD
 
     pinned = {f.path for split in found.spec.hub.splits for f in split.files}
     fetched = set(found.hashes) <= pinned

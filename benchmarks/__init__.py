@@ -1,7 +1,7 @@
 """The benchmarks, one folder each: everything specific to one benchmark lives in its folder
 and nowhere else (its tasks and families, sources, metrics, length rule, build axes,
 aggregation, report sections, card text, exports, release gates), declared on its
-`ruler.builder.tasks.benchmarks.Benchmark`.
+`ruler.catalog.benchmarks.Benchmark`.
 
 `BUILTIN` is the built-ins' registration: the address of each one's `Benchmark`, registered
 lazily by the benchmark registry, the route a plug-in's takes through its entry point in

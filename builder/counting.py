@@ -39,9 +39,9 @@ from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 
-from ruler.builder.tasks.base import Draft
-from ruler.builder.tasks.tally import Gather, Tally
-from ruler.builder.tokenizer import Tokenizer
+from ruler.catalog.base import Draft
+from ruler.catalog.tally import Gather, Tally
+from ruler.catalog.tokenizer import Tokenizer
 
 # A piece that starts with a space follows a non-space character, one that starts with a
 # hyphen follows a letter, any other follows a newline.
@@ -230,7 +230,7 @@ class PieceCounter(ExactCounter):
         return base + n_varying + middle
 
     def tally_length(self, tally: Tally) -> int | None:
-        """`prompt_length` of the draft `tally` describes (builder.tasks.tally), from the
+        """`prompt_length` of the draft `tally` describes (catalog.tally), from the
         tally: the same frame, and its middle summed run by run. None where the frame's end
         is not among the tally's last pieces (the draft is counted instead)."""
         last, n = tally.last, tally.size()

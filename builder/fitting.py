@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from ruler.builder.tasks.base import Draft, TaskGenerator
-from ruler.builder.tasks.tally import Tally
+from ruler.catalog.base import Draft, TaskGenerator
+from ruler.catalog.tally import Tally
 from ruler.kernel.errors import RulerError, TooShortError
 
 MAX_PROBES = 64
@@ -40,7 +40,7 @@ def fit_sample(gen: TaskGenerator, index: int, make_rng: Callable[[], random.Ran
         count: exact prompt token count of a draft (chat template, prefix, special tokens).
         max_seq_length: the budget L, which includes tokens_to_generate where the task
             reserves its output (`TaskGenerator.reserved_tokens`).
-        tally: counts a generator's tally of a size (builder.tasks.tally) as `count` counts
+        tally: counts a generator's tally of a size (catalog.tally) as `count` counts
             its draft, or None; where the generator tallies, sizes are measured without
             drafting them, and the size kept is drafted once at the end. Its count is checked
             against the tally's: where they differ, the sample is fitted again from drafts

@@ -7,7 +7,7 @@ shows) and `ruler merge` (only builds of one identity join).
 
 The identity is (generator version, seed, samples, prompt mode, tokenizer fingerprint and
 repo@revision, versions of the packages that shape content, and a variant's parameters:
-`ruler.builder.variants`; the default config's identity has no variant key). Sources are per
+`ruler.catalog.variants`; the default config's identity has no variant key). Sources are per
 file: a build of a few tasks reads fewer sources, so each file's key adds the hashes of its
 task's sources.
 """
@@ -19,16 +19,16 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.manifest_records import IdentityRecord, SourceRecord, TokenizerRecord
 
 # The packages that shape rows: one list, in the lowest layer that reads it (the manifest
 # records the writer's environment too); the identity records its tokenizer's share of it.
 from ruler.builder.packages import CONTENT_PACKAGES  # noqa: F401 (identity.CONTENT_PACKAGES)
-from ruler.builder.tokenizer import TokenizerIdentity
+from ruler.catalog.manifest_records import IdentityRecord, SourceRecord, TokenizerRecord
+from ruler.catalog.tokenizer import TokenizerIdentity
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry
-    from ruler.builder.tasks.declared import DeclaredTask
+    from ruler.catalog.declared import DeclaredTask
 
 #: A package one identity records and the other does not (it does not shape that build's rows).
 NOT_RECORDED = "not recorded"
@@ -75,7 +75,7 @@ def file_key(identity: IdentityRecord, task: str, max_seq_length: int,
              source_hashes: Mapping[str, str | None],
              declared: DeclaredTask | None = None) -> str:
     """A file's build key: its build's identity, task, length and its task's source hashes,
-    and for a declared task (`builder.tasks.declared`) its record: family and arguments (a
+    and for a declared task (`catalog.declared`) its record: family and arguments (a
     task registered by code has none, so its keys are what they always were)."""
     relevant = dict(identity.to_json(), sources=dict(sorted(source_hashes.items())), task=task,
                     max_seq_length=max_seq_length)

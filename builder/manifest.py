@@ -8,15 +8,15 @@ Layout (format_version 1):
                      [, benchmark[, benchmark_package]][, <axis>...]
                      [, declared_tasks {<task>: {task: <family>, args: {...}}}]
                      [, suites [<suite>...]]}};
-    (a variant config, `<tokenizer>--<suffix>`, records its parameters: builder.variants;
+    (a variant config, `<tokenizer>--<suffix>`, records its parameters: catalog.variants;
     a config of another benchmark than the default records its id, "benchmark", a plug-in's
     also the distribution that provides it, and each of the benchmark's build axes its value
-    under the axis's name: builder.tasks.benchmarks)
+    under the axis's name: catalog.benchmarks)
   files {"data/<config>/<task>/<L>.parquet": {config, task, max_seq_length, rows, bytes,
                                                 sha256, content_sha256, build_key, packages,
                                                 counting, length_rule
                                                 [, repeated_share {mean, max}]}}
-    (`length_rule`: how the file's rows count their `length`, builder.length_rules; the build
+    (`length_rule`: how the file's rows count their `length`, catalog.length_rules; the build
     entry lists its files' rules as `length_rules`)
 `sha256` hashes the file bytes (stable for a pinned pyarrow); `content_sha256` hashes the rows
 themselves, so content can be compared across library versions. A build's `identity` and each
@@ -60,18 +60,18 @@ import pyarrow as pa
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder import __version__
-from ruler.builder.manifest_records import (
+from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
+from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
+from ruler.builder.schema import LONG_TEXT_COLUMNS
+from ruler.catalog.benchmarks import Benchmark, get_benchmark, in_task_order, task_rank
+from ruler.catalog.declared import DeclaredTask
+from ruler.catalog.manifest_records import (
     IdentityRecord,
     SourceRecord,
     TokenizerRecord,
     is_official,
     unofficial_reasons,
 )
-from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
-from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
-from ruler.builder.schema import LONG_TEXT_COLUMNS
-from ruler.builder.tasks.benchmarks import Benchmark, get_benchmark, in_task_order, task_rank
-from ruler.builder.tasks.declared import DeclaredTask
 from ruler.kernel.atomic import write_json_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.json_record import Decode, JsonRecord, absent_field, extra_field, record_map
@@ -141,7 +141,7 @@ class FileEntry(JsonRecord):
     # it): {"mean", "max"} over the rows of the share of a row's context, in characters, that
     # repeats text of the source already in that context. The card reports it.
     repeated_share: dict[str, float] | None = None
-    # How its rows' `length` is counted (builder.length_rules); None: not recorded (a file
+    # How its rows' `length` is counted (catalog.length_rules); None: not recorded (a file
     # built before files recorded it)
     length_rule: str | None = None
     extra: dict[str, Any] = extra_field()
@@ -175,22 +175,22 @@ class BuildEntry(JsonRecord):
     packages: dict[str, str] | None = None
     identity: IdentityRecord | None = None
     counting: list[str] | None = None
-    # its files' length rules (builder.length_rules), derived from them as `counting` is
+    # its files' length rules (catalog.length_rules), derived from them as `counting` is
     length_rules: list[str] | None = None
     sources: dict[str, SourceRecord] | None = None  # id -> ResolvedSource.as_manifest()
     official: bool | None = None
     tasks: list[str] | None = None
     lengths: list[int] | None = None
-    variant: dict[str, int] | None = None  # builder.variants: {field: value}
-    # builder.tasks.benchmarks: the benchmark's id (absent: `ruler.benchmarks.DEFAULT`), and
+    variant: dict[str, int] | None = None  # catalog.variants: {field: value}
+    # catalog.benchmarks: the benchmark's id (absent: `ruler.benchmarks.DEFAULT`), and
     # for a plug-in's, the distribution that provides it (what a reader without it names).
     # Its axes' values are recorded under their names (`axis_records`), kept in `extra`.
     benchmark: str | None = None
     benchmark_package: str | None = None
-    # Its declared tasks (`builder.tasks.declared`): task name -> {task: <family>, args:
+    # Its declared tasks (`catalog.declared`): task name -> {task: <family>, args:
     # {...}}, the generators' own schema; every reader of the folder declares them from here.
     declared_tasks: dict[str, DeclaredTask] | None = None
-    # the suites built into it (`builder.tasks.suites`: `ruler build --suite`), by name
+    # the suites built into it (`catalog.suites`: `ruler build --suite`), by name
     suites: list[str] | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()

@@ -6,7 +6,7 @@ it through `ruler.builder.manifest.Manifest.load` (or `.from_json`), which calls
 another machine), and its entries become paths and arguments. So before any command uses it:
 
 - each file entry is a split file: a config the manifest has a build of, a task of the catalog
-  (a build's `declared_tasks` are declared first: `builder.tasks.declared`),
+  (a build's `declared_tasks` are declared first: `catalog.declared`),
   a positive integer length, and its key is exactly `data/<config>/<task>/<L>.parquet`: a
   path built from them can never leave `data/` (`lnk/../../pwn` is no task);
 - each config name is a plain folder and Hub config name (`check_config_name`), with the
@@ -26,10 +26,10 @@ import re
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.tasks.benchmarks import get_benchmark, tasks_of
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.declared import declare_json
-from ruler.builder.variants import record_ok, variant_from_record, variant_kinds
+from ruler.catalog.benchmarks import get_benchmark, tasks_of
+from ruler.catalog.declared import declare_json
+from ruler.catalog.tasks import TASKS
+from ruler.catalog.variants import record_ok, variant_from_record, variant_kinds
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hub_names import check_config_name
 
@@ -183,7 +183,7 @@ def _check_build(config: str, build: Any, where: str) -> None:
     if unknown:
         raise RulerError(f"{where}: build {config!r} records variant {unknown!r}, which no "
                          f"registered variant knows: import the module that registers it "
-                         f"(ruler.builder.variants.register_variant) before reading this "
+                         f"(ruler.catalog.variants.register_variant) before reading this "
                          f"folder, install the plug-in that offers it (entry point group "
                          f"ruler.variants), or use the ruler that built it")
     # the benchmark it records, first (one not installed: one line naming its package, if

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+from ruler.catalog.benchmarks import BENCHMARK_SPECS
 from ruler.kernel.flags import check_flags, option
 
 if TYPE_CHECKING:

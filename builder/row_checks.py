@@ -6,7 +6,7 @@ Each check reads the row alone (and the task's catalog entry, the build's varian
 benchmark's fill promise), none tokenizes: the fields a file's rows share, `length <= L`,
 `context + question == input`, the answers readable off the input (the task family's
 `check_row`), the variant's own rule, one gold depth per gold position with the positions in
-order, and the benchmark's fill (`tasks.benchmarks.FillPromise`). What needs a tokenizer or
+order, and the benchmark's fill (`catalog.benchmarks.FillPromise`). What needs a tokenizer or
 the generator's randomness (stored lengths re-counted, gold positions re-derived, rows
 rebuilt) stays in verify.
 """
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.tasks.base import TaskGenerator
-from ruler.builder.tasks.benchmarks import FillPromise, get_benchmark
-from ruler.builder.tasks.catalog import TASKS, TaskSpec
-from ruler.builder.tasks.family import get_family
-from ruler.builder.variants import NO_VARIANT, Variant
+from ruler.catalog.base import TaskGenerator
+from ruler.catalog.benchmarks import FillPromise, get_benchmark
+from ruler.catalog.family import get_family
+from ruler.catalog.tasks import TASKS, TaskSpec
+from ruler.catalog.variants import NO_VARIANT, Variant
 
 #: What a finding is about: the row's fields (verify's "rows" column) or its answers.
 FIELDS, ANSWERS = "fields", "answers"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ruler.builder.manifest import BuildEntry
-from ruler.builder.variants import variant_from_record
+from ruler.catalog.variants import variant_from_record
 
 
 def series_of(config: str, variant: Mapping[str, Any] | None) -> str:

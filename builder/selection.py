@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ruler.builder.tasks.catalog import LENGTH_SETS, TASKS
+from ruler.catalog.tasks import LENGTH_SETS, TASKS
 from ruler.kernel.errors import RulerError
 
 
 def length_sets() -> dict[str, tuple[int, ...]]:
     """The named length sets: `paper`, `long`, and those a benchmark names."""
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+    from ruler.catalog.benchmarks import BENCHMARK_SPECS
 
     return {**LENGTH_SETS, **{name: lengths for b in BENCHMARK_SPECS.values()
                               for name, lengths in b.length_sets.items()}}
@@ -41,7 +41,7 @@ def parse_lengths(text: str) -> tuple[int, ...]:
 def parse_tasks(text: str | None) -> tuple[str, ...]:
     if not text or text == "all":
         from ruler.benchmarks import DEFAULT
-        from ruler.builder.tasks.benchmarks import get_benchmark
+        from ruler.catalog.benchmarks import get_benchmark
 
         return get_benchmark(DEFAULT).tasks
     tasks = split_tasks(text)
@@ -84,7 +84,7 @@ def lengths_value(value: Any) -> tuple[int, ...]:
 def tasks_value(value: Any) -> tuple[str, ...]:
     """`--tasks` of a selection (eval, score, export): () for all of them. The names are
     checked against the data's own tasks (a build folder's declared tasks are known once its
-    manifest is read: `eval.data`), not against the catalog before it."""
+    manifest is read: `eval.records.dataset`), not against the catalog before it."""
     return split_tasks(_text(value)) if value not in (None, "", ()) else ()
 
 

@@ -28,8 +28,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar, Iterator, Mapping
 
-from ruler.builder.chat_template import ChatTemplate, renders_here, special_tokens
-from ruler.builder.tokenizer import (
+from ruler.catalog.chat_template import ChatTemplate, renders_here, special_tokens
+from ruler.catalog.tokenizer import (
     GENERIC_FAST_CLASSES,
     HFTokenizer,
     SentencePieceTokenizer,

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ruler.builder.tokenizer import Tokenizer, TokenizerIdentity
+from ruler.catalog.tokenizer import Tokenizer, TokenizerIdentity
 
 
 class TekkenTokenizer(Tokenizer):

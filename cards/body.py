@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, Benchmark
+from ruler.catalog.benchmarks import BENCHMARK_SPECS, Benchmark
 
 
 def present(manifest: Manifest) -> list[Benchmark]:

@@ -1,4 +1,4 @@
-"""The card's text on declared tasks (`ruler.builder.tasks.declared`): each one's declaration
+"""The card's text on declared tasks (`ruler.catalog.declared`): each one's declaration
 in the generators' own schema, as the manifest records it (a task file that builds it again),
 and how it differs from the family's own task closest to it, so a reader sees the complexity
 asked for beside the standard configuration."""
@@ -10,9 +10,9 @@ from typing import Any, Mapping
 import yaml
 
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.catalog import FAMILIES, TASKS, TaskSpec
-from ruler.builder.tasks.declared import BUDGET_ARG, DeclaredTask, is_declared
-from ruler.builder.tasks.suites import Suite, benchmark_suites
+from ruler.catalog.declared import BUDGET_ARG, DeclaredTask, is_declared
+from ruler.catalog.suites import Suite, benchmark_suites
+from ruler.catalog.tasks import FAMILIES, TASKS, TaskSpec
 from ruler.kernel.markup import md_code, md_text
 
 

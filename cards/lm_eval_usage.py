@@ -5,8 +5,8 @@ no `eval` module), so the card renders the same section whoever renders it."""
 from __future__ import annotations
 
 from ruler.builder.manifest import FileEntry, Manifest
-from ruler.builder.variants import reserved_output_budget
 from ruler.cards.body import bodies, whose
+from ruler.catalog.variants import reserved_output_budget
 
 #: The folder's name inside a released dataset repo (`ruler release` uploads it there).
 EXPORT_DIR = "lm_eval"

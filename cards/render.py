@@ -18,18 +18,18 @@ import pyarrow as pa
 import yaml
 
 from ruler.builder.counting import COUNTING_METHODS
-from ruler.builder.length_rules import RULES, context_text, length_text, rules_of
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
-from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
-from ruler.builder.sources import SOURCES
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, in_task_order
-from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.body import bodies, present
 from ruler.cards.declared import declared_section, suites_section
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
+from ruler.catalog.benchmarks import BENCHMARK_SPECS, in_task_order
+from ruler.catalog.length_rules import RULES, context_text, length_text, rules_of
+from ruler.catalog.manifest_records import TokenizerRecord
+from ruler.catalog.sources import SOURCES
+from ruler.catalog.tasks import TASKS
 from ruler.kernel.atomic import remove_stale_temps, temp_prefix, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import md_code, md_text
@@ -205,7 +205,7 @@ def _file_rules(manifest: Manifest, config: str) -> list[str | None]:
 
 def _rules_cell(manifest: Manifest, config: str) -> str:
     """A config's length rule(s) as the Contents table says them: "prompt + tokens_to_generate
-    <= L" (`builder.length_rules`)."""
+    <= L" (`catalog.length_rules`)."""
     return "; ".join(_rule_md(r).replace("its prompt's tokens", "prompt")
                      for r in _file_rules(manifest, config))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ruler.builder.manifest import Manifest
-from ruler.builder.variants import variant_kinds
+from ruler.catalog.variants import variant_kinds
 
 
 def variants_section(manifest: Manifest) -> str:

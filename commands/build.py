@@ -6,13 +6,13 @@ import argparse
 import dataclasses
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.length_rules import fill_definition, rules_of
 from ruler.builder.pipeline.config import BuildConfig, BuildReport
 from ruler.builder.selection import parse_lengths, parse_shard, parse_tasks
-from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, benchmark_axes, benchmark_id
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV, registry
-from ruler.builder.variants import add_variant_flags, variants_from_flags
+from ruler.catalog.benchmarks import BENCHMARK_SPECS, benchmark_axes, benchmark_id
+from ruler.catalog.length_rules import fill_definition, rules_of
+from ruler.catalog.sources import SOURCES_ENV
+from ruler.catalog.variants import add_variant_flags, variants_from_flags
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import add_flags, check_flags, flag_values, from_flags, option
 
@@ -72,7 +72,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     )
     add_flags(p, BuildConfig)
     add_flags(p, axis_flags())
-    # Each registered variant adds its own flag(s) (builder.variants): --depths, --output-budget,
+    # Each registered variant adds its own flag(s) (catalog.variants): --depths, --output-budget,
     # --replicate / --replicates, --base, --no-context
     add_variant_flags(p)
     # SIGTERM (a scheduler, `kill PID`) stops a build as Ctrl-C does: workers stopped, this

@@ -289,7 +289,7 @@ def run_report_cmd(cfg: ReportConfig) -> int:
 def _several_report(cfg: ReportConfig) -> int:
     """Several RESULTS: the benchmark's own table of several runs where it has one (its report
     hooks), else Table 3 for runs of several models (or --table), else replicates pooled."""
-    from ruler.builder.tasks.benchmarks import get_benchmark
+    from ruler.catalog.benchmarks import get_benchmark
     from ruler.eval.report.run import load_scores, scores_benchmark
 
     loaded = [load_scores(results) for results in cfg.results]

@@ -6,8 +6,8 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from ruler.builder import sources
-from ruler.builder.essay_fetch import converter_versions
+from ruler.catalog import sources
+from ruler.catalog.essay_fetch import converter_versions
 from ruler.kernel.download import DEFAULT_TOTAL
 from ruler.kernel.errors import IncompleteFetch, RulerError
 from ruler.kernel.flags import POSITIONAL, add_flags, check_flags, from_flags, option

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ruler.benchmarks.ruler.niah import gold_values_in_order
 from ruler.builder.pipeline import BuildConfig, run_build
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.variants import DepthSweep
+from ruler.catalog.tasks import TASKS
+from ruler.catalog.variants import DepthSweep
 from ruler.eval.records.dataset import open_dataset
 from ruler.eval.report.depth import HEATMAP_DIR, NIAH_HEATMAP
 from ruler.eval.report.run import write_report

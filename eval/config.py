@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from ruler.builder.pipeline.config import MAX_LOCAL_WORKERS
 from ruler.builder.selection import lengths_value, tasks_value
-from ruler.builder.tokenizer import PROMPT_MODES
+from ruler.catalog.tokenizer import PROMPT_MODES
 from ruler.eval.backends import (
     DEFAULT_BACKEND,
     BackendOptions,

@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+from ruler.catalog.benchmarks import BENCHMARK_SPECS
 from ruler.kernel.errors import RulerError
 
 FORMAT = "ruler-published/1"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 from typing import Any, Mapping
 
-from ruler.builder.tokenizer import Tokenizer
+from ruler.catalog.tokenizer import Tokenizer
 
 TOKEN_TYPECODE = "I"
 if array(TOKEN_TYPECODE).itemsize != 4:  # C unsigned int is 4 bytes on every supported platform

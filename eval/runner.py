@@ -35,9 +35,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.length_rules import PROMPT_ONLY, counted_output
-from ruler.builder.tokenizer import PROMPT_MODES, Tokenizer
-from ruler.builder.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
+from ruler.catalog.length_rules import PROMPT_ONLY, counted_output
+from ruler.catalog.tokenizer import PROMPT_MODES, Tokenizer
+from ruler.catalog.variants import OUTPUT_BUDGET_MODE, reserved_output_budget
 from ruler.eval.backends import (
     Backend,
     GenRequest,

@@ -50,7 +50,7 @@ class RenderedRow:
     tokens_to_generate: int
     length: int  # the dataset's count: prompt tokens (+ tokens_to_generate: `length_rule`)
     data_sha256: str
-    length_rule: str  # its file's, as the manifest records it (builder.length_rules)
+    length_rule: str  # its file's, as the manifest records it (catalog.length_rules)
     # The row's texts, kept only for a backend that sends text (`keep_texts`)
     input_text: str | None = None
     answer_prefix: str | None = None

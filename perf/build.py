@@ -106,7 +106,7 @@ PHASES = (
     ("fit samples (total)", "builder/fitting.py", "fit_sample"),
     ("  draft text", "builder/tasks/", "draft"),
     ("  count pieces", "builder/counting.py", "piece_counts"),
-    ("  count frames / whole prompts", "builder/tokenizer.py", "prompt_length"),
+    ("  count frames / whole prompts", "catalog/tokenizer.py", "prompt_length"),
     ("gold token positions", "builder/counting.py", "token_positions"),
     ("write Parquet", "builder/writer.py", "write"),
     ("close Parquet files", "builder/writer.py", "__exit__"),

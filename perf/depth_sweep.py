@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from ruler.builder.depths import bin_of, sample_bin
 from ruler.builder.pipeline import BuildConfig, run_build
 from ruler.builder.selection import parse_lengths, parse_tasks
-from ruler.builder.tasks.family import family_of, swept_tasks
-from ruler.builder.variants import DepthSweep
+from ruler.catalog.depths import bin_of, sample_bin
+from ruler.catalog.family import family_of, swept_tasks
+from ruler.catalog.variants import DepthSweep
 
 
 def _margin(depth: float, index: int, bins: int) -> float:

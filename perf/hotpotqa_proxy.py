@@ -18,7 +18,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ruler.builder.sources import SOURCES, resolve
+from ruler.catalog.sources import SOURCES, resolve
 
 
 def proxy_questions(questions: list[dict], total: int) -> list[dict]:

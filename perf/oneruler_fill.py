@@ -42,10 +42,10 @@ from ruler.benchmarks.oneruler.data import OnerulerData
 from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
 from ruler.benchmarks.oneruler.sentences import split_sentences
 from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROSS_LINGUAL_TASKS
-from ruler.builder.depths import DEPTHS
 from ruler.builder.pipeline import BuildConfig, run_build
-from ruler.builder.sources import resolve
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.catalog.depths import DEPTHS
+from ruler.catalog.sources import resolve
 
 NIAH = ONERULER_CROSS_LINGUAL_TASKS  # the 5 NIAH tasks
 LENGTHS = (4096, 8000, 8192, 32000, 64000, 128000)

@@ -48,9 +48,9 @@ from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.common_words import parse_numbered
 from ruler.builder.manifest import Manifest
-from ruler.builder.sources import resolve
-from ruler.builder.tasks.catalog import get_task
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.catalog.sources import resolve
+from ruler.catalog.tasks import get_task
 
 #: Which side's rows a parse reads (their book sentences differ: `Language.sentences`).
 OURS, UPSTREAM = "ours", "upstream"

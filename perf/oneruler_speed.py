@@ -53,7 +53,7 @@ from ruler.benchmarks.oneruler.languages import LanguageAxis
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.builder.selection import parse_lengths
-from ruler.builder.sources import resolve
+from ruler.catalog.sources import resolve
 
 #: What upstream's prepare.py and generators import (besides the standard library).
 MODULES = ("pandas", "tenacity", "wonderwords", "nltk", "yaml", "tqdm", "transformers")

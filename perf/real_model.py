@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perf.llama_server import START_TIMEOUT, LlamaServer
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.tasks import TASKS
 
 RULER = (sys.executable, "-m", "ruler")
 

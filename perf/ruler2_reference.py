@@ -41,9 +41,9 @@ import pyarrow.parquet as pq
 from ruler.benchmarks.ruler2.qa import read_hotpotqa
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.manifest import Manifest
-from ruler.builder.sources import resolve
-from ruler.builder.tasks.catalog import get_task
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.catalog.sources import resolve
+from ruler.catalog.tasks import get_task
 
 
 @dataclass

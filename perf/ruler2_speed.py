@@ -51,8 +51,8 @@ from perf.side_by_side import (
 )
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.selection import parse_lengths
-from ruler.builder.sources import resolve
-from ruler.builder.tasks.catalog import get_task
+from ruler.catalog.sources import resolve
+from ruler.catalog.tasks import get_task
 
 #: Run in upstream's process before its generator: datasets.load_dataset answers from the
 #: Parquet files given in the environment, as the reference README's offline shim does.

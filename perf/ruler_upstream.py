@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from perf.side_by_side import Side, check_imports, interpreter_on_path, timed
-from ruler.builder.sources import resolve
+from ruler.catalog.sources import resolve
 
 #: What upstream's generators import for an `hf` tokenizer (prepare.py, template.py,
 #: tokenizer.py, synthetic/*.py at c3f5e3b; tenacity at tokenizer.py's top).

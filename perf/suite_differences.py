@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ruler.builder.manifest import Manifest
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 
 UPSTREAM_VT_BUDGET, UPSTREAM_NIAH_BUDGET = 30, 128
 _VAR = re.compile(r"VAR ([A-Z]+) = (?:VAR ([A-Z]+)|(\d+))")

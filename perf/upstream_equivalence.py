@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.tasks import TASKS
 from ruler.eval.metrics.specs import ROW_METRICS, postprocess_pred
 
 BOOTSTRAP_DRAWS = 10_000

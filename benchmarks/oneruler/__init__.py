@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ruler.benchmarks.oneruler import sources, tasks
 from ruler.benchmarks.oneruler.languages import LanguageAxis, row_languages
 from ruler.benchmarks.oneruler.metric import check_language, oneruler, oneruler_corrected
-from ruler.builder.tasks.benchmarks import Aggregation, Benchmark
+from ruler.catalog.benchmarks import Aggregation, Benchmark
 from ruler.eval.metrics.specs import MetricSpec, percent_of_rows, raw_generation
 
 if TYPE_CHECKING:

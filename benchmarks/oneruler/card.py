@@ -22,7 +22,7 @@ from ruler.benchmarks.oneruler.sentences import SPLITTER, splitter_of
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.tasks import TASKS
 
 #: What each task asks.
 _ASKS = {

@@ -1,7 +1,7 @@
 """The card's part of the ONERULER section on the haystack's sentences: how each book is cut
 (the splitter, then the long-segment rule), how many sentences that gives beside the splitter
 alone, the longest sentence and the fill the rule brought, for the folder's context
-languages; rendered from `builder.tasks.oneruler_sentences` and the measured tables of
+languages; rendered from `ruler.benchmarks.oneruler.sentences` and the measured tables of
 `ruler.benchmarks.oneruler.differences`."""
 
 from __future__ import annotations

@@ -34,9 +34,9 @@ from ruler.benchmarks.oneruler.resources import check_resources, cwe_pool, data,
 from ruler.benchmarks.oneruler.tasks import ONERULER_CWE
 from ruler.benchmarks.ruler.common_words import check_numbered_answers
 from ruler.benchmarks.ruler2.items import aimed_step
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from ruler.builder.tasks.catalog import TaskSpec
-from ruler.builder.tasks.family import TaskFamily
+from ruler.catalog.base import Draft, TaskGenerator, joined, template_ends
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.tasks import TaskSpec
 from ruler.kernel.errors import RulerError
 
 

@@ -1,6 +1,6 @@
 """The files of ONERULER's data, as upstream's generator reads them: GitHub mungg/OneRuler at the
 pinned commit, folder `OneRuler/data/`, each with its sha256 (the `oneruler` source of
-`builder.sources`).
+`catalog.sources`).
 
 `ruler sources fetch oneruler` downloads each file from raw.githubusercontent.com at the pinned
 commit, capped at its size (`SIZES`), and installs the folder only when every sha256 matches.

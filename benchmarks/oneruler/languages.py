@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from ruler.builder.tasks.benchmarks import BuildAxis
+from ruler.catalog.benchmarks import BuildAxis
 from ruler.kernel.errors import RulerError
 
 #: Upstream's prompt folders, sorted: every language ONERULER has.

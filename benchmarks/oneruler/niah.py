@@ -47,11 +47,11 @@ from ruler.benchmarks.oneruler.resources import (
 )
 from ruler.benchmarks.oneruler.tasks import ONERULER_NIAH
 from ruler.benchmarks.ruler2.items import aimed_step
-from ruler.builder.depths import DEPTHS
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from ruler.builder.tasks.catalog import TaskSpec
-from ruler.builder.tasks.family import TaskFamily
-from ruler.builder.tasks.sampling import draw_unique
+from ruler.catalog.base import Draft, TaskGenerator, joined, template_ends
+from ruler.catalog.depths import DEPTHS
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.sampling import draw_unique
+from ruler.catalog.tasks import TaskSpec
 from ruler.kernel.rng import below
 
 

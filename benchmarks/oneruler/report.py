@@ -36,7 +36,7 @@ from typing import Any, Sequence, TypeVar
 
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.failure_modes.report_hooks import RulerFamilyReport
-from ruler.builder.tasks.benchmarks import in_task_order
+from ruler.catalog.benchmarks import in_task_order
 from ruler.eval.metrics.aggregate import format_length
 from ruler.eval.metrics.intervals import Interval, score_interval, weighted_mean_interval
 from ruler.eval.records.scores_record import CellScore

@@ -20,7 +20,7 @@ from ruler.benchmarks.ruler.common_words import wonderwords_pool
 from ruler.kernel.errors import RulerError
 
 if TYPE_CHECKING:
-    from ruler.builder.context import BuildContext
+    from ruler.catalog.context import BuildContext
 
 SOURCE = "oneruler"
 
@@ -74,7 +74,7 @@ def cwe_pool(ctx: "BuildContext", lang: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=1)
 def _check_data() -> OnerulerData:
-    from ruler.builder.sources import resolve
+    from ruler.catalog.sources import resolve
 
     return OnerulerData(resolve(SOURCE).path)
 
@@ -83,7 +83,7 @@ def check_resources(row: Mapping) -> tuple[OnerulerLanguage, OnerulerData] | str
     """A row's language and the data folder (found as builds find sources: $RULER_SOURCES,
     then the cache), for the row checks; why not, as text."""
     try:
-        from ruler.builder.tasks.checks import BUILD_AXES
+        from ruler.catalog.checks import BUILD_AXES
 
         recorded = row.get(BUILD_AXES, {}).get("language")
         if recorded is None:

@@ -4,7 +4,7 @@ at a pinned commit of its GitHub repository, file by file."""
 from __future__ import annotations
 
 from ruler.benchmarks.oneruler.files import COMMIT, FILES, RAW_BASE, SIZES
-from ruler.builder.sources import FilesSource
+from ruler.catalog.sources import FilesSource
 
 #: Its pinned inputs (`Benchmark.sources`), which `ruler sources` lists and fetches.
 SOURCES = (

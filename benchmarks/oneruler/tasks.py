@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ruler.benchmarks.ruler.niah_params import oneruler_niah_params_problem
-from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
+from ruler.catalog.tasks import FamilySpec, TaskSpec, register_task
 from ruler.kernel.registry import builtin_code
 
 # Every template part is the language's prompt file (`prompt/<lang>/niah.txt`, a

@@ -9,7 +9,7 @@ from ruler.benchmarks.ruler.metrics import (
     string_match_all,
     string_match_part,
 )
-from ruler.builder.tasks.benchmarks import Aggregation, Benchmark
+from ruler.catalog.benchmarks import Aggregation, Benchmark
 from ruler.eval.metrics.specs import MetricSpec, postprocess_pred, score_of_rows
 
 #: Its metrics: upstream's, on the post-processed prediction; a task's score is upstream's own

@@ -25,11 +25,11 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ruler.benchmarks.ruler.tasks import COMMON_WORDS
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
-from ruler.builder.tasks.family import TaskFamily
-from ruler.builder.tasks.sampling import strictly_most_frequent
-from ruler.builder.tasks.tally import Gather, Tally
-from ruler.builder.words import wonderwords_list
+from ruler.catalog.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.sampling import strictly_most_frequent
+from ruler.catalog.tally import Gather, Tally
+from ruler.catalog.words import wonderwords_list
 
 SHORT_CONTEXT = 4096  # upstream switches parameters at max_seq_length < 4096
 NUM_FEWSHOT = 1       # upstream's --num_fewshot default

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from ruler.benchmarks.ruler.task_args import NIAH_BUDGET, VT_BUDGET
-from ruler.builder.tasks.declared import DeclaredTask
+from ruler.catalog.declared import DeclaredTask
 from ruler.kernel.markup import md_code
 
 Row = tuple[str, str, str]

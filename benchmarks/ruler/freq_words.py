@@ -19,10 +19,10 @@ import numpy as np
 from scipy.special import zeta
 
 from ruler.benchmarks.ruler.tasks import FREQ_WORDS
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
-from ruler.builder.tasks.family import TaskFamily
-from ruler.builder.tasks.sampling import strictly_most_frequent
-from ruler.builder.tasks.tally import Gather, Tally
+from ruler.catalog.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.sampling import strictly_most_frequent
+from ruler.catalog.tally import Gather, Tally
 
 # Upstream's code sets vocab[0] = '...' (three dots) while the question says "Please ignore
 # the dots '....'" (four). The generated text is kept as upstream produced it.

@@ -4,7 +4,7 @@ Haystacks: `essay` (words of the essay corpus, needles inserted between punkt se
 depths drawn from a 40-point grid), `noise` (copies of the noise block) and `needle`
 (distractor needles), both with needles inserted as lines at random positions. In a
 depth-swept build the queried needles go in the sample's depth bin instead
-(builder.tasks.placement); the other needles are placed as upstream places them.
+(catalog.placement); the other needles are placed as upstream places them.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import Callable, Mapping, Sequence
 
 from ruler.benchmarks.ruler.noise import NOISE_SENTENCE
 from ruler.benchmarks.ruler.tasks import NIAH
-from ruler.builder.depths import DEPTHS, DepthBin
-from ruler.builder.essays import EssayCorpus, shared_corpus
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
-from ruler.builder.tasks.catalog import TaskSpec
-from ruler.builder.tasks.family import DepthItem, TaskFamily, first_gold_item
-from ruler.builder.tasks.placement import essay_gold_cuts, line_gold_slots, token_weights
-from ruler.builder.tasks.sampling import permutation_prefix
-from ruler.builder.tasks.tally import Gather, Tally
-from ruler.builder.words import AdjectiveNounKeys
+from ruler.catalog.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
+from ruler.catalog.depths import DEPTHS, DepthBin
+from ruler.catalog.essays import EssayCorpus, shared_corpus
+from ruler.catalog.family import DepthItem, TaskFamily, first_gold_item
+from ruler.catalog.placement import essay_gold_cuts, line_gold_slots, token_weights
+from ruler.catalog.sampling import permutation_prefix
+from ruler.catalog.tally import Gather, Tally
+from ruler.catalog.tasks import TaskSpec
+from ruler.catalog.words import AdjectiveNounKeys
 from ruler.kernel.rng import below
 
 NEEDLE = "One of the special magic {type_needle_v} for {key} is: {value}."

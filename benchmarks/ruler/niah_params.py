@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ruler.builder.depths import DEPTHS
+from ruler.catalog.depths import DEPTHS
 
 HAYSTACKS = ("essay", "noise", "needle")
 NEEDLE_TYPES = ("words", "numbers", "uuids")

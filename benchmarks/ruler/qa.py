@@ -13,7 +13,7 @@ Upstream (`qa.py`):
 - documents are written "Document i:\\n<text>" joined by a blank line.
 
 In a depth-swept build the gold documents leave their slots and go, as one block, where the
-mean of their starts lies in the sample's depth bin (builder.tasks.placement); the other
+mean of their starts lies in the sample's depth bin (catalog.placement); the other
 documents keep upstream's order. Past the source's documents (a list repeated) every
 occurrence of a gold document is gold, and all of them go in the block.
 """
@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ruler.benchmarks.ruler.tasks import QA
-from ruler.builder.depths import DepthBin
-from ruler.builder.tasks.base import Draft, TaskGenerator, end_with_tail, template_ends
-from ruler.builder.tasks.family import DepthItem, TaskFamily
-from ruler.builder.tasks.placement import document_order, token_weights
-from ruler.builder.tasks.sampling import permutation_prefix
+from ruler.catalog.base import Draft, TaskGenerator, end_with_tail, template_ends
+from ruler.catalog.depths import DepthBin
+from ruler.catalog.family import DepthItem, TaskFamily
+from ruler.catalog.placement import document_order, token_weights
+from ruler.catalog.sampling import permutation_prefix
 from ruler.kernel.errors import RulerError
 
 DOCUMENT = "Document {i}:\n{document}"

@@ -3,8 +3,8 @@ HotpotQA, as upstream's scripts download them."""
 
 from __future__ import annotations
 
-from ruler.builder.essay_fetch import PAGE_CEILING
-from ruler.builder.sources import ArchiveSource, FileSource
+from ruler.catalog.essay_fetch import PAGE_CEILING
+from ruler.catalog.sources import ArchiveSource, FileSource
 
 #: Its pinned inputs (`Benchmark.sources`), which `ruler sources` lists and fetches.
 SOURCES = (
@@ -26,7 +26,7 @@ SOURCES = (
             "`ruler release --with-sources` (its sources/ folder)"
         ),
         scraper=("RULER's scripts/data/synthetic/json/download_paulgraham_essay.py over its "
-                 "PaulGrahamEssays_URLs.txt (builder/essay_list.json)"),
+                 "PaulGrahamEssays_URLs.txt (catalog/essay_list.json)"),
         ceiling=PAGE_CEILING,
     ),
     FileSource(

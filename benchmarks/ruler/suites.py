@@ -21,7 +21,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from ruler.builder.tasks.suites import Suite, SuiteTask
+from ruler.catalog.suites import Suite, SuiteTask
 
 NIAH, VT, CWE, FWE = ("niah", "variable_tracking", "common_words_extraction",
                       "freq_words_extraction")

@@ -1,7 +1,7 @@
 """The arguments of RULER's five generators, as a user declares a task with them: upstream's
 schema (NVIDIA/RULER `scripts/synthetic.yaml`: `name: {task: <generator>, args: {...}}`), every
 argument its generators take (`scripts/data/synthetic/*.py`), each checked against its domain
-when the task is declared (`FamilySpec.configure`, `ruler.builder.tasks.declared`).
+when the task is declared (`FamilySpec.configure`, `ruler.catalog.declared`).
 
 A family's arguments read into the parameters its generator takes. Those the 13 tasks spell
 out are always present (with upstream's default when not given), every other one only when it
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks.ruler.niah_params import HAYSTACKS, NEEDLE_TYPES, niah_params_problem
-from ruler.builder.tasks.catalog import Configured
+from ruler.catalog.tasks import Configured
 from ruler.kernel.errors import RulerError
 
 #: Arguments every upstream generator takes that a build sets for all its tasks at once (or

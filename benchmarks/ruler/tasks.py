@@ -3,7 +3,7 @@
 The single source of truth for every fact that must equal upstream RULER (NVIDIA/RULER
 `scripts/data/synthetic/constants.py`, `scripts/synthetic.yaml`,
 `scripts/eval/synthetic/constants.py`); registered in the task catalog when this benchmark
-loads (`ruler.builder.tasks.catalog.TASKS`).
+loads (`ruler.catalog.tasks.TASKS`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from types import MappingProxyType
 
 import ruler.benchmarks.ruler.task_args as task_args
 from ruler.benchmarks.ruler.niah_params import niah_params_problem
-from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
+from ruler.catalog.tasks import FamilySpec, TaskSpec, register_task
 from ruler.kernel.registry import builtin_code
 
 NIAH = FamilySpec(

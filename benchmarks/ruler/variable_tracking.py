@@ -22,9 +22,9 @@ from typing import Mapping, Sequence
 
 from ruler.benchmarks.ruler.noise import NOISE_SENTENCE
 from ruler.benchmarks.ruler.tasks import VARIABLE_TRACKING
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from ruler.builder.tasks.family import TaskFamily
-from ruler.builder.tasks.sampling import draw_unique
+from ruler.catalog.base import Draft, TaskGenerator, joined, template_ends
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.sampling import draw_unique
 from ruler.kernel.rng import derive_seed
 
 NAME_LEN = 5          # upstream: k=5 letters for the real chains

@@ -3,8 +3,8 @@ four difficulties) in configs `<tokenizer>--v2`, rows whose `length` counts the 
 (its 16,384 tokens to generate come on top)."""
 
 from ruler.benchmarks.ruler2 import metric, multichoice, sources, tasks
-from ruler.builder.length_rules import PROMPT_ONLY
-from ruler.builder.tasks.benchmarks import Aggregation, Benchmark
+from ruler.catalog.benchmarks import Aggregation, Benchmark
+from ruler.catalog.length_rules import PROMPT_ONLY
 from ruler.eval.metrics.specs import MetricSpec, percent_of_rows, raw_generation
 
 #: Its metrics, as NeMo-Skills scores them: on the raw generation, a task's score the mean of
@@ -20,7 +20,7 @@ METRICS = {
 
 
 def prompt_mode(has_chat_template: bool) -> str:
-    """How RULERv2 rows are counted (`builder.tokenizer.PROMPT_MODES`): NeMo-Skills sends the
+    """How RULERv2 rows are counted (`catalog.tokenizer.PROMPT_MODES`): NeMo-Skills sends the
     question as the one user message and the server adds the generation prompt, which is
     what mode "reasoning" renders (a user turn and the generation prompt, nothing pre-filled;
     "chat" would continue an empty assistant turn, which for Llama 3 lacks the "\n\n" the

@@ -9,8 +9,8 @@ from ruler.benchmarks.ruler2.differences import RULER2_DIFFERENCES
 from ruler.benchmarks.ruler2.tasks import RULER2_TOKENS_TO_GENERATE
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.manifest import Manifest
-from ruler.builder.sources import SOURCES, HubSource
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.sources import SOURCES, HubSource
+from ruler.catalog.tasks import TASKS
 
 #: What each task asks (the family x difficulty grid of NeMo-Skills' ruler2).
 _ASKS = {

@@ -15,7 +15,7 @@ import re
 from typing import AbstractSet, Callable, Iterator, Sequence
 
 from ruler.benchmarks.ruler2.prompts import ITEM_SEPARATOR
-from ruler.builder.tasks.sampling import draw_unique
+from ruler.catalog.sampling import draw_unique
 from ruler.kernel.rng import below
 
 

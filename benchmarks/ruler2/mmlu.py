@@ -47,9 +47,9 @@ from ruler.benchmarks.ruler2.prompts import (
     ORDER,
 )
 from ruler.benchmarks.ruler2.tasks import RULER2_MMLU, RULER2_MMLU_2STEPS, RULER2_MMLU_CHOICE
-from ruler.builder.hub_sources import read_split
-from ruler.builder.tasks.base import Draft, TaskGenerator
-from ruler.builder.tasks.family import TaskFamily
+from ruler.catalog.base import Draft, TaskGenerator
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.hub_sources import read_split
 from ruler.kernel.errors import RulerError
 from ruler.kernel.rng import below, derive_seed
 
@@ -248,7 +248,7 @@ class Parsed:
 
 def parse(row: Mapping) -> Parsed | str:
     """A row's questions, the asked id and the gold items, read off its input."""
-    from ruler.builder.tasks.catalog import get_task
+    from ruler.catalog.tasks import get_task
 
     text = row["input"]
     problem_at = text.rfind("\n\n")  # the problem is the last paragraph

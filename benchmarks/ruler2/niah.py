@@ -22,10 +22,10 @@ from ruler.benchmarks.ruler.niah import _split_needle
 from ruler.benchmarks.ruler2.items import aimed_step, assemble, number, split_value
 from ruler.benchmarks.ruler2.prompts import NIAH_MULTIPLE, NIAH_NEEDLE, NIAH_SINGLE
 from ruler.benchmarks.ruler2.tasks import RULER2_NIAH
-from ruler.builder.tasks.base import Draft, TaskGenerator, template_ends
-from ruler.builder.tasks.catalog import TaskSpec
-from ruler.builder.tasks.family import TaskFamily
-from ruler.builder.words import AdjectiveNounKeys
+from ruler.catalog.base import Draft, TaskGenerator, template_ends
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.tasks import TaskSpec
+from ruler.catalog.words import AdjectiveNounKeys
 
 _LINE = re.compile(r"One of the special magic (\w+) for (.+?) is: ([0-9]+)\.$", re.M)
 _QUESTION = re.compile(r"\nWhat (?:is|are all) the special magic \w+ for (.+?) mentioned in the "

@@ -2,7 +2,7 @@
 
 Upstream: NVIDIA-NeMo/Skills `nemo_skills/dataset/ruler2/prepare_niah.py` (8779b75),
 `prepare_mmlu.py` and `prepare_qa.py` (5536f54), instruct prompts (`--prompt_type instruct`:
-no answer prefix). The catalog (`ruler.builder.tasks.catalog`) ties them to the 12 tasks; the
+no answer prefix). The catalog (`ruler.catalog.tasks`) ties them to the 12 tasks; the
 generators fill them in. Only the variants the 12 tasks use are here.
 """
 

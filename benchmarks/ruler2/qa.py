@@ -35,10 +35,10 @@ from ruler.benchmarks.ruler2.items import (
 )
 from ruler.benchmarks.ruler2.prompts import QA_CONTEXT, QA_DOCUMENT, QA_PARAGRAPH, QA_PROBLEM
 from ruler.benchmarks.ruler2.tasks import RULER2_QA
-from ruler.builder.hub_sources import read_split
-from ruler.builder.tasks.base import Draft, TaskGenerator
-from ruler.builder.tasks.catalog import get_task
-from ruler.builder.tasks.family import TaskFamily
+from ruler.catalog.base import Draft, TaskGenerator
+from ruler.catalog.family import TaskFamily
+from ruler.catalog.hub_sources import read_split
+from ruler.catalog.tasks import get_task
 from ruler.kernel.errors import RulerError
 
 COLUMNS = ("question", "answer", "supporting_facts", "context")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ruler.builder.hub_sources import HubDataset, HubFile, HubSplit
-from ruler.builder.sources import HubSource
+from ruler.catalog.hub_sources import HubDataset, HubFile, HubSplit
+from ruler.catalog.sources import HubSource
 
 #: Its pinned inputs (`Benchmark.sources`), which `ruler sources` lists and fetches.
 SOURCES = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from ruler.benchmarks.ruler2.prompts import NIAH_MULTIPLE, TOTAL
-from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
+from ruler.catalog.tasks import FamilySpec, TaskSpec, register_task
 from ruler.kernel.registry import builtin_code
 
 # The prompts are in `ruler.benchmarks.ruler2.prompts`; a family's `template` is the frame

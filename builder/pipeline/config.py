@@ -17,9 +17,9 @@ from ruler.builder.selection import (
     parse_lengths,
     shard_value,
 )
-from ruler.builder.sources import SOURCES_ENV
-from ruler.builder.tasks import get_task
-from ruler.builder.tasks.benchmarks import (
+from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
+from ruler.catalog import get_task
+from ruler.catalog.benchmarks import (
     ALIASES,
     BENCHMARK_SPECS,
     benchmark_id,
@@ -27,10 +27,10 @@ from ruler.builder.tasks.benchmarks import (
     check_tasks,
     get_benchmark,
 )
-from ruler.builder.tasks.declared import declare_all, parse_declarations, read_task_file
-from ruler.builder.tasks.suites import benchmark_suites, find_suite
-from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
-from ruler.builder.variants import NO_VARIANT, Variant, variant_flags
+from ruler.catalog.declared import declare_all, parse_declarations, read_task_file
+from ruler.catalog.sources import SOURCES_ENV
+from ruler.catalog.suites import benchmark_suites, find_suite
+from ruler.catalog.variants import NO_VARIANT, Variant, variant_flags
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import NEGATED, SWITCH, check_flags, option
 
@@ -112,13 +112,13 @@ def _lengths_help() -> str:
 class BuildConfig:
     """What to build: one config of one tokenizer. Each field but `variant` is a `ruler build`
     flag (declared on the field: `ruler.kernel.flags`); the variant is asked for by the
-    variant kinds' own flags (`ruler.builder.variants`). `ruler.build(...)` takes the same
+    variant kinds' own flags (`ruler.catalog.variants`). `ruler.build(...)` takes the same
     fields as keywords."""
 
     tokenizer: str = option(
         "--tokenizer", required=True,
         help="registry name, a local tokenizer folder, or a Hub id org/name@revision")
-    # The benchmark the tasks belong to (builder.tasks.benchmarks; default: the default
+    # The benchmark the tasks belong to (catalog.benchmarks; default: the default
     # benchmark, `ruler.benchmarks.DEFAULT`); an alias (v1, v2) is settled to its id.
     benchmark: str = option(
         "--benchmark", default=DEFAULT, text_default="v1", choices=lambda: tuple(ALIASES),
@@ -127,7 +127,7 @@ class BuildConfig:
     tasks: tuple[str, ...] = option(
         "--tasks", default=(), text_default="all", parse=build_tasks_value, help=_tasks_help)
     # Tasks of the benchmark's families with the complexity the user asks for
-    # (`ruler.builder.tasks.declared`), in the generators' own schema; built unless `--tasks`
+    # (`ruler.catalog.declared`), in the generators' own schema; built unless `--tasks`
     # says otherwise.
     task_file: Path | None = option(
         "--task-file", default=None, type=Path, metavar="YAML",
@@ -211,7 +211,7 @@ class BuildConfig:
              "tokenization on sampled rows only (faster); by default every row is checked, as "
              "piece counting is proven only for the registry's tokenizers. The card records "
              "which")
-    # The variant to build (builder.variants: DepthSweep(10) makes config
+    # The variant to build (catalog.variants: DepthSweep(10) makes config
     # <tokenizer>--depth10, OutputBudget(16384) <tokenizer>--out16k); NO_VARIANT builds the
     # default config. Its flags are the variant kinds' own.
     variant: Variant = NO_VARIANT
@@ -228,7 +228,7 @@ class BuildConfig:
         settle = partial(object.__setattr__, self)  # a frozen dataclass settles its defaults
         settle("benchmark", benchmark_id(self.benchmark))
         if not isinstance(self.variant, Variant):
-            raise RulerError(f"variant must be a ruler.builder.variants.Variant (NO_VARIANT for "
+            raise RulerError(f"variant must be a ruler.catalog.variants.Variant (NO_VARIANT for "
                              f"the default config), got {self.variant!r}")
         bench = get_benchmark(self.benchmark)
         unknown = sorted(set(self.axes) - {a.name for a in bench.axes})

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ruler.builder.context import BuildContext
 from ruler.builder.fitting import too_short_counts
 from ruler.builder.identity import file_key
-from ruler.builder.manifest_records import IdentityRecord
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.pipeline.worker import Worker
-from ruler.builder.tasks import get_task
-from ruler.builder.tasks.declared import DeclaredTask
+from ruler.catalog import get_task
+from ruler.catalog.context import BuildContext
+from ruler.catalog.declared import DeclaredTask
+from ruler.catalog.manifest_records import IdentityRecord
 from ruler.kernel.errors import TooShortError
 from ruler.kernel.rng import sample_rng
 

@@ -21,15 +21,15 @@ from pathlib import Path
 from typing import Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.context import BuildContext
 from ruler.builder.identity import build_differences
 from ruler.builder.manifest import BuildEntry, FileEntry, Manifest, manifest_lock, split_file
-from ruler.builder.manifest_records import IdentityRecord, SourceRecord, is_official
 from ruler.builder.pipeline.config import FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.publish_steps import write_published
 from ruler.builder.seed_series import seed_clash
-from ruler.builder.tasks.benchmarks import benchmark_package
+from ruler.catalog.benchmarks import benchmark_package
+from ruler.catalog.context import BuildContext
+from ruler.catalog.manifest_records import IdentityRecord, SourceRecord, is_official
 from ruler.kernel.errors import RulerError
 
 

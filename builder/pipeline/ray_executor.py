@@ -51,7 +51,7 @@ from ruler.builder.packages import FILE_PACKAGES, content_packages, installed_ve
 from ruler.builder.pipeline.config import FileJob, FileResult
 from ruler.builder.pipeline.executor import Publish
 from ruler.builder.pipeline.worker import Worker, worker_name, write_file_steps
-from ruler.builder.sources import recheck
+from ruler.catalog.sources import recheck
 from ruler.kernel.atomic import FILE_MODE, temp_file_beside
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256

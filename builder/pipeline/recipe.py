@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder import __version__
-from ruler.builder.context import BuildContext
 from ruler.builder.identity import make_identity
 from ruler.builder.manifest import BuildEntry
-from ruler.builder.manifest_records import IdentityRecord
 from ruler.builder.packages import content_packages, installed_versions
-from ruler.builder.tasks.benchmarks import benchmark_config, get_benchmark
-from ruler.builder.tasks.declared import DeclaredTask, declare_records, records
-from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import config_name
-from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
+from ruler.catalog.benchmarks import benchmark_config, get_benchmark
+from ruler.catalog.context import BuildContext
+from ruler.catalog.declared import DeclaredTask, declare_records, records
+from ruler.catalog.manifest_records import IdentityRecord
+from ruler.catalog.tokenizer import Tokenizer
+from ruler.catalog.variants import NO_VARIANT, Variant, variant_from_record
 from ruler.kernel.errors import RulerError
 
 if TYPE_CHECKING:
@@ -39,20 +39,20 @@ class BuildRecipe:
     seed_name: str  # the name every sample's seed is drawn from (the default config's)
     seed: int
     samples: int
-    prompt_mode: str  # how prompts are counted (builder.tokenizer.PROMPT_MODES)
+    prompt_mode: str  # how prompts are counted (catalog.tokenizer.PROMPT_MODES)
     variant: Variant = NO_VARIANT
     sources_dir: str | os.PathLike | None = None
     # How piece counts are proven; the rows are the same either way.
     exact_counts: bool = False  # tokenize every probe whole (the reference; slow)
     certify_every_row: bool = False  # check every row's piece count, not sampled rows only
-    benchmark: str = DEFAULT  # builder.tasks.benchmarks: whose rows
+    benchmark: str = DEFAULT  # catalog.benchmarks: whose rows
     # its benchmark's axes' values, by axis name (`BuildAxis`; {}: a benchmark without axes)
     axes: Mapping[str, Any] = field(default_factory=dict)
-    # Its declared tasks (`builder.tasks.declared`): name -> {task, args}, what each of their
+    # Its declared tasks (`catalog.declared`): name -> {task, args}, what each of their
     # files' build key hashes and the manifest records; a worker in another process declares
     # them again from here.
     declared: Mapping[str, DeclaredTask] = field(default_factory=dict)
-    # the suites it builds (`builder.tasks.suites`, `--suite`), which the manifest records
+    # the suites it builds (`catalog.suites`, `--suite`), which the manifest records
     suites: tuple[str, ...] = ()
 
     @classmethod

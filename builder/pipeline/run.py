@@ -7,7 +7,7 @@ interrupted build resumes, and a file whose build key (`ruler.builder.identity`)
 is kept, never rebuilt. A build whose identity differs from the config's files already in OUT
 (seed, samples, tokenizer, package versions, a source's bytes) refuses, naming what differs,
 unless `overwrite` is set; then only the files the manifest lists for the config are removed.
-A variant (`ruler.builder.variants`) is its own config, with its own identity.
+A variant (`ruler.catalog.variants`) is its own config, with its own identity.
 A complete, matching build writes nothing at all. Workers fit and write whole files, longest
 first; this process publishes and records them, under the manifest lock.
 """

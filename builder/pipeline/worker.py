@@ -18,16 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterable
 
-from ruler.builder.context import BuildContext
 from ruler.builder.counting import ExactCounter, PieceCounter, counting_method
 from ruler.builder.fitting import FittedSample, fit_sample
 from ruler.builder.manifest import FileEntry, canonical_row_bytes
 from ruler.builder.pipeline.config import FileJob, FileResult
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.row_checks import RowRules, row_findings
-from ruler.builder.tasks import TaskGenerator, get_task, make_generator
-from ruler.builder.tasks.family import get_family
 from ruler.builder.writer import SplitWriter
+from ruler.catalog import TaskGenerator, get_task, make_generator
+from ruler.catalog.context import BuildContext
+from ruler.catalog.family import get_family
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256
 from ruler.kernel.lifeline import die_with_parent
@@ -48,9 +48,9 @@ class Row:
     counted_exactly: bool  # counted by whole-prompt tokenization
     certified: bool  # its piece count was checked against a whole-prompt count
     # The share of its context that repeats source material (a source used up before L:
-    # builder.tasks.base.Draft).
+    # catalog.base.Draft).
     repeated_share: float
-    # How its `length` counts (builder.length_rules): recorded in the file's manifest entry
+    # How its `length` counts (catalog.length_rules): recorded in the file's manifest entry
     length_rule: str | None = None
     # Shorter than its benchmark's fill promise, kept: it holds all of its task's inputs.
     short_at_bound: bool = False

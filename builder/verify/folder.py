@@ -12,10 +12,10 @@ from ruler.benchmarks import DEFAULT
 from ruler.builder.findings import Problem
 from ruler.builder.identity import file_key, identity_differences, identity_of_build
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest
-from ruler.builder.tasks.benchmarks import benchmark_config
-from ruler.builder.tasks.catalog import TASKS
 from ruler.builder.tokenizer_registry import config_name
-from ruler.builder.variants import variant_from_record
+from ruler.catalog.benchmarks import benchmark_config
+from ruler.catalog.tasks import TASKS
+from ruler.catalog.variants import variant_from_record
 from ruler.kernel.temp_files import stale_temp_files
 
 

@@ -70,7 +70,7 @@ class Regenerator:
 
     def generator(self, config: str, task: str, max_seq_length: int):
         """The task's generator for this build, or a string saying why there is none."""
-        from ruler.builder.tasks import get_task
+        from ruler.catalog import get_task
 
         worker = self._worker(config)
         if isinstance(worker, str):

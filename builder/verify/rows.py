@@ -10,14 +10,14 @@ import pyarrow.parquet as pq
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder.findings import DEFAULT_SAMPLE, FileReport, Problem
-from ruler.builder.length_rules import PROMPT_AND_OUTPUT, counted_output
 from ruler.builder.manifest import FileEntry, canonical_row_bytes, content_sha256_rows
 from ruler.builder.row_checks import FIELDS, RowRules, row_findings
 from ruler.builder.schema import ROW_SCHEMA, schema_problem
-from ruler.builder.tasks.checks import check_row, gold_spans, needs_generator, with_build
-from ruler.builder.tasks.family import family_of
-from ruler.builder.variants import NO_VARIANT, Variant
 from ruler.builder.verify.regenerate import Regenerator, rows_to_regenerate
+from ruler.catalog.checks import check_row, gold_spans, needs_generator, with_build
+from ruler.catalog.family import family_of
+from ruler.catalog.length_rules import PROMPT_AND_OUTPUT, counted_output
+from ruler.catalog.variants import NO_VARIANT, Variant
 from ruler.kernel.hashing import file_sha256
 
 
@@ -115,7 +115,7 @@ class RowChecker:
 
     def _check_gold(self, i: int, row: dict) -> None:
         """Gold positions and depths re-derived: the gold items' offsets in `input`
-        (ruler.builder.tasks.checks.gold_spans), token indices by a fresh tokenization."""
+        (ruler.catalog.checks.gold_spans), token indices by a fresh tokenization."""
         generator = None
         if needs_generator(row["task"]):
             generator = self._generator_for(row)

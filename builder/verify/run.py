@@ -10,7 +10,7 @@ Checks, per split file listed in `manifest.json`:
             tokenizer gives exactly the stored `length`, and the same rows' gold positions
             and depths, re-derived from where their gold items sit in `input`, are the stored
             ones (every row: one depth in [0, 1] per position, positions in order);
-  answers - each row's `outputs` can be read off its `input` (`ruler.builder.tasks.checks`),
+  answers - each row's `outputs` can be read off its `input` (`ruler.catalog.checks`),
             and in a depth-swept config (`--depths N`) row i's gold depths lie in bin i mod N;
   regen   - with `regenerate=K`, K random rows are rebuilt from the manifest's identity and
             must equal the stored rows byte for byte (needs the build's sources).
@@ -38,13 +38,13 @@ from ruler.builder.findings import DEFAULT_SAMPLE, FileReport, VerifyReport
 from ruler.builder.manifest import BuildEntry, FileEntry, load_manifest
 from ruler.builder.pipeline.config import default_start_method
 from ruler.builder.publish_steps import published_problems
-from ruler.builder.tasks.benchmarks import recorded_length_rule
-from ruler.builder.variants import NO_VARIANT, Variant, variant_from_record
 from ruler.builder.verify.folder import manifest_problems
 from ruler.builder.verify.loading import check_loading
 from ruler.builder.verify.regenerate import Regenerator
 from ruler.builder.verify.rows import Build, verify_file
 from ruler.builder.verify.tokenizers import tokenizer_for
+from ruler.catalog.benchmarks import recorded_length_rule
+from ruler.catalog.variants import NO_VARIANT, Variant, variant_from_record
 
 
 @dataclass(frozen=True)

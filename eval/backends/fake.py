@@ -57,7 +57,7 @@ class FakeAnswers:
 
 def fake_answers() -> dict[str, FakeAnswers]:
     """Each failure mode the registered benchmarks offer, with its benchmark's answers."""
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+    from ruler.catalog.benchmarks import BENCHMARK_SPECS
 
     hooks = [h for b in BENCHMARK_SPECS.values() if (h := b.hook("fake_answers")) is not None]
     return {mode: h for h in hooks for mode in h.modes}

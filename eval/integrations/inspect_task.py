@@ -67,7 +67,7 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
     revision = None if revision is None else str(revision)
     tokenizer_config = None if tokenizer_config is None else str(tokenizer_config)
     ds = open_dataset(data, revision, tokenizer_config, task_names, length_list)
-    # checked once the manifest is read: its declared tasks (builder.tasks.declared) are known
+    # checked once the manifest is read: its declared tasks (catalog.declared) are known
     check_task_names(task_names)
     if tokenizer_config is None:
         if len(ds.configs) != 1:
@@ -144,7 +144,7 @@ def row_score(completion: str, metric_name: str, references: Sequence[str], task
 
 def _metric_key(build: Any, files: Sequence[Any]) -> str:
     """The build key the rows' keyed metric reads (`metrics.build_key`), "" for the others."""
-    from ruler.builder.tasks.catalog import TASKS
+    from ruler.catalog.tasks import TASKS
 
     names = {TASKS[f.task].metric for f in files if f.task in TASKS}
     for name in sorted(names & metrics.KEYED_METRICS):

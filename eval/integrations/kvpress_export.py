@@ -49,10 +49,10 @@ import pyarrow.parquet as pq
 import yaml
 
 from ruler.builder.manifest import BuildEntry
-from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.schema import schema_problem
 from ruler.cards.kvpress_usage import SPLIT
 from ruler.cards.render import tokenizer_origin
+from ruler.catalog.manifest_records import TokenizerRecord
 from ruler.eval.integrations.export_folder import (
     ExportKind,
     check_target,

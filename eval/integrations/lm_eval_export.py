@@ -60,8 +60,6 @@ from typing import Any, Callable, Mapping, Sequence
 import yaml
 
 from ruler.builder.manifest import FileEntry, Manifest
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
-from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.lm_eval_usage import (
     ALL_GROUP,
     EXPORT_DIR,
@@ -75,6 +73,8 @@ from ruler.cards.lm_eval_usage import (
     runnable_files,
     task_name,
 )
+from ruler.catalog.benchmarks import BENCHMARK_SPECS
+from ruler.catalog.tasks import TASKS
 from ruler.eval.integrations.export_folder import (
     ExportKind,
     check_target,

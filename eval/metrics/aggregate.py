@@ -13,7 +13,7 @@ For other length sets the weights generalise to k / (1 + 2 + ... + n), which is 
 paper's six lengths.
 
 Other benchmarks define other columns: which ones, and how a length's tasks aggregate, is the
-benchmark's own record's to say (`Benchmark.aggregation`, a `tasks.benchmarks.Aggregation`: a
+benchmark's own record's to say (`Benchmark.aggregation`, a `catalog.benchmarks.Aggregation`: a
 benchmark without weighted averages and an effective length gets the per-length aggregate and
 its average over lengths only).
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ruler.builder.tasks.benchmarks import Aggregation
+from ruler.catalog.benchmarks import Aggregation
 
 #: Llama-2-7B-chat's mean at 4K (RULER README and paper Table 3).
 DEFAULT_THRESHOLD = 85.6

@@ -18,7 +18,7 @@ on); the score is the row's metric on those references. The built-in families:
 - rows of a metric without partial credit: each item scored as its whole row is
   (a multi-value answer is right only with every value), at its own depth.
 
-`depth_table` bins the items (bin b of N: depths in [b/N, (b+1)/N), `ruler.builder.depths`)
+`depth_table` bins the items (bin b of N: depths in [b/N, (b+1)/N), `ruler.catalog.depths`)
 per task and length; cells with fewer than `min_samples` items are flagged, never hidden.
 """
 
@@ -27,10 +27,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
-from ruler.builder.depths import bin_of
-from ruler.builder.tasks.benchmarks import in_task_order
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.family import DepthItem, first_gold_item, get_family
+from ruler.catalog.benchmarks import in_task_order
+from ruler.catalog.depths import bin_of
+from ruler.catalog.family import DepthItem, first_gold_item, get_family
+from ruler.catalog.tasks import TASKS
 from ruler.eval.metrics.specs import METRIC_SPECS, row_score
 
 #: Bins of a report on a build that was not depth-swept (a swept one uses its own N).

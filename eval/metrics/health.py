@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ruler.builder.tasks.benchmarks import in_task_order
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.benchmarks import in_task_order
+from ruler.catalog.tasks import TASKS
 from ruler.eval.metrics import answer_checks
 from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.skip_reasons import skip_kind
@@ -466,7 +466,7 @@ def markdown(h: HealthFacts | None, cells: Mapping[tuple[str, int], CellScore] |
                         "re-score the predictions to see it.", ""]
     h, cells, baseline = _shown(h, cells, baseline)
     lines += [f"From the {h.rows} answered row(s) of the predictions ({h.framework}) and the "
-              f"run's record. Refusal phrases: `ruler.eval.report_health.REFUSAL_PATTERNS`.",
+              f"run's record. Refusal phrases: `ruler.eval.metrics.health.REFUSAL_PATTERNS`.",
               "", "| Check | Status | Finding |", "|---|---|---|"]
     found = flags(h, cells, serving, baseline)
     lines += [f"| {f.check} | {_STATUS[f.status]} | {f.finding} |" for f in found]

@@ -105,7 +105,7 @@ METRIC_SPECS: Registry[MetricSpec] = Registry(
 
 
 def _benchmark_metrics() -> None:
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+    from ruler.catalog.benchmarks import BENCHMARK_SPECS
 
     for name in BENCHMARK_SPECS.names():
         bench = BENCHMARK_SPECS.get(name)

@@ -18,7 +18,7 @@ from typing import Any, Iterable, Iterator, Sequence
 import pyarrow.parquet as pq
 
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, check_split_files, data_path
-from ruler.builder.tasks.benchmarks import recorded_length_rule
+from ruler.catalog.benchmarks import recorded_length_rule
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256
 
@@ -35,7 +35,7 @@ class SplitFile:
     path: Path
     content_sha256: str
     rows: int
-    # How its rows' `length` counts (builder.length_rules), as the manifest records it
+    # How its rows' `length` counts (catalog.length_rules), as the manifest records it
     length_rule: str
 
     @property

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ruler.builder.variants import record_ok
+from ruler.catalog.variants import record_ok
 from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.run_record import RunRecord

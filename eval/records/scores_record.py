@@ -49,7 +49,7 @@ class CellScore(JsonRecord):
     errors: int
     missing: int
     data_sha256: str = ""
-    # How its rows' `length` counts (builder.length_rules), as its file's manifest entry
+    # How its rows' `length` counts (catalog.length_rules), as its file's manifest entry
     # records it; "": not recorded (older scores)
     length_rule: str = ""
     skip_reasons: list[str] = field(default_factory=list)  # "3x <kind or reason>"
@@ -182,7 +182,7 @@ class ScoresRecord(JsonRecord):
     depth_items: dict[str, list[list[float]]] | None = None
     depth_bins: int | None = None
     # The dataset config's build variant, as its manifest entry records it ({} for a
-    # tokenizer's default config; builder.variants): `ruler report` pools replicates by it.
+    # tokenizer's default config; catalog.variants): `ruler report` pools replicates by it.
     # None: not recorded (older scores).
     variant: dict[str, int] | None = None
     # The benchmark of the scored config, the package a plug-in's comes from, and its axes'

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruler.builder.tasks.benchmarks import in_task_order, task_rank
+from ruler.catalog.benchmarks import in_task_order, task_rank
 from ruler.eval.integrations.inspect_logs import is_inspect_log
 from ruler.eval.metrics.aggregate import format_length
 from ruler.eval.metrics.intervals import METHOD_TEXT, PairedDifference, paired_difference

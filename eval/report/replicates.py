@@ -1,6 +1,6 @@
 """`ruler report RUN RUN ...`: runs of one model on replicates of one tokenizer config, pooled.
 
-A replicate config (`ruler build --replicates K`, builder.variants.Replicate) redraws every
+A replicate config (`ruler build --replicates K`, catalog.variants.Replicate) redraws every
 sample of the default config from other seeds, so a model's score on replicates 1..K (and on
 the default config, replicate 0 of the draw) shows how much the score moves with the draw of
 the benchmark's samples alone. Each run is reported as `ruler report` reports it alone
@@ -24,8 +24,8 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ruler.builder.tasks.benchmarks import in_task_order
-from ruler.builder.variants import NO_VARIANT, Replicate, variant_from_record
+from ruler.catalog.benchmarks import in_task_order
+from ruler.catalog.variants import NO_VARIANT, Replicate, variant_from_record
 from ruler.eval.metrics.aggregate import format_length, summarize
 from ruler.eval.records.scores_record import ScoresRecord
 from ruler.eval.report.run import Report

@@ -41,7 +41,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder.manifest import BuildEntry
-from ruler.builder.tasks.benchmarks import (
+from ruler.catalog.benchmarks import (
     BENCHMARK_SPECS,
     Benchmark,
     get_benchmark,
@@ -112,7 +112,7 @@ class Report:
     reference_hint: list[str] = field(default_factory=list)
     # The same model's scores without the context ("task", L) -> score (`--no-context`).
     baseline: dict[tuple[str, int], float | None] | None = None
-    benchmark: str = DEFAULT  # the id scores.json records (builder.tasks.benchmarks)
+    benchmark: str = DEFAULT  # the id scores.json records (catalog.benchmarks)
     # The config's axis values as the scores record them ({"language": "en-ko"};
     # `recorded_axes`); {}: a benchmark without axes, or not recorded
     axes: dict[str, str] = field(default_factory=dict)

@@ -27,9 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ruler.builder.length_rules import counted_output
-from ruler.builder.tasks.benchmarks import in_task_order
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.benchmarks import in_task_order
+from ruler.catalog.length_rules import counted_output
+from ruler.catalog.tasks import TASKS
 from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.metrics import answer_checks
 from ruler.eval.metrics.depth import Item, compact, row_columns, row_items

@@ -1,4 +1,4 @@
-"""Base-model configs (`ruler build --base`, builder.variants.BaseModel): rows counted as a
+"""Base-model configs (`ruler build --base`, catalog.variants.BaseModel): rows counted as a
 base model gets them (special tokens + input + answer prefix, no chat template), as upstream's
 `--model_template_type base`; the default config's samples otherwise. They build, verify (rows
 regenerated from the manifest), load with `datasets.load_dataset`, are explained in the card,
@@ -14,8 +14,8 @@ import yaml
 
 from helpers.builds import build, rows
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import BaseModel, variant_from_record
 from ruler.builder.verify.run import verify
+from ruler.catalog.variants import BaseModel, variant_from_record
 from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]

@@ -1,6 +1,6 @@
 """Registry tokenizers loaded without transformers (`tokenizer_registry.direct_files`): the
 `tokenizers` backend of the pinned tokenizer.json and the template rendered by
-`builder.chat_template` give what transformers' tokenizer of the same folder gives, on every
+`catalog.chat_template` give what transformers' tokenizer of the same folder gives, on every
 task's prompts and in every prompt mode."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import sys
 import pytest
 
 from helpers.paths import TOKENIZERS
-from ruler.builder.chat_template import ChatTemplate, special_tokens
-from ruler.builder.tokenizer import ChatTemplateError, HFTokenizer
 from ruler.builder.tokenizer_registry import direct_files, load_tokenizer, registry
+from ruler.catalog.chat_template import ChatTemplate, special_tokens
+from ruler.catalog.tokenizer import ChatTemplateError, HFTokenizer
 
 HF_NAMES = [n for n, e in registry().items() if e.kind == "hf"]
 DIRECT = [n for n in HF_NAMES if direct_files(TOKENIZERS / registry()[n].dir, registry()[n])]

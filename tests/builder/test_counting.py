@@ -23,10 +23,10 @@ from ruler.benchmarks.ruler2 import prompt_mode as ruler2_prompt_mode
 from ruler.benchmarks.ruler2.items import split_ids
 from ruler.benchmarks.ruler2.niah import split_line
 from ruler.builder.counting import ExactCounter, PieceCounter
-from ruler.builder.tasks import TASKS
-from ruler.builder.tasks.base import joined
-from ruler.builder.tasks.benchmarks import BENCHMARKS
 from ruler.builder.tokenizer_registry import registry
+from ruler.catalog import TASKS
+from ruler.catalog.base import joined
+from ruler.catalog.benchmarks import BENCHMARKS
 from ruler.kernel.rng import sample_rng
 
 
@@ -95,7 +95,7 @@ def test_piece_counts_hold_for_the_long_context_word_list(tok_name):
 
 
 def _vocabulary(tok) -> list[str]:
-    from ruler.builder.tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
+    from ruler.catalog.tokenizer import HFTokenizer, SentencePieceTokenizer, TiktokenTokenizer
 
     if isinstance(tok, HFTokenizer):
         return [tok.backend.decode([i]) for i in range(tok.backend.get_vocab_size())]
@@ -125,7 +125,7 @@ def test_no_token_spans_a_cut_inside_a_key_or_value(tok_name):
 
 def _pre_tokenizer_patterns(tok) -> str:
     """The regular expressions a tokenizer splits pre-tokens with, as one string."""
-    from ruler.builder.tokenizer import HFTokenizer, TiktokenTokenizer
+    from ruler.catalog.tokenizer import HFTokenizer, TiktokenTokenizer
 
     if isinstance(tok, TiktokenTokenizer):
         return tok.enc._pat_str
@@ -363,9 +363,9 @@ def _non_additive_tokenizer(folder):
 
 @pytest.mark.build
 def test_a_tokenizer_that_merges_across_junctions_is_counted_whole(tmp_path):
-    from ruler.builder.context import BuildContext
-    from ruler.builder.tasks import get_task, make_generator
     from ruler.builder.tokenizer_registry import load_tokenizer
+    from ruler.catalog import get_task, make_generator
+    from ruler.catalog.context import BuildContext
 
     folder = _non_additive_tokenizer(tmp_path / "merging-bpe")
     tok = load_tokenizer(str(folder))
@@ -424,8 +424,8 @@ def test_piece_counts_hold_in_every_oneruler_language(lang, tok_name):
     from ruler.benchmarks.oneruler.data import OnerulerData
     from ruler.benchmarks.oneruler.languages import OnerulerLanguage
     from ruler.benchmarks.oneruler.sentences import split_sentences
-    from ruler.builder.context import BuildContext
-    from ruler.builder.tasks import get_task, make_generator
+    from ruler.catalog import get_task, make_generator
+    from ruler.catalog.context import BuildContext
 
     language = OnerulerLanguage.mono(lang)
     ctx = BuildContext(tokenizer(tok_name), f"{tok_name}--oneruler-{lang}", SEED, str(SOURCES),

@@ -13,11 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import NIAH_TASKS, build, rows
-from ruler.builder.depths import bin_of, sample_bin
 from ruler.builder.manifest import content_sha256
-from ruler.builder.tasks.family import family_of, swept_tasks
-from ruler.builder.variants import DepthSweep
 from ruler.builder.verify.run import verify
+from ruler.catalog.depths import bin_of, sample_bin
+from ruler.catalog.family import family_of, swept_tasks
+from ruler.catalog.variants import DepthSweep
 from ruler.commands.main import main
 
 TOK = "gpt-4"

@@ -18,11 +18,11 @@ from helpers.essay_pages import (
     write_mirror,
 )
 from helpers.paths import SOURCES
-from ruler.builder import essay_fetch, sources
-from ruler.builder.essay_fetch import as_read_back, fetch_essays, page_text
-from ruler.builder.essay_list import corpus_order, pinned_essays
-from ruler.builder.essay_record import DIFFERS, MISSING, SAME, EssayFetchRecord, record_path
 from ruler.builder.manifest import Manifest
+from ruler.catalog import essay_fetch, sources
+from ruler.catalog.essay_fetch import as_read_back, fetch_essays, page_text
+from ruler.catalog.essay_list import corpus_order, pinned_essays
+from ruler.catalog.essay_record import DIFFERS, MISSING, SAME, EssayFetchRecord, record_path
 from ruler.commands.main import main
 
 PINNED = SOURCES / "essays/PaulGrahamEssays.json"

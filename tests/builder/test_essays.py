@@ -8,8 +8,8 @@ from functools import lru_cache
 import pytest
 
 from helpers.paths import SOURCES
-from ruler.builder import essays
-from ruler.builder.essays import (
+from ruler.catalog import essays
+from ruler.catalog.essays import (
     _cached_sentence_ends,
     _sentence_ends,
     build_corpus,

@@ -25,11 +25,11 @@ from helpers.loopback import Handler, serve, wait_for
 from helpers.paths import SOURCES
 from helpers.sources import swap_source
 from ruler.benchmarks.oneruler import files as oneruler_files
-from ruler.builder import sources
-from ruler.builder.essay_fetch import PAGE_CEILING, fetch_essays
-from ruler.builder.essay_list import pinned_essays
-from ruler.builder.essay_record import MISSING, EssayFetchRecord, record_path
-from ruler.builder.hub_sources import HubFile, HubSplit
+from ruler.catalog import sources
+from ruler.catalog.essay_fetch import PAGE_CEILING, fetch_essays
+from ruler.catalog.essay_list import pinned_essays
+from ruler.catalog.essay_record import MISSING, EssayFetchRecord, record_path
+from ruler.catalog.hub_sources import HubFile, HubSplit
 from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 

@@ -15,9 +15,9 @@ import zipfile
 from helpers.essay_pages import pinned_texts
 from helpers.paths import SOURCES
 from ruler.benchmarks.oneruler import files as oneruler_files
-from ruler.builder import sources
-from ruler.builder.essay_list import pinned_essays
-from ruler.builder.essay_record import MISSING, EssayFetchRecord, record_path
+from ruler.catalog import sources
+from ruler.catalog.essay_list import pinned_essays
+from ruler.catalog.essay_record import MISSING, EssayFetchRecord, record_path
 from ruler.commands.main import main
 
 PINNED = SOURCES / "essays/PaulGrahamEssays.json"

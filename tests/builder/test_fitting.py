@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from ruler.builder.context import BuildContext
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks import TASKS, make_generator
-from ruler.builder.tasks.base import Draft, TaskGenerator
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.catalog import TASKS, make_generator
+from ruler.catalog.base import Draft, TaskGenerator
+from ruler.catalog.context import BuildContext
 from ruler.kernel.errors import RulerError, TooShortError
 from ruler.kernel.rng import sample_rng
 

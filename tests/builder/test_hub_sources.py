@@ -17,9 +17,9 @@ from helpers.builds import build
 from helpers.fake_hub import hub_for_this_process
 from helpers.paths import SOURCES
 from helpers.sources import swap_source
-from ruler.builder import sources
-from ruler.builder.hub_sources import RECORD, HubDataset, HubFile, HubSplit
 from ruler.builder.manifest import read_manifest
+from ruler.catalog import sources
+from ruler.catalog.hub_sources import RECORD, HubDataset, HubFile, HubSplit
 from ruler.kernel.errors import RulerError
 
 TEST = "all/test-00000-of-00001.parquet"

@@ -1,5 +1,5 @@
 """The JSON records (`kernel.json_record`) and the manifest's records in a build entry
-(`builder.manifest_records`): what a record reads it writes back, whatever version wrote it;
+(`catalog.manifest_records`): what a record reads it writes back, whatever version wrote it;
 whether a build is official is decided in one place."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ruler.builder.manifest import BuildEntry
-from ruler.builder.manifest_records import (
+from ruler.catalog.manifest_records import (
     IdentityRecord,
     SourceRecord,
     TokenizerRecord,

@@ -15,10 +15,10 @@ import re
 import pytest
 
 from helpers.builds import build, rows
-from ruler.builder.context import BuildContext
-from ruler.builder.tasks import TASKS, make_generator
 from ruler.builder.tokenizer_registry import load_tokenizer
 from ruler.builder.verify.run import verify
+from ruler.catalog import TASKS, make_generator
+from ruler.catalog.context import BuildContext
 from ruler.kernel.rng import sample_rng
 
 ONE_M = 1 << 20

@@ -10,7 +10,7 @@ import pytest
 
 from helpers.builds import build
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, FileEntry, Manifest, manifest_lock
-from ruler.builder.variants import OutputBudget
+from ruler.catalog.variants import OutputBudget
 from ruler.kernel.errors import RulerError
 
 TASKS = ("vt", "niah_single_1")
@@ -141,8 +141,8 @@ def test_the_environment_record_holds_every_package_a_build_records(built):
 
 
 def test_tasks_are_listed_in_upstreams_order():
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, in_task_order
-    from ruler.builder.tasks.catalog import TASKS
+    from ruler.catalog.benchmarks import BENCHMARK_SPECS, in_task_order
+    from ruler.catalog.tasks import TASKS
 
     # each benchmark's tasks in its order, the benchmarks in theirs (whatever loaded first)
     ordered = [t for b in BENCHMARK_SPECS.values() for t in b.tasks]

@@ -1,4 +1,4 @@
-"""No-context configs (`ruler build --no-context`, builder.variants.NoContext): each row of the
+"""No-context configs (`ruler build --no-context`, catalog.variants.NoContext): each row of the
 default config with its haystack cut out — instruction, question and answer prefix kept — so a
 model's score without the context can be measured. They build, verify (rows regenerated from
 the manifest), load with `datasets.load_dataset`, and are explained in the card."""
@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from helpers.builds import build, rows
-from ruler.builder.tasks.checks import check_row
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import NoContext, variant_from_record
 from ruler.builder.verify.run import verify
+from ruler.catalog.checks import check_row
+from ruler.catalog.variants import NoContext, variant_from_record
 from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]

@@ -15,7 +15,7 @@ import pytest
 
 from helpers.paths import SOURCES
 from ruler.benchmarks.oneruler import files as oneruler_files
-from ruler.builder import sources
+from ruler.catalog import sources
 from ruler.commands.main import main
 from ruler.kernel.hashing import file_sha256
 

@@ -27,11 +27,11 @@ from helpers.builds import all_rows, build
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder import __version__
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.catalog import get_task
-from ruler.builder.tasks.family import swept_tasks
 from ruler.builder.tokenizer_registry import load_tokenizer, registry
-from ruler.builder.variants import DepthSweep, OutputBudget
 from ruler.builder.verify.run import verify
+from ruler.catalog.family import swept_tasks
+from ruler.catalog.tasks import get_task
+from ruler.catalog.variants import DepthSweep, OutputBudget
 from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]

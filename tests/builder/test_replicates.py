@@ -1,4 +1,4 @@
-"""Replicate configs (`ruler build --replicate I`, builder.variants.Replicate): the default
+"""Replicate configs (`ruler build --replicate I`, catalog.variants.Replicate): the default
 config's tasks, lengths and sample count redrawn from other per-sample seeds; they build,
 verify (rows regenerated from the manifest's recipe), load with `datasets.load_dataset`, and
 are named and explained in the card."""
@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from helpers.builds import build, rows
-from ruler.builder.variants import MAX_REPLICATES, Replicate, variant_from_record
 from ruler.builder.verify.run import verify
+from ruler.catalog.variants import MAX_REPLICATES, Replicate, variant_from_record
 from ruler.commands.main import main
 
 TOK, L, SAMPLES = "gpt-4", 1024, 3

@@ -27,7 +27,7 @@ def test_sample_rngs_are_stable_and_distinct():
 def test_permutation_prefix_draws_what_randrange_draws():
     """Its draws are `rng.randrange(i, n)`'s (v1 qa's documents depend on them): restated
     with randrange here, the same picks and the same bits consumed."""
-    from ruler.builder.tasks.sampling import permutation_prefix
+    from ruler.catalog.sampling import permutation_prefix
 
     def with_randrange(rng, n, k, exclude):
         moved, out, i = {}, [], 0
@@ -54,7 +54,7 @@ def test_permutation_stream_picks_what_permutation_prefix_picks():
     import itertools
 
     from ruler.benchmarks.ruler2.items import permutation_stream
-    from ruler.builder.tasks.sampling import permutation_prefix
+    from ruler.catalog.sampling import permutation_prefix
 
     for seed in range(20):
         for n, k in ((10, 10), (14042, 14042), (14042, 50), (7, 3)):

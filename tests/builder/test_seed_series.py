@@ -11,9 +11,9 @@ import pytest
 
 from helpers.builds import build
 from ruler.builder.manifest import BuildEntry
-from ruler.builder.manifest_records import TokenizerRecord
 from ruler.builder.seed_series import seed_clash
-from ruler.builder.variants import Replicate
+from ruler.catalog.manifest_records import TokenizerRecord
+from ruler.catalog.variants import Replicate
 from ruler.commands.main import main
 
 TOK, TASK, L, SAMPLES = "gpt-4", "niah_single_1", 1024, 2

@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from helpers.paths import SOURCES
-from ruler.builder import sources
+from ruler.catalog import sources
 from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 

@@ -1,4 +1,4 @@
-"""Tallies (builder.tasks.tally): a generator's pieces of a draft without its text. For every
+"""Tallies (catalog.tally): a generator's pieces of a draft without its text. For every
 generator that tallies, the tally holds exactly the draft's pieces and counts what the draft
 counts; the fitter then drafts only the size it keeps, fits the same rows, and fits from drafts
 alone where a tally disagrees with its draft."""
@@ -12,7 +12,7 @@ import pytest
 from helpers.tasks import SEED, generator
 from ruler.builder.counting import ExactCounter, PieceCounter
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks import TASKS
+from ruler.catalog import TASKS
 from ruler.kernel.rng import sample_rng
 
 TALLIED = ("niah_single_1", "niah_multikey_2", "niah_multikey_3", "cwe", "fwe")

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from helpers.paths import TOKENIZERS
-from ruler.builder.tokenizer import HFTokenizer
 from ruler.builder.tokenizer_registry import cache_dir, load_tokenizer, registry
+from ruler.catalog.tokenizer import HFTokenizer
 from ruler.kernel.errors import RulerError
 
 TEXT = ("July 2010What hard liquor, cigarettes, heroin, and crack have in common is\n"
@@ -249,7 +249,7 @@ def test_every_task_prompt_gives_the_same_ids_through_every_loader(name, drafts,
     tier checks one draft per task (its smallest haystack), the full suite two samples at two
     haystack sizes."""
     from helpers.tasks import SEED, generator
-    from ruler.builder.tasks import TASKS
+    from ruler.catalog import TASKS
     from ruler.kernel.rng import sample_rng
 
     folder, packaged = _both_loaders(name, monkeypatch, tmp_path)
@@ -375,7 +375,7 @@ def test_identity_differences_name_packages_as_they_are():
     """A package recorded by one identity and not used by the other is 'not recorded', never
     'not installed' (it is: every backend is a dependency)."""
     from ruler.builder.identity import identity_differences
-    from ruler.builder.manifest_records import IdentityRecord
+    from ruler.catalog.manifest_records import IdentityRecord
 
     old = IdentityRecord(packages={"mistral-common": "1.13.1", "numpy": "2.3.5"})
     new = IdentityRecord(packages={"numpy": "2.3.5", "transformers": "5.19.0"})

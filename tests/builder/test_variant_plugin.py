@@ -19,10 +19,10 @@ import yaml
 from helpers.builds import build, rows
 from ruler.builder.manifest import Manifest
 from ruler.builder.pipeline.recipe import BuildRecipe
-from ruler.builder.tasks.catalog import TaskSpec
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import Variant, register_variant, variant_from_record
 from ruler.builder.verify.run import verify
+from ruler.catalog.tasks import TaskSpec
+from ruler.catalog.variants import Variant, register_variant, variant_from_record
 from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import option

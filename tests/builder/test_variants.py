@@ -14,8 +14,8 @@ from helpers.reasoning import expected_prompt, thinking_tokenizer
 from ruler.builder.manifest import Manifest
 from ruler.builder.pipeline import BuildConfig
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import NO_VARIANT, OutputBudget
 from ruler.builder.verify.run import verify
+from ruler.catalog.variants import NO_VARIANT, OutputBudget
 from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 

@@ -21,8 +21,8 @@ from ruler.benchmarks.ruler.differences import DIFFERENCES
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.manifest import Manifest
 from ruler.builder.schema import ROW_SCHEMA
-from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import GENERATOR_LICENSE, card_is_current, render_card, write_card
+from ruler.catalog.tasks import TASKS
 from ruler.commands.main import main
 
 TASKS_BUILT = ("niah_single_1", "niah_multikey_2")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build
-from ruler.builder.variants import DepthSweep
+from ruler.catalog.variants import DepthSweep
 from ruler.commands.main import main
 from ruler.eval.report.depth import HEATMAP_DIR, NIAH_HEATMAP
 from ruler.eval.tiny_model import build_tiny_llama

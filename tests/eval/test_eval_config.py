@@ -12,8 +12,8 @@ import pytest
 import ruler
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.pipeline.config import BuildConfig
-from ruler.builder.tasks.family import swept_tasks
-from ruler.builder.variants import DepthSweep
+from ruler.catalog.family import swept_tasks
+from ruler.catalog.variants import DepthSweep
 from ruler.eval.backends import BackendOptions
 from ruler.eval.backends.fake import FakeOptions
 from ruler.eval.backends.openai import OpenAIOptions

@@ -17,7 +17,7 @@ from helpers.builds import rows
 from helpers.fake_openai import MODEL, FakeServer
 from ruler.benchmarks.oneruler.metric import NONE_WORDS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.tasks import TASKS
 from ruler.commands.main import main
 from ruler.eval.backends.base import finished_result
 from ruler.eval.backends.fake import FakeBackend, FakeOptions

@@ -20,7 +20,7 @@ from ruler.benchmarks.ruler.failure_modes.cell import family_of
 from ruler.benchmarks.ruler.failure_modes.fake_answers import COLUMNS, FAILURES
 from ruler.benchmarks.ruler.failure_modes.fake_answers import answer as purposeful
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.variants import NoContext
+from ruler.catalog.variants import NoContext
 from ruler.commands.main import main
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions

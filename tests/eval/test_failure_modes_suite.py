@@ -18,7 +18,7 @@ from ruler.benchmarks.ruler.failure_modes.fake_answers import COLUMNS, FAILURES
 from ruler.benchmarks.ruler.failure_modes.fake_answers import answer as purposeful
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
-from ruler.eval.data import open_dataset
+from ruler.eval.records.dataset import open_dataset
 from ruler.eval.scoring.score import score_file
 
 pytestmark = [pytest.mark.build, pytest.mark.slow]

@@ -13,7 +13,7 @@ import pytest
 
 from helpers.builds import build, rows
 from helpers.reasoning import thinking_tokenizer
-from ruler.builder.variants import OutputBudget
+from ruler.catalog.variants import OutputBudget
 from ruler.eval.metrics.answer_checks import copies_prompt, past_budget
 from ruler.eval.metrics.health import flags
 from ruler.eval.records.dataset import open_dataset

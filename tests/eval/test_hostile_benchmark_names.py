@@ -25,10 +25,10 @@ import pytest
 from helpers.builds import rows
 from helpers.paths import TOKENIZERS
 from ruler.benchmarks.ruler.tasks import NIAH
-from ruler.builder.length_rules import PROMPT_ONLY
 from ruler.builder.pipeline import BuildConfig, run_build
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS, Aggregation, Benchmark
-from ruler.builder.tasks.catalog import TASKS, TaskSpec, register_task
+from ruler.catalog.benchmarks import BENCHMARK_SPECS, Aggregation, Benchmark
+from ruler.catalog.length_rules import PROMPT_ONLY
+from ruler.catalog.tasks import TASKS, TaskSpec, register_task
 from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build]

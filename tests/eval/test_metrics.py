@@ -14,8 +14,8 @@ from ruler.benchmarks.ruler.metrics import (
     string_match_all,
     string_match_part,
 )
-from ruler.builder.tasks.catalog import FAMILIES, TASKS
-from ruler.builder.tasks.family import FAMILY_CODE
+from ruler.catalog.family import FAMILY_CODE
+from ruler.catalog.tasks import FAMILIES, TASKS
 from ruler.eval.metrics.specs import METRICS, ROW_METRICS, postprocess_pred, task_score
 
 

@@ -64,7 +64,7 @@ def test_a_config_name_or_an_unknown_code_is_not_a_language(name):
 def test_every_language_the_builder_records_gives_the_metric_its_language():
     from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
     from ruler.builder.manifest import BuildEntry
-    from ruler.builder.manifest_records import TokenizerRecord
+    from ruler.catalog.manifest_records import TokenizerRecord
     from ruler.eval.metrics.specs import build_key
 
     assert sorted(NONE_WORDS) == list(LANGUAGES)

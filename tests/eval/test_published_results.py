@@ -17,7 +17,7 @@ import pytest
 
 from helpers.paths import SHARED
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.tasks.catalog import PAPER_LENGTHS
+from ruler.catalog.tasks import PAPER_LENGTHS
 from ruler.commands.main import main
 from ruler.eval.metrics.aggregate import summarize
 from ruler.eval.published_results import load_registry, parse_length_label, read_file

@@ -15,7 +15,7 @@ import pytest
 from helpers.builds import build, rows
 from helpers.reasoning import expected_prompt, thinking_tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import OutputBudget
+from ruler.catalog.variants import OutputBudget
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.reasoning import extract_answer, opens_reasoning, start_marker_for

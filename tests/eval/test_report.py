@@ -19,7 +19,7 @@ import pytest
 
 from ruler.benchmarks.ruler.tasks import PAPER_LENGTH_WEIGHTS_INC
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.tasks.catalog import PAPER_LENGTHS, TASKS
+from ruler.catalog.tasks import PAPER_LENGTHS, TASKS
 from ruler.eval.metrics.aggregate import (
     DEFAULT_THRESHOLD,
     effective_length,

@@ -17,7 +17,7 @@ import pytest
 from helpers.builds import build
 from helpers.fake_openai import MODEL, FakeServer
 from helpers.reasoning import thinking_tokenizer
-from ruler.builder.variants import OutputBudget
+from ruler.catalog.variants import OutputBudget
 from ruler.commands.main import main
 from ruler.eval.backends import GenResult
 from ruler.eval.backends.fake import FakeBackend, FakeOptions

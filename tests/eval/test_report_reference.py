@@ -21,7 +21,7 @@ import pytest
 
 from helpers.builds import build
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.variants import NoContext
+from ruler.catalog.variants import NoContext
 from ruler.commands.main import main
 from ruler.eval.records.scores_record import SCORES_FORMAT
 from ruler.eval.report.reference import comparisons, mark_plot

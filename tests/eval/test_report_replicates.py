@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build
-from ruler.builder.variants import DepthSweep, Replicate
+from ruler.catalog.variants import DepthSweep, Replicate
 from ruler.commands.main import main
 
 pytestmark = [pytest.mark.build, pytest.mark.subprocess]

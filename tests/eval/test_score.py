@@ -548,7 +548,7 @@ def test_score_defaults_to_the_only_config_of_the_dataset(data, tmp_path, capsys
     from dataclasses import replace
 
     from ruler.builder.manifest import BuildEntry
-    from ruler.builder.manifest_records import TokenizerRecord
+    from ruler.catalog.manifest_records import TokenizerRecord
     from ruler.eval.records.dataset import Dataset, default_config
 
     ds = open_dataset(str(data))

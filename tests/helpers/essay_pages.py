@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 from helpers.paths import SOURCES
-from ruler.builder.essay_list import Essay, pinned_essays
+from ruler.catalog.essay_list import Essay, pinned_essays
 
 PAGES_THAT_ROUND_TRIP = ("95.html", "alien.html", "ds.html", "mac.html", "superlinear.html")
 

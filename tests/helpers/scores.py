@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ruler.builder.tasks.benchmarks import BENCHMARKS
+from ruler.catalog.benchmarks import BENCHMARKS
 from ruler.eval.metrics.intervals import score_interval
 from ruler.eval.records.results_folder import SCORES_NAME
 from ruler.eval.records.run_record import DatasetRecord

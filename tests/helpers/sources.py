@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ruler.builder import sources
+from ruler.catalog import sources
 
 
 def swap_source(monkeypatch, spec: sources.SourceSpec) -> None:

@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from helpers.paths import SOURCES  # pinned inputs beside the checkout
-from ruler.builder.context import BuildContext
 from ruler.builder.counting import PieceCounter
 from ruler.builder.fitting import FittedSample, fit_sample
-from ruler.builder.length_rules import PROMPT_AND_OUTPUT
-from ruler.builder.tasks import get_task, make_generator
-from ruler.builder.tasks.base import TaskGenerator
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
-from ruler.builder.tokenizer import Tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.catalog import get_task, make_generator
+from ruler.catalog.base import TaskGenerator
+from ruler.catalog.benchmarks import BENCHMARK_SPECS
+from ruler.catalog.context import BuildContext
+from ruler.catalog.length_rules import PROMPT_AND_OUTPUT
+from ruler.catalog.tokenizer import Tokenizer
 from ruler.kernel.rng import sample_rng
 
 SEED = 42

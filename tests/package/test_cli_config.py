@@ -15,7 +15,7 @@ import pytest
 from ruler import api
 from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.release_gates import gate_flags
-from ruler.builder.variants import DepthSweep, variant_kinds
+from ruler.catalog.variants import DepthSweep, variant_kinds
 from ruler.commands.build import axis_flags
 from ruler.commands.eval import eval_config
 from ruler.commands.main import main, make_parser
@@ -115,7 +115,7 @@ def test_evaluate_makes_the_config_ruler_eval_makes(argv, keywords):
     (["--base", "--tasks", "vt"], {"base": True, "tasks": "vt"}),
 ])
 def test_build_makes_the_config_ruler_build_makes(argv, keywords):
-    from ruler.builder.variants import variants_from_flags
+    from ruler.catalog.variants import variants_from_flags
     from ruler.kernel.flags import flag_values
 
     args = make_parser().parse_args(["build", "--tokenizer", "gpt-4", *argv])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from helpers.paths import ROOT
-from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+from ruler.catalog.benchmarks import BENCHMARK_SPECS
 
 #: Names no generic module may hold, besides every built-in benchmark's task names: the ids
 #: and titles that are not the package's own name, and the task-name prefixes.

@@ -49,7 +49,7 @@ MODULES = {
 from dataclasses import dataclass
 
 from ruler.kernel.flags import option
-from ruler.builder.variants import Variant
+from ruler.catalog.variants import Variant
 from ruler.eval.backends import BackendSpec
 from ruler.eval.integrations.exporters import Exporter
 

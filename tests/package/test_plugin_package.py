@@ -93,11 +93,11 @@ from types import MappingProxyType
 
 from ruler.kernel.errors import RulerError
 from ruler.kernel.rng import below
-from ruler.builder.sources import FileSource
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from ruler.builder.tasks.benchmarks import Aggregation, Benchmark, BuildAxis
-from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.catalog.sources import FileSource
+from ruler.catalog.base import Draft, TaskGenerator, joined, template_ends
+from ruler.catalog.benchmarks import Aggregation, Benchmark, BuildAxis
+from ruler.catalog.tasks import FamilySpec, TaskSpec, register_task
+from ruler.catalog.family import TaskFamily, register_family
 from ruler.eval.metrics.specs import MetricSpec, percent_of_rows, raw_generation
 
 from ruler_toy_plugin.lex_metric import lex_exact
@@ -256,7 +256,7 @@ GATE = ReleaseGate("--acknowledge-lex-terms", check=check_terms, metavar="yes",
                    help="Lex configs: yes, after reading Lex's terms")
 ''',
     "benchmark.py": '''
-from ruler.builder.tasks.benchmarks import Benchmark
+from ruler.catalog.benchmarks import Benchmark
 
 BENCHMARK = Benchmark(id="toy", title="Toy", tasks=("toy_word",), config_suffix="toy",
                       card_section="ruler_toy_plugin.card:section")
@@ -271,9 +271,9 @@ import re
 from types import MappingProxyType
 
 from ruler.kernel.rng import below
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
-from ruler.builder.tasks.family import TaskFamily, register_family
+from ruler.catalog.base import Draft, TaskGenerator, joined, template_ends
+from ruler.catalog.tasks import FamilySpec, TaskSpec, register_task
+from ruler.catalog.family import TaskFamily, register_family
 
 SPEC = FamilySpec(name="toy_word",
                   template="Find the secret word hidden in the text below.\\n{context}\\n"
@@ -329,7 +329,7 @@ from dataclasses import dataclass
 
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import option
-from ruler.builder.variants import Variant
+from ruler.catalog.variants import Variant
 
 
 @dataclass(frozen=True)

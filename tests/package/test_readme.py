@@ -82,8 +82,8 @@ def test_the_set_up_says_how_to_work_offline():
     a newcomer sets up (issue 40.25), with the documented variables' own names."""
     setup = _section(README.read_text(), "Set-up")
     assert "Offline, `RULER_TOKENIZERS` and `RULER_SOURCES`" in setup
-    from ruler.builder.sources import SOURCES_ENV
     from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
+    from ruler.catalog.sources import SOURCES_ENV
 
     assert (TOKENIZERS_ENV, SOURCES_ENV) == ("RULER_TOKENIZERS", "RULER_SOURCES")
 

@@ -212,7 +212,7 @@ def test_mypy_sees_a_record_used_as_a_dict(mypy_dir):
     probe = ("from dataclasses import dataclass\n"
              "from ruler.kernel.flags import option\n"
              "from ruler.builder.manifest import BuildEntry\n"
-             "from ruler.builder.sources import SOURCES\n"
+             "from ruler.catalog.sources import SOURCES\n"
              "from ruler.builder.tokenizer_registry import registry\n"
              "from ruler.eval.records.scores_record import CellScore\n"
              "def rows(c: CellScore) -> int:\n"

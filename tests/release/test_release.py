@@ -309,7 +309,7 @@ def test_dry_run_prints_the_plan_and_uploads_nothing(out, capsys, monkeypatch):
 
 @pytest.mark.network
 def test_with_sources_uploads_the_recorded_sources_so_others_can_rebuild(out, hub, capsys):
-    from ruler.builder.sources import resolve
+    from ruler.catalog.sources import resolve
 
     recorded = {sid: resolve(sid, SOURCES)
                 for sid in ("essays", "squad", "punkt_tab", "mmlu", "hotpotqa_hub")}

@@ -15,7 +15,7 @@ from ruler.benchmarks.ruler.failure_modes.labeler import label_row, labels_famil
 from ruler.benchmarks.ruler.failure_modes.labels import DEFINITIONS
 from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.text import squad_norm
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.tasks import TASKS
 from ruler.eval.failure_modes.record import CellFailures, QaAnswer, RowFailure
 from ruler.eval.metrics.specs import postprocess_pred
 from ruler.eval.records.dataset import Dataset, SplitFile

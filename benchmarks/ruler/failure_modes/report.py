@@ -24,7 +24,7 @@ from ruler.benchmarks.ruler.failure_modes.labels import (
     primary,
 )
 from ruler.benchmarks.ruler.failure_modes.text import token_f1
-from ruler.builder.tasks.benchmarks import task_rank
+from ruler.catalog.benchmarks import task_rank
 from ruler.eval.failure_modes.record import QaAnswer, RowFailure
 from ruler.eval.metrics.aggregate import format_length
 from ruler.eval.metrics.intervals import Interval, wilson

@@ -185,8 +185,8 @@ def test_a_worker_failing_mid_file_leaves_finished_files_and_no_partial_one(tmp_
 
 
 def test_a_length_only_some_samples_fit_fails_before_writing(tmp_path):
-    from ruler.builder.context import BuildContext
-    from ruler.builder.tasks import TASKS, make_generator
+    from ruler.catalog import TASKS, make_generator
+    from ruler.catalog.context import BuildContext
     from ruler.kernel.rng import sample_rng
 
     tok = load_tokenizer("gpt-4")

@@ -16,7 +16,7 @@ import pytest
 from helpers.builds import build
 from ruler.builder.identity import file_key, identity_of_build
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.declared import DeclaredTask, declared_names, forget
+from ruler.catalog.declared import DeclaredTask, declared_names, forget
 from ruler.kernel.errors import RulerError
 
 UPSTREAM_YAML = Path(__file__).parents[1] / "tasks" / "data" / "upstream_synthetic.yaml"

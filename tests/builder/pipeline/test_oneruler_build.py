@@ -21,7 +21,7 @@ from ruler.benchmarks.oneruler.niah import check_row as niah_check
 from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS as ONERULER_CROSS_LINGUAL_TASKS
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.builder.manifest import Manifest, read_manifest
-from ruler.builder.tasks.checks import with_build
+from ruler.catalog.checks import with_build
 from ruler.commands.main import main
 from ruler.kernel.errors import RulerError
 

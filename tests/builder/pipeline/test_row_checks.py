@@ -17,11 +17,11 @@ from ruler.builder.pipeline import BuildConfig
 from ruler.builder.pipeline.recipe import BuildRecipe
 from ruler.builder.pipeline.worker import Worker
 from ruler.builder.row_checks import RowRules, row_findings
-from ruler.builder.tasks.benchmarks import FillPromise, get_benchmark
-from ruler.builder.tasks.checks import check_row, with_build
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import NoContext
 from ruler.builder.verify.run import verify
+from ruler.catalog.benchmarks import FillPromise, get_benchmark
+from ruler.catalog.checks import check_row, with_build
+from ruler.catalog.variants import NoContext
 from ruler.kernel.errors import RulerError
 
 

@@ -14,7 +14,7 @@ import pytest
 from helpers.builds import build, rows
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.manifest import read_manifest
-from ruler.builder.variants import DepthSweep, Replicate
+from ruler.catalog.variants import DepthSweep, Replicate
 from ruler.kernel.errors import RulerError
 
 L = 4096

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ruler.builder.tasks.benchmarks import tasks_of
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.declared import (
+from ruler.catalog.benchmarks import tasks_of
+from ruler.catalog.declared import (
     declare,
     declare_all,
     declared_names,
@@ -23,6 +22,7 @@ from ruler.builder.tasks.declared import (
     read_task_file,
     record,
 )
+from ruler.catalog.tasks import TASKS
 from ruler.kernel.errors import RulerError
 
 UPSTREAM_YAML = Path(__file__).parent / "data" / "upstream_synthetic.yaml"

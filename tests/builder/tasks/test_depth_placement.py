@@ -10,13 +10,13 @@ import pytest
 import helpers.tasks as th
 from ruler.benchmarks.ruler import niah
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
-from ruler.builder.context import BuildContext
-from ruler.builder.depths import DEPTHS, DepthBin, bin_of, check_depth_bins
 from ruler.builder.pipeline import BuildConfig
-from ruler.builder.tasks import get_task, make_generator
-from ruler.builder.tasks.family import swept_tasks
-from ruler.builder.tasks.placement import document_order, essay_gold_cuts, line_gold_slots
-from ruler.builder.variants import NO_VARIANT, DepthSweep
+from ruler.catalog import get_task, make_generator
+from ruler.catalog.context import BuildContext
+from ruler.catalog.depths import DEPTHS, DepthBin, bin_of, check_depth_bins
+from ruler.catalog.family import swept_tasks
+from ruler.catalog.placement import document_order, essay_gold_cuts, line_gold_slots
+from ruler.catalog.variants import NO_VARIANT, DepthSweep
 from ruler.kernel.errors import RulerError
 
 # --- bins ------------------------------------------------------------------------------------

@@ -10,9 +10,9 @@ import pytest
 from helpers.builds import NIAH_TASKS, build, rows
 from ruler.benchmarks.ruler.niah import DEPTHS, NEEDLE
 from ruler.benchmarks.ruler.tasks import NIAH
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.checks import check_row
 from ruler.builder.tokenizer_registry import load_tokenizer
+from ruler.catalog.checks import check_row
+from ruler.catalog.tasks import TASKS
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py), the oracle.
 UPSTREAM_TEMPLATE = (
@@ -131,8 +131,8 @@ def test_essay_needles_sit_between_sentences_at_grid_depths(niah_build):
 @pytest.mark.parametrize("task", ["niah_multikey_2", "niah_multikey_3"])
 def test_distractor_lines_do_not_depend_on_the_sizes_probed_before(task):
     """The distractor memo (RNG checkpoints) gives the draft a fresh generator would."""
-    from ruler.builder.context import BuildContext
-    from ruler.builder.tasks import get_task, make_generator
+    from ruler.catalog import get_task, make_generator
+    from ruler.catalog.context import BuildContext
     from ruler.kernel.rng import sample_rng
 
     ctx = BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42)
@@ -154,8 +154,8 @@ def test_the_inlined_line_drawer_draws_what_unique_key_and_random_draw(task):
     import random
 
     from ruler.benchmarks.ruler.niah import NEEDLE
-    from ruler.builder.context import BuildContext
-    from ruler.builder.tasks import get_task, make_generator
+    from ruler.catalog import get_task, make_generator
+    from ruler.catalog.context import BuildContext
 
     gen = make_generator(get_task(task), BuildContext(load_tokenizer("gpt-4"), "gpt-4", 42),
                          8192)

@@ -12,7 +12,7 @@ import pytest
 
 from ruler.benchmarks.oneruler.tasks import ONERULER_NIAH
 from ruler.benchmarks.ruler.tasks import NIAH
-from ruler.builder.tasks.catalog import TASKS, TaskSpec, params_problem, register_task
+from ruler.catalog.tasks import TASKS, TaskSpec, params_problem, register_task
 from ruler.kernel.errors import RulerError
 
 
@@ -56,7 +56,7 @@ def test_oneruler_needles_are_checked_too():
 SCRIPT = r"""
 import sys
 from types import MappingProxyType
-from ruler.builder.tasks.catalog import TaskSpec, register_task
+from ruler.catalog.tasks import TaskSpec, register_task
 from ruler.benchmarks.ruler.tasks import NIAH
 from ruler.commands.main import main
 

@@ -16,14 +16,14 @@ from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.builder.selection import length_sets
-from ruler.builder.tasks.benchmarks import (
+from ruler.catalog.benchmarks import (
     BENCHMARKS,
     benchmark_config,
     benchmark_id,
     check_tasks,
     get_benchmark,
 )
-from ruler.builder.tasks.catalog import TASKS
+from ruler.catalog.tasks import TASKS
 from ruler.kernel.errors import RulerError
 
 SHARED = Path(os.environ.get("RULER_SHARED", Path(__file__).parents[4] / "shared"))

@@ -21,10 +21,10 @@ from ruler.benchmarks.oneruler.cwe import cwe_template
 from ruler.benchmarks.oneruler.data import OnerulerData
 from ruler.benchmarks.oneruler.languages import DICTIONARY, LANGUAGES, OnerulerLanguage
 from ruler.benchmarks.oneruler.sentences import split_sentences, splitter_sentences
-from ruler.builder.context import BuildContext
-from ruler.builder.depths import DEPTHS
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks import get_task, make_generator
+from ruler.catalog import get_task, make_generator
+from ruler.catalog.context import BuildContext
+from ruler.catalog.depths import DEPTHS
 from ruler.kernel.errors import RulerError
 from ruler.kernel.rng import sample_rng
 

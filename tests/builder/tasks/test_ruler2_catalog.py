@@ -9,15 +9,15 @@ import pytest
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.ruler.tasks import TASKS as STANDARD_TASKS
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
-from ruler.builder.tasks.benchmarks import (
+from ruler.catalog.benchmarks import (
     BENCHMARK_SPECS,
     BENCHMARKS,
     benchmark_id,
     get_benchmark,
     in_task_order,
 )
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.family import family_of
+from ruler.catalog.family import family_of
+from ruler.catalog.tasks import TASKS
 from ruler.kernel.errors import RulerError
 
 NAMES = ("mk_niah_basic", "mk_niah_easy", "mk_niah_medium", "mk_niah_hard", "mv_niah_basic",

@@ -19,7 +19,7 @@ from ruler.benchmarks.ruler2.niah import split_line
 from ruler.benchmarks.ruler2.prompts import MMLU_CONTEXT, NIAH_MULTIPLE, NIAH_SINGLE, QA_CONTEXT
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks.family import family_of
+from ruler.catalog.family import family_of
 from ruler.kernel.rng import sample_rng
 
 L = 4096

@@ -8,10 +8,10 @@ import pytest
 
 from ruler.benchmarks.ruler.suites import APPENDIX_C, PANELS, SECTION5, SUITES
 from ruler.benchmarks.ruler.tasks import TASKS as RULER_13
-from ruler.builder.tasks.benchmarks import get_benchmark
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.declared import declare_all, declared_names, forget, make_spec
-from ruler.builder.tasks.suites import benchmark_suites, find_suite
+from ruler.catalog.benchmarks import get_benchmark
+from ruler.catalog.declared import declare_all, declared_names, forget, make_spec
+from ruler.catalog.suites import benchmark_suites, find_suite
+from ruler.catalog.tasks import TASKS
 from ruler.kernel.errors import RulerError
 
 SOURCES = {"[paper]", "[figure]", "[inferred]", "[ours]"}
@@ -86,7 +86,7 @@ def test_the_paper_configurations_upstream_cannot_build_are_built_as_the_paper_d
 
 def test_the_card_differences_name_the_declared_tasks_they_concern():
     from ruler.benchmarks.ruler.declared_differences import declared_differences
-    from ruler.builder.tasks.declared import DeclaredTask
+    from ruler.catalog.declared import DeclaredTask
 
     declared_all = {t.name: make_spec(t.name, t.family, t.args)
                     for t in SECTION5.tasks if t.declared}

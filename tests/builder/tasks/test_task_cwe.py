@@ -17,8 +17,8 @@ from ruler.benchmarks.ruler.common_words import (
 )
 from ruler.benchmarks.ruler.tasks import COMMON_WORDS
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.checks import check_row
+from ruler.catalog.checks import check_row
+from ruler.catalog.tasks import TASKS
 from ruler.kernel.errors import TooShortError
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py).

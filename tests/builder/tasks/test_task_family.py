@@ -26,9 +26,9 @@ from typing import Mapping
 
 import pytest
 
-from ruler.builder.tasks.base import Draft, TaskGenerator, joined, template_ends
-from ruler.builder.tasks.catalog import TASKS, FamilySpec, TaskSpec, register_task
-from ruler.builder.tasks.family import TaskFamily, get_family, register_family
+from ruler.catalog.base import Draft, TaskGenerator, joined, template_ends
+from ruler.catalog.family import TaskFamily, get_family, register_family
+from ruler.catalog.tasks import TASKS, FamilySpec, TaskSpec, register_task
 from ruler.kernel.errors import RulerError
 from ruler.kernel.rng import below
 
@@ -220,7 +220,7 @@ def test_a_task_without_registered_family_code_is_one_line(tmp_path):
     script = r"""
 import sys
 from types import MappingProxyType
-from ruler.builder.tasks.catalog import FamilySpec, TaskSpec, register_task
+from ruler.catalog.tasks import FamilySpec, TaskSpec, register_task
 register_task(TaskSpec("orphan_task", FamilySpec("orphan", "{context}", "", 8, "string_match_all")))
 from ruler.commands.main import main
 sys.exit(main(sys.argv[1:]))

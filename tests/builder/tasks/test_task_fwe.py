@@ -14,8 +14,8 @@ from helpers.tasks import assert_lengths_and_fill, fit, fit_many, generator, tok
 from ruler.benchmarks.ruler.freq_words import NOISE_TOKEN, zipf_counts
 from ruler.benchmarks.ruler.tasks import FREQ_WORDS
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks.catalog import TASKS
-from ruler.builder.tasks.checks import check_row
+from ruler.catalog.checks import check_row
+from ruler.catalog.tasks import TASKS
 from ruler.kernel.errors import TooShortError
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py).

@@ -19,11 +19,11 @@ from helpers.tasks import (
 )
 from ruler.benchmarks.ruler.qa import fixed_permutation
 from ruler.benchmarks.ruler.tasks import QA
-from ruler.builder.context import BuildContext
 from ruler.builder.fitting import fit_sample
-from ruler.builder.tasks import make_generator
-from ruler.builder.tasks.catalog import TASKS, get_task
-from ruler.builder.tasks.checks import check_row
+from ruler.catalog import make_generator
+from ruler.catalog.checks import check_row
+from ruler.catalog.context import BuildContext
+from ruler.catalog.tasks import TASKS, get_task
 from ruler.kernel.errors import RulerError, TooShortError
 
 # Upstream's strings (NVIDIA/RULER scripts/data/synthetic/constants.py, qa.py).

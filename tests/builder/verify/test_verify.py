@@ -321,7 +321,7 @@ def test_edited_seed_with_a_matching_identity_still_fails_every_build_key(out, c
 def test_an_edited_tokenizer_revision_is_caught_against_the_registry(out, capsys):
     from ruler.builder.identity import file_key, identity_of_build
     from ruler.builder.manifest import BuildEntry
-    from ruler.builder.tasks import get_task
+    from ruler.catalog import get_task
 
     m = manifest(out)
     build = m["builds"]["gpt-4"]

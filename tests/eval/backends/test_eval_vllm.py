@@ -30,7 +30,7 @@ import pytest
 from helpers.builds import build, rows
 from helpers.reasoning import expected_prompt, thinking_tokenizer
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import OutputBudget
+from ruler.catalog.variants import OutputBudget
 from ruler.commands.main import main
 from ruler.eval.tiny_model import build_tiny_llama
 

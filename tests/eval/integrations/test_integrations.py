@@ -21,8 +21,8 @@ import yaml
 from helpers.builds import rows
 from ruler.benchmarks.ruler.metrics import row_match_all, row_match_part
 from ruler.builder.manifest import Manifest
-from ruler.builder.tasks.catalog import TASKS
 from ruler.cards.render import render_card
+from ruler.catalog.tasks import TASKS
 from ruler.commands.main import main
 from ruler.eval.integrations import lm_eval_export as ex
 from ruler.eval.integrations.export_folder import RECORD_NAME

@@ -23,7 +23,7 @@ from datasets import load_dataset
 
 from helpers.builds import build, rows
 from ruler.builder.tokenizer_registry import load_tokenizer
-from ruler.builder.variants import OutputBudget
+from ruler.catalog.variants import OutputBudget
 from ruler.commands.main import main
 from ruler.eval.integrations import kvpress_export as kx
 from ruler.eval.integrations.export_folder import RECORD_NAME

@@ -25,15 +25,15 @@ import argparse
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Collection, Mapping
 
-from ruler.builder.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
-from ruler.builder.tasks.catalog import TaskSpec
-from ruler.builder.tasks.family import family_of, get_family, swept_tasks
+from ruler.catalog.depths import MAX_DEPTH_BINS, DepthBin, check_depth_bins, sample_bin
+from ruler.catalog.family import family_of, get_family, swept_tasks
+from ruler.catalog.tasks import TaskSpec
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import SWITCH, Flag, add_flag, flag_of, option
 from ruler.kernel.registry import Registry
 
 if TYPE_CHECKING:
-    from ruler.builder.tokenizer import Tokenizer
+    from ruler.catalog.tokenizer import Tokenizer
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class Variant:
     # --- what generation asks -----------------------------------------------------------------
 
     def prompt_mode(self, tokenizer: "Tokenizer") -> str:
-        """The prompt mode rows are counted in (`builder.tokenizer.PROMPT_MODES`)."""
+        """The prompt mode rows are counted in (`catalog.tokenizer.PROMPT_MODES`)."""
         return tokenizer.default_mode()
 
     def seed_name(self, base_config: str) -> str:
@@ -350,7 +350,7 @@ class DepthSweep(Variant):
         return family.bin_miss(row["gold_depths"], sample_bin(index, self.bins))
 
 
-#: The prompt mode an output-budget variant is counted in (builder.tokenizer.PROMPT_MODES).
+#: The prompt mode an output-budget variant is counted in (catalog.tokenizer.PROMPT_MODES).
 OUTPUT_BUDGET_MODE = "reasoning"
 
 
@@ -525,7 +525,7 @@ class SwitchVariant(Variant):
         return cls()
 
 
-#: The prompt mode a base-model variant is counted in (builder.tokenizer.PROMPT_MODES).
+#: The prompt mode a base-model variant is counted in (catalog.tokenizer.PROMPT_MODES).
 BASE_MODEL_MODE = "base"
 
 

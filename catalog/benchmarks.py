@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ruler.benchmarks import BUILTIN, DEFAULT
-from ruler.builder.length_rules import PROMPT_AND_OUTPUT
-from ruler.builder.tasks.catalog import ON_MISS, TASKS, get_task
-from ruler.builder.tasks.declared import is_declared
+from ruler.catalog.declared import is_declared
+from ruler.catalog.length_rules import PROMPT_AND_OUTPUT
+from ruler.catalog.tasks import ON_MISS, TASKS, get_task
 from ruler.kernel.errors import RulerError
 from ruler.kernel.registry import Registry, UnknownName, builtin_code, load_target
 
@@ -155,11 +155,11 @@ class Benchmark:
         config_suffix: added to the tokenizer's config name (`llama-3.1--v2`): a config holds
             one benchmark's rows; "" for RULER's.
         prompt_mode: `prompt_mode(has_chat_template)`, how its rows are counted
-            (`builder.tokenizer.PROMPT_MODES`); None: as the build's variant says (RULER).
-        length_rule: how its rows' `length` is counted (`builder.length_rules`): the prompt
+            (`catalog.tokenizer.PROMPT_MODES`); None: as the build's variant says (RULER).
+        length_rule: how its rows' `length` is counted (`catalog.length_rules`): the prompt
             and `tokens_to_generate` within L, or the prompt alone (a benchmark whose answer
             comes on top); each file's manifest entry records it.
-        variants: the variant fields (`builder.variants`) its configs may have ("" is the
+        variants: the variant fields (`catalog.variants`) its configs may have ("" is the
             default config); None: every variant.
         axes: what its configs are built along (`BuildAxis`), one config per value.
         default_lengths: the `--lengths` a build makes unless told otherwise.
@@ -167,7 +167,7 @@ class Benchmark:
         fill: how full its rows are (`FillPromise`), checked on every row by the build and
             by `ruler verify`.
         aggregation: how its scores aggregate (`Aggregation`).
-        sources: its pinned inputs (`builder.sources.SourceSpec`), which `ruler sources`
+        sources: its pinned inputs (`catalog.sources.SourceSpec`), which `ruler sources`
             lists and fetches.
         metrics: the metrics its rows name (name -> `eval.metrics.specs.MetricSpec`), registered
             when it loads; a metric whose `replaces` names another may rescore its rows.

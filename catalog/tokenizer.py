@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ruler.builder.chat_template import ChatTemplate
-from ruler.builder.manifest_records import TokenizerRecord
+from ruler.catalog.chat_template import ChatTemplate
+from ruler.catalog.manifest_records import TokenizerRecord
 from ruler.kernel.errors import RulerError
 
 #: chat: the chat template, assistant turn pre-filled with the answer prefix; base: input +

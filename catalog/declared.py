@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Iterable, Mapping, Union
 
 import yaml
 
-from ruler.builder.tasks.catalog import FAMILIES, TASKS, TaskSpec, register_task
+from ruler.catalog.tasks import FAMILIES, TASKS, TaskSpec, register_task
 from ruler.kernel.errors import RulerError
 from ruler.kernel.json_record import JsonRecord, absent_field, extra_field
 

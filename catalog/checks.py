@@ -3,7 +3,7 @@
 Answer recoverability: can a row's `outputs` be read off its `input` directly? Gold items: the
 character offsets in `input` where the row's gold items start and the span of its context,
 re-derived from the row (some families also read the generator's data, e.g. which QA documents
-are gold). Each family defines both (`ruler.builder.tasks.family.TaskFamily`); task tests and
+are gold). Each family defines both (`ruler.catalog.family.TaskFamily`); task tests and
 `ruler verify` call them through here.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ruler.builder.tasks.family import GoldSpans, family_of
+from ruler.catalog.family import GoldSpans, family_of
 
 #: The key of a checked row's mapping that carries its build's recorded axis values (what the
 #: manifest's build entry of its config records for its benchmark's axes, by axis name),

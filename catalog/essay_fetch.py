@@ -31,8 +31,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
 
-from ruler.builder.essay_list import Essay, corpus_order, pinned_essays
-from ruler.builder.essay_record import (
+from ruler.catalog.essay_list import Essay, corpus_order, pinned_essays
+from ruler.catalog.essay_record import (
     DIFFERS,
     MISSING,
     SAME,

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ruler.builder import hub_sources
-from ruler.builder.essay_fetch import fetch_essays
-from ruler.builder.essay_record import read_record
-from ruler.builder.hub_sources import HubDataset
-from ruler.builder.manifest_records import SourceRecord
+import ruler.catalog.hub_sources as hub_sources
+from ruler.catalog.essay_fetch import fetch_essays
+from ruler.catalog.essay_record import read_record
+from ruler.catalog.hub_sources import HubDataset
+from ruler.catalog.manifest_records import SourceRecord
 from ruler.kernel import owned_files
 from ruler.kernel.atomic import replace_folder, replacing
 from ruler.kernel.download import (
@@ -143,7 +143,7 @@ class FilesSource(_HashedFolder):
 
 @dataclass(frozen=True, kw_only=True)
 class HubSource(_Source):
-    """A Hugging Face dataset repo at a pinned revision (`ruler.builder.hub_sources`):
+    """A Hugging Face dataset repo at a pinned revision (`ruler.catalog.hub_sources`):
     `relpath` is the folder its files are fetched into."""
 
     hub: HubDataset
@@ -169,7 +169,7 @@ SOURCES: Registry[SourceSpec] = Registry(
 
 
 def _benchmark_sources() -> None:
-    from ruler.builder.tasks.benchmarks import BENCHMARK_SPECS
+    from ruler.catalog.benchmarks import BENCHMARK_SPECS
 
     for bench in BENCHMARK_SPECS.values():
         for spec in bench.sources:

@@ -8,7 +8,7 @@ RULER's 13 with upstream's templates, prefixes, budgets and metrics, NVIDIA/RULE
 list is read, a plug-in's through the `ruler.task_families` entry point group, in every
 process: the CLI's, and each spawned worker's. A family's code (generator, checks, depth
 rules) joins its constants in one object,
-`ruler.builder.tasks.family.TaskFamily`, found at the address its `FamilySpec.module` names.
+`ruler.catalog.family.TaskFamily`, found at the address its `FamilySpec.module` names.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class FamilySpec:
     answer_prefix: str
     tokens_to_generate: int
     metric: str
-    # Where the family's code is (`ruler.builder.tasks.family.TaskFamily`, which holds this
+    # Where the family's code is (`ruler.catalog.family.TaskFamily`, which holds this
     # spec): "package.module:ATTR", or a module that registers it when imported. Imported the
     # first time the family is asked for, so one family's dependencies never load for
     # another. None: registered by whoever registered its tasks (a plug-in).
@@ -41,7 +41,7 @@ class FamilySpec:
     # False: a haystack unit is a source's document, of any size (HotpotQA holds paragraphs of
     # 1,494 llama-3.1 tokens in its first 100 questions), so a row falls short of L by up to
     # one document, as upstream's, and its benchmark's fill promise
-    # (`tasks.benchmarks.FillPromise`) is not held against it.
+    # (`benchmarks.FillPromise`) is not held against it.
     units_bounded: bool = True
     # True: the answer is a list every item of which counts (variables, words): an answer cut
     # at the output budget loses items (the report's health section says so).
@@ -49,7 +49,7 @@ class FamilySpec:
     # `configure(args)`: the task a user declares with these arguments of the family's
     # generator (`Configured`: its parameters, sources and output budget), checked against
     # each argument's domain (RulerError naming the argument); what a task file's
-    # `{task: <family>, args: {...}}` entry becomes (`ruler.builder.tasks.declared`). None:
+    # `{task: <family>, args: {...}}` entry becomes (`ruler.catalog.declared`). None:
     # the family takes no declared tasks.
     configure: Callable[[Mapping[str, Any]], "Configured"] | None = None
 
@@ -73,7 +73,7 @@ class TaskSpec:
     name: str
     family: FamilySpec
     params: Mapping[str, Any] = field(default_factory=dict)
-    sources: tuple[str, ...] = ()  # ids in builder.sources.SOURCES this task reads
+    sources: tuple[str, ...] = ()  # ids in catalog.sources.SOURCES this task reads
     # The task's own output budget where it is not its family's (a declared task whose
     # answer needs more: `FamilySpec.configure`); None: the family's.
     answer_budget: int | None = None
@@ -81,7 +81,7 @@ class TaskSpec:
     @property
     def tokens_to_generate(self) -> int:
         """The tokens a row reserves for the answer: upstream's per-family budget, or the
-        task's own (`answer_budget`; a build variant may reserve another: builder.variants,
+        task's own (`answer_budget`; a build variant may reserve another: catalog.variants,
         TaskGenerator.tokens_to_generate)."""
         return self.answer_budget or self.family.tokens_to_generate
 
@@ -102,7 +102,7 @@ TASKS: Registry[TaskSpec] = Registry("task", PLUGIN_GROUP,
                                      on_miss=lambda: [load() for load in ON_MISS])
 
 #: What loads the tasks a registered benchmark declares (the benchmark registry's loader,
-#: `tasks.benchmarks`, which the `ruler.builder.tasks` package imports with this module).
+#: `benchmarks`, which the `ruler.catalog` package imports with this module).
 ON_MISS: list[Callable[[], object]] = []
 
 
@@ -143,7 +143,7 @@ _TASK_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 def register_task(spec: TaskSpec) -> TaskSpec:
     """Add a task to the catalog (registering the same spec again does nothing). Its family's
     code is found at `spec.family.module` or registered apart
-    (`ruler.builder.tasks.family.register_family`)."""
+    (`ruler.catalog.family.register_family`)."""
     if not _TASK_NAME.fullmatch(spec.name) or "--" in spec.name:
         raise RulerError(f"task name {spec.name!r}: use letters, digits, '_', '.' and single "
                          f"'-' (it names a folder and is part of config names)")

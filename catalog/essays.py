@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from ruler.builder.sources import ResolvedSource
+from ruler.catalog.sources import ResolvedSource
 from ruler.kernel.errors import RulerError
 from ruler.kernel.user_cache import user_cache_root
 

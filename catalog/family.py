@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from ruler.builder.depths import DepthBin
-from ruler.builder.tasks.catalog import FAMILIES, TASKS, FamilySpec, TaskSpec, get_task
+from ruler.catalog.depths import DepthBin
+from ruler.catalog.tasks import FAMILIES, TASKS, FamilySpec, TaskSpec, get_task
 from ruler.kernel.errors import RulerError
 from ruler.kernel.registry import Registry, UnknownName
 
@@ -107,7 +107,7 @@ class TaskFamily:
     """
 
     spec: FamilySpec
-    # a ruler.builder.tasks.base.TaskGenerator class (not imported here: base imports this
+    # a ruler.catalog.base.TaskGenerator class (not imported here: base imports this
     # module, and a type-only import would close that cycle)
     generator: type
     check_row: Callable[[Mapping[str, Any]], str | None]
@@ -217,7 +217,7 @@ def get_family(name: str) -> TaskFamily:
     except UnknownName:
         raise RulerError(f"no code is registered for task family {name!r} (registered: "
                          f"{', '.join(FAMILY_CODE.known_names()) or 'none'}); its module must "
-                         f"call ruler.builder.tasks.family.register_family") from None
+                         f"call ruler.catalog.family.register_family") from None
 
 
 def family_of(task: str) -> TaskFamily:
@@ -231,7 +231,7 @@ def swept_tasks(tasks: Iterable[str] | None = None) -> tuple[str, ...]:
     benchmark's by default."""
     if tasks is None:
         from ruler.benchmarks import DEFAULT
-        from ruler.builder.tasks.benchmarks import tasks_of
+        from ruler.catalog.benchmarks import tasks_of
 
         tasks = tasks_of(DEFAULT)
     return tuple(t for t in tasks if family_of(t).sweepable)

@@ -14,14 +14,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, ClassVar, Sequence
 
-from ruler.builder.depths import DepthBin
-from ruler.builder.length_rules import counted_output
-from ruler.builder.tasks.catalog import TaskSpec
-from ruler.builder.tasks.family import get_family
+from ruler.catalog.depths import DepthBin
+from ruler.catalog.family import get_family
+from ruler.catalog.length_rules import counted_output
+from ruler.catalog.tasks import TaskSpec
 
 if TYPE_CHECKING:
-    from ruler.builder.context import BuildContext
-    from ruler.builder.tasks.tally import Tally
+    from ruler.catalog.context import BuildContext
+    from ruler.catalog.tally import Tally
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ class TaskGenerator(ABC):
         """Build sample `index` with a haystack of `size` units, drawing only from `rng`."""
 
     def tally(self, index: int, rng: random.Random, size: int) -> "Tally | None":
-        """The pieces of `draft(index, rng, size)` without its text (builder.tasks.tally),
+        """The pieces of `draft(index, rng, size)` without its text (catalog.tally),
         for a generator that can say them for less than the draft costs; None (the default):
         the fitter counts the draft."""
         return None

@@ -6,7 +6,7 @@ half-open interval [b/N, (b+1)/N); depth 1.0 belongs to the last bin. The positi
 builds (`ruler build --depths N`) put sample i's gold items in bin i mod N, `ruler verify`
 checks it, and `ruler report` bins recorded depths the same way, so all three share
 `bin_of`. Which of a row's depths a family places, and how the evaluator counts them, is the
-family's (`ruler.builder.tasks.family.TaskFamily`).
+family's (`ruler.catalog.family.TaskFamily`).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from __future__ import annotations
 import itertools
 from typing import Sequence
 
-from ruler.builder.depths import DEPTHS, DepthBin
-from ruler.builder.tokenizer import Tokenizer
+from ruler.catalog.depths import DEPTHS, DepthBin
+from ruler.catalog.tokenizer import Tokenizer
 
 #: Positions within this fraction of a bin's width of its inner edges are used only when no
 #: other is inside: the in-context token depth may differ slightly from the units' own counts.

@@ -245,7 +245,7 @@ def split_paths(source, split: str) -> list[Path]:
 
 def read_split(source, split: str, columns: Sequence[str]) -> list[dict]:
     """A split's rows (only `columns`), in file order, as dicts (`source`: a resolved Hub
-    source, `ruler.builder.sources.ResolvedSource`)."""
+    source, `ruler.catalog.sources.ResolvedSource`)."""
     import pyarrow.parquet as pq
 
     paths = split_paths(source, split)

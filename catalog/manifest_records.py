@@ -41,7 +41,7 @@ class TokenizerRecord(JsonRecord):
 class SourceRecord(JsonRecord):
     """A source a build read (`ResolvedSource.as_manifest()`): the file (or folder) and its
     sha256, the official sha256, and why it is not the official file where that is known. A
-    Hub source (`builder.hub_sources`) adds its repo, config, revision and files' hashes."""
+    Hub source (`catalog.hub_sources`) adds its repo, config, revision and files' hashes."""
 
     sha256: str
     id: str | None = None
@@ -90,7 +90,7 @@ class IdentityRecord(JsonRecord):
     tokenizer_revision: str | None = None  # "repo@revision", None for a tokenizer without
     packages: dict[str, str] = field(default_factory=dict)
     benchmark: str | None = None
-    variant: dict[str, int] | None = None  # builder.variants: {field: value}
+    variant: dict[str, int] | None = None  # catalog.variants: {field: value}
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 

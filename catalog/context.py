@@ -16,10 +16,10 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ruler.builder.length_rules import PROMPT_AND_OUTPUT
-from ruler.builder.sources import ResolvedSource, resolve
-from ruler.builder.tokenizer import Tokenizer
-from ruler.builder.variants import NO_VARIANT, Variant
+from ruler.catalog.length_rules import PROMPT_AND_OUTPUT
+from ruler.catalog.sources import ResolvedSource, resolve
+from ruler.catalog.tokenizer import Tokenizer
+from ruler.catalog.variants import NO_VARIANT, Variant
 
 
 @dataclass
@@ -28,14 +28,14 @@ class BuildContext:
     tokenizer_name: str  # the tokenizer's default config name; part of every sample's seed
     seed: int = 42
     sources_dir: str | os.PathLike | None = None
-    # The build's variant (builder.variants): generators ask it where a sample's gold items
+    # The build's variant (catalog.variants): generators ask it where a sample's gold items
     # go and how many tokens a row reserves for the answer (TaskGenerator.depth_bin,
     # .tokens_to_generate). NO_VARIANT: upstream's rules.
     variant: Variant = NO_VARIANT
-    # How a row's `length` counts its `tokens_to_generate` (builder.length_rules): the build's
+    # How a row's `length` counts its `tokens_to_generate` (catalog.length_rules): the build's
     # benchmark's rule, which each file's manifest entry records.
     length_rule: str = PROMPT_AND_OUTPUT
-    # The values of the build's benchmark's axes, by axis name (builder.tasks.benchmarks.
+    # The values of the build's benchmark's axes, by axis name (catalog.benchmarks.
     # BuildAxis: a language); {} for a benchmark without axes.
     axes: Mapping[str, Any] = field(default_factory=dict)
     _sources: dict[str, ResolvedSource] = field(default_factory=dict)

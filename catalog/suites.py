@@ -2,7 +2,7 @@
 study's configurations), each built with one command (`ruler build --suite NAME`).
 
 A suite lists its configurations: the benchmark's own tasks by name, and declared tasks
-(`builder.tasks.declared`) with their family and arguments; each with the label its source
+(`catalog.declared`) with their family and arguments; each with the label its source
 gives it (a figure's legend), where its values come from (`source`: what the paper states, a
 figure legend, an inference: the benchmark's own tags) and a note. A benchmark offers its
 suites at the address `Benchmark.suites` names (a mapping of name to `Suite`). A build made
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ruler.builder.tasks.declared import ArgValue, TaskDeclaration
+from ruler.catalog.declared import ArgValue, TaskDeclaration
 from ruler.kernel.errors import RulerError
 
 
