@@ -1,6 +1,7 @@
 """Small builds of each benchmark whose dataset cards tests/cards/test_golden_cards.py holds
-every later ruler to, byte for byte: RULER v1, RULERv2, ONERULER (en and ko) and a folder
-holding all three (issue 41: moving a benchmark's text into its card body changes no card).
+every later ruler to, byte for byte: RULER v1, RULERv2, ONERULER (en and ko), a folder
+holding all three, and v1's with a file whose source repeats (issue 41: moving a benchmark's
+text into its card body changes no card).
 
 `python tests/helpers/golden_cards.py` (from the repository root) builds them again and
 rewrites the stored manifests and cards; run it only to accept a deliberate change of cards
@@ -41,8 +42,22 @@ def _oneruler(out: Path, codes=("en", "ko"), tasks=("or_niah_single", "or_cwe"))
               axes={"language": OnerulerLanguage.parse(code)}, benchmark="oneruler")
 
 
+def _qa_repeats(out: Path) -> None:
+    """The share of qa_1's contexts that repeats its source, recorded as a build past SQuAD's
+    size records it (a build that long is too slow for a test): the card's "Repeated source
+    material" section."""
+    import json
+
+    path = out / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["files"]["data/gpt-4/qa_1/1024.parquet"]["repeated_share"] = {"mean": 0.8012,
+                                                                             "max": 0.8031}
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
 CASES = {
     "v1": (_v1,),
+    "v1_repeated": (_v1, _qa_repeats),
     "v2": (_v2,),
     "oneruler": (_oneruler,),
     "mixed": (_v1, _v2, lambda out: _oneruler(out, ("ko",), ("or_niah_single",))),
