@@ -84,8 +84,10 @@ class CardBody:
     """A benchmark family's text on the card (`Benchmark.card_body`, the address of one in its
     folder): the card's frame (identity, contents, loading, schema, provenance, licences) is
     the same for every benchmark; the family's body says what it is, its tasks and metrics, its
-    differences from upstream and its citation. Shown once per folder for all the benchmarks
-    that name it. The default, for a benchmark without one, says its title only."""
+    differences from upstream and its citation, and `words`, the fragments the frame's own
+    sentences take in where a fact is the family's (`CardWords`). Shown once per folder for all
+    the benchmarks that name it. The default, for a benchmark without one, says its title only
+    and the frame's words."""
 
     title = ""
     tags: tuple[str, ...] = ()
