@@ -58,7 +58,7 @@ from ruler.eval.metrics.depth import (
 )
 from ruler.eval.metrics.health import flags as health_flags
 from ruler.eval.metrics.health import markdown as health_markdown
-from ruler.eval.metrics.intervals import METHOD_TEXT, Interval
+from ruler.eval.metrics.intervals import Interval, method_text
 from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.records.results_schema import read_run, read_scores
@@ -132,7 +132,7 @@ class Report:
     @property
     def hooks(self) -> ReportHooks:
         """The benchmark's additions to the report (`Benchmark.report`)."""
-        return self.spec.hook("report") or NO_HOOKS
+        return hooks_of(self.spec)
 
     @property
     def title(self) -> str:
@@ -260,6 +260,11 @@ class ReportHooks:
         where the report has that table."""
         return r.depth is not None and bool(r.depth.niah)
 
+    def names_weighted_averages(self, spec: Benchmark) -> bool:
+        """Whether the uncertainty sentence names the weighted averages among the means its
+        bootstrap covers: where the benchmark has them (`Aggregation.weighted`)."""
+        return spec.aggregation.weighted
+
     def json(self, r: Report) -> dict[str, Any]:
         """Fields report.json adds for the benchmark."""
         return {}
@@ -284,6 +289,11 @@ class ReportHooks:
 
 #: The hooks of a benchmark that adds nothing.
 NO_HOOKS = ReportHooks()
+
+
+def hooks_of(spec: Benchmark) -> ReportHooks:
+    """A benchmark's additions to the report (`Benchmark.report`), or none."""
+    return spec.hook("report") or NO_HOOKS
 
 
 def load_scores(results: str | Path) -> ScoresRecord:
@@ -349,7 +359,9 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                   tasks=tasks, lengths=lengths, cells=cells, summary=summary, depth=depth,
                   mode=scores.mode, incomplete=incomplete, unscored=unscored,
                   selection=scores.selection,
-                  intervals=report_intervals(cells, tasks, lengths, summary, key=scores.config),
+                  intervals=report_intervals(
+                      cells, tasks, lengths, summary, key=scores.config,
+                      method=method_text(hooks_of(spec).names_weighted_averages(spec))),
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
                   health=scores.health, benchmark=spec.id, axes=recorded_axes(scores))
@@ -638,7 +650,7 @@ def _uncertainty_text(r: Report) -> list[str]:
                   f"{r.summary.threshold}, so whether the length passes, and with it the "
                   f"effective length ({r.summary.effective_label}), could go either way at this "
                   f"sample size.", ""]
-    return lines + [f"Uncertainty: {METHOD_TEXT} Score cells show `score [low, high]`.", ""]
+    return lines + [f"Uncertainty: {ri.method} Score cells show `score [low, high]`.", ""]
 
 
 def _underline(v: float | None, threshold: float) -> str:
