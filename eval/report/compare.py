@@ -36,7 +36,6 @@ from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import figure_text, md_code, md_text
 
-COMPARE_FILES = ("compare.md", "compare.json", "compare.png")
 _SHOWN = 5
 
 

@@ -63,7 +63,7 @@ from ruler.eval.records.results_schema import read_run, read_scores
 from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
 from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection, TieTotals
 from ruler.eval.records.serving import markdown as serving_markdown
-from ruler.eval.report.depth import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
+from ruler.eval.report.depth import depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.report.figures import dodged, fit_canvas, save_png
 from ruler.eval.report.intervals import ReportIntervals, format_interval, report_intervals
 from ruler.eval.report.reference import ReferenceComparison, comparisons, hint, hint_markdown
@@ -76,9 +76,6 @@ from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.json_record import encode, fields_json
 from ruler.kernel.markup import figure_text, md_code, md_text
-
-REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
-                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")
 
 
 @dataclass(kw_only=True)
