@@ -2,9 +2,8 @@
 
 The manifest (`builder.manifest`), a results folder's run.json and scores.json
 (`eval.records.run_record`, `eval.records.scores_record`) are read and written only through such
-records, so
-code past the reader holds typed fields, never a dict. Each record keeps what it does not
-know, and what it did not find:
+records, so code past the reader holds typed fields, never a dict. Each record keeps what it does
+not know, and what it did not find:
 
 - keys no field names (a newer writer's) stay in `extra` and are written back;
 - a field the JSON lacked (an older writer's file) holds its default, and `to_json` leaves
