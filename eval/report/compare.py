@@ -33,7 +33,7 @@ from ruler.eval.metrics.intervals import (
 from ruler.eval.records.dataset import open_dataset
 from ruler.eval.records.results_folder import SCORES_NAME
 from ruler.eval.records.scores_record import ScoresRecord, TieTotals
-from ruler.eval.report.figures import dodged, fit_canvas, save_png
+from ruler.eval.report.figures import dodged, error_bars, fit_canvas, new_figure, save_png
 from ruler.eval.report.run import (
     benchmark_title,
     check_revision,
@@ -46,7 +46,6 @@ from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import figure_text, md_code, md_text
 
-COMPARE_FILES = ("compare.md", "compare.json", "compare.png")
 _SHOWN = 5
 
 
@@ -266,17 +265,11 @@ def to_markdown(c: Comparison) -> str:
 def figure(c: Comparison) -> Any:
     """A - B per length with its interval (black), and each task's difference, the tasks
     spread across a length's slot so that equal differences stay visible."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure((7, 4.5))
     overall = c.overall
     slot = {r.length: n for n, r in enumerate(overall)}
     ys = [r.diff.difference for r in overall]
-    err = [[max(0.0, y - r.diff.interval.low) for y, r in zip(ys, overall)],
-           [max(0.0, r.diff.interval.high - y) for y, r in zip(ys, overall)]]
+    err = error_bars(ys, [r.diff.interval for r in overall])
     tasks = in_task_order({r.task for r in c.by_task if r.task is not None})
     # an even number of places: none at the slot's centre, where the overall point sits
     places = len(tasks) + len(tasks) % 2

@@ -3,11 +3,10 @@ wAvg., and the lengths where the effective-length decision is uncertain.
 
 The per-length and averaged intervals are stratified bootstraps over the rows of every cell
 (`ruler.eval.metrics.intervals.weighted_mean_interval`) with the weights the headline numbers use:
-equal
-per task within a length; for Avg. and wAvg. each length's weight (`eval.metrics.aggregate`) divided
-by its tasks. They are given exactly where the headline numbers are: a length's interval where
-its mean is, the averages' where the averages are (a complete selection). Scores written before
-the cells carried `row_scores` have no intervals (None), and the report shows none.
+equal per task within a length; for Avg. and wAvg. each length's weight (`eval.metrics.aggregate`)
+divided by its tasks. They are given exactly where the headline numbers are: a length's interval
+where its mean is, the averages' where the averages are (a complete selection). Scores written
+before the cells carried `row_scores` have no intervals (None), and the report shows none.
 
 One statistic has one interval: where two of these numbers weigh the same rows alike (at a
 single length, its mean, Avg. and both wAvg. are one number), they share the first one's
