@@ -1,4 +1,4 @@
-"""`ruler.eval.integrations.exporters` moved to `ruler.eval.integrations.exporters`;
+"""`ruler.eval.exporters` moved to `ruler.eval.integrations.exporters`;
 this path stays importable for plug-ins (docs/extending.md, "Moved modules")."""
 
 from ruler.eval.integrations.exporters import *  # noqa: F403

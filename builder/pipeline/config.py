@@ -152,8 +152,6 @@ class BuildConfig:
     seed: int = option("--seed", default=42, type=int, help="base seed (42, as upstream)")
     out: Path = option("--out", default=Path(DEFAULT_OUT), type=Path,
                        help=f"output folder (./{DEFAULT_OUT})")
-    # Worker processes (local executor; default: every core) or at most this many Ray
-    # actors (ray executor; default: one per CPU of the cluster).
     workers: int | None = option(
         "--workers", default=None, type=int, minimum=1,
         help="worker processes (default: all cores); each fits and writes whole files, longest "
@@ -182,15 +180,11 @@ class BuildConfig:
         help="count every length probe by tokenizing the whole prompt (slow; the default sums "
              "cached token counts of the prompt's pieces, checked against whole-prompt counts, "
              "and gives the same rows)")
-    # Replace OUT's files of this config when they were built with another identity (seed,
-    # samples, tokenizer, package versions); without it such a build refuses.
     overwrite: bool = option(
         "--overwrite", kind=SWITCH, default=False,
         help="replace this tokenizer's files in OUT when they were built with another seed, "
              "sample count, tokenizer or package versions (default: refuse and say what "
              "differs); only files its manifest lists are removed")
-    # Where file jobs run: "local" (this machine: LocalExecutor) or "ray" (a Ray cluster at
-    # ray_address, else $RAY_ADDRESS, else a Ray instance started here: RayExecutor).
     executor: str = option(
         "--executor", default="local", choices=EXECUTORS,
         help="where files are built: 'local' (worker processes on this machine, the default) "

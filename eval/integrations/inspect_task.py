@@ -10,12 +10,11 @@
   its hashes (`ruler.eval.records.dataset`, as `ruler eval` reads them). A sample's id is
   `<task>/<L>/<index>`; its metadata holds the row's key, metric, answer prefix, budget and the
   split file's `content_sha256`, so a log can be scored later by `ruler score`.
-- Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where
-  the provider continues a final assistant message (Inspect's vLLM and SGLang providers render
-  it with `continue_final_message`); `-T prefill=true` forces it for other providers that support
-  prefill, `-T prefill=false` turns it off. A row without an answer prefix is never
-  pre-filled: its prompt is the user turn and the generation prompt. Then greedy generation of
-  at most the row's
+- Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where the
+  provider continues a final assistant message (Inspect's vLLM and SGLang providers render it with
+  `continue_final_message`); `-T prefill=true` forces it for other providers that support prefill,
+  `-T prefill=false` turns it off. A row without an answer prefix is never pre-filled: its prompt is
+  the user turn and the generation prompt. Then greedy generation of at most the row's
   `tokens_to_generate` tokens (`inspect_usage.greedy_settings`: temperature 0, or top_k 1 on
   Inspect's transformers providers, which sample and refuse temperature 0).
 - Scorer: upstream's per-row metric on the completion, prepared as its upstream does
