@@ -28,6 +28,7 @@ from ruler.catalog.tokenizer import TokenizerIdentity
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry
+    from ruler.catalog.declared import DeclaredTask
 
 #: A package one identity records and the other does not (it does not shape that build's rows).
 NOT_RECORDED = "not recorded"
@@ -71,10 +72,15 @@ def identity_of_build(build: BuildEntry) -> IdentityRecord:
 
 
 def file_key(identity: IdentityRecord, task: str, max_seq_length: int,
-             source_hashes: Mapping[str, str | None]) -> str:
-    """A file's build key: its build's identity, task, length and its task's source hashes."""
+             source_hashes: Mapping[str, str | None],
+             declared: DeclaredTask | None = None) -> str:
+    """A file's build key: its build's identity, task, length and its task's source hashes,
+    and for a declared task (`catalog.declared`) its record: family and arguments (a
+    task registered by code has none, so its keys are what they always were)."""
     relevant = dict(identity.to_json(), sources=dict(sorted(source_hashes.items())), task=task,
                     max_seq_length=max_seq_length)
+    if declared is not None:
+        relevant["declared"] = declared.to_json()
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()
 
 

@@ -5,7 +5,9 @@ Layout (format_version 1):
   builds {<config>: {tokenizer {identity}, prompt_mode, seed, samples, generator_version,
                      packages {dist: version}, identity {...}, counting [...],
                      sources {id: {...}}, official, tasks, lengths[, variant {field: value}]
-                     [, benchmark[, benchmark_package]][, <axis>...]}};
+                     [, benchmark[, benchmark_package]][, <axis>...]
+                     [, declared_tasks {<task>: {task: <family>, args: {...}}}]
+                     [, suites [<suite>...]]}};
     (a variant config, `<tokenizer>--<suffix>`, records its parameters: catalog.variants;
     a config of another benchmark than the default records its id, "benchmark", a plug-in's
     also the distribution that provides it, and each of the benchmark's build axes its value
@@ -62,6 +64,7 @@ from ruler.builder.manifest_schema import FORMAT_VERSION, check_manifest
 from ruler.builder.packages import CONTENT_PACKAGES, FILE_PACKAGES
 from ruler.builder.schema import LONG_TEXT_COLUMNS
 from ruler.catalog.benchmarks import Benchmark, get_benchmark, in_task_order, task_rank
+from ruler.catalog.declared import DeclaredTask
 from ruler.catalog.manifest_records import (
     IdentityRecord,
     SourceRecord,
@@ -158,10 +161,11 @@ class BuildEntry(JsonRecord):
     OPTIONAL: ClassVar[frozenset[str]] = frozenset({
         "prompt_mode", "seed", "samples", "generator_version", "packages", "identity",
         "counting", "sources", "official", "tasks", "lengths", "variant", "benchmark",
-        "benchmark_package", "length_rules"})
+        "benchmark_package", "length_rules", "declared_tasks", "suites"})
     DECODE: ClassVar[Mapping[str, Decode]] = {
         "tokenizer": TokenizerRecord.from_json, "identity": IdentityRecord.from_json,
-        "sources": record_map(SourceRecord.from_json)}
+        "sources": record_map(SourceRecord.from_json),
+        "declared_tasks": record_map(DeclaredTask.from_json)}
 
     tokenizer: TokenizerRecord  # TokenizerIdentity.as_manifest()
     prompt_mode: str | None = None
@@ -183,6 +187,11 @@ class BuildEntry(JsonRecord):
     # Its axes' values are recorded under their names (`axis_records`), kept in `extra`.
     benchmark: str | None = None
     benchmark_package: str | None = None
+    # Its declared tasks (`catalog.declared`): task name -> {task: <family>, args:
+    # {...}}, the generators' own schema; every reader of the folder declares them from here.
+    declared_tasks: dict[str, DeclaredTask] | None = None
+    # the suites built into it (`catalog.suites`: `ruler build --suite`), by name
+    suites: list[str] | None = None
     extra: dict[str, Any] = extra_field()
     absent: frozenset[str] = absent_field()
 

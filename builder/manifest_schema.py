@@ -5,7 +5,8 @@ it through `ruler.builder.manifest.Manifest.load` (or `.from_json`), which calls
 `check_manifest`: a manifest is input from disk, possibly damaged or hostile (a shard from
 another machine), and its entries become paths and arguments. So before any command uses it:
 
-- each file entry is a split file: a config the manifest has a build of, a task of the catalog,
+- each file entry is a split file: a config the manifest has a build of, a task of the catalog
+  (a build's `declared_tasks` are declared first: `catalog.declared`),
   a positive integer length, and its key is exactly `data/<config>/<task>/<L>.parquet`: a
   path built from them can never leave `data/` (`lnk/../../pwn` is no task);
 - each config name is a plain folder and Hub config name (`check_config_name`), with the
@@ -26,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 from ruler.benchmarks import DEFAULT
 from ruler.catalog.benchmarks import get_benchmark, tasks_of
+from ruler.catalog.declared import declare_json
 from ruler.catalog.tasks import TASKS
 from ruler.catalog.variants import record_ok, variant_from_record, variant_kinds
 from ruler.kernel.errors import RulerError
@@ -135,6 +137,7 @@ BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "length_rules": (_list_of(_str), False),
     "variant": (_variant, False),
     "benchmark": (_str, False), "benchmark_package": (_str, False),
+    "declared_tasks": (_dict, False), "suites": (_list_of(_str), False),
 }
 TOP_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "builds": (_dict, True), "files": (_dict, True),
@@ -173,6 +176,9 @@ def check_manifest(manifest: Any, where: str) -> dict[str, Any]:
 def _check_build(config: str, build: Any, where: str) -> None:
     if not isinstance(build, dict):
         raise RulerError(f"{where}: build {config!r} is not a record (a JSON object)")
+    # Its declared tasks join the catalog first: its tasks and files name them.
+    if "declared_tasks" in build:
+        declare_json(build["declared_tasks"], f"{where}: build {config!r}")
     unknown = _unknown_variant(build.get("variant"))
     if unknown:
         raise RulerError(f"{where}: build {config!r} records variant {unknown!r}, which no "

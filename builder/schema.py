@@ -31,32 +31,6 @@ LONG_TEXT_COLUMNS = ("input", "context")
 #: rows of an older build lack them.
 PROMPT_PARTS_SINCE = "0.2.0"
 
-#: How `input` splits into `context` and `question`, for the dataset card.
-PROMPT_SPLIT_DOC = (
-    "context and question: `context + question == input` exactly, for every row. `question` is "
-    "the task's text after the context, as upstream's templates place it (\"What are all "
-    "the special magic ...?\", \"Question: ...\", or a repeated instruction and \"Question: "
-    "...\"). `context` is everything before it: the task's instruction before the haystack "
-    "(every template opens with one), the solved example before that where the task has one, "
-    "the haystack itself, and the newlines that end it. So the question is never part "
-    "of `context`, and a query-agnostic method can compress `context` before seeing it. The "
-    "cut is a clean token junction (\"...\\n\" | \"What\"): `context` tokenized alone gives "
-    "the first tokens of `input`, so gold_token_positions (token indices in `input`) are also "
-    "indices in `context`'s tokens, and `question` tokenized alone gives the rest (with the "
-    "registry's tokenizers; a SentencePiece model such as llama-2 prefixes a space to any text "
-    "it encodes alone, which changes the question's first token)."
-)
-
-#: What `gold_token_positions` / `gold_depths` mean, for the dataset card.
-GOLD_POSITION_DOC = (
-    "gold_token_positions: index of the first token of each gold item (needle, variable line, "
-    "gold document; each occurrence of one where a long context repeats its source) when "
-    "`input` is tokenized alone (no chat template, no special tokens); "
-    "gold_depths: the same position as a fraction of the haystack's tokens (0 = its start, "
-    "1 = its end). Empty for tasks whose answers are spread through the text."
-)
-
-
 def schema_problem(schema: pa.Schema) -> str:
     """What is wrong with a split file's schema (not ROW_SCHEMA), in one line: a file of a
     build made before `context` and `question` existed says so and how to rebuild."""

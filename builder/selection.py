@@ -44,11 +44,21 @@ def parse_tasks(text: str | None) -> tuple[str, ...]:
         from ruler.catalog.benchmarks import get_benchmark
 
         return get_benchmark(DEFAULT).tasks
-    tasks = tuple(t.strip() for t in text.split(",") if t.strip())
+    tasks = split_tasks(text)
+    check_task_names(tasks)
+    return tasks
+
+
+def split_tasks(text: str) -> tuple[str, ...]:
+    """The names a comma-separated `--tasks` gives, unchecked."""
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def check_task_names(tasks: tuple[str, ...]) -> None:
+    """Refuse names the catalog does not have (RulerError naming the known ones)."""
     unknown = [t for t in tasks if t not in TASKS]
     if unknown:
         raise RulerError(f"unknown task(s) {', '.join(unknown)}; known: {', '.join(TASKS)}")
-    return tasks
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -72,15 +82,18 @@ def lengths_value(value: Any) -> tuple[int, ...]:
 
 
 def tasks_value(value: Any) -> tuple[str, ...]:
-    """`--tasks` of a selection (eval, score, export): () for all of them."""
-    return parse_tasks(_text(value)) if value not in (None, "", ()) else ()
+    """`--tasks` of a selection (eval, score, export): () for all of them. The names are
+    checked against the data's own tasks (a build folder's declared tasks are known once its
+    manifest is read: `eval.records.dataset`), not against the catalog before it."""
+    return split_tasks(_text(value)) if value not in (None, "", ()) else ()
 
 
 def build_tasks_value(value: Any) -> tuple[str, ...]:
     """`ruler build --tasks`: () ("all", the default) for the benchmark's tasks, which
-    `BuildConfig` settles (with a variant: those it applies to)."""
+    `BuildConfig` settles (with a variant: those it applies to). The names are checked
+    there, once the build's declared tasks (`--task-file`, `--declare`) are in the catalog."""
     text = "" if value in (None, ()) else _text(value)
-    return () if text in ("", "all") else parse_tasks(text)
+    return () if text in ("", "all") else split_tasks(text)
 
 
 def shard_value(value: Any) -> tuple[int, int]:

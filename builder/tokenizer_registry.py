@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, ClassVar, Iterator, Mapping
+from typing import ClassVar, Iterator, Mapping
 
 from ruler.catalog.chat_template import ChatTemplate, renders_here, special_tokens
 from ruler.catalog.tokenizer import (
@@ -42,7 +42,7 @@ from ruler.kernel.atomic import replace_folder, write_bytes_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256, sha256_text
 from ruler.kernel.hub_names import check_config_name
-from ruler.kernel.json_record import Decode, JsonRecord, absent_field, extra_field
+from ruler.kernel.json_record import Decode, FrozenRecord
 from ruler.kernel.user_cache import user_cache_root
 
 TOKENIZERS_ENV = "RULER_TOKENIZERS"
@@ -51,19 +51,17 @@ _HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 
 @dataclass(frozen=True)
-class PackagedFile(JsonRecord):
+class PackagedFile(FrozenRecord):
     """An installed package that ships a registry tokenizer in a format of its own."""
 
     distribution: str
     kind: str  # how the file is loaded: tekken
     file: str  # its path inside the distribution
     sha256: str
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True)
-class RegistryEntry(JsonRecord):
+class RegistryEntry(FrozenRecord):
     """One tokenizer of the registry: its format, its folder below `$RULER_TOKENIZERS` (and
     name in the cache), its pinned files (name -> sha256) and chat template, where the Hub
     has them, and other ways to get it (a package; tiktoken's own download)."""
@@ -78,8 +76,6 @@ class RegistryEntry(JsonRecord):
     encoding: str = ""  # tiktoken: the encoding's name
     url: str = ""  # tiktoken: where tiktoken downloads its file
     note: str = ""
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     DECODE: ClassVar[Mapping[str, Decode]] = {"package": PackagedFile.from_json}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ruler.cards.body import whose
+from ruler.cards.body import whose, words
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import Manifest
@@ -72,6 +72,7 @@ def card_section(manifest: Manifest, repo_id: str | None, revision: str | None) 
     score = f"--data {data}" + (f" --revision {rev}" if rev else "")
     params = "; ".join(f"`{name}`: {what}" for name, what in PARAMETERS)
     prefill = ", ".join(p for p in PREFILL_PROVIDERS if p != "mockllm")
+    reference = words(manifest).reference or "the build"
     return (
         f"Installing ruler-bench registers the [Inspect](https://inspect.aisi.org.uk/) task "
         f"`{TASK_NAME}` (in Python: `{TASK_IMPORT}`):\n\n```bash\n"
@@ -84,7 +85,7 @@ def card_section(manifest: Manifest, repo_id: str | None, revision: str | None) 
         f"- The user turn is `input`; the assistant turn is pre-filled with `answer_prefix` on "
         f"providers that continue a final assistant message ({prefill}); elsewhere pass "
         f"`-T prefill=true` if the provider supports prefill, else the model answers without "
-        f"the prefix (a different prompt from the paper's).\n"
+        f"the prefix (a different prompt from {reference}'s).\n"
         f"- Greedy decoding of at most the row's `tokens_to_generate` tokens (temperature 0; "
         f"top_k 1 on {', '.join(f'`{p}`' for p in GREEDY_BY_PROVIDER)}, Inspect's transformers "
         f"providers, which sample and refuse temperature 0); the scorer applies "

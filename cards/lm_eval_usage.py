@@ -5,7 +5,7 @@ no `eval` module), so the card renders the same section whoever renders it."""
 from __future__ import annotations
 
 from ruler.builder.manifest import FileEntry, Manifest
-from ruler.cards.body import bodies, whose
+from ruler.cards.body import bodies, whose, words
 from ruler.catalog.variants import reserved_output_budget
 
 #: The folder's name inside a released dataset repo (`ruler release` uploads it there).
@@ -119,11 +119,13 @@ def card_section(manifest: Manifest, repo_id: str | None,
         score = "--data OUT"
     chat = chat_note(manifest)
     notes = [n for body in bodies(manifest) for n in body.lm_eval_notes(manifest)]
+    reference = words(manifest).reference
+    as_reference = f", as {reference} does" if reference else ""
     return (
         f"{fetch}\n\n"
         f"- Tasks `ruler_<config>_<task>_<L>`, groups `ruler_<config>_<L>` (all tasks at one "
         f"length), `ruler_<config>` (all lengths) and `{ALL_GROUP}`; the metric `{METRIC}` is "
-        f"{whose(manifest)}, 0-100, and groups average tasks unweighted, as the paper does.\n"
+        f"{whose(manifest)}, 0-100, and groups average tasks unweighted{as_reference}.\n"
         f"- {chat}.\n"
         f"- `max_length` (vLLM: `max_model_len`) must be at least L: lm-eval left-truncates "
         f"longer prompts, which cuts the instruction (and BOS).\n"

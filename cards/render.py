@@ -19,8 +19,9 @@ import yaml
 
 from ruler.builder.counting import COUNTING_METHODS
 from ruler.builder.manifest import MANIFEST_NAME, BuildEntry, Manifest, manifest_lock
-from ruler.builder.schema import GOLD_POSITION_DOC, PROMPT_SPLIT_DOC, ROW_SCHEMA
-from ruler.cards.body import bodies, present
+from ruler.builder.schema import ROW_SCHEMA
+from ruler.cards.body import CardWords, bodies, present, words
+from ruler.cards.declared import declared_section, suites_section
 from ruler.cards.repeated import repeated_section
 from ruler.cards.sections import USAGE_SECTIONS, CardSection
 from ruler.cards.variants import variants_section
@@ -56,14 +57,28 @@ COLUMN_DOCS: Mapping[str, str] = {
     "length": "exact tokens the model is given (chat template, or BOS + text for base "
               "tokenizers, with `answer_prefix`), plus `tokens_to_generate` where the file's "
               "length rule counts it (Contents: `length`); always <= L",
-    "tokens_to_generate": "maximum new tokens (upstream's budget for the task; in a "
-                          "reserved-output-budget config `<tokenizer>--out<N>`, that budget)",
+    "tokens_to_generate": "maximum new tokens ({budget}; in a reserved-output-budget config "
+                          "`<tokenizer>--out<N>`, that budget)",
     "metric": "the metric that scores the row (see Tasks)",
     "gold_token_positions": "see below",
     "gold_depths": "see below",
-    "haystack_size": "size of the fitted haystack in the task's own units (sentences, "
-                     "needles, documents, words, ...)",
+    "haystack_size": "size of the fitted haystack in the task's own units{haystack_units}",
 }
+
+#: How `context` and `question` split `input`, below the Row schema: in the benchmark
+#: family's words (`CardWords`) where they are its own.
+PROMPT_SPLIT_DOC = (
+    "context and question: `context + question == input` exactly, for every row. `question` is "
+    "the task's text after the context{question}. `context` is everything before it{context}. "
+    "So the question is never part of `context`, and a query-agnostic method can compress "
+    "`context` before seeing it.{cut}")
+
+#: What `gold_token_positions` / `gold_depths` mean, below the Row schema.
+GOLD_POSITION_DOC = (
+    "gold_token_positions: index of the first token of each gold item{gold_items} when `input` "
+    "is tokenized alone (no chat template, no special tokens); gold_depths: the same position "
+    "as a fraction of the haystack's tokens (0 = its start, 1 = its end). Empty for tasks whose "
+    "answers are spread through the text.")
 
 
 # --- YAML front matter -----------------------------------------------------------------------
@@ -254,11 +269,13 @@ def task_table(manifest: Manifest) -> str:
                    "sources", "in this repo"], rows)
 
 
-def schema_rows() -> list[list[str]]:
+def schema_rows(said: CardWords) -> list[list[str]]:
+    """The Row schema table, its meanings in the folder's words (`CardWords`)."""
     missing = [n for n in ROW_SCHEMA.names if n not in COLUMN_DOCS]
     if missing:
         raise RulerError(f"cards.render.COLUMN_DOCS lacks a description of column(s) {missing}")
-    return [[_code(f.name), _type_name(f.type), COLUMN_DOCS[f.name]] for f in ROW_SCHEMA]
+    return [[_code(f.name), _type_name(f.type), COLUMN_DOCS[f.name].format(**vars(said))]
+            for f in ROW_SCHEMA]
 
 
 def _type_name(t: pa.DataType) -> str:
@@ -398,6 +415,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
     two = (f'ds = load_dataset("{repo}", "{config}", split="{lengths[0]}+{lengths[1]}"'
            f'{revision_arg})\n') if len(lengths) > 1 else ""
     generator = manifest.generator or {}
+    said = words(manifest)
     body = Template(TEMPLATE_PATH.read_text(encoding="utf-8")).substitute(
         generator=f"{generator.get('name')} {generator.get('version')}",
         title=md_text(title(manifest)),
@@ -405,14 +423,16 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         official_note=official_note(manifest),
         length_rules=length_rules_text(manifest),
         contents_table=contents_table(manifest),
-        task_table=task_table(manifest),
+        task_table=task_table(manifest) + declared_section(manifest)
+        + suites_section(manifest),
         metrics_text="".join(body.metrics(manifest) for body in bodies(manifest)),
         repo_id=repo, example_config=config, example_task=task, example_split=split,
         revision_arg=revision_arg, two_splits_line=two,
         revision_example=revision or "<tag>",
-        schema_table=_table(["column", "type", "meaning"], schema_rows()),
-        prompt_split_doc=PROMPT_SPLIT_DOC,
-        gold_doc=GOLD_POSITION_DOC,
+        scored_with=said.metrics,
+        schema_table=_table(["column", "type", "meaning"], schema_rows(said)),
+        prompt_split_doc=PROMPT_SPLIT_DOC.format(**vars(said)),
+        gold_doc=GOLD_POSITION_DOC.format(**vars(said)),
         repeated_section=repeated_section(manifest),
         packages_table=packages_table(manifest),
         builds_section=builds_section(manifest),

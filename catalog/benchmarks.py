@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
 
 from ruler.benchmarks import BUILTIN, DEFAULT
+from ruler.catalog.declared import is_declared
 from ruler.catalog.length_rules import PROMPT_AND_OUTPUT
 from ruler.catalog.tasks import ON_MISS, TASKS, get_task
 from ruler.kernel.errors import RulerError
@@ -213,6 +214,9 @@ class Benchmark:
     lm_eval: str | None = None
     failure_labels: str | None = None
     fake_answers: str | None = None
+    # the address of its suites (`tasks.suites.Suite` by name: `ruler build --suite`); None:
+    # none
+    suites: str | None = None
     release_gates: tuple[str, ...] = ()
 
     @property
@@ -322,13 +326,17 @@ def recorded_length_rule(recorded: str | None, benchmark: str) -> str:
 
 
 def tasks_of(benchmark: str) -> tuple[str, ...]:
-    """The tasks a benchmark's configs may hold: its own, and for the default benchmark the
-    tasks a plug-in's family registered that no benchmark lists."""
-    own = get_benchmark(benchmark).tasks
-    if benchmark != DEFAULT:
-        return own
+    """The tasks a benchmark's configs may hold: its own, the tasks declared of its families
+    (`tasks.declared`), and for the default benchmark the tasks a plug-in's family registered
+    that no benchmark lists."""
+    bench = get_benchmark(benchmark)
+    own, families = bench.tasks, set(bench.families)
     listed = {t for b in BENCHMARK_SPECS.values() for t in b.tasks}
-    return own + tuple(t for t in TASKS if t not in listed)
+    declared = tuple(t for t, spec in TASKS.items() if t not in listed and is_declared(t)
+                     and spec.family.name in families)
+    if benchmark != DEFAULT:
+        return own + declared
+    return own + declared + tuple(t for t in TASKS if t not in listed and not is_declared(t))
 
 
 def benchmark_tasks(benchmark: str,
@@ -383,8 +391,8 @@ def benchmark_axes() -> dict[str, BuildAxis]:
 
 def task_rank(name: str) -> tuple[int, str]:
     """Sort key of a task name in the benchmarks' order (each benchmark's tasks in its own
-    order: upstream's), then the other registered tasks; names no one registered come after
-    every task, by name."""
+    order: upstream's), then the other registered tasks, then the declared ones by name;
+    names no one registered come after every task, by name."""
     order = _task_order()
     return order.get(name, len(order)), name
 
@@ -392,7 +400,11 @@ def task_rank(name: str) -> tuple[int, str]:
 def _task_order() -> dict[str, int]:
     key = (BENCHMARK_SPECS.known_names(), TASKS.known_names())
     if _ORDER.get("key") != key:
-        names = [t for b in BENCHMARK_SPECS.values() for t in b.tasks] + list(TASKS)
+        # declared tasks by name: a folder's readers declare them in the manifest's order,
+        # its build in the command's
+        names = ([t for b in BENCHMARK_SPECS.values() for t in b.tasks]
+                 + [t for t in TASKS if not is_declared(t)]
+                 + sorted(t for t in TASKS if is_declared(t)))
         _ORDER.update(key=key, order={t: i for i, t in enumerate(dict.fromkeys(names))})
     return _ORDER["order"]
 

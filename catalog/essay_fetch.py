@@ -159,7 +159,6 @@ def assemble(texts: Sequence[str | None], essays: Sequence[Essay], versions: dic
 def fetch_essays(target: Path, official_sha256: str, *, essays: Sequence[Essay] | None = None,
                  mirror: str | None = None, timeout: float = DEFAULT_STALL,
                  limits: Limits | None = None, page_bytes: int = PAGE_CEILING,
-                 on_essay: Callable[[str, str], None] | None = None,
                  say: Callable[[str], object] | None = None) -> EssayFetchRecord:
     """Download and convert every essay, write the corpus to `target` and its record beside it.
 
@@ -180,9 +179,6 @@ def fetch_essays(target: Path, official_sha256: str, *, essays: Sequence[Essay] 
          f"({PARALLEL_DOWNLOADS} at a time; each page at most {page_bytes:,} bytes, within "
          f"{limits.total:g} s)")
     results = _download_all(essays, mirror, limits, page_bytes)
-    if on_essay:
-        for essay, result in zip(essays, results):
-            on_essay(essay.name, result.error or "ok")
     failed = [r.error for r in results if r.text is None]
     if len(failed) == len(essays):
         hint = f" ({layout_hint(mirror)})" if mirror and all(r.not_found for r in results) \

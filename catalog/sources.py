@@ -349,16 +349,13 @@ def fetch(source_id: str, dest_root: str | os.PathLike | None = None, *,
     for a scraped source (the essays), run upstream's procedure (`essay_fetch.fetch_essays`)
     unless `urls` names copies of the finished file.
 
-    `mirror` (default `$RULER_SOURCES_MIRROR`) serves the same URLs laid out as host/path.
-    Every download is bounded (`ruler.kernel.download`): its size by the pinned size (or the
-    source's stated ceiling), its time by `total` seconds, each read by `timeout`; `say` is
-    told what is downloaded from where before the wait. Nothing is left behind on failure: a
-    download is staged beside its target (`fetch_staging`, which also removes what a killed
-    fetch left) and installed only after the size and sha256 match the registry. A folder
-    source replaces only its own files: a folder there holding anything else is refused,
-    naming it, before any download. A scraped source that got every essay is written whatever
-    its hash (official only with the registry's; its record says why not); one that got fewer
-    never replaces a complete or official copy (`IncompleteFetch`).
+    `mirror` (default `$RULER_SOURCES_MIRROR`) serves the same URLs laid out as host/path;
+    `total` bounds the time of a download, `timeout` each read; `say` is told what is
+    downloaded from where before the wait. What is written, and never, is the module
+    docstring's: nothing left behind on failure, a folder holding anything else refused
+    before any download. A scraped source that got every essay is written whatever its hash
+    (official only with the registry's; its record says why not); one that got fewer never
+    replaces a complete or official copy (`IncompleteFetch`).
     """
     spec = SOURCES[source_id]
     mirror = mirror_base(mirror)

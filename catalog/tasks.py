@@ -46,6 +46,24 @@ class FamilySpec:
     # True: the answer is a list every item of which counts (variables, words): an answer cut
     # at the output budget loses items (the report's health section says so).
     list_answer: bool = False
+    # `configure(args)`: the task a user declares with these arguments of the family's
+    # generator (`Configured`: its parameters, sources and output budget), checked against
+    # each argument's domain (RulerError naming the argument); what a task file's
+    # `{task: <family>, args: {...}}` entry becomes (`ruler.catalog.declared`). None:
+    # the family takes no declared tasks.
+    configure: Callable[[Mapping[str, Any]], "Configured"] | None = None
+
+
+@dataclass(frozen=True)
+class Configured:
+    """What a family makes of a declared task's arguments: the `TaskSpec` parameters its
+    generator reads (those its own tasks spell out, plus every other argument given a value
+    other than its default, so a declaration of one of its tasks is that very task), the
+    sources it reads, and its output budget where it is not the family's."""
+
+    params: Mapping[str, Any]
+    sources: tuple[str, ...] = ()
+    tokens_to_generate: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,12 +74,16 @@ class TaskSpec:
     family: FamilySpec
     params: Mapping[str, Any] = field(default_factory=dict)
     sources: tuple[str, ...] = ()  # ids in catalog.sources.SOURCES this task reads
+    # The task's own output budget where it is not its family's (a declared task whose
+    # answer needs more: `FamilySpec.configure`); None: the family's.
+    answer_budget: int | None = None
 
     @property
     def tokens_to_generate(self) -> int:
-        """The tokens a row reserves for the answer: upstream's per-family budget (a build
-        variant may reserve another: catalog.variants, TaskGenerator.tokens_to_generate)."""
-        return self.family.tokens_to_generate
+        """The tokens a row reserves for the answer: upstream's per-family budget, or the
+        task's own (`answer_budget`; a build variant may reserve another: catalog.variants,
+        TaskGenerator.tokens_to_generate)."""
+        return self.answer_budget or self.family.tokens_to_generate
 
     @property
     def metric(self) -> str:

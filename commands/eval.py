@@ -22,7 +22,7 @@ from ruler.eval.config import (
     ScoreConfig,
 )
 from ruler.kernel.errors import RulerError
-from ruler.kernel.flags import add_flags, flag_values, flagged_fields, from_flags
+from ruler.kernel.flags import add_command, add_flags, flag_values, flagged_fields
 
 if TYPE_CHECKING:
     from ruler.eval.records.scores_record import ScoresRecord
@@ -88,8 +88,9 @@ def _register_eval(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_score(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "score", help="score a predictions file (from any framework) against the dataset",
+    add_command(
+        sub, "score", ScoreConfig, run_score_cmd,
+        help="score a predictions file (from any framework) against the dataset",
         description="Score PREDICTIONS (JSONL or Parquet with columns tokenizer, task, "
                     "max_seq_length, index,\nprediction; optional status, reason) with RULER's "
                     "metrics. PREDICTIONS may also be\nlm-evaluation-harness output of `ruler "
@@ -120,14 +121,13 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
                "scores.json of other predictions is never\noverwritten: each records the "
                "path and sha256 of what it scored.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_flags(p, ScoreConfig)
-    p.set_defaults(func=lambda args: run_score_cmd(from_flags(ScoreConfig, args)))
 
 
 def _register_report(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "report", help="Table-3 style report of a results folder (md, csv, json, png), or "
-                       "of runs on replicates pooled",
+    add_command(
+        sub, "report", ReportConfig, run_report_cmd,
+        help="Table-3 style report of a results folder (md, csv, json, png), or of runs on "
+             "replicates pooled",
         description="Per task x length scores, the mean per length, Avg., wAvg. (inc/dec) and "
                     "the effective\ncontext length, from RESULTS/scores.json; and the score by "
                     "depth bin of the gold items\nper task and length, with depth x length "
@@ -160,24 +160,22 @@ def _register_report(sub: argparse._SubParsersAction) -> None:
                     "rows\nskipped for the context limit, chat template and generation "
                     "settings, each with a fix.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_flags(p, ReportConfig)
-    p.set_defaults(func=lambda args: run_report_cmd(from_flags(ReportConfig, args)))
 
 
 def _register_published(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "published", help="list the published RULER results `--reference` can name",
+    add_command(
+        sub, "published", PublishedConfig, run_published_cmd,
+        help="list the published RULER results `--reference` can name",
         description="The registry of published RULER results (ruler/eval/published/*.json, "
                     "each with its source:\nURL or repository, path and commit, and date), "
                     "and your own files (--reference-file).",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_flags(p, PublishedConfig)
-    p.set_defaults(func=lambda args: run_published_cmd(from_flags(PublishedConfig, args)))
 
 
 def _register_compare(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "compare", help="paired comparison of two runs on the same rows (A - B, with test)",
+    add_command(
+        sub, "compare", CompareConfig, run_compare_cmd,
+        help="paired comparison of two runs on the same rows (A - B, with test)",
         description="Row by row, run A minus run B per task x length and per length over all "
                     "tasks, on the\nrows both runs answered: the difference, its 95 % "
                     "interval (paired bootstrap) and a\npaired test (McNemar's exact test "
@@ -189,8 +187,6 @@ def _register_compare(sub: argparse._SubParsersAction) -> None:
                     "Inspect log): those are scored against --data\nhere, as `ruler score` "
                     "would, without writing anything.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_flags(p, CompareConfig)
-    p.set_defaults(func=lambda args: run_compare_cmd(from_flags(CompareConfig, args)))
 
 
 # --- handlers -------------------------------------------------------------------------------

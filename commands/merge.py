@@ -6,7 +6,7 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ruler.kernel.flags import POSITIONAL, add_flags, check_flags, from_flags, option
+from ruler.kernel.flags import POSITIONAL, add_command, check_flags, option
 
 
 @dataclass(frozen=True)
@@ -22,15 +22,14 @@ class MergeConfig:
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "merge", help="join build folders made elsewhere (shards, task subsets) into one",
+    add_command(
+        sub, "merge", MergeConfig, run,
+        help="join build folders made elsewhere (shards, task subsets) into one",
         description="Copy the split files of each build folder into OUT and record them in "
                     "OUT's manifest and card. A config must have the same build identity "
                     "everywhere (seed, samples, tokenizer, package versions); a file present "
                     "in two places must hold the same rows. Everything is checked before "
                     "anything is written.")
-    add_flags(p, MergeConfig)
-    p.set_defaults(func=lambda args: run(from_flags(MergeConfig, args)))
 
 
 def run(cfg: MergeConfig) -> int:

@@ -10,7 +10,7 @@ from ruler.catalog import sources
 from ruler.catalog.essay_fetch import converter_versions
 from ruler.kernel.download import DEFAULT_TOTAL
 from ruler.kernel.errors import IncompleteFetch, RulerError
-from ruler.kernel.flags import POSITIONAL, add_flags, check_flags, from_flags, option
+from ruler.kernel.flags import POSITIONAL, add_command, check_flags, option
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,12 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                                    f"{sources.default_cache_dir()}.")
     s = p.add_subparsers(dest="sources_command", metavar="ACTION")
     s.required = True
-    ls = s.add_parser("list", help="show each source, where it was found, and if it is official")
-    add_flags(ls, ListSources)
-    ls.set_defaults(func=lambda args: run_list(from_flags(ListSources, args)))
-    f = s.add_parser(
-        "fetch", help="download official files and check their sha256; make the essays as "
-                      "upstream's scraper does",
+    add_command(s, "list", ListSources, run_list,
+                help="show each source, where it was found, and if it is official")
+    f = add_command(
+        s, "fetch", FetchSources, run_fetch,
+        help="download official files and check their sha256; make the essays as upstream's "
+             "scraper does",
         description="Download SQuAD, HotpotQA and punkt_tab from their official URLs (sha256 "
                     "checked: a file with other bytes is refused). The essay corpus has no "
                     "official file: upstream publishes a scraper and its URL list, so `fetch "
@@ -89,10 +89,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "source folder is replaced only while it holds nothing but the source's "
                     "own files. Every download is capped at its pinned size (or its source's "
                     "stated ceiling) and bounded in time (--timeout).")
-    add_flags(f, FetchSources)
     # SIGTERM (`timeout`, Slurm) stops a fetch as Ctrl-C does: its staging removed
-    f.set_defaults(func=lambda args: run_fetch(from_flags(FetchSources, args)),
-                   interrupt_on_sigterm=True)
+    f.set_defaults(interrupt_on_sigterm=True)
 
 
 def _default_fetch() -> list[str]:

@@ -15,9 +15,8 @@ from ruler.kernel.flags import (
     POSITIONAL,
     REPEATED,
     SWITCH,
-    add_flags,
+    add_command,
     check_flags,
-    from_flags,
     option,
 )
 
@@ -81,16 +80,15 @@ class VerifyConfig:
 
 
 def register_cli(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser(
-        "verify", help="check a build folder against its manifest and load every split",
+    add_command(
+        subparsers, "verify", VerifyConfig, run,
+        help="check a build folder against its manifest and load every split",
         description="Recompute every file's hashes against manifest.json, check schema, row "
                     "counts, the build identity and build keys, lengths and gold positions "
                     "(re-derived for a sample of rows, or all with --full), that answers are "
                     "recoverable, optionally rebuild random rows (--regenerate K), and load "
                     "every config and split with datasets.load_dataset. Exit status 1 on any "
                     "problem.")
-    add_flags(p, VerifyConfig)
-    p.set_defaults(func=lambda args: run(from_flags(VerifyConfig, args)))
 
 
 def run(cfg: VerifyConfig) -> int:

@@ -73,7 +73,6 @@ class EvalConfig:
     data: str = option("--data", required=True, help=_DATA_HELP)
     revision: str | None = option("--revision", default=None,
                                   help="Hub dataset revision (default: main)")
-    # None: the dataset's only config (data.default_config)
     tokenizer_config: str | None = option(
         "--tokenizer-config", default=None,
         help="dataset config = the tokenizer the data was built for (e.g. llama-3.1), or one of "
@@ -86,7 +85,6 @@ class EvalConfig:
                                       help="comma-separated lengths (default: all)")
     tasks: tuple[str, ...] = option("--tasks", default=(), parse=tasks_value,
                                     help="comma-separated tasks (default: all)")
-    # chat | base | reasoning; None: the mode the data was built in
     mode: str | None = option(
         "--mode", default=None, choices=PROMPT_MODES,
         help="prompt rendering (default: the mode the dataset was built with; reasoning for "
@@ -122,8 +120,6 @@ class EvalConfig:
         "--allow-length-mismatch", kind=SWITCH, default=False,
         help="evaluate even if the model's tokenizer does not reproduce the dataset's token "
              "counts")
-    # A cap on every request's output tokens below the rows' own budgets (`--max-tokens`):
-    # not RULER's setting; recorded in run.json and flagged by the report's health section.
     max_tokens: int | None = option(
         "--max-tokens", default=None, type=int, minimum=1, metavar="N",
         help="cap every answer at N tokens (default: each row's own tokens_to_generate, RULER's "
@@ -215,8 +211,6 @@ class ScoreConfig:
     plots: bool = option("--no-plots", kind=NEGATED, default=True,
                          help="write the report without its figures (the PNGs): report.md, "
                               ".csv and .json only")
-    # The metric to score with instead of the rows' own, where it may replace it
-    # (`metrics.rescoring_metric`); None: the rows' own.
     metric: str | None = option(
         "--metric", default=None, metavar="NAME",
         help=lambda: "score with NAME instead of the rows' own metric, where it may replace it "

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 DEFAULT_END_MARKER = "</think>"
-STATES = ("ended", "budget_exhausted", "unterminated", "no_reasoning")
 
 
 @dataclass(frozen=True)

@@ -241,6 +241,15 @@ def from_flags(cls: type[_C], args: argparse.Namespace, **more: Any) -> _C:
     return cls(**flag_values(cls, args), **more)
 
 
+def add_command(sub: argparse._SubParsersAction, name: str, cls: type[_C],
+                run: Callable[[_C], int], **parser_args: Any) -> argparse.ArgumentParser:
+    """Sub-command `name`: its flags are `cls`'s fields, its handler `run` of their config."""
+    p = sub.add_parser(name, **parser_args)
+    add_flags(p, cls)
+    p.set_defaults(func=lambda args: run(from_flags(cls, args)))
+    return p
+
+
 # --- keyword arguments (ruler.api) --------------------------------------------------------------
 
 def keyword_names(cls: type, *, field_names: bool = True) -> dict[str, tuple[Field[Any], Flag,

@@ -2,9 +2,8 @@
 
 The manifest (`builder.manifest`), a results folder's run.json and scores.json
 (`eval.records.run_record`, `eval.records.scores_record`) are read and written only through such
-records, so
-code past the reader holds typed fields, never a dict. Each record keeps what it does not
-know, and what it did not find:
+records, so code past the reader holds typed fields, never a dict. Each record keeps what it does
+not know, and what it did not find:
 
 - keys no field names (a newer writer's) stay in `extra` and are written back;
 - a field the JSON lacked (an older writer's file) holds its default, and `to_json` leaves
@@ -45,11 +44,8 @@ def absent_field() -> Any:
 
 
 class JsonRecord:
-    """Base of the records: each is a dataclass that ends with
-
-        extra: dict[str, Any] = extra_field()
-        absent: frozenset[str] = absent_field()
-    """
+    """Base of the records: each is a dataclass with the fields `extra` and `absent`, which
+    `Record` and `FrozenRecord` give their subclasses."""
 
     #: Fields left out of the JSON when None (see the module docstring).
     OPTIONAL: ClassVar[frozenset[str]] = frozenset()
@@ -95,6 +91,22 @@ class JsonRecord:
     def derived_json(self) -> dict[str, Any]:
         """The `DERIVED` keys' values (none by default)."""
         return {}
+
+
+@dataclasses.dataclass(kw_only=True)
+class Record(JsonRecord):
+    """A record whose fields may change once it is made."""
+
+    extra: dict[str, Any] = extra_field()
+    absent: frozenset[str] = absent_field()
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class FrozenRecord(JsonRecord):
+    """A record whose fields never change once it is made."""
+
+    extra: dict[str, Any] = extra_field()
+    absent: frozenset[str] = absent_field()
 
 
 def fields_json(record: JsonRecord) -> dict[str, Any]:

@@ -31,4 +31,5 @@ BENCHMARK = Benchmark(
     lm_eval="ruler.benchmarks.ruler.lm_eval:LM_EVAL",
     failure_labels="ruler.benchmarks.ruler.failure_modes.cell:label_cell",
     fake_answers="ruler.benchmarks.ruler.failure_modes.fake_answers:FAKE_ANSWERS",
+    suites="ruler.benchmarks.ruler.suites:SUITES",
 )

@@ -5,10 +5,12 @@ upstream, the check with a real model and the citation."""
 
 from __future__ import annotations
 
+from ruler.benchmarks.ruler.declared_differences import declared_differences
 from ruler.benchmarks.ruler.differences import DIFFERENCES
 from ruler.builder.manifest import Manifest
 from ruler.cards import real_model
-from ruler.cards.body import CardBody
+from ruler.cards.body import CardBody, CardWords
+from ruler.cards.declared import recorded_declarations
 from ruler.cards.render import table
 
 INTRO = """RULER (Hsieh et al., *RULER: What's the Real Context Size of Your Long-Context Language
@@ -54,9 +56,45 @@ BUILTIN_RULER_DIFFERENCES = (
 )
 
 
+#: What the card's frame says of RULER's rows in its words (RULERv2's and ONERULER's share them).
+WORDS = CardWords(
+    metrics="upstream's metrics",
+    budget="upstream's budget for the task",
+    haystack_units=" (sentences, needles, documents, words, ...)",
+    question=(
+        ", as upstream's templates place it (\"What are all the special magic ...?\", "
+        "\"Question: ...\", or a repeated instruction and \"Question: ...\")"),
+    context=(
+        ": the task's instruction before the haystack (every template opens with one), the "
+        "solved example before that where the task has one, the haystack itself, and the "
+        "newlines that end it"),
+    cut=(
+        " The cut is a clean token junction (\"...\\n\" | \"What\"): `context` tokenized alone "
+        "gives the first tokens of `input`, so gold_token_positions (token indices in `input`) "
+        "are also indices in `context`'s tokens, and `question` tokenized alone gives the rest "
+        "(with the registry's tokenizers; a SentencePiece model such as llama-2 prefixes a "
+        "space to any text it encodes alone, which changes the question's first token)."),
+    gold_items=(
+        " (needle, variable line, gold document; each occurrence of one where a long context "
+        "repeats its source)"),
+    reference="the paper",
+    kvpress_dataset="kvpress's RULER dataset",
+    repeated=(
+        ": SQuAD v2.0 dev has 1,204 distinct paragraphs (about 200K tokens), the essay corpus "
+        "about 700K tokens, a partial HotpotQA copy (100 questions) about 1,000 paragraphs "
+        "(130K tokens). Past that point the source is repeated, as upstream repeats it: the QA "
+        "tasks take the whole document list again and cut it (then shuffle as at any length), "
+        "so a question's gold document occurs several times — every occurrence is a gold item "
+        "in `gold_token_positions` and `gold_depths`; the essay haystacks continue with the "
+        "corpus from its start. Needle keys stay unique within a sample, and no other task "
+        "repeats a source"),
+)
+
+
 class RulerBody(CardBody):
     title = "RULER"
     tags = ("ruler", "needle-in-a-haystack")
+    words = WORDS
 
     def intro(self, manifest: Manifest) -> str:
         return INTRO + " "
@@ -70,7 +108,10 @@ class RulerBody(CardBody):
         return METRICS
 
     def differences(self, manifest: Manifest) -> str:
-        differences = table(["scope", "what differs", "why"], DIFFERENCES)
+        # and those of the folder's declared tasks (the paper's Section 5 configurations
+        # upstream HEAD cannot build), as its manifest records them
+        declared = declared_differences(recorded_declarations(manifest))
+        differences = table(["scope", "what differs", "why"], [*DIFFERENCES, *declared])
         return (f"## Differences from upstream\n\n{differences}\n\n## Checked with a real "
                 f"model\n\n{real_model.card_section()}\n\n")
 

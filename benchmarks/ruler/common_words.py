@@ -64,6 +64,22 @@ def fallback_pool() -> tuple[str, ...]:
     return tuple(sorted(get_english_words_set(["web2"], lower=True, alpha=True)))
 
 
+#: Where the template and the answer prefix say how many words are asked for.
+_ASKED = ("the 10 most common words", "The top 10 words")
+
+
+def asking_for(num_cw: int) -> tuple[str, str]:
+    """The family's template and answer prefix asking for `num_cw` words: upstream's own for
+    10; a declared task asking for another count says that count (upstream's keeps "10":
+    paper-analysis §1.6 item 11)."""
+    template, prefix = COMMON_WORDS.template, COMMON_WORDS.answer_prefix
+    if num_cw == 10:
+        return template, prefix
+    assert _ASKED[0] in template and _ASKED[1] in prefix
+    return (template.replace(_ASKED[0], _ASKED[0].replace("10", str(num_cw))),
+            prefix.replace(_ASKED[1], _ASKED[1].replace("10", str(num_cw))))
+
+
 def numbered(words: Sequence[str]) -> str:
     return " ".join(f"{i + 1}. {w}" for i, w in enumerate(words))
 
@@ -77,6 +93,11 @@ class CommonWordsGenerator(TaskGenerator):
         p: Mapping = spec.params
         self.family = spec.family
         self.num_cw = int(p["num_cw"])
+        # the question and answer prefix ask for num_cw words (upstream's always say 10)
+        self.template, self.answer_prefix = asking_for(self.num_cw)
+        # solved examples before the task (a declared task may have none: the paper's
+        # footnote-7 experiment; `task_args`)
+        self.num_fewshot = int(p.get("num_fewshot", NUM_FEWSHOT))
         if max_seq_length < SHORT_CONTEXT:
             self.example = ListShape(20, 3, 1)
             self.main_repeats = (6, 1)
@@ -166,17 +187,17 @@ class CommonWordsGenerator(TaskGenerator):
     def _layout(self, rng: random.Random, size: int):
         """The solved example's text and pieces, the task's pool, common words and picks
         (pool positions of the list's items, in order)."""
-        head, tail = template_ends(self.family.template)
+        head, tail = template_ends(self.template)
         # The solved examples first: they do not depend on the size. Each is the task text,
         # the answer prefix, " " + the numbered answers, then "\n"; cut like the task itself,
         # so the tokenized frame of every probe (builder.counting) stays small.
         text_parts: list[str] = []
         pieces: list[str] = []
-        for _ in range(NUM_FEWSHOT):
+        for _ in range(self.num_fewshot):
             ex = self.example
             ex_words = self._words(rng, ex.num_words)
             ex_items = self._list(rng, ex_words, ex.common_repeats, ex.uncommon_repeats)
-            for part in (self._numbered(head, ex_items, tail + self.family.answer_prefix),
+            for part in (self._numbered(head, ex_items, tail + self.answer_prefix),
                          self._numbered(" ", ex_words[:self.num_cw], "\n")):
                 text_parts.append(part[0])
                 pieces.extend(part[1])
@@ -186,14 +207,14 @@ class CommonWordsGenerator(TaskGenerator):
         return text_parts, pieces, pool, common, picks
 
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
-        head, tail = template_ends(self.family.template)
+        head, tail = template_ends(self.template)
         text_parts, pieces, pool, common, picks = self._layout(rng, size)
         offset = sum(map(len, text_parts))
         plain, spaced = self._arrays(pool)
         task, task_pieces = self._numbered(head, plain[picks].tolist(), tail,
                                            spaced[picks].tolist())
         text = "".join(text_parts) + task
-        return Draft(input=text, answer_prefix=self.family.answer_prefix,
+        return Draft(input=text, answer_prefix=self.answer_prefix,
                      outputs=tuple(common), gold_spans=(),
                      context_span=(offset + len(head), len(text) - len(tail)),
                      size=size, pieces=(*pieces, *task_pieces))
@@ -202,7 +223,7 @@ class CommonWordsGenerator(TaskGenerator):
         """The draft's pieces: the solved example's, head + "1.", then " " + each item and
         " 2.", " 3.", ... (positions in the spaced pool and the spaced labels), the last item
         with the tail (as `_numbered` cuts them)."""
-        head, tail = template_ends(self.family.template)
+        head, tail = template_ends(self.template)
         _, pieces, pool, _, picks = self._layout(rng, size)
         if len(pieces) < 2:
             return None
@@ -213,7 +234,7 @@ class CommonWordsGenerator(TaskGenerator):
                      middle=((*pieces[2:], head + "1."), Gather(spaced, picks[:-1]),
                              Gather(labels, slice(1, len(picks)))),
                      last=tail_pieces(spaced[picks[-1]], tail),
-                     answer_prefix=self.family.answer_prefix)
+                     answer_prefix=self.answer_prefix)
 
 
 # --- answer check ---------------------------------------------------------------------------
@@ -243,11 +264,10 @@ def parse_numbered(text: str) -> list[str] | None:
 
 def check_row(row: Mapping) -> str | None:
     """Count the items of the task's list (the last one in the input) and compare."""
-    from ruler.benchmarks.ruler.tasks import COMMON_WORDS as fam
-
+    template = asking_for(len(row["outputs"]))[0]
     text: str = row["input"]
-    head = fam.template[:fam.template.index("{context}")]
-    tail = fam.template[fam.template.index("{context}") + len("{context}"):]
+    head = template[:template.index("{context}")]
+    tail = template[template.index("{context}") + len("{context}"):]
     start = text.rfind(head)
     if start < 0 or not text.endswith(tail):
         return "task text not found"
@@ -270,7 +290,7 @@ def check_numbered_answers(listing: str, outputs: Sequence[str]) -> str | None:
 def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:
     """No gold items (the answer is an aggregate over the whole list); the context is the
     task's list, after the solved example's (the template's head opens both)."""
-    head, tail = template_ends(COMMON_WORDS.template)
+    head, tail = template_ends(asking_for(len(row["outputs"]))[0])
     text: str = row["input"]
     if head not in text or not text.endswith(tail):
         return "task text not found"

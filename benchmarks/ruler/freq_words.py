@@ -51,6 +51,8 @@ class FreqWordsGenerator(TaskGenerator):
         # Upstream subtracts tokens_to_generate from the budget before dividing (PR #93).
         budget = max_seq_length - self.tokens_to_generate
         self.vocab_size = max(NUM_ANSWERS + 2, budget // TOKENS_PER_VOCAB_WORD)
+        if int(p.get("vocab_size", -1)) > 0:  # a declared task's own (upstream's --vocab_size)
+            self.vocab_size = int(p["vocab_size"])
 
     @property
     def min_size(self) -> int:

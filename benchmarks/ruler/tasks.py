@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+import ruler.benchmarks.ruler.task_args as task_args
 from ruler.benchmarks.ruler.niah_params import niah_params_problem
 from ruler.catalog.tasks import FamilySpec, TaskSpec, register_task
 from ruler.kernel.registry import builtin_code
@@ -28,6 +29,7 @@ NIAH = FamilySpec(
     tokens_to_generate=128,
     metric="string_match_all",
     params_problem=niah_params_problem,
+    configure=task_args.configure_niah,
 )
 
 VARIABLE_TRACKING = FamilySpec(
@@ -45,6 +47,7 @@ VARIABLE_TRACKING = FamilySpec(
     tokens_to_generate=30,
     metric="string_match_all",
     list_answer=True,
+    configure=task_args.configure_vt,
 )
 
 COMMON_WORDS = FamilySpec(
@@ -59,6 +62,7 @@ COMMON_WORDS = FamilySpec(
     tokens_to_generate=120,
     metric="string_match_all",
     list_answer=True,
+    configure=task_args.configure_cwe,
 )
 
 FREQ_WORDS = FamilySpec(
@@ -77,6 +81,7 @@ FREQ_WORDS = FamilySpec(
     tokens_to_generate=50,
     metric="string_match_all",
     list_answer=True,
+    configure=task_args.configure_fwe,
 )
 
 QA = FamilySpec(
@@ -92,6 +97,7 @@ QA = FamilySpec(
     tokens_to_generate=32,
     metric="string_match_part",
     units_bounded=False,
+    configure=task_args.configure_qa,
 )
 
 

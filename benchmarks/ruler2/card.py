@@ -9,6 +9,7 @@ from ruler.benchmarks.ruler2.differences import RULER2_DIFFERENCES
 from ruler.benchmarks.ruler2.tasks import RULER2_TOKENS_TO_GENERATE
 from ruler.benchmarks.ruler2.tasks import TASKS as RULER2_TASKS
 from ruler.builder.manifest import Manifest
+from ruler.cards.render import table
 from ruler.catalog.sources import SOURCES, HubSource
 from ruler.catalog.tasks import TASKS
 
@@ -39,22 +40,16 @@ _METRICS = {
 }
 
 
-def _table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def ruler2_section(manifest: Manifest) -> str:
     configs = [c for c in manifest.configs()
                if manifest.builds[c].benchmark == "ruler2" and manifest.files_of(c)]
     if not configs:
         return ""
     built = {f.task for c in configs for f in manifest.files_of(c)}
-    tasks = _table(["task", "asks for", "metric", "sources", "in this repo"],
-                   [[f"`{t}`", _ASKS[t], f"`{TASKS[t].metric}`",
-                     ", ".join(TASKS[t].sources) or "—", "yes" if t in built else "no"]
-                    for t in RULER2_TASKS])
+    tasks = table(["task", "asks for", "metric", "sources", "in this repo"],
+                  [[f"`{t}`", _ASKS[t], f"`{TASKS[t].metric}`",
+                    ", ".join(TASKS[t].sources) or "—", "yes" if t in built else "no"]
+                   for t in RULER2_TASKS])
     metrics = "\n".join(f"- `{m}`: {text}." for m, text in _METRICS.items())
     hub_rows = []
     for sid in ("mmlu", "hotpotqa_hub"):
@@ -69,9 +64,9 @@ def ruler2_section(manifest: Manifest) -> str:
         hub_rows.append([f"`{sid}`", f"`{hub.repo}` config `{hub.config}`",
                          ", ".join(f"`{s.name}` ({s.rows:,} rows)" for s in hub.splits),
                          f"`{hub.revision}`", SOURCES[sid].license, got or "—"])
-    sources = _table(["source", "Hub dataset", "splits read", "pinned revision", "licence",
-                      "read by this folder"], hub_rows)
-    differences = _table(["scope", "what differs", "measured effect"], RULER2_DIFFERENCES)
+    sources = table(["source", "Hub dataset", "splits read", "pinned revision", "licence",
+                     "read by this folder"], hub_rows)
+    differences = table(["scope", "what differs", "measured effect"], RULER2_DIFFERENCES)
     listed = ", ".join(f"`{c}`" for c in configs)
     return f"""## RULERv2
 

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ruler.benchmarks import DEFAULT
-from ruler.builder.selection import build_tasks_value, lengths_value, parse_lengths, shard_value
+from ruler.builder.selection import (
+    build_tasks_value,
+    check_task_names,
+    lengths_value,
+    parse_lengths,
+    shard_value,
+)
 from ruler.builder.tokenizer_registry import TOKENIZERS_ENV
 from ruler.catalog import get_task
 from ruler.catalog.benchmarks import (
@@ -21,7 +27,9 @@ from ruler.catalog.benchmarks import (
     check_tasks,
     get_benchmark,
 )
+from ruler.catalog.declared import declare_all, parse_declarations, read_task_file
 from ruler.catalog.sources import SOURCES_ENV
+from ruler.catalog.suites import benchmark_suites, find_suite
 from ruler.catalog.variants import NO_VARIANT, Variant, variant_flags
 from ruler.kernel.errors import RulerError
 from ruler.kernel.flags import NEGATED, SWITCH, check_flags, option
@@ -80,6 +88,15 @@ def _tasks_help() -> str:
         for b in BENCHMARK_SPECS.values()) + ")")
 
 
+def _suite_help() -> str:
+    """`--suite`'s help: each benchmark's suites (`Benchmark.suites`)."""
+    offered = [f"{b.title}'s: {', '.join(suites)}" for b in BENCHMARK_SPECS.values()
+               if (suites := benchmark_suites(b))]
+    return ("build a named set of configurations (a paper's figure panels), its standard "
+            "tasks' rows the default config's; " + ("; ".join(offered) or "none installed")
+            + " (the card lists each one's configurations and their sources)")
+
+
 def _lengths_help() -> str:
     named = "".join(f", '{name}' = {','.join(map(str, lengths))} ({b.title}'s)"
                     for b in BENCHMARK_SPECS.values() for name, lengths in b.length_sets.items())
@@ -109,6 +126,23 @@ class BuildConfig:
     # (): the benchmark's tasks; with a variant, those it applies to (settled on creation).
     tasks: tuple[str, ...] = option(
         "--tasks", default=(), text_default="all", parse=build_tasks_value, help=_tasks_help)
+    # Tasks of the benchmark's families with the complexity the user asks for
+    # (`ruler.catalog.declared`), in the generators' own schema; built unless `--tasks`
+    # says otherwise.
+    task_file: Path | None = option(
+        "--task-file", default=None, type=Path, metavar="YAML",
+        help="declare tasks in upstream's schema, a YAML mapping `name: {task: <family>, args: "
+             "{...}}` (NVIDIA/RULER's scripts/synthetic.yaml is one); each argument is checked "
+             "against its domain, and the declared tasks are built unless --tasks names others")
+    declare: str | None = option(
+        "--declare", default=None, metavar="TASKS",
+        help="declare tasks on one line: NAME=FAMILY:ARG=VALUE,ARG=VALUE, several separated by "
+             "';' (e.g. 'niah_k8=niah:num_needle_k=8'); as --task-file")
+    # A named set of the benchmark's configurations (`Benchmark.suites`: a paper's figure
+    # panels), its declared tasks declared and all its tasks built unless --tasks says
+    # otherwise; the manifest records its name.
+    suite: str | None = option(
+        "--suite", default=None, metavar="NAME", help=lambda: _suite_help())
     # (): the benchmark's default lengths (`Benchmark.default_lengths`, settled on creation).
     lengths: tuple[int, ...] = option(
         "--lengths", default=(), text_default="4096", parse=lengths_value, help=_lengths_help)
@@ -118,8 +152,6 @@ class BuildConfig:
     seed: int = option("--seed", default=42, type=int, help="base seed (42, as upstream)")
     out: Path = option("--out", default=Path(DEFAULT_OUT), type=Path,
                        help=f"output folder (./{DEFAULT_OUT})")
-    # Worker processes (local executor; default: every core) or at most this many Ray
-    # actors (ray executor; default: one per CPU of the cluster).
     workers: int | None = option(
         "--workers", default=None, type=int, minimum=1,
         help="worker processes (default: all cores); each fits and writes whole files, longest "
@@ -148,15 +180,11 @@ class BuildConfig:
         help="count every length probe by tokenizing the whole prompt (slow; the default sums "
              "cached token counts of the prompt's pieces, checked against whole-prompt counts, "
              "and gives the same rows)")
-    # Replace OUT's files of this config when they were built with another identity (seed,
-    # samples, tokenizer, package versions); without it such a build refuses.
     overwrite: bool = option(
         "--overwrite", kind=SWITCH, default=False,
         help="replace this tokenizer's files in OUT when they were built with another seed, "
              "sample count, tokenizer or package versions (default: refuse and say what "
              "differs); only files its manifest lists are removed")
-    # Where file jobs run: "local" (this machine: LocalExecutor) or "ray" (a Ray cluster at
-    # ray_address, else $RAY_ADDRESS, else a Ray instance started here: RayExecutor).
     executor: str = option(
         "--executor", default="local", choices=EXECUTORS,
         help="where files are built: 'local' (worker processes on this machine, the default) "
@@ -207,9 +235,16 @@ class BuildConfig:
                              f"build ({missing[0].flag})")
         settle("axes", {a.name: a.parse(v) if isinstance(v := self.axes[a.name], str) else v
                         for a in bench.axes})
+        suite = find_suite(bench, self.suite) if self.suite is not None else None
+        declared = declare_all(
+            (read_task_file(self.task_file) if self.task_file is not None else [])
+            + (parse_declarations(self.declare) if self.declare else [])
+            + (suite.declarations() if suite is not None else []))
         if not self.tasks:
-            settle("tasks", self.variant.default_tasks(benchmark_tasks(self.benchmark,
-                                                                       self.axes)))
+            asked = tuple(dict.fromkeys((*(suite.task_names if suite else ()), *declared)))
+            settle("tasks", self.variant.default_tasks(
+                asked or benchmark_tasks(self.benchmark, self.axes)))
+        check_task_names(self.tasks)
         if not self.lengths:
             settle("lengths", parse_lengths(get_benchmark(self.benchmark).default_lengths))
         for t in self.tasks:

@@ -15,15 +15,18 @@ from ruler.builder.pipeline.config import BuildConfig
 from ruler.builder.pipeline.worker import Worker
 from ruler.catalog import get_task
 from ruler.catalog.context import BuildContext
+from ruler.catalog.declared import DeclaredTask
 from ruler.catalog.manifest_records import IdentityRecord
 from ruler.kernel.errors import TooShortError
 from ruler.kernel.rng import sample_rng
 
 
-def job_key(identity: IdentityRecord, ctx: BuildContext, task: str, L: int) -> str:
-    """A planned file's build key, with the hashes of the sources its task reads."""
+def job_key(identity: IdentityRecord, ctx: BuildContext, task: str, L: int,
+            declared: DeclaredTask | None = None) -> str:
+    """A planned file's build key, with the hashes of the sources its task reads (and a
+    declared task's record: `BuildRecipe.declared`)."""
     return file_key(identity, task, L, {sid: ctx.source(sid).sha256
-                                        for sid in get_task(task).sources})
+                                        for sid in get_task(task).sources}, declared)
 
 
 def plan_units(cfg: BuildConfig) -> list[tuple[str, int]]:

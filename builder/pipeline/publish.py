@@ -103,9 +103,16 @@ def record_build(out: Path, manifest: Manifest, config: str, entry: BuildEntry,
     previous = manifest.build(config)
     merged = dict(sorted({**((previous.sources if previous else None) or {}),
                           **sources}.items()))
+    tasks = manifest.tasks(config)
+    # the declared tasks of its files (earlier runs of the same build declared some)
+    declared = {**((previous.declared_tasks if previous else None) or {}),
+                **(entry.declared_tasks or {})}
     manifest.put_build(config, dataclasses.replace(
         entry, sources=merged, official=is_official(entry.tokenizer, merged),
-        tasks=manifest.tasks(config), lengths=manifest.lengths(config),
+        tasks=tasks, lengths=manifest.lengths(config),
+        declared_tasks={t: declared[t] for t in tasks if t in declared} or None,
+        suites=sorted({*((previous.suites if previous else None) or ()),
+                       *(entry.suites or ())}) or None,
         counting=sorted({f.counting for f in manifest.files_of(config) if f.counting}),
         length_rules=sorted({f.length_rule for f in manifest.files_of(config)
                              if f.length_rule}) or None,
@@ -126,6 +133,8 @@ def build_entry(recipe: BuildRecipe, identity: IdentityRecord) -> BuildEntry:
                       benchmark=None if recipe.benchmark == DEFAULT else recipe.benchmark,
                       # a plug-in's benchmark: its package, which a reader without it names
                       benchmark_package=benchmark_package(recipe.benchmark),
+                      declared_tasks=dict(recipe.declared) or None,
+                      suites=list(recipe.suites) or None,
                       extra=recipe.axis_records())
 
 

@@ -20,15 +20,9 @@ out of the workers' memory; and Ray retries a generator by running it again and 
 items the caller already received, which is only right when every attempt yields the same
 items (one per row, then the file's chunks; the bytes are deterministic).
 
-Failures: a worker process that dies (killed, out of memory) or a node that is lost makes Ray
-restart the actor (on any node with a free CPU) and run the call again, up to RETRIES times
-per actor; a file that still fails ends the build with one line naming it, nothing of it
-published. An error of the build itself (RulerError) is not retried: it would fail again.
-
-Before any work, each worker checks that it would build this process's rows: the same ruler
-version, versions of the packages that shape rows and file bytes, tokenizer (fingerprint) and
-source files (sha256) at the same paths. Every node therefore needs the same install and the
-inputs at the same paths (a shared filesystem, or the same layout on each node).
+What a user sees (restarts, the refusals before any work, the same install and paths on every
+node) is docs/building.md's "On a Ray cluster": a worker re-runs a file up to RETRIES times;
+an error of the build itself (RulerError) is not retried, since it would fail again.
 """
 
 from __future__ import annotations

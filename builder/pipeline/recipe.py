@@ -22,6 +22,7 @@ from ruler.builder.packages import content_packages, installed_versions
 from ruler.builder.tokenizer_registry import config_name
 from ruler.catalog.benchmarks import benchmark_config, get_benchmark
 from ruler.catalog.context import BuildContext
+from ruler.catalog.declared import DeclaredTask, declare_records, records
 from ruler.catalog.manifest_records import IdentityRecord
 from ruler.catalog.tokenizer import Tokenizer
 from ruler.catalog.variants import NO_VARIANT, Variant, variant_from_record
@@ -47,6 +48,12 @@ class BuildRecipe:
     benchmark: str = DEFAULT  # catalog.benchmarks: whose rows
     # its benchmark's axes' values, by axis name (`BuildAxis`; {}: a benchmark without axes)
     axes: Mapping[str, Any] = field(default_factory=dict)
+    # Its declared tasks (`catalog.declared`): name -> {task, args}, what each of their
+    # files' build key hashes and the manifest records; a worker in another process declares
+    # them again from here.
+    declared: Mapping[str, DeclaredTask] = field(default_factory=dict)
+    # the suites it builds (`catalog.suites`, `--suite`), which the manifest records
+    suites: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, cfg: "BuildConfig", tok: Tokenizer) -> "BuildRecipe":
@@ -65,7 +72,8 @@ class BuildRecipe:
                    # (tests); any other tokenizer gets every row certified, unless the user
                    # accepts sampled certification.
                    certify_every_row=not tok.identity.pinned and not cfg.sampled_certification,
-                   benchmark=cfg.benchmark, axes=cfg.axes)
+                   benchmark=cfg.benchmark, axes=cfg.axes, declared=records(cfg.tasks),
+                   suites=(cfg.suite,) if cfg.suite else ())
 
     @classmethod
     def from_manifest(cls, config: str, build: BuildEntry, tok: Tokenizer,
@@ -85,7 +93,15 @@ class BuildRecipe:
                    seed_name=variant.seed_name(variant.base_config(config)),
                    seed=seed, samples=samples, prompt_mode=mode,
                    variant=variant, sources_dir=sources_dir,
-                   benchmark=build.benchmark_id, axes=build.axis_values())
+                   benchmark=build.benchmark_id, axes=build.axis_values(),
+                   declared=build.declared_tasks or {},
+                   suites=tuple(build.suites or ()))
+
+    def declare_tasks(self) -> None:
+        """Declare its declared tasks in this process (a worker's: a spawned process or a
+        Ray worker starts without them)."""
+        if self.declared:
+            declare_records(self.declared, "the build recipe")
 
     def context(self) -> BuildContext:
         """A fresh build context (sources and resources load on first use)."""

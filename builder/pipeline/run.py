@@ -121,7 +121,8 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     kept: list[FileResult] = []
     todo: list[FileJob] = []
     for task, L in units:
-        job = FileJob(out, config, task, L, recipe.samples, job_key(identity, ctx, task, L),
+        key = job_key(identity, ctx, task, L, recipe.declared.get(task))
+        job = FileJob(out, config, task, L, recipe.samples, key,
                       packages=identity.packages, tokenizer_pinned=tok.identity.pinned)
         path = split_file(out, job.path)  # never written through a link in OUT
         entry = None if differs else manifest.file(job.path)

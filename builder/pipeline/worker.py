@@ -70,6 +70,7 @@ class Worker:
 
     def __init__(self, recipe: BuildRecipe, temp_tag: str = "", ctx: BuildContext | None = None):
         self.recipe, self.temp_tag = recipe, temp_tag
+        recipe.declare_tasks()
         self.ctx = ctx if ctx is not None else recipe.context()
         tok, mode = recipe.tokenizer, recipe.prompt_mode
         self.exact = ExactCounter(tok, mode)

@@ -79,11 +79,12 @@ def identity_problems(config: str, build: BuildEntry,
                                          f"{build.samples}"))
         spec = TASKS[entry.task]  # a known task: checked where the manifest is read
         hashes = {sid: sources[sid].sha256 if sid in sources else None for sid in spec.sources}
-        key = file_key(recomputed, entry.task, entry.max_seq_length, hashes)
+        key = file_key(recomputed, entry.task, entry.max_seq_length, hashes,
+                       (build.declared_tasks or {}).get(entry.task))
         if entry.build_key != key:
             problems.append(Problem(rel, "build_key is not the one the build's recorded seed, "
-                                         "samples, tokenizer, package versions and sources "
-                                         "give (an edited manifest?)"))
+                                         "samples, tokenizer, package versions, sources and "
+                                         "declared tasks give (an edited manifest?)"))
         if entry.packages != build.packages:
             problems.append(Problem(rel, "package versions differ from its build's"))
     return problems

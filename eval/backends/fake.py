@@ -2,28 +2,19 @@
 
 For checking a set-up end to end (data, rendering, counts, predictions, score, report) where
 no model runs, for the tests and for timing the evaluator alone. Every request is answered by
-a policy (`--fake-answers`):
+a policy (`--fake-answers`; `--help` and docs/evaluating.md list them): `gold` answers what a
+right model writes, from the row's references as its metric reads them (`MetricSpec.gold`),
+read from the dataset (`--data`) a split file at a time; a benchmark's failure modes
+(`Benchmark.fake_answers`, a `FakeAnswers`) fail on purpose where the row allows it, else
+answer gold: to check the failure-mode labels.
 
-- `gold`: what a right model writes, from the row's references (its `outputs`) as its metric
-  reads them (`MetricSpec.gold`): joined by spaces, or the letter in `\boxed{}` for
-  multiple-choice rows; every task scores 100. Read from the dataset (`--data`), a split
-  file's the first time one of its rows is asked for;
-- `empty`: an empty answer with a normal finish, a real answer that scores 0;
-- `none`: no text, which the evaluator records as a failed request (kept out of the score,
-  listed, retried on resume): what a broken engine does;
-- a failure mode a benchmark offers (`Benchmark.fake_answers`, a `FakeAnswers`: RULER's
-  `distractor`, `partial`, ... in `ruler.benchmarks.ruler.failure_modes.fake_answers`): an
-  answer that fails on purpose the way that mode describes, where the row allows it, else the
-  gold answer: to check the failure-mode labels.
-
-It has no context limit of its own: `--max-model-len` sets one, and rows above it are skipped
-as with a real engine. It has no tokenizer either: prompts are rendered and counted with the
-dataset config's own (`--model-tokenizer` overrides it), so `--model` is only a name. It
-counts no tokens (`output_tokens` is 0), except that a gold answer longer than the request's
-`max_tokens` in words is cut there, a word standing for a token, and ends with `finish_reason`
-"length", as an engine's answer cut at its budget does (what `ruler eval --max-tokens` does to
-a real model's answers). Tests that need another behaviour subclass
-`FakeBackend` and override `answer`.
+It has no context limit of its own (`--max-model-len` sets one, and rows above it are skipped
+as with a real engine) and no tokenizer: prompts are rendered and counted with the dataset
+config's own (`--model-tokenizer` overrides it), so `--model` is only a name. It counts no
+tokens (`output_tokens` is 0), except that a gold answer longer than the request's
+`max_tokens` in words is cut there, a word standing for a token, and ends with
+`finish_reason` "length", as an engine's answer cut at its budget does. Tests that need
+another behaviour subclass `FakeBackend` and override `answer`.
 """
 
 from __future__ import annotations

@@ -1,42 +1,25 @@
 """`--backend openai`: any OpenAI-compatible server (vLLM, SGLang, TGI, llama.cpp's
 `llama-server`, llama-cpp-python's `llama_cpp.server`, Ollama, hosted APIs), over httpx.
+docs/evaluating.md ("Servers") says what a user sees; here, why.
 
-How a row is sent — token ids or text to /completions, or chat messages — is `--api`
-(`openai_api`: the three forms, and the probe that checks, before the first row, that the
-server sees the prompt the build counted). Every answer's `usage.prompt_tokens` is compared
-with the row's rendered count where the server reports it: a row that differs ran on another
-prompt than the build's, is recorded as failed (redone on resume) and stops the run — one row
-is proof enough, since the usual cause (a server chat template other than the model's) is
-systematic and every further row would be compute spent on another prompt
-(`--allow-prompt-mismatch`: such rows are kept, flagged).
+How a row is sent is `--api` (`openai_api`: the three forms, and the probe that checks, before
+the first row, that the server sees the prompt the build counted). Every answer's
+`usage.prompt_tokens` is compared with the row's rendered count where the server reports it:
+a row that differs stops the run (`--allow-prompt-mismatch`: kept, flagged), since one row is
+proof enough: the usual cause (a server chat template other than the model's) is systematic,
+and every further row would be compute spent on another prompt. The `model` a reply names is
+recorded, not refused: hosted APIs answer as a dated snapshot of an alias, and proxies as the
+model they routed to, both legitimately.
 
-Where the server reports no count (or one that is not a number), the row is recorded as
-unchecked, with why, and counted apart in the console and the report; a count in another
-numeric form (4055.0, "4055") is compared as the number it is, and noted. The `model` a reply
-says answered it is recorded (per row where it is not the one asked for, and the probe's in
-run.json's `serving`) and shown, not refused: vLLM and llama-server answer with the name asked
-for, but hosted APIs answer as a dated snapshot of an alias, and proxies as the model they
-routed to, both legitimately.
-
-What the server reports is used: its context (vLLM's `max_model_len`, llama.cpp's
-`meta.n_ctx` in /v1/models) when `--max-model-len` is not given, and its slots (llama.cpp's
-/props `total_slots`) as the concurrency: requests beyond them would only queue at the server,
-where the waiting would count against each request's `--timeout`. Servers that batch
-continuously (vLLM, SGLang) get 32 requests at a time, any other server that says nothing one
-(`--concurrency` sets it); never more than MAX_CONCURRENCY (256) in flight, whatever a server
-claims. Start-up (`openai_startup`) is bounded by `--startup-timeout`, and every reply by its
-size (`openai_http`: a completion by what `max_tokens` tokens can take).
-
-At most `concurrency` requests are in flight (the server batches them continuously); the
-runner's rows are pulled only as slots free up. A request that times out, cannot connect, or
-gets 429 / 5xx is retried with exponential backoff and jitter (honouring `Retry-After`), up
-to `retries` times; any other 4xx is the request's own fault and is not retried. A 200 that
-carries no completion (garbage JSON, no choices, `text` null or absent, finish_reason "error"
-or "abort", more text than `max_tokens` tokens can make) is a failure of the server's,
-retried the same way. A request that still fails is recorded as an error, which a resumed run
-retries. The probe is not retried on 500 or 4xx: a server that refuses the request form fails
-the run at once, in one line naming the API to use. Server text reaches messages and files
-only scrubbed of the API key (`ruler.kernel.scrub`), and the runner redacts it from answers.
+The concurrency follows the server's slots where it says (requests beyond them would only
+queue there, the waiting counted against each request's `--timeout`), never more than
+MAX_CONCURRENCY whatever a server claims. A request that times out, cannot connect, or gets
+429 / 5xx is retried with backoff and jitter (honouring `Retry-After`); any other 4xx is the
+request's own fault and is not retried. A 200 that carries no completion (garbage JSON, no
+choices, `text` null or absent, finish_reason "error" or "abort", more text than `max_tokens`
+tokens can make) is a failure of the server's, retried the same way. The probe is not retried
+on 500 or 4xx: a server that refuses the request form fails the run at once. Server text
+reaches messages and files only scrubbed of the API key (`ruler.kernel.scrub`).
 """
 
 from __future__ import annotations

@@ -1,37 +1,24 @@
 """How `--backend openai` sends a row (`--api`), and how it learns what the server makes of it.
 
-- `completions-ids` (the default): POST /completions with `prompt` = the row's token ids. The
-  OpenAI completions API defines `prompt` as a string or an array of token ids; vLLM, SGLang,
-  TGI and llama.cpp's `llama-server` take ids. The server neither re-tokenizes nor adds a
-  second BOS: the model sees exactly the ids the builder counted, as with the vllm and hf
-  backends. Use it wherever the server takes ids.
-- `completions-text`: the rendered prompt (`Renderer.text`) as a string, for servers that take
-  only text (llama-cpp-python's `llama_cpp.server`, Ollama). The server tokenizes it and adds
-  its own BOS, so the text goes without the BOS the rendering starts with (kept when the probe
-  shows the server adds none).
-- `chat`: POST /chat/completions with the row's user turn as the user message; the server
-  renders its own chat template. The answer prefix is a pre-filled assistant turn that the
-  server continues (`answer_prefix_turn` "assistant": vLLM's `continue_final_message` and
-  `add_generation_prompt: false` are sent; llama.cpp's server continues a final assistant
-  message by itself and repeats it at the start of its reply, which is cut off), or, for a
-  server that does not continue one, the end of the user's message ("user": what upstream
-  RULER's OpenAI client sends, `input + answer_prefix` in one user message). "auto" tries the
-  first, then the second. The pre-filled turn is sent as the build's template renders it at
-  the end of the prompt (`Renderer.continued_prefix`): llama.cpp appends it verbatim to its
-  own rendering of the user turn, and Gemma's template, for one, trims the prefix's spaces.
-  A row without an answer prefix is the user message alone, which the server
-  renders with its generation prompt, as NeMo-Skills sends it.
+The three forms (docs/evaluating.md, "Servers"): `completions-ids` (the default) sends the
+row's token ids, so the server neither re-tokenizes nor adds a second BOS: the model sees
+exactly the ids the builder counted, as with the vllm and hf backends. `completions-text`
+sends the rendered prompt (`Renderer.text`) without the BOS the rendering starts with, since
+the server adds its own (kept when the probe shows it adds none). `chat` sends the user turn
+and lets the server render its template; the answer prefix is a pre-filled assistant turn
+the server continues, or the end of the user's message for a server that continues none
+(what upstream RULER's OpenAI client sends), sent as the build's template renders it at the
+end of the prompt (`Renderer.continued_prefix`): llama.cpp appends it verbatim, and Gemma's
+template, for one, trims the prefix's spaces. llama.cpp's server repeats a continued turn at
+the start of its reply, which is cut off.
 
 The probe: before the first row, `negotiate` sends one tiny request of the chosen form (two or
 three where there is a choice to settle) with `max_tokens` 1 and compares the server's
-`usage.prompt_tokens` with the count of the same prompt rendered by the build's tokenizer. A
-server that renders or tokenizes the prompt otherwise (a chat template other than the
-model's: the classic reason a RULER reproduction is off) shows here, before any row runs;
-every row's own count is checked the same way as it finishes. Equal counts do not prove equal
-prompts (a space more or less may keep the count), so where a server shows its chat rendering
-without generating (llama.cpp's /apply-template, vLLM's /tokenize) the probe's is compared
-whole. A server that refuses the form outright fails the run at once, in one line naming the
-API to use instead.
+`usage.prompt_tokens` with the count of the same prompt rendered by the build's tokenizer, so
+a server that renders or tokenizes otherwise shows before any row runs. Equal counts do not
+prove equal prompts (a space more or less may keep the count), so where a server shows its
+chat rendering without generating (llama.cpp's /apply-template, vLLM's /tokenize) the
+probe's is compared whole.
 """
 
 from __future__ import annotations

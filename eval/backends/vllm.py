@@ -73,7 +73,6 @@ class VLLMOptions(BackendOptions):
         "--gpu-memory-utilization", default=None, type=float,
         help="share of GPU memory vLLM may use (default: vLLM's)")
     seed: int = 0
-    # prompt tokens handed to the engine and not yet finished, per data-parallel rank
     window_tokens: int | None = option(
         "--window-tokens", default=None, type=int, minimum=1,
         help="prompt tokens in flight per data-parallel rank (default 4M; bounds host memory, "

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ruler.kernel.json_record import Decode, JsonRecord, absent_field, extra_field, record_list
+from ruler.kernel.json_record import Decode, FrozenRecord, record_list
 
 
 @dataclass(frozen=True, kw_only=True)
-class RowFailure(JsonRecord):
+class RowFailure(FrozenRecord):
     """A wrong row: its index in the split file, primary label, flags (`labels`), and the
     measures of some flags (left out when they do not apply)."""
 
@@ -26,12 +26,10 @@ class RowFailure(JsonRecord):
     char_distance: float | None = None  # ... characters from it / len(input)
     chance: float | None = None  # ... vicinity rate of a uniformly picked distractor
     rank: int | None = None  # coded words: frequency rank of the best wrong one
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True, kw_only=True)
-class QaAnswer(JsonRecord):
+class QaAnswer(FrozenRecord):
     """A QA row's answer as the no-context coincidence compares it: SQuAD-normalised, with a
     digest of the row's question (`qa.question_key`), so that two runs' rows are paired only
     when they ask the same thing."""
@@ -39,12 +37,10 @@ class QaAnswer(JsonRecord):
     index: int
     answer: str
     question: str
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True, kw_only=True)
-class CellFailures(JsonRecord):
+class CellFailures(FrozenRecord):
     """A cell's labels: `labelled` answered rows were looked at, `rows` are the wrong ones
     (the others are right: no failure label), under the definitions `definitions` names
     (`labels.DEFINITIONS`)."""
@@ -58,8 +54,6 @@ class CellFailures(JsonRecord):
     labelled: int
     rows: list[RowFailure] = field(default_factory=list)
     answers: list[QaAnswer] | None = None  # qa only
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @classmethod
     def shape_ok(cls, saved: Any) -> bool:

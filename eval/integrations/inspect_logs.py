@@ -2,9 +2,8 @@
 
 The `ruler` Inspect task keeps each row's key, its `length` and its split file's
 `content_sha256` in the sample's metadata and the row's `input` as the sample's input, which tie
-the sample to this build's row (`ruler.eval.records.build_tie`); the model's completion (generated
-after
-the pre-filled answer prefix) is the sample's output. Reading goes through
+the sample to this build's row (`ruler.eval.records.build_tie`); the model's completion
+(generated after the pre-filled answer prefix) is the sample's output. Reading goes through
 `inspect_ai.log.read_eval_log`, imported here only.
 """
 

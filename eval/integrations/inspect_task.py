@@ -10,12 +10,11 @@
   its hashes (`ruler.eval.records.dataset`, as `ruler eval` reads them). A sample's id is
   `<task>/<L>/<index>`; its metadata holds the row's key, metric, answer prefix, budget and the
   split file's `content_sha256`, so a log can be scored later by `ruler score`.
-- Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where
-  the provider continues a final assistant message (Inspect's vLLM and SGLang providers render
-  it with `continue_final_message`); `-T prefill=true` forces it for other providers that support
-  prefill, `-T prefill=false` turns it off. A row without an answer prefix is never
-  pre-filled: its prompt is the user turn and the generation prompt. Then greedy generation of
-  at most the row's
+- Solver: the user turn is `input`. The assistant turn is pre-filled with `answer_prefix` where the
+  provider continues a final assistant message (Inspect's vLLM and SGLang providers render it with
+  `continue_final_message`); `-T prefill=true` forces it for other providers that support prefill,
+  `-T prefill=false` turns it off. A row without an answer prefix is never pre-filled: its prompt is
+  the user turn and the generation prompt. Then greedy generation of at most the row's
   `tokens_to_generate` tokens (`inspect_usage.greedy_settings`: temperature 0, or top_k 1 on
   Inspect's transformers providers, which sample and refuse temperature 0).
 - Scorer: upstream's per-row metric on the completion, prepared as its upstream does
@@ -56,17 +55,19 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
                   tasks: Any = None, lengths: Any = None, limit: int | None = None
                   ) -> tuple[list[Sample], dict[str, Any]]:
     """The selected rows as Inspect samples, and the provenance the task's metadata records."""
-    from ruler.builder.selection import parse_lengths, parse_tasks
+    from ruler.builder.selection import check_task_names, parse_lengths, split_tasks
     from ruler.eval.records.dataset import open_dataset
 
     task_list, length_texts = _as_list(tasks, "tasks"), _as_list(lengths, "lengths")
-    task_names = parse_tasks(",".join(task_list)) if task_list else ()
+    task_names = split_tasks(",".join(task_list)) if task_list else ()
     length_list = parse_lengths(",".join(length_texts)) if length_texts else ()
     # `-T` values arrive YAML-parsed: a hex commit or a config name may come as a number
     data = str(data)
     revision = None if revision is None else str(revision)
     tokenizer_config = None if tokenizer_config is None else str(tokenizer_config)
     ds = open_dataset(data, revision, tokenizer_config, task_names, length_list)
+    # checked once the manifest is read: its declared tasks (catalog.declared) are known
+    check_task_names(task_names)
     if tokenizer_config is None:
         if len(ds.configs) != 1:
             raise RulerError(f"dataset {data} holds tokenizer configs {', '.join(ds.configs)}: "

@@ -1,25 +1,11 @@
 """`ruler export kvpress`: a build's rows as a dataset folder in NVIDIA kvpress's RULER schema.
 
-kvpress (the KV-cache compression library and its leaderboard) reads RULER as
-`load_dataset(DATASET, data_dir="4096", split="test")`: one folder per length, split `test`,
-the columns `context`, `question`, `answer_prefix`, `answer` (list of strings), `task` and
-`max_new_tokens`. Its `kv-press-text-generation` pipeline prefills (and compresses) the
-context, then asks each question; its evaluation groups rows by `context` (one
-`answer_prefix` per context) and scores `predicted_answer` against `answer` with RULER's
-metrics, chosen by the task name's first word (`qa` -> part, else all).
-
-The folder written here:
-
-  <L>/test-00000-of-00001.parquet   one per length: every task's rows, tasks in upstream's
-                                    order, each task's rows by index
-  README.md                         the card: which build, tokenizer and revision; how to run
-  ruler_kvpress.json                the same facts for programs
-  ruler_export_files.json           the files the export wrote (`export_folder`: exporting
-                                    again replaces only them)
-
-Besides kvpress's six columns every row keeps its ruler key (`tokenizer`, `max_seq_length`,
-`index`): kvpress ignores them (its evaluation writes every column but `context` into its
-predictions.csv), and predictions keyed by them are what `ruler score` reads.
+kvpress reads RULER as `load_dataset(DATASET, data_dir="4096", split="test")`: one folder per
+length (`<L>/test-00000-of-00001.parquet`: every task's rows in upstream's order), kvpress's six
+columns plus each row's ruler key (`tokenizer`, `max_seq_length`, `index`), which kvpress
+ignores and `ruler score` reads; beside them the card (README.md), `ruler_kvpress.json` (the
+same facts for programs) and `ruler_export_files.json` (`export_folder`). docs/integrations.md
+says how kvpress runs and scores it.
 
 Why `answer_prefix` is not the row's own: kvpress renders the prompt itself. With a chat
 template it puts `context` into the user turn, cuts the rendering where the context ends,

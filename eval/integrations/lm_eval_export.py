@@ -1,16 +1,8 @@
 """`ruler export lm-eval`: an lm-evaluation-harness task folder for a build or its Hub release.
 
-The folder is flat, so every YAML file finds `utils.py` beside it:
-
-  ruler_<config>_<task>_<L>.yaml  one task per split file of the build
-  ruler_<config>_<L>.yaml         group: every task at one length (RULER's per-length average)
-  ruler_<config>.yaml             group: every length of one tokenizer config (Avg.)
-  ruler_all.yaml                  group: every config in the folder
-  utils.py                        RULER's post-processing and metrics, generated (see below)
-  ruler_data.py                   (tasks of a local build) loads a split from the build folder
-  README.md                       what the folder is and how to run it
-  ruler_export_files.json         the files the export wrote (`export_folder`: exporting again
-                                  replaces only them)
+The folder is flat, so every YAML file finds `utils.py` beside it: one task per split file,
+groups per length, per config and `ruler_all`, `utils.py`, `ruler_data.py` (a local build's
+loader), README.md and `ruler_export_files.json` (docs/integrations.md).
 
 Every YAML file is `yaml.safe_dump` of a dict built here from the manifest and the task
 catalog; nothing is written by hand or by string formatting. Why the task fields are what they

@@ -5,18 +5,9 @@ Every answered row gives one or more items (depth, score in 0..1), from its reco
 `gold_depths`, so this works on any build (a depth-swept one puts the same number of rows in
 every bin; a default one samples depths as upstream does). Which items a row has is its task
 family's rule (`TaskFamily.depth_items`: each item's depth and the references it is scored
-on); the score is the row's metric on those references. The built-in families:
-
-- niah rows: one item per queried needle, at that needle's depth, scored by whether the
-  prediction holds that needle's value (upstream's `string_match_all` is the mean of these
-  per-needle hits, so a multi-value or multi-query row counts each needle where it sits);
-- qa rows: one item at the mean depth of the gold documents (the depth a depth-swept build
-  places), scored with the row's `string_match_part` (which has no per-document hit);
-- variable-chain rows: one item at the depth of the chain's first line, scored with the row's metric
-  (a chain is followed as a whole);
-- rows without gold positions (word lists) give none;
-- rows of a metric without partial credit: each item scored as its whole row is
-  (a multi-value answer is right only with every value), at its own depth.
+on; each family's `depth_items` says how); the score is the row's metric on those references,
+except under a metric without partial credit, where each item scores as its whole row does (a
+multi-value answer is right only with every value). Rows without gold positions give none.
 
 `depth_table` bins the items (bin b of N: depths in [b/N, (b+1)/N), `ruler.catalog.depths`)
 per task and length; cells with fewer than `min_samples` items are flagged, never hidden.

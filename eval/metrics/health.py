@@ -120,8 +120,7 @@ def _answer_checks(facts: HealthFacts, r: Mapping[str, Any], cap: int | None,
                    count: Any) -> None:
     """Count what `ruler score` found of an answered row against its own row
     (`eval.metrics.answer_checks` marks): its budget (and whether the run's cap was below it), a
-    copy
-    of the prompt, an answer far past the budget. A record without the marks (not scored
+    copy of the prompt, an answer far past the budget. A record without the marks (not scored
     against its row) is not counted as checked."""
     budget = r.get(answer_checks.BUDGET_MARK)
     if not isinstance(budget, int):
@@ -377,8 +376,7 @@ def flags(h: HealthFacts, cells: Mapping[tuple[str, int], CellScore] | None = No
 
 def _answer_flags(h: HealthFacts) -> list[Flag]:
     """Answers checked against their own row (`eval.metrics.answer_checks`): copies of the prompt,
-    and
-    answers far past the row's budget; nothing where the scores record no such check."""
+    and answers far past the row's budget; nothing where the scores record no such check."""
     checked = h.answers_checked
     if not checked:
         return []

@@ -30,13 +30,19 @@ CONFIDENCE = 0.95
 BOOTSTRAP_DRAWS = 2000
 _SEED = "ruler-intervals/1"
 
-METHOD_TEXT = (
-    "95 % intervals: Wilson score interval where every row of a cell scores 0 or 1; otherwise a "
-    f"percentile bootstrap over the cell's rows ({BOOTSTRAP_DRAWS} draws). Means over tasks and "
-    "the weighted averages: a bootstrap that resamples each task's rows independently. Paired "
-    "differences of two runs on the same rows: McNemar's exact test on binary rows, else a "
-    "paired bootstrap; the interval of a difference is a paired bootstrap. Bootstrap draws are "
-    "seeded, so reports are reproducible.")
+
+
+def method_text(weighted_averages: bool) -> str:
+    """How the intervals are made, in words: of the means over tasks, and of the weighted
+    averages where the report names them (a benchmark's report hooks say whether it does)."""
+    means = "Means over tasks" + " and the weighted averages" * weighted_averages
+    return (
+        "95 % intervals: Wilson score interval where every row of a cell scores 0 or 1; "
+        f"otherwise a percentile bootstrap over the cell's rows ({BOOTSTRAP_DRAWS} draws). "
+        f"{means}: a bootstrap that resamples each task's rows independently. Paired "
+        "differences of two runs on the same rows: McNemar's exact test on binary rows, else a "
+        "paired bootstrap; the interval of a difference is a paired bootstrap. Bootstrap draws "
+        "are seeded, so reports are reproducible.")
 
 
 @dataclass(frozen=True)

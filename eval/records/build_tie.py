@@ -32,8 +32,6 @@ from typing import Any, Mapping
 TIE_KINDS = ("data_sha256", "prompt")
 #: What scores.json counts of unverified rows that carry an equal length and nothing more.
 LENGTH_ONLY = "length"
-#: The optional record fields that tie a prediction to its row.
-TIE_FIELDS = ("data_sha256", "input_sha256", "input", "length")
 #: What `tie` says of a carried prompt that is none of the row's forms (`describe_prompt`
 #: says how, where the row's text is read).
 PROMPT_DIFFERS = "its prompt differs from the row's"

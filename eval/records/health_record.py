@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruler.kernel.json_record import JsonRecord, absent_field, extra_field
+from ruler.kernel.json_record import Record
 
 
 @dataclass
-class HealthFacts(JsonRecord):
+class HealthFacts(Record):
     """Counts per task of what the predictions show, and the run's settings where recorded:
     scores.json's `health` (fields a later version adds are kept in `extra`)."""
 
@@ -52,8 +52,6 @@ class HealthFacts(JsonRecord):
     template_sha256: str | None = None
     build_template_sha256: str | None = None
     no_context: bool = False  # the run is on a --no-context config (the baseline itself)
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @classmethod
     def shape_ok(cls, saved: Any) -> bool:

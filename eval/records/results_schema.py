@@ -6,9 +6,8 @@ it). These files are input from disk: a run killed mid-copy, an editor's BOM, a 
 every reader goes through `read_run` / `read_scores`, which parse strictly
 (`ruler.kernel.strict_json`: no key twice, no NaN, no runaway nesting), check that each field
 a reader uses has its shape, and make the typed record (`eval.records.run_record.RunRecord`,
-`eval.records.scores_record.ScoresRecord`): damage is one line naming the file and the field, never
-a
-traceback in whichever reader meets it first. Fields the readers do not use are not checked,
+`eval.records.scores_record.ScoresRecord`): damage is one line naming the file and the field,
+never a traceback in whichever reader meets it first. Fields the readers do not use are not checked,
 and a field a later version adds is kept; an optional field that is absent means "not
 recorded" (older files).
 """

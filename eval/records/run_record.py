@@ -16,17 +16,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from ruler.kernel.json_record import (
-    Decode,
-    JsonRecord,
-    absent_field,
-    extra_field,
-    record_list,
-)
+from ruler.kernel.json_record import Decode, FrozenRecord, Record, record_list
 
 
 @dataclass(frozen=True, kw_only=True)
-class DatasetRecord(JsonRecord):
+class DatasetRecord(FrozenRecord):
     """The rows a run or its scores cover: the dataset (a build folder or Hub id), the commit
     its files came from (None: a local folder), and each split file's content hash
     ("task/L" -> content_sha256). run.json names the config here too; scores.json beside."""
@@ -37,12 +31,10 @@ class DatasetRecord(JsonRecord):
     revision: str | None = None
     config: str | None = None
     files: dict[str, str] = field(default_factory=dict)
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True, kw_only=True)
-class ServingRecord(JsonRecord):
+class ServingRecord(FrozenRecord):
     """How a server was sent the rows (a backend's `prepare`, e.g. `--backend openai`): where,
     through which API, where the answer prefix went, whether its prompt counts were checked,
     its context and concurrency and where they came from, and the model it answered as."""
@@ -68,12 +60,10 @@ class ServingRecord(JsonRecord):
     concurrency_source: str | None = None
     model: str | None = None
     server_model: str | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(kw_only=True)
-class PromptCheck(JsonRecord):
+class PromptCheck(Record):
     """Answered rows by what the engine said of their prompt: counted equal to the build's
     (`checked` less `differ`), counted otherwise (`differ`: flagged `prompt_mismatch`), not
     checked (`unchecked`: `prompt_unchecked` says why); and, by name, the rows a server
@@ -84,8 +74,6 @@ class PromptCheck(JsonRecord):
     unchecked: int = 0
     differ: int = 0
     answered_as: dict[str, int] = field(default_factory=dict)
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     def add(self, record: Mapping[str, Any]) -> None:
         """Count one prediction record (a row that was not answered counts nowhere)."""
@@ -144,19 +132,17 @@ class PromptCheck(JsonRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
-class MaxModelLen(JsonRecord):
+class MaxModelLen(FrozenRecord):
     """The context limit of the folder's last engine, the one asked for (None: the engine's
     own) and the backend: a later run needs them to know whether skipped rows could fit."""
 
     used: int | None = None
     requested: int | None = None
     backend: str | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True, kw_only=True)
-class PromptTemplate(JsonRecord):
+class PromptTemplate(FrozenRecord):
     """The prompt mode and the chat template that rendered the prompts beside the build's
     (sha256; None where a tokenizer has none), the tokenizer that rendered them (its identity
     fingerprint, `TokenizerIdentity.fingerprint`: files and chat template; and its name as
@@ -169,12 +155,10 @@ class PromptTemplate(JsonRecord):
     decoding: str | None = None
     tokenizer: str | None = None
     tokenizer_name: str | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReasoningSetting(JsonRecord):
+class ReasoningSetting(FrozenRecord):
     """Reasoning mode: how the answer is cut from the output (a vLLM parser, else the marker
     that ends the reasoning)."""
 
@@ -182,12 +166,10 @@ class ReasoningSetting(JsonRecord):
 
     parser: str | None = None
     end_marker: str | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunRecord(JsonRecord):
+class RunRecord(FrozenRecord):
     """run.json (module docstring). The settings every prediction of the folder shares
     (`settings`) are checked when a run resumes; the backends, the context limit and the
     serving records accumulate over the folder's runs."""
@@ -229,8 +211,6 @@ class RunRecord(JsonRecord):
     prompt_template: PromptTemplate | None = None
     # The last run's outcome (`runner.EvalOutcome`), for people: no code reads it back.
     last_run: dict[str, Any] | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @property
     def config(self) -> str:

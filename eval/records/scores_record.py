@@ -20,19 +20,13 @@ from ruler.eval.failure_modes.record import CellFailures
 from ruler.eval.records.build_tie import LENGTH_ONLY, TIE_KINDS
 from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
-from ruler.kernel.json_record import (
-    Decode,
-    JsonRecord,
-    absent_field,
-    extra_field,
-    record_list,
-)
+from ruler.kernel.json_record import Decode, FrozenRecord, Record, record_list
 
 SCORES_FORMAT = "ruler-scores/1"
 
 
 @dataclass(frozen=True, kw_only=True)
-class CellScore(JsonRecord):
+class CellScore(FrozenRecord):
     """One (task, L) cell of the selection: upstream's task score over the rows answered, and
     what happened to every row asked for."""
 
@@ -80,8 +74,6 @@ class CellScore(JsonRecord):
     # Each wrong answered row's failure mode (`ruler.eval.failure_modes`); None: not labelled
     # (older scores, or a benchmark whose rows the labeler does not read).
     failures: CellFailures | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @property
     def key(self) -> tuple[str, int]:
@@ -137,7 +129,7 @@ class TieTotals:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Selection(JsonRecord):
+class Selection(FrozenRecord):
     """What was asked for: tasks, lengths, the rows per file (`--limit`), and who chose it:
     "flags", "run" (the run's record), "config" (every file of the config) or "caller"."""
 
@@ -145,23 +137,19 @@ class Selection(JsonRecord):
     lengths: list[int] = field(default_factory=list)
     limit: int | None = None
     by: str | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True, kw_only=True)
-class PredictionsRecord(JsonRecord):
+class PredictionsRecord(FrozenRecord):
     """What was scored: the predictions' path as given (absolute) and the sha256 of their
     bytes (`integrations.sources.fingerprint`)."""
 
     path: str
     sha256: str
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(kw_only=True)
-class ScoresRecord(JsonRecord):
+class ScoresRecord(Record):
     """scores.json (module docstring)."""
 
     DECODE: ClassVar[Mapping[str, Decode]] = {
@@ -206,8 +194,6 @@ class ScoresRecord(JsonRecord):
     # The metric `ruler score --metric` asked for in the rows' own stead (None: their own);
     # each cell's `metric` says which scored it.
     metric_asked: str | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @property
     def incomplete_cells(self) -> list[str]:

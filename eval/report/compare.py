@@ -22,21 +22,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ruler.catalog.benchmarks import in_task_order, task_rank
+from ruler.catalog.benchmarks import get_benchmark, in_task_order, task_rank
 from ruler.eval.integrations.inspect_logs import is_inspect_log
 from ruler.eval.metrics.aggregate import format_length
-from ruler.eval.metrics.intervals import METHOD_TEXT, PairedDifference, paired_difference
+from ruler.eval.metrics.intervals import (
+    PairedDifference,
+    method_text,
+    paired_difference,
+)
 from ruler.eval.records.dataset import open_dataset
 from ruler.eval.records.results_folder import SCORES_NAME
 from ruler.eval.records.scores_record import ScoresRecord, TieTotals
-from ruler.eval.report.figures import dodged, fit_canvas, save_png
-from ruler.eval.report.run import benchmark_title, check_revision, load_scores, scores_benchmark
+from ruler.eval.report.figures import dodged, error_bars, fit_canvas, new_figure, save_png
+from ruler.eval.report.run import (
+    benchmark_title,
+    check_revision,
+    hooks_of,
+    load_scores,
+    scores_benchmark,
+)
 from ruler.eval.scoring.score import score_path
 from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import figure_text, md_code, md_text
 
-COMPARE_FILES = ("compare.md", "compare.json", "compare.png")
 _SHOWN = 5
 
 
@@ -77,6 +86,12 @@ class Comparison:
     metrics: dict[str, list[str]] = field(default_factory=dict)
 
     @property
+    def method(self) -> str:
+        """How the intervals are made, in words, as the runs' benchmark's reports say it."""
+        spec = get_benchmark(self.benchmark)
+        return method_text(hooks_of(spec).names_weighted_averages(spec))
+
+    @property
     def by_task(self) -> list[Row]:
         return [r for r in self.rows if r.task is not None]
 
@@ -86,7 +101,7 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         return {"a": self.a, "b": self.b, "model_a": self.model_a, "model_b": self.model_b,
-                "config": self.config, "benchmark": self.benchmark, "method": METHOD_TEXT,
+                "config": self.config, "benchmark": self.benchmark, "method": self.method,
                 "by_task": [r.to_json() for r in self.by_task],
                 "by_length": [r.to_json() for r in self.overall],
                 "rows_not_shared": self.not_shared, "cells_in_one_run_only": self.cells_only,
@@ -228,7 +243,7 @@ def to_markdown(c: Comparison) -> str:
                      f"[{d.interval.low:.1f}, {d.interval.high:.1f}] | {test} | "
                      f"{_p(d.p_value)} |")
     notes = ["", "McNemar (a/b): rows right in A only / in B only. "
-                 f"Uncertainty: {METHOD_TEXT}"]
+                 f"Uncertainty: {c.method}"]
     for side, name in (("a", "A"), ("b", "B")):
         keys = c.not_shared.get(f"{side}_only") or []
         if keys:
@@ -250,17 +265,11 @@ def to_markdown(c: Comparison) -> str:
 def figure(c: Comparison) -> Any:
     """A - B per length with its interval (black), and each task's difference, the tasks
     spread across a length's slot so that equal differences stay visible."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = new_figure((7, 4.5))
     overall = c.overall
     slot = {r.length: n for n, r in enumerate(overall)}
     ys = [r.diff.difference for r in overall]
-    err = [[max(0.0, y - r.diff.interval.low) for y, r in zip(ys, overall)],
-           [max(0.0, r.diff.interval.high - y) for y, r in zip(ys, overall)]]
+    err = error_bars(ys, [r.diff.interval for r in overall])
     tasks = in_task_order({r.task for r in c.by_task if r.task is not None})
     # an even number of places: none at the slot's centre, where the overall point sits
     places = len(tasks) + len(tasks) % 2

@@ -1,12 +1,11 @@
 """The score-by-depth part of `ruler report`: Markdown, CSV and depth x length heatmaps.
 
 Tables come from `eval.metrics.depth.DepthTables`; the JSON form is `DepthTables.as_json()`.
-Heatmaps
-put depth on the vertical axis (0 = start of the context, at the top, as needle-in-a-haystack
-pictures do) and length on the horizontal one, one cell per (depth bin, length), coloured on a
-fixed 0-100 scale so pictures of different models compare; a cell scored on fewer items than
-the minimum (a group's cell: where one of its tasks has) is hatched and labelled with its count,
-and a legend under the map says so.
+Heatmaps put depth on the vertical axis (0 = start of the context, at the top, as
+needle-in-a-haystack pictures do) and length on the horizontal one, one cell per (depth bin,
+length), coloured on a fixed 0-100 scale so pictures of different models compare; a cell scored on
+fewer items than the minimum (a group's cell: where one of its tasks has) is hatched and labelled
+with its count, and a legend under the map says so.
 """
 
 from __future__ import annotations

@@ -55,6 +55,25 @@ def dodged(slots: Sequence[float], series: int, of: int) -> list[float]:
     return [x - DODGE_SPREAD / 2 + series * step for x in slots]
 
 
+def new_figure(figsize: tuple[float, float]) -> tuple[Any, Any]:
+    """A figure and its axes, drawn for files only (no display)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(figsize=figsize)
+
+
+def error_bars(ys: Sequence[float | None], intervals: Sequence[Any]) -> list[list[float]]:
+    """Matplotlib's asymmetric yerr ([below], [above]) of values and their intervals (`.low`,
+    `.high`): 0 where there is no interval."""
+    below = [0.0 if y is None or i is None else max(0.0, y - i.low) for y, i in zip(ys, intervals)]
+    above = [0.0 if y is None or i is None else max(0.0, i.high - y)
+             for y, i in zip(ys, intervals)]
+    return [below, above]
+
+
 def save_png(fig: Any, path: Path, dpi: int) -> Path:
     """Write `fig` to `path` as PNG (atomically) and close it."""
     import matplotlib.pyplot as plt

@@ -3,11 +3,10 @@ wAvg., and the lengths where the effective-length decision is uncertain.
 
 The per-length and averaged intervals are stratified bootstraps over the rows of every cell
 (`ruler.eval.metrics.intervals.weighted_mean_interval`) with the weights the headline numbers use:
-equal
-per task within a length; for Avg. and wAvg. each length's weight (`eval.metrics.aggregate`) divided
-by its tasks. They are given exactly where the headline numbers are: a length's interval where
-its mean is, the averages' where the averages are (a complete selection). Scores written before
-the cells carried `row_scores` have no intervals (None), and the report shows none.
+equal per task within a length; for Avg. and wAvg. each length's weight (`eval.metrics.aggregate`)
+divided by its tasks. They are given exactly where the headline numbers are: a length's interval
+where its mean is, the averages' where the averages are (a complete selection). Scores written
+before the cells carried `row_scores` have no intervals (None), and the report shows none.
 
 One statistic has one interval: where two of these numbers weigh the same rows alike (at a
 single length, its mean, Avg. and both wAvg. are one number), they share the first one's
@@ -22,7 +21,6 @@ from typing import Any, Mapping, Sequence
 
 from ruler.eval.metrics.aggregate import Summary, length_weights
 from ruler.eval.metrics.intervals import (
-    METHOD_TEXT,
     Interval,
     uncertain_lengths,
     weighted_mean_interval,
@@ -38,6 +36,7 @@ class ReportIntervals:
     wavg_inc: Interval | None
     wavg_dec: Interval | None
     uncertain: list[int]  # lengths whose interval contains the threshold
+    method: str  # how they are made, in words (`method_text`)
 
     def to_json(self) -> dict[str, Any]:
         def j(i: Interval | None) -> list[float] | None:
@@ -46,7 +45,7 @@ class ReportIntervals:
         scores: dict[str, dict[str, list[float]]] = {}
         for (t, L), i in self.cells.items():
             scores.setdefault(t, {})[str(L)] = i.to_json()
-        return {"method": METHOD_TEXT, "confidence": 0.95, "scores": scores,
+        return {"method": self.method, "confidence": 0.95, "scores": scores,
                 "mean_by_length": {str(L): j(i) for L, i in self.by_length.items()},
                 "avg": j(self.avg), "wavg_inc": j(self.wavg_inc), "wavg_dec": j(self.wavg_dec),
                 "uncertain_lengths": self.uncertain}
@@ -63,10 +62,11 @@ def _rows(cell: CellScore | None) -> list[float] | None:
 
 
 def report_intervals(cells: Mapping[tuple[str, int], CellScore], tasks: Sequence[str],
-                     lengths: Sequence[int], summary: Summary,
+                     lengths: Sequence[int], summary: Summary, method: str,
                      key: str = "") -> ReportIntervals | None:
     """The intervals of a report's numbers; None when no cell recorded its rows (older scores).
-    `key` seeds the bootstraps (the config), so a report is the same bytes each time."""
+    `method` says how they are made (`method_text`); `key` seeds the bootstraps (the config),
+    so a report is the same bytes each time."""
     rows = {k: r for k, c in cells.items() if (r := _rows(c)) is not None}
     if not rows:
         return None
@@ -104,7 +104,7 @@ def report_intervals(cells: Mapping[tuple[str, int], CellScore], tasks: Sequence
     return ReportIntervals(
         cells={k: i for k, c in cells.items() if (i := cell_interval(c)) is not None},
         by_length=by_length, avg=averages["avg"], wavg_inc=averages["inc"],
-        wavg_dec=averages["dec"], uncertain=uncertain)
+        wavg_dec=averages["dec"], uncertain=uncertain, method=method)
 
 
 def format_interval(i: Interval | None) -> str:

@@ -31,7 +31,7 @@ from ruler.eval.published_results import (
     benchmark_tasks,
     load_registry,
 )
-from ruler.eval.report.figures import fit_canvas, save_png
+from ruler.eval.report.figures import error_bars, fit_canvas, new_figure, save_png
 from ruler.eval.report.intervals import cell_interval, format_interval
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import figure_text, md_code, md_text
@@ -357,19 +357,11 @@ def mark_plot(ax: Any, cs: Sequence[ReferenceComparison], xs: Sequence[Any],
 def figure(c: ReferenceComparison) -> Any:
     """`ruler compare RUN reference:NAME`'s figure: the run's mean per length with its
     interval, the published values as markers (at every length either side has)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     lengths = [x.length for x in c.by_length]
     at = list(range(len(lengths)))
     ys = [float("nan") if x.run is None else x.run for x in c.by_length]
-    err = [[0.0 if x.run is None or x.interval is None else max(0.0, x.run - x.interval.low)
-            for x in c.by_length],
-           [0.0 if x.run is None or x.interval is None else max(0.0, x.interval.high - x.run)
-            for x in c.by_length]]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    err = error_bars([x.run for x in c.by_length], [x.interval for x in c.by_length])
+    fig, ax = new_figure((7, 4.5))
     ax.errorbar(at, ys, yerr=err, marker="o", capsize=4,
                 label=f"run: {figure_text(c.run_model or 'unknown model')} (95 % interval)")
     mark_plot(ax, [c], at, lengths)

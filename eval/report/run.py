@@ -58,15 +58,15 @@ from ruler.eval.metrics.depth import (
 )
 from ruler.eval.metrics.health import flags as health_flags
 from ruler.eval.metrics.health import markdown as health_markdown
-from ruler.eval.metrics.intervals import METHOD_TEXT, Interval
+from ruler.eval.metrics.intervals import Interval, method_text
 from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.records.results_schema import read_run, read_scores
 from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
 from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection, TieTotals
 from ruler.eval.records.serving import markdown as serving_markdown
-from ruler.eval.report.depth import HEATMAP_DIR, depth_csv, depth_markdown, write_heatmaps
-from ruler.eval.report.figures import dodged, fit_canvas, save_png
+from ruler.eval.report.depth import depth_csv, depth_markdown, write_heatmaps
+from ruler.eval.report.figures import dodged, error_bars, fit_canvas, new_figure, save_png
 from ruler.eval.report.intervals import ReportIntervals, format_interval, report_intervals
 from ruler.eval.report.reference import ReferenceComparison, comparisons, hint, hint_markdown
 from ruler.eval.report.reference import mark_plot as mark_published
@@ -76,9 +76,6 @@ from ruler.kernel.atomic import write_json_atomic, write_text_atomic
 from ruler.kernel.errors import RulerError
 from ruler.kernel.json_record import encode, fields_json
 from ruler.kernel.markup import figure_text, md_code, md_text
-
-REPORT_FILES = ("report.md", "report.csv", "report.json", "scores_by_task.png",
-                "scores_overall.png", "report_depth.csv", HEATMAP_DIR, "report_reference.csv")
 
 
 @dataclass(kw_only=True)
@@ -132,7 +129,7 @@ class Report:
     @property
     def hooks(self) -> ReportHooks:
         """The benchmark's additions to the report (`Benchmark.report`)."""
-        return self.spec.hook("report") or NO_HOOKS
+        return hooks_of(self.spec)
 
     @property
     def title(self) -> str:
@@ -260,6 +257,11 @@ class ReportHooks:
         where the report has that table."""
         return r.depth is not None and bool(r.depth.niah)
 
+    def names_weighted_averages(self, spec: Benchmark) -> bool:
+        """Whether the uncertainty sentence names the weighted averages among the means its
+        bootstrap covers: where the benchmark has them (`Aggregation.weighted`)."""
+        return spec.aggregation.weighted
+
     def json(self, r: Report) -> dict[str, Any]:
         """Fields report.json adds for the benchmark."""
         return {}
@@ -284,6 +286,11 @@ class ReportHooks:
 
 #: The hooks of a benchmark that adds nothing.
 NO_HOOKS = ReportHooks()
+
+
+def hooks_of(spec: Benchmark) -> ReportHooks:
+    """A benchmark's additions to the report (`Benchmark.report`), or none."""
+    return spec.hook("report") or NO_HOOKS
 
 
 def load_scores(results: str | Path) -> ScoresRecord:
@@ -349,7 +356,9 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                   tasks=tasks, lengths=lengths, cells=cells, summary=summary, depth=depth,
                   mode=scores.mode, incomplete=incomplete, unscored=unscored,
                   selection=scores.selection,
-                  intervals=report_intervals(cells, tasks, lengths, summary, key=scores.config),
+                  intervals=report_intervals(
+                      cells, tasks, lengths, summary, key=scores.config,
+                      method=method_text(hooks_of(spec).names_weighted_averages(spec))),
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
                   health=scores.health, benchmark=spec.id, axes=recorded_axes(scores))
@@ -638,7 +647,7 @@ def _uncertainty_text(r: Report) -> list[str]:
                   f"{r.summary.threshold}, so whether the length passes, and with it the "
                   f"effective length ({r.summary.effective_label}), could go either way at this "
                   f"sample size.", ""]
-    return lines + [f"Uncertainty: {METHOD_TEXT} Score cells show `score [low, high]`.", ""]
+    return lines + [f"Uncertainty: {ri.method} Score cells show `score [low, high]`.", ""]
 
 
 def _underline(v: float | None, threshold: float) -> str:
@@ -746,22 +755,13 @@ def plot(r: Report, out: Path) -> list[Path]:
             save_png(overall_figure(r), out / "scores_overall.png", dpi=110)]
 
 
-def _axes(figsize: tuple[float, float]) -> tuple[Any, Any]:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt.subplots(figsize=figsize)
-
-
 def task_figure(r: Report) -> Any:
     """Every task's score by length with its interval; the tasks' markers spread across each
     length's slot, so that tasks with equal scores do not hide each other."""
     import matplotlib.pyplot as plt
 
     xs = r.lengths
-    fig, ax = _axes((9, 5.5))
+    fig, ax = new_figure((9, 5.5))
     colors = plt.get_cmap("tab20").colors  # 13 tasks: tab10 would repeat colours
     ri = r.intervals
     for n, t in enumerate(r.tasks):
@@ -769,7 +769,7 @@ def task_figure(r: Report) -> Any:
         cis = [ri.cells.get((t, L)) if ri else None for L in xs]
         at = dodged(range(len(xs)), n, len(r.tasks))
         ax.errorbar(at, [float("nan") if y is None else y for y in ys],
-                    yerr=_error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
+                    yerr=error_bars(ys, cis), marker="osD^v"[n % 5], capsize=3,
                     color=colors[n % len(colors)], label=figure_text(t))
         mark_published(ax, r.references, at, xs, task=t, color=colors[n % len(colors)])
     ax.set_xticks(range(len(xs)), [format_length(L) for L in xs])
@@ -787,10 +787,10 @@ def overall_figure(r: Report) -> Any:
     xs = r.lengths
     at = list(range(len(xs)))
     ri = r.intervals
-    fig, ax = _axes((7, 4.5))
+    fig, ax = new_figure((7, 4.5))
     means = [r.summary.by_length[L] for L in xs]
     ax.errorbar(at, [float("nan") if m is None else m for m in means], marker="o",
-                yerr=_error_bars(means, [ri.by_length.get(L) if ri else None for L in xs]),
+                yerr=error_bars(means, [ri.by_length.get(L) if ri else None for L in xs]),
                 capsize=4, label=r.mean_label + (" (95 % interval)" if ri else ""))
     if r.summary.has_effective_length:
         ax.axhline(r.summary.threshold, color="gray", linestyle="--",
@@ -805,14 +805,6 @@ def overall_figure(r: Report) -> Any:
     ax.grid(alpha=0.3)
     fit_canvas(fig)
     return fig
-
-
-def _error_bars(ys: list[float | None], intervals: list[Interval | None]) -> list[list[float]]:
-    """Matplotlib's asymmetric yerr ([below], [above]): 0 where there is no interval."""
-    below = [0.0 if y is None or i is None else max(0.0, y - i.low) for y, i in zip(ys, intervals)]
-    above = [0.0 if y is None or i is None else max(0.0, i.high - y)
-             for y, i in zip(ys, intervals)]
-    return [below, above]
 
 
 def write_report(results: str | Path, out: Path | None = None,

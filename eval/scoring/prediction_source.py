@@ -1,6 +1,5 @@
 """What a predictions reader returns (`ruler.eval.scoring.prediction_readers`): the records, and
-what
-the run itself says about them."""
+what the run itself says about them."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ counted and listed, never scored as zero. A selection with a row missing or fail
 the report then withholds the averages over it (`ruler.eval.report.run`). Predictions whose key
 is not a row of the dataset are listed as unknown. Each cell also keeps its answered rows'
 values (`row_scores`) and its score's 95 % interval (`ruler.eval.metrics.intervals`), which the
-report
-and `ruler compare` read. Each prediction is tied to its row by what it carries of it
+report and `ruler compare` read. Each prediction is tied to its row by what it carries of it
 (`ruler.eval.records.build_tie`: data_sha256, the prompt, the length): anything that differs is an
 error (it was made from another build of the config), and answered rows tied by neither their
 data_sha256 nor their prompt are counted per cell as unverified (`tied_to_build` in

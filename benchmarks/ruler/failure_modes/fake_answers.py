@@ -6,7 +6,8 @@ Each mode answers the rows it applies to with its failure and every other row wi
 answer (`Purposeful.label` None), so a run on all 13 tasks mixes both:
 
 - `distractor`: niah: the value of the distractor needle nearest the asked one
-  (`distractor_value`, with `vicinity`); cwe: listed words that are not the most common, fwe:
+  (`distractor_value`, with `vicinity`); cwe: listed words that are not the most common (the
+  last listed first), fwe:
   the coded words ranked right after the answer (`inaccurate_aggregation`);
 - `partial`: half the values, names or words (`incomplete_set` for several needle values,
   `incomplete_chain` for vt, `inaccurate_aggregation` for cwe); `duplicated`: the same, each
@@ -21,8 +22,9 @@ answer (`Purposeful.label` None), so a run on all 13 tasks mixes both:
   context: a made-up name (`not_in_context` for qa, `no_context_coincidence` beside a run on
   the --no-context config; `parametric` for cwe, fwe; `empty` for the rest);
 - `copy_start`: the input's first 60 characters (`copy_oneshot` for cwe, whose input opens
-  with the example; `copy_input_start` for fwe and qa; `empty` for niah and vt, whose start
-  holds no value and no name, flagged `copy_input_start` and `copy_oneshot`).
+  with the example, `copy_input_start` where it has none; `copy_input_start` for fwe and qa;
+  `empty` for niah and vt, whose start holds no value and no name, flagged
+  `copy_input_start` and `copy_oneshot`).
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ def _distractor(family: str, row: Row) -> Purposeful | None:
     if family == "common_words_extraction":
         c = cwe.read(row["input"], tuple(refs))
         main = [w for w in dict.fromkeys(_main_list(row["input"])) if w in c.uncommon]
+        # those listed last first: the list's first words in order would be a copy of the
+        # input's start where no solved example precedes the list (num_fewshot 0)
+        main.reverse()
         return Purposeful(" ".join(main[:len(refs)]), "inaccurate_aggregation") if main else None
     if family == "freq_words_extraction":
         f = fwe.read(row["input"])
@@ -189,12 +194,16 @@ def _closed_book(family: str, row: Row) -> Purposeful:
 
 
 def _copy_start(family: str, row: Row) -> Purposeful:
-    # niah's and vt's starts hold no value and no name: empty answers, that copy
+    # niah's and vt's starts hold no value and no name: empty answers, that copy; cwe's is
+    # its solved example's, or the list itself where none precedes it (num_fewshot 0)
     label, flags = {
         "variable_tracking": ("empty", {"copy_oneshot"}),
         "common_words_extraction": ("copy_oneshot", set()),
         "freq_words_extraction": ("copy_input_start", set()),
         "qa": ("copy_input_start", set()), "niah": ("empty", {"copy_input_start"})}[family]
+    if family == "common_words_extraction" and not any(
+            cwe.read(row["input"], tuple(row["outputs"])).example_answers):
+        label = "copy_input_start"
     return Purposeful(collapse(row["input"])[:60], label, frozenset(flags))
 
 
