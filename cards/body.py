@@ -76,8 +76,9 @@ class CardWords:
     #: how much text the sources hold and how they repeat past it, after "Some sources hold
     #: less text than a long context needs" (Repeated source material)
     repeated: str = ": past that point the source is repeated"
-    #: the kvpress dataset whose schema `ruler export kvpress` writes
-    kvpress_dataset: str = "the datasets kvpress loads"
+    #: the kvpress dataset whose schema `ruler export kvpress` writes, for any benchmark
+    #: (kvpress's own name for it, as `ruler export kvpress`'s card says it)
+    kvpress_dataset: str = "kvpress's `ruler` dataset"
 
 
 class CardBody:

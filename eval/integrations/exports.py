@@ -20,8 +20,8 @@ REPLACES = (f"An earlier export there is replaced, only while it holds nothing b
 LM_EVAL_DESCRIPTION = (
     "Write an lm-evaluation-harness task folder for the build BUILD: one task per "
     "(tokenizer config,\ntask, length), named ruler_<config>_<task>_<L>, with "
-    "RULER's prompt fields, greedy\ndecoding up to the task's tokens_to_generate "
-    "and RULER's metric (0-100); groups\nruler_<config>_<L>, ruler_<config> and "
+    "the rows' prompt fields, greedy\ndecoding up to the task's tokens_to_generate "
+    "and the rows' metric (0-100); groups\nruler_<config>_<L>, ruler_<config> and "
     "ruler_all. Then:\n\n  lm_eval --model hf --model_args "
     "pretrained=<model>,max_length=<L> --apply_chat_template \\\n"
     "    --include_path BUILD/lm_eval --tasks ruler_<config>_<L> --log_samples "
@@ -59,14 +59,16 @@ class LmEvalExport:
 KVPRESS_DESCRIPTION = (
     "Write one tokenizer config of SOURCE (a build folder, or a Hub dataset "
     "ORG/NAME at --revision)\nas a dataset folder in the schema of kvpress's "
-    "RULER dataset: one data_dir per length, split\ntest, columns context, "
+    "`ruler` dataset: one data_dir per length, split\ntest, columns context, "
     "question, answer_prefix, answer, task, max_new_tokens (and the\nrow's "
     "ruler key: tokenizer, max_seq_length, index). answer_prefix is rendered so "
     "that\nkvpress's prompt equals ruler's. Then:\n\n"
     "  load_dataset(DIR, data_dir=\"4096\", split=\"test\")   # as kvpress "
-    "loads RULER\n\nThe folder's README.md says which build, tokenizer and "
+    "loads its datasets\n\nThe folder's README.md says which build, tokenizer and "
     "revision it came from, and how\nto run kvpress's pipeline and score its "
-    "predictions with `ruler score`.")
+    "predictions with `ruler score`. kvpress's own scorer\npicks a task's metric "
+    "by the task's name: a task whose rows record another metric is\nnamed on "
+    "the console and in the card.")
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,8 @@ def run_export_kvpress(cfg: KvpressExport) -> int:
         print(f"note: kvpress tokenizes context and question apart; on {len(bad)} of "
               f"{done.tokens['checked']} rows checked that differs from ruler's count "
               f"(e.g. {bad[0]}): the card says so")
+    for note in done.kvpress_scoring_notes():
+        print(f"note: {note}")
     return 0
 
 
@@ -134,6 +138,6 @@ LM_EVAL = Exporter(
            "dataset repo's lm_eval/.")
 
 KVPRESS = Exporter(
-    name="kvpress", help="a dataset folder in kvpress's RULER schema (load_dataset(DIR, "
-                         "data_dir=L, split='test'))",
+    name="kvpress", help="a dataset folder in the schema of kvpress's `ruler` dataset "
+                         "(load_dataset(DIR, data_dir=L, split='test'))",
     description=KVPRESS_DESCRIPTION, options=KvpressExport, run=run_export_kvpress)

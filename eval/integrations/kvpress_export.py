@@ -1,7 +1,9 @@
-"""`ruler export kvpress`: a build's rows as a dataset folder in NVIDIA kvpress's RULER schema.
+"""`ruler export kvpress`: a build's rows as a dataset folder in the schema of NVIDIA kvpress's
+`ruler` dataset (the `"ruler"` entry of its evaluation's `DATASET_REGISTRY`), whatever the
+build's benchmark.
 
-kvpress reads RULER as `load_dataset(DATASET, data_dir="4096", split="test")`: one folder per
-length (`<L>/test-00000-of-00001.parquet`: every task's rows in upstream's order), kvpress's six
+kvpress reads that dataset as `load_dataset(DATASET, data_dir="4096", split="test")`: one folder
+per length (`<L>/test-00000-of-00001.parquet`: every task's rows in the build's order), its six
 columns plus each row's ruler key (`tokenizer`, `max_seq_length`, `index`), which kvpress
 ignores and `ruler score` reads; beside them the card (README.md), `ruler_kvpress.json` (the
 same facts for programs) and `ruler_export_files.json` (`export_folder`). docs/integrations.md
@@ -18,6 +20,14 @@ character for character; each task's first row is also tokenized both ways (cont
 question apart, as kvpress does, and whole, as `length` was counted). A tokenizer without a
 chat template gets the row's prefix: kvpress then adds "\\n" between question and prefix,
 which ruler's base prompt does not have (the card says so).
+
+Why the export names tasks whose scores kvpress would get wrong: kvpress's scorer of that
+dataset (`kvpress_metric`) picks a task's metric from the first word of its name, not from
+the row; where that is not the metric the build's rows record (its `metric` column), the card,
+`ruler_kvpress.json` and the console say so, one line per task, and send kvpress's predictions
+to `ruler score`. The rows themselves are right for any benchmark, and kvpress's pipeline (what
+the export is for) runs on them; refusing would keep that from every benchmark but the one
+kvpress's names fit, and would not stop a folder once written being scored by kvpress.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -50,7 +60,7 @@ from ruler.kernel.atomic import naming
 from ruler.kernel.errors import RulerError
 from ruler.kernel.markup import md_code, md_text
 
-#: kvpress's columns, in the order its RULER dataset has them.
+#: kvpress's columns, in the order its `ruler` dataset has them.
 KVPRESS_COLUMNS = ("context", "question", "answer_prefix", "answer", "task", "max_new_tokens")
 #: ruler's row key, kept beside them (`ruler score` reads predictions keyed by it).
 KEY_COLUMNS = ("tokenizer", "max_seq_length", "index")
@@ -74,8 +84,21 @@ CARD_NAME = "README.md"
 KVPRESS_CHECKED = "0.5.5"
 #: The columns read from the build's split files.
 _SOURCE_COLUMNS = ("tokenizer", "task", "max_seq_length", "index", "input", "context",
-                   "question", "answer_prefix", "outputs", "tokens_to_generate")
+                   "question", "answer_prefix", "outputs", "tokens_to_generate", "metric")
 _BATCH = 64
+
+
+#: kvpress's scorer of its `ruler` dataset (`evaluation/benchmarks/ruler/calculate_metrics.py`
+#: in kvpress's repository) scores a task with its copy of RULER's upstream metric
+#: `string_match_part` when the first "_"-separated word of the task's name is this word, else
+#: with `string_match_all`: kvpress's rule, applied to the task names it reads (the `metric`
+#: column values that name the same upstream functions in ruler).
+KVPRESS_PART_WORD = "qa"
+
+
+def kvpress_metric(task: str) -> str:
+    """The metric kvpress's scorer gives the rows of task `task`, by its name."""
+    return "string_match_part" if task.split("_")[0] == KVPRESS_PART_WORD else "string_match_all"
 
 
 def split_file_name(length: int) -> str:
@@ -201,11 +224,28 @@ class KvpressExport:
     out: Path
     source: dict[str, Any]
     config: str
+    title: str = ""  # the title of the build's benchmark (its `Benchmark` record's)
     lengths: dict[int, int] = field(default_factory=dict)  # L -> rows
     tasks: list[str] = field(default_factory=list)
     build_tasks: list[str] = field(default_factory=list)  # all the config's tasks
     limit: int | None = None
     tokens: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, set[str]] = field(default_factory=dict)  # task -> its rows' `metric`
+
+    def kvpress_scores_otherwise(self) -> dict[str, dict[str, Any]]:
+        """The tasks kvpress's scorer would score with another metric than their rows record
+        (`kvpress_metric`): task -> {"kvpress": its metric, "rows": the rows' metrics}."""
+        return {task: {"kvpress": kvpress_metric(task), "rows": sorted(ms)}
+                for task, ms in self.metrics.items() if ms != {kvpress_metric(task)}}
+
+    def kvpress_scoring_notes(self, name: Callable[[str], str] = str) -> list[str]:
+        """One sentence per task of `kvpress_scores_otherwise`, in task order, each task and
+        metric shown by `name` (the card's: `md_code`)."""
+        return [f"kvpress would score {name(task)} with {name(m['kvpress'])}; these rows' "
+                f"{'metric is' if len(m['rows']) == 1 else 'metrics are'} "
+                f"{', '.join(map(name, m['rows']))}: score kvpress's predictions with "
+                f"`ruler score`"
+                for task, m in self.kvpress_scores_otherwise().items()]
 
 
 def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = None,
@@ -231,7 +271,7 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
                            if build.tokenizer.chat_template_sha256 else None,
                            build.prompt_mode or "chat")
     result = KvpressExport(out, _source_record(ds, config, build, revision), config,
-                           limit=limit,
+                           build.spec().title, limit=limit,
                            tasks=_ordered_tasks(files),
                            build_tasks=_ordered_tasks(ds.files(config)))
     by_length: dict[int, list[SplitFile]] = {}
@@ -242,7 +282,7 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
         with naming(out, tmp):  # a full disk names the file of OUT, not of the staging
             for L, group in sorted(by_length.items()):
                 result.lengths[L] = _write_length(tmp / split_file_name(L), ds, group, prompt,
-                                                  limit)
+                                                  limit, result.metrics)
             result.tokens = {"checked": prompt.checked, "mismatched": prompt.mismatched,
                              "template": prompt.renders_template}
             (tmp / METADATA_NAME).write_text(json.dumps(metadata(result), indent=2,
@@ -320,8 +360,9 @@ def _rows(ds: Dataset, f: SplitFile, limit: int | None) -> Iterator[dict[str, An
 
 
 def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: KvpressPrompt,
-                  limit: int | None) -> int:
-    """One length's file: every task's rows (the first `limit` of each), streamed."""
+                  limit: int | None, metrics: dict[str, set[str]]) -> int:
+    """One length's file: every task's rows (the first `limit` of each), streamed; each row's
+    `metric` noted under its task in `metrics`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     seen: dict[str, tuple[str, int, str]] = {}  # context -> (answer_prefix, budget, row)
     written = 0
@@ -332,6 +373,7 @@ def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: K
                 prefix = prompt.answer_prefix(row)
                 prompt.check_tokens(row, prefix)
                 _same_group(seen, row, prefix)
+                metrics.setdefault(row["task"], set()).add(row["metric"])
                 buffer.append({"context": row["context"], "question": row["question"],
                                "answer_prefix": prefix, "answer": list(row["outputs"]),
                                "task": row["task"],
@@ -362,10 +404,14 @@ def _same_group(seen: dict[str, tuple[str, int, str]], row: Mapping[str, Any],
 # --- the folder ----------------------------------------------------------------------------------
 
 def metadata(e: KvpressExport) -> dict[str, Any]:
+    """`ruler_kvpress.json`: with `kvpress_scores_otherwise` only where kvpress's scorer would
+    score a task with another metric than its rows' (an export it fits is as it always was)."""
+    other = e.kvpress_scores_otherwise()
     return {"format": "kvpress-ruler", "kvpress_checked": KVPRESS_CHECKED, "split": SPLIT,
             "columns": [*KVPRESS_COLUMNS, *KEY_COLUMNS], "source": e.source,
             "tasks": e.tasks, "lengths": {str(L): n for L, n in e.lengths.items()},
-            "limit": e.limit, "prompt_tokens": e.tokens}
+            "limit": e.limit, "prompt_tokens": e.tokens,
+            **({"kvpress_scores_otherwise": other} if other else {})}
 
 
 def front_matter(e: KvpressExport) -> dict[str, Any]:
@@ -427,13 +473,18 @@ def render_card(e: KvpressExport) -> str:
     score_command = (f"ruler score --predictions predictions-knorm.jsonl {data_arg} "
                      f"--tokenizer-config {e.config} --lengths {L}{score_limit}")
     front = yaml.safe_dump(front_matter(e), sort_keys=False, allow_unicode=True)
+    scoring = "".join(f"- {note}.\n" for note in e.kvpress_scoring_notes(md_code))
+    if scoring:
+        scoring = ("\nkvpress's scorer picks a task's metric by its name (the `task` column "
+                   "above), not as these rows record it:\n\n" + scoring)
     rows = "\n".join(f"| `{L_}` | {n} |" for L_, n in sorted(e.lengths.items()))
     return f"""---
 {front}---
 
-# RULER for kvpress: {md_code(e.config)}, {', '.join(map(str, lengths))}
+# {md_text(e.title)} for kvpress: {md_code(e.config)}, {', '.join(map(str, lengths))}
 
-RULER rows in the schema of [kvpress](https://github.com/NVIDIA/kvpress)'s RULER dataset,
+{md_text(e.title)} rows in the schema of [kvpress](https://github.com/NVIDIA/kvpress)'s \
+`ruler` dataset,
 written by `ruler export kvpress` (layout and prompt checked against kvpress {KVPRESS_CHECKED}).
 
 - source: {where}, manifest sha256 `{s['manifest_sha256']}`
@@ -450,7 +501,8 @@ Tasks: {', '.join(map(md_code, e.tasks))}.
 
 ```python
 from datasets import load_dataset
-ds = load_dataset("path/to/this/folder", data_dir="{L}", split="{SPLIT}")  # as kvpress loads RULER
+ds = load_dataset("path/to/this/folder", data_dir="{L}", split="{SPLIT}")  \
+# as kvpress loads its datasets
 ```
 
 ## Columns
@@ -484,20 +536,21 @@ pip package) takes a dataset name from its `DATASET_REGISTRY` and calls `load_da
 data_dir=..., split="test")`: make its `"ruler"` entry this folder's path and pass
 `--data_dir {L}`. Its predictions.csv keeps every column but `context`, so the key columns
 are there for `ruler score` too.
-"""
+{scoring}"""
 
 
 #: The export card's column table.
 COLUMN_DOCS = (
-    ("`context`", "the prompt up to the question: the task's instruction, the haystack "
-                  "(needles, documents, list), and a solved example before them where the "
-                  "task has one"),
+    ("`context`", "the prompt up to the question: everything the task shows before it (its "
+                  "instruction, its haystack, a solved example where the task has one)"),
     ("`question`", "the task's query text after the context; `context + question` is ruler's "
                    "`input`"),
     ("`answer_prefix`", "the text the assistant turn starts with, as ruler's prompt renders it "
                         "after the generation prompt"),
     ("`answer`", "the references (list of strings)"),
-    ("`task`", "the RULER task (each scored with its `metric`, as kvpress does)"),
+    ("`task`", f"the row's task; kvpress's scorer picks the task's metric by the name's first "
+               f"word: `string_match_part` for `{KVPRESS_PART_WORD}`, `string_match_all` for "
+               f"any other"),
     ("`max_new_tokens`", "the task's generation budget"),
     ("`tokenizer`, `max_seq_length`, `index`", "the row's key in the ruler build (kvpress "
                                                "ignores them; `ruler score` reads predictions "

@@ -728,6 +728,29 @@ def test_a_plugin_benchmark_exports_its_lm_eval_aggregation(site, lex_data, tmp_
 
 
 @pytest.mark.slow
+def test_a_plugin_benchmarks_kvpress_export_says_nothing_of_rulers(site, lex_data, tmp_path):
+    """`ruler export kvpress` of a Lex config: its card names Lex and kvpress's `ruler`
+    dataset schema, never RULER's tasks, metrics or words; the one thing it says of kvpress's
+    metrics is kvpress's rule (it would score `lex_word` by its name, with string_match_all,
+    not with the rows' `lex_exact`), on the console and in the card."""
+    out = tmp_path / "kv"
+    printed = _ruler(site, "export", "kvpress", str(lex_data), "--tokenizer-config",
+                     f"{TOK}--lex-upper", "--out", str(out)).stdout
+    note = ("kvpress would score {0}lex_word{0} with {0}string_match_all{0}; these rows' metric "
+            "is {0}lex_exact{0}: score kvpress's predictions with `ruler score`")
+    assert [x for x in printed.splitlines() if "kvpress would score" in x] == [
+        "note: " + note.format("")]
+    card = (out / "README.md").read_text()
+    assert f"\n# Lex for kvpress: `{TOK}--lex-upper`, {L}\n" in card
+    assert f"- {note.format('`')}.\n" in card
+    # kvpress's rule, stated where it is kvpress's (the `task` column, the note): the rest of
+    # the card says nothing of RULER's
+    kvpress_rule = ("kvpress's scorer picks the task's metric", "kvpress would score")
+    _says_nothing_of_rulers("\n".join(line for line in card.splitlines()
+                                      if not any(k in line for k in kvpress_rule)))
+
+
+@pytest.mark.slow
 @pytest.mark.network
 def test_a_plugin_benchmark_releases_through_its_gate(site, lex_data, lex_sources, tmp_path):
     from helpers.fake_hub import FakeHub

@@ -93,6 +93,9 @@ def test_the_export_loads_as_kvpress_loads_ruler(data, tmp_path, capsys):
     assert f"- source: the local build `{data.resolve()}`" in card
     assert "token for token on the 5 rows checked (each task's first" in card
     assert kx.PREDICT_SCRIPT in card
+    # kvpress's scorer picks each of RULER v1's tasks the metric its rows record: nothing to say
+    assert card.startswith("---\n") and "\n# RULER for kvpress: `qwen2.5`, 4096, 8192\n" in card
+    assert "kvpress_scores_otherwise" not in meta and "kvpress would score" not in text + card
 
 
 @pytest.mark.build
@@ -123,6 +126,59 @@ def test_the_answer_prefix_makes_kvpress_prompt_the_one_ruler_counted(tokenizer,
         assert len(tok.encode(kvpress_text)) == src["length"] - src["tokens_to_generate"]
     meta = json.loads((tmp_path / "kv" / kx.METADATA_NAME).read_text())
     assert meta["prompt_tokens"] == {"checked": 3, "mismatched": [], "template": True}
+
+
+@pytest.mark.build
+def test_a_ruler2_export_says_its_benchmark_and_where_kvpress_would_score_otherwise(tmp_path,
+                                                                                capsys):
+    """kvpress's scorer picks a task's metric by the first word of its name (`qa`: part, else
+    all); RULERv2's rows record their own metrics, so kvpress's scores of them would be wrong:
+    the card, ruler_kvpress.json and the console name each task, the card says the build's
+    benchmark, and nothing calls the rows RULER's."""
+    data = tmp_path / "ruler"
+    build(data, "llama-3.1", ("mk_niah_basic", "qa_basic"), (4096,), 1, benchmark="ruler2")
+    code, text = _export(capsys, data, "--out", tmp_path / "kv")
+    assert code == 0, text
+    notes = ["kvpress would score mk_niah_basic with string_match_all; these rows' metric is "
+             "ruler2_all: score kvpress's predictions with `ruler score`",
+             "kvpress would score qa_basic with string_match_part; these rows' metric is "
+             "ruler2_part: score kvpress's predictions with `ruler score`"]
+    assert [line for line in text.splitlines() if "kvpress would score" in line] == [
+        f"note: {n}" for n in notes]
+    meta = json.loads((tmp_path / "kv" / kx.METADATA_NAME).read_text())
+    assert meta["kvpress_scores_otherwise"] == {
+        "mk_niah_basic": {"kvpress": "string_match_all", "rows": ["ruler2_all"]},
+        "qa_basic": {"kvpress": "string_match_part", "rows": ["ruler2_part"]}}
+    card = (tmp_path / "kv" / "README.md").read_text()
+    assert "\n# RULERv2 for kvpress: `llama-3.1--v2`, 4096\n" in card
+    assert "RULERv2 rows in the schema of [kvpress](https://github.com/NVIDIA/kvpress)'s " \
+           "`ruler` dataset" in card
+    assert ("kvpress's scorer picks a task's metric by its name (the `task` column above), not "
+            "as these rows record it:\n\n"
+            "- kvpress would score `mk_niah_basic` with `string_match_all`; these rows' metric "
+            "is `ruler2_all`: score kvpress's predictions with `ruler score`.\n"
+            "- kvpress would score `qa_basic` with `string_match_part`; these rows' metric is "
+            "`ruler2_part`: score kvpress's predictions with `ruler score`.\n") in card
+    for ruler_only in ("RULER task", "RULER dataset", "RULER rows", "loads RULER",
+                       "RULER schema", "needles"):
+        assert ruler_only not in card, ruler_only
+
+
+def test_kvpress_scoring_is_kvpress_rule_on_the_task_name_against_the_rows_metric():
+    """A task named with kvpress's word (`qa`) whose rows record string_match_all, one named
+    otherwise whose rows record string_match_part, and one whose rows record two metrics: kvpress
+    would score each with another metric; tasks whose rows record kvpress's pick are not named."""
+    e = kx.KvpressExport(Path("/kv"), {}, "c", metrics={
+        "qa_like": {"string_match_all"}, "quiz_qa": {"string_match_part"},
+        "qa": {"string_match_part"}, "mixed": {"string_match_all", "toy_exact"},
+        "plain": {"string_match_all"}})
+    assert e.kvpress_scores_otherwise() == {
+        "qa_like": {"kvpress": "string_match_part", "rows": ["string_match_all"]},
+        "quiz_qa": {"kvpress": "string_match_all", "rows": ["string_match_part"]},
+        "mixed": {"kvpress": "string_match_all", "rows": ["string_match_all", "toy_exact"]}}
+    assert e.kvpress_scoring_notes()[2] == (
+        "kvpress would score mixed with string_match_all; these rows' metrics are "
+        "string_match_all, toy_exact: score kvpress's predictions with `ruler score`")
 
 
 @pytest.mark.build
