@@ -53,10 +53,11 @@ def axis_values(benchmark: str, flags: object) -> list[dict[str, object]]:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "build", help="generate RULER splits for one tokenizer",
+        "build", help="generate a benchmark's splits for one tokenizer",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Generate the RULER tasks for one tokenizer into OUT/data/<tokenizer>/<task>/"
-                    "<L>.parquet,\nwith OUT/manifest.json and a dataset card (OUT/README.md). "
+        description="Generate a benchmark's tasks (--benchmark) for one tokenizer into\n"
+                    "OUT/data/<tokenizer>/<task>/<L>.parquet, with OUT/manifest.json and a "
+                    "dataset card\n(OUT/README.md). "
                     "Every sample fits its\nlength L exactly, by its benchmark's length rule, "
                     "which each file's manifest entry\nrecords: the prompt (chat template + "
                     "answer prefix) + tokens_to_generate <= L, or\nfor a benchmark whose answer "
@@ -68,7 +69,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "the files in OUT refuses (--overwrite).",
         epilog=f"Registry tokenizers: {', '.join(registry())}.\n"
                f"Offline: ${TOKENIZERS_ENV} points at tokenizer folders, ${SOURCES_ENV} (or "
-               f"--sources) at the\nessay/SQuAD/HotpotQA/punkt_tab inputs (`ruler sources list`).",
+               f"--sources) at the\nbenchmarks' pinned inputs (`ruler sources list`).",
     )
     add_flags(p, BuildConfig)
     add_flags(p, axis_flags())

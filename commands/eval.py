@@ -92,8 +92,9 @@ def _register_score(sub: argparse._SubParsersAction) -> None:
         sub, "score", ScoreConfig, run_score_cmd,
         help="score a predictions file (from any framework) against the dataset",
         description="Score PREDICTIONS (JSONL or Parquet with columns tokenizer, task, "
-                    "max_seq_length, index,\nprediction; optional status, reason) with RULER's "
-                    "metrics. PREDICTIONS may also be\nlm-evaluation-harness output of `ruler "
+                    "max_seq_length, index,\nprediction; optional status, reason) with the "
+                    "rows' own metrics. PREDICTIONS may also be\nlm-evaluation-harness "
+                    "output of `ruler "
                     "export lm-eval` tasks (a samples_*.jsonl file or\nthe --output_path "
                     "folder), an Inspect log of the ruler task (.eval, or a folder of "
                     "them), or NeMo-Skills\n`ns eval` output (output.jsonl, output-rs0.jsonl, "

@@ -122,8 +122,9 @@ class EvalConfig:
              "counts")
     max_tokens: int | None = option(
         "--max-tokens", default=None, type=int, minimum=1, metavar="N",
-        help="cap every answer at N tokens (default: each row's own tokens_to_generate, RULER's "
-             "setting). For diagnosing a set-up only: a cap below a task's budget cuts its "
+        help="cap every answer at N tokens (default: each row's own tokens_to_generate, its "
+             "benchmark's setting). For diagnosing a set-up only: a cap below a task's "
+             "budget cuts its "
              "answers, and the report's health section flags it")
     # Whether `ruler eval` and `ruler.evaluate` write report.md/csv/json/png after the run
     # (run_eval itself writes predictions and scores.json only).
