@@ -164,6 +164,30 @@ def test_a_ruler2_export_says_its_benchmark_and_where_kvpress_would_score_otherw
         assert ruler_only not in card, ruler_only
 
 
+@pytest.mark.build
+def test_a_oneruler_export_names_its_language_configs_tasks_kvpress_would_score_otherwise(
+        tmp_path, capsys):
+    """ONERULER's rows record their own metric (`oneruler`, keyed by the build's language):
+    kvpress would score them with string_match_all, and the export says so for each task."""
+    from ruler.benchmarks.oneruler.languages import OnerulerLanguage
+
+    data = tmp_path / "ruler"
+    build(data, "llama-3.1", ("or_niah_single", "or_niah_none"), (1024,), 1,
+          axes={"language": OnerulerLanguage.parse("ko")}, benchmark="oneruler")
+    code, text = _export(capsys, data, "--out", tmp_path / "kv")
+    assert code == 0, text
+    assert [line for line in text.splitlines() if "kvpress would score" in line] == [
+        f"note: kvpress would score {t} with string_match_all; these rows' metric is "
+        f"oneruler: score kvpress's predictions with `ruler score`"
+        for t in ("or_niah_single", "or_niah_none")]
+    card = (tmp_path / "kv" / "README.md").read_text()
+    assert "\n# ONERULER for kvpress: `llama-3.1--oneruler-ko`, 1024\n" in card
+    assert "- kvpress would score `or_niah_none` with `string_match_all`; these rows' metric is " \
+           "`oneruler`" in card
+    meta = json.loads((tmp_path / "kv" / kx.METADATA_NAME).read_text())
+    assert set(meta["kvpress_scores_otherwise"]) == {"or_niah_single", "or_niah_none"}
+
+
 def test_kvpress_scoring_is_kvpress_rule_on_the_task_name_against_the_rows_metric():
     """A task named with kvpress's word (`qa`) whose rows record string_match_all, one named
     otherwise whose rows record string_match_part, and one whose rows record two metrics: kvpress
