@@ -22,12 +22,13 @@ import pytest
 from helpers.builds import build
 from helpers.figures import outside_canvas
 from ruler.benchmarks.ruler.suites import CWE_COPYING, PANELS
+from ruler.catalog.variants import NoContext
 from ruler.eval.backends.base import GenRequest
 from ruler.eval.backends.fake import FakeBackend, FakeOptions
 from ruler.eval.records.dataset import open_dataset
 from ruler.eval.records.scores_record import ScoresRecord
 from ruler.eval.report.run import write_report
-from ruler.eval.scoring.score import score_file
+from ruler.eval.scoring.score import score_file, write_scores
 from ruler.kernel.markup import md_text
 
 matplotlib.use("Agg")
@@ -39,17 +40,17 @@ TOK, LENGTHS, SAMPLES = "gpt-4", (2048, 4096), 4
 MODES = ("gold", "oneshot", "partial", "copy_start")
 
 
-def _predictions(data: Path, out: Path) -> Path:
+def _predictions(data: Path, out: Path, config: str = TOK) -> Path:
     backends = {m: FakeBackend(FakeOptions("fake", answers=m, data=str(data))) for m in MODES}
     ds = open_dataset(str(data))
     records = []
-    for f in ds.files(TOK):
+    for f in ds.files(config):
         for row in ds.rows(f, ("index", "tokens_to_generate")):
             i = row["index"]
-            key = (TOK, f.task, f.max_seq_length, i)
+            key = (config, f.task, f.max_seq_length, i)
             r = backends[MODES[i % len(MODES)]].answer(GenRequest(key, [],
                                                                   row["tokens_to_generate"]))
-            records.append({"tokenizer": TOK, "task": f.task, "max_seq_length": f.max_seq_length,
+            records.append({"tokenizer": config, "task": f.task, "max_seq_length": f.max_seq_length,
                             "index": i, "prediction": r.text, "finish_reason": r.finish_reason,
                             "model": "fake/model"})
     out.mkdir(parents=True, exist_ok=True)
@@ -58,16 +59,21 @@ def _predictions(data: Path, out: Path) -> Path:
     return path
 
 
+def _scored(data: Path, out: Path, config: str) -> Path:
+    scores = score_file(_predictions(data, out, config), open_dataset(str(data)), config=config)
+    write_scores(out / "scores.json", scores)
+    return out
+
+
 @pytest.fixture(scope="module")
 def run(tmp_path_factory) -> tuple[Path, Path]:
-    """(the dataset folder, a results folder with its scores.json)."""
+    """(the dataset folder, a results folder with its scores.json); the folder also holds the
+    no-context config of the QA tasks, scored in `root/nc`."""
     root = tmp_path_factory.mktemp("suite-figures")
     build(root / "data", TOK, (), LENGTHS, SAMPLES, suite="section5")
-    results = root / "run"
-    scores = score_file(_predictions(root / "data", results), open_dataset(str(root / "data")),
-                        config=TOK)
-    (results / "scores.json").write_text(json.dumps(scores.to_json()))
-    return root / "data", results
+    build(root / "data", TOK, ("qa_1", "qa_2"), LENGTHS, SAMPLES, variant=NoContext())
+    _scored(root / "data", root / "nc", f"{TOK}--nocontext")
+    return root / "data", _scored(root / "data", root / "run", TOK)
 
 
 @pytest.fixture
@@ -165,3 +171,35 @@ def test_a_config_without_a_recorded_suite_draws_no_panel(run, tmp_path):
     write_report(other, tmp_path / "report")
     assert "## Suite figures" not in (tmp_path / "report" / "report.md").read_text()
     assert not list((tmp_path / "report").glob("suite_*.png"))
+
+
+def test_the_qa_panel_draws_the_no_context_lines_given(run, saved, tmp_path):
+    """Figure 3 right: with `--no-context RUN0`, each QA configuration's no-context scores
+    beside its own, dashed, in the figure and the table."""
+    data, results = run
+    out = tmp_path / "report"
+    write_report(results, out, no_context=data.parent / "nc")
+    section = _section((out / "report.md").read_text())
+    part = section.split("(`fig3_qa`)", 1)[1].split("###", 1)[0]
+    for label in ("SQuAD", "HotpotQA"):
+        assert f"| {label} (w/o context) | [paper] |" in part
+    fig = next(f for name, _, f in saved if name.startswith(".suite_fig3_qa.png"))
+    lines = {t.get_text(): h for t, h in zip(fig.axes[0].get_legend().get_texts(),
+                                             fig.axes[0].get_legend().legend_handles)}
+    assert list(lines) == ["SQuAD", "HotpotQA", "SQuAD (w/o context)", "HotpotQA (w/o context)"]
+    assert not [(name, o) for name, o, _ in saved if o]
+
+
+def test_older_scores_read_the_suite_from_the_manifest_they_were_scored_on(run, tmp_path):
+    """Scores of a ruler that recorded neither benchmark nor suites: the suites are the
+    manifest's of the dataset folder they name, when it still holds the files scored."""
+    _, results = run
+    scores = json.loads((results / "scores.json").read_text())
+    for key in ("suites", "benchmark", "benchmark_package", "axes"):
+        scores.pop(key, None)
+    older = tmp_path / "run"
+    older.mkdir()
+    (older / "scores.json").write_text(json.dumps(scores))
+    write_report(older, tmp_path / "report", plots=False)
+    section = _section((tmp_path / "report" / "report.md").read_text())
+    assert all(f"(`{p.name}`)" in section for p in PANELS)
