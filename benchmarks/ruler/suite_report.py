@@ -168,13 +168,15 @@ def figures(r: Report, out: Path, found: Sequence[Panel]) -> list[Path]:
                                 out / p.figure, DPI))
         if p.shares:
             written.append(save_png(
-                _figure(r, f"{p.suite.title}: share labelled "
-                        + " or ".join(p.suite.shares), p.shares, "share of outputs (%)"),
+                _figure(r, p.suite.title, p.shares, "share of outputs (%)",
+                        "share labelled " + " or ".join(p.suite.shares)),
                 out / p.shares_figure, DPI))
     return written
 
 
-def _figure(r: Report, title: str, lines: Sequence[Line], ylabel: str) -> Any:
+def _figure(r: Report, title: str, lines: Sequence[Line], ylabel: str, what: str = "") -> Any:
+    """The lines by length; titled with the panel's title, then what is drawn (`what`) and the
+    model on a line of their own."""
     import matplotlib.pyplot as plt
 
     xs = list(range(len(r.lengths)))
@@ -191,8 +193,10 @@ def _figure(r: Report, title: str, lines: Sequence[Line], ylabel: str) -> Any:
                     color=colors[line.colour % len(colors)], label=figure_text(line.label))
     ax.set_xticks(xs, [format_length(L) for L in r.lengths])
     ax.set(xlabel="context length", ylabel=ylabel, ylim=(-2, 102),
-           title=figure_text(f"{title}: {r.model or ''}"))
-    ax.legend(fontsize=7, loc="best")
+           title="\n".join(figure_text(t) for t in (title, ": ".join(
+               x for x in (what, r.model or "") if x)) if t))
+    # beside the axes: a panel's lines cross the whole plot (App. C has 18 of them)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
     fit_canvas(fig)
     return fig

@@ -203,3 +203,16 @@ def test_older_scores_read_the_suite_from_the_manifest_they_were_scored_on(run, 
     write_report(older, tmp_path / "report", plots=False)
     section = _section((tmp_path / "report" / "report.md").read_text())
     assert all(f"(`{p.name}`)" in section for p in PANELS)
+
+
+def test_appendix_c_s_eighteen_configurations_fit_one_panel(tmp_path, saved):
+    """The widest panel: 18 lines, their legend beside the axes, every text on the canvas."""
+    from ruler.benchmarks.ruler.suites import APPENDIX_C
+
+    build(tmp_path / "data", TOK, (), (2048,), 2, suite="appendix_c")
+    results = _scored(tmp_path / "data", tmp_path / "run", TOK)
+    write_report(results, tmp_path / "report")
+    fig = next(f for name, _, f in saved if name.startswith(".suite_appendix_c.png"))
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == [t.label for t in APPENDIX_C.tasks]
+    assert not [(name, o) for name, o, _ in saved if o]
