@@ -50,12 +50,24 @@ class SuiteTask:
 @dataclass(frozen=True)
 class Suite:
     """A named, frozen set of configurations (`SuiteTask`), in the order its source shows
-    them; `title` says what it reproduces, `note` what else it takes (another command)."""
+    them; `title` says what it reproduces, `note` what else it takes (another command).
+
+    `panels`: for a suite gathering other suites (a section's figures), those suites, each
+    drawn as its own panel by `ruler report`; () for a suite that is one panel itself.
+    `shares`: failure labels whose share of the answered rows its figures draw by length
+    besides the score (a paper's statistic on why rows fail, e.g. copying); () for none."""
 
     name: str
     title: str
     tasks: tuple[SuiteTask, ...]
     note: str = ""
+    panels: tuple["Suite", ...] = ()
+    shares: tuple[str, ...] = ()
+
+    @property
+    def drawn_panels(self) -> tuple["Suite", ...]:
+        """The panels `ruler report` draws for it: its `panels`, else itself."""
+        return self.panels or (self,)
 
     @property
     def task_names(self) -> tuple[str, ...]:

@@ -124,7 +124,7 @@ CWE_COPYING = Suite("cwe_copying", "Section 5: copying from the one-shot example
          "footnote 7; the switch is upstream HEAD's num_fewshot 0 (the paper-era code had "
          "none), without HEAD's stray leading newline (see the differences)", freq_cw=30,
          freq_ucw=3, num_cw=10, num_fewshot=0),
-))
+), shares=("copy_oneshot", "copy_input_start"))
 
 #: Appendix C's 18 configurations, in Figure 5's order (labels [figure]; the 13 kept are
 #: Table 5's, the 5 removed are the rest: [inferred] by arithmetic).
@@ -168,6 +168,7 @@ def _once(panels: tuple[Suite, ...]) -> tuple[SuiteTask, ...]:
 
 
 SECTION5 = Suite("section5", "Section 5 (Figures 2 and 3, the CWE copying pair): every "
-                             "configuration", _once(PANELS), note=FIG3_QA.note)
+                             "configuration", _once(PANELS), note=FIG3_QA.note,
+                 panels=PANELS)
 
 SUITES = MappingProxyType({s.name: s for s in (SECTION5, *PANELS, APPENDIX_C)})

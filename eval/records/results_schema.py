@@ -149,6 +149,7 @@ SCORES_FIELDS: Fields = {
     "variant": (record_ok, False), "selection": (_selection, False),
     "benchmark": (_or_none(_str), False), "benchmark_package": (_or_none(_str), False),
     "axes": (_or_none(_axes), False), "language": (_or_none(_str), False),
+    "suites": (_or_none(_list_of(_str)), False),
     "predictions": (_predictions, False), "serving": (_or_none(_list_of(_dict)), False),
     "prompt_check": (_prompt_check, False), "health": (HealthFacts.shape_ok, False),
 }

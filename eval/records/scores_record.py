@@ -158,6 +158,7 @@ class ScoresRecord(Record):
         "serving": record_list(ServingRecord.from_json), "prompt_check": PromptCheck.from_json,
         "health": HealthFacts.from_json}
     DERIVED: ClassVar[tuple[str, ...]] = ("format", "coverage", "tied_to_build")
+    OPTIONAL: ClassVar[frozenset[str]] = frozenset({"suites"})
 
     dataset: DatasetRecord
     config: str
@@ -181,6 +182,9 @@ class ScoresRecord(Record):
     benchmark: str | None = None
     benchmark_package: str | None = None
     axes: dict[str, str] | None = None
+    # The suites built into the scored config (`catalog.suites`), as its manifest entry
+    # records them: `ruler report` draws their panels. None: none (or older scores).
+    suites: list[str] | None = None
     mode: str | None = None  # the prompt mode of a `ruler eval` run (None: not known)
     selection: Selection | None = None
     # `ruler score` refuses to overwrite the scores of other predictions with it.

@@ -116,6 +116,11 @@ class Report:
     # Why rows fail, as the benchmark's report hooks read the cells' labels; None: no cell
     # labelled (older scores, or a benchmark without failure labels)
     failures: Any = None
+    # The suites built into the scored config (`catalog.suites`, `recorded_suites`), whose
+    # panels the benchmark's hooks draw; and whether the report's figures are drawn
+    # (`write_report(plots=)`: report.md links them only then)
+    suites: list[str] = field(default_factory=list)
+    plots: bool = True
 
     @property
     def mean_label(self) -> str:
@@ -361,7 +366,8 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                       method=method_text(hooks_of(spec).names_weighted_averages(spec))),
                   serving=scores.serving, prompt_check=scores.prompt_check,
                   tied_to_build=scores.tied_to_build if scores.ties_recorded else None,
-                  health=scores.health, benchmark=spec.id, axes=recorded_axes(scores))
+                  health=scores.health, benchmark=spec.id, axes=recorded_axes(scores),
+                  suites=recorded_suites(scores))
     r.hooks.prepare(r, scores)
     return r
 
@@ -377,6 +383,16 @@ def recorded_axes(scores: ScoresRecord) -> dict[str, str]:
         return {"language": scores.extra["language"]}
     build = scored_build(scores)
     return build.axis_codes() if build is not None else {}
+
+
+def recorded_suites(scores: ScoresRecord) -> list[str]:
+    """The suites built into the scored config: as scores.json records them; for scores of an
+    older ruler (which recorded no benchmark either), as the manifest they were scored on
+    records them (`scored_build`); else none. Never read from the tasks' names."""
+    if scores.suites is not None or scores.benchmark is not None:
+        return list(scores.suites or ())
+    build = scored_build(scores)
+    return list(build.suites or ()) if build is not None else []
 
 
 def scored_build(scores: ScoresRecord) -> BuildEntry | None:
@@ -830,6 +846,7 @@ def write_report(results: str | Path, out: Path | None = None,
         baseline = load_scores(no_context)
         r.baseline = baseline_scores(baseline, scores, str(no_context))
         r.hooks.with_no_context(r, scores, baseline, str(no_context))
+    r.plots = plots
     out = Path(out or (results if Path(results).is_dir() else Path(results).parent))
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "report.md", to_markdown(r))

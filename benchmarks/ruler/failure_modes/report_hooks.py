@@ -5,8 +5,10 @@ report hooks fill in (`RulerFamilyReport.json`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from ruler.benchmarks.ruler import suite_report
 from ruler.benchmarks.ruler.failure_modes import report as failure_section
 from ruler.catalog.benchmarks import Benchmark
 from ruler.eval.records.scores_record import ScoresRecord
@@ -18,6 +20,13 @@ class RulerFamilyReport(ReportHooks):
 
     def prepare(self, r: Report, scores: ScoresRecord) -> None:
         r.failures = failure_section.failure_report(scores.cells)
+
+    def sections(self, r: Report) -> list[str]:
+        return suite_report.markdown(r, suite_report.panels(r))[:-1] if r.suites else []
+
+    def figures(self, r: Report, out: Path) -> None:
+        if r.suites:
+            suite_report.figures(r, out, suite_report.panels(r))
 
     def tail(self, r: Report) -> list[str]:
         return failure_section.markdown(r.failures)[:-1] if r.failures else []
