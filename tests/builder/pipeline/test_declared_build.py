@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers.builds import build
+from helpers.declared import forget_declared_tasks  # noqa: F401 (autouse)
 from ruler.builder.identity import file_key, identity_of_build
 from ruler.builder.manifest import Manifest
-from ruler.catalog.declared import DeclaredTask, declared_names, forget
+from ruler.catalog.declared import DeclaredTask, forget
 from ruler.kernel.errors import RulerError
 
 UPSTREAM_YAML = Path(__file__).parents[1] / "tasks" / "data" / "upstream_synthetic.yaml"
@@ -36,15 +37,6 @@ DECLARED = (
     "decl_build_voc=freq_words_extraction:alpha=3.5,vocab_size=40,coded_wordlen=4;"
     "decl_build_qa=qa:dataset=hotpotqa,tokens_to_generate=48")
 
-
-@pytest.fixture(autouse=True)
-def _forget_declared_tasks():
-    """The tasks a test declares leave the catalog with it (other tests list the catalog)."""
-    before = set(declared_names())
-    yield
-    for name in declared_names():
-        if name not in before:
-            forget(name)
 
 
 @pytest.mark.build

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from helpers.declared import forget_declared_tasks  # noqa: F401 (autouse)
 from ruler.catalog.benchmarks import tasks_of
 from ruler.catalog.declared import (
     declare,
     declare_all,
-    declared_names,
-    forget,
     is_declared,
     make_spec,
     parse_declarations,
@@ -30,15 +29,6 @@ RULER_13 = ("niah_single_1", "niah_single_2", "niah_single_3", "niah_multikey_1"
             "niah_multikey_2", "niah_multikey_3", "niah_multivalue", "niah_multiquery", "vt",
             "cwe", "fwe", "qa_1", "qa_2")
 
-
-@pytest.fixture(autouse=True)
-def _forget_declared_tasks():
-    """The tasks a test declares leave the catalog with it (other tests list the catalog)."""
-    before = set(declared_names())
-    yield
-    for name in declared_names():
-        if name not in before:
-            forget(name)
 
 
 def test_upstream_synthetic_yaml_declares_the_13_tasks_themselves():

@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.declared import forget_declared_tasks  # noqa: F401 (autouse)
 from ruler.benchmarks.ruler.suites import APPENDIX_C, PANELS, SECTION5, SUITES
 from ruler.benchmarks.ruler.tasks import TASKS as RULER_13
 from ruler.catalog.benchmarks import get_benchmark
-from ruler.catalog.declared import declare_all, declared_names, forget, make_spec
+from ruler.catalog.declared import declare_all, make_spec
 from ruler.catalog.suites import benchmark_suites, find_suite
 from ruler.catalog.tasks import TASKS
 from ruler.kernel.errors import RulerError
 
 SOURCES = {"[paper]", "[figure]", "[inferred]", "[ours]"}
 
-
-@pytest.fixture(autouse=True)
-def _forget_declared_tasks():
-    before = set(declared_names())
-    yield
-    for name in declared_names():
-        if name not in before:
-            forget(name)
 
 
 def test_ruler_offers_its_suites_by_name():
