@@ -74,7 +74,7 @@ from ruler.catalog.manifest_records import (
 )
 from ruler.kernel.atomic import write_json_atomic
 from ruler.kernel.errors import RulerError
-from ruler.kernel.json_record import Decode, JsonRecord, absent_field, extra_field, record_map
+from ruler.kernel.json_record import Decode, FrozenRecord, record_map
 
 MANIFEST_NAME = "manifest.json"
 #: Held by every writer of the manifest (see the module docstring); a dot file, so neither the
@@ -120,7 +120,7 @@ def data_path(config: str, task: str, max_seq_length: int) -> str:
 # (`kernel.json_record`: JSON <-> dataclass, keys a record does not know kept in `extra`.)
 
 @dataclass(frozen=True)
-class FileEntry(JsonRecord):
+class FileEntry(FrozenRecord):
     """One split file: what it is (config, task, L), what it holds (rows, hashes) and what
     built it (build key, package versions, how its lengths were counted)."""
 
@@ -144,8 +144,6 @@ class FileEntry(JsonRecord):
     # How its rows' `length` is counted (catalog.length_rules); None: not recorded (a file
     # built before files recorded it)
     length_rule: str | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @property
     def path(self) -> str:
@@ -154,7 +152,7 @@ class FileEntry(JsonRecord):
 
 
 @dataclass(frozen=True)
-class BuildEntry(JsonRecord):
+class BuildEntry(FrozenRecord):
     """One config's build: the tokenizer record, the identity fields (`builder.identity`), and
     what its files and sources make of it (sources, official, tasks, lengths, counting)."""
 
@@ -192,8 +190,6 @@ class BuildEntry(JsonRecord):
     declared_tasks: dict[str, DeclaredTask] | None = None
     # the suites built into it (`catalog.suites`: `ruler build --suite`), by name
     suites: list[str] | None = None
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @property
     def source_hashes(self) -> dict[str, str]:

@@ -32,14 +32,14 @@ import yaml
 
 from ruler.catalog.tasks import FAMILIES, TASKS, TaskSpec, register_task
 from ruler.kernel.errors import RulerError
-from ruler.kernel.json_record import JsonRecord, absent_field, extra_field
+from ruler.kernel.json_record import FrozenRecord
 
 #: One argument's value: upstream's generators take each as one word of a command line.
 ArgValue = Union[str, int, float, bool]
 
 
 @dataclass(frozen=True)
-class DeclaredTask(JsonRecord):
+class DeclaredTask(FrozenRecord):
     """A declared task's record, the generators' own schema: `{task: <family>, args: {...}}`
     with its effective arguments (and `tokens_to_generate` where its budget is its own)."""
 
@@ -47,8 +47,6 @@ class DeclaredTask(JsonRecord):
 
     task: str
     args: dict[str, ArgValue] = field(default_factory=dict)
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 #: A task file larger than this is no task file (upstream's holds 13 entries in 2 KB).
 MAX_TASK_FILE_BYTES = 1 << 20

@@ -14,13 +14,13 @@ Each record keeps the keys it does not know and writes back exactly the JSON it 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import ClassVar, Mapping
 
-from ruler.kernel.json_record import JsonRecord, absent_field, extra_field
+from ruler.kernel.json_record import FrozenRecord
 
 
 @dataclass(frozen=True)
-class TokenizerRecord(JsonRecord):
+class TokenizerRecord(FrozenRecord):
     """The tokenizer a config was built with (`TokenizerIdentity.as_manifest()`): its name
     and kind, where its files came from, their hashes, its chat template's hash, and whether
     it is the registry's pinned tokenizer."""
@@ -33,12 +33,10 @@ class TokenizerRecord(JsonRecord):
     files: dict[str, str] = field(default_factory=dict)  # file name -> sha256
     chat_template_sha256: str | None = None
     pinned: bool = False
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
 
 @dataclass(frozen=True)
-class SourceRecord(JsonRecord):
+class SourceRecord(FrozenRecord):
     """A source a build read (`ResolvedSource.as_manifest()`): the file (or folder) and its
     sha256, the official sha256, and why it is not the official file where that is known. A
     Hub source (`catalog.hub_sources`) adds its repo, config, revision and files' hashes."""
@@ -55,8 +53,6 @@ class SourceRecord(JsonRecord):
     config: str | None = None
     revision: str | None = None
     files: dict[str, str] | None = None  # a Hub source's repo path -> sha256
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     @property
     def is_official(self) -> bool:
@@ -75,7 +71,7 @@ class SourceRecord(JsonRecord):
 
 
 @dataclass(frozen=True)
-class IdentityRecord(JsonRecord):
+class IdentityRecord(FrozenRecord):
     """A build's identity (`builder.identity.make_identity`): what, when it changes, changes
     the rows of a config. The default benchmark's builds have no `benchmark`, a default
     config no `variant`; a benchmark's axes' values are kept in `extra` under their names."""
@@ -91,8 +87,6 @@ class IdentityRecord(JsonRecord):
     packages: dict[str, str] = field(default_factory=dict)
     benchmark: str | None = None
     variant: dict[str, int] | None = None  # catalog.variants: {field: value}
-    extra: dict[str, Any] = extra_field()
-    absent: frozenset[str] = absent_field()
 
     #: The fields `identity_differences` names, with how it names them.
     LABELS: ClassVar[Mapping[str, str]] = {
