@@ -276,6 +276,17 @@ def test_cwe_without_example_copies_the_input_start():
     assert label(row, numbered(EX_COMMON * 2)).label == "copy_oneshot"
 
 
+def test_an_answer_of_list_numbers_alone_holds_no_word():
+    """Seen on Gemma 3 270M's cwe answers (docs/failure-modes.md): list numbers without words,
+    cut at the budget, hold no word item, so the answer is `empty` (§4.2's "no item of the
+    task's kind"), not a parametric word."""
+    row = cwe_row()
+    assert label(row, "1. 1. 2. 3. 4. 5. 6. 7. 8. 9. 10. 1. 1. 2. 3. 4. 5.").label == "empty"
+    assert label(row, "1. 2. 3.").label == "empty"
+    assert label(fwe_row(), "1. 2. 3. 4").label == "empty"
+    assert label(row, numbered(["the", "the", "sin"])).label == "parametric"  # words still count
+
+
 def test_fwe_modes():
     row = fwe_row()
     # only punctuation is empty (§4.6), flagged as the noise token it is

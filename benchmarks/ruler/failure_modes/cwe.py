@@ -14,7 +14,12 @@ from dataclasses import dataclass
 
 from ruler.benchmarks.ruler.failure_modes.base import Answer, Found, LabelRow
 from ruler.benchmarks.ruler.failure_modes.labels import STOPWORDS, THRESHOLDS
-from ruler.benchmarks.ruler.failure_modes.text import duplicates, first_index, is_numbered, items
+from ruler.benchmarks.ruler.failure_modes.text import (
+    duplicates,
+    first_index,
+    is_numbered,
+    word_items,
+)
 from ruler.benchmarks.ruler.tasks import COMMON_WORDS
 
 _HEAD = COMMON_WORDS.template[:COMMON_WORDS.template.index("{context}")]
@@ -76,7 +81,7 @@ def scaffold(answer_prefix: str) -> frozenset[str]:
 def label(row: LabelRow, ans: Answer, found: Found) -> None:
     cwe = read(row.input, row.outputs)
     numbered = is_numbered(ans.text)
-    every = [i.lower() for i in items(ans.text, cwe.phrases)]
+    every = [i.lower() for i in word_items(ans.text, cwe.phrases)]
     drop = scaffold(row.answer_prefix)
     kept = [i for i in every if i not in drop]
     # The parametric test counts "the" as an item of a numbered answer (§4.6).

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ruler.benchmarks.ruler.failure_modes.base import Answer, Found, LabelRow
 from ruler.benchmarks.ruler.failure_modes.labels import STOPWORDS, THRESHOLDS
-from ruler.benchmarks.ruler.failure_modes.text import duplicates, items, raw_items
+from ruler.benchmarks.ruler.failure_modes.text import duplicates, raw_items, word_items
 from ruler.benchmarks.ruler.tasks import FREQ_WORDS
 
 _HEAD = FREQ_WORDS.template[:FREQ_WORDS.template.index("{context}")]
@@ -47,7 +47,7 @@ def label(row: LabelRow, ans: Answer, found: Found) -> None:
     fwe = read(row.input)
     gold = {o.lower() for o in row.outputs}
     vocab = {w.lower(): r for w, r in fwe.ranks.items() if not _DOTS.fullmatch(w)}
-    got = [i.lower() for i in items(ans.text)]
+    got = [i.lower() for i in word_items(ans.text)]
     found.add("noise_token", any(_DOTS.fullmatch(p.strip(" \t\r\n'\"`()[]*,;:"))
                                  for p in raw_items(ans.text)))
     found.add("empty", not got)

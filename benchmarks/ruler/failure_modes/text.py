@@ -37,6 +37,11 @@ def items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
     return [s for s in (p.strip(_ITEM_STRIP) for p in raw_items(pred, phrases)) if s]
 
 
+def word_items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
+    """`items` that hold a letter: a word list's items (a list number alone is no word)."""
+    return [i for i in items(pred, phrases) if any(c.isalpha() for c in i)]
+
+
 def raw_items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
     """`items` before stripping (fwe's noise token is a run of dots, which stripping drops)."""
     if len(_NUMBERED.findall(pred)) >= 2:
