@@ -16,7 +16,16 @@ from __future__ import annotations
 import re
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import (
+    TYPE_CHECKING,
+    AbstractSet,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+    TypeVar,
+)
 
 from ruler.kernel.registry import Registry, builtin_code
 
@@ -139,11 +148,19 @@ class _Table(Mapping[str, _Fn]):
         return len(self._table())
 
 
+_Name = TypeVar("_Name")
+
+
 class _Keyed(AbstractSet[str]):
     """The names of ruler's own keyed metrics (`MetricSpec.keyed`)."""
 
     def _names(self) -> set[str]:
         return {n for n in METRIC_SPECS.builtin_names() if METRIC_SPECS[n].keyed}
+
+    @classmethod
+    def _from_iterable(cls, names: Iterable[_Name]) -> AbstractSet[_Name]:
+        # what set operations (`names & KEYED_METRICS`) return: a plain set of the names
+        return set(names)
 
     def __contains__(self, name: object) -> bool:
         return name in self._names()

@@ -302,3 +302,12 @@ def test_depth_items_of_a_metric_without_partial_credit_score_as_their_row():
     assert row_items(row, one_value, key=config("en")) == [(0.2, 0.0), (0.6, 0.0)]
     # RULER's string_match_all counts each needle where it sits
     assert row_items(row, one_value, metric="string_match_all") == [(0.2, 1.0), (0.6, 0.0)]
+
+
+def test_the_keyed_metric_names_take_part_in_set_operations():
+    """The Inspect task intersects its rows' metric names with them (`names & KEYED_METRICS`):
+    a set operation on the live view gives a plain set, not a TypeError."""
+    from ruler.eval.metrics.specs import KEYED_METRICS
+
+    assert {"oneruler", "string_match_all"} & KEYED_METRICS == {"oneruler"}
+    assert KEYED_METRICS - {"oneruler"} == {"oneruler_corrected"}
