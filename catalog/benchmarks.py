@@ -342,9 +342,10 @@ def tasks_of(benchmark: str) -> tuple[str, ...]:
 def benchmark_tasks(benchmark: str,
                     axes: Mapping[str, object] | None = None) -> tuple[str, ...]:
     """A benchmark's tasks, those a build makes unless told otherwise (a value of one of its
-    axes may narrow them: `BuildAxis.tasks`)."""
+    axes may narrow them: `BuildAxis.tasks`); never the tasks declared in this process, which
+    a build makes only when it declares them itself."""
     bench, axes = get_benchmark(benchmark), axes or {}
-    tasks = tasks_of(benchmark)
+    tasks = tuple(t for t in tasks_of(benchmark) if not is_declared(t))
     for axis in bench.axes:
         if axis.name in axes:
             tasks = axis.tasks(axes[axis.name], tasks)

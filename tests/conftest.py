@@ -52,6 +52,19 @@ def pytest_configure(config):
 # change is caught when the session ends (the error names the build). ruler is imported inside
 # the fixtures: the environment above must be set before anything imports huggingface_hub.
 
+@pytest.fixture(scope="module", autouse=True)
+def _declared_tasks_stay_in_their_module() -> Iterator[None]:
+    """Tasks a module's tests declare (a suite built, a folder read) leave the catalog with the
+    module: they are process-wide, and another module's words or default tasks must not depend
+    on which module ran before it in the same worker."""
+    from ruler.catalog.declared import declared_names, forget
+    before = set(declared_names())
+    yield
+    for name in declared_names():
+        if name not in before:
+            forget(name)
+
+
 def _files(out: Path) -> dict[str, tuple[int, int]]:
     """Every file of a build with its size and modification time (the manifest lock aside:
     readers that take it touch it)."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ruler.catalog.benchmarks import in_task_order
+from ruler.catalog.declared import is_declared
 from ruler.catalog.tasks import TASKS
 from ruler.eval.metrics import answer_checks
 from ruler.eval.records.health_record import HealthFacts
@@ -150,10 +151,13 @@ def _by_task(counts: Mapping[str, int]) -> str:
 
 
 def _group(task: str) -> str:
-    """How budgets are said: per family where the family has several tasks (they share its
-    budget), else per task."""
+    """How budgets are said: per family where the family has several registered tasks (they
+    share its budget), else per task. Declared tasks neither join a family's group nor make
+    one (their budgets may be their own), so the words do not depend on what else this
+    process declared."""
     spec = TASKS.get(task)
-    if spec is None or sum(t.family == spec.family for t in TASKS.values()) < 2:
+    if spec is None or is_declared(task) or sum(
+            t.family == spec.family and not is_declared(n) for n, t in TASKS.items()) < 2:
         return task
     return spec.family.name
 

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from helpers.builds import build
+from helpers.declared import forget_declared_tasks  # noqa: F401 (autouse)
 from helpers.fake_openai import MODEL, FakeServer
 from helpers.reasoning import thinking_tokenizer
+from ruler.catalog.declared import declare
 from ruler.catalog.variants import OutputBudget
 from ruler.commands.main import main
 from ruler.eval.backends import GenResult
@@ -175,3 +177,21 @@ def test_older_scores_have_no_health_record(data, tmp_path):
     (out / "scores.json").write_text(json.dumps(scores))
     assert "Not recorded: these scores were written by an older `ruler score`" in \
         to_markdown(write_report(out, plots=False))
+
+
+def test_budget_words_do_not_depend_on_what_this_process_declared():
+    """Older scores (no row budgets): the caps are said per family where the catalog's own
+    family has several tasks (niah) and per task otherwise (vt). A suite declared earlier in
+    the same process (vt_c2_h2, another variable-tracking task) once turned "vt" into
+    "variable_tracking" (seen in CI, where another test module ran first)."""
+    records = [{"tokenizer": "c", "task": t, "max_seq_length": 1024, "index": 0,
+                "prediction": "x", "finish_reason": "length"} for t in ("niah_single_1", "vt")]
+    before = flags(health_facts(records, {"framework": "ruler", "max_tokens": 8}))
+    declare("vt_c2_h2", "variable_tracking",
+            {"type_haystack": "noise", "num_chains": 2, "num_hops": 2})
+    after = flags(health_facts(records, {"framework": "ruler", "max_tokens": 8}))
+    assert after == before
+    found = {f.check: f for f in after}
+    assert found["Generation settings"].finding == (
+        "output capped below RULER's budget at 8 token(s) for niah, vt (RULER: niah 128, "
+        "vt 30).")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from helpers.declared import forget_declared_tasks  # noqa: F401 (autouse)
+from ruler.builder.pipeline.config import BuildConfig
 from ruler.catalog.benchmarks import tasks_of
 from ruler.catalog.declared import (
     declare,
@@ -202,3 +203,15 @@ def test_task_file_encodings_and_size(tmp_path):
         read_task_file(big)
     with pytest.raises(RulerError, match="cannot read task file"):
         read_task_file(tmp_path / "missing.yaml")
+
+
+def test_a_task_declared_earlier_in_the_process_is_not_built_unasked():
+    """`ruler.build(suite=...)` and then `ruler.build()` in one session: the second build is
+    the 13 tasks, not the 13 and every task the first declared (they stay declared: a folder
+    holding them can still be read)."""
+    declare("decl_unit_vt", "variable_tracking",
+            {"type_haystack": "noise", "num_chains": 2, "num_hops": 2})
+    assert BuildConfig(tokenizer="qwen2.5").tasks == RULER_13
+    assert "decl_unit_vt" in tasks_of("ruler")
+    assert BuildConfig(tokenizer="qwen2.5", declare="decl_unit_v2=niah:type_haystack=essay,"
+                       "num_needle_v=2").tasks == ("decl_unit_v2",)
