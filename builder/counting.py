@@ -6,10 +6,14 @@ second to tokenize. Most of a draft is made of units that recur across probes an
 `pieces` at clean junctions: a piece starts with a space before a non-space character
 (" word"), right after a newline ("The grass...\\n" | "The grass..."), or inside a needle's key
 or value: at an adjective-noun key's hyphen (" bright" | "-lantern"), after a number's first
-three digits (" 123" | "4567."), between a UUID's runs of letters and digits. At such a
-junction no token of any registry tokenizer spans the two sides (the first two are pre-token
-boundaries; the others are scanned for in every vocabulary by tests/builder/test_counting.py),
-so the tokens of the whole are the tokens of the parts, and
+three digits (" 123" | "4567."), between a UUID's runs of letters and digits; and, for
+tokenizers whose pre-tokenizer ends every letter run at a non-letter, after a letter before
+a non-ASCII punctuation mark or symbol ("...说" | "。他...": catalog.letter_junction, the
+junction of Chinese and Japanese text; such a piece is counted after the newline anchor,
+another pre-token boundary for them). At such a junction no token of the tokenizer spans
+the two sides (the space, newline and letter junctions are pre-token boundaries; the others
+are scanned for in every vocabulary by tests/builder/test_counting.py), so the tokens of
+the whole are the tokens of the parts, and
 
     prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:j])
 

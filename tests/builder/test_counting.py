@@ -294,6 +294,10 @@ def test_the_frame_ends_with_the_tail_alone_after_a_line_else_with_the_last_unit
     words = ("H\n1.", " w1", " 2.", " w2\n", "T?")
     assert PieceCounter._frame_end(lines) == 4 and PieceCounter._frame_end(words) == 3
     assert PieceCounter._frame_end(("H\na", "-b", " c", "-d", " e\n", "T?")) == 4
+    # after a letter, a piece opening with punctuation only where letter junctions hold
+    unspaced = ("H\n他说", "。我说", "。你说", "。\n", "</T>")
+    assert PieceCounter._frame_end(unspaced) == 2
+    assert PieceCounter._frame_end(unspaced, letters=True) == 3
 
 
 #: Tasks whose frame ends with the draft's last unit (the tail cannot follow pieces[1]
@@ -400,10 +404,11 @@ def test_fast_and_exact_builds_write_the_same_rows(tmp_path):
 
 #: ONERULER's fast pairs: scripts and joiners the tokenizers split differently (Hangul,
 #: Devanagari with its danda, Cyrillic with guillemets, Persian with ZWNJ, Tamil, Vietnamese
-#: diacritics, CJK counted whole), each with another registry tokenizer.
+#: diacritics, CJK cut at letter junctions or counted whole), each with another registry
+#: tokenizer.
 ONERULER_FAST = {("ko", "llama-3.1"), ("hi", "qwen2.5"), ("ru", "gemma-3"),
                  ("fa", "mistral-nemo"), ("ta", "gpt-4o"), ("vi", "llama-2"), ("zh", "gpt-4"),
-                 ("ta", "qwen2.5")}
+                 ("ta", "qwen2.5"), ("ja", "llama-3.1"), ("zh", "gemma-3")}
 
 
 def _oneruler_pairs():
@@ -418,7 +423,8 @@ def _oneruler_pairs():
 @pytest.mark.parametrize("lang,tok_name", _oneruler_pairs())
 def test_piece_counts_hold_in_every_oneruler_language(lang, tok_name):
     """ONERULER's drafts in each language: sentences and needles joined by spaces (zh and
-    ja, joined by nothing, are not cut: counted whole), numbered word lists. The sentences
+    ja, joined by nothing, cut at letter junctions where the tokenizer has them, else counted
+    whole), numbered word lists. The sentences
     are the book's first ones (split from its start: the junctions are what matters)."""
     from helpers.paths import SOURCES
     from ruler.benchmarks.oneruler.data import OnerulerData
