@@ -69,6 +69,7 @@ def opens_after_letter(ch: str) -> bool:
             and unicodedata.is_normalized("NFC", ch))
 
 
+@lru_cache(maxsize=1 << 16)  # units are book sentences, drafted again for every probe
 def last_letter_cut(text: str) -> int:
     """The last offset i of `text` with a letter at i - 1 and an opener at i; 0 if none."""
     for i in range(len(text) - 1, 0, -1):
