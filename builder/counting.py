@@ -6,10 +6,14 @@ second to tokenize. Most of a draft is made of units that recur across probes an
 `pieces` at clean junctions: a piece starts with a space before a non-space character
 (" word"), right after a newline ("The grass...\\n" | "The grass..."), or inside a needle's key
 or value: at an adjective-noun key's hyphen (" bright" | "-lantern"), after a number's first
-three digits (" 123" | "4567."), between a UUID's runs of letters and digits. At such a
-junction no token of any registry tokenizer spans the two sides (the first two are pre-token
-boundaries; the others are scanned for in every vocabulary by tests/builder/test_counting.py),
-so the tokens of the whole are the tokens of the parts, and
+three digits (" 123" | "4567."), between a UUID's runs of letters and digits; and, for
+tokenizers whose pre-tokenizer ends every letter run at a non-letter, after a letter before
+a non-ASCII punctuation mark or symbol ("...说" | "。他...": catalog.letter_junction, the
+junction of Chinese and Japanese text; such a piece is counted after the newline anchor,
+another pre-token boundary for them). At such a junction no token of the tokenizer spans
+the two sides (the space, newline and letter junctions are pre-token boundaries; the others
+are scanned for in every vocabulary by tests/builder/test_counting.py), so the tokens of
+the whole are the tokens of the parts, and
 
     prompt_length(input) = prompt_length(frame) + sum(count(p) for p in pieces[2:j])
 
@@ -40,6 +44,7 @@ from typing import Any, Callable, Sequence, cast
 import numpy as np
 
 from ruler.catalog.base import Draft
+from ruler.catalog.letter_junction import opens_after_letter
 from ruler.catalog.tally import Gather, Tally
 from ruler.catalog.tokenizer import Tokenizer
 
@@ -55,11 +60,12 @@ MAX_TOTAL_PIECES = 2_000_000  # over all scopes
 MAX_REFINED_PIECES = 100_000  # pieces counted from their parts (about 10 samples' lines)
 
 
-def _may_follow(end: str, first: str) -> bool:
+def _may_follow(end: str, first: str, letters: bool = False) -> bool:
     """Whether a piece opening with `first` follows text ending with `end` through a clean
-    junction of its own kind (a space, a hyphen, or a new line)."""
+    junction of its own kind (a space, a hyphen, or a new line; with `letters`, a letter
+    junction too: catalog.letter_junction)."""
     if first not in " -":  # ("" is in " -": an empty piece counts as one after a space)
-        return end == "\n"
+        return end == "\n" or (letters and end.isalpha() and opens_after_letter(first))
     return end.isalpha() if first == "-" else end != "" and not end.isspace()
 
 
@@ -101,6 +107,7 @@ class PieceCounter(ExactCounter):
         self._head_counts: dict[str, int] = {}
         self._frame_starts: dict[str, list[int]] = {}
         self._anchor_len = {a: tok.count(a) for a in _ANCHORS}
+        self._letters = tok.letter_junctions
         self._refined: dict[str, int] = {}  # see _refined_counts
 
     def counts_whole(self, draft: Draft) -> bool:
@@ -182,13 +189,13 @@ class PieceCounter(ExactCounter):
                 for p, n in zip(pieces, self.tok.count_batch(anchored))]
 
     @staticmethod
-    def _frame_end(pieces: Sequence[str]) -> int:
+    def _frame_end(pieces: Sequence[str], letters: bool = False) -> int:
         """Where the frame's end starts: the last piece that may follow pieces[1] directly
         through a junction of its own kind (the template's tail after a line, else the last
         unit and the tail), so the frame tokenizes as the text does around it."""
         end = pieces[1][-1:]
         for j in range(len(pieces) - 1, 2, -1):
-            if _may_follow(end, pieces[j][:1]):
+            if _may_follow(end, pieces[j][:1], letters):
                 return j
         return 2
 
@@ -201,7 +208,7 @@ class PieceCounter(ExactCounter):
         if len(self._middle_memo) >= 16:
             self._middle_memo.clear()
         pieces = draft.pieces
-        counts = self.piece_counts(pieces[2:self._frame_end(pieces)], draft.refine)
+        counts = self.piece_counts(pieces[2:self._frame_end(pieces, self._letters)], draft.refine)
         self._middle_memo[id(draft)] = (weakref.ref(draft), counts)
         return counts
 
@@ -209,7 +216,7 @@ class PieceCounter(ExactCounter):
         pieces = draft.pieces
         if self.counts_whole(draft):
             return super().prompt_length(draft)
-        j = self._frame_end(pieces)
+        j = self._frame_end(pieces, self._letters)
         bridged = j < len(pieces) - 1
         return self._framed(pieces[0], [pieces[1], pieces[j]] if bridged else [pieces[1]],
                             pieces[j + 1:] if bridged else pieces[j:], draft.answer_prefix,
@@ -248,7 +255,7 @@ class PieceCounter(ExactCounter):
         for k in range(len(last) - 1, -1, -1):
             if n - len(last) + k <= 2:
                 return None
-            if _may_follow(end, last[k][:1]):
+            if _may_follow(end, last[k][:1], self._letters):
                 break
         else:
             return None
@@ -289,7 +296,7 @@ class PieceCounter(ExactCounter):
         starts = list(itertools.accumulate(map(len, pieces[:-1]), initial=0))
         head = pieces[0] + pieces[1]
         n_head = self._recall(self._head_counts, head, lambda: tok.count(head))
-        j = self._frame_end(pieces)
+        j = self._frame_end(pieces, self._letters)
         # tokens before middle piece k (k = 2 .. j - 1), then before the frame's end
         before = list(itertools.accumulate(self._middle_counts(draft), initial=n_head))
         out = []

@@ -16,10 +16,12 @@ import sys
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from ruler.catalog.chat_template import ChatTemplate
+from ruler.catalog.letter_junction import REVIEWED_PATTERNS, hf_has_letter_junctions
 from ruler.catalog.manifest_records import TokenizerRecord
 from ruler.kernel.errors import RulerError
 
@@ -127,6 +129,13 @@ class Tokenizer(ABC):
         starts = self.token_starts(text)
         return [len(starts) if c >= len(text) else max(0, bisect.bisect_right(starts, c) - 1)
                 for c in char_offsets]
+
+    @property
+    def letter_junctions(self) -> bool:
+        """Whether text cut after a letter, before a non-ASCII punctuation mark or symbol,
+        tokenizes as its parts do (catalog.letter_junction); only where it is read from the
+        tokenizer's own definition."""
+        return False
 
     def default_mode(self) -> str:
         return "chat" if self.has_chat_template else "base"
@@ -259,6 +268,10 @@ class HFTokenizer(Tokenizer):
         template = getattr(self._hf, "chat_template", None)
         self._template = template if isinstance(template, str) else None
 
+    @cached_property
+    def letter_junctions(self) -> bool:
+        return hf_has_letter_junctions(self.backend)
+
     @property
     def hf(self) -> Any:
         """transformers' tokenizer of the folder (loaded on first use when made `direct`)."""
@@ -377,6 +390,10 @@ class TiktokenTokenizer(Tokenizer):
     def __init__(self, encoding: Any, identity: TokenizerIdentity):
         self.enc = encoding
         self.identity = identity
+
+    @property
+    def letter_junctions(self) -> bool:
+        return self.enc._pat_str in REVIEWED_PATTERNS
 
     def encode(self, text: str) -> list[int]:
         return self.enc.encode_ordinary(text)

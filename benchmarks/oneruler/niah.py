@@ -50,6 +50,7 @@ from ruler.benchmarks.ruler2.items import aimed_step
 from ruler.catalog.base import Draft, TaskGenerator, joined, tail_pieces, template_ends
 from ruler.catalog.depths import DEPTHS
 from ruler.catalog.family import TaskFamily
+from ruler.catalog.letter_junction import cut_units
 from ruler.catalog.sampling import draw_unique
 from ruler.catalog.tally import Gather, Tally
 from ruler.catalog.tasks import TaskSpec
@@ -199,8 +200,9 @@ class OnerulerNiahGenerator(TaskGenerator):
                 _stripped(needle_text(self.context_parts, self.language.context, k, v))
                 for k, v in placed) and (part is None or _stripped(part))
             text, pieces = joined(head, units, self.sep, tail, clean=clean)
-        else:  # zh, ja: no clean junction between sentences, so counted whole
-            text, pieces = head + "".join(units) + tail, ()
+        else:  # zh, ja: no space; cut where a letter meets punctuation, if the tokenizer may
+            text = head + "".join(units) + tail
+            pieces = self._letter_pieces(head, units, tail)
         # where the asked needles start (the units before them, each with its separator)
         starts = {i: len(head) + sum(map(len, units[:i])) + i * len(self.sep) for i in gold}
         book = len(self.sentences)
@@ -212,6 +214,17 @@ class OnerulerNiahGenerator(TaskGenerator):
                      gold_spans=tuple((starts[i], starts[i] + len(units[i])) for i in gold),
                      context_span=(len(head), len(text) - len(tail)), size=size,
                      pieces=pieces, repeated_chars=repeated)
+
+    def _letter_pieces(self, head: str, units: list[str], tail: str) -> tuple[str, ...]:
+        """An unspaced draft's pieces: each unit cut at its last letter junction (before its
+        closing punctuation: "...说" | "。"), where the tokenizer is proven additive there
+        (catalog.letter_junction), the template's tail after its newline a piece of its own;
+        () where it is not (counted whole)."""
+        if not self.ctx.tokenizer.letter_junctions:
+            return ()
+        pieces = cut_units(head, units, "")
+        pieces[-1:] = tail_pieces(pieces[-1], tail)
+        return tuple(pieces)
 
     def tally(self, index: int, rng: random.Random, size: int) -> Tally | None:
         """`draft`'s pieces (`joined`'s clean cut) without its text: the runs of whole

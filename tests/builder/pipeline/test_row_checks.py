@@ -52,10 +52,10 @@ def test_a_variant_without_the_haystack_promises_no_fill():
 
 
 def _oneruler_worker(tmp_path: Path, language: str, sentences: tuple[str, ...] | None = None,
-                     **kw) -> Worker:
-    cfg = BuildConfig(tokenizer="qwen2.5", benchmark="oneruler", axes={"language": language},
+                     tokenizer: str = "qwen2.5", **kw) -> Worker:
+    cfg = BuildConfig(tokenizer=tokenizer, benchmark="oneruler", axes={"language": language},
                       lengths=(8000,), samples=1, out=tmp_path, **kw)
-    recipe = BuildRecipe.from_config(cfg, load_tokenizer("qwen2.5"))
+    recipe = BuildRecipe.from_config(cfg, load_tokenizer(tokenizer))
     ctx = recipe.context()
     if sentences is not None:  # a book whose second "sentence" is a whole quoted chapter
         ctx._resources[f"oneruler:sentences:{language}"] = sentences
@@ -161,9 +161,11 @@ def test_a_row_short_by_a_long_sentence_takes_that_sentences_start(tmp_path, lan
 
 @pytest.mark.build
 def test_a_row_counted_whole_is_not_tokenized_again_to_certify_it(tmp_path, monkeypatch):
-    """A zh haystack is not cut (its draft is counted whole, as the check counts it): the
-    certification of a task's first row tokenized it twice more (issue 43), proving nothing."""
-    worker = _oneruler_worker(tmp_path, "zh")
+    """A zh haystack is not cut for a tokenizer without letter junctions (its draft is
+    counted whole, as the check counts it): the certification of a task's first row
+    tokenized it twice more (issue 43), proving nothing."""
+    worker = _oneruler_worker(tmp_path, "zh", tokenizer="gemma-3")
+    assert not worker.recipe.tokenizer.letter_junctions
     calls: list = []
     real = type(worker.exact)
     monkeypatch.setattr(worker.exact, "prompt_length",
@@ -172,8 +174,11 @@ def test_a_row_counted_whole_is_not_tokenized_again_to_certify_it(tmp_path, monk
                         lambda d, at: calls.append(d) or real.token_positions(worker.exact, d, at))
     made = worker.make_row("or_niah_single", 8000, 0)
     assert made.certified and not made.counted_exactly and calls == []
-    # a cut draft (en) is still checked against a whole-prompt count
-    worker = _oneruler_worker(tmp_path, "en")
-    monkeypatch.setattr(worker.exact, "prompt_length",
-                        lambda d: calls.append(d) or real.prompt_length(worker.exact, d))
-    assert worker.make_row("or_niah_single", 8000, 0).certified and len(calls) == 1
+    # a cut draft (en; zh for a tokenizer with letter junctions) is still checked against a
+    # whole-prompt count
+    for language in ("en", "zh"):
+        calls.clear()
+        worker = _oneruler_worker(tmp_path, language)
+        monkeypatch.setattr(worker.exact, "prompt_length",
+                            lambda d, w=worker: calls.append(d) or real.prompt_length(w.exact, d))
+        assert worker.make_row("or_niah_single", 8000, 0).certified and len(calls) == 1
