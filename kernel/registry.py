@@ -41,7 +41,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from types import FrameType, ModuleType
-from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import Any, Callable, ContextManager, Generic, Iterator, Mapping, TypeVar
 
 from ruler.kernel.errors import RulerError
 
@@ -414,18 +414,24 @@ class Registry(Mapping[str, T], Generic[T]):
             finally:
                 entry.loading = False
 
-    def _import(self, name: str, entry: _Entry) -> None:
-        assert entry.target is not None, "an entry registered as an object is loaded already"
+    @contextlib.contextmanager
+    def _own_code(self, name: str, entry: _Entry) -> Iterator[None]:
+        """A failure of the entry's code (importing it, calling its registrar) as one
+        RulerError line naming it; a built-in's RulerError passes as it is."""
+        failed = f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed to load"
         try:
-            obj = load_target(entry.target)
+            yield
         except RulerError as e:
             if not entry.plugin:
                 raise
-            raise RulerError(f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed "
-                             f"to load: {one_line(str(e))}") from e
+            raise RulerError(f"{failed}: {one_line(str(e))}") from e
         except (Exception, SystemExit) as e:  # a plug-in's sys.exit at import is not obeyed
-            raise RulerError(f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed "
-                             f"to load: {_failure(e)}") from e
+            raise RulerError(f"{failed}: {_failure(e)}") from e
+
+    def _import(self, name: str, entry: _Entry) -> None:
+        assert entry.target is not None, "an entry registered as an object is loaded already"
+        with self._own_code(name, entry):
+            obj = load_target(entry.target)
         now = self._entries.get(name)
         if now is not None and now.loaded:  # the module registered it while imported
             return
@@ -442,16 +448,8 @@ class Registry(Mapping[str, T], Generic[T]):
                              f"{type(obj).__name__} {one_line(repr(obj), 80)}, not a "
                              f"{self.kind}")
         if callable(obj) and not isinstance(obj, ModuleType):
-            try:
+            with self._own_code(name, entry):
                 obj()  # a registrar: it registers entries itself
-            except RulerError as e:
-                if not entry.plugin:
-                    raise
-                raise RulerError(f"{self.kind} {name!r} ({entry.target}, "
-                                 f"{entry.origin}) failed to load: {one_line(str(e))}") from e
-            except (Exception, SystemExit) as e:
-                raise RulerError(f"{self.kind} {name!r} ({entry.target}, "
-                                 f"{entry.origin}) failed to load: {_failure(e)}") from e
         now = self._entries.get(name)
         if now is not None and now.loaded:
             return
@@ -469,14 +467,18 @@ _PLUGIN_CODE = threading.local()
 
 
 @contextlib.contextmanager
-def _plugin_code(active: bool, package: str | None = None) -> Iterator[None]:
-    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
-    _PLUGIN_CODE.depth = depth + active
-    _PLUGIN_CODE.package = (package or was) if active else was
+def _plugin_state(depth: int, package: str | None) -> Iterator[None]:
+    was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
+    _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, package
     try:
         yield
     finally:
-        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, was
+        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = was
+
+
+def _plugin_code(active: bool, package: str | None = None) -> ContextManager[None]:
+    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
+    return _plugin_state(depth + active, (package or was) if active else was)
 
 
 def _in_plugin_code() -> bool:
@@ -488,16 +490,10 @@ def _current_package() -> str | None:
     return getattr(_PLUGIN_CODE, "package", None) if _in_plugin_code() else None
 
 
-@contextlib.contextmanager
-def builtin_code() -> Iterator[None]:
+def builtin_code() -> ContextManager[None]:
     """What this thread registers meanwhile is ruler's own, even if a plug-in's code imported
     the module that registers it (a plug-in's family reusing a built-in benchmark's code)."""
-    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
-    _PLUGIN_CODE.depth, _PLUGIN_CODE.package = 0, None
-    try:
-        yield
-    finally:
-        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, was
+    return _plugin_state(0, None)
 
 
 def _registers_itself(target: str | None, obj: Any) -> bool:
