@@ -19,6 +19,7 @@ a better corpus.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import urllib.parse
@@ -212,7 +213,7 @@ class ResolvedSource:
             "sha256": self.sha256,
             "official": self.official,
             "official_sha256": spec.sha256 if isinstance(spec, FileSource)
-            else _directory_digest(spec.sha256),
+            else directory_digest(spec.sha256),
             **({"note": self.note} if self.note else {}),
         }
 
@@ -239,8 +240,6 @@ def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
     return dirs
 
 
-_directory_digest = directory_digest
-
 
 def _candidates(spec: SourceSpec, root: Path) -> Iterable[Path]:
     yield root / spec.relpath
@@ -254,7 +253,7 @@ def _inspect(spec: FileSource | ArchiveSource | FilesSource, path: Path) -> Reso
         missing = sorted(set(spec.sha256) - set(found))
         if missing:
             raise RulerError(f"source {spec.id!r} at {path} is missing {', '.join(missing)}")
-        return ResolvedSource(spec, path, _directory_digest(found), found == dict(spec.sha256))
+        return ResolvedSource(spec, path, directory_digest(found), found == dict(spec.sha256))
     digest = file_sha256(path)
     official = digest == spec.sha256
     record = read_record(path, digest) if spec.scraper and not official else None
@@ -508,10 +507,8 @@ def _fetch_files(spec: FilesSource, target: Path, mirror: str | None, limits: Li
 
 def _remove_empty(folders: Sequence[Path]) -> None:
     for folder in folders:
-        try:
+        with contextlib.suppress(OSError):  # not empty (something was put there meanwhile)
             folder.rmdir()
-        except OSError:  # not empty (something else was put there meanwhile): keep it
-            pass
 
 
 def _check_file(spec: FileSource, path: Path, url: str) -> None:

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Iterator, TextIO
 
 REDACTED = "<redacted>"
@@ -150,10 +150,9 @@ def scrubbed_output() -> Iterator[None]:
         yield
     finally:
         for stream in wrapped.values():
-            try:
+            # a closed pipe: nothing more can be shown anyway
+            with suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):  # a closed pipe: nothing more can be shown anyway
-                pass
         sys.stdout, sys.stderr = out, err
         for handler, stream in moved:
             if handler.stream is wrapped[id(stream)]:

@@ -28,6 +28,7 @@ an error of the build itself (RulerError) is not retried, since it would fail ag
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import pickle
 import shutil
@@ -313,20 +314,16 @@ class RayExecutor:
         # let the workers remove their scratch folders; a worker that does not answer soon
         # is killed all the same (its folder goes when a worker next starts on its node).
         for stream in self._running:
-            try:
+            with contextlib.suppress(Exception):
                 ray.cancel(stream)
-            except Exception:
-                pass
         try:
             ray.get([close_actor(a) for a in self._actors],
                     timeout=30 if exc_type is None else 5)
         except Exception:
             pass
         for actor in self._actors:
-            try:
+            with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
-            except Exception:
-                pass
         self._actors = []
         if self._started_ray:
             ray.shutdown()
@@ -356,10 +353,8 @@ class RayExecutor:
     def release(self, actor) -> None:
         """Let an idle worker remove its scratch folder, then end it (its CPU is free)."""
         ray = self._ray
-        try:
+        with contextlib.suppress(Exception):
             ray.get(close_actor(actor), timeout=30)
-        except Exception:
-            pass
         ray.kill(actor, no_restart=True)
         self._actors.remove(actor)
 

@@ -14,6 +14,7 @@ first; this process publishes and records them, under the manifest lock.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from functools import partial
@@ -82,10 +83,8 @@ def _finish_recorded(out: Path) -> None:
 
 def _quietly(step: Callable[[], object]) -> None:
     """Run a clean-up step after a failure: its own error must not hide the build's."""
-    try:
+    with contextlib.suppress(Exception):  # best effort: the build's error is raised after it
         step()
-    except Exception:  # noqa: BLE001 (best effort; the build's error is raised after it)
-        pass
 
 
 def run_build(cfg: BuildConfig) -> BuildReport:
@@ -171,10 +170,9 @@ def run_build(cfg: BuildConfig) -> BuildReport:
         for job in todo:  # what a stopped worker or a failure left unpublished
             final = out / job.path
             for tmp in final.parent.glob(temp_prefix(final, worker.temp_tag) + "*.tmp"):
-                try:
+                # a folder made read-only: the first error is the one to say
+                with contextlib.suppress(OSError):
                     tmp.unlink(missing_ok=True)
-                except OSError:  # a folder made read-only: the first error is the one to say
-                    pass
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
 
 
