@@ -186,8 +186,7 @@ def declare_json(recorded: object, where: str) -> None:
         raise RulerError(f"{where}: declared_tasks must be a mapping of task name to "
                          f"{{task, args}}")
     for name, entry in recorded.items():
-        task, args = _entry(name, entry, where)
-        declare(name, task, args, where)
+        declare(name, *_entry(name, entry, where), where)
 
 
 def _entry(name: Any, entry: Any, where: str) -> tuple[str, Mapping[str, Any]]:
@@ -258,11 +257,9 @@ def parse_task_yaml(text: str, where: str) -> list[TaskDeclaration]:
     if not isinstance(data, dict) or not data:
         raise RulerError(f"task file {where} must be a mapping of task name to {{task: "
                          f"<family>, args: {{...}}}}, got {type(data).__name__}")
-    out = []
-    for name, entry in data.items():
-        family, args = _entry(name, entry, f"task file {where}")
-        out.append(TaskDeclaration(name, family, args, f"task file {where}"))
-    return out
+    where = f"task file {where}"
+    return [TaskDeclaration(name, *_entry(name, entry, where), where)
+            for name, entry in data.items()]
 
 
 def parse_declarations(text: str) -> list[TaskDeclaration]:
