@@ -50,6 +50,7 @@ from ruler.catalog.sources import recheck
 from ruler.kernel.atomic import FILE_MODE, temp_file_beside
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256
+from ruler.kernel.lifeline import process_running
 
 #: Re-runs of a file whose Ray worker died (or whose node was lost) before the build gives up.
 RETRIES = 3
@@ -189,18 +190,8 @@ def _remove_stale_scratch() -> None:
             pid = int(folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0])
         except ValueError:
             continue
-        if not _alive(pid):
+        if not process_running(pid):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 # --- on the driver ----------------------------------------------------------------------------
