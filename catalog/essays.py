@@ -10,6 +10,7 @@ truncated last sentence. We split the corpus once and slice (the card's differen
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -210,14 +211,12 @@ def _cached_sentence_ends(key: str, text: str, split: Callable[[], list[int]]) -
             and (not cached or 0 < cached[0] and cached[-1] <= len(text))):
         return cached
     ends = split()
-    try:
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(ends, f)
         os.replace(tmp, path)
-    except OSError:
-        pass
     return ends
 
 

@@ -47,12 +47,11 @@ def known_secrets() -> list[str]:
 def _known_tokens() -> list[str]:
     """The secrets this process would send, wherever they come from (environment, login)."""
     tokens = [os.environ.get(k) for k in _SECRET_ENV] + sorted(_registered)
-    try:
+    # no huggingface_hub, an unreadable token file: nothing more to hide
+    with suppress(Exception):
         from huggingface_hub import get_token
 
         tokens.append(get_token())
-    except Exception:  # no huggingface_hub, an unreadable token file: nothing more to hide
-        pass
     # longest first: a secret that contains another is replaced whole
     return sorted({t for t in tokens if t and len(t) >= _MIN_SECRET}, key=len, reverse=True)
 

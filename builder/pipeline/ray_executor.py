@@ -307,11 +307,9 @@ class RayExecutor:
         for stream in self._running:
             with contextlib.suppress(Exception):
                 ray.cancel(stream)
-        try:
+        with contextlib.suppress(Exception):
             ray.get([close_actor(a) for a in self._actors],
                     timeout=30 if exc_type is None else 5)
-        except Exception:
-            pass
         for actor in self._actors:
             with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
