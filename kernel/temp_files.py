@@ -94,7 +94,7 @@ def remove_stale_temp_files(out: str | os.PathLike) -> list[Path]:
 
 
 def _task_folders(data: Path) -> list[str]:
-    if not _is_real_dir(data):
+    if not data.is_dir() or data.is_symlink():
         return []
     return [task.path for config in _subfolders(data) for task in _subfolders(config)]
 
@@ -106,7 +106,3 @@ def _subfolders(folder) -> list[os.DirEntry]:
                           key=lambda e: e.name)
     except OSError:
         return []
-
-
-def _is_real_dir(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink()
