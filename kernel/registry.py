@@ -1,34 +1,17 @@
 """One registry mechanism for everything ruler lets others add: benchmarks, task families,
 tasks, variants, backends, metrics, prediction readers, exporters and publish steps.
 
-A `Registry` maps names to entries of one kind. An entry is registered three ways:
-
-- `register(obj)`: the object itself (a plug-in module's own call, or the product's);
-- `register_lazy(name, "module:attr")`: an address, imported the first time the name is asked
-  for, so one entry's dependencies never load for another (`ruler --help` imports no
-  inference stack and no task generator);
-- an entry point in the registry's group (`ruler.backends`, ...): a pip-installed package
-  extends the installed `ruler` command, and every process (the CLI's, each spawned worker)
-  finds it by being installed, not by being sent. An entry point's value names either the
-  entry itself (`name = "pkg.mod:OBJ"`, registered under the entry point's name) or a module or
-  function that registers entries when imported or called (how one package adds several, e.g.
-  a task family and its tasks); the group's entry points are read once per process, when a
-  name is missing or the whole list is read.
-
-A name is registered once: registering another object under a taken name is a
-`DuplicateName` (replacing an entry silently would change what a command means depending on
-what happened to be imported), registering the same object again does nothing. An unknown
-name is an `UnknownName` that lists the known ones and the closest matches. Both are
-RulerErrors (one line at the CLI). Loading is thread-safe: an entry's module is imported and
-a group's entry points are read once, under the registry's lock.
-
-An installed plug-in is someone else's code, and one broken package must not break every
-command: a plug-in entry that fails to load (an import error, an exception, `sys.exit` at
-import, an object of the wrong kind) or that offers a name another entry has (a built-in's,
-another plug-in's) is left out with one warning line on stderr naming it and its package
-(`plugin_warning`), once a process; the registry reads on without it, so every command that
-does not need it works, `--help` first. Asking for that name is then one RulerError line
-saying why it is missing.
+A `Registry` maps names to entries of one kind, registered as objects (`register`), as lazy
+"module:attr" addresses imported the first time the name is asked for (`register_lazy`: one
+entry's dependencies never load for another, so `ruler --help` imports no inference stack), or
+by the entry points of its group, read once per process when a name is missing or the whole
+list is read: a pip-installed package extends the installed `ruler` in every process, the
+CLI's and each spawned worker's. docs/extending.md ("Plug-ins: one mechanism") says what users
+see: one line for an unknown name (`UnknownName`) or a name registered twice with another
+entry (`DuplicateName`: replacing silently would make a command mean what happened to be
+imported), and a broken plug-in left out with one warning line (`plugin_warning`), so one
+broken package never breaks every command. Loading is thread-safe: an entry's module is
+imported and a group's entry points are read once, under the registry's lock.
 """
 
 from __future__ import annotations
