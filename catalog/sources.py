@@ -240,7 +240,6 @@ def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
     return dirs
 
 
-
 def _candidates(spec: SourceSpec, root: Path) -> Iterable[Path]:
     yield root / spec.relpath
     for pattern in spec.alternatives:

@@ -176,8 +176,6 @@ def run_build(cfg: BuildConfig) -> BuildReport:
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
 
 
-
-
 def _executor(cfg: BuildConfig, worker: Worker) -> Executor:
     """The executor `cfg.executor` names. Ray is imported only when its executor runs."""
     if cfg.executor == "ray":
