@@ -259,13 +259,11 @@ def task_table(manifest: Manifest) -> str:
     holds, in the benchmarks' order."""
     built = {f.task for f in manifest.files.values()}
     listed = {t for body in bodies(manifest) for t in body.tasks(manifest)} | built
-    rows = []
-    for spec in (TASKS[t] for t in in_task_order(listed) if t in TASKS):
-        params = md_text(", ".join(f"{k}={v}" for k, v in spec.params.items()))
-        rows.append([_code(spec.name), md_text(spec.family.name), params,
-                     spec.tokens_to_generate, _code(spec.metric),
-                     ", ".join(map(md_text, spec.sources)) or "—",
-                     "yes" if spec.name in built else "no"])
+    rows = [[_code(spec.name), md_text(spec.family.name),
+             md_text(", ".join(f"{k}={v}" for k, v in spec.params.items())),
+             spec.tokens_to_generate, _code(spec.metric),
+             ", ".join(map(md_text, spec.sources)) or "—", "yes" if spec.name in built else "no"]
+            for spec in (TASKS[t] for t in in_task_order(listed) if t in TASKS)]
     return table(["task", "family", "parameters", "tokens_to_generate", "metric",
                   "sources", "in this repo"], rows)
 

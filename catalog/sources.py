@@ -233,11 +233,8 @@ def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
                              f"sources (`ruler sources list --sources DIR` shows what it has), "
                              f"or leave it out to use ${SOURCES_ENV} and {default_cache_dir()}")
         return [folder]
-    dirs = []
-    if os.environ.get(SOURCES_ENV):
-        dirs.append(Path(os.environ[SOURCES_ENV]))
-    dirs.append(default_cache_dir())
-    return dirs
+    env = os.environ.get(SOURCES_ENV)
+    return [*([Path(env)] if env else []), default_cache_dir()]
 
 
 def _candidates(spec: SourceSpec, root: Path) -> Iterable[Path]:
