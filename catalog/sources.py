@@ -1,14 +1,9 @@
 """Registry, resolution and download of the third-party inputs the tasks read.
 
-A source is identified by its official URL, size and sha256. The bytes never live in this
-repository: they are found in `--sources DIR` (only there, when it is given: a folder that
-does not exist or lacks a file is an error, never a silent fall-back), else `$RULER_SOURCES`,
-then the user cache, or fetched with `ruler sources fetch`: from the official URL, or for the
-essays, which upstream publishes only as a scraper and its URL list, by that procedure
-(`essay_fetch`). `--mirror` / `$RULER_SOURCES_MIRROR` fetches the same URLs from a mirror laid
-out as host/path. A file whose hash differs from the official one (e.g. a partial copy) may be
-used; the build then records its real hash, and why where it is known, and marks itself
-unofficial.
+A source is identified by its official URL, size and sha256; the bytes never live in this
+repository. Where they are found (`--sources DIR` alone when given, never a silent fall-back;
+else `$RULER_SOURCES`, then the user cache), how they are fetched and when a copy is
+unofficial is docs/building.md's "Sources".
 
 A fetch writes only what it owns: each download is bounded (`ruler.kernel.download`: the
 pinned size or the source's stated ceiling, a total time), staged beside its target

@@ -2,14 +2,11 @@
 
 Before anything is written, every input is validated (tasks, lengths, tokenizer, sources,
 sample counts, and that the smallest sample of each task fits each length), so bad input
-leaves OUT untouched. Files are written atomically and recorded in the manifest one by one: an
-interrupted build resumes, and a file whose build key (`ruler.builder.identity`) is unchanged
-is kept, never rebuilt. A build whose identity differs from the config's files already in OUT
-(seed, samples, tokenizer, package versions, a source's bytes) refuses, naming what differs,
-unless `overwrite` is set; then only the files the manifest lists for the config are removed.
-A variant (`ruler.catalog.variants`) is its own config, with its own identity.
-A complete, matching build writes nothing at all. Workers fit and write whole files, longest
-first; this process publishes and records them, under the manifest lock.
+leaves OUT untouched. Resuming, a build of another identity (refused unless `overwrite`) and
+concurrent builds into one OUT are docs/building.md's "Resuming, concurrent builds and
+merging": a file whose build key (`ruler.builder.identity`) is unchanged is kept, never
+rebuilt. Workers fit and write whole files, longest first; this process publishes and
+records them, under the manifest lock.
 """
 
 from __future__ import annotations
