@@ -364,10 +364,9 @@ class Registry(Mapping[str, T], Generic[T]):
                                                 package=_package_of(ep))
                 return
         if known.target != ep.value:  # the entry there keeps its name; this one is left out
-            message = (f"{origin} offers {self.kind} {ep.name!r}, which is registered already "
-                       f"(by {known.origin}): rename it in the plug-in; the plug-in's is not "
-                       f"used")
-            plugin_warning(message)
+            plugin_warning(f"{origin} offers {self.kind} {ep.name!r}, which is registered "
+                           f"already (by {known.origin}): rename it in the plug-in; the "
+                           f"plug-in's is not used")
 
     def _load_plugin_entries(self) -> None:
         """Load every plug-in entry not loaded yet; one that fails is left out, warned of."""
