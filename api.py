@@ -1,11 +1,5 @@
-"""The Python face of `ruler`: what a notebook user calls, one function per command.
-
-    import ruler
-    report = ruler.build("llama-3.1", lengths="4k,16k", samples=20)
-    ds = ruler.load(report.out, "llama-3.1", 4096)
-    assert ruler.verify(report.out).ok
-    outcome = ruler.evaluate("MODEL", report.out, backend="vllm", lengths=4096)
-    scores = ruler.score(outcome.out / "predictions.jsonl", report.out)
+"""The Python face of `ruler`: what a notebook user calls, one function per command (an
+example: docs/getting-started.md, "Python API").
 
 Each function takes the command's options as keyword arguments, spelled as the flags are
 (`max_model_len=8192` is `--max-model-len 8192`; a config's field name is taken too:

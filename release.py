@@ -171,11 +171,10 @@ def lm_eval_files(manifest: Manifest, repo_id: str, tag: str) -> list[PlannedFil
     """The lm-evaluation-harness task folder, its tasks reading this release's tag."""
     from ruler.eval.integrations.lm_eval_export import EXPORT_DIR, TaskSource, export_files
 
-    files = []
-    for name, text in sorted(export_files(manifest, TaskSource(repo_id, tag)).items()):
-        data = text.encode("utf-8")
-        files.append(PlannedFile(f"{EXPORT_DIR}/{name}", len(data), content=data))
-    return files
+    texts = export_files(manifest, TaskSource(repo_id, tag))
+    encoded = {name: text.encode("utf-8") for name, text in sorted(texts.items())}
+    return [PlannedFile(f"{EXPORT_DIR}/{name}", len(data), content=data)
+            for name, data in encoded.items()]
 
 
 def make_plan(out: Path, manifest: Manifest, repo_id: str, tag: str, endpoint: str,
@@ -188,8 +187,8 @@ def make_plan(out: Path, manifest: Manifest, repo_id: str, tag: str, endpoint: s
     files = [PlannedFile("README.md", len(card), content=card),
              PlannedFile(MANIFEST_NAME, (out / MANIFEST_NAME).stat().st_size,
                          local=out / MANIFEST_NAME)]
-    for rel in sorted(manifest.files):
-        files.append(PlannedFile(rel, (out / rel).stat().st_size, local=out / rel))
+    files += [PlannedFile(rel, (out / rel).stat().st_size, local=out / rel)
+              for rel in sorted(manifest.files)]
     files += lm_eval_files(manifest, repo_id, tag)
     if with_sources:
         files += source_files(manifest, sources_dir)

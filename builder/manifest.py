@@ -51,7 +51,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Iterable, Iterator, Mapping
@@ -101,10 +101,8 @@ def _package_versions() -> tuple[tuple[str, str], ...]:
     # imported are the ones it ran, whatever is installed later.
     versions = []
     for dist in TRACKED_PACKAGES:
-        try:
+        with suppress(importlib.metadata.PackageNotFoundError):
             versions.append((dist, importlib.metadata.version(dist)))
-        except importlib.metadata.PackageNotFoundError:
-            pass
     return tuple(versions)
 
 

@@ -101,15 +101,9 @@ def _unknown_variant(v: Any) -> str | None:
     return next((k for k in v if k not in known), None)
 
 
-def _variant(v: Any) -> bool:
-    # Asked of the registry when a manifest is read, so a variant registered after this
-    # module was imported (a plug-in) is known.
-    return record_ok(v)
-
-
 def _identity(v: Any) -> bool:
     return isinstance(v, dict) and _str_map(v.get("packages", {})) \
-        and _variant(v.get("variant", {}))
+        and record_ok(v.get("variant", {}))
 
 
 def _tokenizer(v: Any) -> bool:
@@ -135,7 +129,9 @@ BUILD_FIELDS: Mapping[str, tuple[Check, bool]] = {
     "official": (_bool, False), "tasks": (_list_of(lambda t: t in TASKS), False),
     "lengths": (_list_of(_positive), False), "counting": (_list_of(_str), False),
     "length_rules": (_list_of(_str), False),
-    "variant": (_variant, False),
+    # asked of the registry when a manifest is read: a variant registered after this module
+    # was imported (a plug-in) is known
+    "variant": (record_ok, False),
     "benchmark": (_str, False), "benchmark_package": (_str, False),
     "declared_tasks": (_dict, False), "suites": (_list_of(_str), False),
 }

@@ -22,8 +22,6 @@ ROW_SCHEMA = pa.schema([
     pa.field("haystack_size", pa.int64(), nullable=False),   # fitted size in the task's units
 ])
 
-COLUMNS = tuple(ROW_SCHEMA.names)
-
 #: Text columns that hold a whole context (hashed by `manifest.canonical_row_bytes`' fast path).
 LONG_TEXT_COLUMNS = ("input", "context")
 

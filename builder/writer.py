@@ -15,6 +15,7 @@ finish, and the writer raises that error.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -157,11 +158,7 @@ class SplitWriter:
         stopped the writing is the one to report (a folder made read-only keeps the file; the
         next build removes it)."""
         for close in (self._writer.close, self._sink.close):
-            try:
+            with contextlib.suppress(Exception):
                 close()
-            except Exception:
-                pass
-        try:
+        with contextlib.suppress(OSError):
             Path(self._tmp).unlink(missing_ok=True)
-        except OSError:
-            pass

@@ -165,7 +165,8 @@ def _cell(value: Any) -> str:
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table, its cells escaped (`_cell`)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -208,8 +209,8 @@ def contents_table(manifest: Manifest) -> str:
                      _yes(bool(build.official))])
     if not rows:
         return "This folder holds no split files yet."
-    return _table(["config", "tokenizer", "prompt", "length", "tasks", "splits (L)",
-                   "samples per task", "rows", "official"], rows)
+    return table(["config", "tokenizer", "prompt", "length", "tasks", "splits (L)",
+                  "samples per task", "rows", "official"], rows)
 
 
 def _file_rules(manifest: Manifest, config: str) -> list[str | None]:
@@ -258,15 +259,13 @@ def task_table(manifest: Manifest) -> str:
     holds, in the benchmarks' order."""
     built = {f.task for f in manifest.files.values()}
     listed = {t for body in bodies(manifest) for t in body.tasks(manifest)} | built
-    rows = []
-    for spec in (TASKS[t] for t in in_task_order(listed) if t in TASKS):
-        params = md_text(", ".join(f"{k}={v}" for k, v in spec.params.items()))
-        rows.append([_code(spec.name), md_text(spec.family.name), params,
-                     spec.tokens_to_generate, _code(spec.metric),
-                     ", ".join(map(md_text, spec.sources)) or "—",
-                     "yes" if spec.name in built else "no"])
-    return _table(["task", "family", "parameters", "tokens_to_generate", "metric",
-                   "sources", "in this repo"], rows)
+    rows = [[_code(spec.name), md_text(spec.family.name),
+             md_text(", ".join(f"{k}={v}" for k, v in spec.params.items())),
+             spec.tokens_to_generate, _code(spec.metric),
+             ", ".join(map(md_text, spec.sources)) or "—", "yes" if spec.name in built else "no"]
+            for spec in (TASKS[t] for t in in_task_order(listed) if t in TASKS)]
+    return table(["task", "family", "parameters", "tokens_to_generate", "metric",
+                  "sources", "in this repo"], rows)
 
 
 def schema_rows(said: CardWords) -> list[list[str]]:
@@ -286,7 +285,7 @@ def _type_name(t: pa.DataType) -> str:
 
 def packages_table(manifest: Manifest) -> str:
     packages = manifest.packages or {}
-    return _table(["package", "version"], [[p, v] for p, v in sorted(packages.items())])
+    return table(["package", "version"], [[p, v] for p, v in sorted(packages.items())])
 
 
 def build_section(config: str, build: BuildEntry, manifest: Manifest) -> str:
@@ -314,12 +313,12 @@ def build_section(config: str, build: BuildEntry, manifest: Manifest) -> str:
         f"- package versions that shape the rows: "
         f"{', '.join(f'{p} {v}' for p, v in sorted((build.packages or {}).items())) or '—'}",
         "",
-        _table(["tokenizer file", "sha256"],
-               [[md_text(f), _code(h)] for f, h in sorted(tok.files.items())]), "",
+        table(["tokenizer file", "sha256"],
+              [[md_text(f), _code(h)] for f, h in sorted(tok.files.items())]), "",
     ]
     sources = build.sources or {}
     if sources:
-        lines.append(_table(
+        lines.append(table(
             ["source", "file", "sha256", "official", "official sha256"],
             [[md_text(sid), _code(s.file), _code(s.sha256), _yes(s.official),
               _code(s.official_sha256)] for sid, s in sorted(sources.items())]))
@@ -394,13 +393,7 @@ def benchmark_sections(manifest: Manifest) -> str:
 
 def title(manifest: Manifest) -> str:
     """What the card is of: the folder's benchmark families' titles."""
-    names = [body.title for body in bodies(manifest)]
-    return " and ".join(names)
-
-
-def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """A Markdown table, its cells escaped (`_cell`)."""
-    return _table(header, rows)
+    return " and ".join(body.title for body in bodies(manifest))
 
 
 def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | None = None,
@@ -430,7 +423,7 @@ def render_card(manifest: Manifest, repo_id: str | None = None, revision: str | 
         revision_arg=revision_arg, two_splits_line=two,
         revision_example=revision or "<tag>",
         scored_with=said.metrics,
-        schema_table=_table(["column", "type", "meaning"], schema_rows(said)),
+        schema_table=table(["column", "type", "meaning"], schema_rows(said)),
         prompt_split_doc=PROMPT_SPLIT_DOC.format(**vars(said)),
         gold_doc=GOLD_POSITION_DOC.format(**vars(said)),
         repeated_section=repeated_section(manifest),

@@ -1,12 +1,6 @@
-"""The catalog and benchmark API (layer 1 of docs/architecture.md): what a benchmark is declared
-with and what its generators are given. The `Benchmark` record and its registry (`benchmarks`),
-the task definitions (`tasks`) and what a family registers (`family`: generator, row checks,
-depth rules), the generator interface and its helpers (`base`, `placement`, `sampling`,
-`tally`, `checks`), the build context (`context`), pinned sources (`sources`, `hub_sources`, the
-essays, `words`), variants, the tokenizer interface (`tokenizer`, `chat_template`), the
-manifest's build-entry records (`manifest_records`), depths and length rules. It imports the
-kernel and the built-ins' table (`ruler.benchmarks`) only; the build's and the evaluator's
-machinery import it.
+"""The catalog and benchmark API (layer 1; docs/architecture.md lists its modules): what a
+benchmark is declared with and what its generators are given. It imports the kernel and the
+built-ins' table (`ruler.benchmarks`) only; the build's and the evaluator's machinery import it.
 
 Task generators by family: `make_generator`. Importing any module here loads `benchmarks`, the
 catalog's loader of its tasks."""

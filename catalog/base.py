@@ -122,14 +122,7 @@ def _glue_empty_units(pieces: list[str], units: Sequence[str]) -> None:
     holds unit k): the spaces on both sides of an empty unit are not clean junctions, so
     the unit before, the empty unit and the unit after form one piece, as the per-unit path
     of `joined` cuts them. From the end, so earlier indices stay valid."""
-    empty, i = [], -1
-    while True:
-        try:
-            i = units.index("", i + 1)
-        except ValueError:
-            break
-        empty.append(i)
-    for i in reversed(empty):
+    for i in reversed([i for i, unit in enumerate(units) if not unit]):
         first = max(i - 1, 0)
         pieces[first:i + 2] = ["".join(pieces[first:i + 2])]
 

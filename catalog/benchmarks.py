@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ruler.benchmarks import BUILTIN, DEFAULT
 from ruler.catalog.declared import is_declared
 from ruler.catalog.length_rules import PROMPT_AND_OUTPUT
-from ruler.catalog.tasks import ON_MISS, TASKS, get_task
+from ruler.catalog.tasks import ON_MISS, TASKS, LiveView, get_task
 from ruler.kernel.errors import RulerError
 from ruler.kernel.registry import Registry, UnknownName, builtin_code, load_target
 
@@ -270,34 +270,12 @@ def _load_benchmarks() -> None:
 ON_MISS.append(_load_benchmarks)
 
 
-_Fact = TypeVar("_Fact")
-
-
-class _View(Mapping[str, _Fact]):
-    """A read-only view of one fact of every benchmark, as the registry holds them now."""
-
-    def __init__(self, table: Callable[[], dict[str, _Fact]]):
-        self._table = table
-
-    def __getitem__(self, key: str) -> _Fact:
-        return self._table()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
-    def __repr__(self) -> str:
-        return repr(self._table())
-
-
 #: Benchmark id -> its tasks, in the benchmark's order.
-BENCHMARKS: Mapping[str, tuple[str, ...]] = _View(
+BENCHMARKS: Mapping[str, tuple[str, ...]] = LiveView(
     lambda: {b.id: b.tasks for b in BENCHMARK_SPECS.values()})
 
 #: What `--benchmark` accepts, mapped to the id.
-ALIASES: Mapping[str, str] = _View(
+ALIASES: Mapping[str, str] = LiveView(
     lambda: {name: b.id for b in BENCHMARK_SPECS.values() for name in (*b.aliases, b.id)})
 
 

@@ -1,20 +1,14 @@
 """Declared tasks: a task of a family's own generator with the complexity a user asks for.
 
-A user declares tasks in the schema of the generators' own task files: a YAML mapping
+A user declares tasks in the schema of the generators' own task files (`read_task_file`), or on
+one line (`parse_declarations`): docs/complexity.md, "Declaring a task". Each becomes a
+`TaskSpec` of that family, made by the family's own `FamilySpec.configure` from the arguments
+(checked against their domains there: one line naming the argument), and joins the catalog like
+the tasks a benchmark registers. A declaration of a task the catalog has already, with the same
+parameters, is that task (a benchmark's own task file declares its own tasks); with other
+parameters it is refused.
 
-    <task name>:
-      task: <family>        # the generator family (`FamilySpec.name`)
-      args: {<arg>: <value>, ...}
-
-(`read_task_file`), or on one line, `NAME=FAMILY:ARG=VALUE,ARG=VALUE;NAME2=FAMILY2`
-(`parse_declarations`). Each becomes a `TaskSpec` of that family, made by the family's own
-`FamilySpec.configure` from the arguments (checked against their domains there: one line
-naming the argument), and joins the catalog like the tasks a benchmark registers: the same
-generator, row checks, metric and everything after. A declaration of a task the catalog has
-already, with the same parameters, is that task (a benchmark's own task file declares its own
-tasks); with other parameters it is refused.
-
-What a declared task is travels as data: `record(name)` is its entry in the schema above (its
+What a declared task is travels as data: `record(name)` is its entry in that schema (its
 effective arguments: `{"task": family, "args": {...}}`), which the build recipe carries to its
 workers, each file's build key hashes, and the manifest's build entry records under
 `declared_tasks`; every reader of a build folder declares the recorded tasks again from there
@@ -186,8 +180,7 @@ def declare_json(recorded: object, where: str) -> None:
         raise RulerError(f"{where}: declared_tasks must be a mapping of task name to "
                          f"{{task, args}}")
     for name, entry in recorded.items():
-        task, args = _entry(name, entry, where)
-        declare(name, task, args, where)
+        declare(name, *_entry(name, entry, where), where)
 
 
 def _entry(name: Any, entry: Any, where: str) -> tuple[str, Mapping[str, Any]]:
@@ -258,11 +251,9 @@ def parse_task_yaml(text: str, where: str) -> list[TaskDeclaration]:
     if not isinstance(data, dict) or not data:
         raise RulerError(f"task file {where} must be a mapping of task name to {{task: "
                          f"<family>, args: {{...}}}}, got {type(data).__name__}")
-    out = []
-    for name, entry in data.items():
-        family, args = _entry(name, entry, f"task file {where}")
-        out.append(TaskDeclaration(name, family, args, f"task file {where}"))
-    return out
+    where = f"task file {where}"
+    return [TaskDeclaration(name, *_entry(name, entry, where), where)
+            for name, entry in data.items()]
 
 
 def parse_declarations(text: str) -> list[TaskDeclaration]:

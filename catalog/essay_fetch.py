@@ -94,10 +94,6 @@ def page_text(page: bytes) -> str:
     return converter.handle(str(BeautifulSoup(content, "html.parser").find("font")))
 
 
-def file_text(body: bytes) -> str:
-    return body.decode("utf-8")
-
-
 def as_read_back(text: str) -> str:
     """The text as upstream reads back the file it wrote: open(..., 'r') turns \\r\\n and \\r
     into \\n."""
@@ -123,7 +119,7 @@ def _fetch_one(essay: Essay, mirror: str | None, limits: Limits, page_bytes: int
     except RulerError as e:
         return Fetched(None, str(e), not_found=isinstance(e, NotFound))
     try:
-        text = page_text(bytes(body)) if essay.is_page else file_text(bytes(body))
+        text = page_text(bytes(body)) if essay.is_page else bytes(body).decode("utf-8")
     except (ValueError, LookupError) as e:
         # ValueError: a decode error; LookupError: the unknown error handler upstream's decode
         # call names

@@ -10,9 +10,11 @@ truncated last sentence. We split the corpus once and slice (the card's differen
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
 import functools
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -95,12 +97,9 @@ class EssayCorpus:
                 yield base + rel
             k += 1
 
-    def prefix_sentences(self, num_words: int) -> list[str]:
-        """`sent_tokenize(" ".join(first num_words words).strip())`, from the precomputed split."""
-        return self.prefix_sentences_spaced(num_words)[0]
-
     def prefix_sentences_spaced(self, num_words: int) -> tuple[list[str], list[str]]:
-        """`prefix_sentences(num_words)`, and " " + each of them.
+        """`sent_tokenize(" ".join(first num_words words).strip())`, from the precomputed
+        split, and " " + each of them.
 
         The complete sentences are shared string objects from a cache that grows with the
         longest prefix asked for, so the pieces of every draft hash once (builder.counting);
@@ -210,14 +209,12 @@ def _cached_sentence_ends(key: str, text: str, split: Callable[[], list[int]]) -
             and (not cached or 0 < cached[0] and cached[-1] <= len(text))):
         return cached
     ends = split()
-    try:
+    with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{key}.", suffix=".tmp")
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(ends, f)
         os.replace(tmp, path)
-    except OSError:
-        pass
     return ends
 
 
@@ -228,11 +225,7 @@ def build_corpus(essay_json: Path, punkt_english_dir: Path,
     words = load_essay_words(essay_json)
     single = " ".join(words)
     period = len(single) + 1
-    ends, pos = [], 0
-    for w in words:
-        pos += len(w)
-        ends.append(pos)
-        pos += 1
+    ends = [end - 1 for end in itertools.accumulate(len(w) + 1 for w in words)]
     text = single + " " + single
 
     def split() -> list[int]:
@@ -243,7 +236,7 @@ def build_corpus(essay_json: Path, punkt_english_dir: Path,
     seam = (period - 1,) if (period - 1) in first else ()
     later = tuple(sorted({b - period for b in sent_ends if period <= b < 2 * period - 1}
                          | set(seam)))
-    return EssayCorpus(tuple(words), single + " " + single, tuple(ends), first, later)
+    return EssayCorpus(tuple(words), text, tuple(ends), first, later)
 
 
 def shared_corpus(essays: ResolvedSource, punkt: ResolvedSource) -> EssayCorpus:

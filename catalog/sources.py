@@ -1,14 +1,9 @@
 """Registry, resolution and download of the third-party inputs the tasks read.
 
-A source is identified by its official URL, size and sha256. The bytes never live in this
-repository: they are found in `--sources DIR` (only there, when it is given: a folder that
-does not exist or lacks a file is an error, never a silent fall-back), else `$RULER_SOURCES`,
-then the user cache, or fetched with `ruler sources fetch`: from the official URL, or for the
-essays, which upstream publishes only as a scraper and its URL list, by that procedure
-(`essay_fetch`). `--mirror` / `$RULER_SOURCES_MIRROR` fetches the same URLs from a mirror laid
-out as host/path. A file whose hash differs from the official one (e.g. a partial copy) may be
-used; the build then records its real hash, and why where it is known, and marks itself
-unofficial.
+A source is identified by its official URL, size and sha256; the bytes never live in this
+repository. Where they are found (`--sources DIR` alone when given, never a silent fall-back;
+else `$RULER_SOURCES`, then the user cache), how they are fetched and when a copy is
+unofficial is docs/building.md's "Sources".
 
 A fetch writes only what it owns: each download is bounded (`ruler.kernel.download`: the
 pinned size or the source's stated ceiling, a total time), staged beside its target
@@ -19,6 +14,7 @@ a better corpus.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import urllib.parse
@@ -212,7 +208,7 @@ class ResolvedSource:
             "sha256": self.sha256,
             "official": self.official,
             "official_sha256": spec.sha256 if isinstance(spec, FileSource)
-            else _directory_digest(spec.sha256),
+            else directory_digest(spec.sha256),
             **({"note": self.note} if self.note else {}),
         }
 
@@ -232,14 +228,8 @@ def search_dirs(explicit: str | os.PathLike | None = None) -> list[Path]:
                              f"sources (`ruler sources list --sources DIR` shows what it has), "
                              f"or leave it out to use ${SOURCES_ENV} and {default_cache_dir()}")
         return [folder]
-    dirs = []
-    if os.environ.get(SOURCES_ENV):
-        dirs.append(Path(os.environ[SOURCES_ENV]))
-    dirs.append(default_cache_dir())
-    return dirs
-
-
-_directory_digest = directory_digest
+    env = os.environ.get(SOURCES_ENV)
+    return [*([Path(env)] if env else []), default_cache_dir()]
 
 
 def _candidates(spec: SourceSpec, root: Path) -> Iterable[Path]:
@@ -254,7 +244,7 @@ def _inspect(spec: FileSource | ArchiveSource | FilesSource, path: Path) -> Reso
         missing = sorted(set(spec.sha256) - set(found))
         if missing:
             raise RulerError(f"source {spec.id!r} at {path} is missing {', '.join(missing)}")
-        return ResolvedSource(spec, path, _directory_digest(found), found == dict(spec.sha256))
+        return ResolvedSource(spec, path, directory_digest(found), found == dict(spec.sha256))
     digest = file_sha256(path)
     official = digest == spec.sha256
     record = read_record(path, digest) if spec.scraper and not official else None
@@ -508,10 +498,8 @@ def _fetch_files(spec: FilesSource, target: Path, mirror: str | None, limits: Li
 
 def _remove_empty(folders: Sequence[Path]) -> None:
     for folder in folders:
-        try:
+        with contextlib.suppress(OSError):  # not empty (something was put there meanwhile)
             folder.rmdir()
-        except OSError:  # not empty (something else was put there meanwhile): keep it
-            pass
 
 
 def _check_file(spec: FileSource, path: Path, url: str) -> None:

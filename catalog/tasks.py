@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from ruler.kernel.errors import RulerError
 from ruler.kernel.registry import Registry
@@ -112,21 +112,37 @@ def params_problem(spec: TaskSpec) -> str | None:
     return check(spec.params) if check is not None else None
 
 
-class _FamilyConstants(Mapping[str, FamilySpec]):
+_Fact = TypeVar("_Fact")
+
+
+class LiveView(Mapping[str, _Fact]):
+    """A read-only view of a table made from the registries as they hold entries now."""
+
+    def __init__(self, table: Callable[[], dict[str, _Fact]]):
+        self._table = table
+
+    def __getitem__(self, key: str) -> _Fact:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return repr(self._table())
+
+
+class _FamilyConstants(LiveView[FamilySpec]):
     """Every task's family constants by family name, read off `TASKS` (their one record)."""
+
+    def __init__(self) -> None:
+        super().__init__(self._specs)
 
     def _specs(self, loaded_only: bool = False) -> dict[str, FamilySpec]:
         tasks = TASKS.loaded_items() if loaded_only else TASKS.items()
         return {spec.family.name: spec.family for _, spec in tasks}
-
-    def __getitem__(self, name: str) -> FamilySpec:
-        return self._specs()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._specs())
-
-    def __len__(self) -> int:
-        return len(self._specs())
 
     def known(self, name: str) -> FamilySpec | None:
         """The constants of family `name` among the tasks registered so far (nothing loaded)."""

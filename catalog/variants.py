@@ -567,7 +567,6 @@ class BaseModel(SwitchVariant):
         return BASE_MODEL_MODE
 
 
-
 @register_variant
 @dataclass(frozen=True)
 class NoContext(SwitchVariant):

@@ -260,12 +260,11 @@ def run_score_cmd(cfg: ScoreConfig) -> int:
         score = "n/a" if c.score is None else f"{c.score:.2f}"
         print(f"{c.task:24s} {c.max_seq_length:>7d}  {score:>6s}  ({c.scored}/{c.rows} scored, "
               f"{c.nulls} null, {c.skipped} skipped, {c.errors} failed, {c.missing} missing)")
-    for name, keys in (("missing", report.missing), ("unknown", report.unknown)):
+    for keys, what in ((report.missing, "dataset rows without a prediction"),
+                       (report.unknown, "predictions that match no dataset row")):
         if keys:
             shown = ", ".join(keys[:_SHOWN]) + (f" ... (+{len(keys) - _SHOWN})"
                                                 if len(keys) > _SHOWN else "")
-            what = ("dataset rows without a prediction" if name == "missing"
-                    else "predictions that match no dataset row")
             print(f"{len(keys)} {what}: {shown}", file=sys.stderr)
     print(f"wrote {out / SCORES_NAME} (full lists of missing/unknown keys inside)")
     _print_report(out, None, plots=cfg.plots)

@@ -8,6 +8,7 @@ Modules are imported only to register, never to run heavy imports (vLLM, torch) 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import signal
@@ -106,11 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(make_parser(), argv)
     _main_pid, installed = os.getpid(), False
     if getattr(args, "interrupt_on_sigterm", False):
-        try:
+        with contextlib.suppress(ValueError):  # not the main thread: signals are not ours
             previous = signal.signal(signal.SIGTERM, _terminate)
             installed = True
-        except ValueError:  # not the main thread: signals are not ours to handle
-            pass
     # Commands print server text (Hub file names, URLs in huggingface_hub's retry warnings,
     # an inference server's errors): no credential is ever shown, on stdout or stderr.
     with scrubbed_output():

@@ -22,6 +22,7 @@ works: https://, http://, file://.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import os
@@ -118,14 +119,12 @@ def _shut(sock: socket.socket) -> None:
     """End the socket's reads without closing it under its reader's feet: a shutdown acts on
     the connection, so a duplicate descriptor does (TLS sockets included, whose own shutdown
     would drop their state)."""
-    try:
+    with contextlib.suppress(OSError):  # closed meanwhile
         fd = sock.fileno()
         if fd < 0:  # closed meanwhile
             return
         with socket.socket(fileno=os.dup(fd)) as dup:
             dup.shutdown(socket.SHUT_RDWR)
-    except OSError:  # closed meanwhile
-        pass
 
 
 def _tracked(base: type[http.client.HTTPConnection], stops: tuple[Stop, ...]):

@@ -40,14 +40,8 @@ def stale_staging(target: Path) -> list[Path]:
         entries = sorted(target.parent.iterdir())
     except OSError:
         return []
-    found = []
-    for entry in entries:
-        if not entry.name.startswith(prefix):
-            continue
-        match = _TAG.match(entry.name, len(prefix))
-        if match and writer_ended(match["host"], int(match["pid"])):
-            found.append(entry)
-    return found
+    tagged = ((e, _TAG.match(e.name, len(prefix))) for e in entries if e.name.startswith(prefix))
+    return [e for e, match in tagged if match and writer_ended(match["host"], int(match["pid"]))]
 
 
 def remove_stale_staging(target: Path) -> list[Path]:

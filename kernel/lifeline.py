@@ -12,6 +12,7 @@ as long as they do.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -42,10 +43,9 @@ class _Watch:
         self.parent, self.driver = parent, driver
         self._pidfd = None
         if driver != parent and hasattr(os, "pidfd_open"):
-            try:  # readable once the driver has ended, and immune to a reused pid
+            # readable once the driver has ended, and immune to a reused pid
+            with contextlib.suppress(OSError):
                 self._pidfd = os.pidfd_open(driver)
-            except OSError:
-                pass
 
     def ended(self) -> bool:
         if os.getppid() != self.parent:

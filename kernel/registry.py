@@ -1,34 +1,17 @@
 """One registry mechanism for everything ruler lets others add: benchmarks, task families,
 tasks, variants, backends, metrics, prediction readers, exporters and publish steps.
 
-A `Registry` maps names to entries of one kind. An entry is registered three ways:
-
-- `register(obj)`: the object itself (a plug-in module's own call, or the product's);
-- `register_lazy(name, "module:attr")`: an address, imported the first time the name is asked
-  for, so one entry's dependencies never load for another (`ruler --help` imports no
-  inference stack and no task generator);
-- an entry point in the registry's group (`ruler.backends`, ...): a pip-installed package
-  extends the installed `ruler` command, and every process (the CLI's, each spawned worker)
-  finds it by being installed, not by being sent. An entry point's value names either the
-  entry itself (`name = "pkg.mod:OBJ"`, registered under the entry point's name) or a module or
-  function that registers entries when imported or called (how one package adds several, e.g.
-  a task family and its tasks); the group's entry points are read once per process, when a
-  name is missing or the whole list is read.
-
-A name is registered once: registering another object under a taken name is a
-`DuplicateName` (replacing an entry silently would change what a command means depending on
-what happened to be imported), registering the same object again does nothing. An unknown
-name is an `UnknownName` that lists the known ones and the closest matches. Both are
-RulerErrors (one line at the CLI). Loading is thread-safe: an entry's module is imported and
-a group's entry points are read once, under the registry's lock.
-
-An installed plug-in is someone else's code, and one broken package must not break every
-command: a plug-in entry that fails to load (an import error, an exception, `sys.exit` at
-import, an object of the wrong kind) or that offers a name another entry has (a built-in's,
-another plug-in's) is left out with one warning line on stderr naming it and its package
-(`plugin_warning`), once a process; the registry reads on without it, so every command that
-does not need it works, `--help` first. Asking for that name is then one RulerError line
-saying why it is missing.
+A `Registry` maps names to entries of one kind, registered as objects (`register`), as lazy
+"module:attr" addresses imported the first time the name is asked for (`register_lazy`: one
+entry's dependencies never load for another, so `ruler --help` imports no inference stack), or
+by the entry points of its group, read once per process when a name is missing or the whole
+list is read: a pip-installed package extends the installed `ruler` in every process, the
+CLI's and each spawned worker's. docs/extending.md ("Plug-ins: one mechanism") says what users
+see: one line for an unknown name (`UnknownName`) or a name registered twice with another
+entry (`DuplicateName`: replacing silently would make a command mean what happened to be
+imported), and a broken plug-in left out with one warning line (`plugin_warning`), so one
+broken package never breaks every command. Loading is thread-safe: an entry's module is
+imported and a group's entry points are read once, under the registry's lock.
 """
 
 from __future__ import annotations
@@ -41,7 +24,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from types import FrameType, ModuleType
-from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import Any, Callable, ContextManager, Generic, Iterator, Mapping, TypeVar
 
 from ruler.kernel.errors import RulerError
 
@@ -381,10 +364,9 @@ class Registry(Mapping[str, T], Generic[T]):
                                                 package=_package_of(ep))
                 return
         if known.target != ep.value:  # the entry there keeps its name; this one is left out
-            message = (f"{origin} offers {self.kind} {ep.name!r}, which is registered already "
-                       f"(by {known.origin}): rename it in the plug-in; the plug-in's is not "
-                       f"used")
-            plugin_warning(message)
+            plugin_warning(f"{origin} offers {self.kind} {ep.name!r}, which is registered "
+                           f"already (by {known.origin}): rename it in the plug-in; the "
+                           f"plug-in's is not used")
 
     def _load_plugin_entries(self) -> None:
         """Load every plug-in entry not loaded yet; one that fails is left out, warned of."""
@@ -414,18 +396,24 @@ class Registry(Mapping[str, T], Generic[T]):
             finally:
                 entry.loading = False
 
-    def _import(self, name: str, entry: _Entry) -> None:
-        assert entry.target is not None, "an entry registered as an object is loaded already"
+    @contextlib.contextmanager
+    def _own_code(self, name: str, entry: _Entry) -> Iterator[None]:
+        """A failure of the entry's code (importing it, calling its registrar) as one
+        RulerError line naming it; a built-in's RulerError passes as it is."""
+        failed = f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed to load"
         try:
-            obj = load_target(entry.target)
+            yield
         except RulerError as e:
             if not entry.plugin:
                 raise
-            raise RulerError(f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed "
-                             f"to load: {one_line(str(e))}") from e
+            raise RulerError(f"{failed}: {one_line(str(e))}") from e
         except (Exception, SystemExit) as e:  # a plug-in's sys.exit at import is not obeyed
-            raise RulerError(f"{self.kind} {name!r} ({entry.target}, {entry.origin}) failed "
-                             f"to load: {_failure(e)}") from e
+            raise RulerError(f"{failed}: {_failure(e)}") from e
+
+    def _import(self, name: str, entry: _Entry) -> None:
+        assert entry.target is not None, "an entry registered as an object is loaded already"
+        with self._own_code(name, entry):
+            obj = load_target(entry.target)
         now = self._entries.get(name)
         if now is not None and now.loaded:  # the module registered it while imported
             return
@@ -442,16 +430,8 @@ class Registry(Mapping[str, T], Generic[T]):
                              f"{type(obj).__name__} {one_line(repr(obj), 80)}, not a "
                              f"{self.kind}")
         if callable(obj) and not isinstance(obj, ModuleType):
-            try:
+            with self._own_code(name, entry):
                 obj()  # a registrar: it registers entries itself
-            except RulerError as e:
-                if not entry.plugin:
-                    raise
-                raise RulerError(f"{self.kind} {name!r} ({entry.target}, "
-                                 f"{entry.origin}) failed to load: {one_line(str(e))}") from e
-            except (Exception, SystemExit) as e:
-                raise RulerError(f"{self.kind} {name!r} ({entry.target}, "
-                                 f"{entry.origin}) failed to load: {_failure(e)}") from e
         now = self._entries.get(name)
         if now is not None and now.loaded:
             return
@@ -469,14 +449,18 @@ _PLUGIN_CODE = threading.local()
 
 
 @contextlib.contextmanager
-def _plugin_code(active: bool, package: str | None = None) -> Iterator[None]:
-    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
-    _PLUGIN_CODE.depth = depth + active
-    _PLUGIN_CODE.package = (package or was) if active else was
+def _plugin_state(depth: int, package: str | None) -> Iterator[None]:
+    was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
+    _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, package
     try:
         yield
     finally:
-        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, was
+        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = was
+
+
+def _plugin_code(active: bool, package: str | None = None) -> ContextManager[None]:
+    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
+    return _plugin_state(depth + active, (package or was) if active else was)
 
 
 def _in_plugin_code() -> bool:
@@ -488,16 +472,10 @@ def _current_package() -> str | None:
     return getattr(_PLUGIN_CODE, "package", None) if _in_plugin_code() else None
 
 
-@contextlib.contextmanager
-def builtin_code() -> Iterator[None]:
+def builtin_code() -> ContextManager[None]:
     """What this thread registers meanwhile is ruler's own, even if a plug-in's code imported
     the module that registers it (a plug-in's family reusing a built-in benchmark's code)."""
-    depth, was = getattr(_PLUGIN_CODE, "depth", 0), getattr(_PLUGIN_CODE, "package", None)
-    _PLUGIN_CODE.depth, _PLUGIN_CODE.package = 0, None
-    try:
-        yield
-    finally:
-        _PLUGIN_CODE.depth, _PLUGIN_CODE.package = depth, was
+    return _plugin_state(0, None)
 
 
 def _registers_itself(target: str | None, obj: Any) -> bool:

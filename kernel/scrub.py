@@ -17,7 +17,7 @@ import os
 import re
 import sys
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Iterator, TextIO
 
 REDACTED = "<redacted>"
@@ -41,18 +41,12 @@ def register_secret(value: str | None) -> None:
 
 def known_secrets() -> list[str]:
     """The secrets this process holds (environment, login, registered), longest first."""
-    return _known_tokens()
-
-
-def _known_tokens() -> list[str]:
-    """The secrets this process would send, wherever they come from (environment, login)."""
     tokens = [os.environ.get(k) for k in _SECRET_ENV] + sorted(_registered)
-    try:
+    # no huggingface_hub, an unreadable token file: nothing more to hide
+    with suppress(Exception):
         from huggingface_hub import get_token
 
         tokens.append(get_token())
-    except Exception:  # no huggingface_hub, an unreadable token file: nothing more to hide
-        pass
     # longest first: a secret that contains another is replaced whole
     return sorted({t for t in tokens if t and len(t) >= _MIN_SECRET}, key=len, reverse=True)
 
@@ -61,14 +55,14 @@ def redact_known(text: str) -> str:
     """`text` with the known secrets replaced, and nothing else: for text that is data (a
     model's answer, a name a server gave), where `scrub`'s patterns would also change
     ordinary words ("bearer of ...")."""
-    for token in _known_tokens():
+    for token in known_secrets():
         text = text.replace(token, REDACTED)
     return text
 
 
 def scrub(text: str, extra: tuple[str, ...] = ()) -> str:
     """`text` without the known secrets, any `hf_...`-shaped string or bearer credential."""
-    for token in (*extra, *_known_tokens()):
+    for token in (*extra, *known_secrets()):
         text = text.replace(token, REDACTED)
     text = _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
     return _HF_TOKEN.sub(REDACTED, text)
@@ -150,10 +144,9 @@ def scrubbed_output() -> Iterator[None]:
         yield
     finally:
         for stream in wrapped.values():
-            try:
+            # a closed pipe: nothing more can be shown anyway
+            with suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):  # a closed pipe: nothing more can be shown anyway
-                pass
         sys.stdout, sys.stderr = out, err
         for handler, stream in moved:
             if handler.stream is wrapped[id(stream)]:

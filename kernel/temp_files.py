@@ -66,13 +66,10 @@ def writer_ended(host: str | None, pid: int) -> bool:
 
 def temp_files(out: str | os.PathLike) -> list[TempFile]:
     """The builder's temporary files in `OUT/data/<config>/<task>/` (links not followed)."""
-    found = []
-    for folder in _task_folders(Path(out) / "data"):
-        for entry in sorted(os.scandir(folder), key=lambda e: e.name):
-            match = _TEMP_NAME.match(entry.name)
-            if match and entry.is_file(follow_symlinks=False):
-                found.append(TempFile(Path(entry.path), match["host"], int(match["pid"])))
-    return found
+    entries = (entry for folder in _task_folders(Path(out) / "data")
+               for entry in sorted(os.scandir(folder), key=lambda e: e.name))
+    return [TempFile(Path(entry.path), match["host"], int(match["pid"])) for entry in entries
+            if (match := _TEMP_NAME.match(entry.name)) and entry.is_file(follow_symlinks=False)]
 
 
 def stale_temp_files(out: str | os.PathLike) -> list[TempFile]:
@@ -94,7 +91,7 @@ def remove_stale_temp_files(out: str | os.PathLike) -> list[Path]:
 
 
 def _task_folders(data: Path) -> list[str]:
-    if not _is_real_dir(data):
+    if not data.is_dir() or data.is_symlink():
         return []
     return [task.path for config in _subfolders(data) for task in _subfolders(config)]
 
@@ -106,7 +103,3 @@ def _subfolders(folder) -> list[os.DirEntry]:
                           key=lambda e: e.name)
     except OSError:
         return []
-
-
-def _is_real_dir(path: Path) -> bool:
-    return path.is_dir() and not path.is_symlink()

@@ -15,6 +15,7 @@ and only when the user asked (`--overwrite`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -180,7 +181,6 @@ def _remove_empty_folders(root: Path) -> None:
 
 
 def _rmdir_if_empty(folder: Path) -> None:
-    try:
+    # not empty (another build's temporary file, a user's file): keep it
+    with contextlib.suppress(OSError):
         folder.rmdir()
-    except OSError:  # not empty (another build's temporary file, a user's file): keep it
-        pass

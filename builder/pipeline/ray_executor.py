@@ -28,6 +28,7 @@ an error of the build itself (RulerError) is not retried, since it would fail ag
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import pickle
 import shutil
@@ -49,6 +50,7 @@ from ruler.catalog.sources import recheck
 from ruler.kernel.atomic import FILE_MODE, temp_file_beside
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256
+from ruler.kernel.lifeline import process_running
 
 #: Re-runs of a file whose Ray worker died (or whose node was lost) before the build gives up.
 RETRIES = 3
@@ -188,18 +190,8 @@ def _remove_stale_scratch() -> None:
             pid = int(folder.name[len(SCRATCH_PREFIX):].split("-", 1)[0])
         except ValueError:
             continue
-        if not _alive(pid):
+        if not process_running(pid):
             shutil.rmtree(folder, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process
-        return True
-    return True
 
 
 # --- on the driver ----------------------------------------------------------------------------
@@ -313,20 +305,14 @@ class RayExecutor:
         # let the workers remove their scratch folders; a worker that does not answer soon
         # is killed all the same (its folder goes when a worker next starts on its node).
         for stream in self._running:
-            try:
+            with contextlib.suppress(Exception):
                 ray.cancel(stream)
-            except Exception:
-                pass
-        try:
+        with contextlib.suppress(Exception):
             ray.get([close_actor(a) for a in self._actors],
                     timeout=30 if exc_type is None else 5)
-        except Exception:
-            pass
         for actor in self._actors:
-            try:
+            with contextlib.suppress(Exception):
                 ray.kill(actor, no_restart=True)
-            except Exception:
-                pass
         self._actors = []
         if self._started_ray:
             ray.shutdown()
@@ -356,10 +342,8 @@ class RayExecutor:
     def release(self, actor) -> None:
         """Let an idle worker remove its scratch folder, then end it (its CPU is free)."""
         ray = self._ray
-        try:
+        with contextlib.suppress(Exception):
             ray.get(close_actor(actor), timeout=30)
-        except Exception:
-            pass
         ray.kill(actor, no_restart=True)
         self._actors.remove(actor)
 

@@ -2,18 +2,16 @@
 
 Before anything is written, every input is validated (tasks, lengths, tokenizer, sources,
 sample counts, and that the smallest sample of each task fits each length), so bad input
-leaves OUT untouched. Files are written atomically and recorded in the manifest one by one: an
-interrupted build resumes, and a file whose build key (`ruler.builder.identity`) is unchanged
-is kept, never rebuilt. A build whose identity differs from the config's files already in OUT
-(seed, samples, tokenizer, package versions, a source's bytes) refuses, naming what differs,
-unless `overwrite` is set; then only the files the manifest lists for the config are removed.
-A variant (`ruler.catalog.variants`) is its own config, with its own identity.
-A complete, matching build writes nothing at all. Workers fit and write whole files, longest
-first; this process publishes and records them, under the manifest lock.
+leaves OUT untouched. Resuming, a build of another identity (refused unless `overwrite`) and
+concurrent builds into one OUT are docs/building.md's "Resuming, concurrent builds and
+merging": a file whose build key (`ruler.builder.identity`) is unchanged is kept, never
+rebuilt. Workers fit and write whole files, longest first; this process publishes and
+records them, under the manifest lock.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from functools import partial
@@ -82,10 +80,8 @@ def _finish_recorded(out: Path) -> None:
 
 def _quietly(step: Callable[[], object]) -> None:
     """Run a clean-up step after a failure: its own error must not hide the build's."""
-    try:
+    with contextlib.suppress(Exception):  # best effort: the build's error is raised after it
         step()
-    except Exception:  # noqa: BLE001 (best effort; the build's error is raised after it)
-        pass
 
 
 def run_build(cfg: BuildConfig) -> BuildReport:
@@ -171,13 +167,10 @@ def run_build(cfg: BuildConfig) -> BuildReport:
         for job in todo:  # what a stopped worker or a failure left unpublished
             final = out / job.path
             for tmp in final.parent.glob(temp_prefix(final, worker.temp_tag) + "*.tmp"):
-                try:
+                # a folder made read-only: the first error is the one to say
+                with contextlib.suppress(OSError):
                     tmp.unlink(missing_ok=True)
-                except OSError:  # a folder made read-only: the first error is the one to say
-                    pass
     return BuildReport(out, config, _in_plan_order(kept + publisher.results, units))
-
-
 
 
 def _executor(cfg: BuildConfig, worker: Worker) -> Executor:

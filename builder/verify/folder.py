@@ -20,19 +20,16 @@ from ruler.kernel.temp_files import stale_temp_files
 
 
 def manifest_problems(out: Path, manifest: Manifest) -> list[Problem]:
-    problems = []
-    listed = set(manifest.files)
     on_disk, links = _data_tree(out)
-    for rel in sorted(on_disk - listed):
-        problems.append(Problem(rel, "Parquet file not listed in manifest.json"))
-    for rel in links:
-        problems.append(Problem(rel, "symbolic link inside the build folder (the dataset loader "
-                                     "follows it; ruler never reads or writes through one)"))
-    for stale in stale_temp_files(out):
-        problems.append(Problem(stale.path.relative_to(out).as_posix(),
-                                f"temporary file of a build that ended without publishing it "
-                                f"(process {stale.pid} no longer runs): run the build again, "
-                                f"which removes it, or delete it"))
+    problems = [Problem(rel, "Parquet file not listed in manifest.json")
+                for rel in sorted(on_disk - set(manifest.files))]
+    problems += [Problem(rel, "symbolic link inside the build folder (the dataset loader "
+                              "follows it; ruler never reads or writes through one)")
+                 for rel in links]
+    problems += [Problem(stale.path.relative_to(out).as_posix(),
+                         f"temporary file of a build that ended without publishing it "
+                         f"(process {stale.pid} no longer runs): run the build again, "
+                         f"which removes it, or delete it") for stale in stale_temp_files(out)]
     for config, build in sorted(manifest.builds.items()):
         files = manifest.files_of(config)
         problems += build_problems(config, build, files)
@@ -102,11 +99,9 @@ def build_problems(config: str, build: BuildEntry, files: Iterable[FileEntry]) -
         problems.append(Problem(where, f"lists tasks {build.tasks} and lengths "
                                        f"{build.lengths}, its files have "
                                        f"{sorted(tasks)} and {lengths}"))
-    sources = build.sources or {}
-    for sid, s in sorted(sources.items()):
-        if not s.flag_consistent:
-            problems.append(Problem(where, f"source {sid!r}: `official` disagrees with its "
-                                           f"sha256 and official_sha256"))
+    problems += [Problem(where, f"source {sid!r}: `official` disagrees with its sha256 and "
+                                f"official_sha256")
+                 for sid, s in sorted((build.sources or {}).items()) if not s.flag_consistent]
     official = build.official_by_record()
     if bool(build.official) != official:
         problems.append(Problem(where, f"`official` is {build.official}, but tokenizer "

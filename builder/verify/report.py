@@ -24,8 +24,7 @@ def format_report(report: VerifyReport) -> str:
     problems = report.all_problems()
     notes = sorted({f"{f.path}: {n}" for f in report.files for n in f.notes})
     if notes:
-        lines.append("")
-        lines += [f"note: {n}" for n in notes]
+        lines += ["", *(f"note: {n}" for n in notes)]
     lines.append("")
     if problems:
         lines.append(f"FAILED: {len(problems)} problem(s)")
