@@ -20,7 +20,7 @@ finds them), so they never get these cuts.
 
 Which tokenizers qualify is read from the tokenizer itself (`hf_has_letter_junctions`,
 `TiktokenTokenizer.letter_junctions`), and tests/builder/test_counting.py proves the
-property for every registry tokenizer that qualifies, on ONERULER's zh and ja text and
+property for every registry tokenizer that qualifies, on Chinese and Japanese book text and
 adversarial strings.
 """
 
