@@ -148,15 +148,6 @@ def _meant(text: str) -> str | None:
             f"{a}-{b}: the context in {a}, the instructions in {b})")
 
 
-def record_ok(value: Any) -> bool:
-    """Whether a manifest's `language` entry names ONERULER languages."""
-    try:
-        OnerulerLanguage.from_record(value)
-    except Exception:
-        return False
-    return True
-
-
 class LanguageAxis(BuildAxis):
     """ONERULER's build axis: one config per language (`--languages ko,fr`, `language="ko"`),
     or per cross-lingual pair (`en-ko`), whose config holds the 5 NIAH tasks only (upstream's

@@ -88,7 +88,6 @@ MODES: tuple[Mode, ...] = (
 )
 
 PRECEDENCE: tuple[str, ...] = tuple(m.name for m in MODES)
-MODE_BY_NAME = {m.name: m for m in MODES}
 
 
 @dataclass(frozen=True)
