@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS
 from ruler.catalog.benchmarks import BuildAxis
 from ruler.kernel.errors import RulerError
 
@@ -179,13 +180,9 @@ class LanguageAxis(BuildAxis):
         return value.config_suffix()
 
     def tasks(self, value: OnerulerLanguage, tasks: tuple[str, ...]) -> tuple[str, ...]:
-        from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS
-
         return CROSS_LINGUAL_TASKS if value.cross_lingual else tasks
 
     def check(self, value: OnerulerLanguage, tasks: Sequence[str]) -> None:
-        from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS
-
         other = [t for t in tasks if t not in CROSS_LINGUAL_TASKS]
         if value.cross_lingual and other:
             raise RulerError(f"{', '.join(other)}: ONERULER's CWE has no cross-lingual "

@@ -153,8 +153,7 @@ def _niah_budget(values: Mapping[str, Any]) -> int:
 
 def configure_niah(args: Mapping[str, Any]) -> Configured:
     values, params, budget = _read_all("niah", args, NIAH_ARGS)
-    problem = niah_params_problem(params)
-    if problem:
+    if problem := niah_params_problem(params):
         raise RulerError(problem)
     sources = ("essays", "punkt_tab") if params["type_haystack"] == "essay" else ()
     return Configured(params, sources, budget or _niah_budget(values))

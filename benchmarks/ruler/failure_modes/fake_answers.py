@@ -68,10 +68,6 @@ def answer(mode: str, family: str, row: Row) -> Purposeful:
     return made if made is not None else Purposeful(" ".join(row["outputs"]))
 
 
-def _half(outputs: list[str]) -> list[str]:
-    return outputs[:max(1, len(outputs) // 2)]
-
-
 def _distractor(family: str, row: Row) -> Purposeful | None:
     refs = list(row["outputs"])
     if family == "niah":
@@ -117,7 +113,7 @@ def _partial(family: str, row: Row, twice: bool = False) -> Purposeful | None:
     refs = list(row["outputs"])
     if family not in _PARTIAL_LABEL or len(refs) < 2:
         return None
-    half = _half(refs)
+    half = refs[:max(1, len(refs) // 2)]
     flags = frozenset({"duplicated"}) if twice else frozenset()
     return Purposeful(" ".join(half * (2 if twice else 1)), _PARTIAL_LABEL[family], flags)
 
