@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks.ruler.failure_modes import cwe, fwe, niah, vt
+from ruler.benchmarks.ruler.failure_modes.cell import family_of
+from ruler.benchmarks.ruler.failure_modes.labeler import labels_family
 from ruler.benchmarks.ruler.failure_modes.labels import THRESHOLDS
 from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.text import collapse
@@ -214,9 +216,6 @@ assert tuple(_MAKERS) == FAILURES
 
 def _row_answer(mode: str, row: Row) -> str | None:
     """`mode`'s answer to a row of a family the labels read (None: another's, the gold)."""
-    from ruler.benchmarks.ruler.failure_modes.cell import family_of
-    from ruler.benchmarks.ruler.failure_modes.labeler import labels_family
-
     family = family_of(row["task"])
     if family is None or not labels_family(family):
         return None
