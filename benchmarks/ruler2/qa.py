@@ -23,7 +23,6 @@ import math
 import random
 import re
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Mapping
 
 from ruler.benchmarks.ruler2.items import (
@@ -101,13 +100,10 @@ class Ruler2QaGenerator(TaskGenerator):
         source = ctx.source("hotpotqa_hub")
         self.data: HotpotData = ctx.resource(f"ruler2-hotpotqa:{source.path}",
                                              lambda: read_hotpotqa(source), content=source.sha256)
+        self._streams = SampleStreams()
 
     #: The four tasks draw the same paragraphs: their counts are made once for all four.
     count_scope = "ruler2:hotpotqa"
-
-    @cached_property
-    def _streams(self) -> SampleStreams:
-        return SampleStreams()
 
     def check_samples(self, num_samples: int) -> None:
         if num_samples > len(self.data.questions):
