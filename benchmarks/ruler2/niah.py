@@ -115,17 +115,11 @@ class Ruler2NiahGenerator(TaskGenerator):
         needles = [self._line(key, v) for v in values]
         rng.shuffle(needles)
         stream, order = rng.getrandbits(64), random.Random(rng.getrandbits(64))
-        lines = self._haystack(stream, size, key, order)
+        units = self._haystack(stream, size, key, order)  # a list of the draft's own
         slots = sorted(rng.sample(range(size), len(needles)))
-        units: list[str] = []
-        at: list[int] = []
-        prev = 0
-        for slot, needle in zip(slots, needles):
-            units.extend(lines[prev:slot])
-            at.append(len(units))
-            units.append(needle)
-            prev = slot
-        units.extend(lines[prev:])
+        at = [slot + j for j, slot in enumerate(slots)]  # needle j before line slots[j]
+        for i, needle in zip(at, needles):
+            units.insert(i, needle)
         head, tail = template_ends(self.template, type_needle_v=self.type_asked, query=key)
         text, pieces = assemble(head, units, [tail[1:]], sep="\n")  # tail: "\nWhat ..."
         starts = list(itertools.accumulate((len(unit) + 1 for unit in units[:-1]),
