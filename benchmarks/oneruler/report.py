@@ -6,19 +6,10 @@ ONERULER builds one dataset config per language (`<tokenizer>--oneruler-<lang>`,
 `--oneruler-<context>-<instructions>` cross-lingually), so a model evaluated in several
 languages is several runs. A run's language is the one its scores.json records, from the
 manifest's entry of its config (`Report.axes`), never read from the config's name.
-`ruler report RUN RUN ...` over them pools the runs by model:
-
-- language x length: per language and length, the mean of the task scores (equal rows per task
-  make it the accuracy over all the rows of the 7 tasks, micro and macro alike), with the
-  run's own 95 % interval (a stratified bootstrap over the tasks' rows,
-  `ruler.eval.report.intervals`); Avg. over the lengths; and the mean over the languages per
-  length ("All"), its interval resampling every language's and task's rows;
-- language x task: each task's accuracy over the language's rows of every length (micro: the
-  rows pooled), Wilson intervals;
-- per task: the paper's micro accuracy, every language's rows of the task pooled, per length
-  and over all lengths;
-- heatmaps like the paper's: language x length and language x task, languages ordered by their
-  Avg. (highest first), on a fixed 0-100 colour scale.
+`ruler report RUN RUN ...` over them pools the runs by model into the paper's tables
+(language x length, language x task, per-task micro accuracy: each table's caption in
+`to_markdown` says how its cells and intervals are made) and heatmaps (languages by their
+Avg., highest first, on a fixed 0-100 colour scale).
 
 Cross-lingual runs (5 NIAH tasks: upstream's CWE refuses `--xling`) get tables of their own:
 their means are over other tasks. Runs scored with different metrics (`oneruler`,
@@ -280,6 +271,7 @@ def _table(model: str, cross: bool, members: list[tuple[str, str, Report]],
         seen[code] = where
     lengths = sorted({L for _, _, r in members for L in r.lengths})
     tasks = in_task_order({t for _, _, r in members for t in r.tasks})
+    # the mean of a length's task scores: with equal rows per task, also their rows' accuracy
     by_length = {code: {L: Pooled(r.summary.by_length.get(L), _interval(r, L),
                                   sum(len(_rows(r.cells.get((t, L))) or []) for t in r.tasks))
                         for L in lengths}

@@ -3,28 +3,8 @@ failure mode describes, made from the row as built, so that the labels can be ch
 what was meant (`ruler.benchmarks.ruler.failure_modes`); RULER's `FakeAnswers`.
 
 Each mode answers the rows it applies to with its failure and every other row with the gold
-answer (`Purposeful.label` None), so a run on all 13 tasks mixes both:
-
-- `distractor`: niah: the value of the distractor needle nearest the asked one
-  (`distractor_value`, with `vicinity`); cwe: listed words that are not the most common (the
-  last listed first), fwe:
-  the coded words ranked right after the answer (`inaccurate_aggregation`);
-- `partial`: half the values, names or words (`incomplete_set` for several needle values,
-  `incomplete_chain` for vt, `inaccurate_aggregation` for cwe); `duplicated`: the same, each
-  written twice (with `duplicated`);
-- `oneshot`: vt, cwe: the solved example's answer (`copy_oneshot`);
-- `stopwords`: "the an a" (`parametric` with `stopword` for cwe, fwe; `empty` for the rest:
-  no value, name or answer);
-- `other_chain`: vt with several chains: another chain's names (`other_chain`);
-- `truncated`: niah: each gold value cut short, a UUID to 18 characters
-  (`incomplete_value`), a number to 5 digits (`partial_number`);
-- `closed_book`: an answer made from the question alone, the same with or without the
-  context: a made-up name (`not_in_context` for qa, `no_context_coincidence` beside a run on
-  the --no-context config; `parametric` for cwe, fwe; `empty` for the rest);
-- `copy_start`: the input's first 60 characters (`copy_oneshot` for cwe, whose input opens
-  with the example, `copy_input_start` where it has none; `copy_input_start` for fwe and qa;
-  `empty` for niah and vt, whose start holds no value and no name, flagged
-  `copy_input_start` and `copy_oneshot`).
+answer (`Purposeful.label` None), so a run on all 13 tasks mixes both. What each mode answers
+and the label (and flags) it means: docs/failure-modes.md, "Checking the labels".
 """
 
 from __future__ import annotations
