@@ -137,19 +137,13 @@ def _other_chain(family: str, row: Row) -> Purposeful | None:
 def _truncated(family: str, row: Row) -> Purposeful | None:
     if family != "niah":
         return None
-    kinds = {n.value: n.kind for n in niah.needles(row["input"])}
-    cut = []
-    for v in row["outputs"]:
-        kind = kinds.get(v)
-        if kind == "uuids":
-            cut.append((v[:18], "incomplete_value"))
-        elif kind == "numbers":
-            cut.append((v[:5], "partial_number"))
-        else:
-            return None
-    labels = {label for _, label in cut}
-    label = "incomplete_value" if "incomplete_value" in labels else "partial_number"
-    return Purposeful(" ".join(v for v, _ in cut), label)
+    kind_of = {n.value: n.kind for n in niah.needles(row["input"])}
+    kinds = [kind_of.get(v) for v in row["outputs"]]
+    if any(kind not in ("uuids", "numbers") for kind in kinds):
+        return None
+    cut = [v[:18] if kind == "uuids" else v[:5] for v, kind in zip(row["outputs"], kinds)]
+    return Purposeful(" ".join(cut),
+                      "incomplete_value" if "uuids" in kinds else "partial_number")
 
 
 _SYLLABLES = ("ka", "lo", "mer", "vin", "tor", "qua", "zel", "dru", "fen", "osh", "pra", "wix")
