@@ -173,13 +173,10 @@ class VariableTrackingGenerator(TaskGenerator):
 
     def _positions(self, rng: random.Random, num_noise: int, chain_len: int
                    ) -> tuple[tuple[int, ...], ...]:
-        # Upstream samples each chain's slots among the lines present when it is inserted.
-        out = []
-        length = num_noise
-        for _ in range(self.num_chains):
-            out.append(tuple(sorted(rng.sample(range(length), chain_len))))
-            length += chain_len
-        return tuple(out)
+        # Upstream samples each chain's slots among the lines present when it is inserted:
+        # the noise and the c chains before it.
+        return tuple(tuple(sorted(rng.sample(range(num_noise + c * chain_len), chain_len)))
+                     for c in range(self.num_chains))
 
     # --- draft --------------------------------------------------------------------------
 
