@@ -22,6 +22,7 @@ from ruler.benchmarks.oneruler.sentences import SPLITTER, splitter_of
 from ruler.benchmarks.oneruler.tasks import TASKS as ONERULER_TASKS
 from ruler.benchmarks.oneruler.tasks import UPSTREAM_NAMES as ONERULER_UPSTREAM_NAMES
 from ruler.builder.manifest import Manifest
+from ruler.cards.render import table
 from ruler.catalog.tasks import TASKS
 
 #: What each task asks.
@@ -36,32 +37,26 @@ _ASKS = {
 }
 
 
-def _table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def oneruler_section(manifest: Manifest) -> str:
     configs = oneruler_configs(manifest)
     if not configs:
         return ""
     built = {f.task for c in configs for f in manifest.files_of(c)}
-    tasks = _table(["task", "upstream's name", "asks for", "tokens_to_generate", "in this repo"],
-                   [[f"`{t}`", f"`{ONERULER_UPSTREAM_NAMES[t]}`", _ASKS[t],
-                     TASKS[t].tokens_to_generate, "yes" if t in built else "no"]
-                    for t in ONERULER_TASKS])
-    languages = _table(["config", "context (book, needles, keys)",
-                        "instructions (task, question, none-word)", "sentences split by"],
-                       [[f"`{c}`", f"`{lang.context}`", f"`{lang.instructions}`",
-                         SPLITTER[splitter_of(lang.context)] + ", long segments cut"]
-                        for c, lang in configs.items()])
+    tasks = table(["task", "upstream's name", "asks for", "tokens_to_generate", "in this repo"],
+                  [[f"`{t}`", f"`{ONERULER_UPSTREAM_NAMES[t]}`", _ASKS[t],
+                    TASKS[t].tokens_to_generate, "yes" if t in built else "no"]
+                   for t in ONERULER_TASKS])
+    languages = table(["config", "context (book, needles, keys)",
+                       "instructions (task, question, none-word)", "sentences split by"],
+                      [[f"`{c}`", f"`{lang.context}`", f"`{lang.instructions}`",
+                        SPLITTER[splitter_of(lang.context)] + ", long segments cut"]
+                       for c, lang in configs.items()])
     contexts = sorted({lang.context for lang in configs.values()})
-    books = _table(["language", "book (upstream's file)", "copyright status"],
-                   [[f"`{lang}`", f"`{BOOKS[lang].file}`",
-                     BOOKS[lang].status or "unknown (not stated upstream)"] for lang in contexts])
+    books = table(["language", "book (upstream's file)", "copyright status"],
+                  [[f"`{lang}`", f"`{BOOKS[lang].file}`",
+                    BOOKS[lang].status or "unknown (not stated upstream)"] for lang in contexts])
     unknown = unknown_book_languages(contexts)
-    differences = _table(["scope", "what differs", "measured effect"], ONERULER_DIFFERENCES)
+    differences = table(["scope", "what differs", "measured effect"], ONERULER_DIFFERENCES)
     lengths = "/".join(map(str, ONERULER_LENGTHS))
     return f"""## ONERULER
 

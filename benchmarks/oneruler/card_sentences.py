@@ -14,12 +14,7 @@ from ruler.benchmarks.oneruler.differences import (
     ONERULER_SENTENCES,
 )
 from ruler.benchmarks.oneruler.sentences import MAX_SEGMENT_CHARS, SEGMENT_TOKENS, splitter_of
-
-
-def _table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in rows]
-    return "\n".join(lines)
+from ruler.cards.render import table
 
 
 def _arrow(before, after, fmt: str) -> str:
@@ -44,10 +39,10 @@ def sentences_section(contexts: list[str]) -> str:
                      _arrow(before, after, ",d"),
                      " / ".join(_arrow(b, a, ",d") for b, a in zip(*by_tokenizer)),
                      *(_arrow(*ONERULER_FILL[lang][L], ".3f") for L in lengths)])
-    table = _table(["language", "split by", "limit (characters)",
-                    "sentences (splitter → haystack)",
-                    "longest sentence, tokens (llama-3.1 / qwen2.5)",
-                    *(f"fill at {L}" for L in lengths)], rows)
+    books = table(["language", "split by", "limit (characters)",
+                   "sentences (splitter → haystack)",
+                   "longest sentence, tokens (llama-3.1 / qwen2.5)",
+                   *(f"fill at {L}" for L in lengths)], rows)
     changed = changed_languages(contexts)
     longest = max(n for _, after in ONERULER_LONGEST.values() for n in after)
     return f"""### ONERULER haystack sentences
@@ -79,5 +74,5 @@ sentence after its haystack (at 8000 an ordinary sentence of 100 to 300 tokens c
 under 0.99 of L takes the words of that sentence (zh, ja: its characters) that still fit, cut
 at a word's end, and a row at 0.99 or more keeps its whole sentences.
 
-{table}
+{books}
 """

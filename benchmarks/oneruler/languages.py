@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS
 from ruler.catalog.benchmarks import BuildAxis
 from ruler.kernel.errors import RulerError
 
@@ -148,15 +149,6 @@ def _meant(text: str) -> str | None:
             f"{a}-{b}: the context in {a}, the instructions in {b})")
 
 
-def record_ok(value: Any) -> bool:
-    """Whether a manifest's `language` entry names ONERULER languages."""
-    try:
-        OnerulerLanguage.from_record(value)
-    except Exception:
-        return False
-    return True
-
-
 class LanguageAxis(BuildAxis):
     """ONERULER's build axis: one config per language (`--languages ko,fr`, `language="ko"`),
     or per cross-lingual pair (`en-ko`), whose config holds the 5 NIAH tasks only (upstream's
@@ -188,13 +180,9 @@ class LanguageAxis(BuildAxis):
         return value.config_suffix()
 
     def tasks(self, value: OnerulerLanguage, tasks: tuple[str, ...]) -> tuple[str, ...]:
-        from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS
-
         return CROSS_LINGUAL_TASKS if value.cross_lingual else tasks
 
     def check(self, value: OnerulerLanguage, tasks: Sequence[str]) -> None:
-        from ruler.benchmarks.oneruler.tasks import CROSS_LINGUAL_TASKS
-
         other = [t for t in tasks if t not in CROSS_LINGUAL_TASKS]
         if value.cross_lingual and other:
             raise RulerError(f"{', '.join(other)}: ONERULER's CWE has no cross-lingual "

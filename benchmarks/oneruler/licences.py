@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from ruler.benchmarks.oneruler.files import COMMIT, FILES
+from ruler.benchmarks.oneruler.files import FILES
 from ruler.benchmarks.oneruler.languages import LANGUAGES, OnerulerLanguage
 from ruler.builder.release_gates import ReleaseGate
 from ruler.kernel.errors import RulerError
@@ -65,10 +65,6 @@ def unknown_book_languages(languages: Iterable[str]) -> list[str]:
     """Of `languages` (context languages: the book is the context's), those whose book's
     copyright status is unknown, sorted."""
     return sorted({lang for lang in languages if not BOOKS[lang].known})
-
-
-def upstream_file_url(file: str) -> str:
-    return f"https://github.com/mungg/OneRuler/blob/{COMMIT}/OneRuler/data/{file}"
 
 
 def oneruler_configs(manifest: Manifest) -> dict[str, OnerulerLanguage]:

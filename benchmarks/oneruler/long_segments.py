@@ -53,22 +53,15 @@ def bounded(text: str, limit: int) -> tuple[str, ...]:
     piece over the limit halved at its weaker boundaries (module docstring)."""
     if len(text) <= limit:
         return (text,)
-    pieces: list[str] = []
-    for sentence in _cut(text, _sentence_ends(text)):
-        pieces.extend(_halved(sentence, limit))
-    return tuple(pieces)
+    bounds = [0, *_sentence_ends(text), len(text)]
+    sentences = (text[a:b].strip() for a, b in zip(bounds, bounds[1:]))
+    return tuple(piece for s in sentences if s for piece in _halved(s, limit))
 
 
 def _sentence_ends(text: str) -> list[int]:
     """Where each sentence inside `text` ends (the offset of the next one's first
     character), except before a lower-case letter (an abbreviation, `etc. and`)."""
     return [m.end() for m in _SENTENCE_END.finditer(text) if not text[m.end()].islower()]
-
-
-def _cut(text: str, at: list[int]) -> list[str]:
-    bounds = [0, *at, len(text)]
-    pieces = (text[a:b].strip() for a, b in zip(bounds, bounds[1:]))
-    return [p for p in pieces if p]
 
 
 def _halved(text: str, limit: int) -> list[str]:

@@ -6,19 +6,10 @@ ONERULER builds one dataset config per language (`<tokenizer>--oneruler-<lang>`,
 `--oneruler-<context>-<instructions>` cross-lingually), so a model evaluated in several
 languages is several runs. A run's language is the one its scores.json records, from the
 manifest's entry of its config (`Report.axes`), never read from the config's name.
-`ruler report RUN RUN ...` over them pools the runs by model:
-
-- language x length: per language and length, the mean of the task scores (equal rows per task
-  make it the accuracy over all the rows of the 7 tasks, micro and macro alike), with the
-  run's own 95 % interval (a stratified bootstrap over the tasks' rows,
-  `ruler.eval.report.intervals`); Avg. over the lengths; and the mean over the languages per
-  length ("All"), its interval resampling every language's and task's rows;
-- language x task: each task's accuracy over the language's rows of every length (micro: the
-  rows pooled), Wilson intervals;
-- per task: the paper's micro accuracy, every language's rows of the task pooled, per length
-  and over all lengths;
-- heatmaps like the paper's: language x length and language x task, languages ordered by their
-  Avg. (highest first), on a fixed 0-100 colour scale.
+`ruler report RUN RUN ...` over them pools the runs by model into the paper's tables
+(language x length, language x task, per-task micro accuracy: each table's caption in
+`to_markdown` says how its cells and intervals are made) and heatmaps (languages by their
+Avg., highest first, on a fixed 0-100 colour scale).
 
 Cross-lingual runs (5 NIAH tasks: upstream's CWE refuses `--xling`) get tables of their own:
 their means are over other tasks. Runs scored with different metrics (`oneruler`,
@@ -103,15 +94,6 @@ def report_metric(r: Report) -> str:
     return metrics[0] if metrics else "oneruler"
 
 
-def head_lines(r: Report) -> list[str]:
-    """The report head's ONERULER lines: the language and which metric ran."""
-    metric = report_metric(r)
-    code = r.axes.get("language")
-    language = language_text(code) if code else f"not recorded ({NOT_RECORDED})"
-    return [f"Language: {language}.", "",
-            f"Metric: {md_code(metric)}: {METRIC_TEXT.get(metric, 'not a ONERULER metric')}.", ""]
-
-
 def _score(cell: CellScore | None) -> float | None:
     return cell.score if cell is not None else None
 
@@ -165,38 +147,13 @@ def pooled(cells: Sequence[CellScore | None], key: str) -> Pooled:
     return Pooled(100 * sum(rows) / len(rows), score_interval(rows, key=key), len(rows))
 
 
-def task_over_lengths(r: Report) -> dict[str, Pooled]:
-    """Per task: its accuracy over the run's rows of every length."""
-    return {t: pooled([r.cells.get((t, L)) for L in r.lengths], f"{r.config}/task/{t}")
-            for t in r.tasks}
-
-
-def single_run_markdown(r: Report) -> list[str]:
-    """The one-language report's ONERULER section: per task over all lengths."""
-    over = task_over_lengths(r)
-    lines = ["## ONERULER: accuracy per task over all lengths", "",
-             "| Task (upstream's name) | Rows | Accuracy [95 % interval] |", "|---|---|---|"]
-    for t in r.tasks:
-        lines.append(f"| {md_text(t)} ({md_text(upstream_name(t))}) | {over[t].rows} | "
-                     f"{over[t].text()} |")
-    return lines + ["", "Each task's rows of every length pooled (micro accuracy); a row is "
-                        "right or wrong. `ruler report RUN RUN ...` over the model's runs in "
-                        "other languages gives the language x length table and heatmaps.", ""]
-
-
 # --- heatmaps ---------------------------------------------------------------------------------
 
 def grid_heatmap(values: Sequence[Sequence[float | None]], rows: Sequence[str],
                  columns: Sequence[str], title: str, xlabel: str, ylabel: str, path: Path) -> Path:
-    """`heatmap_figure(...)` as a PNG at `path`."""
-    return save_png(heatmap_figure(values, rows, columns, title, xlabel, ylabel), path,
-                    dpi=HEATMAP_DPI)
-
-
-def heatmap_figure(values: Sequence[Sequence[float | None]], rows: Sequence[str],
-                   columns: Sequence[str], title: str, xlabel: str, ylabel: str) -> Any:
     """A heatmap with a cell per (row, column), its value written in it, on a fixed 0-100
-    scale (grey: no value); the canvas grows to hold its title (`figures.fit_canvas`)."""
+    scale (grey: no value), as a PNG at `path`; the canvas grows to hold its title
+    (`figures.fit_canvas`)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -223,7 +180,7 @@ def heatmap_figure(values: Sequence[Sequence[float | None]], rows: Sequence[str]
     ax.set_title(figure_text(title), fontsize=9)
     fig.colorbar(mesh, ax=ax, label="accuracy", fraction=0.06, pad=0.03)
     fit_canvas(fig)
-    return fig
+    return save_png(fig, path, dpi=HEATMAP_DPI)
 
 
 def write_task_heatmap(r: Report, out: Path) -> Path:
@@ -314,6 +271,7 @@ def _table(model: str, cross: bool, members: list[tuple[str, str, Report]],
         seen[code] = where
     lengths = sorted({L for _, _, r in members for L in r.lengths})
     tasks = in_task_order({t for _, _, r in members for t in r.tasks})
+    # the mean of a length's task scores: with equal rows per task, also their rows' accuracy
     by_length = {code: {L: Pooled(r.summary.by_length.get(L), _interval(r, L),
                                   sum(len(_rows(r.cells.get((t, L))) or []) for t in r.tasks))
                         for L in lengths}
@@ -467,10 +425,25 @@ class OnerulerReport(RulerFamilyReport):
     all lengths, a task x length heatmap; over several runs, the language tables."""
 
     def head(self, r: Report) -> list[str]:
-        return head_lines(r)
+        """The language and which metric ran."""
+        metric = report_metric(r)
+        code = r.axes.get("language")
+        language = language_text(code) if code else f"not recorded ({NOT_RECORDED})"
+        return [f"Language: {language}.", "",
+                f"Metric: {md_code(metric)}: {METRIC_TEXT.get(metric, 'not a ONERULER metric')}.",
+                ""]
 
     def sections(self, r: Report) -> list[str]:
-        return single_run_markdown(r)[:-1]
+        """Each task's accuracy over its rows of every length."""
+        lines = ["## ONERULER: accuracy per task over all lengths", "",
+                 "| Task (upstream's name) | Rows | Accuracy [95 % interval] |", "|---|---|---|"]
+        for t in r.tasks:
+            over = pooled([r.cells.get((t, L)) for L in r.lengths], f"{r.config}/task/{t}")
+            lines.append(f"| {md_text(t)} ({md_text(upstream_name(t))}) | {over.rows} | "
+                         f"{over.text()} |")
+        return lines + ["", "Each task's rows of every length pooled (micro accuracy); a row is "
+                            "right or wrong. `ruler report RUN RUN ...` over the model's runs in "
+                            "other languages gives the language x length table and heatmaps."]
 
     def json(self, r: Report) -> dict[str, Any]:
         # the run's language ("ko"; "en-ko": context en, instructions ko) and the metric that

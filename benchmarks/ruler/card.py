@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ruler.benchmarks.ruler.declared_differences import declared_differences
 from ruler.benchmarks.ruler.differences import DIFFERENCES
+from ruler.benchmarks.ruler.tasks import TASKS
 from ruler.builder.manifest import Manifest
 from ruler.cards import real_model
 from ruler.cards.body import CardBody, CardWords
@@ -100,8 +101,6 @@ class RulerBody(CardBody):
         return INTRO + " "
 
     def tasks(self, manifest: Manifest) -> tuple[str, ...]:
-        from ruler.benchmarks.ruler.tasks import TASKS
-
         return TASKS
 
     def metrics(self, manifest: Manifest) -> str:

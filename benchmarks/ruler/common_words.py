@@ -136,10 +136,6 @@ class CommonWordsGenerator(TaskGenerator):
             memo[key] = np.random.default_rng(seed).permutation(len(pool))
         return pool, memo[key][:num_words]
 
-    def _words(self, rng: random.Random, num_words: int) -> list[str]:
-        pool, ids = self._word_ids(rng, num_words)
-        return [pool[i] for i in ids.tolist()]
-
     def _arrays(self, pool: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The pool and " " + each word as arrays, built once per pool (the pieces of every
         draft share these strings)."""
@@ -156,11 +152,6 @@ class CommonWordsGenerator(TaskGenerator):
         # numpy (seeded from the sample's rng) because the list is most of a long prompt.
         np.random.default_rng(rng.getrandbits(64)).shuffle(ids)
         return ids
-
-    def _list(self, rng: random.Random, words: list[str], common_repeats: int,
-              uncommon_repeats: int) -> list[str]:
-        ids = self._order(rng, len(words), common_repeats, uncommon_repeats)
-        return np.asarray(words, dtype=object)[ids].tolist()
 
     def _labels(self, n: int) -> tuple[list[str], list[str]]:
         """"1.", "2.", ... and " 1.", " 2.", ...: cached, so every draft shares these strings."""
@@ -195,8 +186,10 @@ class CommonWordsGenerator(TaskGenerator):
         pieces: list[str] = []
         for _ in range(self.num_fewshot):
             ex = self.example
-            ex_words = self._words(rng, ex.num_words)
-            ex_items = self._list(rng, ex_words, ex.common_repeats, ex.uncommon_repeats)
+            ex_pool, ex_ids = self._word_ids(rng, ex.num_words)
+            ex_words = [ex_pool[i] for i in ex_ids.tolist()]
+            order = self._order(rng, ex.num_words, ex.common_repeats, ex.uncommon_repeats)
+            ex_items = [ex_words[i] for i in order.tolist()]
             for part in (self._numbered(head, ex_items, tail + self.answer_prefix),
                          self._numbered(" ", ex_words[:self.num_cw], "\n")):
                 text_parts.append(part[0])
@@ -262,16 +255,23 @@ def parse_numbered(text: str) -> list[str] | None:
         i += 1
 
 
-def check_row(row: Mapping) -> str | None:
-    """Count the items of the task's list (the last one in the input) and compare."""
-    template = asking_for(len(row["outputs"]))[0]
+def _task_list(row: Mapping) -> tuple[int, int] | None:
+    """Where the task's list is: after the last template head (the solved example's opens the
+    input too), before the template's tail."""
+    head, tail = template_ends(asking_for(len(row["outputs"]))[0])
     text: str = row["input"]
-    head = template[:template.index("{context}")]
-    tail = template[template.index("{context}") + len("{context}"):]
     start = text.rfind(head)
     if start < 0 or not text.endswith(tail):
+        return None
+    return start + len(head), len(text) - len(tail)
+
+
+def check_row(row: Mapping) -> str | None:
+    """Count the items of the task's list (the last one in the input) and compare."""
+    span = _task_list(row)
+    if span is None:
         return "task text not found"
-    return check_numbered_answers(text[start + len(head):len(text) - len(tail)], row["outputs"])
+    return check_numbered_answers(row["input"][slice(*span)], row["outputs"])
 
 
 def check_numbered_answers(listing: str, outputs: Sequence[str]) -> str | None:
@@ -289,12 +289,9 @@ def check_numbered_answers(listing: str, outputs: Sequence[str]) -> str | None:
 
 def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:
     """No gold items (the answer is an aggregate over the whole list); the context is the
-    task's list, after the solved example's (the template's head opens both)."""
-    head, tail = template_ends(asking_for(len(row["outputs"]))[0])
-    text: str = row["input"]
-    if head not in text or not text.endswith(tail):
-        return "task text not found"
-    return [], (text.rindex(head) + len(head), len(text) - len(tail))
+    task's list."""
+    span = _task_list(row)
+    return "task text not found" if span is None else ([], span)
 
 
 FAMILY = TaskFamily(

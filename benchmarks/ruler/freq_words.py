@@ -129,11 +129,8 @@ class FreqWordsGenerator(TaskGenerator):
 
 def check_row(row: Mapping) -> str | None:
     """Count the coded words (ignoring the dots) and compare with the outputs."""
-    from ruler.benchmarks.ruler.tasks import FREQ_WORDS as fam
-
+    head, tail = template_ends(FREQ_WORDS.template)
     text: str = row["input"]
-    head = fam.template[:fam.template.index("{context}")]
-    tail = fam.template[fam.template.index("{context}") + len("{context}"):]
     if not text.startswith(head) or not text.endswith(tail):
         return "task text not found"
     # every word, then without the empty and dots-only ones (once each, not once a word)

@@ -467,13 +467,11 @@ def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]
     """Re-derived from the row alone: where the queried keys' needles start, and the
     haystack's span (between the template's first line and its question)."""
     text = row["input"]
-    question = text.rsplit("\n", 1)[-1]
-    m = re.search(r" for (.+) mentioned in the provided text\?$", question)
+    keys = _queried_keys(text)
     first = text.find("\n")
-    if not m or first < 0:
+    if keys is None or first < 0:
         return "cannot find the question line"
-    keys = set(re.split(r", and |, ", m.group(1)) if ", " in m.group(1) else [m.group(1)])
-    start, end = first + 1, len(text) - len(question) - 1
+    start, end = first + 1, text.rfind("\n")
     return ([n.start() for n in _NEEDLE_RE.finditer(text, start, end) if n.group(2) in keys],
             (start, end))
 

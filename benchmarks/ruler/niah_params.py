@@ -41,8 +41,7 @@ def niah_params_problem(params: Mapping[str, Any]) -> str | None:
     for name in ("type_needle_k", "type_needle_v"):
         if params.get(name) not in NEEDLE_TYPES:
             return f"{name} {params.get(name)!r} is none of {', '.join(NEEDLE_TYPES)}"
-    problem = _count_problem(params)
-    if problem:
+    if problem := _count_problem(params):
         return problem
     needles = max(params["num_needle_k"], params["num_needle_q"]) * params["num_needle_v"]
     if haystack == "essay" and needles > len(DEPTHS):
@@ -62,8 +61,7 @@ def oneruler_niah_params_problem(params: Mapping[str, Any]) -> str | None:
     if wrong:
         return "ONERULER's needle tasks have a book haystack, word keys and number values: " \
             + ", ".join(wrong)
-    problem = _count_problem(params)
-    if problem:
+    if problem := _count_problem(params):
         return problem
     if not isinstance(params.get("relevant_needle"), bool):
         return f"relevant_needle must be true or false, got {params.get('relevant_needle')!r}"

@@ -258,6 +258,9 @@ class QAGenerator(TaskGenerator):
 # --- answer check ---------------------------------------------------------------------------
 
 _DOC_HEAD = re.compile(r"(?:^|\n\n)Document (\d+):\n")
+# The template's text before the documents, and after them up to the question.
+_HEAD, _TAIL = QA.template.split("{context}")
+_TAIL_HEAD = _TAIL[:_TAIL.index("{query}")]
 
 
 def check_row(row: Mapping) -> str | None:
@@ -266,23 +269,18 @@ def check_row(row: Mapping) -> str | None:
     HotpotQA comparison questions answered "yes"/"no" cannot be read off verbatim; for those
     only the document structure is checked.
     """
-    from ruler.benchmarks.ruler.tasks import QA as fam
-
     text: str = row["input"]
-    head = fam.template[:fam.template.index("{context}")]
-    tail = fam.template[fam.template.index("{context}") + len("{context}"):]
-    tail_head = tail[:tail.index("{query}")]
-    if not text.startswith(head):
+    if not text.startswith(_HEAD):
         return "task text not found"
-    end = text.rfind(tail_head)
+    end = text.rfind(_TAIL_HEAD)
     if end < 0:
         return "question not found"
-    context = text[len(head):end]
+    context = text[len(_HEAD):end]
     heads = list(_DOC_HEAD.finditer(context))
     if not heads or [int(m.group(1)) for m in heads] != list(range(1, len(heads) + 1)):
         return "documents are not numbered 1..n"
-    outputs = [o for o in row["outputs"]]
-    if not outputs or not text[end + len(tail_head):].strip():
+    outputs = list(row["outputs"])
+    if not outputs or not text[end + len(_TAIL_HEAD):].strip():
         return "empty question or answers"
     # verbatim first: case folding maps character by character, so an answer found as it is
     # is found folded too (the build's workers check every row: folding 128K tokens costs)
@@ -300,23 +298,19 @@ def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]
     """Where the question's gold documents start (their "Document i:" headers) and the
     documents' span. Which documents are gold is the dataset's fact, not the row's: it is
     read from the generator's data (the pinned source) for the row's question."""
-    from ruler.benchmarks.ruler.tasks import QA as fam
-
     if generator is None:
         return "needs the task's source to know the question's gold documents"
     text: str = row["input"]
-    head = fam.template[:fam.template.index("{context}")]
-    tail = fam.template[fam.template.index("{context}") + len("{context}"):]
-    end = text.rfind(tail[:tail.index("{query}")])
-    if not text.startswith(head) or end < 0:
+    end = text.rfind(_TAIL_HEAD)
+    if not text.startswith(_HEAD) or end < 0:
         return "task text not found"
     data = generator.data
     q = data.questions[row["index"]]
     gold = {data.docs[d] for d in q.gold}
     offsets = [m.start() + (0 if m.group(0).startswith("Document") else len(DOC_SEPARATOR))
-               for m in _DOC_HEAD.finditer(text, len(head) - len(DOC_SEPARATOR), end)
+               for m in _DOC_HEAD.finditer(text, len(_HEAD) - len(DOC_SEPARATOR), end)
                if any(text.startswith(doc, m.end()) for doc in gold)]
-    return offsets, (len(head), end)
+    return offsets, (len(_HEAD), end)
 
 
 # --- depth ----------------------------------------------------------------------------------

@@ -72,12 +72,8 @@ def panels(r: Report) -> list[Panel]:
     return [p for p in out if p.scores]
 
 
-def _scored(r: Report, suite: Suite) -> list[SuiteTask]:
-    return [t for t in suite.tasks if any((t.name, L) in r.cells for L in r.lengths)]
-
-
 def _panel(r: Report, suite: Suite) -> Panel:
-    tasks = _scored(r, suite)
+    tasks = [t for t in suite.tasks if any((t.name, L) in r.cells for L in r.lengths)]
     ri = r.intervals
     scores = tuple(Line(t.label, t.source,
                         tuple(_score(r, t.name, L) for L in r.lengths),

@@ -109,19 +109,14 @@ def _read_all(family: str, args: Mapping[str, Any], schema: tuple[Arg, ...]
             raise RulerError(f"unknown argument {name!r} of {family} (its arguments: "
                              f"{', '.join(known)}, tokens_to_generate)")
     values: dict[str, Any] = {}
-    for a in schema:
+    for a in (*schema, Arg("tokens_to_generate", None, _int(1, MAX_BUDGET))):
         try:
             values[a.name] = a.read(args[a.name]) if a.name in args else a.default
         except ValueError as e:
             raise RulerError(f"argument {a.name}: {e}") from None
+    budget = values.pop("tokens_to_generate")
     params = {a.name: values[a.name] for a in schema
               if a.spelled or values[a.name] != a.default}
-    budget = None
-    if "tokens_to_generate" in args:
-        try:
-            budget = _int(1, MAX_BUDGET)(args["tokens_to_generate"])
-        except ValueError as e:
-            raise RulerError(f"argument tokens_to_generate: {e}") from None
     return values, params, budget
 
 
@@ -153,8 +148,7 @@ def _niah_budget(values: Mapping[str, Any]) -> int:
 
 def configure_niah(args: Mapping[str, Any]) -> Configured:
     values, params, budget = _read_all("niah", args, NIAH_ARGS)
-    problem = niah_params_problem(params)
-    if problem:
+    if problem := niah_params_problem(params):
         raise RulerError(problem)
     sources = ("essays", "punkt_tab") if params["type_haystack"] == "essay" else ()
     return Configured(params, sources, budget or _niah_budget(values))

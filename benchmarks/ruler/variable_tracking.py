@@ -39,8 +39,13 @@ VALUE_RANGE = (10000, 99998)
 FORBIDDEN_NAMES = frozenset({"VAR"})
 
 
-def _name(length: int):
-    return lambda rng: "".join(rng.choices(string.ascii_uppercase, k=length))
+def draw_chains(rng: random.Random, num_chains: int, hops: int, name_len: int,
+                forbidden: frozenset[str] = frozenset()) -> list[list[str]]:
+    """`num_chains` chains of `hops` names each, every name distinct (`name_len` letters)."""
+    names = draw_unique(rng, num_chains * hops,
+                        lambda r: "".join(r.choices(string.ascii_uppercase, k=name_len)),
+                        forbidden)
+    return [names[i:i + hops] for i in range(0, len(names), hops)]
 
 
 def chain_lines(names: Sequence[str], value: int) -> list[str]:
@@ -103,15 +108,8 @@ class VariableTrackingGenerator(TaskGenerator):
 
     # --- text ---------------------------------------------------------------------------
 
-    def _task_text(self, context: str, value: int, num_v: int) -> str:
-        return self.family.template.format(context=context, query=value, num_v=num_v)
-
     def _prefix(self, value: int, num_v: int) -> str:
         return self.family.answer_prefix.format(query=value, num_v=num_v)
-
-    def _icl_text(self, chains: Sequence[Sequence[str]], values: Sequence[int],
-                  layout: IclLayout, with_answer: bool = True) -> str:
-        return self._icl(chains, values, layout, with_answer)[0]
 
     def _icl(self, chains: Sequence[Sequence[str]], values: Sequence[int], layout: IclLayout,
              with_answer: bool = True) -> tuple[str, tuple[str, ...]]:
@@ -139,15 +137,15 @@ class VariableTrackingGenerator(TaskGenerator):
         One draw per (seed, tokenizer), like upstream's single example drawn once per process.
         """
         rng = random.Random(derive_seed(self.ctx.seed, self.ctx.tokenizer_name, "vt-icl"))
-        hops = self.icl_hops + 1
-        names = draw_unique(rng, self.num_chains * hops, _name(ICL_NAME_LEN), FORBIDDEN_NAMES)
-        return [names[i:i + hops] for i in range(0, len(names), hops)], rng.getrandbits(64)
+        chains = draw_chains(rng, self.num_chains, self.icl_hops + 1, ICL_NAME_LEN,
+                             FORBIDDEN_NAMES)
+        return chains, rng.getrandbits(64)
 
     def icl_sizing_probe(self, n: int) -> str:
         """The example's question (no answer, value 12345) with n noise lines, as sized."""
         chains, layout_seed = self._icl_draw()
-        return self._icl_text(chains, [ICL_VALUE] * len(chains),
-                              self._icl_layout(layout_seed, n), with_answer=False)
+        return self._icl(chains, [ICL_VALUE] * len(chains), self._icl_layout(layout_seed, n),
+                         with_answer=False)[0]
 
     def _icl_layout(self, layout_seed: int, n: int) -> IclLayout:
         return IclLayout(n, self._positions(random.Random(layout_seed), n, self.icl_hops + 1))
@@ -175,32 +173,25 @@ class VariableTrackingGenerator(TaskGenerator):
 
     def _positions(self, rng: random.Random, num_noise: int, chain_len: int
                    ) -> tuple[tuple[int, ...], ...]:
-        # Upstream samples each chain's slots among the lines present when it is inserted.
-        out = []
-        length = num_noise
-        for _ in range(self.num_chains):
-            out.append(tuple(sorted(rng.sample(range(length), chain_len))))
-            length += chain_len
-        return tuple(out)
+        # Upstream samples each chain's slots among the lines present when it is inserted:
+        # the noise and the c chains before it.
+        return tuple(tuple(sorted(rng.sample(range(num_noise + c * chain_len), chain_len)))
+                     for c in range(self.num_chains))
 
     # --- draft --------------------------------------------------------------------------
 
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         hops = self.num_hops + 1
         # Size-independent draws first: names, values, the example's names and value.
-        n_names = self.num_chains * hops
-        names = draw_unique(rng, n_names, _name(NAME_LEN))
-        chains = [names[i:i + hops] for i in range(0, n_names, hops)]
+        chains = draw_chains(rng, self.num_chains, hops, NAME_LEN)
         # One value per chain (upstream draws one per chain too) and per example chain, all
         # distinct, so exactly one chain holds the queried value and the example's differs.
         values = [int(v) for v in draw_unique(rng, 2 * self.num_chains,
                                               lambda r: str(r.randint(*VALUE_RANGE)))]
         values, icl_values = values[:self.num_chains], values[self.num_chains:]
         value = values[0]
-        icl_hops = self.icl_hops + 1
-        icl_names = draw_unique(rng, self.num_chains * icl_hops, _name(ICL_NAME_LEN),
-                                FORBIDDEN_NAMES)
-        icl_chains = [icl_names[i:i + icl_hops] for i in range(0, len(icl_names), icl_hops)]
+        icl_chains = draw_chains(rng, self.num_chains, self.icl_hops + 1, ICL_NAME_LEN,
+                                 FORBIDDEN_NAMES)
         # Then the size-dependent layout.
         positions = self._positions(rng, size, hops)
         main_lines = [chain_lines(c, v) for c, v in zip(chains, values)]
@@ -210,7 +201,7 @@ class VariableTrackingGenerator(TaskGenerator):
         head, tail = template_ends(self.family.template, query=value, num_v=hops)
         task, task_pieces = joined(head, lines, "\n", tail)
         if ". \n" in task:  # render_context's replace would change the text: count it whole
-            task, task_pieces = self._task_text(render_context(lines), value, hops), ()
+            task, task_pieces = head + render_context(lines) + tail, ()
         text = icl + "\n" + task
         # "\n" + "\n" is no clean junction: the example's last piece and the task's first join.
         pieces = ((*icl_pieces[:-1], icl_pieces[-1] + "\n" + task_pieces[0], *task_pieces[1:])
@@ -236,10 +227,8 @@ _QUESTION = re.compile(r"Question: Find all variables that are assigned the valu
 
 def check_row(row: Mapping) -> str | None:
     """Follow the chain from the queried value through the task's context (not the example)."""
-    from ruler.benchmarks.ruler.tasks import VARIABLE_TRACKING as fam
-
     text: str = row["input"]
-    head = fam.template[:fam.template.index("{context}")]
+    head = VARIABLE_TRACKING.template[:VARIABLE_TRACKING.template.index("{context}")]
     start = text.rfind(head)
     if start < 0:
         return "task text not found"
@@ -274,10 +263,8 @@ def check_row(row: Mapping) -> str | None:
 def gold_spans(row: Mapping, generator=None) -> tuple[list[int], tuple[int, int]] | str:
     """Re-derived from the row alone: where each line of the queried chain starts (in chain
     order, as `outputs` names it), and the task context's span (after the example)."""
-    from ruler.benchmarks.ruler.tasks import VARIABLE_TRACKING as fam
-
     text: str = row["input"]
-    head = fam.template[:fam.template.index("{context}")]
+    head = VARIABLE_TRACKING.template[:VARIABLE_TRACKING.template.index("{context}")]
     q = _QUESTION.search(text)
     start = text.rfind(head)
     if start < 0 or q is None or not text[:q.start()].endswith("\n"):

@@ -22,7 +22,6 @@ import itertools
 import math
 import random
 import re
-from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Iterator, Mapping, Sequence
@@ -125,6 +124,7 @@ class Ruler2MmluGenerator(TaskGenerator):
         source = ctx.source("mmlu")
         self.data: MmluData = ctx.resource(f"ruler2-mmlu:{source.path}",
                                            lambda: read_mmlu(source), content=source.sha256)
+        self._streams = SampleStreams()
 
     #: The six tasks draw the same questions: their counts are made once for all six.
     count_scope = "ruler2:mmlu"
@@ -170,10 +170,6 @@ class Ruler2MmluGenerator(TaskGenerator):
         labels.shuffle(ids)
         return ids[:size + 1]
 
-    @cached_property
-    def _streams(self) -> SampleStreams:
-        return SampleStreams()
-
     def draft(self, index: int, rng: random.Random, size: int) -> Draft:
         needle = self.test_question(index)
         # The questions and the ids come from streams of their own, so a larger draft of the
@@ -190,13 +186,11 @@ class Ruler2MmluGenerator(TaskGenerator):
         at = below(rng, size + 1)  # random.randint(0, n)
         items = [*zip(picked, ids[:size])]
         items.insert(at, (needle, ids[size]))
-        seen: Counter = Counter()
-        orders = []
-        for _, i in items:
-            seen[i] += 1
-            orders.append(ORDER.format(ordinal=ordinal(seen[i])) if self.num_order else "")
-        asked, asked_order = ids[size], orders[at]
-        problem = self.problem.format(i=asked, order=asked_order)
+        asked = ids[size]
+        # the asked question is the nth with its id in context order
+        nth = sum(i == asked for _, i in items[:at + 1])
+        problem = self.problem.format(
+            i=asked, order=ORDER.format(ordinal=ordinal(nth)) if self.num_order else "")
         example = self._examples([items[e if e < at else e + 1] for e in examples])
         head = self.instruction + "\n\n"
         tail = "\n\n" + "".join(example) + problem

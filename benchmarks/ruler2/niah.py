@@ -12,6 +12,7 @@ may draw it again, 1 in 6.2 million per line, which would add values to the answ
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
@@ -114,25 +115,15 @@ class Ruler2NiahGenerator(TaskGenerator):
         needles = [self._line(key, v) for v in values]
         rng.shuffle(needles)
         stream, order = rng.getrandbits(64), random.Random(rng.getrandbits(64))
-        lines = self._haystack(stream, size, key, order)
+        units = self._haystack(stream, size, key, order)  # a list of the draft's own
         slots = sorted(rng.sample(range(size), len(needles)))
-        units: list[str] = []
-        at: list[int] = []
-        prev = 0
-        for slot, needle in zip(slots, needles):
-            units.extend(lines[prev:slot])
-            at.append(len(units))
-            units.append(needle)
-            prev = slot
-        units.extend(lines[prev:])
+        at = [slot + j for j, slot in enumerate(slots)]  # needle j before line slots[j]
+        for i, needle in zip(at, needles):
+            units.insert(i, needle)
         head, tail = template_ends(self.template, type_needle_v=self.type_asked, query=key)
         text, pieces = assemble(head, units, [tail[1:]], sep="\n")  # tail: "\nWhat ..."
-        starts, pos = {}, len(head)
-        wanted = set(at)
-        for i, unit in enumerate(units):
-            if i in wanted:
-                starts[i] = pos
-            pos += len(unit) + 1
+        starts = list(itertools.accumulate((len(unit) + 1 for unit in units[:-1]),
+                                           initial=len(head)))
         gold = tuple((starts[i], starts[i] + len(units[i])) for i in at)
         return Draft(input=text, answer_prefix="", outputs=tuple(values), gold_spans=gold,
                      context_span=(len(head), len(text) - len(tail)), size=size,
@@ -152,16 +143,12 @@ class _Lines:
 
 # --- checks ----------------------------------------------------------------------------------
 
-def _asked(text: str) -> str | None:
-    m = _QUESTION.search(text)
-    return m.group(1) if m else None
-
-
 def check_row(row: Mapping) -> str | None:
     """The asked key's needles in the input hold exactly `outputs`."""
-    key = _asked(row["input"])
-    if key is None:
+    m = _QUESTION.search(row["input"])
+    if m is None:
         return "cannot find the question"
+    key = m.group(1)
     found = [value for _, k, value in _LINE.findall(row["input"]) if k == key]
     if sorted(found) != sorted(row["outputs"]):
         return f"needles for {key} hold {found}, outputs are {list(row['outputs'])}"

@@ -18,11 +18,11 @@ correct index then scores wrong); ids are distinct (`ruler2_items`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import re
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Mapping
 
 from ruler.benchmarks.ruler2.items import (
@@ -100,13 +100,10 @@ class Ruler2QaGenerator(TaskGenerator):
         source = ctx.source("hotpotqa_hub")
         self.data: HotpotData = ctx.resource(f"ruler2-hotpotqa:{source.path}",
                                              lambda: read_hotpotqa(source), content=source.sha256)
+        self._streams = SampleStreams()
 
     #: The four tasks draw the same paragraphs: their counts are made once for all four.
     count_scope = "ruler2:hotpotqa"
-
-    @cached_property
-    def _streams(self) -> SampleStreams:
-        return SampleStreams()
 
     def check_samples(self, num_samples: int) -> None:
         if num_samples > len(self.data.questions):
@@ -155,10 +152,8 @@ class Ruler2QaGenerator(TaskGenerator):
             outputs = (q.answer,)
         head, tail = self.instruction + "\n\n", "\n\n" + problem
         text, pieces = assemble(head, lines, [problem])
-        starts, pos = [], len(head)
-        for line in lines:
-            starts.append(pos)
-            pos += len(line) + 2
+        starts = list(itertools.accumulate((len(line) + 2 for line in lines[:-1]),
+                                           initial=len(head)))
         if self.kind == "doc":  # the text given is the first supporting paragraph
             gold_at = [slot for slot, k in enumerate(order) if k == 0]
         return Draft(input=text, answer_prefix="", outputs=outputs,
@@ -176,6 +171,12 @@ def _documents(text: str, end: int) -> list[tuple[str, int, int]]:
     """(id, start of "Document", start of its text) of each document before `end`."""
     return [(m.group(1), m.start() + (2 if m.group(0).startswith("\n") else 0), m.end())
             for m in _DOCUMENT.finditer(text, 0, end)]
+
+
+def _bodies(text: str, docs: list[tuple[str, int, int]], end: int) -> list[str]:
+    """Each document's text: up to the blank line before the next one, the last up to `end`."""
+    return [text[b:(docs[k + 1][1] - 2 if k + 1 < len(docs) else end)]
+            for k, (_, _, b) in enumerate(docs)]
 
 
 def _problem_start(row: Mapping) -> int:
@@ -203,9 +204,7 @@ def check_row(row: Mapping) -> str | None:
             return f"outputs {outputs} are not each the id of one document"
         if kind["query_type"] == "doc":
             given = text[end + len("\n\nText: "):text.rfind("\nMost relevant document index:")]
-            bodies = [text[b:(docs[k + 1][1] - 2 if k + 1 < len(docs) else end)]
-                      for k, (_, _, b) in enumerate(docs)]
-            holding = [ids[k] for k, body in enumerate(bodies) if body == given]
+            holding = [ids[k] for k, body in enumerate(_bodies(text, docs, end)) if body == given]
             if holding != outputs:
                 return f"the text given is document(s) {holding}, outputs are {outputs}"
         return None
@@ -232,8 +231,7 @@ def gold_spans(row: Mapping, generator=None):
     if generator is None:
         return "needs the task's source to know the question's supporting paragraphs"
     support = set(generator.question(row["index"]).support)
-    bodies = [text[b:(docs[k + 1][1] - 2 if k + 1 < len(docs) else end)]
-              for k, (_, _, b) in enumerate(docs)]
+    bodies = _bodies(text, docs, end)
     return [docs[k][1] for k, body in enumerate(bodies) if body in support], context
 
 

@@ -38,15 +38,10 @@ def _task(family: str, difficulty: str) -> str:
     return f"{name}_{difficulty}"
 
 
-def _score(cells: Cells, task: str, L: int) -> float | None:
-    c = cells.get((task, L))
-    return None if c is None else c.score
-
-
 def _mean(cells: Cells, tasks: Sequence[str], L: int,
           key: str) -> tuple[float | None, Interval | None]:
     """The plain mean of the tasks' scores at L and its interval (None unless all scored)."""
-    scores = [_score(cells, t, L) for t in tasks]
+    scores = [None if c is None else c.score for c in (cells.get((t, L)) for t in tasks)]
     if any(s is None for s in scores):
         return None, None
     rows = [cells[(t, L)].values or [] for t in tasks]
@@ -65,22 +60,17 @@ def grid(cells: Cells, lengths: Sequence[int], key: str = "") -> dict[int, dict[
                                                "difficulty_mean": {}}}
         for family in FAMILIES.values():
             for difficulty in DIFFICULTIES:
-                task = _task(family, difficulty)
-                entry["cells"].setdefault(family, {})[difficulty] = _score(cells, task, L)
-                cell = cells.get((task, L))
+                cell = cells.get((_task(family, difficulty), L))
+                entry["cells"].setdefault(family, {})[difficulty] = cell.score if cell else None
                 entry["intervals"]["cells"].setdefault(family, {})[difficulty] = \
                     cell.ci95 if cell else None
-            mean, interval = _mean(cells, [_task(family, d) for d in DIFFICULTIES], L,
-                                   f"{key}/family/{family}/{L}")
-            entry["family_mean"][family] = mean
-            entry["intervals"]["family_mean"][family] = \
-                interval.to_json() if interval else None
-        for difficulty in DIFFICULTIES:
-            mean, interval = _mean(cells, [_task(f, difficulty) for f in FAMILIES.values()], L,
-                                   f"{key}/difficulty/{difficulty}/{L}")
-            entry["difficulty_mean"][difficulty] = mean
-            entry["intervals"]["difficulty_mean"][difficulty] = \
-                interval.to_json() if interval else None
+        means = [("family", f, [_task(f, d) for d in DIFFICULTIES]) for f in FAMILIES.values()]
+        means += [("difficulty", d, [_task(f, d) for f in FAMILIES.values()])
+                  for d in DIFFICULTIES]
+        for axis, name, tasks in means:
+            mean, interval = _mean(cells, tasks, L, f"{key}/{axis}/{name}/{L}")
+            entry[f"{axis}_mean"][name] = mean
+            entry["intervals"][f"{axis}_mean"][name] = interval.to_json() if interval else None
         out[L] = entry
     return out
 

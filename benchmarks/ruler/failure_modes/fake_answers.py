@@ -3,28 +3,8 @@ failure mode describes, made from the row as built, so that the labels can be ch
 what was meant (`ruler.benchmarks.ruler.failure_modes`); RULER's `FakeAnswers`.
 
 Each mode answers the rows it applies to with its failure and every other row with the gold
-answer (`Purposeful.label` None), so a run on all 13 tasks mixes both:
-
-- `distractor`: niah: the value of the distractor needle nearest the asked one
-  (`distractor_value`, with `vicinity`); cwe: listed words that are not the most common (the
-  last listed first), fwe:
-  the coded words ranked right after the answer (`inaccurate_aggregation`);
-- `partial`: half the values, names or words (`incomplete_set` for several needle values,
-  `incomplete_chain` for vt, `inaccurate_aggregation` for cwe); `duplicated`: the same, each
-  written twice (with `duplicated`);
-- `oneshot`: vt, cwe: the solved example's answer (`copy_oneshot`);
-- `stopwords`: "the an a" (`parametric` with `stopword` for cwe, fwe; `empty` for the rest:
-  no value, name or answer);
-- `other_chain`: vt with several chains: another chain's names (`other_chain`);
-- `truncated`: niah: each gold value cut short, a UUID to 18 characters
-  (`incomplete_value`), a number to 5 digits (`partial_number`);
-- `closed_book`: an answer made from the question alone, the same with or without the
-  context: a made-up name (`not_in_context` for qa, `no_context_coincidence` beside a run on
-  the --no-context config; `parametric` for cwe, fwe; `empty` for the rest);
-- `copy_start`: the input's first 60 characters (`copy_oneshot` for cwe, whose input opens
-  with the example, `copy_input_start` where it has none; `copy_input_start` for fwe and qa;
-  `empty` for niah and vt, whose start holds no value and no name, flagged
-  `copy_input_start` and `copy_oneshot`).
+answer (`Purposeful.label` None), so a run on all 13 tasks mixes both. What each mode answers
+and the label (and flags) it means: docs/failure-modes.md, "Checking the labels".
 """
 
 from __future__ import annotations
@@ -34,6 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ruler.benchmarks.ruler.failure_modes import cwe, fwe, niah, vt
+from ruler.benchmarks.ruler.failure_modes.cell import family_of
+from ruler.benchmarks.ruler.failure_modes.labeler import labels_family
 from ruler.benchmarks.ruler.failure_modes.labels import THRESHOLDS
 from ruler.benchmarks.ruler.failure_modes.qa import question_key
 from ruler.benchmarks.ruler.failure_modes.text import collapse
@@ -66,10 +48,6 @@ def answer(mode: str, family: str, row: Row) -> Purposeful:
     mode does not apply."""
     made = _MAKERS[mode](family, row)
     return made if made is not None else Purposeful(" ".join(row["outputs"]))
-
-
-def _half(outputs: list[str]) -> list[str]:
-    return outputs[:max(1, len(outputs) // 2)]
 
 
 def _distractor(family: str, row: Row) -> Purposeful | None:
@@ -117,7 +95,7 @@ def _partial(family: str, row: Row, twice: bool = False) -> Purposeful | None:
     refs = list(row["outputs"])
     if family not in _PARTIAL_LABEL or len(refs) < 2:
         return None
-    half = _half(refs)
+    half = refs[:max(1, len(refs) // 2)]
     flags = frozenset({"duplicated"}) if twice else frozenset()
     return Purposeful(" ".join(half * (2 if twice else 1)), _PARTIAL_LABEL[family], flags)
 
@@ -159,19 +137,13 @@ def _other_chain(family: str, row: Row) -> Purposeful | None:
 def _truncated(family: str, row: Row) -> Purposeful | None:
     if family != "niah":
         return None
-    kinds = {n.value: n.kind for n in niah.needles(row["input"])}
-    cut = []
-    for v in row["outputs"]:
-        kind = kinds.get(v)
-        if kind == "uuids":
-            cut.append((v[:18], "incomplete_value"))
-        elif kind == "numbers":
-            cut.append((v[:5], "partial_number"))
-        else:
-            return None
-    labels = {label for _, label in cut}
-    label = "incomplete_value" if "incomplete_value" in labels else "partial_number"
-    return Purposeful(" ".join(v for v, _ in cut), label)
+    kind_of = {n.value: n.kind for n in niah.needles(row["input"])}
+    kinds = [kind_of.get(v) for v in row["outputs"]]
+    if any(kind not in ("uuids", "numbers") for kind in kinds):
+        return None
+    cut = [v[:18] if kind == "uuids" else v[:5] for v, kind in zip(row["outputs"], kinds)]
+    return Purposeful(" ".join(cut),
+                      "incomplete_value" if "uuids" in kinds else "partial_number")
 
 
 _SYLLABLES = ("ka", "lo", "mer", "vin", "tor", "qua", "zel", "dru", "fen", "osh", "pra", "wix")
@@ -218,9 +190,6 @@ assert tuple(_MAKERS) == FAILURES
 
 def _row_answer(mode: str, row: Row) -> str | None:
     """`mode`'s answer to a row of a family the labels read (None: another's, the gold)."""
-    from ruler.benchmarks.ruler.failure_modes.cell import family_of
-    from ruler.benchmarks.ruler.failure_modes.labeler import labels_family
-
     family = family_of(row["task"])
     if family is None or not labels_family(family):
         return None

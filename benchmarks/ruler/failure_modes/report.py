@@ -124,22 +124,18 @@ def with_no_context(report: FailureReport, run: ScoresRecord, baseline: ScoresRe
     documents (`baseline`, its run on the --no-context variant) flagged
     `no_context_coincidence` (its primary label by precedence) or `near`. Rows are paired by
     index; a pair whose questions differ is refused (another build's rows)."""
-    ours = {c.key: c.failures for c in run.cells if c.failures is not None}
-    theirs = {c.key: c.failures.answers for c in baseline.cells
-              if c.failures is not None and c.failures.answers is not None}
-    if not theirs and any(f.answers is not None for f in ours.values()):
+    ours, theirs = (
+        {c.key: c.failures.answers for c in scores.cells
+         if c.failures is not None and c.failures.answers is not None}
+        for scores in (run, baseline))
+    if not theirs and ours:
         raise RulerError(f"{where} records no QA answers (scored before failure modes were "
                          f"labelled, or without qa tasks): score it again with this ruler "
                          f"(`ruler score`) to compare its answers")
-    cells = []
-    for cell in report.cells:
-        own = ours.get((cell.task, cell.length))
-        other = theirs.get((cell.task, cell.length))
-        if own is None or own.answers is None or other is None:
-            cells.append(cell)
-            continue
-        cells.append(_coincide(cell, own.answers, other, where))
-    return FailureReport(cells, no_context=where)
+    both = ours.keys() & theirs.keys()
+    return FailureReport([_coincide(c, ours[c.task, c.length], theirs[c.task, c.length], where)
+                          if (c.task, c.length) in both else c for c in report.cells],
+                         no_context=where)
 
 
 def _coincide(cell: FailureCell, answers: Sequence[QaAnswer], baseline: Sequence[QaAnswer],

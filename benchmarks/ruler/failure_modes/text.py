@@ -4,6 +4,7 @@ normalisation, and the common-prefix and common-substring measures."""
 
 from __future__ import annotations
 
+import os
 import re
 import string
 from collections import Counter
@@ -84,12 +85,7 @@ def duplicates(values: Iterable[str]) -> bool:
 
 def common_prefix(a: str, b: str) -> int:
     """The length of the longest common prefix, case-insensitively."""
-    n = 0
-    for x, y in zip(a.lower(), b.lower()):
-        if x != y:
-            break
-        n += 1
-    return n
+    return len(os.path.commonprefix([a.lower(), b.lower()]))
 
 
 _HEX = set(string.hexdigits)
