@@ -37,6 +37,7 @@ import os
 import shlex
 import shutil
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -342,21 +343,11 @@ def _source_record(ds: Dataset, config: str, build: BuildEntry,
 
 
 def _ordered_tasks(files: Iterable[SplitFile]) -> list[str]:
-    seen: list[str] = []
-    for f in files:
-        if f.task not in seen:
-            seen.append(f.task)
-    return seen
+    return list(dict.fromkeys(f.task for f in files))
 
 
 def _rows(ds: Dataset, f: SplitFile, limit: int | None) -> Iterator[dict[str, Any]]:
-    n = 0
-    for batch in ds.iter_rows(f, _SOURCE_COLUMNS, _BATCH):
-        for row in batch:
-            if limit is not None and n >= limit:
-                return
-            n += 1
-            yield row
+    return islice(chain.from_iterable(ds.iter_rows(f, _SOURCE_COLUMNS, _BATCH)), limit)
 
 
 def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: KvpressPrompt,
@@ -366,26 +357,22 @@ def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: K
     path.parent.mkdir(parents=True, exist_ok=True)
     seen: dict[str, tuple[str, int, str]] = {}  # context -> (answer_prefix, budget, row)
     written = 0
+
+    def exported(row: Mapping[str, Any]) -> dict[str, Any]:
+        prefix = prompt.answer_prefix(row)
+        prompt.check_tokens(row, prefix)
+        _same_group(seen, row, prefix)
+        metrics.setdefault(row["task"], set()).add(row["metric"])
+        return {"context": row["context"], "question": row["question"],
+                "answer_prefix": prefix, "answer": list(row["outputs"]), "task": row["task"],
+                "max_new_tokens": row["tokens_to_generate"], **{k: row[k] for k in KEY_COLUMNS}}
+
     with pq.ParquetWriter(path, EXPORT_SCHEMA, compression="zstd") as writer:
-        for f in files:
-            buffer: list[dict[str, Any]] = []
-            for row in _rows(ds, f, limit):
-                prefix = prompt.answer_prefix(row)
-                prompt.check_tokens(row, prefix)
-                _same_group(seen, row, prefix)
-                metrics.setdefault(row["task"], set()).add(row["metric"])
-                buffer.append({"context": row["context"], "question": row["question"],
-                               "answer_prefix": prefix, "answer": list(row["outputs"]),
-                               "task": row["task"],
-                               "max_new_tokens": row["tokens_to_generate"],
-                               **{k: row[k] for k in KEY_COLUMNS}})
-                if len(buffer) == _BATCH:
-                    writer.write_table(pa.Table.from_pylist(buffer, schema=EXPORT_SCHEMA))
-                    written += len(buffer)
-                    buffer = []
-            if buffer:
-                writer.write_table(pa.Table.from_pylist(buffer, schema=EXPORT_SCHEMA))
-                written += len(buffer)
+        for f in files:  # a file's rows in batches of _BATCH (the last one shorter)
+            rows = map(exported, _rows(ds, f, limit))
+            while batch := list(islice(rows, _BATCH)):
+                writer.write_table(pa.Table.from_pylist(batch, schema=EXPORT_SCHEMA))
+                written += len(batch)
     return written
 
 
