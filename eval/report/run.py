@@ -1,34 +1,18 @@
 """`ruler report`: a results folder's scores as the paper's Table 3 (Markdown, CSV, JSON, PNG).
 
-Input is the `scores.json` that `ruler eval` / `ruler score` wrote. Output: per task x length
-scores, the mean over tasks per length, Avg., wAvg. (inc), wAvg. (dec), the effective context
-length at a threshold, and per-cell nulls / skipped / failed / missing counts, so an
-incomplete cell is visible instead of looking like a score. Score by depth bin per task and
-length (eval.metrics.depth), with depth x length heatmaps (eval.report.depth), where the scores hold
-the answered rows' gold depths.
+Input is the `scores.json` that `ruler eval` / `ruler score` wrote. Coverage (a partial result
+withholds the effective length, Avg. and wAvg.; docs/scoring.md) and the intervals
+(eval.report.intervals; docs/reports-and-statistics.md) are shown beside every number, so an
+incomplete or uncertain cell is visible instead of looking like a score. Cells a results
+folder's run asked for (run.json) that its scores.json has not scored yet, as after an
+interrupted `ruler eval`, count as incomplete too.
 
-Coverage: every (task, L) cell asked for shows its rows with a result out of its rows asked
-for. When any row asked for is missing or failed — including whole cells a results folder's
-run asked for (run.json) that its scores.json has not scored yet, as after an interrupted
-`ruler eval` — the results are partial: the effective length, Avg. and wAvg. are not given
-(nor the mean of a length with an incomplete cell), and the incomplete cells are named.
-
-Uncertainty (eval.report.intervals): every score with its 95 % interval where scores.json
-recorded its rows, and the mean per length, Avg. and wAvg. with bootstrap intervals over rows
-where those numbers are given; lengths whose interval contains the threshold are marked, since
-the effective length could go either way there. Older scores.json without rows: no intervals.
-
-Several runs of one model on replicate configs: eval.report.replicates pools their reports.
-
-The benchmark is the one scores.json records (a benchmark not installed: one line naming it
-and its package); its record says how its scores aggregate (`Benchmark.aggregation`: a
-benchmark without weighted averages or an effective length shows the per-length aggregate and
-its average over lengths, with their intervals), and its report hooks add its own sections,
-figures and fields (`Benchmark.report`, a `ReportHooks`: a family x difficulty
-table, a run's language and per-task accuracy, why rows fail). Scores of an older ruler, which
-did not record the benchmark, take it from the manifest they were scored on, else from the
-one benchmark that lists all of their tasks (`legacy_benchmark`); scores whose tasks no or
-several benchmarks list are refused.
+The benchmark is the one scores.json records; its record says how its scores aggregate
+(`Benchmark.aggregation`), and its report hooks (`Benchmark.report`, a `ReportHooks`) add its
+own sections, figures and fields. Scores of an older ruler, which did not record the
+benchmark, take it from the manifest they were scored on, else from the one benchmark that
+lists all of their tasks (`legacy_benchmark`); scores whose tasks no or several benchmarks
+list are refused.
 """
 
 from __future__ import annotations
@@ -37,7 +21,7 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder.manifest import BuildEntry
@@ -545,15 +529,19 @@ def _skip_note(r: Report) -> list[str]:
                 f"notes say why)."]
 
 
+def _per_task(r: Report, title: str, cell: Callable[[str, int], str]) -> list[str]:
+    """A section with a table of `cell(task, L)` for every task x length."""
+    cols = [format_length(L) for L in r.lengths]
+    return [title, "", "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|",
+            *(f"| {md_text(t)} | " + " | ".join(cell(t, L) for L in r.lengths) + " |"
+              for t in r.tasks)]
+
+
 def _task_table(r: Report) -> list[str]:
     """The score of every task x length, with the mean per length."""
     s = r.summary
-    cols = [format_length(L) for L in r.lengths]
-    table = ["## Scores per task", "", "| Task | " + " | ".join(cols) + " |",
-             "|---" * (len(cols) + 1) + "|"]
-    for t in r.tasks:
-        table.append(f"| {md_text(t)} | " + " | ".join(_cell(r.cells.get((t, L)), _ci(r, t, L))
-                                               for L in r.lengths) + " |")
+    table = _per_task(r, "## Scores per task",
+                      lambda t, L: _cell(r.cells.get((t, L)), _ci(r, t, L)))
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
                               for L in r.lengths) + " |")
@@ -579,26 +567,19 @@ def to_markdown(r: Report) -> str:
                f"length (inc) or longest (dec).", "", *_uncertainty_text(r)]
     for ref in r.references:
         summary += reference_markdown(ref)
-    head, table, cols = _head(r), _task_table(r), [format_length(L) for L in r.lengths]
+    head, table = _head(r), _task_table(r)
     reasoning = r.mode == "reasoning"
-    counts = ["", "## Rows: answered / nulls / skipped / failed / missing"
-              + (" / budget exhausted" if reasoning else ""), "",
-              "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for t in r.tasks:
-        counts.append(f"| {md_text(t)} | " + " | ".join(_counts(r.cells.get((t, L)), reasoning)
-                                               for L in r.lengths) + " |")
+    counts = ["", *_per_task(r, "## Rows: answered / nulls / skipped / failed / missing"
+                             + (" / budget exhausted" if reasoning else ""),
+                             lambda t, L: _counts(r.cells.get((t, L)), reasoning))]
     if reasoning:
         counts += ["", "Reasoning mode: the answer scored is the text after the model's "
                        "reasoning; *budget exhausted* counts answered rows whose reasoning had "
                        "not ended when the output budget ran out (scored as empty answers, "
                        "i.e. zero; they are among the nulls)."]
-    counts += ["", "## Coverage: rows with a result / rows asked for", "",
-               "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for t in r.tasks:
-        counts.append(f"| {md_text(t)} | " + " | ".join(r.coverage(t, L) or "—"
-                                                        for L in r.lengths)
-                      + " |")
-    counts += ["", "A result is an answer, or a row skipped as longer than the model's "
+    counts += ["", *_per_task(r, "## Coverage: rows with a result / rows asked for",
+                              lambda t, L: r.coverage(t, L) or "—"),
+               "", "A result is an answer, or a row skipped as longer than the model's "
                    "context; missing and failed rows have none (re-running `ruler eval` "
                    "retries them)."]
     # No "prompt counts ok" for rows not tied to this build (their counts are another's).
