@@ -84,18 +84,12 @@ def engine_kwargs(opts: VLLMOptions) -> dict[str, Any]:
     """vLLM engine arguments for these options (only what differs from vLLM's defaults)."""
     kwargs: dict[str, Any] = dict(model=opts.model, dtype=opts.dtype, seed=opts.seed,
                                   tensor_parallel_size=opts.tensor_parallel_size)
-    if opts.pipeline_parallel_size > 1:
-        kwargs["pipeline_parallel_size"] = opts.pipeline_parallel_size
-    if opts.data_parallel_size > 1:
-        kwargs["data_parallel_size"] = opts.data_parallel_size
-    if opts.max_model_len:
-        kwargs["max_model_len"] = opts.max_model_len
-    if opts.gpu_memory_utilization:
-        kwargs["gpu_memory_utilization"] = opts.gpu_memory_utilization
-    if opts.max_num_seqs:
-        kwargs["max_num_seqs"] = opts.max_num_seqs
-    if opts.enforce_eager:
-        kwargs["enforce_eager"] = True
+    for name in ("pipeline_parallel_size", "data_parallel_size"):
+        if getattr(opts, name) > 1:
+            kwargs[name] = getattr(opts, name)
+    for name in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "enforce_eager"):
+        if getattr(opts, name):  # None, 0 and False: vLLM's own default
+            kwargs[name] = getattr(opts, name)
     kwargs.update(opts.engine_kwargs)
     return kwargs
 
