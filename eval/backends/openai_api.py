@@ -24,6 +24,7 @@ probe's is compared whole.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from os.path import commonprefix
 from typing import Any, Callable
 
 from ruler.eval.backends.base import GenRequest, prompt_list
@@ -309,8 +310,7 @@ def _compared(wire: Wire, probe: GenRequest, renderer: Any,
                         if wire.prefix_turn == "user" else probe.prompt_ids)
         if list(value) == want_ids:
             return Negotiated(wire, exact="the probe's token ids equal the build's")
-        at = next((i for i, (a, b) in enumerate(zip(value, want_ids)) if a != b),
-                  min(len(value), len(want_ids)))
+        at = len(commonprefix([list(value), want_ids]))  # where they first differ
         return Negotiated(wire, f"the server renders the probe conversation to other token "
                                 f"ids than the build's template (from position {at} on)")
     want_text, got_text = wire.expected_text(probe, renderer), str(value)
@@ -319,8 +319,7 @@ def _compared(wire: Wire, probe: GenRequest, renderer: Any,
         want_text, got_text = want_text.removeprefix(bos), got_text.removeprefix(bos)
     if got_text == want_text:
         return Negotiated(wire, exact="the probe's text equals the build's")
-    at = next((i for i, (a, b) in enumerate(zip(got_text, want_text)) if a != b),
-              min(len(got_text), len(want_text)))
+    at = len(commonprefix([got_text, want_text]))  # where they first differ
     return Negotiated(wire, f"the server renders the probe conversation otherwise than the "
                             f"build's template, from character {at} on: server "
                             f"{got_text[max(0, at - 20):at + 20]!r}, build "

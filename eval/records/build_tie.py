@@ -26,6 +26,7 @@ unverified: it is scored, and counted and said as such (`ruler score --strict` f
 from __future__ import annotations
 
 import hashlib
+from os.path import commonprefix
 from typing import Any, Mapping
 
 #: What ties a prediction to its row, strongest first (the names scores.json counts).
@@ -72,8 +73,7 @@ def describe_prompt(record: Mapping[str, Any], text: str, answer_prefix: str) ->
     carried = carried.replace("\r\n", "\n")
     form, name = min(((text, "input"), (text + answer_prefix, "input + answer_prefix")),
                      key=lambda f: abs(len(f[0]) - len(carried)))
-    at = next((i for i, (a, b) in enumerate(zip(carried, form)) if a != b),
-              min(len(carried), len(form)))
+    at = len(commonprefix([carried, form]))  # where they first differ
     if at == len(form):
         return f"input goes on for {len(carried) - at:,} character(s) after the row's {name}"
     if at == len(carried):
