@@ -201,10 +201,9 @@ class RunRecord(FrozenRecord):
     chat_template_kwargs: dict[str, Any] | None = None
     reasoning: ReasoningSetting | None = None
     max_tokens: int | None = None
-    # How the rendered prompts reached the model (`eval.records.serving.prompt_delivery`): "token
-    # ids"
-    # (vLLM, transformers, a server's completions-ids), "text", or chat messages with the
-    # answer prefix where it went. None: not recorded (older folders).
+    # How the rendered prompts reached the model (`eval.records.serving.prompt_delivery`):
+    # "token ids" (vLLM, transformers, a server's completions-ids), "text", or chat messages
+    # with the answer prefix where it went. None: not recorded (older folders).
     prompt_delivery: str | None = None
     max_model_len: MaxModelLen | None = None
     serving: list[ServingRecord] | None = None
