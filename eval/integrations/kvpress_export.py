@@ -1,33 +1,20 @@
 """`ruler export kvpress`: a build's rows as a dataset folder in the schema of NVIDIA kvpress's
 `ruler` dataset (the `"ruler"` entry of its evaluation's `DATASET_REGISTRY`), whatever the
-build's benchmark.
+build's benchmark. docs/integrations.md ("Using with kvpress") gives the layout and how kvpress
+runs and scores it.
 
-kvpress reads that dataset as `load_dataset(DATASET, data_dir="4096", split="test")`: one folder
-per length (`<L>/test-00000-of-00001.parquet`: every task's rows in the build's order), its six
-columns plus each row's ruler key (`tokenizer`, `max_seq_length`, `index`), which kvpress
-ignores and `ruler score` reads; beside them the card (README.md), `ruler_kvpress.json` (the
-same facts for programs) and `ruler_export_files.json` (`export_folder`). docs/integrations.md
-says how kvpress runs and scores it.
+Why `answer_prefix` is not the row's own: kvpress renders the prompt itself (the chat template
+of the user turn `context`, cut where the context ends, then `question`, the rest of the
+template and `answer_prefix`), and a template may change ruler's pre-filled prefix (Llama 3's
+and Gemma 3's trim its spaces). The exported prefix is the text ruler's rendering has after
+the generation prompt, so kvpress's prompt is ruler's, character for character
+(`KvpressPrompt`, which also tokenizes each task's first row both ways).
 
-Why `answer_prefix` is not the row's own: kvpress renders the prompt itself. With a chat
-template it puts `context` into the user turn, cuts the rendering where the context ends,
-and appends `question` + the rest of the template (the end of the user turn and the
-generation prompt) + `answer_prefix`. ruler's prompt is the template applied to the user turn
-`input` with the assistant turn pre-filled by the row's answer prefix, which a template may
-change (Llama 3's and Gemma 3's trim its spaces). So the exported `answer_prefix` is
-the text ruler's rendering has after the generation prompt, and kvpress's prompt is ruler's,
-character for character; each task's first row is also tokenized both ways (context and
-question apart, as kvpress does, and whole, as `length` was counted). A tokenizer without a
-chat template gets the row's prefix: kvpress then adds "\\n" between question and prefix,
-which ruler's base prompt does not have (the card says so).
-
-Why the export names tasks whose scores kvpress would get wrong: kvpress's scorer of that
-dataset (`kvpress_metric`) picks a task's metric from the first word of its name, not from
-the row; where that is not the metric the build's rows record (its `metric` column), the card,
-`ruler_kvpress.json` and the console say so, one line per task, and send kvpress's predictions
-to `ruler score`. The rows themselves are right for any benchmark, and kvpress's pipeline (what
-the export is for) runs on them; refusing would keep that from every benchmark but the one
-kvpress's names fit, and would not stop a folder once written being scored by kvpress.
+Why tasks kvpress would score wrongly are named, not refused: kvpress's scorer picks a task's
+metric from the first word of its name (`kvpress_metric`), not from the row. The rows are right
+for any benchmark and kvpress's pipeline (what the export is for) runs on them, so the card,
+`ruler_kvpress.json` and the console name those tasks and send their predictions to
+`ruler score`.
 """
 
 from __future__ import annotations
