@@ -1,12 +1,6 @@
 """scores.json: `ruler score`'s output, which `ruler report` and `ruler compare` read, as
-typed records.
-
-`ScoresRecord` is its only reader and writer: `eval.scoring.score` makes one (per cell a
-`CellScore`),
-`write_scores` writes its `to_json`; `eval.records.results_schema.read_scores` checks a file's shape
-and makes the record. Fields a later version adds are kept; a field an older file lacks means
-"not recorded" (its reader says so, e.g. no intervals without `row_scores`), and the record
-writes the file back as it was (`kernel.json_record`).
+typed records: `eval.scoring.score` makes a `ScoresRecord` (per cell a `CellScore`),
+`eval.records.results_schema.read_scores` reads one back after checking the file's shape.
 """
 
 from __future__ import annotations
