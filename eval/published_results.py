@@ -50,9 +50,8 @@ class Source:
     def cite(self) -> str:
         """One line: where the numbers come from."""
         where = self.url or f"{self.repo}:{self.path}"
-        at = f" @ {self.commit}" if self.commit and self.url is None else ""
-        if self.commit and self.url and self.commit not in self.url:
-            at = f" @ {self.commit}"
+        at = f" @ {self.commit}" if self.commit and (
+            self.url is None or self.url and self.commit not in self.url) else ""
         return f"{self.title} ({where}{at}, {self.date})"
 
 

@@ -6,7 +6,7 @@ typed records: `eval.scoring.score` makes a `ScoresRecord` (per cell a `CellScor
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -118,8 +118,7 @@ class TieTotals:
                    length_only=by[LENGTH_ONLY])
 
     def to_json(self) -> dict[str, Any]:
-        return {"scored": self.scored, "tied": self.tied, "by": dict(self.by),
-                "unverified": self.unverified, "length_only": self.length_only}
+        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)

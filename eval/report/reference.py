@@ -41,12 +41,6 @@ from ruler.kernel.markup import figure_text, md_code, md_text
 Report = Any
 
 
-def report_benchmark(r: Report) -> str:
-    """The report's benchmark: the one its scores record (from the manifest), never guessed
-    from its task names."""
-    return str(r.benchmark)
-
-
 @dataclass(frozen=True)
 class Line:
     """One number on both sides: a length's mean (task None) or a task's score at a length."""
@@ -187,10 +181,9 @@ def setup_differences(r: Report, e: PublishedResult) -> list[str]:
 
 def compare_report(r: Report, e: PublishedResult) -> ReferenceComparison:
     """The run's report beside one published result."""
-    benchmark = report_benchmark(r)
-    if benchmark != e.benchmark:
+    if r.benchmark != e.benchmark:
         raise RulerError(f"{e.name} is a {benchmark_name(e.benchmark)} result and the run is "
-                         f"on {benchmark_name(benchmark)} tasks: nothing to compare")
+                         f"on {benchmark_name(r.benchmark)} tasks: nothing to compare")
     own = benchmark_tasks(e.benchmark)
     all_tasks = set(r.tasks) == set(own)
     ri = r.intervals
@@ -232,11 +225,10 @@ def comparisons(r: Report, names: Sequence[str],
     """The run beside each published result named (`--reference`, `--reference-file`)."""
     if not names:
         return []
-    benchmark = report_benchmark(r)
     registry = load_registry(files)
-    if not any(e.benchmark == benchmark for e in registry.entries.values()):
+    if not any(e.benchmark == r.benchmark for e in registry.entries.values()):
         held = sorted({benchmark_name(e.benchmark) for e in registry.entries.values()})
-        raise RulerError(f"no published results for {benchmark_name(benchmark)} in the "
+        raise RulerError(f"no published results for {benchmark_name(r.benchmark)} in the "
                          f"registry (it holds {' and '.join(held) or 'no'} results only): there "
                          f"is nothing to compare this run with; add your own with "
                          f"--reference-file")
@@ -246,7 +238,7 @@ def comparisons(r: Report, names: Sequence[str],
 def hint(r: Report, files: Sequence[str | Path] = ()) -> list[str]:
     """Names of published results for the run's model (a suggestion to compare with them)."""
     try:
-        return [e.name for e in load_registry(files).for_model(r.model, report_benchmark(r))]
+        return [e.name for e in load_registry(files).for_model(r.model, r.benchmark)]
     except RulerError:
         return []
 
