@@ -275,14 +275,9 @@ def markdown(c: ReferenceComparison, heading: str = "##") -> list[str]:
         lines.append(f"| {format_length(x.length)} | " + " | ".join(_line_cells(x)) + " |")
     names = {"avg": "Avg.", "wavg_inc": "wAvg. (inc)", "wavg_dec": "wAvg. (dec)"}
     for key, (p, v, i) in c.averages.items():
-        if p is None and v is None:
-            continue
-        pos = None if p is None or i is None else ("inside" if i.contains(p) else
-                                                    "above" if p > i.high else "below")
-        d = None if p is None or v is None else v - p
-        lines.append(f"| {names[key]} | {_v(p)} | {_v(v, 2)} | {format_interval(i) or '—'} | "
-                     f"{'—' if d is None else f'{d:+.2f}'} | "
-                     f"{_POSITION_TEXT.get(pos or '', '—')} |")
+        if p is not None or v is not None:  # an average is a Line of no length
+            lines.append(f"| {names[key]} | "
+                         + " | ".join(_line_cells(Line(None, 0, p, v, i))) + " |")
     lines.append(f"| Effective length | {md_text(c.published_effective or 'not given')} | "
                  f"{c.run_effective} | | | |")
     lines += ["", "*inside*: the published value lies in the run's 95 % interval, so the two "
