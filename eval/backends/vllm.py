@@ -23,6 +23,7 @@ import queue
 import re
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Iterable, Iterator
@@ -275,10 +276,8 @@ class _AsyncDriver:
                 yield result
         finally:
             if in_flight:  # stopped early: free the engine of requests nobody will read
-                try:
+                with suppress(Exception):
                     self._run(self.engine.abort(list(in_flight)), timeout=30)
-                except Exception:
-                    pass
 
     async def _one(self, rid: str, r: GenRequest, start: float,
                    done: queue.SimpleQueue) -> None:
@@ -304,10 +303,8 @@ class _AsyncDriver:
     def close(self) -> None:
         engine, self.engine = getattr(self, "engine", None), None
         if engine is not None:
-            try:  # stops the engine-core processes; on the engine's own loop
+            with suppress(Exception):  # stops the engine-core processes; on the engine's loop
                 self._run(_call(engine.shutdown), timeout=120)
-            except Exception:
-                pass
         self._stop_loop()
 
     def _stop_loop(self) -> None:
