@@ -19,6 +19,12 @@ from ruler.kernel.json_record import Decode, FrozenRecord, Record, record_list
 SCORES_FORMAT = "ruler-scores/1"
 
 
+def cell_of(label: str) -> tuple[str, int]:
+    """"task/L" (`CellScore.label`, as records name split files) -> (task, L)."""
+    task, L = label.rsplit("/", 1)
+    return task, int(L)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CellScore(FrozenRecord):
     """One (task, L) cell of the selection: upstream's task score over the rows answered, and

@@ -47,7 +47,13 @@ from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.records.results_schema import read_run, read_scores
 from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
-from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection, TieTotals
+from ruler.eval.records.scores_record import (
+    CellScore,
+    ScoresRecord,
+    Selection,
+    TieTotals,
+    cell_of,
+)
 from ruler.eval.records.serving import markdown as serving_markdown
 from ruler.eval.report.depth import depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.report.figures import dodged, error_bars, fit_canvas, new_figure, save_png
@@ -300,11 +306,6 @@ def check_revision(scores: ScoresRecord, dataset_files: Mapping[str, str], where
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
 
 
-def _cell_key(key: str) -> tuple[str, int]:
-    task, L = key.rsplit("/", 1)
-    return task, int(L)
-
-
 def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                  depth_bins: int | None = None,
                  min_depth_samples: int = DEFAULT_MIN_SAMPLES,
@@ -313,7 +314,7 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
     config's own, else DEFAULT_DEPTH_BINS. `asked`: "task/L" cells asked for besides the
     scores' own files (a results folder's run), unscored ones making the results partial."""
     cells = {c.key: c for c in scores.cells}
-    unscored = {_cell_key(k) for k in (*scores.files, *asked)} - set(cells)
+    unscored = {cell_of(k) for k in (*scores.files, *asked)} - set(cells)
     if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
@@ -395,7 +396,7 @@ def scored_build(scores: ScoresRecord) -> BuildEntry | None:
         return None
     build = manifest.build(scores.config)
     same = build is not None and bool(scores.files) and all(
-        (f := manifest.file(data_path(scores.config, *_cell_key(key)))) is not None
+        (f := manifest.file(data_path(scores.config, *cell_of(key)))) is not None
         and f.content_sha256 == sha for key, sha in scores.files.items())
     return build if same else None
 

@@ -53,6 +53,7 @@ from ruler.eval.records.scores_record import (
     PredictionsRecord,
     ScoresRecord,
     Selection,
+    cell_of,
     scores_owner,
 )
 from ruler.eval.records.serving import prompt_check
@@ -502,8 +503,8 @@ def score_folder(out: Path, ds: Dataset) -> ScoresRecord:
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
-    keys = {tuple(k.split("/")) for k in run.dataset.files}
-    files = [f for f in ds.files(run.config) if (f.task, str(f.max_seq_length)) in keys]
+    keys = {cell_of(k) for k in run.dataset.files}
+    files = [f for f in ds.files(run.config) if (f.task, f.max_seq_length) in keys]
     report = score_predictions(ds, records, files, model=run.model, limit=run.limit,
                                config=run.config, selected_by="run")
     report = replace(
