@@ -226,12 +226,9 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         check_flags(self)
-        if self.metric is not None:
-            from ruler.eval.metrics.specs import METRIC_SPECS
-
-            if self.metric not in METRIC_SPECS:
-                raise RulerError(f"--metric {self.metric}: unknown metric; known: "
-                                 f"{', '.join(METRIC_SPECS)}")
+        if self.metric is not None and self.metric not in METRIC_SPECS:
+            raise RulerError(f"--metric {self.metric}: unknown metric; known: "
+                             f"{', '.join(METRIC_SPECS)}")
 
 
 def _reference_files(help: str) -> Any:
