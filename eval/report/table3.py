@@ -22,6 +22,7 @@ booktabs. Names (models, configs, folders, a registry file's entries) are escape
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -113,22 +114,12 @@ def _published_row(e: PublishedResult, kind: str = "published") -> TableRow:
 def _label_runs(rows: Sequence[TableRow]) -> None:
     """Each run's label: its model, with its config where another run has the same model, and
     its folder where another has the same config too (a label names one run)."""
-    def clash(key) -> set:
-        seen: dict = {}
-        for row in rows:
-            seen.setdefault(key(row), []).append(row)
-        return {k for k, same in seen.items() if len(same) > 1}
-
-    by_model = clash(lambda row: row.label)
-    by_config = clash(lambda row: (row.label, row.config))
+    models = Counter(row.label for row in rows)
+    configs = Counter((row.label, row.config) for row in rows)
     for row in rows:
-        parts = []
-        if row.label in by_model:
-            parts.append(f"config {row.config}")
-            if (row.label, row.config) in by_config:
-                parts.append(f"run {row.where}")
-        if parts:
-            row.label = f"{row.label} ({', '.join(parts)})"
+        if models[row.label] > 1:
+            run = f", run {row.where}" if configs[(row.label, row.config)] > 1 else ""
+            row.label = f"{row.label} (config {row.config}{run})"
 
 
 def _one_benchmark(runs: Sequence[tuple[str, Report]],
