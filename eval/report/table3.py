@@ -1,23 +1,14 @@
 """`ruler report RUN RUN ... [--reference NAME ...]`: runs of different models as the RULER
 paper's Table 3, in Markdown and LaTeX.
 
-One row per model: claimed length, effective length, the score at every length, Avg., wAvg.
-(inc) and wAvg. (dec), each run's numbers with their 95 % intervals (eval.report.intervals);
-scores above the threshold underlined, as the paper does. A run's row is labelled by its model,
-and by as much more as tells it apart from the other runs: its config where two runs share a
-model, its results folder where they share the config too; the notes name every run's config
-and folder. Avg. and wAvg. average a row's own lengths: a row whose lengths are not all the
-table's (a 4K-only run beside the published 4K..128K) has its averages marked §, with a note
-naming its lengths, since they do not compare with the others'. The first row is the threshold's own
-(Llama2 (7B) at 4K, 85.6, from the registry), as in the paper. Published rows named with
-`--reference` are interleaved: each after the run of its model, the others after the runs.
-A run's claimed length is the registry's for its model where one matches, else not given. A
-number a run withholds (a partial run, a length mean over fewer than all its tasks) is "n/a".
-
-LaTeX: a `table` with booktabs rules (`\\toprule`, `\\midrule`, `\\bottomrule`), `\\underline`
-above the threshold, intervals in `\\scriptsize`; `\\input` it into a document that loads
-booktabs. Names (models, configs, folders, a registry file's entries) are escaped in both
-(`ruler.kernel.markup`).
+One row per model: claimed length (the registry's for its model, where one matches),
+effective length, the score at every length, Avg., wAvg. (inc) and wAvg. (dec), each run's
+numbers with their 95 % intervals; scores above the threshold underlined, as the paper does.
+The first row is the threshold's own (Llama2 (7B) at 4K, 85.6, from the registry), as in the
+paper; published rows named with `--reference` follow the run of their model, the others the
+runs. Avg. and wAvg. average a row's own lengths: a row whose lengths are not all the table's
+(a 4K-only run beside the published 4K..128K) has its averages marked §, since they do not
+compare with the others'. Names are escaped in both formats (`ruler.kernel.markup`).
 """
 
 from __future__ import annotations
