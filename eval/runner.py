@@ -292,10 +292,6 @@ def _check_same_delivery(out: Path, old: RunRecord | None, info: RunRecord,
     return replace(info, prompt_delivery=delivery)
 
 
-def _selection_fingerprint(files: list[SplitFile]) -> dict[str, str]:
-    return {f.key: f.content_sha256 for f in files}
-
-
 def _run_record(cfg: EvalConfig, mode: str, ds: Dataset,
                 files: dict[str, str]) -> RunRecord:
     """This run's record before its engine starts: the rows (`files`), the model, and what
@@ -323,7 +319,7 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
     """A results folder holds one model, prompt mode and dataset config; any file it already
     has results for must be the very same rows (content hash) as now. Returns the run record
     to write once the backend has started, and the folder's previous one (None if new)."""
-    info = _run_record(cfg, mode, ds, _selection_fingerprint(files))
+    info = _run_record(cfg, mode, ds, {f.key: f.content_sha256 for f in files})
     path = out / RUN_NAME
     if not path.is_file():
         return info, None

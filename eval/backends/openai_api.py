@@ -1,24 +1,18 @@
 """How `--backend openai` sends a row (`--api`), and how it learns what the server makes of it.
 
-The three forms (docs/evaluating.md, "Servers"): `completions-ids` (the default) sends the
-row's token ids, so the server neither re-tokenizes nor adds a second BOS: the model sees
-exactly the ids the builder counted, as with the vllm and hf backends. `completions-text`
-sends the rendered prompt (`Renderer.text`) without the BOS the rendering starts with, since
-the server adds its own (kept when the probe shows it adds none). `chat` sends the user turn
-and lets the server render its template; the answer prefix is a pre-filled assistant turn
-the server continues, or the end of the user's message for a server that continues none
-(what upstream RULER's OpenAI client sends), sent as the build's template renders it at the
-end of the prompt (`Renderer.continued_prefix`): llama.cpp appends it verbatim, and Gemma's
-template, for one, trims the prefix's spaces. llama.cpp's server repeats a continued turn at
-the start of its reply, which is cut off.
+The three forms are docs/evaluating.md's ("Servers"); why each is as it is: `completions-ids`
+sends the row's token ids, so the server neither re-tokenizes nor adds a second BOS.
+`completions-text` sends the rendered prompt without the BOS it starts with, since the server
+adds its own (kept when the probe shows it adds none). `chat` sends the answer prefix as the
+build's template renders it at the end of the prompt (`Renderer.continued_prefix`): llama.cpp
+appends a pre-filled turn verbatim, and Gemma's template, for one, trims the prefix's spaces;
+llama.cpp's server also repeats a continued turn at the start of its reply, which is cut off.
 
-The probe: before the first row, `negotiate` sends one tiny request of the chosen form (two or
-three where there is a choice to settle) with `max_tokens` 1 and compares the server's
-`usage.prompt_tokens` with the count of the same prompt rendered by the build's tokenizer, so
-a server that renders or tokenizes otherwise shows before any row runs. Equal counts do not
-prove equal prompts (a space more or less may keep the count), so where a server shows its
-chat rendering without generating (llama.cpp's /apply-template, vLLM's /tokenize) the
-probe's is compared whole.
+The probe (`negotiate`): before the first row, one tiny request of the chosen form (two or
+three where there is a choice to settle) with `max_tokens` 1, whose `usage.prompt_tokens` is
+compared with the build's count of the same prompt. Equal counts do not prove equal prompts (a
+space more or less may keep the count), so where a server shows its chat rendering without
+generating (llama.cpp's /apply-template, vLLM's /tokenize) the probe's is compared whole.
 """
 
 from __future__ import annotations

@@ -1,13 +1,7 @@
 """What `ruler score --predictions PATH` reads: PATH's format decides the reader.
 
-A reader (`PredictionReader`) knows one framework's output: which files are its own, how to
-find them in a folder, how to read them into prediction records, and, for records that carry
-no key (NeMo-Skills output: only the prompt text), how to key them against the dataset's
-rows. Readers are entries of `PREDICTION_READERS` (a `ruler.kernel.registry.Registry`):
-ruler's (lm-eval samples, Inspect logs, NeMo-Skills output, in `ruler.eval.integrations`) are
-listed by address and imported on first use, so scoring depends on no integration; a plug-in
-offers one in entry point group `ruler.prediction_readers` (`name = "pkg.module:READER"`).
-
+A reader (`PredictionReader`) knows one framework's output; readers are entries of
+`PREDICTION_READERS`, imported on first use, so scoring depends on no integration.
 - a folder: the files of the one reader that finds any (lm-eval's `samples_*.jsonl` at any
   depth, Inspect's `*.eval`, NeMo-Skills' output: JSON-lines files whose records hold a
   `generation` and the prompt, as `output.jsonl` / `output-rs<seed>.jsonl` do);
