@@ -1,10 +1,6 @@
-"""The Inspect task `ruler`: a build or a released Hub revision, evaluated RULER's way.
-
-    inspect eval ruler/ruler --model vllm/<model> -T data=ORG/NAME -T revision=<tag> \\
-        -T tokenizer_config=llama-3.1 -T lengths=4096 [-T tasks=TASK,TASK -T limit=50]
-    ruler score --predictions logs/<log>.eval --data ORG/NAME --revision <tag>
-
-(`from ruler.eval.inspect import ruler` is the same task in Python.)
+"""The Inspect task `ruler/ruler` (docs/integrations.md: how to run and score it; in Python
+`from ruler.eval.inspect import ruler`): a build or a released Hub revision, evaluated RULER's
+way.
 
 - Dataset: the rows of the selected split files, read through the manifest and checked against
   its hashes (`ruler.eval.records.dataset`, as `ruler eval` reads them). A sample's id is
