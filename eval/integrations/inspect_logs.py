@@ -125,8 +125,6 @@ def _asked(metadata: dict | None) -> set[tuple[str, str, int]] | None:
 
 def read_inspect_logs(paths: list[Path]) -> PredictionSource:
     """The records of one Inspect log, or of several (a folder of them), merged."""
-    if len(paths) == 1:
-        return read_inspect_log(paths[0])
     return PredictionSource.merge([read_inspect_log(log) for log in paths])
 
 
