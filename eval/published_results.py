@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from ruler.catalog.benchmarks import BENCHMARK_SPECS
 from ruler.kernel.errors import RulerError
@@ -269,12 +269,6 @@ def load_registry(extra_files: Iterable[str | Path] = ()) -> Registry:
                                  f"{entries[e.name].origin} and {e.origin}: rename one")
             entries[e.name] = e
     return Registry(entries)
-
-
-def resolve(names: Sequence[str], extra_files: Iterable[str | Path] = ()) -> list[PublishedResult]:
-    """The entries named (see `Registry.find`)."""
-    registry = load_registry(extra_files)
-    return [registry.find(n) for n in names]
 
 
 def benchmark_tasks(benchmark: str) -> tuple[str, ...]:
