@@ -1,14 +1,10 @@
 """The set-up health section of a report: what a run's own records say about how it was run.
 
 Most RULER numbers that miss the published ones miss them for a set-up reason, and each leaves
-a trace in the predictions: answers cut at the generation budget (`finish_reason: length`),
-empty answers, reasoning that never ended within its budget, refusals, prompts the server
-counted otherwise than the build (another chat template), rows skipped because the context
-limit was below the row's length, a chat template other than the build tokenizer's, generation
-settings other than RULER's (greedy, each task's own output budget). `ruler score` counts these
-facts from the predictions and the run's record (`health_facts`) into scores.json (`health`);
-`ruler report` turns them into flags, each with what it usually means and what to do
-(`flags`). Scores written before this section existed have no `health`: the report says so.
+a trace in the predictions (docs/reports-and-statistics.md lists the checks). `ruler score`
+counts these facts from the predictions and the run's record (`health_facts`) into scores.json
+(`health`); `ruler report` turns them into flags, each with what it usually means and what to
+do (`flags`). Scores written before this section existed have no `health`: the report says so.
 
 Refusals are recognised by a short list of phrases (`REFUSAL_PATTERNS`), matched
 case-insensitively anywhere in an answer. It is deliberately small: a refusal flag says "look

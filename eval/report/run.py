@@ -179,11 +179,6 @@ class Report:
                 f"predictions made from another build of config {self.config!r} (another seed "
                 f"or revision) would score as wrong answers")
 
-    @property
-    def rows_scored(self) -> int:
-        """Rows the scores are computed on (answered), over the cells scored."""
-        return sum(c.scored for c in self.cells.values())
-
     def skipped_lengths(self) -> dict[int, tuple[int, int]]:
         """Per length with rows skipped (too long for the model): (rows scored, rows with a
         result) over its cells: its numbers rest on fewer rows than were asked for."""
@@ -196,7 +191,8 @@ class Report:
         """"5 scored, 1 skipped as too long for the model" where rows were skipped; "" when
         every row with a result was scored."""
         skipped = sum(c.skipped for c in self.cells.values())
-        return (f"{self.rows_scored} scored, {skipped} skipped as too long for the model "
+        scored = sum(c.scored for c in self.cells.values())  # the rows the scores rest on
+        return (f"{scored} scored, {skipped} skipped as too long for the model "
                 f"(marked *; the report's notes say why)") if skipped else ""
 
     def status_line(self) -> str:
