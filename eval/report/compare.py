@@ -161,8 +161,7 @@ def compare_scores(a: ScoresRecord, b: ScoresRecord, where_a: str = "A",
                          f"to compare")
     unverified = {side: totals for side, run in (("a", a), ("b", b))
                   if (totals := run.tied_to_build).unverified}
-    metrics = {side: sorted({c.metric for c in run.cells}) for side, run in (("a", a),
-                                                                             ("b", b))}
+    metrics = {side: sorted({c.metric for c in run.cells}) for side, run in (("a", a), ("b", b))}
     return Comparison(where_a, where_b, a.model, b.model, config, lines,
                       scores_benchmark(a), only, in_one, unverified,
                       metrics if metrics["a"] != metrics["b"] else {})
