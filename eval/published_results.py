@@ -195,9 +195,8 @@ def parse_file(doc: Any, origin: str) -> list[PublishedResult]:
             benchmark=doc["benchmark"], source=source, origin=origin,
             scores=_by_length(e.get("scores")),
             tasks={t: _by_length(by) for t, by in (e.get("tasks") or {}).items()},
-            avg=e.get("avg"), wavg_inc=e.get("wavg_inc"), wavg_dec=e.get("wavg_dec"),
-            claimed_length=e.get("claimed_length"), effective_length=e.get("effective_length"),
-            link=e.get("link"), **setup))
+            **{k: e.get(k) for k in ("avg", "wavg_inc", "wavg_dec", "claimed_length",
+                                     "effective_length", "link")}, **setup))
     return out
 
 

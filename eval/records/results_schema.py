@@ -1,15 +1,12 @@
 """What a results folder's run.json and scores.json hold, checked where they are read.
 
-`ruler eval` resuming reads run.json, `ruler score` reads the run.json beside a
-predictions.jsonl, `ruler report` and `ruler compare` read scores.json (and the run.json beside
-it). These files are input from disk: a run killed mid-copy, an editor's BOM, a hand edit. So
-every reader goes through `read_run` / `read_scores`, which parse strictly
-(`ruler.kernel.strict_json`: no key twice, no NaN, no runaway nesting), check that each field
-a reader uses has its shape, and make the typed record (`eval.records.run_record.RunRecord`,
-`eval.records.scores_record.ScoresRecord`): damage is one line naming the file and the field,
-never a traceback in whichever reader meets it first. Fields the readers do not use are not checked,
-and a field a later version adds is kept; an optional field that is absent means "not
-recorded" (older files).
+These files are input from disk: a run killed mid-copy, an editor's BOM, a hand edit. So every
+reader goes through `read_run` / `read_scores`, which parse strictly (`ruler.kernel.strict_json`:
+no key twice, no NaN, no runaway nesting), check that each field a reader uses has its shape,
+and make the typed record (`RunRecord`, `ScoresRecord`): damage is one line naming the file and
+the field, never a traceback in whichever reader meets it first. Fields the readers do not use
+are not checked, and a field a later version adds is kept; an optional field that is absent
+means "not recorded" (older files).
 """
 
 from __future__ import annotations
