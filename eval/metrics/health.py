@@ -86,16 +86,13 @@ def health_facts(records: Iterable[Mapping[str, Any]],
             continue
         count("answered", r)
         _answer_checks(facts, r, caps.get(str(r.get("task")), facts.max_tokens), count)
-        finish = r.get("finish_reason")
+        finish, state = r.get("finish_reason"), r.get("reasoning")
         if finish:
             facts.finish_known += 1
-        if finish == "length" and r.get("reasoning") != "budget_exhausted":
+        if finish == "length" and state != "budget_exhausted":
             count("cut_at_budget", r)
-        state = r.get("reasoning")
-        if state == "budget_exhausted":
-            count("budget_exhausted", r)
-        elif state == "unterminated":
-            count("unterminated", r)
+        if state in ("budget_exhausted", "unterminated"):  # reasoning never ended
+            count(state, r)
         text = str(r.get("prediction") or "")
         if not text.strip() and state not in ("budget_exhausted", "unterminated"):
             count("empty", r)
