@@ -24,7 +24,7 @@ import os
 import shlex
 import shutil
 from dataclasses import dataclass, field
-from itertools import chain, islice
+from itertools import chain, groupby, islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -262,15 +262,13 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
                            build.spec().title, limit=limit,
                            tasks=_ordered_tasks(files),
                            build_tasks=_ordered_tasks(ds.files(config)))
-    by_length: dict[int, list[SplitFile]] = {}
-    for f in files:
-        by_length.setdefault(f.max_seq_length, []).append(f)
     tmp = staging_folder(out)
     try:
         with naming(out, tmp):  # a full disk names the file of OUT, not of the staging
-            for L, group in sorted(by_length.items()):
-                result.lengths[L] = _write_length(tmp / split_file_name(L), ds, group, prompt,
-                                                  limit, result.metrics)
+            # `Dataset.files` lists the files shortest length first
+            for L, group in groupby(files, key=lambda f: f.max_seq_length):
+                result.lengths[L] = _write_length(tmp / split_file_name(L), ds, list(group),
+                                                  prompt, limit, result.metrics)
             result.tokens = {"checked": prompt.checked, "mismatched": prompt.mismatched,
                              "template": prompt.renders_template}
             (tmp / METADATA_NAME).write_text(json.dumps(metadata(result), indent=2,
