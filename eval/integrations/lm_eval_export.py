@@ -339,12 +339,8 @@ def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:
         if hasattr(builtins, name):
             continue
         value = namespace.get(name)
-        module: str | None
-        imported: str | None
-        if inspect.ismodule(value):
-            module, imported = value.__name__, None
-        else:
-            module, imported = getattr(value, "__module__", None), name
+        module, imported = (value.__name__, None) if inspect.ismodule(value) else (
+            getattr(value, "__module__", None), name)
         if module is None or module.split(".")[0] not in sys.stdlib_module_names:
             raise RuntimeError(f"utils.py would use {name!r}, which is not from the standard "
                                f"library: keep the copied metric code to the standard library")
