@@ -47,13 +47,7 @@ from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.records.results_schema import read_run, read_scores
 from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
-from ruler.eval.records.scores_record import (
-    CellScore,
-    ScoresRecord,
-    Selection,
-    TieTotals,
-    cell_of,
-)
+from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection, TieTotals, cell_of
 from ruler.eval.records.serving import markdown as serving_markdown
 from ruler.eval.report.depth import depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.report.figures import dodged, error_bars, fit_canvas, new_figure, save_png
