@@ -124,8 +124,7 @@ class EvalConfig:
         "--max-tokens", default=None, type=int, minimum=1, metavar="N",
         help="cap every answer at N tokens (default: each row's own tokens_to_generate, its "
              "benchmark's setting). For diagnosing a set-up only: a cap below a task's "
-             "budget cuts its "
-             "answers, and the report's health section flags it")
+             "budget cuts its answers, and the report's health section flags it")
     # Whether `ruler eval` and `ruler.evaluate` write report.md/csv/json/png after the run
     # (run_eval itself writes predictions and scores.json only).
     report: bool = option("--no-report", kind=NEGATED, default=True,
@@ -227,12 +226,9 @@ class ScoreConfig:
 
     def __post_init__(self) -> None:
         check_flags(self)
-        if self.metric is not None:
-            from ruler.eval.metrics.specs import METRIC_SPECS
-
-            if self.metric not in METRIC_SPECS:
-                raise RulerError(f"--metric {self.metric}: unknown metric; known: "
-                                 f"{', '.join(METRIC_SPECS)}")
+        if self.metric is not None and self.metric not in METRIC_SPECS:
+            raise RulerError(f"--metric {self.metric}: unknown metric; known: "
+                             f"{', '.join(METRIC_SPECS)}")
 
 
 def _reference_files(help: str) -> Any:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 from ruler.catalog.benchmarks import BENCHMARK_SPECS
 from ruler.kernel.errors import RulerError
@@ -50,9 +50,8 @@ class Source:
     def cite(self) -> str:
         """One line: where the numbers come from."""
         where = self.url or f"{self.repo}:{self.path}"
-        at = f" @ {self.commit}" if self.commit and self.url is None else ""
-        if self.commit and self.url and self.commit not in self.url:
-            at = f" @ {self.commit}"
+        at = f" @ {self.commit}" if self.commit and (
+            self.url is None or self.url and self.commit not in self.url) else ""
         return f"{self.title} ({where}{at}, {self.date})"
 
 
@@ -196,9 +195,8 @@ def parse_file(doc: Any, origin: str) -> list[PublishedResult]:
             benchmark=doc["benchmark"], source=source, origin=origin,
             scores=_by_length(e.get("scores")),
             tasks={t: _by_length(by) for t, by in (e.get("tasks") or {}).items()},
-            avg=e.get("avg"), wavg_inc=e.get("wavg_inc"), wavg_dec=e.get("wavg_dec"),
-            claimed_length=e.get("claimed_length"), effective_length=e.get("effective_length"),
-            link=e.get("link"), **setup))
+            **{k: e.get(k) for k in ("avg", "wavg_inc", "wavg_dec", "claimed_length",
+                                     "effective_length", "link")}, **setup))
     return out
 
 
@@ -270,12 +268,6 @@ def load_registry(extra_files: Iterable[str | Path] = ()) -> Registry:
                                  f"{entries[e.name].origin} and {e.origin}: rename one")
             entries[e.name] = e
     return Registry(entries)
-
-
-def resolve(names: Sequence[str], extra_files: Iterable[str | Path] = ()) -> list[PublishedResult]:
-    """The entries named (see `Registry.find`)."""
-    registry = load_registry(extra_files)
-    return [registry.find(n) for n in names]
 
 
 def benchmark_tasks(benchmark: str) -> tuple[str, ...]:

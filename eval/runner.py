@@ -5,26 +5,18 @@ Order of work, so that bad input fails before the (slow) model loads:
    from the same dataset files (content hashes), model, prompt mode and template variables;
 2. render the first pending row of each task with `Tokenizer.prompt_ids` — the function that
    defined the row's `length` — and check the model's tokenizer reproduces the count;
-3. start rendering the rows in a pool (ruler.eval.stream: file by file, a bounded window
-   ahead, 4-byte token ids), then load the backend while the pool works;
-4. stream the rows to the backend, which keeps a bounded window in flight; every row's count
-   is checked as it passes (a mismatch stops the run unless allowed); rows whose prompt +
-   `tokens_to_generate` exceed its `max_model_len` are recorded as skipped with the reason
-   (never truncated); each prediction is written the moment it arrives, so an interrupted run
-   resumes where it stopped;
-   Rows of a benchmark that counts the prompt alone (their files' recorded length rule: their
-   tokens to generate come on top) whose prompt + budget exceed `max_model_len` run with
-   the budget clamped to the context left (`output_budget`, recorded per row and counted per
-   cell), as NeMo-Skills generates up to the server's limit when it sets no budget; only a
-   row whose prompt leaves no room at all is skipped;
+3. start rendering the rows in a pool (ruler.eval.stream), then load the backend meanwhile;
+4. stream the rows to the backend; every row's count is checked as it passes; a row whose
+   prompt + `tokens_to_generate` exceed `max_model_len` is recorded as skipped, never
+   truncated (a row whose length counts the prompt alone runs with its budget clamped to the
+   context left, `output_budget`, as NeMo-Skills generates up to the server's limit); each
+   prediction is written the moment it arrives, so an interrupted run resumes where it stopped;
 5. score the folder (scores.json) for `ruler report`.
 
-Reasoning mode (configs built with `--output-budget`, and those counting the prompt alone,
-made for reasoning models): the prompt is the chat template with a generation prompt and no answer
-prefix, `max_tokens` is the budget (the rows' `tokens_to_generate`), and the answer scored is
-the text after the model's reasoning (ruler.eval.reasoning); the raw output is stored beside
-it. Such a row's chat prompt is the same (it has no answer prefix): chat mode scores the
-whole output, as NeMo-Skills does without `++parse_reasoning=True`.
+Reasoning mode (docs/evaluating.md "Reasoning models"): the answer scored is the text after the
+model's reasoning (ruler.eval.reasoning), the raw output stored beside it. Rows whose length
+counts the prompt alone have no answer prefix: chat mode scores their whole output, as
+NeMo-Skills does without `++parse_reasoning=True`.
 """
 
 from __future__ import annotations
@@ -300,10 +292,6 @@ def _check_same_delivery(out: Path, old: RunRecord | None, info: RunRecord,
     return replace(info, prompt_delivery=delivery)
 
 
-def _selection_fingerprint(files: list[SplitFile]) -> dict[str, str]:
-    return {f.key: f.content_sha256 for f in files}
-
-
 def _run_record(cfg: EvalConfig, mode: str, ds: Dataset,
                 files: dict[str, str]) -> RunRecord:
     """This run's record before its engine starts: the rows (`files`), the model, and what
@@ -331,7 +319,7 @@ def _check_run_folder(out: Path, ds: Dataset, cfg: EvalConfig, files: list[Split
     """A results folder holds one model, prompt mode and dataset config; any file it already
     has results for must be the very same rows (content hash) as now. Returns the run record
     to write once the backend has started, and the folder's previous one (None if new)."""
-    info = _run_record(cfg, mode, ds, _selection_fingerprint(files))
+    info = _run_record(cfg, mode, ds, {f.key: f.content_sha256 for f in files})
     path = out / RUN_NAME
     if not path.is_file():
         return info, None
@@ -479,8 +467,7 @@ def _mismatch_error(cfg: EvalConfig, mode: str, count: int, example: str) -> Rul
         f"the dataset's token counts for {count} row(s), e.g. {example} (prompt + the "
         f"tokens_to_generate it counts != length). Config {cfg.tokenizer_config!r} was built "
         f"for another tokenizer, prompt mode or template: pick the config built with this "
-        f"model's "
-        f"tokenizer, or pass --allow-length-mismatch")
+        f"model's tokenizer, or pass --allow-length-mismatch")
 
 
 def _preflight(ds: Dataset, files: list[SplitFile], renderer: Renderer, done: set[Key],

@@ -210,11 +210,8 @@ class PromptStream:
 
 def count_pending(files: Sequence[SplitFile], done: Container[Key], limit: int | None) -> int:
     """Rows of `files` (the first `limit` of each) whose key is not in `done`."""
-    total = 0
-    for f in files:
-        n = min(f.rows, limit or f.rows)
-        total += n - sum((f.config, f.task, f.max_seq_length, i) in done for i in range(n))
-    return total
+    return sum((f.config, f.task, f.max_seq_length, i) not in done
+               for f in files for i in range(min(f.rows, limit or f.rows)))
 
 
 def token_array_from(data: bytes):

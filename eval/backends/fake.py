@@ -85,10 +85,8 @@ class FakeBackend:
                              f"dataset: pass FakeOptions(model, data=...) (the CLI passes "
                              f"--data)")
         self.max_model_len = int(self.opts.max_model_len or NO_LIMIT)
-        # per split file: index -> (metric, references)
-        self._references: dict[tuple, dict[int, tuple[str, list[str]]]] = {}
-        # per split file, for a failure mode: index -> the row's columns it reads
-        self._texts: dict[tuple, dict[int, dict[str, Any]]] = {}
+        # (split file, columns) -> index -> the row's columns: one file's at a time
+        self._rows: dict[tuple, dict[int, dict[str, Any]]] = {}
         # A Hub dataset's revision: the commit the first file came from, for all the others.
         self._revision = self.opts.revision
         self._local: Any = None  # a build folder's Dataset, opened once
@@ -115,33 +113,28 @@ class FakeBackend:
 
     def gold(self, key: Any) -> str:
         """A right answer to the row `key`, as its metric reads one."""
-        metric, refs = self._rows(key)
-        return METRIC_SPECS[metric].gold(refs)
+        row = self._row(key, ("metric", "outputs"))
+        return METRIC_SPECS[row["metric"]].gold(list(row["outputs"]))
 
     def purposeful(self, key: Any) -> str:
         """The failure mode's answer to the row `key` (its benchmark's `FakeAnswers`), or its
         gold answer where the mode does not apply to it."""
-        hooks = self._mode_hooks()
-        row = self._row_texts(key, hooks.columns)
+        hooks = self._hooks
+        assert hooks is not None, f"--fake-answers {self.opts.answers} is no failure mode"
+        row = self._row(key, hooks.columns)
         made = hooks.answer(self.opts.answers, row)
         return METRIC_SPECS[row["metric"]].gold(list(row["outputs"])) if made is None else made
 
-    def _mode_hooks(self) -> FakeAnswers:
-        """The benchmark hooks of the failure mode the options ask for."""
-        assert self._hooks is not None, f"--fake-answers {self.opts.answers} is no failure mode"
-        return self._hooks
-
-    def _row_texts(self, key: Any, read: Sequence[str]) -> dict[str, Any]:
-        """The columns a purposeful answer reads of the row `key`, read with its split file's
-        the first time one of its rows is asked for."""
+    def _row(self, key: Any, read: Sequence[str]) -> dict[str, Any]:
+        """The columns `read` of the row `key`, read with its split file's the first time one
+        of its rows is asked for (rows come file by file)."""
         config, task, length, index = key
-        where = (config, task, int(length))
-        if where not in self._texts:
+        where = (config, task, int(length), tuple(read))
+        if where not in self._rows:
             ds, f = self._file(config, task, int(length))
-            self._texts.clear()  # one file's inputs at a time: a 128K file holds ~300 MB
-            columns = ("index", *read)
-            self._texts[where] = {int(r["index"]): r for r in ds.rows(f, columns)}
-        return self._texts[where][int(index)]
+            # one file's rows at a time: a 128K file's inputs are ~300 MB
+            self._rows = {where: {int(r["index"]): r for r in ds.rows(f, ("index", *read))}}
+        return self._rows[where][int(index)]
 
     def _file(self, config: str, task: str, length: int) -> tuple[Any, Any]:
         from pathlib import Path
@@ -161,20 +154,8 @@ class FakeBackend:
         (f,) = ds.files(config, (task,), (length,))
         return ds, f
 
-    def _rows(self, key: Any) -> tuple[str, list[str]]:
-        """The metric and references of the row `key`, read with the rest of its split file
-        the first time one of them is asked for."""
-        config, task, length, index = key
-        where = (config, task, int(length))
-        if where not in self._references:
-            ds, f = self._file(config, task, int(length))
-            self._references[where] = {int(r["index"]): (r["metric"], list(r["outputs"]))
-                                       for r in ds.rows(f, ("index", "metric", "outputs"))}
-        return self._references[where][int(index)]
-
     def close(self) -> None:
-        self._references.clear()
-        self._texts.clear()
+        self._rows.clear()
 
 
 SPEC = BackendSpec(

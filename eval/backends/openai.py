@@ -2,24 +2,20 @@
 `llama-server`, llama-cpp-python's `llama_cpp.server`, Ollama, hosted APIs), over httpx.
 docs/evaluating.md ("Servers") says what a user sees; here, why.
 
-How a row is sent is `--api` (`openai_api`: the three forms, and the probe that checks, before
-the first row, that the server sees the prompt the build counted). Every answer's
-`usage.prompt_tokens` is compared with the row's rendered count where the server reports it:
-a row that differs stops the run (`--allow-prompt-mismatch`: kept, flagged), since one row is
-proof enough: the usual cause (a server chat template other than the model's) is systematic,
-and every further row would be compute spent on another prompt. The `model` a reply names is
-recorded, not refused: hosted APIs answer as a dated snapshot of an alias, and proxies as the
-model they routed to, both legitimately.
+How a row is sent is `--api` (`openai_api`: the three forms, and the probe). A row whose
+`usage.prompt_tokens` differs from its rendered count stops the run (`--allow-prompt-mismatch`:
+kept, flagged): the usual cause (a server chat template other than the model's) is systematic,
+so one row is proof enough and every further row would be compute spent on another prompt. The
+`model` a reply names is recorded, not refused: hosted APIs answer as a dated snapshot of an
+alias, and proxies as the model they routed to, both legitimately.
 
-The concurrency follows the server's slots where it says (requests beyond them would only
-queue there, the waiting counted against each request's `--timeout`), never more than
-MAX_CONCURRENCY whatever a server claims. A request that times out, cannot connect, or gets
-429 / 5xx is retried with backoff and jitter (honouring `Retry-After`); any other 4xx is the
-request's own fault and is not retried. A 200 that carries no completion (garbage JSON, no
-choices, `text` null or absent, finish_reason "error" or "abort", more text than `max_tokens`
-tokens can make) is a failure of the server's, retried the same way. The probe is not retried
-on 500 or 4xx: a server that refuses the request form fails the run at once. Server text
-reaches messages and files only scrubbed of the API key (`ruler.kernel.scrub`).
+A timeout, a refused connection, 429 / 5xx, or a 200 that carries no completion (garbage JSON,
+no choices, `text` null or absent, finish_reason "error" or "abort", more text than
+`max_tokens` tokens can make) is the server's failure, retried with backoff and jitter
+(honouring `Retry-After`); any other 4xx is the request's own fault and is not retried. The
+probe is not retried on 500 or 4xx: a server that refuses the request form fails the run at
+once. Server text reaches messages and files only scrubbed of the API key
+(`ruler.kernel.scrub`).
 """
 
 from __future__ import annotations

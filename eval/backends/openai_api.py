@@ -1,29 +1,24 @@
 """How `--backend openai` sends a row (`--api`), and how it learns what the server makes of it.
 
-The three forms (docs/evaluating.md, "Servers"): `completions-ids` (the default) sends the
-row's token ids, so the server neither re-tokenizes nor adds a second BOS: the model sees
-exactly the ids the builder counted, as with the vllm and hf backends. `completions-text`
-sends the rendered prompt (`Renderer.text`) without the BOS the rendering starts with, since
-the server adds its own (kept when the probe shows it adds none). `chat` sends the user turn
-and lets the server render its template; the answer prefix is a pre-filled assistant turn
-the server continues, or the end of the user's message for a server that continues none
-(what upstream RULER's OpenAI client sends), sent as the build's template renders it at the
-end of the prompt (`Renderer.continued_prefix`): llama.cpp appends it verbatim, and Gemma's
-template, for one, trims the prefix's spaces. llama.cpp's server repeats a continued turn at
-the start of its reply, which is cut off.
+The three forms are docs/evaluating.md's ("Servers"); why each is as it is: `completions-ids`
+sends the row's token ids, so the server neither re-tokenizes nor adds a second BOS.
+`completions-text` sends the rendered prompt without the BOS it starts with, since the server
+adds its own (kept when the probe shows it adds none). `chat` sends the answer prefix as the
+build's template renders it at the end of the prompt (`Renderer.continued_prefix`): llama.cpp
+appends a pre-filled turn verbatim, and Gemma's template, for one, trims the prefix's spaces;
+llama.cpp's server also repeats a continued turn at the start of its reply, which is cut off.
 
-The probe: before the first row, `negotiate` sends one tiny request of the chosen form (two or
-three where there is a choice to settle) with `max_tokens` 1 and compares the server's
-`usage.prompt_tokens` with the count of the same prompt rendered by the build's tokenizer, so
-a server that renders or tokenizes otherwise shows before any row runs. Equal counts do not
-prove equal prompts (a space more or less may keep the count), so where a server shows its
-chat rendering without generating (llama.cpp's /apply-template, vLLM's /tokenize) the
-probe's is compared whole.
+The probe (`negotiate`): before the first row, one tiny request of the chosen form (two or
+three where there is a choice to settle) with `max_tokens` 1, whose `usage.prompt_tokens` is
+compared with the build's count of the same prompt. Equal counts do not prove equal prompts (a
+space more or less may keep the count), so where a server shows its chat rendering without
+generating (llama.cpp's /apply-template, vLLM's /tokenize) the probe's is compared whole.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from os.path import commonprefix
 from typing import Any, Callable
 
 from ruler.eval.backends.base import GenRequest, prompt_list
@@ -309,8 +304,7 @@ def _compared(wire: Wire, probe: GenRequest, renderer: Any,
                         if wire.prefix_turn == "user" else probe.prompt_ids)
         if list(value) == want_ids:
             return Negotiated(wire, exact="the probe's token ids equal the build's")
-        at = next((i for i, (a, b) in enumerate(zip(value, want_ids)) if a != b),
-                  min(len(value), len(want_ids)))
+        at = len(commonprefix([list(value), want_ids]))  # where they first differ
         return Negotiated(wire, f"the server renders the probe conversation to other token "
                                 f"ids than the build's template (from position {at} on)")
     want_text, got_text = wire.expected_text(probe, renderer), str(value)
@@ -319,8 +313,7 @@ def _compared(wire: Wire, probe: GenRequest, renderer: Any,
         want_text, got_text = want_text.removeprefix(bos), got_text.removeprefix(bos)
     if got_text == want_text:
         return Negotiated(wire, exact="the probe's text equals the build's")
-    at = next((i for i, (a, b) in enumerate(zip(got_text, want_text)) if a != b),
-              min(len(got_text), len(want_text)))
+    at = len(commonprefix([got_text, want_text]))  # where they first differ
     return Negotiated(wire, f"the server renders the probe conversation otherwise than the "
                             f"build's template, from character {at} on: server "
                             f"{got_text[max(0, at - 20):at + 20]!r}, build "

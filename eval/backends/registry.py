@@ -2,13 +2,9 @@
 
 A backend is one `BackendSpec`: its name, the module its inference stack needs (checked before
 any slow work, with the one line that says how to install it), a factory from its options to a
-`Backend`, and its options type, a `BackendOptions` dataclass whose fields declare the
-backend's own flags. `ruler eval`'s `--backend` choices, its help and the flags each backend
-adds all come from this table
-(`BACKENDS`, a `ruler.kernel.registry.Registry`), so a new backend is one module with a
-`SPEC`: ruler's own are listed below by address; a plug-in offers its spec in entry point
-group `ruler.backends` (`name = "pkg.module:SPEC"`), and the installed `ruler eval` has it; a
-program may also call `register_backend(spec)` before `ruler.commands.main.main` builds its parser.
+`Backend`, and its options type, whose fields declare the backend's own flags. `ruler eval`'s
+`--backend` choices, its help and the flags each backend adds all come from this table
+(`BACKENDS`; how a backend joins it: `ruler.eval.backends`).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ import queue
 import re
 import threading
 import time
+from contextlib import suppress
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Iterable, Iterator
@@ -84,18 +85,12 @@ def engine_kwargs(opts: VLLMOptions) -> dict[str, Any]:
     """vLLM engine arguments for these options (only what differs from vLLM's defaults)."""
     kwargs: dict[str, Any] = dict(model=opts.model, dtype=opts.dtype, seed=opts.seed,
                                   tensor_parallel_size=opts.tensor_parallel_size)
-    if opts.pipeline_parallel_size > 1:
-        kwargs["pipeline_parallel_size"] = opts.pipeline_parallel_size
-    if opts.data_parallel_size > 1:
-        kwargs["data_parallel_size"] = opts.data_parallel_size
-    if opts.max_model_len:
-        kwargs["max_model_len"] = opts.max_model_len
-    if opts.gpu_memory_utilization:
-        kwargs["gpu_memory_utilization"] = opts.gpu_memory_utilization
-    if opts.max_num_seqs:
-        kwargs["max_num_seqs"] = opts.max_num_seqs
-    if opts.enforce_eager:
-        kwargs["enforce_eager"] = True
+    for name in ("pipeline_parallel_size", "data_parallel_size"):
+        if getattr(opts, name) > 1:
+            kwargs[name] = getattr(opts, name)
+    for name in ("max_model_len", "gpu_memory_utilization", "max_num_seqs", "enforce_eager"):
+        if getattr(opts, name):  # None, 0 and False: vLLM's own default
+            kwargs[name] = getattr(opts, name)
     kwargs.update(opts.engine_kwargs)
     return kwargs
 
@@ -281,10 +276,8 @@ class _AsyncDriver:
                 yield result
         finally:
             if in_flight:  # stopped early: free the engine of requests nobody will read
-                try:
+                with suppress(Exception):
                     self._run(self.engine.abort(list(in_flight)), timeout=30)
-                except Exception:
-                    pass
 
     async def _one(self, rid: str, r: GenRequest, start: float,
                    done: queue.SimpleQueue) -> None:
@@ -310,10 +303,8 @@ class _AsyncDriver:
     def close(self) -> None:
         engine, self.engine = getattr(self, "engine", None), None
         if engine is not None:
-            try:  # stops the engine-core processes; on the engine's own loop
+            with suppress(Exception):  # stops the engine-core processes; on the engine's loop
                 self._run(_call(engine.shutdown), timeout=120)
-            except Exception:
-                pass
         self._stop_loop()
 
     def _stop_loop(self) -> None:

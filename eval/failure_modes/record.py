@@ -60,10 +60,8 @@ class CellFailures(FrozenRecord):
         """Whether a cell's `failures` has this record's shape (None: not recorded)."""
         if saved is None:
             return True
-        if not isinstance(saved, dict) or not all(
+        if not isinstance(saved, dict) or not _count(saved.get("labelled")) or not all(
                 isinstance(saved.get(k), str) for k in ("definitions", "family")):
-            return False
-        if not _count(saved.get("labelled")):
             return False
         rows, answers = saved.get("rows", []), saved.get("answers")
         return isinstance(rows, list) and all(_row_ok(r) for r in rows) and (

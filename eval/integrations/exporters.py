@@ -1,12 +1,10 @@
 """`ruler export FRAMEWORK`: a build's tasks in another framework's format, one exporter each.
 
-An `Exporter` is a sub-command of `ruler export`: its name, its help, its options (a frozen
-dataclass whose fields declare its flags, `ruler.kernel.flags`) and what it runs with them.
-Exporters are entries of `EXPORTERS` (a `ruler.kernel.registry.Registry`): ruler's
-(`lm-eval`, `kvpress`, in `ruler.eval.integrations.exports`) are listed by address; a plug-in
-offers one in entry point group `ruler.exporters` (`name = "pkg.module:EXPORTER"`), and the
-installed `ruler export` has it. Building the parser imports every exporter's module: keep
-them to their options and `run`, importing the framework only in `run`.
+An `Exporter` is a sub-command of `ruler export`, an entry of `EXPORTERS`: ruler's (`lm-eval`,
+`kvpress`, in `ruler.eval.integrations.exports`) are listed by address; a plug-in offers one in
+entry point group `ruler.exporters` (`name = "pkg.module:EXPORTER"`). Building the parser
+imports every exporter's module: keep them to their options and `run`, importing the framework
+only in `run`.
 """
 
 from __future__ import annotations

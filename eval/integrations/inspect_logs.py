@@ -15,6 +15,7 @@ from typing import Any
 
 from ruler.eval.records.build_tie import prompt_digest
 from ruler.eval.records.predictions import KEY_COLUMNS
+from ruler.eval.records.scores_record import cell_of
 from ruler.eval.scoring.prediction_readers import PredictionReader
 from ruler.eval.scoring.prediction_source import PredictionSource
 from ruler.kernel.errors import RulerError
@@ -117,16 +118,13 @@ def _asked(metadata: dict | None) -> set[tuple[str, str, int]] | None:
     ruler: Any = (metadata or {}).get("ruler")  # any JSON: its shape is checked by reading it
     try:
         config = ruler["tokenizer_config"]
-        return {(config, task, int(L)) for task, L in
-                (key.rsplit("/", 1) for key in ruler["files"])}
+        return {(config, *cell_of(key)) for key in ruler["files"]}
     except (TypeError, KeyError, ValueError, AttributeError):
         return None  # a log of an older ruler task: the whole config is asked for
 
 
 def read_inspect_logs(paths: list[Path]) -> PredictionSource:
     """The records of one Inspect log, or of several (a folder of them), merged."""
-    if len(paths) == 1:
-        return read_inspect_log(paths[0])
     return PredictionSource.merge([read_inspect_log(log) for log in paths])
 
 

@@ -1,10 +1,6 @@
-"""The Inspect task `ruler`: a build or a released Hub revision, evaluated RULER's way.
-
-    inspect eval ruler/ruler --model vllm/<model> -T data=ORG/NAME -T revision=<tag> \\
-        -T tokenizer_config=llama-3.1 -T lengths=4096 [-T tasks=TASK,TASK -T limit=50]
-    ruler score --predictions logs/<log>.eval --data ORG/NAME --revision <tag>
-
-(`from ruler.eval.inspect import ruler` is the same task in Python.)
+"""The Inspect task `ruler/ruler` (docs/integrations.md: how to run and score it; in Python
+`from ruler.eval.inspect import ruler`): a build or a released Hub revision, evaluated RULER's
+way.
 
 - Dataset: the rows of the selected split files, read through the manifest and checked against
   its hashes (`ruler.eval.records.dataset`, as `ruler eval` reads them). A sample's id is
@@ -79,22 +75,19 @@ def ruler_samples(data: str, revision: str | None = None, tokenizer_config: str 
         raise RulerError(f"dataset {data} config {tokenizer_config!r} has no split files")
     # what a keyed metric reads of the rows' build (a language), from the manifest
     key = _metric_key(ds.build(tokenizer_config), files)
-    samples = []
-    for f in files:
-        for row in ds.rows(f)[: limit or None]:
-            samples.append(Sample(
-                id=f"{f.task}/{f.max_seq_length}/{row['index']}",
-                input=[ChatMessageUser(content=row["input"])],
-                target=list(row["outputs"]),
-                metadata={
-                    "tokenizer": row["tokenizer"], "task": row["task"],
-                    "max_seq_length": int(row["max_seq_length"]), "index": int(row["index"]),
-                    CELL_KEY: f"{f.task}/{f.max_seq_length}", "metric": row["metric"],
-                    "answer_prefix": row["answer_prefix"],
-                    "tokens_to_generate": int(row["tokens_to_generate"]),
-                    "length": int(row["length"]), "data_sha256": f.content_sha256,
-                    "metric_key": key,
-                }))
+    samples = [Sample(
+        id=f"{f.task}/{f.max_seq_length}/{row['index']}",
+        input=[ChatMessageUser(content=row["input"])],
+        target=list(row["outputs"]),
+        metadata={
+            "tokenizer": row["tokenizer"], "task": row["task"],
+            "max_seq_length": int(row["max_seq_length"]), "index": int(row["index"]),
+            CELL_KEY: f"{f.task}/{f.max_seq_length}", "metric": row["metric"],
+            "answer_prefix": row["answer_prefix"],
+            "tokens_to_generate": int(row["tokens_to_generate"]),
+            "length": int(row["length"]), "data_sha256": f.content_sha256,
+            "metric_key": key,
+        }) for f in files for row in ds.rows(f)[: limit or None]]
     provenance = {"dataset": data, "revision": ds.revision, "tokenizer_config": tokenizer_config,
                   "prompt_mode": ds.build(tokenizer_config).prompt_mode,
                   "files": {f.key: f.content_sha256 for f in files}, "limit": limit}

@@ -1,33 +1,20 @@
 """`ruler export kvpress`: a build's rows as a dataset folder in the schema of NVIDIA kvpress's
 `ruler` dataset (the `"ruler"` entry of its evaluation's `DATASET_REGISTRY`), whatever the
-build's benchmark.
+build's benchmark. docs/integrations.md ("Using with kvpress") gives the layout and how kvpress
+runs and scores it.
 
-kvpress reads that dataset as `load_dataset(DATASET, data_dir="4096", split="test")`: one folder
-per length (`<L>/test-00000-of-00001.parquet`: every task's rows in the build's order), its six
-columns plus each row's ruler key (`tokenizer`, `max_seq_length`, `index`), which kvpress
-ignores and `ruler score` reads; beside them the card (README.md), `ruler_kvpress.json` (the
-same facts for programs) and `ruler_export_files.json` (`export_folder`). docs/integrations.md
-says how kvpress runs and scores it.
+Why `answer_prefix` is not the row's own: kvpress renders the prompt itself (the chat template
+of the user turn `context`, cut where the context ends, then `question`, the rest of the
+template and `answer_prefix`), and a template may change ruler's pre-filled prefix (Llama 3's
+and Gemma 3's trim its spaces). The exported prefix is the text ruler's rendering has after
+the generation prompt, so kvpress's prompt is ruler's, character for character
+(`KvpressPrompt`, which also tokenizes each task's first row both ways).
 
-Why `answer_prefix` is not the row's own: kvpress renders the prompt itself. With a chat
-template it puts `context` into the user turn, cuts the rendering where the context ends,
-and appends `question` + the rest of the template (the end of the user turn and the
-generation prompt) + `answer_prefix`. ruler's prompt is the template applied to the user turn
-`input` with the assistant turn pre-filled by the row's answer prefix, which a template may
-change (Llama 3's and Gemma 3's trim its spaces). So the exported `answer_prefix` is
-the text ruler's rendering has after the generation prompt, and kvpress's prompt is ruler's,
-character for character; each task's first row is also tokenized both ways (context and
-question apart, as kvpress does, and whole, as `length` was counted). A tokenizer without a
-chat template gets the row's prefix: kvpress then adds "\\n" between question and prefix,
-which ruler's base prompt does not have (the card says so).
-
-Why the export names tasks whose scores kvpress would get wrong: kvpress's scorer of that
-dataset (`kvpress_metric`) picks a task's metric from the first word of its name, not from
-the row; where that is not the metric the build's rows record (its `metric` column), the card,
-`ruler_kvpress.json` and the console say so, one line per task, and send kvpress's predictions
-to `ruler score`. The rows themselves are right for any benchmark, and kvpress's pipeline (what
-the export is for) runs on them; refusing would keep that from every benchmark but the one
-kvpress's names fit, and would not stop a folder once written being scored by kvpress.
+Why tasks kvpress would score wrongly are named, not refused: kvpress's scorer picks a task's
+metric from the first word of its name (`kvpress_metric`), not from the row. The rows are right
+for any benchmark and kvpress's pipeline (what the export is for) runs on them, so the card,
+`ruler_kvpress.json` and the console name those tasks and send their predictions to
+`ruler score`.
 """
 
 from __future__ import annotations
@@ -37,6 +24,7 @@ import os
 import shlex
 import shutil
 from dataclasses import dataclass, field
+from itertools import chain, groupby, islice
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -274,15 +262,13 @@ def export_kvpress(source: str, out: str | os.PathLike, revision: str | None = N
                            build.spec().title, limit=limit,
                            tasks=_ordered_tasks(files),
                            build_tasks=_ordered_tasks(ds.files(config)))
-    by_length: dict[int, list[SplitFile]] = {}
-    for f in files:
-        by_length.setdefault(f.max_seq_length, []).append(f)
     tmp = staging_folder(out)
     try:
         with naming(out, tmp):  # a full disk names the file of OUT, not of the staging
-            for L, group in sorted(by_length.items()):
-                result.lengths[L] = _write_length(tmp / split_file_name(L), ds, group, prompt,
-                                                  limit, result.metrics)
+            # `Dataset.files` lists the files shortest length first
+            for L, group in groupby(files, key=lambda f: f.max_seq_length):
+                result.lengths[L] = _write_length(tmp / split_file_name(L), ds, list(group),
+                                                  prompt, limit, result.metrics)
             result.tokens = {"checked": prompt.checked, "mismatched": prompt.mismatched,
                              "template": prompt.renders_template}
             (tmp / METADATA_NAME).write_text(json.dumps(metadata(result), indent=2,
@@ -342,21 +328,11 @@ def _source_record(ds: Dataset, config: str, build: BuildEntry,
 
 
 def _ordered_tasks(files: Iterable[SplitFile]) -> list[str]:
-    seen: list[str] = []
-    for f in files:
-        if f.task not in seen:
-            seen.append(f.task)
-    return seen
+    return list(dict.fromkeys(f.task for f in files))
 
 
 def _rows(ds: Dataset, f: SplitFile, limit: int | None) -> Iterator[dict[str, Any]]:
-    n = 0
-    for batch in ds.iter_rows(f, _SOURCE_COLUMNS, _BATCH):
-        for row in batch:
-            if limit is not None and n >= limit:
-                return
-            n += 1
-            yield row
+    return islice(chain.from_iterable(ds.iter_rows(f, _SOURCE_COLUMNS, _BATCH)), limit)
 
 
 def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: KvpressPrompt,
@@ -366,26 +342,22 @@ def _write_length(path: Path, ds: Dataset, files: Sequence[SplitFile], prompt: K
     path.parent.mkdir(parents=True, exist_ok=True)
     seen: dict[str, tuple[str, int, str]] = {}  # context -> (answer_prefix, budget, row)
     written = 0
+
+    def exported(row: Mapping[str, Any]) -> dict[str, Any]:
+        prefix = prompt.answer_prefix(row)
+        prompt.check_tokens(row, prefix)
+        _same_group(seen, row, prefix)
+        metrics.setdefault(row["task"], set()).add(row["metric"])
+        return {"context": row["context"], "question": row["question"],
+                "answer_prefix": prefix, "answer": list(row["outputs"]), "task": row["task"],
+                "max_new_tokens": row["tokens_to_generate"], **{k: row[k] for k in KEY_COLUMNS}}
+
     with pq.ParquetWriter(path, EXPORT_SCHEMA, compression="zstd") as writer:
-        for f in files:
-            buffer: list[dict[str, Any]] = []
-            for row in _rows(ds, f, limit):
-                prefix = prompt.answer_prefix(row)
-                prompt.check_tokens(row, prefix)
-                _same_group(seen, row, prefix)
-                metrics.setdefault(row["task"], set()).add(row["metric"])
-                buffer.append({"context": row["context"], "question": row["question"],
-                               "answer_prefix": prefix, "answer": list(row["outputs"]),
-                               "task": row["task"],
-                               "max_new_tokens": row["tokens_to_generate"],
-                               **{k: row[k] for k in KEY_COLUMNS}})
-                if len(buffer) == _BATCH:
-                    writer.write_table(pa.Table.from_pylist(buffer, schema=EXPORT_SCHEMA))
-                    written += len(buffer)
-                    buffer = []
-            if buffer:
-                writer.write_table(pa.Table.from_pylist(buffer, schema=EXPORT_SCHEMA))
-                written += len(buffer)
+        for f in files:  # a file's rows in batches of _BATCH (the last one shorter)
+            rows = map(exported, _rows(ds, f, limit))
+            while batch := list(islice(rows, _BATCH)):
+                writer.write_table(pa.Table.from_pylist(batch, schema=EXPORT_SCHEMA))
+                written += len(batch)
     return written
 
 

@@ -1,12 +1,8 @@
-"""`ruler export lm-eval`: an lm-evaluation-harness task folder for a build or its Hub release.
+"""`ruler export lm-eval`: an lm-evaluation-harness task folder for a build or its Hub release
+(docs/integrations.md), flat, so that every YAML file finds `utils.py` beside it.
 
-The folder is flat, so every YAML file finds `utils.py` beside it: one task per split file,
-groups per length, per config and `ruler_all`, `utils.py`, `ruler_data.py` (a local build's
-loader), README.md and `ruler_export_files.json` (docs/integrations.md).
-
-Every YAML file is `yaml.safe_dump` of a dict built here from the manifest and the task
-catalog; nothing is written by hand or by string formatting. Why the task fields are what they
-are:
+Every YAML file is dumped from a dict built here from the manifest and the task catalog;
+nothing is written by hand or by string formatting. Why the task fields are what they are:
 - `doc_to_text: input`, `gen_prefix: answer_prefix`, `target_delimiter: ''`: with
   `--apply_chat_template` lm-eval renders the user turn `input` and continues the assistant turn
   `answer_prefix` (the builder's chat rendering); without it, the prompt is `input +
@@ -343,12 +339,8 @@ def _imports_for(code: str, namespace: Mapping[str, Any]) -> list[str]:
         if hasattr(builtins, name):
             continue
         value = namespace.get(name)
-        module: str | None
-        imported: str | None
-        if inspect.ismodule(value):
-            module, imported = value.__name__, None
-        else:
-            module, imported = getattr(value, "__module__", None), name
+        module, imported = (value.__name__, None) if inspect.ismodule(value) else (
+            getattr(value, "__module__", None), name)
         if module is None or module.split(".")[0] not in sys.stdlib_module_names:
             raise RuntimeError(f"utils.py would use {name!r}, which is not from the standard "
                                f"library: keep the copied metric code to the standard library")

@@ -21,11 +21,11 @@ the records are refused, naming them, rather than scored against rows they were 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any, Iterable, Sequence, cast
 
+from ruler.eval.records.build_tie import prompt_digest
 from ruler.eval.records.dataset import Dataset, SplitFile
 from ruler.eval.records.predictions import KEY_COLUMNS, read_records
 from ruler.eval.scoring.prediction_readers import PredictionReader
@@ -102,10 +102,6 @@ def read_nemo_skills(paths: Sequence[Path]) -> PredictionSource:
     return PredictionSource(records, by_prompt=True)
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _prompt_index(ds: Dataset, files: Iterable[SplitFile]) -> dict[str, list[tuple]]:
     """sha256 of each row's prompt forms -> [(file, index, outputs)] (the texts themselves are
     not kept: a 128K row's prompt is megabytes)."""
@@ -116,7 +112,7 @@ def _prompt_index(ds: Dataset, files: Iterable[SplitFile]) -> dict[str, list[tup
                 entry = (f, int(r["index"]), list(r["outputs"]))
                 forms = {r["input"], r["input"] + (r["answer_prefix"] or "").strip()}
                 for text in forms:
-                    index.setdefault(_digest(text), []).append(entry)
+                    index.setdefault(prompt_digest(text), []).append(entry)
     return index
 
 
@@ -175,7 +171,7 @@ def key_by_prompt(source: PredictionSource, ds: Dataset, config: str | None,
 
 def _match(record: dict[str, Any], index: dict[str, list[tuple]]) -> tuple | None:
     """(file, row index) of the one row the record's prompt (and expected answer) names."""
-    found = {(f, i) for f, i, outputs in index.get(_digest(record["_prompt"]), [])
+    found = {(f, i) for f, i, outputs in index.get(prompt_digest(record["_prompt"]), [])
              if "_expected" not in record or _expected_matches(record["_expected"], outputs)}
     if len(found) > 1:
         places = ", ".join(f"{f.key}#{i}" for f, i in sorted(found, key=lambda x: (x[0].key,

@@ -23,6 +23,7 @@ from ruler.catalog.depths import bin_of
 from ruler.catalog.family import DepthItem, first_gold_item, get_family
 from ruler.catalog.tasks import TASKS
 from ruler.eval.metrics.specs import METRIC_SPECS, row_score
+from ruler.eval.records.scores_record import cell_of
 
 #: Bins of a report on a build that was not depth-swept (a swept one uses its own N).
 DEFAULT_DEPTH_BINS = 10
@@ -151,8 +152,8 @@ def depth_table(items: Mapping[str, Sequence[Sequence[float]]], bins: int,
     for key, cell_items in items.items():
         if not cell_items:
             continue
-        task, length = key.rsplit("/", 1)
-        cells.setdefault(task, {})[int(length)] = bin_cells(cell_items, bins, min_samples)
+        task, length = cell_of(key)
+        cells.setdefault(task, {})[length] = bin_cells(cell_items, bins, min_samples)
     tasks = in_task_order(cells)
     cells = {t: dict(sorted(cells[t].items())) for t in tasks}
     lengths = sorted({L for by_L in cells.values() for L in by_L})

@@ -1,14 +1,10 @@
 """The set-up health section of a report: what a run's own records say about how it was run.
 
 Most RULER numbers that miss the published ones miss them for a set-up reason, and each leaves
-a trace in the predictions: answers cut at the generation budget (`finish_reason: length`),
-empty answers, reasoning that never ended within its budget, refusals, prompts the server
-counted otherwise than the build (another chat template), rows skipped because the context
-limit was below the row's length, a chat template other than the build tokenizer's, generation
-settings other than RULER's (greedy, each task's own output budget). `ruler score` counts these
-facts from the predictions and the run's record (`health_facts`) into scores.json (`health`);
-`ruler report` turns them into flags, each with what it usually means and what to do
-(`flags`). Scores written before this section existed have no `health`: the report says so.
+a trace in the predictions (docs/reports-and-statistics.md lists the checks). `ruler score`
+counts these facts from the predictions and the run's record (`health_facts`) into scores.json
+(`health`); `ruler report` turns them into flags, each with what it usually means and what to
+do (`flags`). Scores written before this section existed have no `health`: the report says so.
 
 Refusals are recognised by a short list of phrases (`REFUSAL_PATTERNS`), matched
 case-insensitively anywhere in an answer. It is deliberately small: a refusal flag says "look
@@ -91,16 +87,13 @@ def health_facts(records: Iterable[Mapping[str, Any]],
             continue
         count("answered", r)
         _answer_checks(facts, r, caps.get(str(r.get("task")), facts.max_tokens), count)
-        finish = r.get("finish_reason")
+        finish, state = r.get("finish_reason"), r.get("reasoning")
         if finish:
             facts.finish_known += 1
-        if finish == "length" and r.get("reasoning") != "budget_exhausted":
+        if finish == "length" and state != "budget_exhausted":
             count("cut_at_budget", r)
-        state = r.get("reasoning")
-        if state == "budget_exhausted":
-            count("budget_exhausted", r)
-        elif state == "unterminated":
-            count("unterminated", r)
+        if state in ("budget_exhausted", "unterminated"):  # reasoning never ended
+            count(state, r)
         text = str(r.get("prediction") or "")
         if not text.strip() and state not in ("budget_exhausted", "unterminated"):
             count("empty", r)

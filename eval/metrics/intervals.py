@@ -31,7 +31,6 @@ BOOTSTRAP_DRAWS = 2000
 _SEED = "ruler-intervals/1"
 
 
-
 def method_text(weighted_averages: bool) -> str:
     """How the intervals are made, in words: of the means over tasks, and of the weighted
     averages where the report names them (a benchmark's report hooks say whether it does)."""

@@ -1,31 +1,22 @@
-"""Whether a prediction was made from the very row it is scored against.
+"""Whether a prediction was made from the very row it is scored against (docs/scoring.md,
+"Each prediction tied to its row of the build").
 
 A prediction's key (config, task, L, index) names a row, but every build of a config has rows
 with those keys: a rebuild with another seed, an older revision. Scored against the wrong one,
 correct answers look wrong, and nothing in the numbers says so. So each prediction is tied to
-the build by whatever it carries of the row it was made from, strongest first:
-
-- `data_sha256`: the content_sha256 of the split file (`ruler eval` writes it into every
-  record; lm-eval samples get it from the exported task's metadata in the run's results file;
-  the Inspect task keeps it in each sample's metadata);
-- the prompt: `input_sha256`, the sha256 of the row's `input` (UTF-8), or `input` itself (the
-  readers of lm-eval samples and Inspect logs take it from the logged doc or sample input),
-  in any form a prompt is legitimately sent in (`prompt_forms`): the row's `input`, or
-  `input + answer_prefix` (RULER's base prompt, as upstream sends it), with its line ends as
-  they are or as CRLF (a tool that rewrote them);
-- `length`: the row's prompt length in tokens, as the build counted it. A length that differs
-  proves another build; an equal one proves little (rows of two seeds often have the same
-  length: some tasks' rows have a nearly fixed one), so a row tied by nothing else stays unverified.
-
-Anything carried that differs from the row is a mismatch, and scoring refuses it, saying
-which field differs and how (`describe_prompt`: where a carried prompt first departs from the
-row's), not why. A prediction tied by neither its data_sha256 nor its prompt is
-unverified: it is scored, and counted and said as such (`ruler score --strict` fails on it).
+the build by whatever it carries of its row, strongest first (`TIE_KINDS`): `data_sha256` (the
+split file's content_sha256), the prompt (`input_sha256` or `input`, in any form a prompt is
+legitimately sent in: `prompt_forms`), and `length`, which proves another build when it differs
+but little when it is equal (rows of two seeds often share it). Anything carried that differs
+is a mismatch that scoring refuses, saying which field differs and how (`describe_prompt`); a
+prediction tied by neither its data_sha256 nor its prompt is unverified: scored, and counted
+and said as such.
 """
 
 from __future__ import annotations
 
 import hashlib
+from os.path import commonprefix
 from typing import Any, Mapping
 
 #: What ties a prediction to its row, strongest first (the names scores.json counts).
@@ -72,8 +63,7 @@ def describe_prompt(record: Mapping[str, Any], text: str, answer_prefix: str) ->
     carried = carried.replace("\r\n", "\n")
     form, name = min(((text, "input"), (text + answer_prefix, "input + answer_prefix")),
                      key=lambda f: abs(len(f[0]) - len(carried)))
-    at = next((i for i, (a, b) in enumerate(zip(carried, form)) if a != b),
-              min(len(carried), len(form)))
+    at = len(commonprefix([carried, form]))  # where they first differ
     if at == len(form):
         return f"input goes on for {len(carried) - at:,} character(s) after the row's {name}"
     if at == len(carried):

@@ -58,16 +58,8 @@ class HealthFacts(Record):
         """Whether scores.json's `health` has this record's shape (fields a later version adds
         are kept unchecked): a damaged file is refused where it is read
         (`ruler.eval.records.results_schema`), never a traceback where the report uses it."""
-        if saved is None:
-            return True
-        if not isinstance(saved, dict):
-            return False
-        for name, value in saved.items():
-            if name not in _FIELD_CHECKS:
-                continue
-            if not _FIELD_CHECKS[name](value):
-                return False
-        return True
+        return saved is None or isinstance(saved, dict) and all(
+            _FIELD_CHECKS[name](value) for name, value in saved.items() if name in _FIELD_CHECKS)
 
     @property
     def rows(self) -> int:

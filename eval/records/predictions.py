@@ -67,8 +67,7 @@ class Prediction:
     output_budget: int | None = None
     # Where a known secret (the API key) was replaced by <redacted> in `prediction`, per
     # secret its fingerprint and offsets (`ruler.eval.records.redaction`): scoring restores the
-    # answer
-    # as generated. None: nothing was.
+    # answer as generated. None: nothing was.
     redacted: list[dict[str, Any]] | None = None
 
     @property
@@ -82,16 +81,10 @@ class Prediction:
         rec = asdict(self)
         if not self.reasoning:
             del rec["raw_prediction"], rec["reasoning"]
-        if self.server_prompt_tokens is None:  # an engine that reports no count of its own
-            del rec["server_prompt_tokens"]
-        for name in ("skip_kind", "prompt_mismatch", "prompt_unchecked", "server_model",
-                     "server_notes"):
-            if not rec[name]:
+        for name in ("server_prompt_tokens", "skip_kind", "prompt_mismatch", "prompt_unchecked",
+                     "server_model", "server_notes", "output_budget", "redacted"):
+            if rec[name] is None or rec[name] == "":  # not reported, not clamped, not cut
                 del rec[name]
-        if self.output_budget is None:
-            del rec["output_budget"]
-        if self.redacted is None:
-            del rec["redacted"]
         return rec
 
 

@@ -4,7 +4,7 @@ and the lock a run holds on its folder."""
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Iterator
 
@@ -29,10 +29,8 @@ def _forget_in_child() -> None:
     parent's lock alone; only an explicit unlock would release it). filelock 4 does the same
     itself; the 3.x releases allowed by the requirement do not."""
     for fd in _held_lock_fds:
-        try:
+        with suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
     _held_lock_fds.clear()
 
 

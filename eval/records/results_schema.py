@@ -1,15 +1,12 @@
 """What a results folder's run.json and scores.json hold, checked where they are read.
 
-`ruler eval` resuming reads run.json, `ruler score` reads the run.json beside a
-predictions.jsonl, `ruler report` and `ruler compare` read scores.json (and the run.json beside
-it). These files are input from disk: a run killed mid-copy, an editor's BOM, a hand edit. So
-every reader goes through `read_run` / `read_scores`, which parse strictly
-(`ruler.kernel.strict_json`: no key twice, no NaN, no runaway nesting), check that each field
-a reader uses has its shape, and make the typed record (`eval.records.run_record.RunRecord`,
-`eval.records.scores_record.ScoresRecord`): damage is one line naming the file and the field,
-never a traceback in whichever reader meets it first. Fields the readers do not use are not checked,
-and a field a later version adds is kept; an optional field that is absent means "not
-recorded" (older files).
+These files are input from disk: a run killed mid-copy, an editor's BOM, a hand edit. So every
+reader goes through `read_run` / `read_scores`, which parse strictly (`ruler.kernel.strict_json`:
+no key twice, no NaN, no runaway nesting), check that each field a reader uses has its shape,
+and make the typed record (`RunRecord`, `ScoresRecord`): damage is one line naming the file and
+the field, never a traceback in whichever reader meets it first. Fields the readers do not use
+are not checked, and a field a later version adds is kept; an optional field that is absent
+means "not recorded" (older files).
 """
 
 from __future__ import annotations
@@ -62,6 +59,10 @@ def _pair_of(check: Check) -> Check:
     return lambda v: isinstance(v, list) and len(v) == 2 and all(check(x) for x in v)
 
 
+def _dict_of(check: Check) -> Check:
+    return lambda v: isinstance(v, dict) and all(_str(k) and check(x) for k, x in v.items())
+
+
 _CELL_KEY = re.compile(r".+/[1-9][0-9]*")  # "task/L", as split files are named in records
 
 
@@ -75,12 +76,6 @@ def _files(v: Any) -> bool:
 def _dataset(v: Any) -> bool:
     return isinstance(v, dict) and _files(v.get("files")) and _or_none(_str)(v.get("spec")) \
         and _or_none(_str)(v.get("revision"))
-
-
-def _axes(v: Any) -> bool:
-    """A benchmark's axis values as scores.json records them ({"language": "en-ko"})."""
-    return isinstance(v, dict) and all(isinstance(k, str) and isinstance(c, str)
-                                       for k, c in v.items())
 
 
 def _share(v: Any) -> bool:
@@ -109,8 +104,7 @@ def _prompt_check(v: Any) -> bool:
     return v is None or (
         isinstance(v, dict) and all(_count(v.get(k)) for k in ("checked", "differ"))
         and _or_none(_count)(v.get("unchecked"))
-        and _or_none(lambda m: _dict(m) and all(_str(k) and _count(n) for k, n in m.items()))(
-            v.get("answered_as")))
+        and _or_none(_dict_of(_count))(v.get("answered_as")))
 
 
 def _predictions(v: Any) -> bool:
@@ -121,10 +115,6 @@ def _selection(v: Any) -> bool:
     return isinstance(v, dict) and _list_of(_str)(v.get("tasks", [])) \
         and _list_of(_positive)(v.get("lengths", [])) \
         and _or_none(_positive)(v.get("limit")) and _or_none(_str)(v.get("by"))
-
-
-def _tied_by(v: Any) -> bool:
-    return isinstance(v, dict) and all(isinstance(k, str) and _count(n) for k, n in v.items())
 
 
 #: field -> (check, required)
@@ -139,7 +129,7 @@ CELL_FIELDS: Fields = {
     "budget_clamped": (_count, False), "redacted": (_count, False),
     "row_scores": (_list_of(_row_score), False), "ci95": (_or_none(_pair_of(_number)), False),
     "ci_method": (_or_none(_str), False), "unverified": (_count, False),
-    "tied_by": (_tied_by, False), "failures": (CellFailures.shape_ok, False),
+    "tied_by": (_dict_of(_count), False), "failures": (CellFailures.shape_ok, False),
 }
 SCORES_FIELDS: Fields = {
     "config": (_str, True), "dataset": (_dataset, True), "cells": (_list_of(_dict), True),
@@ -148,7 +138,7 @@ SCORES_FIELDS: Fields = {
     "depth_items": (_depth_items, False), "depth_bins": (_or_none(_positive), False),
     "variant": (record_ok, False), "selection": (_selection, False),
     "benchmark": (_or_none(_str), False), "benchmark_package": (_or_none(_str), False),
-    "axes": (_or_none(_axes), False), "language": (_or_none(_str), False),
+    "axes": (_or_none(_dict_of(_str)), False), "language": (_or_none(_str), False),
     "suites": (_or_none(_list_of(_str)), False),
     "predictions": (_predictions, False), "serving": (_or_none(_list_of(_dict)), False),
     "prompt_check": (_prompt_check, False), "health": (HealthFacts.shape_ok, False),

@@ -2,13 +2,10 @@
 
 `ruler eval` writes it (`eval.runner`) before its first request and again when it ends;
 resuming reads it to check the folder holds the same model, settings and rows; `ruler score`
-and `ruler report` read the files it covers and its settings. `RunRecord` is its only reader
-and writer: `eval.records.results_schema.read_run` checks a file's shape and makes the record;
-`RunRecord.to_json` is what is written. Fields a newer version adds are kept, and a field an
-older file lacks means "not recorded" (`kernel.json_record`).
-
-Beside it, the parts scores.json shares (the dataset the rows came from, how the prompts were
-served, the server's prompt-count check).
+and `ruler report` read the files it covers and its settings, always through `RunRecord`
+(`eval.records.results_schema.read_run` checks a file's shape first). Beside it, the parts
+scores.json shares: the dataset the rows came from, how the prompts were served, the server's
+prompt-count check.
 """
 
 from __future__ import annotations
@@ -201,10 +198,9 @@ class RunRecord(FrozenRecord):
     chat_template_kwargs: dict[str, Any] | None = None
     reasoning: ReasoningSetting | None = None
     max_tokens: int | None = None
-    # How the rendered prompts reached the model (`eval.records.serving.prompt_delivery`): "token
-    # ids"
-    # (vLLM, transformers, a server's completions-ids), "text", or chat messages with the
-    # answer prefix where it went. None: not recorded (older folders).
+    # How the rendered prompts reached the model (`eval.records.serving.prompt_delivery`):
+    # "token ids" (vLLM, transformers, a server's completions-ids), "text", or chat messages
+    # with the answer prefix where it went. None: not recorded (older folders).
     prompt_delivery: str | None = None
     max_model_len: MaxModelLen | None = None
     serving: list[ServingRecord] | None = None

@@ -1,18 +1,12 @@
 """scores.json: `ruler score`'s output, which `ruler report` and `ruler compare` read, as
-typed records.
-
-`ScoresRecord` is its only reader and writer: `eval.scoring.score` makes one (per cell a
-`CellScore`),
-`write_scores` writes its `to_json`; `eval.records.results_schema.read_scores` checks a file's shape
-and makes the record. Fields a later version adds are kept; a field an older file lacks means
-"not recorded" (its reader says so, e.g. no intervals without `row_scores`), and the record
-writes the file back as it was (`kernel.json_record`).
+typed records: `eval.scoring.score` makes a `ScoresRecord` (per cell a `CellScore`),
+`eval.records.results_schema.read_scores` reads one back after checking the file's shape.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -23,6 +17,12 @@ from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRec
 from ruler.kernel.json_record import Decode, FrozenRecord, Record, record_list
 
 SCORES_FORMAT = "ruler-scores/1"
+
+
+def cell_of(label: str) -> tuple[str, int]:
+    """"task/L" (`CellScore.label`, as records name split files) -> (task, L)."""
+    task, L = label.rsplit("/", 1)
+    return task, int(L)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,8 +124,7 @@ class TieTotals:
                    length_only=by[LENGTH_ONLY])
 
     def to_json(self) -> dict[str, Any]:
-        return {"scored": self.scored, "tied": self.tied, "by": dict(self.by),
-                "unverified": self.unverified, "length_only": self.length_only}
+        return asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -2,18 +2,12 @@
 
 Both runs are scores.json files (or the results folders holding them), or predictions that
 `ruler score` reads, scored here against the dataset given (`--data`), of the same dataset
-config and the same split files (content hashes): the same rows, so each row's value in A
-and in B is a pair, and the comparison is paired (`ruler.eval.metrics.intervals.paired_difference`):
-McNemar's exact test where both sides' rows are binary, a paired bootstrap otherwise, and a
-paired bootstrap interval of the difference. Only rows both runs answered are compared; the
-others (skipped, failed, missing in one run) are counted and named, never scored.
-
-Per length, the overall difference pools the shared rows of every task at that length (with
-the same rows per task, as a complete run has, this is the mean of the per-task differences).
-
-The two sides may be scored with different metrics of the same rows (a metric and the one that
-may replace it, `ruler score --metric`): then the comparison is what the metric changes,
-and the report says which side ran which.
+config and the same split files (content hashes): the same rows, so the comparison is paired
+(`ruler.eval.metrics.intervals.paired_difference`). Only rows both runs answered are compared;
+the others (skipped, failed, missing in one run) are counted and named, never scored. Per
+length, the overall difference pools the shared rows of every task at that length. The two
+sides may be scored with different metrics of the same rows (`ruler score --metric`): the
+comparison is then what the metric changes, and the report says which side ran which.
 """
 
 from __future__ import annotations
@@ -167,8 +161,7 @@ def compare_scores(a: ScoresRecord, b: ScoresRecord, where_a: str = "A",
                          f"to compare")
     unverified = {side: totals for side, run in (("a", a), ("b", b))
                   if (totals := run.tied_to_build).unverified}
-    metrics = {side: sorted({c.metric for c in run.cells}) for side, run in (("a", a),
-                                                                             ("b", b))}
+    metrics = {side: sorted({c.metric for c in run.cells}) for side, run in (("a", a), ("b", b))}
     return Comparison(where_a, where_b, a.model, b.model, config, lines,
                       scores_benchmark(a), only, in_one, unverified,
                       metrics if metrics["a"] != metrics["b"] else {})

@@ -169,8 +169,5 @@ def write_heatmaps(t: DepthTables, out: Path, model: str | None) -> list[Path]:
     # a task name read from scores.json is one plain file name (`../../x` is no file here)
     jobs += [(f"{safe_name(task, fallback='task')}.png", t.cells[task], f"{task}: {who}",
               hatch_meaning(t, group=False)) for task in t.tasks]
-    paths = []
-    for name, cells, title, hatched in jobs:
-        fig, _, _ = heatmap_figure(cells, t.lengths, t.bins, title, hatched)
-        paths.append(save_png(fig, folder / name, dpi=HEATMAP_DPI))
-    return paths
+    return [save_png(heatmap_figure(cells, t.lengths, t.bins, title, hatched)[0], folder / name,
+                     dpi=HEATMAP_DPI) for name, cells, title, hatched in jobs]

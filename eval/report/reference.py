@@ -41,12 +41,6 @@ from ruler.kernel.markup import figure_text, md_code, md_text
 Report = Any
 
 
-def report_benchmark(r: Report) -> str:
-    """The report's benchmark: the one its scores record (from the manifest), never guessed
-    from its task names."""
-    return str(r.benchmark)
-
-
 @dataclass(frozen=True)
 class Line:
     """One number on both sides: a length's mean (task None) or a task's score at a length."""
@@ -187,10 +181,9 @@ def setup_differences(r: Report, e: PublishedResult) -> list[str]:
 
 def compare_report(r: Report, e: PublishedResult) -> ReferenceComparison:
     """The run's report beside one published result."""
-    benchmark = report_benchmark(r)
-    if benchmark != e.benchmark:
+    if r.benchmark != e.benchmark:
         raise RulerError(f"{e.name} is a {benchmark_name(e.benchmark)} result and the run is "
-                         f"on {benchmark_name(benchmark)} tasks: nothing to compare")
+                         f"on {benchmark_name(r.benchmark)} tasks: nothing to compare")
     own = benchmark_tasks(e.benchmark)
     all_tasks = set(r.tasks) == set(own)
     ri = r.intervals
@@ -232,11 +225,10 @@ def comparisons(r: Report, names: Sequence[str],
     """The run beside each published result named (`--reference`, `--reference-file`)."""
     if not names:
         return []
-    benchmark = report_benchmark(r)
     registry = load_registry(files)
-    if not any(e.benchmark == benchmark for e in registry.entries.values()):
+    if not any(e.benchmark == r.benchmark for e in registry.entries.values()):
         held = sorted({benchmark_name(e.benchmark) for e in registry.entries.values()})
-        raise RulerError(f"no published results for {benchmark_name(benchmark)} in the "
+        raise RulerError(f"no published results for {benchmark_name(r.benchmark)} in the "
                          f"registry (it holds {' and '.join(held) or 'no'} results only): there "
                          f"is nothing to compare this run with; add your own with "
                          f"--reference-file")
@@ -246,7 +238,7 @@ def comparisons(r: Report, names: Sequence[str],
 def hint(r: Report, files: Sequence[str | Path] = ()) -> list[str]:
     """Names of published results for the run's model (a suggestion to compare with them)."""
     try:
-        return [e.name for e in load_registry(files).for_model(r.model, report_benchmark(r))]
+        return [e.name for e in load_registry(files).for_model(r.model, r.benchmark)]
     except RulerError:
         return []
 
@@ -283,14 +275,9 @@ def markdown(c: ReferenceComparison, heading: str = "##") -> list[str]:
         lines.append(f"| {format_length(x.length)} | " + " | ".join(_line_cells(x)) + " |")
     names = {"avg": "Avg.", "wavg_inc": "wAvg. (inc)", "wavg_dec": "wAvg. (dec)"}
     for key, (p, v, i) in c.averages.items():
-        if p is None and v is None:
-            continue
-        pos = None if p is None or i is None else ("inside" if i.contains(p) else
-                                                    "above" if p > i.high else "below")
-        d = None if p is None or v is None else v - p
-        lines.append(f"| {names[key]} | {_v(p)} | {_v(v, 2)} | {format_interval(i) or '—'} | "
-                     f"{'—' if d is None else f'{d:+.2f}'} | "
-                     f"{_POSITION_TEXT.get(pos or '', '—')} |")
+        if p is not None or v is not None:  # an average is a Line of no length
+            lines.append(f"| {names[key]} | "
+                         + " | ".join(_line_cells(Line(None, 0, p, v, i))) + " |")
     lines.append(f"| Effective length | {md_text(c.published_effective or 'not given')} | "
                  f"{c.run_effective} | | | |")
     lines += ["", "*inside*: the published value lies in the run's 95 % interval, so the two "

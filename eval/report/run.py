@@ -1,34 +1,18 @@
 """`ruler report`: a results folder's scores as the paper's Table 3 (Markdown, CSV, JSON, PNG).
 
-Input is the `scores.json` that `ruler eval` / `ruler score` wrote. Output: per task x length
-scores, the mean over tasks per length, Avg., wAvg. (inc), wAvg. (dec), the effective context
-length at a threshold, and per-cell nulls / skipped / failed / missing counts, so an
-incomplete cell is visible instead of looking like a score. Score by depth bin per task and
-length (eval.metrics.depth), with depth x length heatmaps (eval.report.depth), where the scores hold
-the answered rows' gold depths.
+Input is the `scores.json` that `ruler eval` / `ruler score` wrote. Coverage (a partial result
+withholds the effective length, Avg. and wAvg.; docs/scoring.md) and the intervals
+(eval.report.intervals; docs/reports-and-statistics.md) are shown beside every number, so an
+incomplete or uncertain cell is visible instead of looking like a score. Cells a results
+folder's run asked for (run.json) that its scores.json has not scored yet, as after an
+interrupted `ruler eval`, count as incomplete too.
 
-Coverage: every (task, L) cell asked for shows its rows with a result out of its rows asked
-for. When any row asked for is missing or failed — including whole cells a results folder's
-run asked for (run.json) that its scores.json has not scored yet, as after an interrupted
-`ruler eval` — the results are partial: the effective length, Avg. and wAvg. are not given
-(nor the mean of a length with an incomplete cell), and the incomplete cells are named.
-
-Uncertainty (eval.report.intervals): every score with its 95 % interval where scores.json
-recorded its rows, and the mean per length, Avg. and wAvg. with bootstrap intervals over rows
-where those numbers are given; lengths whose interval contains the threshold are marked, since
-the effective length could go either way there. Older scores.json without rows: no intervals.
-
-Several runs of one model on replicate configs: eval.report.replicates pools their reports.
-
-The benchmark is the one scores.json records (a benchmark not installed: one line naming it
-and its package); its record says how its scores aggregate (`Benchmark.aggregation`: a
-benchmark without weighted averages or an effective length shows the per-length aggregate and
-its average over lengths, with their intervals), and its report hooks add its own sections,
-figures and fields (`Benchmark.report`, a `ReportHooks`: a family x difficulty
-table, a run's language and per-task accuracy, why rows fail). Scores of an older ruler, which
-did not record the benchmark, take it from the manifest they were scored on, else from the
-one benchmark that lists all of their tasks (`legacy_benchmark`); scores whose tasks no or
-several benchmarks list are refused.
+The benchmark is the one scores.json records; its record says how its scores aggregate
+(`Benchmark.aggregation`), and its report hooks (`Benchmark.report`, a `ReportHooks`) add its
+own sections, figures and fields. Scores of an older ruler, which did not record the
+benchmark, take it from the manifest they were scored on, else from the one benchmark that
+lists all of their tasks (`legacy_benchmark`); scores whose tasks no or several benchmarks
+list are refused.
 """
 
 from __future__ import annotations
@@ -37,7 +21,7 @@ import csv
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ruler.benchmarks import DEFAULT
 from ruler.builder.manifest import BuildEntry
@@ -63,7 +47,7 @@ from ruler.eval.records.health_record import HealthFacts
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME, SCORES_NAME
 from ruler.eval.records.results_schema import read_run, read_scores
 from ruler.eval.records.run_record import DatasetRecord, PromptCheck, ServingRecord
-from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection, TieTotals
+from ruler.eval.records.scores_record import CellScore, ScoresRecord, Selection, TieTotals, cell_of
 from ruler.eval.records.serving import markdown as serving_markdown
 from ruler.eval.report.depth import depth_csv, depth_markdown, write_heatmaps
 from ruler.eval.report.figures import dodged, error_bars, fit_canvas, new_figure, save_png
@@ -189,11 +173,6 @@ class Report:
                 f"predictions made from another build of config {self.config!r} (another seed "
                 f"or revision) would score as wrong answers")
 
-    @property
-    def rows_scored(self) -> int:
-        """Rows the scores are computed on (answered), over the cells scored."""
-        return sum(c.scored for c in self.cells.values())
-
     def skipped_lengths(self) -> dict[int, tuple[int, int]]:
         """Per length with rows skipped (too long for the model): (rows scored, rows with a
         result) over its cells: its numbers rest on fewer rows than were asked for."""
@@ -206,7 +185,8 @@ class Report:
         """"5 scored, 1 skipped as too long for the model" where rows were skipped; "" when
         every row with a result was scored."""
         skipped = sum(c.skipped for c in self.cells.values())
-        return (f"{self.rows_scored} scored, {skipped} skipped as too long for the model "
+        scored = sum(c.scored for c in self.cells.values())  # the rows the scores rest on
+        return (f"{scored} scored, {skipped} skipped as too long for the model "
                 f"(marked *; the report's notes say why)") if skipped else ""
 
     def status_line(self) -> str:
@@ -316,11 +296,6 @@ def check_revision(scores: ScoresRecord, dataset_files: Mapping[str, str], where
                          f"{', '.join((changed + absent)[:5])} differ(s) or are absent")
 
 
-def _cell_key(key: str) -> tuple[str, int]:
-    task, L = key.rsplit("/", 1)
-    return task, int(L)
-
-
 def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
                  depth_bins: int | None = None,
                  min_depth_samples: int = DEFAULT_MIN_SAMPLES,
@@ -329,7 +304,7 @@ def build_report(scores: ScoresRecord, threshold: float = DEFAULT_THRESHOLD,
     config's own, else DEFAULT_DEPTH_BINS. `asked`: "task/L" cells asked for besides the
     scores' own files (a results folder's run), unscored ones making the results partial."""
     cells = {c.key: c for c in scores.cells}
-    unscored = {_cell_key(k) for k in (*scores.files, *asked)} - set(cells)
+    unscored = {cell_of(k) for k in (*scores.files, *asked)} - set(cells)
     if not cells and not unscored:
         raise RulerError("the scores hold no (task, length) cell")
     tasks = in_task_order(t for t, _ in (*cells, *unscored))
@@ -411,7 +386,7 @@ def scored_build(scores: ScoresRecord) -> BuildEntry | None:
         return None
     build = manifest.build(scores.config)
     same = build is not None and bool(scores.files) and all(
-        (f := manifest.file(data_path(scores.config, *_cell_key(key)))) is not None
+        (f := manifest.file(data_path(scores.config, *cell_of(key)))) is not None
         and f.content_sha256 == sha for key, sha in scores.files.items())
     return build if same else None
 
@@ -545,15 +520,19 @@ def _skip_note(r: Report) -> list[str]:
                 f"notes say why)."]
 
 
+def _per_task(r: Report, title: str, cell: Callable[[str, int], str]) -> list[str]:
+    """A section with a table of `cell(task, L)` for every task x length."""
+    cols = [format_length(L) for L in r.lengths]
+    return [title, "", "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|",
+            *(f"| {md_text(t)} | " + " | ".join(cell(t, L) for L in r.lengths) + " |"
+              for t in r.tasks)]
+
+
 def _task_table(r: Report) -> list[str]:
     """The score of every task x length, with the mean per length."""
     s = r.summary
-    cols = [format_length(L) for L in r.lengths]
-    table = ["## Scores per task", "", "| Task | " + " | ".join(cols) + " |",
-             "|---" * (len(cols) + 1) + "|"]
-    for t in r.tasks:
-        table.append(f"| {md_text(t)} | " + " | ".join(_cell(r.cells.get((t, L)), _ci(r, t, L))
-                                               for L in r.lengths) + " |")
+    table = _per_task(r, "## Scores per task",
+                      lambda t, L: _cell(r.cells.get((t, L)), _ci(r, t, L)))
     table.append(f"| **{r.mean_label}** | "
                  + " | ".join(f"**{_fmt(s.by_length[L], 2)}**" + _ci(r, None, L)
                               for L in r.lengths) + " |")
@@ -579,26 +558,19 @@ def to_markdown(r: Report) -> str:
                f"length (inc) or longest (dec).", "", *_uncertainty_text(r)]
     for ref in r.references:
         summary += reference_markdown(ref)
-    head, table, cols = _head(r), _task_table(r), [format_length(L) for L in r.lengths]
+    head, table = _head(r), _task_table(r)
     reasoning = r.mode == "reasoning"
-    counts = ["", "## Rows: answered / nulls / skipped / failed / missing"
-              + (" / budget exhausted" if reasoning else ""), "",
-              "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for t in r.tasks:
-        counts.append(f"| {md_text(t)} | " + " | ".join(_counts(r.cells.get((t, L)), reasoning)
-                                               for L in r.lengths) + " |")
+    counts = ["", *_per_task(r, "## Rows: answered / nulls / skipped / failed / missing"
+                             + (" / budget exhausted" if reasoning else ""),
+                             lambda t, L: _counts(r.cells.get((t, L)), reasoning))]
     if reasoning:
         counts += ["", "Reasoning mode: the answer scored is the text after the model's "
                        "reasoning; *budget exhausted* counts answered rows whose reasoning had "
                        "not ended when the output budget ran out (scored as empty answers, "
                        "i.e. zero; they are among the nulls)."]
-    counts += ["", "## Coverage: rows with a result / rows asked for", "",
-               "| Task | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
-    for t in r.tasks:
-        counts.append(f"| {md_text(t)} | " + " | ".join(r.coverage(t, L) or "—"
-                                                        for L in r.lengths)
-                      + " |")
-    counts += ["", "A result is an answer, or a row skipped as longer than the model's "
+    counts += ["", *_per_task(r, "## Coverage: rows with a result / rows asked for",
+                              lambda t, L: r.coverage(t, L) or "—"),
+               "", "A result is an answer, or a row skipped as longer than the model's "
                    "context; missing and failed rows have none (re-running `ruler eval` "
                    "retries them)."]
     # No "prompt counts ok" for rows not tied to this build (their counts are another's).

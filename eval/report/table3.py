@@ -1,27 +1,19 @@
 """`ruler report RUN RUN ... [--reference NAME ...]`: runs of different models as the RULER
 paper's Table 3, in Markdown and LaTeX.
 
-One row per model: claimed length, effective length, the score at every length, Avg., wAvg.
-(inc) and wAvg. (dec), each run's numbers with their 95 % intervals (eval.report.intervals);
-scores above the threshold underlined, as the paper does. A run's row is labelled by its model,
-and by as much more as tells it apart from the other runs: its config where two runs share a
-model, its results folder where they share the config too; the notes name every run's config
-and folder. Avg. and wAvg. average a row's own lengths: a row whose lengths are not all the
-table's (a 4K-only run beside the published 4K..128K) has its averages marked §, with a note
-naming its lengths, since they do not compare with the others'. The first row is the threshold's own
-(Llama2 (7B) at 4K, 85.6, from the registry), as in the paper. Published rows named with
-`--reference` are interleaved: each after the run of its model, the others after the runs.
-A run's claimed length is the registry's for its model where one matches, else not given. A
-number a run withholds (a partial run, a length mean over fewer than all its tasks) is "n/a".
-
-LaTeX: a `table` with booktabs rules (`\\toprule`, `\\midrule`, `\\bottomrule`), `\\underline`
-above the threshold, intervals in `\\scriptsize`; `\\input` it into a document that loads
-booktabs. Names (models, configs, folders, a registry file's entries) are escaped in both
-(`ruler.kernel.markup`).
+One row per model: claimed length (the registry's for its model, where one matches),
+effective length, the score at every length, Avg., wAvg. (inc) and wAvg. (dec), each run's
+numbers with their 95 % intervals; scores above the threshold underlined, as the paper does.
+The first row is the threshold's own (Llama2 (7B) at 4K, 85.6, from the registry), as in the
+paper; published rows named with `--reference` follow the run of their model, the others the
+runs. Avg. and wAvg. average a row's own lengths: a row whose lengths are not all the table's
+(a 4K-only run beside the published 4K..128K) has its averages marked §, since they do not
+compare with the others'. Names are escaped in both formats (`ruler.kernel.markup`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -113,22 +105,12 @@ def _published_row(e: PublishedResult, kind: str = "published") -> TableRow:
 def _label_runs(rows: Sequence[TableRow]) -> None:
     """Each run's label: its model, with its config where another run has the same model, and
     its folder where another has the same config too (a label names one run)."""
-    def clash(key) -> set:
-        seen: dict = {}
-        for row in rows:
-            seen.setdefault(key(row), []).append(row)
-        return {k for k, same in seen.items() if len(same) > 1}
-
-    by_model = clash(lambda row: row.label)
-    by_config = clash(lambda row: (row.label, row.config))
+    models = Counter(row.label for row in rows)
+    configs = Counter((row.label, row.config) for row in rows)
     for row in rows:
-        parts = []
-        if row.label in by_model:
-            parts.append(f"config {row.config}")
-            if (row.label, row.config) in by_config:
-                parts.append(f"run {row.where}")
-        if parts:
-            row.label = f"{row.label} ({', '.join(parts)})"
+        if models[row.label] > 1:
+            run = f", run {row.where}" if configs[(row.label, row.config)] > 1 else ""
+            row.label = f"{row.label} (config {row.config}{run})"
 
 
 def _one_benchmark(runs: Sequence[tuple[str, Report]],

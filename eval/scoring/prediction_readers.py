@@ -1,13 +1,7 @@
 """What `ruler score --predictions PATH` reads: PATH's format decides the reader.
 
-A reader (`PredictionReader`) knows one framework's output: which files are its own, how to
-find them in a folder, how to read them into prediction records, and, for records that carry
-no key (NeMo-Skills output: only the prompt text), how to key them against the dataset's
-rows. Readers are entries of `PREDICTION_READERS` (a `ruler.kernel.registry.Registry`):
-ruler's (lm-eval samples, Inspect logs, NeMo-Skills output, in `ruler.eval.integrations`) are
-listed by address and imported on first use, so scoring depends on no integration; a plug-in
-offers one in entry point group `ruler.prediction_readers` (`name = "pkg.module:READER"`).
-
+A reader (`PredictionReader`) knows one framework's output; readers are entries of
+`PREDICTION_READERS`, imported on first use, so scoring depends on no integration.
 - a folder: the files of the one reader that finds any (lm-eval's `samples_*.jsonl` at any
   depth, Inspect's `*.eval`, NeMo-Skills' output: JSON-lines files whose records hold a
   `generation` and the prompt, as `output.jsonl` / `output-rs<seed>.jsonl` do);
@@ -29,7 +23,7 @@ from ruler.eval.metrics.health import run_settings
 from ruler.eval.records.predictions import LONG_FIELDS, read_records
 from ruler.eval.records.results_folder import PREDICTIONS_NAME, RUN_NAME
 from ruler.eval.records.results_schema import read_run
-from ruler.eval.records.scores_record import PredictionsRecord
+from ruler.eval.records.scores_record import PredictionsRecord, cell_of
 from ruler.eval.scoring.prediction_source import PredictionSource
 from ruler.kernel.errors import RulerError
 from ruler.kernel.hashing import file_sha256
@@ -139,7 +133,7 @@ def _results_folder(path: Path, run_path: Path) -> PredictionSource:
                          f"elsewhere to score it without it)") from None
     return PredictionSource(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             run.model, run.limit, mode=run.mode,
-                            asked={(run.config, *_cell(key)) for key in run.dataset.files},
+                            asked={(run.config, *cell_of(key)) for key in run.dataset.files},
                             serving=run.serving, settings=run_settings(run))
 
 
@@ -148,12 +142,6 @@ def _named_model(records: list[dict[str, Any]]) -> str | None:
     names = {r.get("model") for r in records}
     name = names.pop() if len(names) == 1 else None
     return name if isinstance(name, str) and name else None
-
-
-def _cell(key: str) -> tuple[str, int]:
-    """"task/L" -> (task, L)."""
-    task, L = key.rsplit("/", 1)
-    return task, int(L)
 
 
 def fingerprint(source: PredictionSource) -> PredictionsRecord:

@@ -1,21 +1,12 @@
 """`ruler score`: predictions (from `ruler eval` or any framework) against the dataset's rows.
 
 The dataset's rows are the truth: references, metric and the set of rows that should have a
-prediction. What was asked for — the selection — is the tasks and lengths named (`--tasks`,
-`--lengths`), else the files the run recorded (a `ruler eval` run.json, an Inspect log, an
-lm-eval results file), else every (task, L) file of the scored config, each cut to its first N
-rows under a limit; never merely what the predictions happen to contain.
-Each (task, L) cell of the selection gets upstream's task score over the rows that were
-answered; rows skipped (too long for the model), failed, or absent from the predictions are
-counted and listed, never scored as zero. A selection with a row missing or failed is partial:
-the report then withholds the averages over it (`ruler.eval.report.run`). Predictions whose key
-is not a row of the dataset are listed as unknown. Each cell also keeps its answered rows'
-values (`row_scores`) and its score's 95 % interval (`ruler.eval.metrics.intervals`), which the
-report and `ruler compare` read. Each prediction is tied to its row by what it carries of it
-(`ruler.eval.records.build_tie`: data_sha256, the prompt, the length): anything that differs is an
-error (it was made from another build of the config), and answered rows tied by neither their
-data_sha256 nor their prompt are counted per cell as unverified (`tied_to_build` in
-scores.json); only of tied rows is a server's prompt-count check carried into the scores.
+prediction. What was asked for (the selection, docs/scoring.md "Coverage") is never merely what
+the predictions happen to contain: rows skipped, failed or absent are counted and listed, never
+scored as zero. Each cell keeps its answered rows' values (`row_scores`), from which the report
+and `ruler compare` compute intervals. Each prediction is tied to its row by what it carries of
+it (`ruler.eval.records.build_tie`): anything that differs is an error (another build of the
+config made it); only of tied rows is a server's prompt-count check carried into the scores.
 """
 
 from __future__ import annotations
@@ -62,6 +53,7 @@ from ruler.eval.records.scores_record import (
     PredictionsRecord,
     ScoresRecord,
     Selection,
+    cell_of,
     scores_owner,
 )
 from ruler.eval.records.serving import prompt_check
@@ -511,8 +503,8 @@ def score_folder(out: Path, ds: Dataset) -> ScoresRecord:
     path = out / PREDICTIONS_NAME
     records = index_records(read_records(path, tolerate_torn_tail=True, drop=LONG_FIELDS),
                             str(path))
-    keys = {tuple(k.split("/")) for k in run.dataset.files}
-    files = [f for f in ds.files(run.config) if (f.task, str(f.max_seq_length)) in keys]
+    keys = {cell_of(k) for k in run.dataset.files}
+    files = [f for f in ds.files(run.config) if (f.task, f.max_seq_length) in keys]
     report = score_predictions(ds, records, files, model=run.model, limit=run.limit,
                                config=run.config, selected_by="run")
     report = replace(
