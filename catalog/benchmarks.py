@@ -25,9 +25,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ruler.benchmarks import BUILTIN, DEFAULT
 from ruler.catalog.declared import is_declared
 from ruler.catalog.length_rules import PROMPT_AND_OUTPUT
-from ruler.catalog.tasks import ON_MISS, TASKS, LiveView, get_task
+from ruler.catalog.tasks import ON_MISS, TASKS, get_task
 from ruler.kernel.errors import RulerError
-from ruler.kernel.registry import Registry, UnknownName, builtin_code, load_target
+from ruler.kernel.registry import LiveView, Registry, UnknownName, builtin_code, load_target
 
 
 @dataclass(frozen=True)

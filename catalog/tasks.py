@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Mapping
 
 from ruler.kernel.errors import RulerError
-from ruler.kernel.registry import Registry
+from ruler.kernel.registry import LiveView, Registry
 
 
 @dataclass(frozen=True)
@@ -110,28 +110,6 @@ def params_problem(spec: TaskSpec) -> str | None:
     """Why `spec`'s family cannot build it (`FamilySpec.params_problem`), or None."""
     check = spec.family.params_problem
     return check(spec.params) if check is not None else None
-
-
-_Fact = TypeVar("_Fact")
-
-
-class LiveView(Mapping[str, _Fact]):
-    """A read-only view of a table made from the registries as they hold entries now."""
-
-    def __init__(self, table: Callable[[], dict[str, _Fact]]):
-        self._table = table
-
-    def __getitem__(self, key: str) -> _Fact:
-        return self._table()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
-
-    def __repr__(self) -> str:
-        return repr(self._table())
 
 
 class _FamilyConstants(LiveView[FamilySpec]):

@@ -505,3 +505,25 @@ def _origin_of(obj: Any) -> str:
                                  or frame.f_code.co_name.startswith("register")):
         frame = frame.f_back
     return f"module {frame.f_globals.get('__name__')}" if frame is not None else "unknown"
+
+
+_Fact = TypeVar("_Fact")
+
+
+class LiveView(Mapping[str, _Fact]):
+    """A read-only view of a table made from the registries as they hold entries now."""
+
+    def __init__(self, table: Callable[[], dict[str, _Fact]]):
+        self._table = table
+
+    def __getitem__(self, key: str) -> _Fact:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return repr(self._table())

@@ -1,7 +1,7 @@
 """The card's ONERULER section: its configs and languages, tasks (upstream's names beside
 ours), how length and the budgets relate, its source and what is known of the data's licence
 and each book's copyright, and its differences from upstream with their measured effect;
-rendered from the catalog, the manifest, `builder.oneruler_licences` and
+rendered from the catalog, the manifest, `ruler.benchmarks.oneruler.licences` and
 `ONERULER_DIFFERENCES`. "" for a folder without a ONERULER config."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from typing import (
     TypeVar,
 )
 
-from ruler.kernel.registry import Registry, builtin_code
+from ruler.kernel.registry import LiveView, Registry, builtin_code
 
 if TYPE_CHECKING:
     from ruler.builder.manifest import BuildEntry
@@ -128,24 +128,10 @@ def _benchmark_metrics() -> None:
 _Fn = TypeVar("_Fn", bound=Callable[..., object])
 
 
-class _Table(Mapping[str, _Fn]):
+def _table(of: Callable[[str, MetricSpec], _Fn]) -> Mapping[str, _Fn]:
     """A read-only view of one function of ruler's own metrics (those its benchmarks declare),
     by name."""
-
-    def __init__(self, of: Callable[[str, MetricSpec], _Fn]):
-        self._of = of
-
-    def _table(self) -> dict[str, _Fn]:
-        return {n: self._of(n, METRIC_SPECS[n]) for n in METRIC_SPECS.builtin_names()}
-
-    def __getitem__(self, name: str) -> _Fn:
-        return self._table()[name]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._table())
-
-    def __len__(self) -> int:
-        return len(self._table())
+    return LiveView(lambda: {n: of(n, METRIC_SPECS[n]) for n in METRIC_SPECS.builtin_names()})
 
 
 _Name = TypeVar("_Name")
@@ -227,14 +213,14 @@ def _rows_aggregate(metric: str) -> Callable[..., float]:
 #: the rows' values (other upstreams aggregate row by row; a keyed
 #: metric's aggregate also takes the rows' task and build key). Each on predictions as its
 #: `MetricSpec.prepare` leaves them.
-METRICS: Mapping[str, Callable[..., float]] = _Table(
+METRICS: Mapping[str, Callable[..., float]] = _table(
     lambda name, spec: spec.task_score or _rows_aggregate(name))
 
 #: Per-row metric (0..1) by the same names, on the prepared prediction.
-ROW_METRICS: Mapping[str, Callable[..., float]] = _Table(lambda name, spec: spec.row)
+ROW_METRICS: Mapping[str, Callable[..., float]] = _table(lambda name, spec: spec.row)
 
 #: What each metric is given of the model's text (post-processed, or as generated).
-PREPARE: Mapping[str, Callable[[str], str]] = _Table(lambda name, spec: spec.prepare)
+PREPARE: Mapping[str, Callable[[str], str]] = _table(lambda name, spec: spec.prepare)
 
 
 def task_score(metric: str, preds: Sequence[str], refs: Sequence[Sequence[str]],
