@@ -287,6 +287,17 @@ def test_an_answer_of_list_numbers_alone_holds_no_word():
     assert label(row, numbered(["the", "the", "sin"])).label == "parametric"  # words still count
 
 
+def test_letter_enumerators_are_not_part_of_an_item():
+    """Seen on Gemma 3 270M's cwe_no_oneshot answers (docs/failure-modes.md): "1. A. father
+    2. B. axis ..." kept "A. father" as the item, a word in no list, so an answer of listed
+    words was labelled `parametric`; the enumerator is list markup, as "1." is."""
+    row = cwe_row()
+    lettered = " ".join(f"{n}. {chr(64 + n)}. {w}" for n, w in enumerate(UNCOMMON, 1))
+    assert label(row, lettered).label == "inaccurate_aggregation"  # listed, not the common
+    assert label(row, "a) crowd, b) patience, (c) sin").label == "inaccurate_aggregation"
+    assert label(row, numbered(["A. the", "B. an", "C. sin"])).label == "parametric"
+
+
 def test_fwe_modes():
     row = fwe_row()
     # only punctuation is empty (§4.6), flagged as the noise token it is

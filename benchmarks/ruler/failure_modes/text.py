@@ -13,6 +13,7 @@ from typing import Iterable, Sequence
 #: What an item is stripped of (§4.2), besides whitespace.
 _ITEM_STRIP = " \t\r\n.,;:'\"`()[]*"
 _NUMBERED = re.compile(r"\d+\.\s")
+_ENUMERATOR = re.compile(r"^\(?[A-Za-z][.)]\s+(?=\S)")  # "A. ", "b) ", "(c) " before an item
 _SEPARATORS = re.compile(r"[,;\n]")
 _WHITESPACE = re.compile(r"\s+")
 
@@ -33,9 +34,11 @@ def collapse(text: str) -> str:
 def items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
     """The answer cut into items (§4.2): on numbered markers ("1. ") where there are two or
     more, else on commas, semicolons and newlines where there are any, else on whitespace;
-    each stripped of whitespace and quoting/list punctuation, empty ones dropped. `phrases`
-    (a vocabulary's multi-word entries, "ad hoc") stay whole when splitting on whitespace."""
-    return [s for s in (p.strip(_ITEM_STRIP) for p in raw_items(pred, phrases)) if s]
+    each stripped of whitespace, a letter enumerator ("A. father") and quoting/list
+    punctuation, empty ones dropped. `phrases` (a vocabulary's multi-word entries, "ad hoc")
+    stay whole when splitting on whitespace."""
+    return [s for s in (_ENUMERATOR.sub("", p.strip()).strip(_ITEM_STRIP)
+                        for p in raw_items(pred, phrases)) if s]
 
 
 def word_items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
