@@ -298,6 +298,19 @@ def test_letter_enumerators_are_not_part_of_an_item():
     assert label(row, numbered(["A. the", "B. an", "C. sin"])).label == "parametric"
 
 
+def test_the_last_item_of_an_answer_cut_at_its_budget_is_not_read():
+    """Seen on Gemma 3 270M (docs/failure-modes.md): "... 24. loaf 25. loaf 2" ended at the
+    budget; its last item "loaf 2" was read as a word of no list, so an answer of gold and
+    listed words fell to `other`. An answer that ended by itself keeps every item."""
+    row = cwe_row()
+    said = "1. sin 2. crowd 3. sin 4. cr"
+    assert label(row, said, finish="length").label == "inaccurate_aggregation"
+    assert label(row, said).label == "other"
+    assert label(fwe_row(), "cdpmiy cd").label == "parametric"  # "cd": a word of no text
+    assert label(fwe_row(), "cdpmiy cd", finish="length").label == "other"  # a cut "cdpmiy"
+    assert label(row, "1. pothole", finish="length").label == "parametric"  # one item kept
+
+
 def test_fwe_modes():
     row = fwe_row()
     # only punctuation is empty (§4.6), flagged as the noise token it is

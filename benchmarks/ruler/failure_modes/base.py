@@ -44,6 +44,7 @@ class Answer:
 
     text: str
     score: float
+    cut: bool = False  # ended at the output budget (finish reason "length"): maybe mid-item
 
     @cached_property
     def lower(self) -> str:

@@ -81,7 +81,7 @@ def scaffold(answer_prefix: str) -> frozenset[str]:
 def label(row: LabelRow, ans: Answer, found: Found) -> None:
     cwe = read(row.input, row.outputs)
     numbered = is_numbered(ans.text)
-    every = [i.lower() for i in word_items(ans.text, cwe.phrases)]
+    every = [i.lower() for i in word_items(ans.text, cwe.phrases, ans.cut)]
     drop = scaffold(row.answer_prefix)
     kept = [i for i in every if i not in drop]
     # The parametric test counts "the" as an item of a numbered answer (§4.6).

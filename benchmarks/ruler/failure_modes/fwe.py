@@ -47,7 +47,7 @@ def label(row: LabelRow, ans: Answer, found: Found) -> None:
     fwe = read(row.input)
     gold = {o.lower() for o in row.outputs}
     vocab = {w.lower(): r for w, r in fwe.ranks.items() if not _DOTS.fullmatch(w)}
-    got = [i.lower() for i in word_items(ans.text)]
+    got = [i.lower() for i in word_items(ans.text, cut=ans.cut)]
     found.add("noise_token", any(_DOTS.fullmatch(p.strip(" \t\r\n'\"`()[]*,;:"))
                                  for p in raw_items(ans.text)))
     found.add("empty", not got)

@@ -69,7 +69,7 @@ def label_row(row: LabelRow, prediction: str, finish_reason: str = "",
         score = row_score(row.metric, prediction, row.outputs, row.task)
     if score >= 1.0:
         return None
-    ans = Answer(postprocess_pred(prediction), score)
+    ans = Answer(postprocess_pred(prediction), score, cut=finish_reason == "length")
     found = Found()
     found.add("empty", _nothing(ans.text, row.answer_prefix))
     if ans.text:

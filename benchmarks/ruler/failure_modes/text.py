@@ -41,9 +41,12 @@ def items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
                         for p in raw_items(pred, phrases)) if s]
 
 
-def word_items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
-    """`items` that hold a letter: a word list's items (a list number alone is no word)."""
-    return [i for i in items(pred, phrases) if any(c.isalpha() for c in i)]
+def word_items(pred: str, phrases: Iterable[str] = (), cut: bool = False) -> list[str]:
+    """`items` that hold a letter: a word list's items (a list number alone is no word).
+    `cut`: the answer ended at its output budget, so its last item may be a word's start
+    ("loaf 2", "spws"): it is not read where there are others."""
+    words = [i for i in items(pred, phrases) if any(c.isalpha() for c in i)]
+    return words[:-1] if cut and len(words) > 1 else words
 
 
 def raw_items(pred: str, phrases: Iterable[str] = ()) -> list[str]:
